@@ -1,0 +1,1 @@
+//! Example programs live beside this file as `[[example]]` targets; see `Cargo.toml`.

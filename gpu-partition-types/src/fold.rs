@@ -1,0 +1,140 @@
+//! Folding a stream of pages into one reply: numbering, agreement, join order.
+
+use crate::page::{Page, PageList};
+use crate::{JsonPointer, Lenient, LostMember, RefusedReply, Reply};
+
+/// A record whose lenient members name themselves by pointer, and so must be told when the
+/// record moves to another index of its list.
+pub(crate) trait Reindex {
+    /// Moves the record to `index` of its list (step 1 of every pointer inside it).
+    fn reindex(&mut self, index: usize);
+}
+
+impl<T: Reindex> Reindex for Lenient<T> {
+    fn reindex(&mut self, index: usize) {
+        match self {
+            Lenient::Read(item) => item.reindex(index),
+            Lenient::Lost(lost) => lost.pointer.reindex(1, index),
+        }
+    }
+}
+
+/// Folds pages (in stream order) into one reply.
+///
+/// Pages are numbered `0..count`, each index once, in any order; `format`, `device`, `mode` and
+/// `case` must agree with page 0; lists are joined in page order; other members come from page 0.
+pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
+    let refuse = |member: &str, position: usize, message: String| {
+        RefusedReply::new(JsonPointer::root().member(member), message).in_page(position)
+    };
+    if pages.len() == 1 {
+        if let Some(number) = pages[0].number {
+            if number.count != 1 {
+                return Err(RefusedReply::new(
+                    JsonPointer::root().member("page"),
+                    format!("page {} of {}, but the stream holds one page", number.index, number.count),
+                ));
+            }
+        }
+    } else {
+        let mut count = None;
+        for (position, page) in pages.iter().enumerate() {
+            let number = page.number.ok_or_else(|| {
+                refuse("page", position, "the stream holds several pages, but this one has no page member".into())
+            })?;
+            match count {
+                None => count = Some(number.count),
+                Some(first) if first != number.count => {
+                    return Err(refuse(
+                        "page",
+                        position,
+                        format!("count {} disagrees with count {first} of the first page", number.count),
+                    ));
+                }
+                Some(_) => {}
+            }
+        }
+        let count = count.unwrap_or(0) as usize;
+        let mut seen = vec![false; count];
+        for (position, page) in pages.iter().enumerate() {
+            let index = page.number.map_or(0, |number| number.index as usize);
+            match seen.get_mut(index) {
+                Some(slot) if !*slot => *slot = true,
+                _ => return Err(refuse("page", position, format!("page index {index} is repeated"))),
+            }
+        }
+        if let Some(missing) = seen.iter().position(|seen| !seen) {
+            return Err(RefusedReply::new(
+                JsonPointer::root().member("page"),
+                format!("page index {missing} of {count} is missing"),
+            ));
+        }
+    }
+
+    let mut order: Vec<usize> = (0..pages.len()).collect();
+    order.sort_by_key(|&position| pages[position].number.map_or(0, |number| number.index));
+    let first = order[0];
+    for (position, page) in pages.iter().enumerate() {
+        let base = &pages[first];
+        let disagreeing = if page.format != base.format {
+            Some("format")
+        } else if page.device != base.device {
+            Some("device")
+        } else if page.mode != base.mode {
+            Some("mode")
+        } else if page.case != base.case {
+            Some("case")
+        } else {
+            None
+        };
+        if let Some(member) = disagreeing {
+            return Err(refuse(member, position, "disagrees with page 0".into()));
+        }
+    }
+
+    let mut profiles = Vec::new();
+    let mut gpu_instances = Vec::new();
+    let mut vgpus = Vec::new();
+    for &position in &order {
+        let page = &mut pages[position];
+        profiles.push(page.profiles.take());
+        gpu_instances.push(page.gpu_instances.take());
+        vgpus.push(page.vgpus.take());
+    }
+    let base = pages.swap_remove(first);
+    Ok(Reply {
+        format: base.format,
+        device: base.device,
+        mode: base.mode,
+        case: base.case,
+        unreadable: base.unreadable,
+        driver: base.driver,
+        profiles: join("profiles", profiles),
+        gpu_instances: join("gpu_instances", gpu_instances),
+        vgpus: join("vgpus", vgpus),
+    })
+}
+
+/// Joins one list across pages (in page order): absent from a page counts as empty there; lost
+/// on any page loses it; absent from every page loses it as missing.
+fn join<T: Reindex>(name: &str, parts: Vec<PageList<T>>) -> Lenient<Vec<Lenient<T>>> {
+    if parts.iter().all(Option::is_none) {
+        return Lenient::Lost(LostMember::new(JsonPointer::root().member(name), "missing member"));
+    }
+    let mut joined = Vec::new();
+    for part in parts.into_iter().flatten() {
+        match part {
+            Lenient::Lost(lost) => return Lenient::Lost(lost),
+            Lenient::Read(items) => {
+                let offset = joined.len();
+                for (local, mut item) in items.into_iter().enumerate() {
+                    if offset > 0 {
+                        item.reindex(offset + local);
+                    }
+                    joined.push(item);
+                }
+            }
+        }
+    }
+    Lenient::Read(joined)
+}

@@ -1,0 +1,103 @@
+//! [`Lenient`]: a member the reader can do without.
+
+use crate::JsonPointer;
+use serde::{Serialize, Serializer};
+
+/// A member the reader can do without: read, or lost with the reason why.
+///
+/// A fault anywhere inside a lenient unit costs exactly that unit and nothing around it. A lost
+/// member is not written back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lenient<T> {
+    /// The member was read.
+    Read(T),
+    /// The member was absent or did not read.
+    Lost(LostMember),
+}
+
+/// Why a lenient member was lost, and where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
+#[error("{pointer}: {problem}")]
+#[non_exhaustive]
+pub struct LostMember {
+    /// The lenient unit that was lost (RFC 6901), never a leaf inside it.
+    pub pointer: JsonPointer,
+    /// What was wrong; it may name a leaf inside the unit.
+    pub problem: String,
+}
+
+impl LostMember {
+    /// A lost member at `pointer` for the reason `problem`.
+    pub fn new(pointer: JsonPointer, problem: impl Into<String>) -> Self {
+        Self {
+            pointer,
+            problem: problem.into(),
+        }
+    }
+}
+
+impl<T> Lenient<T> {
+    /// The member, if it was read.
+    pub fn read(&self) -> Option<&T> {
+        match self {
+            Self::Read(value) => Some(value),
+            Self::Lost(_) => None,
+        }
+    }
+
+    /// The member, if it was read, mutably.
+    pub fn read_mut(&mut self) -> Option<&mut T> {
+        match self {
+            Self::Read(value) => Some(value),
+            Self::Lost(_) => None,
+        }
+    }
+
+    /// Why the member was lost, if it was.
+    pub fn lost(&self) -> Option<&LostMember> {
+        match self {
+            Self::Read(_) => None,
+            Self::Lost(lost) => Some(lost),
+        }
+    }
+
+    /// Whether the member was lost (used to leave it out when writing).
+    pub fn is_lost(&self) -> bool {
+        matches!(self, Self::Lost(_))
+    }
+
+    /// The member as a `Result`.
+    pub fn as_result(&self) -> Result<&T, &LostMember> {
+        match self {
+            Self::Read(value) => Ok(value),
+            Self::Lost(lost) => Err(lost),
+        }
+    }
+}
+
+impl<T> From<T> for Lenient<T> {
+    fn from(value: T) -> Self {
+        Self::Read(value)
+    }
+}
+
+/// Writes the read value; a lost member writes `null`, which is why records skip lost members
+/// (`skip_serializing_if = "Lenient::is_lost"`) and lists leave lost elements out.
+impl<T: Serialize> Serialize for Lenient<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Read(value) => value.serialize(serializer),
+            Self::Lost(_) => serializer.serialize_none(),
+        }
+    }
+}
+
+/// Writes a lenient list of lenient elements: only the elements that were read.
+pub(crate) fn write_read_items<T, S>(list: &Lenient<Vec<Lenient<T>>>, serializer: S) -> Result<S::Ok, S::Error>
+where
+    T: Serialize,
+    S: Serializer,
+{
+    let items = list.read().map(Vec::as_slice).unwrap_or_default();
+    serializer.collect_seq(items.iter().filter_map(Lenient::read))
+}

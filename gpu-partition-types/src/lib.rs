@@ -1,0 +1,80 @@
+//! The reply of the GPU partition helper: versioned JSON, read leniently and written back.
+//!
+//! The helper is a program that reports how one NVIDIA card is partitioned (MIG mode, GPU
+//! instances, the profile catalogue, vGPUs placed on instances). This crate holds its two
+//! replies — [`VersionReply`] (`HELPER --version`) and [`Reply`] (`HELPER read`) — with:
+//!
+//! - readers that are strict where the protocol is strict and lenient elsewhere: a fault in a
+//!   [`Lenient`] member costs that member only and is kept as a [`LostMember`] naming it by
+//!   [`JsonPointer`]; a fault in a strict member refuses the reply with a [`RefusedReply`];
+//! - [`Enumerated`] for values a later helper may add (kept as unknown, written back unchanged)
+//!   and [`Nullable`] for members that are always present but may be `null`;
+//! - the fold of a stream of pages into one reply;
+//! - the strict reading of `mode` and `case` into an [`Outcome`] and its [`PartitionMode`];
+//! - the profile [`Signature`] and [`renumbered`] to match two catalogues;
+//! - writers whose output reads back equal.
+//!
+//! ```
+//! use gpu_partition_types::{Bdf, PartitionMode, Reply};
+//!
+//! let text = br#"{"format": "1.0", "device": "0000:3b:00.0",
+//!     "mode": {"capable": true, "current": "enabled", "pending": null},
+//!     "case": "none_carved", "profiles": [{"id": 9, "name": "3g.71gb"}]}"#;
+//! let device: Bdf = "0000:3b:00.0".parse()?;
+//! let reply = Reply::from_json(text, Some(&device))?;
+//! assert_eq!(reply.outcome().partition_mode(), PartitionMode::Enabled);
+//! let lost: Vec<String> = reply.lost().iter().map(|l| l.pointer.to_string()).collect();
+//! assert_eq!(lost, ["/driver", "/gpu_instances", "/profiles/0/free_instances",
+//!                   "/profiles/0/signature", "/vgpus"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+mod bdf;
+mod catalogue;
+mod enumerated;
+mod error;
+mod fold;
+mod lenient;
+mod nullable;
+mod outcome;
+mod page;
+mod pointer;
+mod read;
+mod reply;
+mod token;
+mod write;
+
+pub mod case;
+pub mod driver;
+pub mod format;
+pub mod instance;
+pub mod mode;
+pub mod partition_mode;
+pub mod profile;
+pub mod version;
+pub mod vgpu;
+
+pub use bdf::{Bdf, BdfError};
+pub use case::{Case, Unreadable};
+pub use catalogue::{Renumbered, renumbered};
+pub use driver::Driver;
+pub use enumerated::Enumerated;
+pub use error::RefusedReply;
+pub use format::{FormatError, FormatVersion, SUPPORTED_MAJOR};
+pub use instance::{ComputeInstance, GpuInstance, Placement};
+pub use lenient::{Lenient, LostMember};
+pub use mode::{MigState, Mode};
+pub use nullable::Nullable;
+pub use outcome::{Outcome, UnknownReason, UnreadableReason};
+pub use page::PageNumber;
+pub use partition_mode::PartitionMode;
+pub use pointer::{JsonPointer, PointerToken};
+pub use profile::{Capability, Profile, Signature};
+pub use reply::Reply;
+pub use token::{Token, UnknownToken, expected_list};
+pub use version::{Command, Incompatible, VersionReply};
+pub use vgpu::Vgpu;
+
+#[doc(hidden)]
+pub use token::__private;

@@ -1,0 +1,164 @@
+//! One page of a reply as read, before the pages are folded into a [`Reply`](crate::Reply).
+
+use crate::read::{Decode, Fault, Field, Path, members, required, value};
+use crate::{
+    Bdf, Case, Driver, FormatVersion, GpuInstance, Lenient, Mode, Profile, Unreadable, Vgpu,
+};
+use serde::Serialize;
+use serde::de::MapAccess;
+
+/// `page`: this page's number and how many pages the reply has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+pub struct PageNumber {
+    /// This page, from 0.
+    pub index: u32,
+    /// How many pages, at least 1.
+    pub count: u32,
+}
+
+impl Decode for PageNumber {
+    const EXPECTED: &'static str = "a page object";
+
+    fn from_object<'de, A: MapAccess<'de>>(map: A, at: &Path<'_>) -> Result<Field<Self>, A::Error> {
+        let (mut index, mut count) = (None, None);
+        members(map, |name, map| {
+            match name {
+                "index" => index = Some(value(map, at, name)?),
+                "count" => count = Some(value(map, at, name)?),
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok((|| {
+            let index: u32 = required(index, at, "index")?;
+            let count: u32 = required(count, at, "count")?;
+            if index >= count {
+                return Err(Fault::new(at, format!("index {index} is not below count {count}")));
+            }
+            Ok(PageNumber { index, count })
+        })())
+    }
+}
+
+/// A list as one page has it: absent from the page, or there (read or lost).
+pub(crate) type PageList<T> = Option<Lenient<Vec<Lenient<T>>>>;
+
+/// A page with every member as it was found; strictness is applied by [`RawPage::strict`].
+#[derive(Debug)]
+pub(crate) struct RawPage {
+    format: Option<Field<FormatVersion>>,
+    device: Option<Field<String>>,
+    page: Option<Field<PageNumber>>,
+    mode: Option<Field<Mode>>,
+    case: Option<Field<Case>>,
+    unreadable: Option<Field<Unreadable>>,
+    driver: Option<Field<Lenient<Driver>>>,
+    profiles: Option<Field<Lenient<Vec<Lenient<Profile>>>>>,
+    gpu_instances: Option<Field<Lenient<Vec<Lenient<GpuInstance>>>>>,
+    vgpus: Option<Field<Lenient<Vec<Lenient<Vgpu>>>>>,
+}
+
+/// A page whose strict members all read.
+#[derive(Debug)]
+pub(crate) struct Page {
+    pub(crate) number: Option<PageNumber>,
+    pub(crate) format: FormatVersion,
+    pub(crate) device: Bdf,
+    pub(crate) mode: Mode,
+    pub(crate) case: Case,
+    pub(crate) unreadable: Option<Unreadable>,
+    pub(crate) driver: Lenient<Driver>,
+    pub(crate) profiles: PageList<Profile>,
+    pub(crate) gpu_instances: PageList<GpuInstance>,
+    pub(crate) vgpus: PageList<Vgpu>,
+}
+
+impl RawPage {
+    /// Applies the strict members' rules in the order of the protocol's member table, so the
+    /// first fault named is the first strict member at fault.
+    pub(crate) fn strict(self, asked: Option<&Bdf>) -> Field<Page> {
+        let root = Path::ROOT;
+        let format: FormatVersion = required(self.format, &root, "format")?;
+        format
+            .check_supported()
+            .map_err(|error| Fault::new(&root.member("format"), error.to_string()))?;
+        let device_text: String = required(self.device, &root, "device")?;
+        let device = Bdf::parse_canonical(&device_text)
+            .map_err(|error| Fault::new(&root.member("device"), error.to_string()))?;
+        if let Some(asked) = asked {
+            if *asked != device {
+                return Err(Fault::new(
+                    &root.member("device"),
+                    format!("the reply is for {device}, but {asked} was asked for"),
+                ));
+            }
+        }
+        let number = self.page.transpose()?;
+        let mode: Mode = required(self.mode, &root, "mode")?;
+        let case: Case = required(self.case, &root, "case")?;
+        if !mode.capable && matches!(case, Case::Partitions | Case::NoneCarved) {
+            return Err(Fault::new(
+                &root.member("case"),
+                format!("case {case} on a card that is not MIG capable"),
+            ));
+        }
+        let unreadable = match case {
+            Case::Unreadable => Some(required(self.unreadable, &root, "unreadable")?),
+            _ => None,
+        };
+        Ok(Page {
+            number,
+            format,
+            device,
+            mode,
+            case,
+            unreadable,
+            driver: crate::read::lenient(self.driver, &root, "driver"),
+            profiles: present(self.profiles),
+            gpu_instances: present(self.gpu_instances),
+            vgpus: present(self.vgpus),
+        })
+    }
+}
+
+/// A lenient member that may be absent from a page without being lost.
+fn present<T>(slot: Option<Field<Lenient<T>>>) -> Option<Lenient<T>> {
+    // A lenient unit's field is never a fault: the fault is kept inside as `Lost`.
+    slot.and_then(Result::ok)
+}
+
+impl Decode for RawPage {
+    const EXPECTED: &'static str = "a reply object";
+
+    fn from_object<'de, A: MapAccess<'de>>(map: A, at: &Path<'_>) -> Result<Field<Self>, A::Error> {
+        let mut page = RawPage {
+            format: None,
+            device: None,
+            page: None,
+            mode: None,
+            case: None,
+            unreadable: None,
+            driver: None,
+            profiles: None,
+            gpu_instances: None,
+            vgpus: None,
+        };
+        members(map, |name, map| {
+            match name {
+                "format" => page.format = Some(value(map, at, name)?),
+                "device" => page.device = Some(value(map, at, name)?),
+                "page" => page.page = Some(value(map, at, name)?),
+                "mode" => page.mode = Some(value(map, at, name)?),
+                "case" => page.case = Some(value(map, at, name)?),
+                "unreadable" => page.unreadable = Some(value(map, at, name)?),
+                "driver" => page.driver = Some(value(map, at, name)?),
+                "profiles" => page.profiles = Some(value(map, at, name)?),
+                "gpu_instances" => page.gpu_instances = Some(value(map, at, name)?),
+                "vgpus" => page.vgpus = Some(value(map, at, name)?),
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(Ok(page))
+    }
+}

@@ -1,0 +1,77 @@
+//! [`Fault`]: what was wrong with one member, found while reading.
+
+use super::Path;
+use crate::JsonPointer;
+use std::fmt;
+
+/// A member that did not read: where, and why. Strict members turn it into a refusal, lenient
+/// units into a lost member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fault {
+    pub(crate) at: JsonPointer,
+    pub(crate) problem: String,
+}
+
+/// The result of reading one member.
+pub(crate) type Field<T> = Result<T, Fault>;
+
+impl Fault {
+    pub(crate) fn new(at: &Path<'_>, problem: impl Into<String>) -> Self {
+        Self {
+            at: at.pointer(),
+            problem: problem.into(),
+        }
+    }
+
+    /// The member is absent.
+    pub(crate) fn missing(at: &Path<'_>) -> Self {
+        Self::new(at, "missing member")
+    }
+
+    /// The member has the wrong JSON type.
+    pub(crate) fn mismatch(at: &Path<'_>, expected: &str, found: Found<'_>) -> Self {
+        Self::new(at, format!("expected {expected}, found {found}"))
+    }
+
+    /// The problem as seen from the lenient unit at `unit`: the leaf is named when the fault is
+    /// deeper than the unit.
+    pub(crate) fn problem_within(&self, unit: &JsonPointer) -> String {
+        if &self.at == unit {
+            self.problem.clone()
+        } else {
+            format!("{}: {}", self.at, self.problem)
+        }
+    }
+}
+
+/// A JSON value as seen, for messages.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Found<'a> {
+    Bool(bool),
+    Unsigned(u64),
+    Signed(i64),
+    Float(f64),
+    Str(&'a str),
+    Null,
+    Object,
+    Array,
+}
+
+impl fmt::Display for Found<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Bool(value) => write!(f, "the boolean {value}"),
+            Self::Unsigned(value) => write!(f, "the integer {value}"),
+            Self::Signed(value) => write!(f, "the integer {value}"),
+            Self::Float(value) => write!(f, "the number {value:?}"),
+            Self::Str(text) => {
+                let shown: String = text.chars().take(40).collect();
+                let more = if shown.len() < text.len() { "…" } else { "" };
+                write!(f, "the string {shown:?}{more}")
+            }
+            Self::Null => f.write_str("null"),
+            Self::Object => f.write_str("an object"),
+            Self::Array => f.write_str("a list"),
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! [`Reply`]: the folded reply of `read`, its reader and writer.
+
+use crate::fold::{Reindex, fold};
+use crate::lenient::write_read_items;
+use crate::page::RawPage;
+use crate::read;
+use crate::{
+    Bdf, Case, Driver, FormatVersion, GpuInstance, JsonPointer, Lenient, LostMember, Mode,
+    Outcome, Profile, RefusedReply, Unreadable, UnreadableReason, Vgpu,
+};
+use serde::Serialize;
+
+/// The reply of `HELPER read`, with its pages folded into one.
+///
+/// Strict members are plain values: a reply whose strict members do not read is refused as a
+/// whole. Lenient members are [`Lenient`]: a fault costs that member only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reply {
+    /// The format the reply was written in (major 1).
+    pub format: FormatVersion,
+    /// The card read.
+    pub device: Bdf,
+    /// MIG capability and mode.
+    pub mode: Mode,
+    /// What the helper found.
+    pub case: Case,
+    /// Why the card could not be read; present exactly when `case` is `unreadable`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<Unreadable>,
+    /// Driver versions.
+    #[serde(skip_serializing_if = "Lenient::is_lost")]
+    pub driver: Lenient<Driver>,
+    /// The profile catalogue.
+    #[serde(skip_serializing_if = "Lenient::is_lost", serialize_with = "write_read_items")]
+    pub profiles: Lenient<Vec<Lenient<Profile>>>,
+    /// The GPU instances.
+    #[serde(skip_serializing_if = "Lenient::is_lost", serialize_with = "write_read_items")]
+    pub gpu_instances: Lenient<Vec<Lenient<GpuInstance>>>,
+    /// The vGPUs on the card.
+    #[serde(skip_serializing_if = "Lenient::is_lost", serialize_with = "write_read_items")]
+    pub vgpus: Lenient<Vec<Lenient<Vgpu>>>,
+}
+
+impl Reply {
+    /// Reads a reply: one or more pages, folded. When `asked` is given, the reply must be for
+    /// that device.
+    pub fn from_json(input: &[u8], asked: Option<&Bdf>) -> Result<Reply, RefusedReply> {
+        let raw = read::objects::<RawPage>(input)?;
+        let several = raw.len() > 1;
+        let mut pages = Vec::with_capacity(raw.len());
+        for (position, page) in raw.into_iter().enumerate() {
+            let page = page
+                .and_then(|page| page.strict(asked))
+                .map_err(|fault| {
+                    let refusal = RefusedReply::from(fault);
+                    if several { refusal.in_page(position) } else { refusal }
+                })?;
+            pages.push(page);
+        }
+        fold(pages)
+    }
+
+    /// Writes the reply as one page (no `page` member). Lost members are left out.
+    pub fn to_json(&self) -> String {
+        // Serializing these types cannot fail: every map key is a string and no custom
+        // serializer returns an error.
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// What the reply says of the card, for the caller of the probe.
+    pub fn outcome(&self) -> Outcome {
+        match self.case {
+            Case::Partitions => Outcome::Partitions {
+                mode: self.mode,
+                instances: read_items(&self.gpu_instances),
+                catalogue: read_items(&self.profiles),
+                vgpus: read_items(&self.vgpus),
+            },
+            Case::NoneCarved => Outcome::NoneCarved {
+                mode: self.mode,
+                catalogue: read_items(&self.profiles),
+            },
+            // A reply built by hand may lack `unreadable`; the reader refuses such a reply, so
+            // saying "undecodable" here never hides a reason the helper gave.
+            Case::Unreadable => Outcome::Unreadable(match &self.unreadable {
+                Some(unreadable) => UnreadableReason::Helper(unreadable.kind.clone()),
+                None => UnreadableReason::Undecodable,
+            }),
+            Case::NotApplicable => Outcome::NotApplicable,
+        }
+    }
+
+    /// The lenient members kept as lost, sorted by pointer (`unreadable.message` is left out:
+    /// it is reported in logs only).
+    pub fn lost(&self) -> Vec<&LostMember> {
+        let mut lost: Vec<&LostMember> = Vec::new();
+        lost.extend(self.driver.lost());
+        collect_lost(&self.profiles, &mut lost, |profile, lost| {
+            lost.extend(profile.name.lost());
+            lost.extend(profile.free_instances.lost());
+            lost.extend(profile.signature.lost());
+        });
+        collect_lost(&self.gpu_instances, &mut lost, |instance, lost| {
+            lost.extend(instance.placement.lost());
+            lost.extend(instance.compute_instances.lost());
+        });
+        collect_lost(&self.vgpus, &mut lost, |vgpu, lost| {
+            lost.extend(vgpu.vgpu_type.lost());
+            lost.extend(vgpu.type_id.lost());
+        });
+        lost.sort_by(|a, b| a.pointer.cmp(&b.pointer));
+        lost
+    }
+
+    /// The enumeration values kept as unknown, as pointers into the reply, sorted.
+    pub fn unknown(&self) -> Vec<JsonPointer> {
+        let mut unknown = Vec::new();
+        let profiles = self.profiles.read().map(Vec::as_slice).unwrap_or_default();
+        for (index, profile) in profiles.iter().enumerate() {
+            let Some(signature) = profile.read().and_then(|profile| profile.signature.read()) else {
+                continue;
+            };
+            for (slot, capability) in signature.capabilities.iter().enumerate() {
+                if capability.known().is_none() {
+                    unknown.push(
+                        JsonPointer::root()
+                            .member("profiles")
+                            .index(index)
+                            .member("signature")
+                            .member("capabilities")
+                            .index(slot),
+                    );
+                }
+            }
+        }
+        unknown
+    }
+}
+
+/// The elements of a lenient list that were read.
+fn read_items<T: Clone>(list: &Lenient<Vec<Lenient<T>>>) -> Vec<T> {
+    list.read()
+        .map(|items| items.iter().filter_map(Lenient::read).cloned().collect())
+        .unwrap_or_default()
+}
+
+fn collect_lost<'a, T>(
+    list: &'a Lenient<Vec<Lenient<T>>>,
+    lost: &mut Vec<&'a LostMember>,
+    inside: impl Fn(&'a T, &mut Vec<&'a LostMember>),
+) {
+    match list {
+        Lenient::Lost(member) => lost.push(member),
+        Lenient::Read(items) => {
+            for item in items {
+                match item {
+                    Lenient::Lost(member) => lost.push(member),
+                    Lenient::Read(item) => inside(item, lost),
+                }
+            }
+        }
+    }
+}
+
+fn reindex_member<T>(member: &mut Lenient<T>, index: usize) {
+    if let Lenient::Lost(lost) = member {
+        lost.pointer.reindex(1, index);
+    }
+}
+
+impl Reindex for Profile {
+    fn reindex(&mut self, index: usize) {
+        reindex_member(&mut self.name, index);
+        reindex_member(&mut self.free_instances, index);
+        reindex_member(&mut self.signature, index);
+    }
+}
+
+impl Reindex for GpuInstance {
+    fn reindex(&mut self, index: usize) {
+        reindex_member(&mut self.placement, index);
+        reindex_member(&mut self.compute_instances, index);
+    }
+}
+
+impl Reindex for Vgpu {
+    fn reindex(&mut self, index: usize) {
+        reindex_member(&mut self.vgpu_type, index);
+        reindex_member(&mut self.type_id, index);
+    }
+}

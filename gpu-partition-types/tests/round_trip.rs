@@ -1,0 +1,173 @@
+//! Generated replies written and read back: equal, in one page and in any number of pages.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use gpu_partition_types::*;
+use proptest::collection::vec;
+use proptest::option;
+use proptest::prelude::*;
+
+fn text() -> impl Strategy<Value = String> {
+    // Escapes, quotes, slashes and non-ASCII, which the writer must escape and the reader undo.
+    "[a-zA-Z0-9 ._/\"\\\\é→-]{0,12}"
+}
+
+fn mig_state() -> impl Strategy<Value = MigState> {
+    prop_oneof![Just(MigState::Enabled), Just(MigState::Disabled)]
+}
+
+fn capability() -> impl Strategy<Value = Enumerated<Capability>> {
+    prop_oneof![
+        Just(Enumerated::Known(Capability::P2p)),
+        Just(Enumerated::Known(Capability::Gfx)),
+        "[a-zA-Z_]{1,8}".prop_map(|text| Enumerated::from_wire(&text)),
+    ]
+}
+
+fn signature() -> impl Strategy<Value = Signature> {
+    (vec(any::<u32>(), 8), any::<u64>(), vec(capability(), 0..4)).prop_map(|(counts, memory, capabilities)| {
+        Signature {
+            slice_count: counts[0],
+            instance_count: counts[1],
+            multiprocessor_count: counts[2],
+            copy_engine_count: counts[3],
+            decoder_count: counts[4],
+            encoder_count: counts[5],
+            jpeg_count: counts[6],
+            ofa_count: counts[7],
+            memory_size_mb: memory,
+            capabilities,
+        }
+    })
+}
+
+fn profile() -> impl Strategy<Value = Profile> {
+    (any::<u32>(), text(), any::<u32>(), signature()).prop_map(|(id, name, free, signature)| Profile {
+        id,
+        name: Lenient::Read(name),
+        free_instances: Lenient::Read(free),
+        signature: Lenient::Read(signature),
+    })
+}
+
+fn placement() -> impl Strategy<Value = Placement> {
+    (any::<u32>(), any::<u32>()).prop_map(|(start, size)| Placement { start, size })
+}
+
+fn instance() -> impl Strategy<Value = GpuInstance> {
+    (
+        any::<u32>(),
+        any::<u32>(),
+        placement(),
+        option::of(text()),
+        vec((any::<u32>(), any::<u32>(), placement()), 0..3),
+    )
+        .prop_map(|(id, profile_id, placement, uuid, compute)| GpuInstance {
+            id,
+            profile_id,
+            placement: Lenient::Read(placement),
+            uuid: uuid.into(),
+            compute_instances: Lenient::Read(
+                compute
+                    .into_iter()
+                    .map(|(id, profile_id, placement)| ComputeInstance { id, profile_id, placement })
+                    .collect(),
+            ),
+        })
+}
+
+fn vgpu() -> impl Strategy<Value = Vgpu> {
+    (text(), text(), any::<u32>(), option::of(any::<u32>()), option::of(text())).prop_map(
+        |(uuid, vgpu_type, type_id, instance, vm)| Vgpu {
+            uuid,
+            vgpu_type: Lenient::Read(vgpu_type),
+            type_id: Lenient::Read(type_id),
+            gpu_instance_id: instance.into(),
+            vm: vm.into(),
+        },
+    )
+}
+
+fn reads<T>(items: Vec<T>) -> Lenient<Vec<Lenient<T>>> {
+    Lenient::Read(items.into_iter().map(Lenient::Read).collect())
+}
+
+prop_compose! {
+    fn reply()(
+        minor in 0u32..5,
+        domain in any::<u16>(), bus in any::<u8>(), device in 0u8..32, function in 0u8..8,
+        capable in any::<bool>(), current in mig_state(), pending in option::of(mig_state()),
+        case_pick in 0usize..4,
+        kind in "[a-z_]{1,12}", message in text(),
+        driver in option::of((text(), text())),
+        profiles in vec(profile(), 0..5),
+        instances in vec(instance(), 0..5),
+        vgpus in vec(vgpu(), 0..6),
+    ) -> Reply {
+        let case = match (capable, case_pick) {
+            (true, 0) => Case::Partitions,
+            (true, 1) => Case::NoneCarved,
+            (_, 2) => Case::Unreadable,
+            _ => Case::NotApplicable,
+        };
+        Reply {
+            format: FormatVersion::new(1, minor),
+            device: Bdf { domain, bus, device, function },
+            mode: Mode { capable, current, pending: pending.into() },
+            case,
+            unreadable: (case == Case::Unreadable)
+                .then(|| Unreadable { kind, message: Lenient::Read(message) }),
+            driver: match driver {
+                Some((version, nvml_version)) => Lenient::Read(Driver { version, nvml_version }),
+                None => Lenient::Lost(LostMember::new(JsonPointer::root().member("driver"), "missing member")),
+            },
+            profiles: reads(profiles),
+            gpu_instances: reads(instances),
+            vgpus: reads(vgpus),
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn a_written_reply_reads_back_equal(reply in reply()) {
+        let read = Reply::from_json(reply.to_json().as_bytes(), Some(&reply.device));
+        prop_assert_eq!(read, Ok(reply));
+    }
+
+    #[test]
+    fn a_reply_written_in_pages_reads_back_equal_in_any_page_order(
+        reply in reply(),
+        size in 1usize..4,
+        seed in any::<u64>(),
+    ) {
+        let mut pages = reply.to_pages(size);
+        // A cheap deterministic shuffle: rotate by the seed.
+        let turn = (seed as usize) % pages.len();
+        pages.rotate_left(turn);
+        let read = Reply::from_json(pages.join("\n").as_bytes(), Some(&reply.device));
+        prop_assert_eq!(read, Ok(reply));
+    }
+
+    #[test]
+    fn a_written_reply_loses_nothing_but_what_was_already_lost(reply in reply()) {
+        let read = Reply::from_json(reply.to_json().as_bytes(), None).unwrap();
+        let before: Vec<String> = reply.lost().iter().map(|l| l.pointer.to_string()).collect();
+        let after: Vec<String> = read.lost().iter().map(|l| l.pointer.to_string()).collect();
+        prop_assert_eq!(after, before);
+    }
+
+    #[test]
+    fn arbitrary_bytes_never_panic_the_reader(bytes in vec(any::<u8>(), 0..256)) {
+        let _ = Reply::from_json(&bytes, None);
+        let _ = VersionReply::from_json(&bytes);
+    }
+
+    #[test]
+    fn any_prefix_of_a_written_reply_is_refused_not_panicked(reply in reply(), cut in 0usize..10_000) {
+        let text = reply.to_json();
+        let cut = cut % text.len();
+        if let Some(prefix) = text.get(..cut) {
+            prop_assert!(Reply::from_json(prefix.as_bytes(), None).is_err());
+        }
+    }
+}
