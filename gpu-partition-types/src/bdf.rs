@@ -111,13 +111,25 @@ mod tests {
 
     #[test]
     fn upper_case_reads_from_people_but_not_from_replies() {
-        assert_eq!("0000:3B:00.0".parse::<Bdf>().map(|b| b.to_string()), Ok("0000:3b:00.0".into()));
+        assert_eq!(
+            "0000:3B:00.0".parse::<Bdf>().map(|b| b.to_string()),
+            Ok("0000:3b:00.0".into())
+        );
         assert!(Bdf::parse_canonical("0000:3B:00.0").is_err());
     }
 
     #[test]
     fn malformed_addresses_are_refused() {
-        for text in ["", "3b:00.0", "0000:3b:00", "0000:3b:20.0", "0000:3b:00.8", "0000:3b:00.0 ", "00000:3b:00.0", "0000:g0:00.0"] {
+        for text in [
+            "",
+            "3b:00.0",
+            "0000:3b:00",
+            "0000:3b:20.0",
+            "0000:3b:00.8",
+            "0000:3b:00.0 ",
+            "00000:3b:00.0",
+            "0000:g0:00.0",
+        ] {
             assert!(text.parse::<Bdf>().is_err(), "{text:?} parsed");
         }
     }

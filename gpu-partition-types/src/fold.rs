@@ -32,7 +32,10 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
             if number.count != 1 {
                 return Err(RefusedReply::new(
                     JsonPointer::root().member("page"),
-                    format!("page {} of {}, but the stream holds one page", number.index, number.count),
+                    format!(
+                        "page {} of {}, but the stream holds one page",
+                        number.index, number.count
+                    ),
                 ));
             }
         }
@@ -40,7 +43,11 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
         let mut count = None;
         for (position, page) in pages.iter().enumerate() {
             let number = page.number.ok_or_else(|| {
-                refuse("page", position, "the stream holds several pages, but this one has no page member".into())
+                refuse(
+                    "page",
+                    position,
+                    "the stream holds several pages, but this one has no page member".into(),
+                )
             })?;
             match count {
                 None => count = Some(number.count),
@@ -48,7 +55,10 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
                     return Err(refuse(
                         "page",
                         position,
-                        format!("count {} disagrees with count {first} of the first page", number.count),
+                        format!(
+                            "count {} disagrees with count {first} of the first page",
+                            number.count
+                        ),
                     ));
                 }
                 Some(_) => {}
@@ -60,7 +70,13 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
             let index = page.number.map_or(0, |number| number.index as usize);
             match seen.get_mut(index) {
                 Some(slot) if !*slot => *slot = true,
-                _ => return Err(refuse("page", position, format!("page index {index} is repeated"))),
+                _ => {
+                    return Err(refuse(
+                        "page",
+                        position,
+                        format!("page index {index} is repeated"),
+                    ));
+                }
             }
         }
         if let Some(missing) = seen.iter().position(|seen| !seen) {
@@ -119,7 +135,10 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
 /// on any page loses it; absent from every page loses it as missing.
 fn join<T: Reindex>(name: &str, parts: Vec<PageList<T>>) -> Lenient<Vec<Lenient<T>>> {
     if parts.iter().all(Option::is_none) {
-        return Lenient::Lost(LostMember::new(JsonPointer::root().member(name), "missing member"));
+        return Lenient::Lost(LostMember::new(
+            JsonPointer::root().member(name),
+            "missing member",
+        ));
     }
     let mut joined = Vec::new();
     for part in parts.into_iter().flatten() {

@@ -93,7 +93,10 @@ impl<T: Serialize> Serialize for Lenient<T> {
 }
 
 /// Writes a lenient list of lenient elements: only the elements that were read.
-pub(crate) fn write_read_items<T, S>(list: &Lenient<Vec<Lenient<T>>>, serializer: S) -> Result<S::Ok, S::Error>
+pub(crate) fn write_read_items<T, S>(
+    list: &Lenient<Vec<Lenient<T>>>,
+    serializer: S,
+) -> Result<S::Ok, S::Error>
 where
     T: Serialize,
     S: Serializer,

@@ -89,12 +89,18 @@ mod tests {
 
     #[test]
     fn a_card_that_is_not_capable_is_not_supported_whatever_its_mode() {
-        assert_eq!(mode(false, MigState::Enabled, None), PartitionMode::NotSupported);
+        assert_eq!(
+            mode(false, MigState::Enabled, None),
+            PartitionMode::NotSupported
+        );
     }
 
     #[test]
     fn mig_off_with_nothing_pending_is_disabled() {
-        assert_eq!(mode(true, MigState::Disabled, None), PartitionMode::Disabled);
+        assert_eq!(
+            mode(true, MigState::Disabled, None),
+            PartitionMode::Disabled
+        );
     }
 
     #[test]
@@ -120,7 +126,13 @@ mod tests {
 
     #[test]
     fn a_pending_value_equal_to_the_current_one_is_no_change() {
-        assert_eq!(mode(true, MigState::Enabled, Some(MigState::Enabled)), PartitionMode::Enabled);
-        assert_eq!(mode(true, MigState::Disabled, Some(MigState::Disabled)), PartitionMode::Disabled);
+        assert_eq!(
+            mode(true, MigState::Enabled, Some(MigState::Enabled)),
+            PartitionMode::Enabled
+        );
+        assert_eq!(
+            mode(true, MigState::Disabled, Some(MigState::Disabled)),
+            PartitionMode::Disabled
+        );
     }
 }

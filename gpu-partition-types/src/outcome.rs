@@ -159,7 +159,10 @@ mod tests {
 
     #[test]
     fn a_helper_reason_is_prefixed_with_helper() {
-        assert_eq!(UnreadableReason::Helper("busy".into()).to_string(), "helper:busy");
+        assert_eq!(
+            UnreadableReason::Helper("busy".into()).to_string(),
+            "helper:busy"
+        );
         assert!("helper:".parse::<UnreadableReason>().is_err());
     }
 

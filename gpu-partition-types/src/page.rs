@@ -33,7 +33,10 @@ impl Decode for PageNumber {
             let index: u32 = required(index, at, "index")?;
             let count: u32 = required(count, at, "count")?;
             if index >= count {
-                return Err(Fault::new(at, format!("index {index} is not below count {count}")));
+                return Err(Fault::new(
+                    at,
+                    format!("index {index} is not below count {count}"),
+                ));
             }
             Ok(PageNumber { index, count })
         })())

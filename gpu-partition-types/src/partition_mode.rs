@@ -69,7 +69,12 @@ mod tests {
             .collect();
         assert_eq!(
             divided,
-            ["enable_on_reboot", "enabled", "disable_on_reboot", "possibly_enabled"]
+            [
+                "enable_on_reboot",
+                "enabled",
+                "disable_on_reboot",
+                "possibly_enabled"
+            ]
         );
     }
 }

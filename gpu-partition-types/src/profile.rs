@@ -112,8 +112,16 @@ impl Decode for Signature {
             }
             Ok(true)
         })?;
-        let [slices, instances, multiprocessors, copy_engines, decoders, encoders, jpegs, ofas] =
-            counts;
+        let [
+            slices,
+            instances,
+            multiprocessors,
+            copy_engines,
+            decoders,
+            encoders,
+            jpegs,
+            ofas,
+        ] = counts;
         Ok((|| {
             Ok(Signature {
                 slice_count: required(slices, at, COUNTS[0])?,

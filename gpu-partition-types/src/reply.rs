@@ -5,8 +5,8 @@ use crate::lenient::write_read_items;
 use crate::page::RawPage;
 use crate::read;
 use crate::{
-    Bdf, Case, Driver, FormatVersion, GpuInstance, JsonPointer, Lenient, LostMember, Mode,
-    Outcome, Profile, RefusedReply, Unreadable, UnreadableReason, Vgpu,
+    Bdf, Case, Driver, FormatVersion, GpuInstance, JsonPointer, Lenient, LostMember, Mode, Outcome,
+    Profile, RefusedReply, Unreadable, UnreadableReason, Vgpu,
 };
 use serde::Serialize;
 
@@ -31,13 +31,22 @@ pub struct Reply {
     #[serde(skip_serializing_if = "Lenient::is_lost")]
     pub driver: Lenient<Driver>,
     /// The profile catalogue.
-    #[serde(skip_serializing_if = "Lenient::is_lost", serialize_with = "write_read_items")]
+    #[serde(
+        skip_serializing_if = "Lenient::is_lost",
+        serialize_with = "write_read_items"
+    )]
     pub profiles: Lenient<Vec<Lenient<Profile>>>,
     /// The GPU instances.
-    #[serde(skip_serializing_if = "Lenient::is_lost", serialize_with = "write_read_items")]
+    #[serde(
+        skip_serializing_if = "Lenient::is_lost",
+        serialize_with = "write_read_items"
+    )]
     pub gpu_instances: Lenient<Vec<Lenient<GpuInstance>>>,
     /// The vGPUs on the card.
-    #[serde(skip_serializing_if = "Lenient::is_lost", serialize_with = "write_read_items")]
+    #[serde(
+        skip_serializing_if = "Lenient::is_lost",
+        serialize_with = "write_read_items"
+    )]
     pub vgpus: Lenient<Vec<Lenient<Vgpu>>>,
 }
 
@@ -49,12 +58,14 @@ impl Reply {
         let several = raw.len() > 1;
         let mut pages = Vec::with_capacity(raw.len());
         for (position, page) in raw.into_iter().enumerate() {
-            let page = page
-                .and_then(|page| page.strict(asked))
-                .map_err(|fault| {
-                    let refusal = RefusedReply::from(fault);
-                    if several { refusal.in_page(position) } else { refusal }
-                })?;
+            let page = page.and_then(|page| page.strict(asked)).map_err(|fault| {
+                let refusal = RefusedReply::from(fault);
+                if several {
+                    refusal.in_page(position)
+                } else {
+                    refusal
+                }
+            })?;
             pages.push(page);
         }
         fold(pages)
@@ -117,7 +128,8 @@ impl Reply {
         let mut unknown = Vec::new();
         let profiles = self.profiles.read().map(Vec::as_slice).unwrap_or_default();
         for (index, profile) in profiles.iter().enumerate() {
-            let Some(signature) = profile.read().and_then(|profile| profile.signature.read()) else {
+            let Some(signature) = profile.read().and_then(|profile| profile.signature.read())
+            else {
                 continue;
             };
             for (slot, capability) in signature.capabilities.iter().enumerate() {

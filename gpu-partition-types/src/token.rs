@@ -15,7 +15,10 @@ pub trait Token: Copy + Eq + fmt::Debug + 'static {
 
     /// The value spelled exactly `text`, if any.
     fn from_token(text: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|value| value.as_str() == text)
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|value| value.as_str() == text)
     }
 }
 

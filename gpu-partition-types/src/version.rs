@@ -90,11 +90,13 @@ impl Decode for VersionReply {
             }
             Ok(true)
         })?;
-        Ok(required(commands, at, "commands").map(|commands| VersionReply {
-            helper: lenient(helper, at, "helper"),
-            version: lenient(version, at, "version"),
-            commands,
-        }))
+        Ok(
+            required(commands, at, "commands").map(|commands| VersionReply {
+                helper: lenient(helper, at, "helper"),
+                version: lenient(version, at, "version"),
+                commands,
+            }),
+        )
     }
 }
 
@@ -134,7 +136,10 @@ mod tests {
             r#"{"helper": "gpu-partition-helper", "version": "1.2.0",
                 "commands": [{"name": "read", "formats": ["1.0", "1.1"]}]}"#,
         );
-        assert_eq!(reply.map(|r| r.negotiate_read()), Ok(Ok(FormatVersion::new(1, 1))));
+        assert_eq!(
+            reply.map(|r| r.negotiate_read()),
+            Ok(Ok(FormatVersion::new(1, 1)))
+        );
     }
 
     #[test]
@@ -150,7 +155,10 @@ mod tests {
             r#"{"commands": [{"name": "write", "formats": ["9.0"], "x": 1},
                              {"name": "read", "formats": ["1.3"]}], "later": {"a": [1]}}"#,
         );
-        assert_eq!(reply.map(|r| r.negotiate_read()), Ok(Ok(FormatVersion::new(1, 3))));
+        assert_eq!(
+            reply.map(|r| r.negotiate_read()),
+            Ok(Ok(FormatVersion::new(1, 3)))
+        );
     }
 
     #[test]
@@ -170,7 +178,9 @@ mod tests {
 
     #[test]
     fn a_missing_commands_member_refuses_the_reply() {
-        let refused = read(r#"{"helper": "h"}"#).err().map(|e| e.pointer.to_string());
+        let refused = read(r#"{"helper": "h"}"#)
+            .err()
+            .map(|e| e.pointer.to_string());
         assert_eq!(refused.as_deref(), Some("/commands"));
     }
 

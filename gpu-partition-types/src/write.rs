@@ -70,9 +70,14 @@ impl Reply {
 
 /// The items of page `index` of a list cut into pages of `size`.
 fn slice<'a, T>(items: &Option<Vec<&'a T>>, index: usize, size: usize) -> Option<Vec<&'a T>> {
-    items
-        .as_ref()
-        .map(|items| items.iter().skip(index * size).take(size).copied().collect())
+    items.as_ref().map(|items| {
+        items
+            .iter()
+            .skip(index * size)
+            .take(size)
+            .copied()
+            .collect()
+    })
 }
 
 /// The read elements of a list that was read; `None` when the list itself was lost.

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use gpu_partition_types::{Reply, RefusedReply, VersionReply};
+use gpu_partition_types::{RefusedReply, Reply, VersionReply};
 
 fn refused(input: &[u8]) -> RefusedReply {
     match Reply::from_json(input, Some(&device())) {
@@ -17,7 +17,11 @@ fn refused(input: &[u8]) -> RefusedReply {
 fn assert_root(input: &[u8], words: &str) {
     let refusal = refused(input);
     assert_eq!(refusal.pointer.to_string(), "", "{refusal}");
-    assert!(refusal.message.contains(words), "{:?} lacks {words:?}", refusal.message);
+    assert!(
+        refusal.message.contains(words),
+        "{:?} lacks {words:?}",
+        refusal.message
+    );
 }
 
 #[test]
@@ -72,31 +76,44 @@ fn invalid_utf8_is_refused_even_inside_a_lenient_member() {
 #[test]
 fn nesting_deeper_than_128_levels_in_an_unknown_member_is_refused() {
     let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
-    let text = sample().to_json().replacen('{', &format!("{{\"later\": {deep},"), 1);
+    let text = sample()
+        .to_json()
+        .replacen('{', &format!("{{\"later\": {deep},"), 1);
     assert_root(text.as_bytes(), "recursion limit");
 }
 
 #[test]
 fn nesting_inside_the_limit_in_an_unknown_member_is_ignored() {
     let deep = format!("{}{}", "[".repeat(100), "]".repeat(100));
-    let text = sample().to_json().replacen('{', &format!("{{\"later\": {deep},"), 1);
-    assert_eq!(Reply::from_json(text.as_bytes(), Some(&device())).ok(), Some(sample()));
+    let text = sample()
+        .to_json()
+        .replacen('{', &format!("{{\"later\": {deep},"), 1);
+    assert_eq!(
+        Reply::from_json(text.as_bytes(), Some(&device())).ok(),
+        Some(sample())
+    );
 }
 
 #[test]
 fn a_number_beyond_u64_costs_only_its_lenient_member() {
-    let text = sample()
-        .to_json()
-        .replace(r#""type_id":1123"#, r#""type_id":123456789012345678901234567890"#);
+    let text = sample().to_json().replace(
+        r#""type_id":1123"#,
+        r#""type_id":123456789012345678901234567890"#,
+    );
     let read = Reply::from_json(text.as_bytes(), Some(&device()));
     assert_eq!(lost(&read), ["/vgpus/0/type_id"]);
 }
 
 #[test]
 fn a_float_costs_only_its_lenient_member() {
-    let text = sample().to_json().replace(r#""free_instances":1"#, r#""free_instances":0.5"#);
+    let text = sample()
+        .to_json()
+        .replace(r#""free_instances":1"#, r#""free_instances":0.5"#);
     let read = Reply::from_json(text.as_bytes(), Some(&device()));
-    assert_eq!(lost(&read), ["/profiles/0/free_instances", "/profiles/1/free_instances"]);
+    assert_eq!(
+        lost(&read),
+        ["/profiles/0/free_instances", "/profiles/1/free_instances"]
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use gpu_partition_types::{Enumerated, Lenient, LostMember, JsonPointer, renumbered};
+use gpu_partition_types::{Enumerated, JsonPointer, Lenient, LostMember, renumbered};
 
 #[test]
 fn a_profile_whose_id_changed_is_reported_as_renumbered() {
@@ -49,7 +49,11 @@ fn a_profile_whose_signature_was_lost_takes_no_part() {
 #[test]
 fn an_unknown_capability_is_part_of_the_signature() {
     let mut old = profile(1, "a", 1);
-    old.signature.read_mut().unwrap().capabilities.push(Enumerated::from_wire("nvlink"));
+    old.signature
+        .read_mut()
+        .unwrap()
+        .capabilities
+        .push(Enumerated::from_wire("nvlink"));
     let new = profile(2, "a", 1);
     assert!(renumbered(&[old], &[new]).is_empty());
 }

@@ -14,8 +14,16 @@ fn spellings<T: Token>() {
         assert_eq!(Enumerated::<T>::from_wire(token), Enumerated::Known(*value));
         let mut first_upper = token.to_owned();
         first_upper[..1].make_ascii_uppercase();
-        for other in [token.to_uppercase(), first_upper, format!(" {token}"), format!("{token} ")] {
-            assert_eq!(Enumerated::<T>::from_wire(&other), Enumerated::Unknown(other.clone()));
+        for other in [
+            token.to_uppercase(),
+            first_upper,
+            format!(" {token}"),
+            format!("{token} "),
+        ] {
+            assert_eq!(
+                Enumerated::<T>::from_wire(&other),
+                Enumerated::Unknown(other.clone())
+            );
         }
     }
 }
@@ -54,7 +62,13 @@ fn a_known_value_writes_its_token() {
 
 #[test]
 fn a_capitalised_capability_is_kept_as_unknown() {
-    let read = edited(|v| set(v, "/profiles/1/signature/capabilities", json!(["P2P", "gfx"])));
+    let read = edited(|v| {
+        set(
+            v,
+            "/profiles/1/signature/capabilities",
+            json!(["P2P", "gfx"]),
+        )
+    });
     assert_eq!(unknown(&read), ["/profiles/1/signature/capabilities/0"]);
 }
 

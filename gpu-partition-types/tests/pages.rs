@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use gpu_partition_types::{Reply, RefusedReply};
+use gpu_partition_types::{RefusedReply, Reply};
 use serde_json::{Value, json};
 
 fn pages(size: usize) -> Vec<Value> {
@@ -37,7 +37,10 @@ fn pages_in_any_order_join_their_lists_in_page_order() {
 #[test]
 fn pages_need_no_whitespace_between_them() {
     let text: String = sample().to_pages(1).concat();
-    assert_eq!(Reply::from_json(text.as_bytes(), Some(&device())).ok(), Some(sample()));
+    assert_eq!(
+        Reply::from_json(text.as_bytes(), Some(&device())).ok(),
+        Some(sample())
+    );
 }
 
 #[test]
@@ -67,9 +70,18 @@ fn a_list_that_is_not_a_list_on_one_page_is_lost() {
 #[test]
 fn a_lost_element_of_a_later_page_is_named_by_its_index_in_the_joined_list() {
     let mut pages = pages(1);
-    pages[1]["vgpus"][0].as_object_mut().unwrap().remove("type_id");
-    pages[1]["profiles"][0].as_object_mut().unwrap().remove("id");
-    assert_eq!(lost(&read_pages(&pages)), ["/profiles/1", "/vgpus/1/type_id"]);
+    pages[1]["vgpus"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("type_id");
+    pages[1]["profiles"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("id");
+    assert_eq!(
+        lost(&read_pages(&pages)),
+        ["/profiles/1", "/vgpus/1/type_id"]
+    );
 }
 
 #[test]
@@ -87,7 +99,10 @@ fn a_missing_page_refuses_the_reply() {
     }
     let refusal = read_pages(&pages).unwrap_err();
     assert_eq!(refusal.pointer.to_string(), "/page");
-    assert!(refusal.message.contains("page index 2 of 3 is missing"), "{refusal}");
+    assert!(
+        refusal.message.contains("page index 2 of 3 is missing"),
+        "{refusal}"
+    );
 }
 
 #[test]
@@ -104,7 +119,10 @@ fn a_repeated_page_refuses_the_reply() {
     let mut pages = pages(1);
     pages.push(pages[1].clone());
     let refusal = read_pages(&pages).unwrap_err();
-    assert_eq!((refusal.pointer.to_string(), refusal.page), ("/page".into(), Some(2)));
+    assert_eq!(
+        (refusal.pointer.to_string(), refusal.page),
+        ("/page".into(), Some(2))
+    );
 }
 
 #[test]
@@ -112,7 +130,10 @@ fn pages_that_disagree_on_the_count_refuse_the_reply() {
     let mut pages = pages(1);
     pages[1]["page"] = json!({"index": 1, "count": 3});
     let refusal = read_pages(&pages).unwrap_err();
-    assert_eq!((refusal.pointer.to_string(), refusal.page), ("/page".into(), Some(1)));
+    assert_eq!(
+        (refusal.pointer.to_string(), refusal.page),
+        ("/page".into(), Some(1))
+    );
 }
 
 #[test]
@@ -120,7 +141,10 @@ fn an_unnumbered_page_among_several_refuses_the_reply() {
     let mut pages = pages(1);
     pages[1].as_object_mut().unwrap().remove("page");
     let refusal = read_pages(&pages).unwrap_err();
-    assert_eq!((refusal.pointer.to_string(), refusal.page), ("/page".into(), Some(1)));
+    assert_eq!(
+        (refusal.pointer.to_string(), refusal.page),
+        ("/page".into(), Some(1))
+    );
 }
 
 #[test]
@@ -128,7 +152,10 @@ fn pages_that_disagree_on_the_mode_refuse_the_reply_naming_mode_and_page() {
     let mut pages = pages(1);
     pages[1]["mode"]["pending"] = json!("disabled");
     let refusal = read_pages(&pages).unwrap_err();
-    assert_eq!((refusal.pointer.to_string(), refusal.page), ("/mode".into(), Some(1)));
+    assert_eq!(
+        (refusal.pointer.to_string(), refusal.page),
+        ("/mode".into(), Some(1))
+    );
 }
 
 #[test]
@@ -136,7 +163,10 @@ fn pages_that_disagree_on_the_format_minor_refuse_the_reply() {
     let mut pages = pages(1);
     pages[0]["format"] = json!("1.1");
     let refusal = read_pages(&pages).unwrap_err();
-    assert_eq!((refusal.pointer.to_string(), refusal.page), ("/format".into(), Some(1)));
+    assert_eq!(
+        (refusal.pointer.to_string(), refusal.page),
+        ("/format".into(), Some(1))
+    );
 }
 
 #[test]
@@ -152,5 +182,8 @@ fn a_strict_fault_on_a_later_page_names_that_page() {
     let mut pages = pages(1);
     pages[1]["mode"]["current"] = json!("on");
     let refusal = read_pages(&pages).unwrap_err();
-    assert_eq!((refusal.pointer.to_string(), refusal.page), ("/mode/current".into(), Some(1)));
+    assert_eq!(
+        (refusal.pointer.to_string(), refusal.page),
+        ("/mode/current".into(), Some(1))
+    );
 }

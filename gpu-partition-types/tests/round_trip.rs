@@ -24,8 +24,8 @@ fn capability() -> impl Strategy<Value = Enumerated<Capability>> {
 }
 
 fn signature() -> impl Strategy<Value = Signature> {
-    (vec(any::<u32>(), 8), any::<u64>(), vec(capability(), 0..4)).prop_map(|(counts, memory, capabilities)| {
-        Signature {
+    (vec(any::<u32>(), 8), any::<u64>(), vec(capability(), 0..4)).prop_map(
+        |(counts, memory, capabilities)| Signature {
             slice_count: counts[0],
             instance_count: counts[1],
             multiprocessor_count: counts[2],
@@ -36,16 +36,18 @@ fn signature() -> impl Strategy<Value = Signature> {
             ofa_count: counts[7],
             memory_size_mb: memory,
             capabilities,
-        }
-    })
+        },
+    )
 }
 
 fn profile() -> impl Strategy<Value = Profile> {
-    (any::<u32>(), text(), any::<u32>(), signature()).prop_map(|(id, name, free, signature)| Profile {
-        id,
-        name: Lenient::Read(name),
-        free_instances: Lenient::Read(free),
-        signature: Lenient::Read(signature),
+    (any::<u32>(), text(), any::<u32>(), signature()).prop_map(|(id, name, free, signature)| {
+        Profile {
+            id,
+            name: Lenient::Read(name),
+            free_instances: Lenient::Read(free),
+            signature: Lenient::Read(signature),
+        }
     })
 }
 
@@ -69,22 +71,31 @@ fn instance() -> impl Strategy<Value = GpuInstance> {
             compute_instances: Lenient::Read(
                 compute
                     .into_iter()
-                    .map(|(id, profile_id, placement)| ComputeInstance { id, profile_id, placement })
+                    .map(|(id, profile_id, placement)| ComputeInstance {
+                        id,
+                        profile_id,
+                        placement,
+                    })
                     .collect(),
             ),
         })
 }
 
 fn vgpu() -> impl Strategy<Value = Vgpu> {
-    (text(), text(), any::<u32>(), option::of(any::<u32>()), option::of(text())).prop_map(
-        |(uuid, vgpu_type, type_id, instance, vm)| Vgpu {
+    (
+        text(),
+        text(),
+        any::<u32>(),
+        option::of(any::<u32>()),
+        option::of(text()),
+    )
+        .prop_map(|(uuid, vgpu_type, type_id, instance, vm)| Vgpu {
             uuid,
             vgpu_type: Lenient::Read(vgpu_type),
             type_id: Lenient::Read(type_id),
             gpu_instance_id: instance.into(),
             vm: vm.into(),
-        },
-    )
+        })
 }
 
 fn reads<T>(items: Vec<T>) -> Lenient<Vec<Lenient<T>>> {
@@ -115,7 +126,7 @@ prop_compose! {
             mode: Mode { capable, current, pending: pending.into() },
             case,
             unreadable: (case == Case::Unreadable)
-                .then(|| Unreadable { kind, message: Lenient::Read(message) }),
+                .then_some(Unreadable { kind, message: Lenient::Read(message) }),
             driver: match driver {
                 Some((version, nvml_version)) => Lenient::Read(Driver { version, nvml_version }),
                 None => Lenient::Lost(LostMember::new(JsonPointer::root().member("driver"), "missing member")),

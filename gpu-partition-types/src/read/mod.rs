@@ -2,9 +2,9 @@
 //! it, strict elsewhere, with every fault named by JSON Pointer.
 
 mod decode;
-mod stream;
 mod fault;
 mod path;
+mod stream;
 mod values;
 
 pub(crate) use decode::{At, Decode, members, required, value};

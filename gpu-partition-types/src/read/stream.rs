@@ -35,7 +35,11 @@ pub(crate) fn objects<T: Decode>(input: &[u8]) -> Result<Vec<Field<T>>, RefusedR
         if let Err(fault) = &page {
             if fault.at.is_root() {
                 let refusal = RefusedReply::from(fault.clone());
-                return Err(if position > 0 { refusal.in_page(position) } else { refusal });
+                return Err(if position > 0 {
+                    refusal.in_page(position)
+                } else {
+                    refusal
+                });
             }
         }
         pages.push(page);

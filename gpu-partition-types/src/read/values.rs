@@ -31,7 +31,10 @@ macro_rules! decode_unsigned {
 
             fn from_unsigned(value: u64, at: &Path<'_>) -> Field<Self> {
                 <$ty>::try_from(value).map_err(|_| {
-                    Fault::new(at, format!("the integer {value} is out of range for {}", $expected))
+                    Fault::new(
+                        at,
+                        format!("the integer {value} is out of range for {}", $expected),
+                    )
                 })
             }
         }
@@ -45,7 +48,10 @@ impl<T: Decode> Decode for Vec<T> {
     const EXPECTED: &'static str = "a list";
 
     /// Every element must read; the first fault (in list order) is the list's.
-    fn from_list<'de, A: SeqAccess<'de>>(mut seq: A, at: &Path<'_>) -> Result<Field<Self>, A::Error> {
+    fn from_list<'de, A: SeqAccess<'de>>(
+        mut seq: A,
+        at: &Path<'_>,
+    ) -> Result<Field<Self>, A::Error> {
         let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
         let mut fault = None;
         for index in 0.. {
@@ -104,10 +110,16 @@ macro_rules! forward {
         fn from_str(value: &str, at: &Path<'_>) -> Field<Self> {
             $wrap(<$inner>::from_str(value, at), at)
         }
-        fn from_object<'de, A: MapAccess<'de>>(map: A, at: &Path<'_>) -> Result<Field<Self>, A::Error> {
+        fn from_object<'de, A: MapAccess<'de>>(
+            map: A,
+            at: &Path<'_>,
+        ) -> Result<Field<Self>, A::Error> {
             <$inner>::from_object(map, at).map(|read| $wrap(read, at))
         }
-        fn from_list<'de, A: SeqAccess<'de>>(seq: A, at: &Path<'_>) -> Result<Field<Self>, A::Error> {
+        fn from_list<'de, A: SeqAccess<'de>>(
+            seq: A,
+            at: &Path<'_>,
+        ) -> Result<Field<Self>, A::Error> {
             <$inner>::from_list(seq, at).map(|read| $wrap(read, at))
         }
     };
@@ -157,4 +169,3 @@ pub(crate) fn lenient<T>(slot: Option<Field<Lenient<T>>>, at: &Path<'_>, name: &
         None => Lenient::Lost(LostMember::new(at.member(name).pointer(), "missing member")),
     }
 }
-

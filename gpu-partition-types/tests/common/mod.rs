@@ -21,7 +21,10 @@ pub fn signature(slices: u32, capabilities: &[&str]) -> Signature {
         jpeg_count: slices,
         ofa_count: 0,
         memory_size_mb: 11 * 1024 * u64::from(slices),
-        capabilities: capabilities.iter().map(|c| Enumerated::from_wire(c)).collect(),
+        capabilities: capabilities
+            .iter()
+            .map(|c| Enumerated::from_wire(c))
+            .collect(),
     }
 }
 
