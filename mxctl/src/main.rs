@@ -1,1 +1,79 @@
-fn main() {}
+//! `mxctl`: the reference binary that composes the GPU host-management libraries.
+//!
+//! Exit codes: 0 done, 1 failed (or a refused reply), 2 usage, 3 reset blocked, 4 reset needs a
+//! cold reboot. Errors never print a panic or a backtrace; with `--json` a failure also prints
+//! `{"error": {"kind": …, "message": …}}` on stdout.
+
+mod cli;
+mod commands;
+mod config;
+mod failure;
+mod output;
+mod paths;
+
+use clap::Parser;
+use cli::{Cli, Command, ReplyCommand};
+use config::Config;
+use failure::Failure;
+use output::Output;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use tracing::level_filters::LevelFilter;
+
+fn main() -> ExitCode {
+    // A bug must still end in one line, never a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("mxctl: internal error: {info}");
+    }));
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
+    init_logging(&cli.global);
+    let output = Output {
+        json: cli.global.json,
+    };
+    match run(&cli, output) {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            output.fail(&failure);
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
+    let config = Config::load(cli.global.config.as_deref())?;
+    config.log();
+    let state_dir = cli
+        .global
+        .state_dir
+        .clone()
+        .unwrap_or_else(paths::default_state_dir);
+    tracing::debug!(
+        "state-dir = {}, sysfs-root = {}, proc-root = {}",
+        state_dir.display(),
+        cli.global.sysfs_root.display(),
+        cli.global.proc_root.display()
+    );
+    match &cli.command {
+        Command::Reply(ReplyCommand::Check(args)) => commands::reply_check::run(args, output),
+    }
+}
+
+fn init_logging(global: &cli::Global) {
+    let level = if global.verbose {
+        LevelFilter::DEBUG
+    } else if global.quiet {
+        LevelFilter::ERROR
+    } else {
+        LevelFilter::INFO
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_target(false)
+        .without_time()
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+}

@@ -1,0 +1,67 @@
+//! The command line: global options and commands.
+
+use clap::{ArgAction, Args, Parser, Subcommand};
+use gpu_partition_types::Bdf;
+use std::path::PathBuf;
+
+/// Manage GPU hosts: GPU partitioning status, partition helper replies, MetaX warm reset.
+#[derive(Debug, Parser)]
+#[command(name = "mxctl", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options that every command takes, before or after the command's name.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// Config file [default: /etc/mxctl.conf when it exists].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// State directory [default: /var/lib/mxctl as root, else the user's state directory].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Root of sysfs.
+    #[arg(long, global = true, value_name = "DIR", default_value = "/sys")]
+    pub sysfs_root: PathBuf,
+    /// Root of procfs.
+    #[arg(long, global = true, value_name = "DIR", default_value = "/proc")]
+    pub proc_root: PathBuf,
+    /// Print exactly one JSON document on stdout.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Log debug messages.
+    #[arg(short, long, global = true, action = ArgAction::SetTrue, conflicts_with = "quiet")]
+    pub verbose: bool,
+    /// Log errors only.
+    #[arg(short, long, global = true, action = ArgAction::SetTrue)]
+    pub quiet: bool,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Work with GPU partition helper replies.
+    #[command(subcommand)]
+    Reply(ReplyCommand),
+}
+
+/// `mxctl reply …`
+#[derive(Debug, Subcommand)]
+pub enum ReplyCommand {
+    /// Decode a helper reply exactly as the probe would, and say what it gives and loses.
+    Check(ReplyCheck),
+}
+
+/// `mxctl reply check [FILE|-] [--device BDF]`
+#[derive(Debug, Args)]
+pub struct ReplyCheck {
+    /// The reply (one or more pages); `-` or nothing reads standard input.
+    #[arg(value_name = "FILE|-")]
+    pub file: Option<PathBuf>,
+    /// The device the reply must be for (dddd:bb:dd.f).
+    #[arg(long, value_name = "BDF")]
+    pub device: Option<Bdf>,
+}

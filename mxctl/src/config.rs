@@ -1,0 +1,244 @@
+//! The config file (`key = value` lines) and the settings in force.
+
+use crate::failure::Failure;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The config file read when `--config` is not given, if it exists.
+pub const DEFAULT_CONFIG: &str = "/etc/mxctl.conf";
+
+/// The lasting settings, from the config file or their defaults.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `gpu-partition-helper`.
+    pub helper: PathBuf,
+    /// `helper-deadline`.
+    pub helper_deadline: Duration,
+    /// `gpu-partitioning`: the pool switch.
+    pub pool_enabled: bool,
+    /// `mx-smi`: `None` looks in the usual places.
+    pub mx_smi: Option<PathBuf>,
+    /// `reset-window`.
+    pub reset_window: Duration,
+    /// `kmsg`.
+    pub kmsg: PathBuf,
+    /// `disconnect-links-command`.
+    pub disconnect_links_command: String,
+    /// `connect-links-command`: `None` is a manual step.
+    pub connect_links_command: Option<String>,
+}
+
+/// Every key, with the one-line description logged at start and written in the sample file.
+pub const KEYS: [(&str, &str); 8] = [
+    (
+        "gpu-partition-helper",
+        "Reads the partitions of the host's GPUs",
+    ),
+    ("helper-deadline", "Seconds a helper run may take"),
+    (
+        "gpu-partitioning",
+        "The pool switch for GPU partitioning: enabled or disabled",
+    ),
+    ("mx-smi", "The MetaX mx-smi program"),
+    ("reset-window", "Seconds a MetaX warm reset may take"),
+    ("kmsg", "The kernel log device"),
+    (
+        "disconnect-links-command",
+        "Multi-host reset: drops this host's cross-host links",
+    ),
+    (
+        "connect-links-command",
+        "Multi-host reset: connects the cross-host links again",
+    ),
+];
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            helper: PathBuf::from("/opt/xensource/libexec/gpu-partition-helper"),
+            helper_deadline: Duration::from_secs(5),
+            pool_enabled: false,
+            mx_smi: None,
+            reset_window: Duration::from_secs(90),
+            kmsg: PathBuf::from("/dev/kmsg"),
+            disconnect_links_command: "metalink_train 7".to_owned(),
+            connect_links_command: None,
+        }
+    }
+}
+
+impl Config {
+    /// Loads `named`, or the default file when it exists; a missing named file is an error.
+    pub fn load(named: Option<&Path>) -> Result<Config, Failure> {
+        let (path, must_exist) = match named {
+            Some(path) => (path.to_path_buf(), true),
+            None => (PathBuf::from(DEFAULT_CONFIG), false),
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Config::parse(&text, &path),
+            Err(error) if !must_exist && error.kind() == std::io::ErrorKind::NotFound => {
+                Ok(Config::default())
+            }
+            Err(source) => Err(Failure::ConfigUnreadable { path, source }),
+        }
+    }
+
+    /// Reads `key = value` lines; `#` starts a comment line; unknown keys are warned about.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, Failure> {
+        let mut config = Config::default();
+        for (number, line) in text.lines().enumerate() {
+            let line_no = number + 1;
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let bad = |message: String| Failure::ConfigValue {
+                path: path.to_path_buf(),
+                line: line_no,
+                message,
+            };
+            let Some((key, value)) = line.split_once('=') else {
+                return Err(bad(format!("expected `key = value`, found {line:?}")));
+            };
+            let (key, value) = (key.trim(), value.trim());
+            if value.is_empty() {
+                return Err(bad(format!("`{key}` has no value")));
+            }
+            match key {
+                "gpu-partition-helper" => config.helper = absolute(key, value).map_err(bad)?,
+                "helper-deadline" => config.helper_deadline = seconds(key, value).map_err(bad)?,
+                "gpu-partitioning" => {
+                    config.pool_enabled = match value {
+                        "enabled" => true,
+                        "disabled" => false,
+                        _ => {
+                            return Err(bad(format!(
+                                "`{key}` must be enabled or disabled, not {value:?}"
+                            )));
+                        }
+                    }
+                }
+                "mx-smi" => config.mx_smi = Some(PathBuf::from(value)),
+                "reset-window" => config.reset_window = seconds(key, value).map_err(bad)?,
+                "kmsg" => config.kmsg = PathBuf::from(value),
+                "disconnect-links-command" => config.disconnect_links_command = value.to_owned(),
+                "connect-links-command" => config.connect_links_command = Some(value.to_owned()),
+                _ => tracing::warn!("{}:{line_no}: unknown key `{key}` ignored", path.display()),
+            }
+        }
+        Ok(config)
+    }
+
+    /// Each setting's value as written in the file, in the order of [`KEYS`].
+    pub fn values(&self) -> [String; 8] {
+        [
+            self.helper.display().to_string(),
+            format_seconds(self.helper_deadline),
+            if self.pool_enabled {
+                "enabled"
+            } else {
+                "disabled"
+            }
+            .to_owned(),
+            self.mx_smi.as_ref().map_or_else(
+                || "(first of /opt/mxdriver/bin/mx-smi, /opt/maca/bin/mx-smi, PATH)".to_owned(),
+                |path| path.display().to_string(),
+            ),
+            format_seconds(self.reset_window),
+            self.kmsg.display().to_string(),
+            self.disconnect_links_command.clone(),
+            self.connect_links_command
+                .clone()
+                .unwrap_or_else(|| "(none: a manual step)".to_owned()),
+        ]
+    }
+
+    /// Logs every setting in force at debug, as `key = value (description)`.
+    pub fn log(&self) {
+        for ((key, description), value) in KEYS.iter().zip(self.values()) {
+            tracing::debug!("{key} = {value} ({description})");
+        }
+    }
+}
+
+fn absolute(key: &str, value: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(value);
+    if path.is_absolute() {
+        Ok(path)
+    } else {
+        Err(format!("`{key}` must be an absolute path, not {value:?}"))
+    }
+}
+
+/// A positive number of seconds, with a fraction if wanted (`0.5`).
+pub fn seconds(key: &str, value: &str) -> Result<Duration, String> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|secs| secs.is_finite() && *secs > 0.0 && *secs <= 86_400.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| format!("`{key}` must be a number of seconds above 0, not {value:?}"))
+}
+
+fn format_seconds(duration: Duration) -> String {
+    let secs = duration.as_secs_f64();
+    if secs.fract() == 0.0 {
+        format!("{}", duration.as_secs())
+    } else {
+        format!("{secs}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, Failure> {
+        Config::parse(text, Path::new("test.conf"))
+    }
+
+    #[test]
+    fn an_empty_file_gives_the_defaults() {
+        assert_eq!(parse("").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn comments_and_blank_lines_are_skipped_and_spaces_around_equals_are_free() {
+        let config =
+            parse("# a comment\n\n  helper-deadline=2.5  \ngpu-partitioning =enabled\n").unwrap();
+        assert_eq!(config.helper_deadline, Duration::from_millis(2500));
+        assert!(config.pool_enabled);
+    }
+
+    #[test]
+    fn an_unknown_key_is_ignored() {
+        assert_eq!(parse("colour = blue\n").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn a_bad_value_names_the_file_and_line() {
+        let error = parse("\nhelper-deadline = soon\n").unwrap_err();
+        assert!(error.to_string().starts_with("test.conf:2: "), "{error}");
+    }
+
+    #[test]
+    fn a_relative_helper_path_is_refused() {
+        assert!(parse("gpu-partition-helper = bin/helper").is_err());
+    }
+
+    #[test]
+    fn a_line_without_equals_is_refused() {
+        assert!(parse("gpu-partitioning enabled").is_err());
+    }
+
+    #[test]
+    fn the_pool_switch_takes_only_enabled_or_disabled() {
+        assert!(parse("gpu-partitioning = on").is_err());
+    }
+
+    #[test]
+    fn every_key_is_logged_with_its_description() {
+        assert_eq!(Config::default().values().len(), KEYS.len());
+    }
+}

@@ -1,0 +1,38 @@
+//! Printing results: text for people, or exactly one JSON document with `--json`.
+
+use crate::failure::Failure;
+use serde::Serialize;
+use std::io::Write;
+
+/// Where a command's result goes.
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    /// Print JSON instead of text.
+    pub json: bool,
+}
+
+impl Output {
+    /// Prints `report` as JSON, or `text` for people.
+    pub fn emit<T: Serialize>(self, report: &T, text: &str) -> Result<(), Failure> {
+        let mut stdout = std::io::stdout().lock();
+        let written = if self.json {
+            serde_json::to_writer_pretty(&mut stdout, report)
+                .map_err(std::io::Error::from)
+                .and_then(|()| writeln!(stdout))
+        } else {
+            stdout.write_all(text.as_bytes())
+        };
+        written.map_err(|source| Failure::Output { source })
+    }
+
+    /// Reports a failure: the message on stderr, and with `--json` the error document on stdout.
+    pub fn fail(self, failure: &Failure) {
+        let message = failure.message();
+        eprintln!("mxctl: error: {message}");
+        if self.json {
+            let document =
+                serde_json::json!({"error": {"kind": failure.kind(), "message": message}});
+            println!("{document:#}");
+        }
+    }
+}
