@@ -1,7 +1,13 @@
 //! Runs programs with real deadlines, holds the host GPU lock, and reads each GPU through the
 //! GPU partition helper.
 //!
-//! This crate is laid out by the workspace foundation and filled by the gpu-probe issue: the
-//! process runner (own process group, SIGTERM then SIGKILL, bounded output), the host lock (an
-//! exclusive `flock` in the state directory) and the helper client. It exports nothing yet.
+//! - [`run`]: the process runner (own process group, SIGTERM then SIGKILL, bounded output,
+//!   bounded wait for pipe EOF, one pure [`run::classify`]).
+//! - [`lock`]: the host GPU lock, an exclusive `flock` on a file in the state directory that
+//!   every GPU operation of the host holds.
+//! - [`helper`]: the helper client: `--version` once, `read` per card, many cards at once.
 #![deny(missing_docs)]
+
+pub mod helper;
+pub mod lock;
+pub mod run;

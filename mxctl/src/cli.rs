@@ -43,9 +43,36 @@ pub struct Global {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Read NVIDIA GPUs through the partition helper, several at once (writes nothing).
+    Probe(Probe),
     /// Work with GPU partition helper replies.
     #[command(subcommand)]
     Reply(ReplyCommand),
+}
+
+/// Where the helper is and how long it may take.
+#[derive(Debug, Args)]
+pub struct HelperArgs {
+    /// The helper program [default: from the config, /opt/xensource/libexec/gpu-partition-helper].
+    #[arg(long, value_name = "PATH")]
+    pub helper: Option<PathBuf>,
+    /// Seconds one helper run may take [default: from the config, 5].
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub deadline: Option<std::time::Duration>,
+}
+
+/// `mxctl probe --device BDF… [--helper PATH] [--deadline SECS]`
+#[derive(Debug, Args)]
+pub struct Probe {
+    /// A card to read (dddd:bb:dd.f); repeat for several.
+    #[arg(long = "device", value_name = "BDF", required = true)]
+    pub devices: Vec<Bdf>,
+    #[command(flatten)]
+    pub helper: HelperArgs,
+}
+
+fn parse_seconds(text: &str) -> Result<std::time::Duration, String> {
+    crate::config::seconds("--deadline", text)
 }
 
 /// `mxctl reply …`

@@ -57,6 +57,7 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
         cli.global.proc_root.display()
     );
     match &cli.command {
+        Command::Probe(args) => commands::probe::run(args, &config, output),
         Command::Reply(ReplyCommand::Check(args)) => commands::reply_check::run(args, output),
     }
 }

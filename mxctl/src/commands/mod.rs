@@ -1,3 +1,4 @@
 //! One module per command.
 
+pub mod probe;
 pub mod reply_check;

@@ -1,0 +1,97 @@
+//! The process runner and the helper fan-out, timed:
+//! (a) runner overhead against `std::process::Command::output()` on the same trivial program;
+//! (b) deadline precision: a child that ignores SIGTERM, deadline 200 ms, grace 500 ms;
+//! (c) fan-out: 16 cards whose helper takes 200 ms each, default concurrency, against one card.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use gpu_partition_types::Bdf;
+use gpu_probe::helper::{Helper, HelperConfig};
+use gpu_probe::run::{RunResult, RunSpec, run};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    let written = std::fs::write(&path, format!("#!/bin/sh\n{body}\n"))
+        .and_then(|()| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)));
+    if let Err(error) = written {
+        eprintln!("cannot write {}: {error}", path.display());
+    }
+    path
+}
+
+fn overhead(c: &mut Criterion) {
+    let mut group = c.benchmark_group("runner_overhead");
+    group.bench_function("std_command_output", |b| {
+        b.iter(|| {
+            Command::new("/bin/true")
+                .output()
+                .map(|o| o.status.success())
+        })
+    });
+    let spec = RunSpec::new("/bin/true", Duration::from_secs(5));
+    group.bench_function("gpu_probe_run", |b| b.iter(|| run(&spec).result));
+    group.finish();
+}
+
+fn deadline(c: &mut Criterion) {
+    let Ok(dir) = tempfile::tempdir() else { return };
+    let stubborn = script(
+        dir.path(),
+        "stubborn",
+        "trap '' TERM; while :; do sleep 0.05; done",
+    );
+    let spec = RunSpec::new(stubborn, Duration::from_millis(200));
+    assert_eq!(run(&spec).result, RunResult::TimedOut);
+    let mut group = c.benchmark_group("deadline_precision");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
+    group.bench_function("ignores_sigterm_deadline_200ms_grace_500ms", |b| {
+        b.iter(|| run(&spec).result)
+    });
+    group.finish();
+}
+
+fn fan_out(c: &mut Criterion) {
+    let Ok(dir) = tempfile::tempdir() else { return };
+    let reply = r#"{"format": "1.0", "device": "%s", "mode": {"capable": true, "current": "disabled", "pending": null}, "case": "none_carved"}"#;
+    let helper = script(
+        dir.path(),
+        "helper",
+        &format!(
+            r#"if [ "$1" = --version ]; then echo '{{"commands": [{{"name": "read", "formats": ["1.0"]}}]}}'; exit 0; fi
+sleep 0.2
+printf '{reply}\n' "$3""#
+        ),
+    );
+    let helper = Helper::new(HelperConfig::new(helper));
+    let cards: Vec<Bdf> = (0..16u8)
+        .map(|n| Bdf {
+            domain: 0,
+            bus: n + 1,
+            device: 0,
+            function: 0,
+        })
+        .collect();
+    assert!(
+        helper
+            .probe(&cards)
+            .iter()
+            .all(|read| read.outcome.reason().is_none())
+    );
+    let mut group = c.benchmark_group("helper_fan_out");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(10));
+    group.bench_function("one_card", |b| b.iter(|| helper.probe(&cards[..1]).len()));
+    group.bench_function("sixteen_cards_concurrency_8", |b| {
+        b.iter(|| helper.probe(&cards).len())
+    });
+    group.finish();
+}
+
+criterion_group!(benches, overhead, deadline, fan_out);
+criterion_main!(benches);

@@ -1,0 +1,130 @@
+//! [`HelperConfig`]: where the helper is and how it is run.
+
+use crate::run::{OutputLimits, RunSpec};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The helper's default path.
+pub const DEFAULT_HELPER: &str = "/opt/xensource/libexec/gpu-partition-helper";
+
+/// A program that wraps the helper's call (a lock, say): `PROGRAM ARGS… HELPER HELPER-ARGS…`.
+/// Its arguments are kept apart from the helper's own, so adding one changes no call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Wrapper {
+    /// The wrapping program.
+    pub program: PathBuf,
+    /// Its own arguments, before the helper's path.
+    pub args: Vec<OsString>,
+}
+
+impl Wrapper {
+    /// A wrapper `program args…`.
+    pub fn new(program: impl Into<PathBuf>, args: Vec<OsString>) -> Self {
+        Self {
+            program: program.into(),
+            args,
+        }
+    }
+}
+
+/// How the helper is run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HelperConfig {
+    /// The helper program.
+    pub path: PathBuf,
+    /// How long one run may take (default 5 s).
+    pub deadline: Duration,
+    /// Output caps (default 4 MiB stdout, 64 KiB stderr).
+    pub limits: OutputLimits,
+    /// How many cards are read at once (default 8).
+    pub concurrency: usize,
+    /// A wrapper around each call (none by default).
+    pub wrapper: Option<Wrapper>,
+}
+
+impl Default for HelperConfig {
+    fn default() -> Self {
+        Self {
+            path: PathBuf::from(DEFAULT_HELPER),
+            deadline: Duration::from_secs(5),
+            limits: OutputLimits::default(),
+            concurrency: 8,
+            wrapper: None,
+        }
+    }
+}
+
+impl HelperConfig {
+    /// The default configuration with the helper at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the deadline of one run.
+    pub fn deadline(mut self, deadline: Duration) -> Self {
+        self.deadline = deadline;
+        self
+    }
+
+    /// Sets how many cards are read at once (at least 1).
+    pub fn concurrency(mut self, concurrency: usize) -> Self {
+        self.concurrency = concurrency.max(1);
+        self
+    }
+
+    /// Sets the output caps.
+    pub fn limits(mut self, limits: OutputLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Wraps each call in `wrapper`.
+    pub fn wrapper(mut self, wrapper: Wrapper) -> Self {
+        self.wrapper = Some(wrapper);
+        self
+    }
+
+    /// The run of the helper with `helper_args`, wrapped when a wrapper is set.
+    pub(crate) fn spec(&self, helper_args: Vec<OsString>) -> RunSpec {
+        let spec = match &self.wrapper {
+            None => RunSpec::new(&self.path, self.deadline).args(helper_args),
+            Some(wrapper) => RunSpec::new(&wrapper.program, self.deadline)
+                .args(wrapper.args.iter().cloned())
+                .args([self.path.clone().into_os_string()])
+                .args(helper_args),
+        };
+        spec.limits(self.limits)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_wrapper_goes_before_the_helper_and_keeps_its_own_arguments_apart() {
+        let config =
+            HelperConfig::new("/h").wrapper(Wrapper::new("/lock", vec!["-w".into(), "5".into()]));
+        let spec = config.spec(vec!["--version".into()]);
+        assert_eq!(spec.program, PathBuf::from("/lock"));
+        assert_eq!(
+            spec.args,
+            ["-w", "5", "/h", "--version"].map(OsString::from)
+        );
+    }
+
+    #[test]
+    fn without_a_wrapper_the_helper_is_the_program() {
+        let spec = HelperConfig::new("/h").spec(vec!["--version".into()]);
+        assert_eq!(
+            (spec.program, spec.args),
+            (PathBuf::from("/h"), vec![OsString::from("--version")])
+        );
+    }
+}

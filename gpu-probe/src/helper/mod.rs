@@ -1,0 +1,10 @@
+//! The GPU partition helper client: `--version` once, `read --device BDF --format 1` per card,
+//! pages folded and decoded with `gpu-partition-types`, and a reason for every failed read.
+
+mod client;
+mod config;
+mod reason;
+
+pub use client::{CardRead, Helper};
+pub use config::{DEFAULT_HELPER, HelperConfig, Wrapper};
+pub use reason::{EXIT_BUSY, reason_of};

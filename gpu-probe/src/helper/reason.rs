@@ -1,0 +1,86 @@
+//! How a run of the helper maps to a reason when there is no usable reply.
+
+use crate::run::{RunResult, StartError, Termination};
+use gpu_partition_types::UnreadableReason;
+
+/// The exit status with which a helper says the card is busy.
+pub const EXIT_BUSY: i32 = 75;
+
+/// `None` when the run's stdout is to be decoded; otherwise why there is no usable reply, as
+/// the protocol's table says.
+pub fn reason_of(result: &RunResult) -> Option<UnreadableReason> {
+    let by_exit = |termination: &Termination| match termination {
+        Termination::Exited(0) => None,
+        Termination::Exited(EXIT_BUSY) => Some(UnreadableReason::Busy),
+        Termination::Exited(_) | Termination::Signaled(_) => Some(UnreadableReason::Crash),
+    };
+    match result {
+        RunResult::Exited(code) => by_exit(&Termination::Exited(*code)),
+        RunResult::Signaled(signal) => by_exit(&Termination::Signaled(*signal)),
+        // An answer written before a grandchild kept the pipes open is still an answer.
+        RunResult::LeakedPipes(termination) => by_exit(termination),
+        RunResult::TimedOut => Some(UnreadableReason::Timeout),
+        RunResult::OutputTooLarge(_) => Some(UnreadableReason::Undecodable),
+        RunResult::CouldNotStart(StartError::Absent { .. }) => Some(UnreadableReason::HelperAbsent),
+        RunResult::CouldNotStart(_) => Some(UnreadableReason::HelperNotExecutable),
+        // RunResult is non-exhaustive for embedders; a result added later is a failed run.
+        #[allow(unreachable_patterns)]
+        _ => Some(UnreadableReason::Crash),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::Stream;
+
+    #[test]
+    fn every_run_result_maps_to_the_protocols_reason() {
+        let absent = StartError::Absent {
+            program: "/h".into(),
+        };
+        let not_exec = StartError::NotExecutable {
+            program: "/h".into(),
+            why: "mode".into(),
+        };
+        let spawn = StartError::SpawnFailed {
+            program: "/h".into(),
+            why: "ENOEXEC".into(),
+        };
+        let table = [
+            (RunResult::Exited(0), None),
+            (RunResult::Exited(75), Some(UnreadableReason::Busy)),
+            (RunResult::Exited(1), Some(UnreadableReason::Crash)),
+            (RunResult::Signaled(11), Some(UnreadableReason::Crash)),
+            (RunResult::TimedOut, Some(UnreadableReason::Timeout)),
+            (
+                RunResult::OutputTooLarge(Stream::Stdout),
+                Some(UnreadableReason::Undecodable),
+            ),
+            (RunResult::LeakedPipes(Termination::Exited(0)), None),
+            (
+                RunResult::LeakedPipes(Termination::Exited(75)),
+                Some(UnreadableReason::Busy),
+            ),
+            (
+                RunResult::LeakedPipes(Termination::Signaled(9)),
+                Some(UnreadableReason::Crash),
+            ),
+            (
+                RunResult::CouldNotStart(absent),
+                Some(UnreadableReason::HelperAbsent),
+            ),
+            (
+                RunResult::CouldNotStart(not_exec),
+                Some(UnreadableReason::HelperNotExecutable),
+            ),
+            (
+                RunResult::CouldNotStart(spawn),
+                Some(UnreadableReason::HelperNotExecutable),
+            ),
+        ];
+        for (result, reason) in table {
+            assert_eq!(reason_of(&result), reason, "{result}");
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! The host GPU lock: an exclusive `flock` on a file in the state directory. Every operation on
+//! the host's GPUs (a sync, a reset) holds it, so none runs inside another's window.
+
+use nix::errno::Errno;
+use nix::fcntl::{Flock, FlockArg};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The lock file's name inside the state directory.
+pub const LOCK_FILE: &str = "host-gpu.lock";
+
+/// The held host lock; dropping it releases the lock.
+#[derive(Debug)]
+pub struct HostLock {
+    _held: Flock<File>,
+    path: PathBuf,
+}
+
+/// The lock could not be taken.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// Another process holds it (past the bounded wait, if there was one).
+    #[error("the host GPU lock {} is held{}", path.display(), holder.map(|pid| format!(" by pid {pid}")).unwrap_or_default())]
+    Busy {
+        /// The lock file.
+        path: PathBuf,
+        /// The holder's pid, as it wrote it in the file, when it reads.
+        holder: Option<u32>,
+    },
+    /// The lock file or its directory could not be opened or created.
+    #[error("cannot open the host GPU lock {}", path.display())]
+    Io {
+        /// The lock file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl HostLock {
+    /// Takes the lock, waiting up to `wait` for a holder to let go; a zero `wait` tries once.
+    pub fn acquire(state_dir: &Path, wait: Duration) -> Result<HostLock, LockError> {
+        let path = state_dir.join(LOCK_FILE);
+        let io = |source| LockError::Io {
+            path: path.clone(),
+            source,
+        };
+        std::fs::create_dir_all(state_dir).map_err(io)?;
+        let give_up = Instant::now() + wait;
+        let mut pause = Duration::from_millis(5);
+        loop {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(io)?;
+            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(mut held) => {
+                    // Who holds it, for the message another process gives when it is busy.
+                    let pid = std::process::id();
+                    let noted = held
+                        .set_len(0)
+                        .and_then(|()| held.rewind())
+                        .and_then(|()| writeln!(held, "{pid}"));
+                    if let Err(error) = noted {
+                        tracing::debug!(
+                            "cannot note the lock holder in {}: {error}",
+                            path.display()
+                        );
+                    }
+                    return Ok(HostLock { _held: held, path });
+                }
+                Err((mut file, Errno::EWOULDBLOCK)) => {
+                    if Instant::now() >= give_up {
+                        return Err(LockError::Busy {
+                            holder: holder(&mut file),
+                            path,
+                        });
+                    }
+                    std::thread::sleep(
+                        pause.min(give_up.saturating_duration_since(Instant::now())),
+                    );
+                    pause = (pause * 2).min(Duration::from_millis(100));
+                }
+                Err((_, errno)) => return Err(io(std::io::Error::from(errno))),
+            }
+        }
+    }
+
+    /// Takes the lock without waiting: held by another, it is [`LockError::Busy`] at once.
+    pub fn try_acquire(state_dir: &Path) -> Result<HostLock, LockError> {
+        Self::acquire(state_dir, Duration::ZERO)
+    }
+
+    /// The lock file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn holder(file: &mut File) -> Option<u32> {
+    let mut text = String::new();
+    file.read_to_string(&mut text).ok()?;
+    text.trim().parse().ok()
+}

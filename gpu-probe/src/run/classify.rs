@@ -1,0 +1,228 @@
+//! One pure function from what was seen of a run to what the run was.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Why a program was not started (it was never forked, or exec failed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// Nothing at the path.
+    #[error("{} does not exist", program.display())]
+    Absent {
+        /// The program.
+        program: PathBuf,
+    },
+    /// Not a regular file this process may execute.
+    #[error("{} is not executable: {why}", program.display())]
+    NotExecutable {
+        /// The program.
+        program: PathBuf,
+        /// What the check found.
+        why: String,
+    },
+    /// The fork or the exec failed.
+    #[error("{} could not be started: {why}", program.display())]
+    SpawnFailed {
+        /// The program.
+        program: PathBuf,
+        /// The error of the spawn.
+        why: String,
+    },
+}
+
+/// One of the child's output streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Stream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+impl fmt::Display for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Stdout => "stdout",
+            Self::Stderr => "stderr",
+        })
+    }
+}
+
+/// How the child process ended, as `wait` reported it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Termination {
+    /// It exited with this code.
+    Exited(i32),
+    /// A signal killed it.
+    Signaled(i32),
+}
+
+/// What the supervisor saw of a run: the input of [`classify`].
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RunFacts {
+    /// The program was not started.
+    pub start_error: Option<StartError>,
+    /// How the child ended (`None` only when it was not started).
+    pub termination: Option<Termination>,
+    /// The deadline passed and the group was sent SIGTERM.
+    pub deadline_passed: bool,
+    /// A stream passed its cap and the group was killed.
+    pub output_over_cap: Option<Stream>,
+    /// The pipes stayed open after the child ended (a grandchild held them).
+    pub pipes_leaked: bool,
+}
+
+/// What a run was, in one word (with its detail).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RunResult {
+    /// It exited with this code.
+    Exited(i32),
+    /// A signal it did not get from us killed it.
+    Signaled(i32),
+    /// It passed its deadline and we stopped it.
+    TimedOut,
+    /// A stream passed its cap and we stopped it.
+    OutputTooLarge(Stream),
+    /// It exited (with this termination), but something it started held the pipes open; the
+    /// group was killed.
+    LeakedPipes(Termination),
+    /// It was never started.
+    CouldNotStart(StartError),
+}
+
+/// Classifies a run. What we did to the child comes first (not started, output over its cap,
+/// deadline passed), because the child's own end then only reflects our signal; a leak keeps
+/// the child's own end, so an answer written before the leak can still be used.
+pub fn classify(facts: &RunFacts) -> RunResult {
+    if let Some(error) = &facts.start_error {
+        return RunResult::CouldNotStart(error.clone());
+    }
+    if let Some(stream) = facts.output_over_cap {
+        return RunResult::OutputTooLarge(stream);
+    }
+    if facts.deadline_passed {
+        return RunResult::TimedOut;
+    }
+    match (facts.termination, facts.pipes_leaked) {
+        (Some(termination), true) => RunResult::LeakedPipes(termination),
+        (Some(Termination::Exited(code)), false) => RunResult::Exited(code),
+        (Some(Termination::Signaled(signal)), false) => RunResult::Signaled(signal),
+        // The supervisor always reaps what it started; a run with no end and no start error
+        // cannot be told apart from a crash.
+        (None, _) => RunResult::Signaled(0),
+    }
+}
+
+impl fmt::Display for RunResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Exited(code) => write!(f, "exited with code {code}"),
+            Self::Signaled(signal) => write!(f, "killed by signal {signal}"),
+            Self::TimedOut => f.write_str("timed out"),
+            Self::OutputTooLarge(stream) => write!(f, "{stream} passed its cap"),
+            Self::LeakedPipes(Termination::Exited(code)) => {
+                write!(f, "exited with code {code}, but left the pipes held open")
+            }
+            Self::LeakedPipes(Termination::Signaled(signal)) => {
+                write!(f, "killed by signal {signal}, but left the pipes held open")
+            }
+            Self::CouldNotStart(error) => write!(f, "not started: {error}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts() -> RunFacts {
+        RunFacts {
+            termination: Some(Termination::Exited(0)),
+            ..RunFacts::default()
+        }
+    }
+
+    #[test]
+    fn classification_table() {
+        let absent = StartError::Absent {
+            program: "/x".into(),
+        };
+        let table: Vec<(&str, RunFacts, RunResult)> = vec![
+            ("a clean exit is its code", facts(), RunResult::Exited(0)),
+            (
+                "a non-zero exit is its code",
+                RunFacts {
+                    termination: Some(Termination::Exited(75)),
+                    ..facts()
+                },
+                RunResult::Exited(75),
+            ),
+            (
+                "a death by signal is that signal",
+                RunFacts {
+                    termination: Some(Termination::Signaled(11)),
+                    ..facts()
+                },
+                RunResult::Signaled(11),
+            ),
+            (
+                "a passed deadline wins over the signal we sent",
+                RunFacts {
+                    termination: Some(Termination::Signaled(15)),
+                    deadline_passed: true,
+                    ..facts()
+                },
+                RunResult::TimedOut,
+            ),
+            (
+                "a passed cap wins over the kill we sent",
+                RunFacts {
+                    termination: Some(Termination::Signaled(9)),
+                    output_over_cap: Some(Stream::Stdout),
+                    ..facts()
+                },
+                RunResult::OutputTooLarge(Stream::Stdout),
+            ),
+            (
+                "a passed cap wins over a deadline passed after it",
+                RunFacts {
+                    output_over_cap: Some(Stream::Stderr),
+                    deadline_passed: true,
+                    ..facts()
+                },
+                RunResult::OutputTooLarge(Stream::Stderr),
+            ),
+            (
+                "held pipes after an exit keep the exit",
+                RunFacts {
+                    pipes_leaked: true,
+                    ..facts()
+                },
+                RunResult::LeakedPipes(Termination::Exited(0)),
+            ),
+            (
+                "a timeout wins over held pipes",
+                RunFacts {
+                    pipes_leaked: true,
+                    deadline_passed: true,
+                    ..facts()
+                },
+                RunResult::TimedOut,
+            ),
+            (
+                "not starting wins over everything",
+                RunFacts {
+                    start_error: Some(absent.clone()),
+                    termination: None,
+                    ..RunFacts::default()
+                },
+                RunResult::CouldNotStart(absent),
+            ),
+        ];
+        for (case, facts, expected) in table {
+            assert_eq!(classify(&facts), expected, "{case}");
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! [`RunSpec`]: what to run, and within which limits.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The environment every child gets: nothing else is passed on.
+pub const CHILD_PATH: &str = "/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// How much output is kept before the child's process group is killed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct OutputLimits {
+    /// Bytes of stdout kept (default 4 MiB).
+    pub stdout: usize,
+    /// Bytes of stderr kept (default 64 KiB).
+    pub stderr: usize,
+}
+
+impl Default for OutputLimits {
+    fn default() -> Self {
+        Self {
+            stdout: 4 << 20,
+            stderr: 64 << 10,
+        }
+    }
+}
+
+impl OutputLimits {
+    /// Limits of `stdout` and `stderr` bytes.
+    pub fn new(stdout: usize, stderr: usize) -> Self {
+        Self { stdout, stderr }
+    }
+}
+
+/// A program to run, as data: the program and its arguments, never a shell string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunSpec {
+    /// The program: a path, or a bare name looked up in [`CHILD_PATH`].
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// How long it may run before its process group gets SIGTERM.
+    pub deadline: Duration,
+    /// How long after SIGTERM before SIGKILL (default 500 ms).
+    pub grace: Duration,
+    /// How long to wait for the pipes to close once the child has exited, or once the group
+    /// was killed, before the pipes count as leaked (default 200 ms).
+    pub eof_grace: Duration,
+    /// Output caps.
+    pub limits: OutputLimits,
+}
+
+impl RunSpec {
+    /// Runs `program` with no arguments, a deadline of `deadline`, and the default grace and
+    /// limits.
+    pub fn new(program: impl Into<PathBuf>, deadline: Duration) -> Self {
+        Self {
+            program: program.into(),
+            args: Vec::new(),
+            deadline,
+            grace: Duration::from_millis(500),
+            eof_grace: Duration::from_millis(200),
+            limits: OutputLimits::default(),
+        }
+    }
+
+    /// Adds arguments.
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets the output caps.
+    pub fn limits(mut self, limits: OutputLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Sets the grace between SIGTERM and SIGKILL.
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.grace = grace;
+        self
+    }
+
+    /// Sets the bound on the wait for pipe EOF.
+    pub fn eof_grace(mut self, eof_grace: Duration) -> Self {
+        self.eof_grace = eof_grace;
+        self
+    }
+
+    /// The command line, for logs.
+    pub fn display(&self) -> String {
+        let mut line = self.program.display().to_string();
+        for arg in &self.args {
+            line.push(' ');
+            line.push_str(&arg.to_string_lossy());
+        }
+        line
+    }
+}

@@ -1,0 +1,291 @@
+//! The helper client against fake helpers the tests write: each failure gives its exact reason,
+//! within its deadline plus one second, and leaves no process behind.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use common::*;
+use gpu_partition_types::{Bdf, Outcome, PartitionMode, UnreadableReason};
+use gpu_probe::helper::{CardRead, Helper, HelperConfig};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const DEADLINE: Duration = Duration::from_millis(300);
+
+fn card(n: u8) -> Bdf {
+    format!("0000:{n:02x}:00.0").parse().unwrap()
+}
+
+fn probe(helper: &Path, cards: &[Bdf]) -> Vec<CardRead> {
+    let helper = Helper::new(HelperConfig::new(helper).deadline(DEADLINE));
+    let started = Instant::now();
+    let reads = helper.probe(cards);
+    assert!(
+        started.elapsed() < DEADLINE * 2 + Duration::from_millis(500) + Duration::from_secs(1),
+        "took {:?}",
+        started.elapsed()
+    );
+    reads
+}
+
+fn reason(read: &CardRead) -> Option<String> {
+    read.outcome.reason().map(ToString::to_string)
+}
+
+fn one(helper: &Path) -> CardRead {
+    probe(helper, &[card(0x3b)]).remove(0)
+}
+
+fn v1() -> String {
+    version_reply(r#""1.0""#)
+}
+
+#[test]
+fn a_helper_that_answers_gives_the_cards_partition_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let read = one(&helper(dir.path(), &v1(), r#"printf '%s\n' "$reply""#));
+    assert!(
+        matches!(read.outcome, Outcome::Partitions { .. }),
+        "{:?}",
+        read.outcome
+    );
+    assert_eq!(read.outcome.partition_mode(), PartitionMode::Enabled);
+}
+
+#[test]
+fn a_helper_that_hangs_is_a_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let read = one(&helper(
+        dir.path(),
+        &v1(),
+        &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
+    ));
+    assert_eq!(reason(&read).as_deref(), Some("timeout"));
+    assert!(read.elapsed < DEADLINE + Duration::from_secs(1));
+    assert!(gone(pid_in(&pidfile)));
+}
+
+#[test]
+fn a_helper_that_ignores_sigterm_and_leaves_a_grandchild_on_stdout_is_a_timeout_and_both_are_killed()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let (me, kid) = (dir.path().join("me"), dir.path().join("kid"));
+    let body = format!(
+        "trap '' TERM; echo $$ > {}; (trap '' TERM; while :; do sleep 0.05; done) & echo $! > {}; while :; do sleep 0.05; done",
+        me.display(),
+        kid.display()
+    );
+    let read = one(&helper(dir.path(), &v1(), &body));
+    assert_eq!(reason(&read).as_deref(), Some("timeout"));
+    assert!(
+        read.elapsed < DEADLINE + Duration::from_secs(1),
+        "{:?}",
+        read.elapsed
+    );
+    assert!(gone(pid_in(&me)), "helper left behind");
+    assert!(gone(pid_in(&kid)), "grandchild left behind");
+}
+
+#[test]
+fn a_reply_written_before_a_grandchild_kept_stdout_open_is_accepted_and_the_grandchild_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let kid = dir.path().join("kid");
+    let body = format!(
+        r#"printf '%s\n' "$reply"; sleep 60 & echo $! > {}; exit 0"#,
+        kid.display()
+    );
+    let read = one(&helper(dir.path(), &v1(), &body));
+    assert_eq!(read.outcome.partition_mode(), PartitionMode::Enabled);
+    assert!(gone(pid_in(&kid)), "grandchild left behind");
+}
+
+#[test]
+fn a_helper_killed_by_sigsegv_is_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        reason(&one(&helper(dir.path(), &v1(), "kill -SEGV $$"))).as_deref(),
+        Some("crash")
+    );
+}
+
+#[test]
+fn a_helper_that_exits_non_zero_is_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"printf '%s\n' "$reply"; exit 2"#;
+    assert_eq!(
+        reason(&one(&helper(dir.path(), &v1(), body))).as_deref(),
+        Some("crash")
+    );
+}
+
+#[test]
+fn a_helper_that_exits_75_is_busy() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "echo 'held by nvidia-persistenced' >&2; echo ignored; exit 75";
+    assert_eq!(
+        reason(&one(&helper(dir.path(), &v1(), body))).as_deref(),
+        Some("busy")
+    );
+}
+
+#[test]
+fn a_helper_that_prints_garbage_is_undecodable() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "echo 'MIG mode: Enabled'";
+    assert_eq!(
+        reason(&one(&helper(dir.path(), &v1(), body))).as_deref(),
+        Some("undecodable")
+    );
+}
+
+#[test]
+fn a_helper_that_exits_zero_with_no_page_is_undecodable() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        reason(&one(&helper(dir.path(), &v1(), "exit 0"))).as_deref(),
+        Some("undecodable")
+    );
+}
+
+#[test]
+fn a_helper_that_floods_stdout_without_end_is_undecodable() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let body = format!("echo $$ > {}; exec yes", pidfile.display());
+    let read = one(&helper(dir.path(), &v1(), &body));
+    assert_eq!(reason(&read).as_deref(), Some("undecodable"));
+    assert!(gone(pid_in(&pidfile)));
+}
+
+#[test]
+fn a_helper_that_replies_in_several_pages_is_folded() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = |index: u32| {
+        format!(
+            r#"{{"format": "1.0", "device": "%s", "page": {{"index": {index}, "count": 2}}, "mode": {{"capable": true, "current": "disabled", "pending": "enabled"}}, "case": "none_carved", "profiles": [{{"id": {index}}}]}}"#
+        )
+    };
+    let body = format!(r#"printf '{}\n{}\n' "$dev" "$dev""#, page(1), page(0));
+    let read = one(&helper(dir.path(), &v1(), &body));
+    assert_eq!(read.outcome.partition_mode(), PartitionMode::EnableOnReboot);
+    let Outcome::NoneCarved { catalogue, .. } = &read.outcome else {
+        panic!("{:?}", read.outcome)
+    };
+    assert_eq!(catalogue.iter().map(|p| p.id).collect::<Vec<_>>(), [0, 1]);
+}
+
+#[test]
+fn a_reply_for_another_card_is_undecodable() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"printf "$(printf '%s' "$reply" | sed 's/0000:/0001:/')\n""#;
+    assert_eq!(
+        reason(&one(&helper(dir.path(), &v1(), body))).as_deref(),
+        Some("undecodable")
+    );
+}
+
+#[test]
+fn a_helper_whose_version_lists_only_format_two_is_incompatible_and_read_is_never_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("read-ran");
+    let helper = helper(
+        dir.path(),
+        &version_reply(r#""2.0""#),
+        &format!("touch {}", marker.display()),
+    );
+    let reads = probe(&helper, &[card(1), card(2)]);
+    assert!(
+        reads
+            .iter()
+            .all(|read| reason(read).as_deref() == Some("incompatible"))
+    );
+    assert!(!marker.exists());
+}
+
+#[test]
+fn a_version_reply_that_does_not_read_is_undecodable_for_every_card() {
+    let dir = tempfile::tempdir().unwrap();
+    let helper = helper(
+        dir.path(),
+        "gpu-partition-helper 1.0",
+        r#"printf '%s\n' "$reply""#,
+    );
+    let reads = probe(&helper, &[card(1), card(2)]);
+    assert!(
+        reads
+            .iter()
+            .all(|read| reason(read).as_deref() == Some("undecodable"))
+    );
+}
+
+#[test]
+fn a_helper_path_that_does_not_exist_is_helper_absent_for_every_card() {
+    let reads = probe(
+        Path::new("/nonexistent/gpu-partition-helper"),
+        &[card(1), card(2), card(3)],
+    );
+    assert_eq!(reads.len(), 3);
+    assert!(
+        reads
+            .iter()
+            .all(|read| read.outcome.reason() == Some(&UnreadableReason::HelperAbsent))
+    );
+}
+
+#[test]
+fn a_helper_without_the_execute_bit_is_not_executable_and_never_forked() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let helper = script(dir.path(), "helper", &format!("touch {}", marker.display()));
+    std::fs::set_permissions(&helper, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    let reads = probe(&helper, &[card(1), card(2)]);
+    assert!(
+        reads
+            .iter()
+            .all(|read| reason(read).as_deref() == Some("helper_not_executable"))
+    );
+    assert!(!marker.exists());
+}
+
+#[test]
+fn one_hanging_card_costs_only_that_card() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"[ "$dev" = 0000:02:00.0 ] && exec sleep 60; printf '%s\n' "$reply""#;
+    let reads = probe(
+        &helper(dir.path(), &v1(), body),
+        &[card(1), card(2), card(3), card(4)],
+    );
+    let reasons: Vec<Option<String>> = reads.iter().map(reason).collect();
+    assert_eq!(reasons, [None, Some("timeout".to_owned()), None, None]);
+    assert_eq!(
+        reads.iter().map(|r| r.device).collect::<Vec<_>>(),
+        [card(1), card(2), card(3), card(4)]
+    );
+}
+
+#[test]
+fn cards_are_read_at_once_not_one_after_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"sleep 0.2; printf '%s\n' "$reply""#;
+    let helper = helper(dir.path(), &v1(), body);
+    let started = Instant::now();
+    let reads = probe(&helper, &(1..=8).map(card).collect::<Vec<_>>());
+    assert!(reads.iter().all(|read| read.outcome.reason().is_none()));
+    // Eight reads of 200 ms one after another would take 1.6 s.
+    assert!(
+        started.elapsed() < Duration::from_millis(1200),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn an_unreadable_case_gives_the_helpers_kind_as_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"printf '{"format": "1.0", "device": "%s", "mode": {"capable": true, "current": "disabled", "pending": null}, "case": "unreadable", "unreadable": {"kind": "driver_error", "message": "NVML: driver not loaded"}}\n' "$dev""#;
+    assert_eq!(
+        reason(&one(&helper(dir.path(), &v1(), body))).as_deref(),
+        Some("helper:driver_error")
+    );
+}

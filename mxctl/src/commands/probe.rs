@@ -1,0 +1,96 @@
+//! `mxctl probe`: read NVIDIA GPUs through the helper, several at once; writes nothing.
+
+use crate::cli::{HelperArgs, Probe};
+use crate::config::Config;
+use crate::failure::Failure;
+use crate::output::{Output, table};
+use gpu_partition_types::{Case, PartitionMode};
+use gpu_probe::helper::{CardRead, Helper, HelperConfig};
+use serde::Serialize;
+
+/// The `--json` document.
+#[derive(Debug, Serialize)]
+pub struct ProbeReport {
+    gpus: Vec<ProbedGpu>,
+}
+
+#[derive(Debug, Serialize)]
+struct ProbedGpu {
+    device: String,
+    outcome: Case,
+    partition_mode: PartitionMode,
+    reason: String,
+    elapsed_ms: u128,
+    lost: Vec<String>,
+    unknown: Vec<String>,
+}
+
+/// The helper client the command line and the config describe.
+pub fn helper(args: &HelperArgs, config: &Config) -> Helper {
+    let path = args.helper.clone().unwrap_or_else(|| config.helper.clone());
+    let deadline = args.deadline.unwrap_or(config.helper_deadline);
+    Helper::new(HelperConfig::new(path).deadline(deadline))
+}
+
+/// Reads the cards named with `--device`.
+pub fn run(args: &Probe, config: &Config, output: Output) -> Result<u8, Failure> {
+    let reads = helper(&args.helper, config).probe(&args.devices);
+    print(&reads, output)
+}
+
+/// Prints the reads; a probe that recorded failed reads is still done (exit 0).
+pub fn print(reads: &[CardRead], output: Output) -> Result<u8, Failure> {
+    let report = ProbeReport {
+        gpus: reads.iter().map(probed).collect(),
+    };
+    let mut rows = vec![
+        ["DEVICE", "OUTCOME", "PARTITION-MODE", "REASON", "ELAPSED"]
+            .map(str::to_owned)
+            .to_vec(),
+    ];
+    for gpu in &report.gpus {
+        rows.push(vec![
+            gpu.device.clone(),
+            gpu.outcome.to_string(),
+            gpu.partition_mode.to_string(),
+            if gpu.reason.is_empty() {
+                "-".to_owned()
+            } else {
+                gpu.reason.clone()
+            },
+            format!("{} ms", gpu.elapsed_ms),
+        ]);
+    }
+    let mut text = if report.gpus.is_empty() {
+        "no NVIDIA GPU to read\n".to_owned()
+    } else {
+        table(&rows)
+    };
+    for read in reads {
+        for lost in &read.lost {
+            text.push_str(&format!("{}: lost {lost}\n", read.device));
+        }
+    }
+    output.emit(&report, &text)?;
+    Ok(0)
+}
+
+fn probed(read: &CardRead) -> ProbedGpu {
+    ProbedGpu {
+        device: read.device.to_string(),
+        outcome: read.outcome.case(),
+        partition_mode: read.outcome.partition_mode(),
+        reason: read
+            .outcome
+            .reason()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+        elapsed_ms: read.elapsed.as_millis(),
+        lost: read
+            .lost
+            .iter()
+            .map(|lost| lost.pointer.to_string())
+            .collect(),
+        unknown: read.unknown.iter().map(ToString::to_string).collect(),
+    }
+}

@@ -1,0 +1,110 @@
+//! `mxctl probe` with fake helpers the tests write.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const REPLY: &str = r#"{"format": "1.0", "device": "%s", "mode": {"capable": true, "current": "enabled", "pending": null}, "case": "partitions", "driver": {"version": "1", "nvml_version": "1"}, "profiles": [{"id": 9, "name": 5}], "gpu_instances": [{"id": 1, "profile_id": 9, "placement": {"start": 0, "size": 4}, "uuid": null, "compute_instances": []}], "vgpus": []}"#;
+
+fn fake_helper(dir: &Path) -> PathBuf {
+    let path = dir.join("helper");
+    let body = format!(
+        r#"#!/bin/sh
+if [ "$1" = --version ]; then echo '{{"commands": [{{"name": "read", "formats": ["1.0"]}}]}}'; exit 0; fi
+case "$3" in
+  0000:02:00.0) exec sleep 60 ;;
+  0000:03:00.0) exit 75 ;;
+esac
+printf '{REPLY}\n' "$3"
+"#
+    );
+    std::fs::write(&path, body).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn probe(args: &[&str]) -> (i32, serde_json::Value) {
+    let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
+        .args(["--config", "/dev/null", "--json", "probe"])
+        .args(args)
+        .output()
+        .unwrap();
+    let mut document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    if let Some(gpus) = document["gpus"].as_array_mut() {
+        for gpu in gpus {
+            assert!(gpu["elapsed_ms"].is_u64());
+            gpu["elapsed_ms"] = "[elapsed]".into();
+        }
+    }
+    (output.status.code().unwrap(), document)
+}
+
+#[test]
+fn probe_reads_each_named_card_and_reports_each_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let helper = fake_helper(dir.path());
+    let (code, document) = probe(&[
+        "--helper",
+        helper.to_str().unwrap(),
+        "--deadline",
+        "0.3",
+        "--device",
+        "0000:01:00.0",
+        "--device",
+        "0000:02:00.0",
+        "--device",
+        "0000:03:00.0",
+    ]);
+    assert_eq!(code, 0);
+    insta::assert_json_snapshot!("probe_three_cards", document);
+}
+
+#[test]
+fn probe_with_an_absent_helper_gives_every_card_helper_absent() {
+    let (code, document) = probe(&[
+        "--helper",
+        "/nonexistent/helper",
+        "--device",
+        "0000:01:00.0",
+        "--device",
+        "0000:02:00.0",
+    ]);
+    assert_eq!(code, 0);
+    insta::assert_json_snapshot!("probe_helper_absent", document);
+}
+
+#[test]
+fn probe_text_output_is_an_aligned_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let helper = fake_helper(dir.path());
+    let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
+        .args([
+            "--config",
+            "/dev/null",
+            "probe",
+            "--helper",
+            helper.to_str().unwrap(),
+        ])
+        .args(["--device", "0000:01:00.0", "--device", "0000:03:00.0"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(output.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("DEVICE        OUTCOME     PARTITION-MODE  REASON  ELAPSED"),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with("0000:01:00.0  partitions  enabled         -"),
+        "{text}"
+    );
+    assert!(
+        lines[2].starts_with("0000:03:00.0  unreadable  unknown         busy"),
+        "{text}"
+    );
+    assert!(
+        text.contains("0000:01:00.0: lost /profiles/0/name: expected a string"),
+        "{text}"
+    );
+}
