@@ -1,6 +1,31 @@
 //! Whether a host takes part in GPU partitioning and why, each GPU's partition mode, the sysfs
 //! PCI scan, and the state store.
 //!
-//! This crate is laid out by the workspace foundation and filled by the host-sync issue. It
-//! exports nothing yet.
+//! - [`pci::scan_gpus`] finds display-class PCI physical functions (NVIDIA by vendor `10de`,
+//!   never by driver).
+//! - [`classify()`] is a pure function over [`Facts`] and an ordered table of checks
+//!   ([`CHECKS`]), most specific first, giving a [`HostStatus`] and a [`Reason`].
+//! - [`modes`] holds the partition-mode rules of a sync as pure functions over [`GpuRecord`]s.
+//! - [`StateStore`] is where the state lives; [`FileStore`] the embedded default (one JSON file
+//!   written atomically); [`MemoryStore`] keeps it in memory.
+//! - [`sync()`] runs the whole sync under the host GPU lock of `gpu-probe`.
 #![deny(missing_docs)]
+
+pub mod boot;
+pub mod classify;
+pub mod fake_sysfs;
+pub mod gpu;
+pub mod modes;
+pub mod pci;
+pub mod state;
+pub mod status;
+pub mod store;
+pub mod sync;
+
+pub use classify::{CHECKS, Check, Facts, HelperState, classify};
+pub use gpu::{GpuRecord, not_read_reason};
+pub use pci::{NVIDIA_VENDOR, PciFunction, ScanError, scan_gpus};
+pub use state::{HostState, SCHEMA};
+pub use status::{HostStatus, Reason, reasons};
+pub use store::{FileStore, MemoryStore, STATE_FILE, StateStore, StoreError};
+pub use sync::{AfterBoot, HostPaths, SyncError, SyncOptions, SyncReport, sync};

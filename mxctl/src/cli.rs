@@ -43,6 +43,12 @@ pub struct Global {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// List the display-class PCI functions (GPUs) of this host.
+    Gpus,
+    /// Run the host sync: classify the host and keep each GPU's partition mode.
+    Sync(Sync),
+    /// Print the stored state (`not_reported` when no sync ever ran).
+    Status,
     /// Read NVIDIA GPUs through the partition helper, several at once (writes nothing).
     Probe(Probe),
     /// Work with GPU partition helper replies.
@@ -61,11 +67,46 @@ pub struct HelperArgs {
     pub deadline: Option<std::time::Duration>,
 }
 
-/// `mxctl probe --device BDF… [--helper PATH] [--deadline SECS]`
+/// `mxctl sync [--pool enabled|disabled] [--after-boot auto|yes|no] [--helper] [--deadline]`
+#[derive(Debug, Args)]
+pub struct Sync {
+    /// The pool switch for this run only [default: from the config, disabled].
+    #[arg(long, value_enum, value_name = "SWITCH")]
+    pub pool: Option<Switch>,
+    /// Whether this is the first start after a boot; `auto` compares the kernel's boot id with
+    /// the stored one.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub after_boot: AfterBootArg,
+    #[command(flatten)]
+    pub helper: HelperArgs,
+}
+
+/// `enabled` or `disabled`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    /// On.
+    Enabled,
+    /// Off.
+    Disabled,
+}
+
+/// `--after-boot`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AfterBootArg {
+    /// Compare the kernel's boot id with the stored one.
+    Auto,
+    /// The first start after a boot.
+    Yes,
+    /// A later start in the same boot.
+    No,
+}
+
+/// `mxctl probe [--device BDF]… [--helper PATH] [--deadline SECS]`
 #[derive(Debug, Args)]
 pub struct Probe {
-    /// A card to read (dddd:bb:dd.f); repeat for several.
-    #[arg(long = "device", value_name = "BDF", required = true)]
+    /// A card to read (dddd:bb:dd.f), not looked up in sysfs; repeat for several [default:
+    /// every NVIDIA GPU bound to `nvidia`].
+    #[arg(long = "device", value_name = "BDF")]
     pub devices: Vec<Bdf>,
     #[command(flatten)]
     pub helper: HelperArgs,

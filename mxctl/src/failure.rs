@@ -26,6 +26,15 @@ pub enum Failure {
         #[source]
         source: std::io::Error,
     },
+    /// sysfs could not be scanned.
+    #[error("cannot scan the PCI devices")]
+    Scan(#[from] host_sync::ScanError),
+    /// The stored state could not be read or written.
+    #[error("cannot use the state store")]
+    Store(#[from] host_sync::StoreError),
+    /// The sync could not finish.
+    #[error("the sync failed")]
+    Sync(#[from] host_sync::SyncError),
     /// An input file could not be read.
     #[error("cannot read {what}")]
     Input {
@@ -41,6 +50,12 @@ impl Failure {
         match self {
             Self::ConfigUnreadable { .. } | Self::ConfigValue { .. } => "config",
             Self::Input { .. } => "input",
+            Self::Scan(_) => "sysfs",
+            Self::Store(_) => "state",
+            Self::Sync(host_sync::SyncError::Lock(_)) => "lock_busy",
+            Self::Sync(host_sync::SyncError::Store(_)) => "state",
+            Self::Sync(host_sync::SyncError::Scan(_)) => "sysfs",
+            Self::Sync(_) => "sync",
             Self::Output { .. } => "output",
         }
     }

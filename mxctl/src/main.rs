@@ -57,8 +57,19 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
         cli.global.proc_root.display()
     );
     match &cli.command {
-        Command::Probe(args) => commands::probe::run(args, &config, output),
+        Command::Gpus => commands::gpus::run(&cli.global.sysfs_root, output),
+        Command::Sync(args) => commands::sync::run(args, &config, &host(cli, state_dir), output),
+        Command::Status => commands::state::run(&state_dir, output),
+        Command::Probe(args) => commands::probe::run(args, &config, &cli.global.sysfs_root, output),
         Command::Reply(ReplyCommand::Check(args)) => commands::reply_check::run(args, output),
+    }
+}
+
+fn host(cli: &Cli, state_dir: std::path::PathBuf) -> commands::sync::Host {
+    commands::sync::Host {
+        state_dir,
+        sysfs_root: cli.global.sysfs_root.clone(),
+        proc_root: cli.global.proc_root.clone(),
     }
 }
 

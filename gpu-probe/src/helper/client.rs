@@ -127,6 +127,15 @@ impl Helper {
                     .collect();
             }
         };
+        self.read_all(devices, format)
+    }
+
+    /// Reads every card in `devices` with a `format` already negotiated, several at once (up to
+    /// the configured concurrency); each card gets its own outcome, in the order given.
+    pub fn read_all(&self, devices: &[Bdf], format: FormatVersion) -> Vec<CardRead> {
+        if devices.is_empty() {
+            return Vec::new();
+        }
         let next = AtomicUsize::new(0);
         let reads: Vec<Mutex<Option<CardRead>>> =
             devices.iter().map(|_| Mutex::new(None)).collect();

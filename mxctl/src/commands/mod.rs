@@ -1,4 +1,7 @@
 //! One module per command.
 
+pub mod gpus;
 pub mod probe;
 pub mod reply_check;
+pub mod state;
+pub mod sync;

@@ -7,6 +7,7 @@ use crate::output::{Output, table};
 use gpu_partition_types::{Case, PartitionMode};
 use gpu_probe::helper::{CardRead, Helper, HelperConfig};
 use serde::Serialize;
+use std::path::Path;
 
 /// The `--json` document.
 #[derive(Debug, Serialize)]
@@ -32,9 +33,23 @@ pub fn helper(args: &HelperArgs, config: &Config) -> Helper {
     Helper::new(HelperConfig::new(path).deadline(deadline))
 }
 
-/// Reads the cards named with `--device`.
-pub fn run(args: &Probe, config: &Config, output: Output) -> Result<u8, Failure> {
-    let reads = helper(&args.helper, config).probe(&args.devices);
+/// Reads the cards named with `--device`, or else every NVIDIA GPU bound to `nvidia`.
+pub fn run(
+    args: &Probe,
+    config: &Config,
+    sysfs_root: &Path,
+    output: Output,
+) -> Result<u8, Failure> {
+    let devices = if args.devices.is_empty() {
+        host_sync::scan_gpus(sysfs_root)?
+            .into_iter()
+            .filter(|gpu| gpu.is_to_be_read())
+            .map(|gpu| gpu.bdf)
+            .collect()
+    } else {
+        args.devices.clone()
+    };
+    let reads = helper(&args.helper, config).probe(&devices);
     print(&reads, output)
 }
 
@@ -62,7 +77,7 @@ pub fn print(reads: &[CardRead], output: Output) -> Result<u8, Failure> {
         ]);
     }
     let mut text = if report.gpus.is_empty() {
-        "no NVIDIA GPU to read\n".to_owned()
+        "no NVIDIA GPU bound to nvidia to read\n".to_owned()
     } else {
         table(&rows)
     };

@@ -1,0 +1,119 @@
+//! The host classifier: a pure function over facts and an ordered table of checks, most
+//! specific first, so a later check slots in without touching the others.
+
+use crate::gpu::GpuRecord;
+use crate::pci::PciFunction;
+use crate::status::{HostStatus, Reason, reasons};
+use gpu_partition_types::{Bdf, PartitionMode};
+use std::collections::BTreeMap;
+
+/// Whether the helper can be used, as far as this sync found out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HelperState {
+    /// Not looked at (the pool switch is off, or there is no NVIDIA GPU).
+    NotChecked,
+    /// Present and executable, and not found incompatible.
+    Available,
+    /// Absent, not executable, or incompatible: a host-wide failure.
+    Unavailable,
+}
+
+/// What the classifier decides over.
+#[derive(Debug, Clone, Copy)]
+pub struct Facts<'a> {
+    /// The host's display-class PCI functions.
+    pub gpus: &'a [PciFunction],
+    /// The pool switch.
+    pub pool_enabled: bool,
+    /// Each GPU's record, as it now stands.
+    pub modes: &'a BTreeMap<Bdf, GpuRecord>,
+    /// The helper.
+    pub helper: HelperState,
+}
+
+/// One row of the table: when it applies, and what it says.
+#[derive(Debug, Clone, Copy)]
+pub struct Check {
+    /// What the check looks at, for people.
+    pub name: &'static str,
+    /// Whether it applies.
+    pub applies: fn(&Facts<'_>) -> bool,
+    /// The status it gives.
+    pub status: HostStatus,
+    /// The reason it gives.
+    pub reason: &'static str,
+}
+
+fn mode(facts: &Facts<'_>, bdf: &Bdf) -> Option<PartitionMode> {
+    facts.modes.get(bdf).map(|record| record.partition_mode)
+}
+
+fn nvidia<'a>(facts: &'a Facts<'_>) -> impl Iterator<Item = &'a PciFunction> {
+    facts.gpus.iter().filter(|gpu| gpu.is_nvidia())
+}
+
+/// The checks, most specific first; the last always applies.
+pub const CHECKS: [Check; 6] = [
+    Check {
+        name: "no NVIDIA display-class physical function",
+        applies: |facts| nvidia(facts).next().is_none(),
+        status: HostStatus::Inactive,
+        reason: reasons::NO_PARTITIONABLE_GPU,
+    },
+    Check {
+        name: "pool switch off, some NVIDIA GPU divided or possibly divided",
+        applies: |facts| {
+            !facts.pool_enabled
+                && nvidia(facts).any(|gpu| {
+                    mode(facts, &gpu.bdf).is_some_and(PartitionMode::is_divided_or_possibly)
+                })
+        },
+        status: HostStatus::Leaving,
+        reason: reasons::GPUS_STILL_DIVIDED,
+    },
+    Check {
+        name: "pool switch off",
+        applies: |facts| !facts.pool_enabled,
+        status: HostStatus::Inactive,
+        reason: reasons::POOL_DISABLED,
+    },
+    Check {
+        name: "helper absent, not executable, or incompatible",
+        applies: |facts| facts.helper == HelperState::Unavailable,
+        status: HostStatus::Inactive,
+        reason: reasons::HELPER_UNAVAILABLE,
+    },
+    Check {
+        name: "some NVIDIA GPU to be read is not settled",
+        applies: |facts| {
+            facts
+                .gpus
+                .iter()
+                .filter(|gpu| gpu.is_to_be_read())
+                .any(|gpu| !mode(facts, &gpu.bdf).is_some_and(PartitionMode::is_settled))
+        },
+        status: HostStatus::Entering,
+        reason: reasons::GPUS_PENDING,
+    },
+    Check {
+        name: "otherwise",
+        applies: |_| true,
+        status: HostStatus::Active,
+        reason: reasons::READY,
+    },
+];
+
+/// The host's status and reason: the first check of [`CHECKS`] that applies.
+pub fn classify(facts: &Facts<'_>) -> (HostStatus, Reason) {
+    for check in &CHECKS {
+        if (check.applies)(facts) {
+            // Every reason of the table is a valid token.
+            return (check.status, Reason::new(check.reason).unwrap_or_default());
+        }
+    }
+    (
+        HostStatus::Active,
+        Reason::new(reasons::READY).unwrap_or_default(),
+    )
+}

@@ -1,0 +1,77 @@
+//! The partition-mode rules of a sync, as pure functions over records.
+
+use crate::gpu::{GpuRecord, not_read_reason};
+use crate::pci::PciFunction;
+use gpu_partition_types::{Bdf, PartitionMode, UnreadableReason};
+use std::collections::BTreeMap;
+
+/// The records of the GPUs found now, carried over from `stored` (ids and driver refreshed) or
+/// new (`not_in_use`). GPUs no longer on the host are dropped.
+pub fn carry_over(
+    gpus: &[PciFunction],
+    stored: &BTreeMap<Bdf, GpuRecord>,
+) -> BTreeMap<Bdf, GpuRecord> {
+    gpus.iter()
+        .map(|gpu| {
+            let record = match stored.get(&gpu.bdf) {
+                Some(record) => {
+                    let mut record = record.clone();
+                    record.refresh(gpu);
+                    record
+                }
+                None => GpuRecord::new(gpu),
+            };
+            (gpu.bdf, record)
+        })
+        .collect()
+}
+
+/// The host does not take part (pool switch off, or no NVIDIA GPU): on the first start after a
+/// boot every GPU becomes `not_in_use` unless it is divided or possibly divided; a later start
+/// in the same boot changes no GPU (new GPUs are `not_in_use` either way).
+pub fn not_taking_part(records: &mut BTreeMap<Bdf, GpuRecord>, after_boot: bool) {
+    if !after_boot {
+        return;
+    }
+    for record in records.values_mut() {
+        if !record.partition_mode.is_divided_or_possibly() {
+            record.set(PartitionMode::NotInUse, "");
+        }
+    }
+}
+
+/// The host takes part: GPUs not read by design become `not_checked` with their reason.
+/// Answers the GPUs to read (NVIDIA bound to `nvidia`), in address order.
+pub fn mark_not_checked(gpus: &[PciFunction], records: &mut BTreeMap<Bdf, GpuRecord>) -> Vec<Bdf> {
+    let mut to_read = Vec::new();
+    for gpu in gpus {
+        match (not_read_reason(gpu), records.get_mut(&gpu.bdf)) {
+            (Some(reason), Some(record)) => record.set(PartitionMode::NotChecked, reason),
+            (None, Some(_)) => to_read.push(gpu.bdf),
+            (_, None) => {}
+        }
+    }
+    to_read
+}
+
+/// A GPU about to be read: `unknown`, so a crash during the read never leaves a stale answer.
+pub fn about_to_read(record: &mut GpuRecord) {
+    record.set(PartitionMode::Unknown, "");
+}
+
+/// A read that failed (or was never made, after a host-wide failure): `unknown` with the
+/// reason, or `possibly_enabled` over a GPU last known divided.
+pub fn read_failed(record: &mut GpuRecord, reason: &UnreadableReason) {
+    let mode = if record.last_known_divided() {
+        PartitionMode::PossiblyEnabled
+    } else {
+        PartitionMode::Unknown
+    };
+    record.set(mode, reason.to_string());
+}
+
+/// A read that answered: the mode the outcome maps to, remembered as the last one read.
+pub fn read_answered(record: &mut GpuRecord, mode: PartitionMode) {
+    record.set(mode, "");
+    record.last_read = Some(mode);
+}

@@ -1,0 +1,156 @@
+//! The sysfs PCI scan: display-class physical functions with their ids and bound driver.
+
+use gpu_partition_types::Bdf;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// NVIDIA's PCI vendor id, as sysfs writes it without `0x`.
+pub const NVIDIA_VENDOR: &str = "10de";
+
+/// A display-class PCI physical function (a GPU).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct PciFunction {
+    /// Its address.
+    pub bdf: Bdf,
+    /// Vendor id, bare lower-case hex (`10de`).
+    pub vendor: String,
+    /// Device id, bare lower-case hex (`2335`).
+    pub device: String,
+    /// Class code, bare lower-case hex (`030200`).
+    pub class: String,
+    /// The bound driver's name (`nvidia`, `vfio-pci`), if any.
+    pub driver: Option<String>,
+}
+
+impl PciFunction {
+    /// A function with these ids (for tests and embedders that scan another way).
+    pub fn new(bdf: Bdf, vendor: &str, device: &str, class: &str, driver: Option<&str>) -> Self {
+        Self {
+            bdf,
+            vendor: vendor.to_owned(),
+            device: device.to_owned(),
+            class: class.to_owned(),
+            driver: driver.map(str::to_owned),
+        }
+    }
+
+    /// An NVIDIA function, by vendor id (never by driver: pass-through unbinds the driver).
+    pub fn is_nvidia(&self) -> bool {
+        self.vendor == NVIDIA_VENDOR
+    }
+
+    /// An NVIDIA GPU bound to the `nvidia` driver: the only kind read through the helper.
+    pub fn is_to_be_read(&self) -> bool {
+        self.is_nvidia() && self.driver.as_deref() == Some("nvidia")
+    }
+}
+
+/// The scan could not read sysfs.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScanError {
+    /// A file or directory could not be read.
+    #[error("cannot read {}", path.display())]
+    Io {
+        /// What could not be read.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file held something that is not what sysfs writes there.
+    #[error("{}: unexpected content {content:?}", path.display())]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// What it held.
+        content: String,
+    },
+}
+
+/// Scans `<sysfs_root>/bus/pci/devices` for display-class (0x03xxxx) physical functions, sorted
+/// by address. A function with a `physfn` entry is an SR-IOV virtual function and is skipped.
+/// A root without a PCI bus (no `bus/pci/devices`) has no GPU.
+pub fn scan_gpus(sysfs_root: &Path) -> Result<Vec<PciFunction>, ScanError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| ScanError::Io { path, source }
+    };
+    std::fs::metadata(sysfs_root).map_err(io(sysfs_root))?;
+    let devices = sysfs_root.join("bus/pci/devices");
+    let entries = match std::fs::read_dir(&devices) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            tracing::info!("no PCI bus under {}: no GPU", sysfs_root.display());
+            return Ok(Vec::new());
+        }
+        Err(source) => {
+            return Err(ScanError::Io {
+                path: devices,
+                source,
+            });
+        }
+    };
+    let mut gpus = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(io(&devices))?;
+        let dir = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let bdf: Bdf = name.parse().map_err(|_| ScanError::Malformed {
+            path: dir.clone(),
+            content: name.to_string(),
+        })?;
+        let class = hex_attribute(&dir, "class", 6)?;
+        if !class.starts_with("03") {
+            continue;
+        }
+        if dir.join("physfn").symlink_metadata().is_ok() {
+            continue;
+        }
+        let driver = match std::fs::read_link(dir.join("driver")) {
+            Ok(target) => target
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+            Err(source) => {
+                return Err(ScanError::Io {
+                    path: dir.join("driver"),
+                    source,
+                });
+            }
+        };
+        gpus.push(PciFunction {
+            bdf,
+            vendor: hex_attribute(&dir, "vendor", 4)?,
+            device: hex_attribute(&dir, "device", 4)?,
+            class,
+            driver,
+        });
+    }
+    gpus.sort_by_key(|gpu| gpu.bdf);
+    Ok(gpus)
+}
+
+/// Reads a sysfs id such as `0x10de\n` as bare lower-case hex of `width` digits.
+fn hex_attribute(dir: &Path, name: &str, width: usize) -> Result<String, ScanError> {
+    let path = dir.join(name);
+    let text = std::fs::read_to_string(&path).map_err(|source| ScanError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    let value = text.trim();
+    let digits = value
+        .strip_prefix("0x")
+        .unwrap_or(value)
+        .to_ascii_lowercase();
+    if digits.len() == width && digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(digits)
+    } else {
+        Err(ScanError::Malformed {
+            path,
+            content: value.to_owned(),
+        })
+    }
+}

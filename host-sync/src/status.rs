@@ -1,0 +1,104 @@
+//! The host fields: [`HostStatus`] and its reason token.
+
+use serde::{Serialize, Serializer};
+use std::fmt;
+
+gpu_partition_types::token_enum! {
+    /// Whether the host takes part in GPU partitioning. All five values exist from the first
+    /// release: a reader fails on a stored value it does not know.
+    pub enum HostStatus: "host status" {
+        /// The host has not run this sync yet; the default.
+        NotReported = "not_reported",
+        /// The host does not take part; the reason says why.
+        Inactive = "inactive",
+        /// The pool wants partitioning and this host is on its way in.
+        Entering = "entering",
+        /// Partitioning is in use on this host.
+        Active = "active",
+        /// The pool no longer wants partitioning and this host still has divided GPUs.
+        Leaving = "leaving",
+    }
+}
+
+/// A reason token: `[a-z][a-z0-9_]*`, at most 64 bytes. An open set: new causes are new tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Reason(String);
+
+/// Text that is not a reason token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a reason token ([a-z][a-z0-9_]*, at most 64 bytes)")]
+pub struct BadReason(pub String);
+
+impl Reason {
+    /// The empty reason (of a status that needs none, such as `not_reported`).
+    pub fn none() -> Self {
+        Self(String::new())
+    }
+
+    /// A reason token, checked.
+    pub fn new(token: &str) -> Result<Self, BadReason> {
+        let mut bytes = token.bytes();
+        let valid = token.len() <= 64
+            && bytes.next().is_some_and(|b| b.is_ascii_lowercase())
+            && bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if valid || token.is_empty() {
+            Ok(Self(token.to_owned()))
+        } else {
+            Err(BadReason(token.to_owned()))
+        }
+    }
+
+    /// The token.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for Reason {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Reason {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Reason::new(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// The reason tokens the checks give, most specific first.
+pub mod reasons {
+    /// No NVIDIA display-class physical function on the host.
+    pub const NO_PARTITIONABLE_GPU: &str = "no_partitionable_gpu";
+    /// Pool switch off, some NVIDIA GPU divided or possibly divided.
+    pub const GPUS_STILL_DIVIDED: &str = "gpus_still_divided";
+    /// Pool switch off.
+    pub const POOL_DISABLED: &str = "pool_disabled";
+    /// Pool switch on, the helper absent, not executable, or incompatible.
+    pub const HELPER_UNAVAILABLE: &str = "helper_unavailable";
+    /// Pool switch on, some NVIDIA GPU to be read is not settled.
+    pub const GPUS_PENDING: &str = "gpus_pending";
+    /// Partitioning is in use.
+    pub const READY: &str = "ready";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reason_tokens_are_lower_case_words_of_at_most_64_bytes() {
+        assert!(Reason::new("driver_vfio_pci").is_ok());
+        assert!(Reason::new("a1_").is_ok());
+        for bad in ["Ready", "1abc", "_x", "a-b", "helper:busy", &"a".repeat(65)] {
+            assert!(Reason::new(bad).is_err(), "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,195 @@
+//! The state store: a trait, so a toolstack keeps the fields in its own database, and the
+//! embedded default, one JSON file written atomically.
+
+use crate::state::{HostState, SCHEMA};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Where a host's state is kept.
+pub trait StateStore {
+    /// The stored state; `None` when nothing was ever stored.
+    fn load(&mut self) -> Result<Option<HostState>, StoreError>;
+    /// Stores `state` whole, or not at all.
+    fn save(&mut self, state: &HostState) -> Result<(), StoreError>;
+}
+
+/// The store failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The state file could not be read or written.
+    #[error("cannot {action} {}", path.display())]
+    Io {
+        /// `read`, `write`, …
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The state file does not read; it was moved aside, never replaced with defaults.
+    #[error("the state file {} does not read; kept aside as {}", path.display(), kept.display())]
+    Corrupt {
+        /// The state file.
+        path: PathBuf,
+        /// Where it now is.
+        kept: PathBuf,
+        /// What was wrong.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The state file is of a later schema.
+    #[error("the state file {} has schema {found}; this version reads schema {SCHEMA}", path.display())]
+    NewerSchema {
+        /// The state file.
+        path: PathBuf,
+        /// Its schema.
+        found: u32,
+    },
+}
+
+/// The state file's name inside the state directory.
+pub const STATE_FILE: &str = "state.json";
+
+/// The prefix of the temporary file a save writes before renaming it over the state file.
+const TEMP_PREFIX: &str = ".state.json.";
+
+/// The embedded store: `state.json` in a state directory, written atomically (temp file,
+/// fsync, rename, fsync of the directory).
+#[derive(Debug, Clone)]
+pub struct FileStore {
+    dir: PathBuf,
+}
+
+impl FileStore {
+    /// The store in `dir` (created on the first save).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The state file.
+    pub fn path(&self) -> PathBuf {
+        self.dir.join(STATE_FILE)
+    }
+
+    /// Removes temporary files that a writer killed before its rename left behind. Saves are
+    /// made under the host lock, so no other writer's file is in flight.
+    fn remove_stale_temporaries(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+                if let Err(error) = std::fs::remove_file(entry.path()) {
+                    tracing::debug!("cannot remove {}: {error}", entry.path().display());
+                }
+            }
+        }
+    }
+
+    fn keep_aside(&self, path: &Path) -> Result<PathBuf, StoreError> {
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|since| since.as_secs())
+            .unwrap_or_default();
+        let kept = self.dir.join(format!(
+            "{STATE_FILE}.corrupt-{stamp}-{}",
+            std::process::id()
+        ));
+        std::fs::rename(path, &kept).map_err(|source| StoreError::Io {
+            action: "keep aside",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(kept)
+    }
+}
+
+impl StateStore for FileStore {
+    fn load(&mut self) -> Result<Option<HostState>, StoreError> {
+        let path = self.path();
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(StoreError::Io {
+                    action: "read",
+                    path,
+                    source,
+                });
+            }
+        };
+        #[derive(serde::Deserialize)]
+        struct Schema {
+            schema: u32,
+        }
+        if let Ok(Schema { schema }) = serde_json::from_slice::<Schema>(&bytes) {
+            if schema > SCHEMA {
+                return Err(StoreError::NewerSchema {
+                    path,
+                    found: schema,
+                });
+            }
+        }
+        match serde_json::from_slice::<HostState>(&bytes) {
+            Ok(state) => Ok(Some(state)),
+            Err(source) => {
+                let kept = self.keep_aside(&path)?;
+                Err(StoreError::Corrupt { path, kept, source })
+            }
+        }
+    }
+
+    fn save(&mut self, state: &HostState) -> Result<(), StoreError> {
+        let path = self.path();
+        let io = |action, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| StoreError::Io {
+                action,
+                path,
+                source,
+            }
+        };
+        std::fs::create_dir_all(&self.dir).map_err(io("create", &self.dir))?;
+        self.remove_stale_temporaries();
+        let mut text = serde_json::to_vec_pretty(state)
+            .map_err(|error| io("write", &path)(std::io::Error::other(error)))?;
+        text.push(b'\n');
+        let mut temp = tempfile::Builder::new()
+            .prefix(TEMP_PREFIX)
+            .tempfile_in(&self.dir)
+            .map_err(io("create a temporary file in", &self.dir))?;
+        temp.write_all(&text).map_err(io("write", temp.path()))?;
+        temp.as_file()
+            .sync_all()
+            .map_err(io("fsync", temp.path()))?;
+        temp.persist(&path)
+            .map_err(|error| io("rename into", &path)(error.error))?;
+        std::fs::File::open(&self.dir)
+            .and_then(|dir| dir.sync_all())
+            .map_err(io("fsync", &self.dir))?;
+        Ok(())
+    }
+}
+
+/// A store in memory, for tests and for embedders that keep the state themselves.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryStore {
+    /// What was last saved.
+    pub state: Option<HostState>,
+    /// How many saves were made.
+    pub saves: usize,
+}
+
+impl StateStore for MemoryStore {
+    fn load(&mut self) -> Result<Option<HostState>, StoreError> {
+        Ok(self.state.clone())
+    }
+
+    fn save(&mut self, state: &HostState) -> Result<(), StoreError> {
+        self.state = Some(state.clone());
+        self.saves += 1;
+        Ok(())
+    }
+}

@@ -1,0 +1,230 @@
+//! The classifier over every check, most specific first.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use gpu_partition_types::{Bdf, PartitionMode};
+use host_sync::{CHECKS, Facts, GpuRecord, HelperState, HostStatus, PciFunction, classify};
+use std::collections::BTreeMap;
+
+fn bdf(bus: u8) -> Bdf {
+    Bdf {
+        domain: 0,
+        bus,
+        device: 0,
+        function: 0,
+    }
+}
+
+fn nvidia(bus: u8, driver: Option<&str>) -> PciFunction {
+    PciFunction::new(bdf(bus), "10de", "2335", "030200", driver)
+}
+
+fn other(bus: u8) -> PciFunction {
+    PciFunction::new(bdf(bus), "1002", "73bf", "030000", Some("amdgpu"))
+}
+
+fn modes(gpus: &[PciFunction], modes: &[PartitionMode]) -> BTreeMap<Bdf, GpuRecord> {
+    gpus.iter()
+        .zip(modes)
+        .map(|(gpu, mode)| {
+            let mut record = GpuRecord::new(gpu);
+            record.set(*mode, "");
+            (gpu.bdf, record)
+        })
+        .collect()
+}
+
+fn run(
+    gpus: &[PciFunction],
+    pool: bool,
+    stored: &[PartitionMode],
+    helper: HelperState,
+) -> (HostStatus, String) {
+    let modes = modes(gpus, stored);
+    let (status, reason) = classify(&Facts {
+        gpus,
+        pool_enabled: pool,
+        modes: &modes,
+        helper,
+    });
+    (status, reason.to_string())
+}
+
+fn says(status: HostStatus, reason: &str) -> (HostStatus, String) {
+    (status, reason.to_owned())
+}
+
+#[test]
+fn the_table_has_six_checks_ending_with_one_that_always_applies() {
+    assert_eq!(CHECKS.len(), 6);
+    assert_eq!(CHECKS[5].reason, "ready");
+}
+
+#[test]
+fn a_host_with_no_gpu_has_no_partitionable_gpu() {
+    assert_eq!(
+        run(&[], true, &[], HelperState::Available),
+        says(HostStatus::Inactive, "no_partitionable_gpu")
+    );
+}
+
+#[test]
+fn a_host_with_only_other_vendors_gpus_has_no_partitionable_gpu() {
+    assert_eq!(
+        run(
+            &[other(1)],
+            true,
+            &[PartitionMode::NotChecked],
+            HelperState::Available
+        ),
+        says(HostStatus::Inactive, "no_partitionable_gpu")
+    );
+}
+
+#[test]
+fn no_nvidia_gpu_wins_over_the_pool_switch_being_off() {
+    assert_eq!(
+        run(&[], false, &[], HelperState::NotChecked),
+        says(HostStatus::Inactive, "no_partitionable_gpu")
+    );
+}
+
+#[test]
+fn an_nvidia_gpu_passed_through_still_counts_as_partitionable() {
+    assert_eq!(
+        run(
+            &[nvidia(1, Some("vfio-pci"))],
+            false,
+            &[PartitionMode::NotInUse],
+            HelperState::NotChecked
+        ),
+        says(HostStatus::Inactive, "pool_disabled")
+    );
+}
+
+#[test]
+fn pool_off_with_a_divided_gpu_is_leaving() {
+    for mode in [
+        PartitionMode::Enabled,
+        PartitionMode::EnableOnReboot,
+        PartitionMode::DisableOnReboot,
+        PartitionMode::PossiblyEnabled,
+    ] {
+        assert_eq!(
+            run(
+                &[nvidia(1, Some("nvidia"))],
+                false,
+                &[mode],
+                HelperState::NotChecked
+            ),
+            says(HostStatus::Leaving, "gpus_still_divided"),
+            "{mode}"
+        );
+    }
+}
+
+#[test]
+fn a_divided_gpu_wins_over_the_pool_being_off() {
+    let gpus = [nvidia(1, Some("nvidia")), nvidia(2, Some("nvidia"))];
+    assert_eq!(
+        run(
+            &gpus,
+            false,
+            &[PartitionMode::NotInUse, PartitionMode::Enabled],
+            HelperState::NotChecked
+        ),
+        says(HostStatus::Leaving, "gpus_still_divided")
+    );
+}
+
+#[test]
+fn pool_off_with_undivided_nvidia_gpus_is_pool_disabled() {
+    assert_eq!(
+        run(
+            &[nvidia(1, Some("nvidia"))],
+            false,
+            &[PartitionMode::Disabled],
+            HelperState::NotChecked
+        ),
+        says(HostStatus::Inactive, "pool_disabled")
+    );
+}
+
+#[test]
+fn pool_on_with_the_helper_unavailable_is_helper_unavailable() {
+    assert_eq!(
+        run(
+            &[nvidia(1, Some("nvidia"))],
+            true,
+            &[PartitionMode::Unknown],
+            HelperState::Unavailable
+        ),
+        says(HostStatus::Inactive, "helper_unavailable")
+    );
+}
+
+#[test]
+fn pool_on_with_an_unsettled_gpu_is_entering() {
+    for mode in [
+        PartitionMode::Unknown,
+        PartitionMode::EnableOnReboot,
+        PartitionMode::DisableOnReboot,
+        PartitionMode::PossiblyEnabled,
+        PartitionMode::NotInUse,
+    ] {
+        assert_eq!(
+            run(
+                &[nvidia(1, Some("nvidia"))],
+                true,
+                &[mode],
+                HelperState::Available
+            ),
+            says(HostStatus::Entering, "gpus_pending"),
+            "{mode}"
+        );
+    }
+}
+
+#[test]
+fn pool_on_with_a_gpu_never_read_is_entering() {
+    let gpus = [nvidia(1, Some("nvidia"))];
+    let (status, reason) = classify(&Facts {
+        gpus: &gpus,
+        pool_enabled: true,
+        modes: &BTreeMap::new(),
+        helper: HelperState::Available,
+    });
+    assert_eq!(
+        (status, reason.to_string()),
+        says(HostStatus::Entering, "gpus_pending")
+    );
+}
+
+#[test]
+fn pool_on_with_every_gpu_settled_is_active_and_ready() {
+    let gpus = [
+        nvidia(1, Some("nvidia")),
+        nvidia(2, Some("nvidia")),
+        nvidia(3, Some("nvidia")),
+        nvidia(4, Some("vfio-pci")),
+    ];
+    let modes = [
+        PartitionMode::Enabled,
+        PartitionMode::Disabled,
+        PartitionMode::NotSupported,
+        PartitionMode::NotChecked,
+    ];
+    assert_eq!(
+        run(&gpus, true, &modes, HelperState::Available),
+        says(HostStatus::Active, "ready")
+    );
+}
+
+#[test]
+fn a_gpu_not_read_by_design_does_not_hold_the_host_back() {
+    let gpus = [nvidia(1, Some("nvidia")), nvidia(2, None)];
+    let modes = [PartitionMode::Enabled, PartitionMode::Unknown];
+    assert_eq!(
+        run(&gpus, true, &modes, HelperState::Available),
+        says(HostStatus::Active, "ready")
+    );
+}

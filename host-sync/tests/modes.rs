@@ -1,0 +1,208 @@
+//! The partition-mode rules, one named case per rule.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use gpu_partition_types::{Bdf, PartitionMode, UnreadableReason};
+use host_sync::{GpuRecord, PciFunction, modes, not_read_reason};
+use std::collections::BTreeMap;
+
+fn bdf(bus: u8) -> Bdf {
+    Bdf {
+        domain: 0,
+        bus,
+        device: 0,
+        function: 0,
+    }
+}
+
+fn gpu(bus: u8, vendor: &str, driver: Option<&str>) -> PciFunction {
+    PciFunction::new(bdf(bus), vendor, "2335", "030200", driver)
+}
+
+fn stored(entries: &[(u8, PartitionMode)]) -> BTreeMap<Bdf, GpuRecord> {
+    entries
+        .iter()
+        .map(|(bus, mode)| {
+            let mut record = GpuRecord::new(&gpu(*bus, "10de", Some("nvidia")));
+            record.set(*mode, "");
+            (bdf(*bus), record)
+        })
+        .collect()
+}
+
+fn mode_of(records: &BTreeMap<Bdf, GpuRecord>, bus: u8) -> (PartitionMode, String) {
+    let record = &records[&bdf(bus)];
+    (record.partition_mode, record.reason.clone())
+}
+
+#[test]
+fn a_gpu_seen_for_the_first_time_is_not_in_use() {
+    let records = modes::carry_over(&[gpu(1, "10de", Some("nvidia"))], &BTreeMap::new());
+    assert_eq!(mode_of(&records, 1).0, PartitionMode::NotInUse);
+}
+
+#[test]
+fn a_gpu_no_longer_on_the_host_is_dropped() {
+    let records = modes::carry_over(
+        &[gpu(1, "10de", Some("nvidia"))],
+        &stored(&[(1, PartitionMode::Enabled), (2, PartitionMode::Disabled)]),
+    );
+    assert_eq!(records.keys().copied().collect::<Vec<_>>(), [bdf(1)]);
+}
+
+#[test]
+fn a_carried_record_takes_the_driver_of_the_current_scan() {
+    let records = modes::carry_over(
+        &[gpu(1, "10de", Some("vfio-pci"))],
+        &stored(&[(1, PartitionMode::Enabled)]),
+    );
+    assert_eq!(records[&bdf(1)].driver.as_deref(), Some("vfio-pci"));
+    assert_eq!(mode_of(&records, 1).0, PartitionMode::Enabled);
+}
+
+#[test]
+fn after_boot_an_inactive_host_sets_undivided_gpus_to_not_in_use() {
+    let mut records = stored(&[
+        (1, PartitionMode::Disabled),
+        (2, PartitionMode::Unknown),
+        (3, PartitionMode::NotChecked),
+        (4, PartitionMode::NotSupported),
+    ]);
+    modes::not_taking_part(&mut records, true);
+    for bus in 1..=4 {
+        assert_eq!(
+            mode_of(&records, bus),
+            (PartitionMode::NotInUse, String::new()),
+            "gpu {bus}"
+        );
+    }
+}
+
+#[test]
+fn a_divided_gpu_survives_the_after_boot_reset() {
+    let divided = [
+        PartitionMode::Enabled,
+        PartitionMode::EnableOnReboot,
+        PartitionMode::DisableOnReboot,
+        PartitionMode::PossiblyEnabled,
+    ];
+    let mut records = stored(&[
+        (1, divided[0]),
+        (2, divided[1]),
+        (3, divided[2]),
+        (4, divided[3]),
+    ]);
+    modes::not_taking_part(&mut records, true);
+    for (bus, mode) in (1..=4).zip(divided) {
+        assert_eq!(mode_of(&records, bus).0, mode);
+    }
+}
+
+#[test]
+fn a_toolstack_restart_in_the_same_boot_changes_no_gpu() {
+    let before = stored(&[
+        (1, PartitionMode::Disabled),
+        (2, PartitionMode::Unknown),
+        (3, PartitionMode::Enabled),
+    ]);
+    let mut records = before.clone();
+    modes::not_taking_part(&mut records, false);
+    assert_eq!(records, before);
+}
+
+#[test]
+fn gpus_not_read_by_design_get_not_checked_with_their_reason() {
+    let gpus = [
+        gpu(1, "1002", Some("amdgpu")),
+        gpu(2, "10de", None),
+        gpu(3, "10de", Some("vfio-pci")),
+        gpu(4, "10de", Some("pciback")),
+        gpu(5, "10de", Some("nvidia")),
+    ];
+    let mut records = modes::carry_over(&gpus, &BTreeMap::new());
+    let to_read = modes::mark_not_checked(&gpus, &mut records);
+    assert_eq!(to_read, [bdf(5)]);
+    let reasons: Vec<(PartitionMode, String)> = (1..=4).map(|bus| mode_of(&records, bus)).collect();
+    let expected = [
+        "not_nvidia",
+        "no_driver",
+        "driver_vfio_pci",
+        "driver_pciback",
+    ]
+    .map(|reason| (PartitionMode::NotChecked, reason.to_owned()));
+    assert_eq!(reasons, expected);
+}
+
+#[test]
+fn a_driver_name_becomes_a_token_with_every_other_character_an_underscore() {
+    assert_eq!(
+        not_read_reason(&gpu(1, "10de", Some("Xen-PCIBack.2"))).as_deref(),
+        Some("driver__en_____ack_2")
+    );
+}
+
+#[test]
+fn a_gpu_about_to_be_read_is_unknown() {
+    let mut records = stored(&[(1, PartitionMode::Enabled)]);
+    modes::about_to_read(records.get_mut(&bdf(1)).unwrap());
+    assert_eq!(
+        mode_of(&records, 1),
+        (PartitionMode::Unknown, String::new())
+    );
+}
+
+#[test]
+fn an_answer_sets_the_mode_clears_the_reason_and_is_remembered() {
+    let mut record = GpuRecord::new(&gpu(1, "10de", Some("nvidia")));
+    record.set(PartitionMode::Unknown, "timeout");
+    modes::read_answered(&mut record, PartitionMode::Enabled);
+    assert_eq!(
+        (
+            record.partition_mode,
+            record.reason.as_str(),
+            record.last_read
+        ),
+        (PartitionMode::Enabled, "", Some(PartitionMode::Enabled))
+    );
+}
+
+#[test]
+fn a_failed_read_over_an_undivided_gpu_is_unknown_with_its_reason() {
+    let mut record = GpuRecord::new(&gpu(1, "10de", Some("nvidia")));
+    modes::read_answered(&mut record, PartitionMode::Disabled);
+    modes::about_to_read(&mut record);
+    modes::read_failed(&mut record, &UnreadableReason::Timeout);
+    assert_eq!(
+        (record.partition_mode, record.reason.as_str()),
+        (PartitionMode::Unknown, "timeout")
+    );
+}
+
+#[test]
+fn a_failed_read_over_a_gpu_last_known_divided_is_possibly_enabled() {
+    let mut record = GpuRecord::new(&gpu(1, "10de", Some("nvidia")));
+    modes::read_answered(&mut record, PartitionMode::Enabled);
+    modes::about_to_read(&mut record);
+    modes::read_failed(&mut record, &UnreadableReason::Helper("busy".into()));
+    assert_eq!(
+        (record.partition_mode, record.reason.as_str()),
+        (PartitionMode::PossiblyEnabled, "helper:busy")
+    );
+}
+
+#[test]
+fn a_failed_read_over_a_gpu_possibly_enabled_stays_possibly_enabled() {
+    let mut records = stored(&[(1, PartitionMode::PossiblyEnabled)]);
+    let record = records.get_mut(&bdf(1)).unwrap();
+    modes::read_failed(record, &UnreadableReason::Crash);
+    assert_eq!(record.partition_mode, PartitionMode::PossiblyEnabled);
+}
+
+#[test]
+fn a_gpu_never_read_that_fails_is_unknown() {
+    let mut record = GpuRecord::new(&gpu(1, "10de", Some("nvidia")));
+    modes::read_failed(&mut record, &UnreadableReason::HelperAbsent);
+    assert_eq!(
+        (record.partition_mode, record.reason.as_str()),
+        (PartitionMode::Unknown, "helper_absent")
+    );
+}

@@ -1,0 +1,53 @@
+//! `mxctl sync`: the host sync, written to the state directory.
+
+use super::probe::helper;
+use super::state::StateReport;
+use crate::cli::{AfterBootArg, Switch, Sync};
+use crate::config::Config;
+use crate::failure::Failure;
+use crate::output::Output;
+use host_sync::{AfterBoot, FileStore, HostPaths, SyncOptions, boot};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long a sync waits for another GPU operation to let go of the host lock.
+pub const LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// Where this host's facts and state are.
+#[derive(Debug, Clone)]
+pub struct Host {
+    /// The state directory.
+    pub state_dir: PathBuf,
+    /// The root of sysfs.
+    pub sysfs_root: PathBuf,
+    /// The root of procfs.
+    pub proc_root: PathBuf,
+}
+
+/// Runs the sync and prints the state it wrote.
+pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<u8, Failure> {
+    let pool_enabled = match args.pool {
+        Some(Switch::Enabled) => true,
+        Some(Switch::Disabled) => false,
+        None => config.pool_enabled,
+    };
+    let after_boot = match args.after_boot {
+        AfterBootArg::Auto => AfterBoot::Auto,
+        AfterBootArg::Yes => AfterBoot::Yes,
+        AfterBootArg::No => AfterBoot::No,
+    };
+    let options = SyncOptions::new(pool_enabled, after_boot)
+        .boot_id(boot::read_boot_id(&host.proc_root))
+        .lock_wait(LOCK_WAIT);
+    let paths = HostPaths::new(&host.state_dir, &host.sysfs_root);
+    let mut store = FileStore::new(&host.state_dir);
+    let report = host_sync::sync(&paths, &helper(&args.helper, config), &mut store, &options)?;
+    let report = StateReport::new(
+        report.status,
+        &report.reason,
+        Some(report.after_boot),
+        &report.gpus,
+    );
+    output.emit(&report, &report.text())?;
+    Ok(0)
+}

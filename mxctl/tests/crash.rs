@@ -1,0 +1,88 @@
+//! Crash safety: `mxctl sync` killed with SIGKILL at random points while it writes; the state
+//! file always reads, old or new, never torn.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use host_sync::fake_sysfs::FakeSysfs;
+use host_sync::{FileStore, StateStore};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const KILLS: usize = 200;
+
+#[test]
+fn a_sync_killed_at_random_points_never_leaves_a_torn_state_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
+    for bus in 1..=8 {
+        sysfs
+            .nvidia(&format!("0000:{bus:02x}:00.0"), Some("nvidia"))
+            .unwrap();
+    }
+    let helper = dir.path().join("helper");
+    std::fs::write(
+        &helper,
+        r#"#!/bin/sh
+if [ "$1" = --version ]; then echo '{"commands": [{"name": "read", "formats": ["1.0"]}]}'; exit 0; fi
+printf '{"format": "1.0", "device": "%s", "mode": {"capable": true, "current": "disabled", "pending": null}, "case": "none_carved"}\n' "$3"
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let state = dir.path().join("state");
+    let sync = |pool: &str| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mxctl"));
+        command
+            .args(["--config", "/dev/null", "-q", "--sysfs-root"])
+            .arg(sysfs.root())
+            .arg("--state-dir")
+            .arg(&state)
+            .args(["sync", "--after-boot", "yes", "--pool", pool, "--helper"])
+            .arg(&helper);
+        command
+    };
+    // How long one whole sync takes here, so the kills land inside it.
+    let started = Instant::now();
+    assert!(sync("enabled").status().unwrap().success());
+    let span = started.elapsed().as_micros().max(1000) as u64;
+
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut killed_mid_run = 0;
+    for round in 0..KILLS {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let mut child = sync(if round % 2 == 0 {
+            "enabled"
+        } else {
+            "disabled"
+        })
+        .spawn()
+        .unwrap();
+        std::thread::sleep(Duration::from_micros(seed % span));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        if status.signal() == Some(9) {
+            killed_mid_run += 1;
+        }
+        match FileStore::new(&state).load() {
+            Ok(_) => {}
+            Err(error) => panic!("round {round}: the state file does not read: {error}"),
+        }
+    }
+    eprintln!("{KILLS} kills, {killed_mid_run} of them before the sync ended");
+    assert!(
+        killed_mid_run >= KILLS / 4,
+        "only {killed_mid_run} kills landed inside a sync"
+    );
+    // A sync after all that still works, and cleans up what the killed ones left.
+    assert!(sync("enabled").status().unwrap().success());
+    let leftovers: Vec<String> = std::fs::read_dir(&state)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".state.json."))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
