@@ -5,9 +5,11 @@
 //!   bounded wait for pipe EOF, one pure [`run::classify`]).
 //! - [`lock`]: the host GPU lock, an exclusive `flock` on a file in the state directory that
 //!   every GPU operation of the host holds.
+//! - [`fs`]: writing a file whole or not at all (the state file, the reset journal).
 //! - [`helper`]: the helper client: `--version` once, `read` per card, many cards at once.
 #![deny(missing_docs)]
 
+pub mod fs;
 pub mod helper;
 pub mod lock;
 pub mod run;

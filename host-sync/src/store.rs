@@ -2,7 +2,6 @@
 //! embedded default, one JSON file written atomically.
 
 use crate::state::{HostState, SCHEMA};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Where a host's state is kept.
@@ -52,9 +51,6 @@ pub enum StoreError {
 /// The state file's name inside the state directory.
 pub const STATE_FILE: &str = "state.json";
 
-/// The prefix of the temporary file a save writes before renaming it over the state file.
-const TEMP_PREFIX: &str = ".state.json.";
-
 /// The embedded store: `state.json` in a state directory, written atomically (temp file,
 /// fsync, rename, fsync of the directory).
 #[derive(Debug, Clone)]
@@ -71,21 +67,6 @@ impl FileStore {
     /// The state file.
     pub fn path(&self) -> PathBuf {
         self.dir.join(STATE_FILE)
-    }
-
-    /// Removes temporary files that a writer killed before its rename left behind. Saves are
-    /// made under the host lock, so no other writer's file is in flight.
-    fn remove_stale_temporaries(&self) {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return;
-        };
-        for entry in entries.filter_map(Result::ok) {
-            if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
-                if let Err(error) = std::fs::remove_file(entry.path()) {
-                    tracing::debug!("cannot remove {}: {error}", entry.path().display());
-                }
-            }
-        }
     }
 
     fn keep_aside(&self, path: &Path) -> Result<PathBuf, StoreError> {
@@ -142,34 +123,18 @@ impl StateStore for FileStore {
     }
 
     fn save(&mut self, state: &HostState) -> Result<(), StoreError> {
-        let path = self.path();
-        let io = |action, path: &Path| {
-            let path = path.to_path_buf();
-            move |source| StoreError::Io {
-                action,
-                path,
-                source,
-            }
-        };
-        std::fs::create_dir_all(&self.dir).map_err(io("create", &self.dir))?;
-        self.remove_stale_temporaries();
-        let mut text = serde_json::to_vec_pretty(state)
-            .map_err(|error| io("write", &path)(std::io::Error::other(error)))?;
+        let mut text = serde_json::to_vec_pretty(state).map_err(|error| StoreError::Io {
+            action: "write",
+            path: self.path(),
+            source: std::io::Error::other(error),
+        })?;
         text.push(b'\n');
-        let mut temp = tempfile::Builder::new()
-            .prefix(TEMP_PREFIX)
-            .tempfile_in(&self.dir)
-            .map_err(io("create a temporary file in", &self.dir))?;
-        temp.write_all(&text).map_err(io("write", temp.path()))?;
-        temp.as_file()
-            .sync_all()
-            .map_err(io("fsync", temp.path()))?;
-        temp.persist(&path)
-            .map_err(|error| io("rename into", &path)(error.error))?;
-        std::fs::File::open(&self.dir)
-            .and_then(|dir| dir.sync_all())
-            .map_err(io("fsync", &self.dir))?;
-        Ok(())
+        gpu_probe::fs::remove_stale_temporaries(&self.dir, STATE_FILE);
+        gpu_probe::fs::write_atomic(&self.dir, STATE_FILE, &text).map_err(|error| StoreError::Io {
+            action: error.action,
+            path: error.path,
+            source: error.source,
+        })
     }
 }
 

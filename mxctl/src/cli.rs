@@ -54,6 +54,63 @@ pub enum Command {
     /// Work with GPU partition helper replies.
     #[command(subcommand)]
     Reply(ReplyCommand),
+    /// Warm-reset MetaX GPUs on this host (or plan and step a reset across hosts).
+    Reset(Reset),
+}
+
+/// `mxctl reset --device ID|all …`
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct Reset {
+    #[command(subcommand)]
+    pub command: Option<ResetCommand>,
+    /// What to reset: a node ID (GPU#N of mx-smi -L), a PCI address, a UUID, or `all`.
+    #[arg(long, value_name = "ID|all")]
+    pub device: Option<String>,
+    /// Run the preflight and say what would be reset; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Run against a simulated MetaX host instead of the real one (see --simulate help).
+    #[arg(long, value_name = "SCENARIO", value_parser = scenario)]
+    pub simulate: Option<String>,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
+
+/// Where `mx-smi` and the kernel log are, and how long a reset may take.
+#[derive(Debug, Args)]
+pub struct BackendArgs {
+    /// The mx-smi program [default: from the config, else the usual places].
+    #[arg(long, value_name = "PATH")]
+    pub mx_smi: Option<PathBuf>,
+    /// The kernel log [default: from the config, /dev/kmsg].
+    #[arg(long, value_name = "PATH")]
+    pub kmsg: Option<PathBuf>,
+    /// Seconds the reset and its verification may take [default: from the config, 90].
+    #[arg(long, value_name = "SECS", value_parser = parse_window)]
+    pub window: Option<std::time::Duration>,
+}
+
+/// `mxctl reset plan|step`
+#[derive(Debug, Subcommand)]
+pub enum ResetCommand {}
+
+fn parse_window(text: &str) -> Result<std::time::Duration, String> {
+    crate::config::seconds("--window", text)
+}
+
+fn scenario(text: &str) -> Result<String, String> {
+    if warm_reset::SCENARIOS.iter().any(|(name, _)| *name == text) {
+        return Ok(text.to_owned());
+    }
+    let names: Vec<String> = warm_reset::SCENARIOS
+        .iter()
+        .map(|(name, what)| format!("  {name}: {what}"))
+        .collect();
+    Err(format!(
+        "unknown scenario; the scenarios are:\n{}",
+        names.join("\n")
+    ))
 }
 
 /// Where the helper is and how long it may take.

@@ -35,6 +35,12 @@ pub enum Failure {
     /// The sync could not finish.
     #[error("the sync failed")]
     Sync(#[from] host_sync::SyncError),
+    /// A reset could not go on (journal or lock trouble); nothing was reset after it.
+    #[error("the reset could not go on")]
+    Reset(#[from] warm_reset::ExecuteError),
+    /// The command line asks for something that does not fit.
+    #[error("{0}")]
+    Usage(String),
     /// An input file could not be read.
     #[error("cannot read {what}")]
     Input {
@@ -50,6 +56,8 @@ impl Failure {
         match self {
             Self::ConfigUnreadable { .. } | Self::ConfigValue { .. } => "config",
             Self::Input { .. } => "input",
+            Self::Reset(_) => "reset",
+            Self::Usage(_) => "usage",
             Self::Scan(_) => "sysfs",
             Self::Store(_) => "state",
             Self::Sync(host_sync::SyncError::Lock(_)) => "lock_busy",

@@ -37,7 +37,11 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
             output.fail(&failure);
-            ExitCode::from(1)
+            ExitCode::from(if matches!(failure, Failure::Usage(_)) {
+                2
+            } else {
+                1
+            })
         }
     }
 }
@@ -62,6 +66,7 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
         Command::Status => commands::state::run(&state_dir, output),
         Command::Probe(args) => commands::probe::run(args, &config, &cli.global.sysfs_root, output),
         Command::Reply(ReplyCommand::Check(args)) => commands::reply_check::run(args, output),
+        Command::Reset(args) => commands::reset::run(args, &config, &host(cli, state_dir), output),
     }
 }
 

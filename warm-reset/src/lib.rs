@@ -1,7 +1,34 @@
-//! The MetaX GPU warm-reset procedure as a state machine: idle checks, interconnect groups, the
-//! reset window, verification and cold-reboot escalation, with the `mx-smi` backend, a
-//! simulator, a journal and the multi-host plan.
+//! The MetaX GPU warm-reset procedure as a state machine.
 //!
-//! This crate is laid out by the workspace foundation and filled by the warm-reset issues. It
-//! exports nothing yet.
+//! - [`machine::step`] is a pure `step(config, state, event, now) -> (state, actions)` with an
+//!   exhaustive transition function: preflight (root, `mx-smi`, the `metax` driver unused,
+//!   versions, no process, the ID), the reset inside its window (90 s), verification by polling
+//!   `mx-smi -L`, the kernel log; and the ends `Blocked(reason)` (nothing changed) and
+//!   `ColdRebootRequired(reason)`.
+//! - [`execute()`] drives it through a [`Backend`] — [`MxSmiBackend`] (real `mx-smi` through the
+//!   `gpu-probe` runner, `/proc/modules`, `/dev/kmsg`) or [`SimHost`] (a simulated host with
+//!   faults) — on a [`Clock`] ([`SystemClock`] or [`VirtualClock`]), holding the host GPU lock
+//!   of `gpu-probe` without waiting, with a [`Journal`] so a restart never resets twice.
 #![deny(missing_docs)]
+
+pub mod backend;
+pub mod clock;
+pub mod execute;
+pub mod host_files;
+pub mod journal;
+pub mod machine;
+pub mod mx_smi;
+pub mod real;
+pub mod reasons;
+pub mod sim;
+pub mod target;
+
+pub use backend::{Backend, ResetEnd};
+pub use clock::{Clock, SystemClock, VirtualClock};
+pub use execute::{ExecuteError, ResetReport, execute};
+pub use journal::{JOURNAL_FILE, Journal, JournalError};
+pub use machine::{Action, Event, JournalView, MachineConfig, State, step};
+pub use real::MxSmiBackend;
+pub use reasons::{BlockedReason, ColdRebootReason, OutcomeKind};
+pub use sim::{Fault, SCENARIOS, SimHost};
+pub use target::Target;

@@ -3,5 +3,6 @@
 pub mod gpus;
 pub mod probe;
 pub mod reply_check;
+pub mod reset;
 pub mod state;
 pub mod sync;

@@ -1,0 +1,53 @@
+//! Drives the warm-reset machine with the simulated MetaX host on a virtual clock and prints
+//! each transition with the (virtual) time.
+//!
+//! ```text
+//! cargo run -p examples --example reset-simulated -- [SCENARIO] [ID]
+//! ```
+
+use std::error::Error;
+use std::rc::Rc;
+use std::time::Duration;
+use warm_reset::{Journal, MachineConfig, SCENARIOS, SimHost, State, VirtualClock, execute};
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let mut args = std::env::args().skip(1);
+    let scenario = args.next().unwrap_or_else(|| "ok".to_owned());
+    let id = args.next().unwrap_or_else(|| "1".to_owned());
+    let clock = VirtualClock::new(0);
+    let Some(mut host) = SimHost::scenario(&scenario, Rc::new(clock.clone())) else {
+        let names: Vec<&str> = SCENARIOS.iter().map(|(name, _)| *name).collect();
+        return Err(format!(
+            "unknown scenario {scenario:?}; try one of {}",
+            names.join(", ")
+        )
+        .into());
+    };
+    let state_dir = tempfile::tempdir()?;
+    let journal = Journal::new(state_dir.path());
+    let mut last = "";
+    let mut show = |state: &State, now: Duration| {
+        if state.name() != last {
+            println!(
+                "{:>6.1}s  {last:<26} -> {}",
+                now.as_secs_f64(),
+                state.name()
+            );
+            last = state.name();
+        }
+    };
+    let report = execute(
+        &MachineConfig::new(&id),
+        &mut host,
+        &clock,
+        &journal,
+        None,
+        &mut show,
+    )?;
+    println!(
+        "outcome: {} {}  ({})",
+        report.outcome, report.reason, report.detail
+    );
+    println!("mx-smi -r calls: {:?}", host.resets);
+    Ok(())
+}

@@ -1,0 +1,207 @@
+//! `mxctl reset`: the MetaX warm reset on this host, real or simulated.
+
+use super::sync::Host;
+use crate::cli::{BackendArgs, Reset};
+use crate::config::Config;
+use crate::failure::Failure;
+use crate::output::Output;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::rc::Rc;
+use std::time::Duration;
+use warm_reset::{
+    Backend, Clock, Journal, MachineConfig, MxSmiBackend, OutcomeKind, ResetReport, SimHost, State,
+    SystemClock, execute,
+};
+
+/// The `--json` document.
+#[derive(Debug, Serialize)]
+pub struct ResetJson {
+    outcome: OutcomeKind,
+    reason: String,
+    target: String,
+    gpus: Vec<String>,
+    elapsed_ms: u128,
+    detail: String,
+    group: Option<Vec<u32>>,
+    verified: Vec<String>,
+    warnings: Vec<String>,
+}
+
+impl ResetJson {
+    /// The document of a report.
+    pub fn new(report: &ResetReport) -> Self {
+        Self {
+            outcome: report.outcome,
+            reason: report.reason.clone(),
+            target: report.target.clone(),
+            gpus: report.gpus.iter().map(ToString::to_string).collect(),
+            elapsed_ms: report.elapsed.as_millis(),
+            detail: report.detail.clone(),
+            group: report.group.clone(),
+            verified: report.verified.iter().map(ToString::to_string).collect(),
+            warnings: report.warnings.clone(),
+        }
+    }
+}
+
+/// The exit code of an outcome: 0 done or dry run, 3 blocked, 4 cold reboot.
+pub fn exit_code(outcome: OutcomeKind) -> u8 {
+    match outcome {
+        OutcomeKind::Done | OutcomeKind::DryRun => 0,
+        OutcomeKind::Blocked => 3,
+        OutcomeKind::ColdRebootRequired => 4,
+    }
+}
+
+/// Runs `mxctl reset`.
+pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result<u8, Failure> {
+    let Some(device) = args.device.as_deref() else {
+        return Err(Failure::Usage("reset needs --device ID|all".to_owned()));
+    };
+    let mut machine = machine_config(device, &args.backend, config);
+    machine.dry_run = args.dry_run;
+    let report = match &args.simulate {
+        Some(scenario) => {
+            let clock = Rc::new(SystemClock::new());
+            let Some(mut sim) = SimHost::scenario(scenario, clock.clone()) else {
+                return Err(Failure::Usage(format!("unknown scenario {scenario:?}")));
+            };
+            // A simulation touches no GPU: its lock and journal live apart from the real ones.
+            let journal = Journal::new(host.state_dir.join("simulated"));
+            run_machine(&machine, &mut sim, clock.as_ref(), &journal, None, output)?
+        }
+        None => {
+            let mut backend = real_backend(&args.backend, config, &host.proc_root);
+            let boot_id = host_sync::boot::read_boot_id(&host.proc_root);
+            let journal = Journal::new(&host.state_dir);
+            run_machine(
+                &machine,
+                &mut backend,
+                &SystemClock::new(),
+                &journal,
+                boot_id.as_deref(),
+                output,
+            )?
+        }
+    };
+    print(&report, output)?;
+    Ok(exit_code(report.outcome))
+}
+
+/// The machine's settings from the command line and the config.
+pub fn machine_config(device: &str, args: &BackendArgs, config: &Config) -> MachineConfig {
+    let mut machine = MachineConfig::new(device);
+    machine.window = args.window.unwrap_or(config.reset_window);
+    machine
+}
+
+/// The real backend from the command line and the config.
+pub fn real_backend(args: &BackendArgs, config: &Config, proc_root: &Path) -> MxSmiBackend {
+    let mx_smi = args.mx_smi.clone().or_else(|| config.mx_smi.clone());
+    let kmsg = args.kmsg.clone().unwrap_or_else(|| config.kmsg.clone());
+    MxSmiBackend::new(mx_smi, proc_root, kmsg)
+}
+
+/// Runs the machine, showing each step (and, on a terminal, a bar over the window).
+pub fn run_machine(
+    machine: &MachineConfig,
+    backend: &mut dyn Backend,
+    clock: &dyn Clock,
+    journal: &Journal,
+    boot_id: Option<&str>,
+    output: Output,
+) -> Result<ResetReport, Failure> {
+    let mut bar: Option<ProgressBar> = None;
+    let mut shown = "";
+    let window = machine.window;
+    let mut observe = |state: &State, now: Duration| {
+        if !output.json && state.name() != shown {
+            println!("{:>7.1}s  {}", now.as_secs_f64(), state.name());
+        }
+        shown = state.name();
+        match state {
+            State::Resetting { .. } if std::io::stderr().is_terminal() => {
+                let progress = ProgressBar::new(window.as_secs().max(1));
+                progress.set_style(
+                    ProgressStyle::with_template("  window [{bar:40}] {elapsed} of {len}s  {msg}")
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                );
+                progress.set_message("mx-smi -r");
+                progress.enable_steady_tick(Duration::from_millis(200));
+                bar = Some(progress);
+            }
+            State::Verifying { .. } => {
+                if let Some(progress) = &bar {
+                    progress.set_message("verifying");
+                    progress.set_position(progress.elapsed().as_secs());
+                }
+            }
+            _ if state.is_end() => {
+                if let Some(progress) = bar.take() {
+                    progress.finish_and_clear();
+                }
+            }
+            _ => {}
+        }
+    };
+    Ok(execute(
+        machine,
+        backend,
+        clock,
+        journal,
+        boot_id,
+        &mut observe,
+    )?)
+}
+
+/// Prints the result for people, or the `--json` document.
+pub fn print(report: &ResetReport, output: Output) -> Result<(), Failure> {
+    let mut text = String::new();
+    let reason = if report.reason.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", report.reason)
+    };
+    let _ = writeln!(text, "outcome: {}{reason}", report.outcome);
+    if !report.detail.is_empty() {
+        let _ = writeln!(text, "detail:  {}", report.detail);
+    }
+    let gpus: Vec<String> = report.gpus.iter().map(ToString::to_string).collect();
+    let _ = writeln!(text, "target:  {} [{}]", report.target, gpus.join(", "));
+    if let Some(group) = &report.group {
+        let nodes: Vec<String> = group.iter().map(|node| format!("GPU#{node}")).collect();
+        let _ = writeln!(
+            text,
+            "group:   {} (reset together by the kernel driver)",
+            nodes.join(", ")
+        );
+    }
+    if !report.verified.is_empty() {
+        let verified: Vec<String> = report.verified.iter().map(ToString::to_string).collect();
+        let verb = if report.outcome == OutcomeKind::DryRun {
+            "would verify"
+        } else {
+            "verified"
+        };
+        let _ = writeln!(text, "{verb}: {}", verified.join(", "));
+    }
+    for warning in &report.warnings {
+        let _ = writeln!(text, "warning: {warning}");
+    }
+    let _ = writeln!(text, "elapsed: {:.1} s", report.elapsed.as_secs_f64());
+    let _ = writeln!(
+        text,
+        "{}",
+        match report.outcome {
+            OutcomeKind::Done => "every GPU is back",
+            OutcomeKind::DryRun => "dry run: nothing was reset",
+            OutcomeKind::Blocked => "nothing was changed",
+            OutcomeKind::ColdRebootRequired => "the warm reset did not work: cold-reboot this host",
+        }
+    );
+    output.emit(&ResetJson::new(report), &text)
+}

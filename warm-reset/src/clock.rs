@@ -1,0 +1,86 @@
+//! The clock the executor runs on: the real one, or a virtual one that tests (and the
+//! simulator) advance instantly, so a 90 s window takes no real time.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Time as the executor sees it.
+pub trait Clock {
+    /// Time since the clock started (monotonic).
+    fn now(&self) -> Duration;
+    /// Waits `duration`.
+    fn sleep(&self, duration: Duration);
+    /// Wall-clock milliseconds since the Unix epoch (for the journal, which outlives a run).
+    fn unix_ms(&self) -> u64;
+}
+
+/// The real clock.
+#[derive(Debug, Clone, Copy)]
+pub struct SystemClock {
+    started: Instant,
+}
+
+impl SystemClock {
+    /// A clock starting now.
+    pub fn new() -> Self {
+        Self {
+            started: Instant::now(),
+        }
+    }
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> Duration {
+        self.started.elapsed()
+    }
+    fn sleep(&self, duration: Duration) {
+        std::thread::sleep(duration);
+    }
+    fn unix_ms(&self) -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
+            .unwrap_or_default()
+    }
+}
+
+/// A virtual clock: `sleep` moves it forward at once. Clones share the same time.
+#[derive(Debug, Clone, Default)]
+pub struct VirtualClock {
+    now: Rc<Cell<Duration>>,
+    epoch_ms: u64,
+}
+
+impl VirtualClock {
+    /// A clock at 0, whose wall clock starts at `epoch_ms`.
+    pub fn new(epoch_ms: u64) -> Self {
+        Self {
+            now: Rc::new(Cell::new(Duration::ZERO)),
+            epoch_ms,
+        }
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, by: Duration) {
+        self.now.set(self.now.get() + by);
+    }
+}
+
+impl Clock for VirtualClock {
+    fn now(&self) -> Duration {
+        self.now.get()
+    }
+    fn sleep(&self, duration: Duration) {
+        self.advance(duration);
+    }
+    fn unix_ms(&self) -> u64 {
+        self.epoch_ms + u64::try_from(self.now.get().as_millis()).unwrap_or(u64::MAX)
+    }
+}

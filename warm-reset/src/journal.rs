@@ -1,0 +1,184 @@
+//! The journal: a reset in flight (target, start, boot id) in the state directory, so a
+//! restarted run never issues a second reset inside the window; and the results of plan steps,
+//! so a step run twice does its work once.
+
+use crate::machine::JournalView;
+use crate::reasons::OutcomeKind;
+use crate::target::Target;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The journal file's name inside the state directory.
+pub const JOURNAL_FILE: &str = "warm-reset-journal.json";
+
+/// A reset in flight.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct InFlight {
+    /// Its GPUs.
+    pub target: Target,
+    /// When `mx-smi -r` was issued (Unix milliseconds).
+    pub started_unix_ms: u64,
+    /// Its window in milliseconds.
+    pub window_ms: u64,
+    /// The kernel's boot id then, when it was readable.
+    pub boot_id: Option<String>,
+}
+
+impl InFlight {
+    /// A reset of `target` issued at `started_unix_ms` with a window of `window_ms`.
+    pub fn new(
+        target: Target,
+        started_unix_ms: u64,
+        window_ms: u64,
+        boot_id: Option<String>,
+    ) -> Self {
+        Self {
+            target,
+            started_unix_ms,
+            window_ms,
+            boot_id,
+        }
+    }
+}
+
+/// The result of one plan step, kept so a rerun reports it instead of acting again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StepRecord {
+    /// The step's whole report, as `--json` printed it.
+    pub report: serde_json::Value,
+    /// How it ended.
+    pub outcome: OutcomeKind,
+}
+
+/// What the journal file holds.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct JournalFile {
+    /// The reset in flight, if any.
+    #[serde(default)]
+    pub in_flight: Option<InFlight>,
+    /// Finished plan steps, by key.
+    #[serde(default)]
+    pub steps: BTreeMap<String, StepRecord>,
+}
+
+/// The journal could not be used; a run never guesses past it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JournalError {
+    /// The file could not be read.
+    #[error("cannot read the reset journal {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file does not read; it is left as it is for a person to look at.
+    #[error("the reset journal {} does not read; look at it, then move it away", path.display())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What was wrong.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The journal could not be put into JSON.
+    #[error("cannot encode the reset journal")]
+    Encode(#[source] serde_json::Error),
+    /// The file could not be written.
+    #[error("cannot write the reset journal")]
+    Write(#[from] gpu_probe::fs::WriteError),
+}
+
+/// The journal in a state directory.
+#[derive(Debug, Clone)]
+pub struct Journal {
+    dir: PathBuf,
+}
+
+impl Journal {
+    /// The journal in `dir`.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The state directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Reads the file (empty when there is none).
+    pub fn load(&self) -> Result<JournalFile, JournalError> {
+        let path = self.dir.join(JOURNAL_FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|source| JournalError::Corrupt { path, source }),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                Ok(JournalFile::default())
+            }
+            Err(source) => Err(JournalError::Read { path, source }),
+        }
+    }
+
+    /// Writes the file whole.
+    pub fn store(&self, file: &JournalFile) -> Result<(), JournalError> {
+        let mut bytes = serde_json::to_vec_pretty(file).map_err(JournalError::Encode)?;
+        bytes.push(b'\n');
+        gpu_probe::fs::remove_stale_temporaries(&self.dir, JOURNAL_FILE);
+        gpu_probe::fs::write_atomic(&self.dir, JOURNAL_FILE, &bytes)?;
+        Ok(())
+    }
+
+    /// What the journal says now. A reset recorded under another boot id is closed (the host
+    /// was rebooted); without a readable boot id the record holds until its window ends.
+    pub fn view(
+        &self,
+        now_unix_ms: u64,
+        boot_id: Option<&str>,
+    ) -> Result<JournalView, JournalError> {
+        let mut file = self.load()?;
+        let Some(in_flight) = file.in_flight.clone() else {
+            return Ok(JournalView::Clear);
+        };
+        if let (Some(then), Some(now)) = (in_flight.boot_id.as_deref(), boot_id) {
+            if then != now {
+                tracing::info!(
+                    "the host was rebooted since the reset of {}; journal closed",
+                    in_flight.target.id
+                );
+                file.in_flight = None;
+                self.store(&file)?;
+                return Ok(JournalView::Clear);
+            }
+        }
+        let window_spent = now_unix_ms
+            >= in_flight
+                .started_unix_ms
+                .saturating_add(in_flight.window_ms);
+        Ok(JournalView::InFlight {
+            target: in_flight.target,
+            window_spent,
+        })
+    }
+
+    /// Records a reset in flight.
+    pub fn begin(&self, in_flight: InFlight) -> Result<(), JournalError> {
+        let mut file = self.load()?;
+        file.in_flight = Some(in_flight);
+        self.store(&file)
+    }
+
+    /// Records that the reset in flight ended.
+    pub fn close(&self) -> Result<(), JournalError> {
+        let mut file = self.load()?;
+        if file.in_flight.take().is_some() {
+            self.store(&file)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,125 @@
+//! [`Target`]: what a reset ID names, and the listing it is verified against.
+
+use crate::mx_smi::GpuRow;
+use gpu_partition_types::Bdf;
+use serde::{Deserialize, Serialize};
+
+/// The GPUs a reset names, and every GPU listed before it (all are verified after it: the
+/// kernel driver resets a whole interconnect group, which `mx-smi -L` does not show).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Target {
+    /// The ID as given: a node ID, a PCI address, a UUID, or `all`.
+    pub id: String,
+    /// What is passed to `mx-smi -r -i`: the node ID, or `all`.
+    pub mx_smi_id: String,
+    /// The GPUs the ID names.
+    pub named: Vec<GpuRow>,
+    /// Every GPU listed before the reset.
+    pub before: Vec<GpuRow>,
+}
+
+impl Target {
+    /// Resolves `id` against a listing: `all`, a node ID, a PCI address (any case), or a UUID
+    /// (any case, with or without its `GPU-` prefix). `None` when it names no GPU.
+    pub fn resolve(id: &str, listing: &[GpuRow]) -> Option<Target> {
+        let id = id.trim();
+        let named: Vec<GpuRow> = if id.eq_ignore_ascii_case("all") {
+            listing.to_vec()
+        } else {
+            let bdf = id.parse::<Bdf>().ok();
+            let bare = |uuid: &str| uuid.trim_start_matches("GPU-").to_ascii_lowercase();
+            listing
+                .iter()
+                .filter(|row| {
+                    id.parse::<u32>().ok() == Some(row.node)
+                        || bdf == Some(row.bdf)
+                        || row
+                            .uuid
+                            .as_deref()
+                            .is_some_and(|uuid| bare(uuid) == bare(id))
+                })
+                .cloned()
+                .collect()
+        };
+        let first = named.first()?;
+        let mx_smi_id = if id.eq_ignore_ascii_case("all") {
+            "all".to_owned()
+        } else {
+            first.node.to_string()
+        };
+        Some(Target {
+            id: id.to_owned(),
+            mx_smi_id,
+            named,
+            before: listing.to_vec(),
+        })
+    }
+
+    /// The PCI addresses of the named GPUs.
+    pub fn devices(&self) -> Vec<Bdf> {
+        self.named.iter().map(|row| row.bdf).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::mx_smi::GpuState;
+
+    fn listing() -> Vec<GpuRow> {
+        (0..3)
+            .map(|n| {
+                GpuRow::new(
+                    n,
+                    "MXC500",
+                    format!("0000:0{}:00.0", n + 6).parse().unwrap(),
+                    GpuState::Available,
+                    Some(&format!("GPU-aaaa-{n}")),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_node_id_names_that_gpu_and_is_passed_as_is() {
+        let target = Target::resolve("1", &listing()).unwrap();
+        assert_eq!((target.mx_smi_id.as_str(), target.named.len()), ("1", 1));
+    }
+
+    #[test]
+    fn a_pci_address_in_any_case_names_its_gpu_by_node_id() {
+        assert_eq!(
+            Target::resolve("0000:08:00.0", &listing())
+                .unwrap()
+                .mx_smi_id,
+            "2"
+        );
+        assert_eq!(Target::resolve("0000:0A:00.0", &listing()), None);
+    }
+
+    #[test]
+    fn a_uuid_with_or_without_its_prefix_names_its_gpu() {
+        assert_eq!(
+            Target::resolve("GPU-AAAA-0", &listing()).unwrap().mx_smi_id,
+            "0"
+        );
+        assert_eq!(
+            Target::resolve("aaaa-2", &listing()).unwrap().mx_smi_id,
+            "2"
+        );
+    }
+
+    #[test]
+    fn all_names_every_gpu() {
+        let target = Target::resolve("all", &listing()).unwrap();
+        assert_eq!((target.mx_smi_id.as_str(), target.named.len()), ("all", 3));
+    }
+
+    #[test]
+    fn an_id_that_names_no_gpu_resolves_to_nothing() {
+        assert_eq!(Target::resolve("7", &listing()), None);
+        assert_eq!(Target::resolve("", &listing()), None);
+    }
+}

@@ -1,0 +1,166 @@
+//! The machine driven by random answers to its actions, and random stray events: it never
+//! panics, never issues a reset once blocked, never issues two resets, and always ends.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use proptest::prelude::*;
+use std::collections::VecDeque;
+use std::time::Duration;
+use warm_reset::host_files::DriverUse;
+use warm_reset::mx_smi::{GpuRow, GpuState, VersionCheck};
+use warm_reset::{Action, Event, JournalView, MachineConfig, State, Target, step};
+
+/// Random choices, consumed one at a time (0 when exhausted).
+struct Dice(VecDeque<u8>);
+
+impl Dice {
+    fn roll(&mut self, sides: u8) -> u8 {
+        self.0.pop_front().unwrap_or(0) % sides.max(1)
+    }
+}
+
+fn row(node: u32, state: GpuState) -> GpuRow {
+    GpuRow::new(
+        node,
+        "MXC500",
+        format!("0000:0{}:00.0", node + 6).parse().unwrap(),
+        state,
+        Some(&format!("GPU-{node}")),
+    )
+}
+
+fn listing(dice: &mut Dice) -> Result<Vec<GpuRow>, String> {
+    let states = [GpuState::Available, GpuState::Unavailable, GpuState::Error];
+    match dice.roll(6) {
+        0 => Err("mx-smi failed".into()),
+        1 => Ok(vec![row(0, GpuState::Available)]),
+        _ => Ok((0..3)
+            .map(|n| row(n, states[usize::from(dice.roll(3))].clone()))
+            .collect()),
+    }
+}
+
+fn answer(action: &Action, dice: &mut Dice, now: &mut Duration) -> Option<Event> {
+    Some(match action {
+        Action::TakeLock => Event::Lock(dice.roll(4) != 0),
+        Action::ReadJournal => match dice.roll(4) {
+            0 => Event::Journal(JournalView::InFlight {
+                target: Target::resolve("0", &[row(0, GpuState::Available)]).unwrap(),
+                window_spent: dice.roll(2) == 0,
+            }),
+            _ => Event::Journal(JournalView::Clear),
+        },
+        Action::CheckRoot => Event::Root(dice.roll(5) != 0),
+        Action::FindMxSmi => Event::MxSmi(if dice.roll(5) == 0 {
+            Err("absent".into())
+        } else {
+            Ok(())
+        }),
+        Action::ReadDriver => Event::Driver(match dice.roll(5) {
+            0 => DriverUse::NotLoaded,
+            1 => DriverUse::Loaded(2),
+            2 => DriverUse::Unreadable("?".into()),
+            _ => DriverUse::Loaded(0),
+        }),
+        Action::ReadVersions => Event::Versions(match dice.roll(5) {
+            0 => Err("not MetaX".into()),
+            1 => Ok(warm_reset::mx_smi::check_versions(
+                "mx-smi version: 1.0.0\n",
+            )),
+            _ => Ok(VersionCheck::default()),
+        }),
+        Action::ListProcesses => Event::Processes(match dice.roll(5) {
+            0 => Err("x".into()),
+            1 => Ok(vec![42]),
+            _ => Ok(vec![]),
+        }),
+        Action::ListGpus => Event::Listing(listing(dice)),
+        Action::IssueReset { deadline, .. } => match dice.roll(4) {
+            0 => {
+                *now = *deadline;
+                Event::ResetHung
+            }
+            1 => Event::ResetExited(Err("failed".into())),
+            _ => {
+                *now += Duration::from_secs(u64::from(dice.roll(100)));
+                Event::ResetExited(Ok(()))
+            }
+        },
+        Action::Wait(duration) => {
+            *now += *duration;
+            Event::Tick
+        }
+        Action::ReadKernelErrors => Event::KernelErrors(match dice.roll(4) {
+            0 => Ok(vec!["error".into()]),
+            1 => Err("EACCES".into()),
+            _ => Ok(vec![]),
+        }),
+        // Actions that answer nothing.
+        _ => return None,
+    })
+}
+
+fn stray(dice: &mut Dice) -> Event {
+    match dice.roll(8) {
+        0 => Event::Start,
+        1 => Event::Lock(true),
+        2 => Event::Root(true),
+        3 => Event::Listing(Ok(vec![row(0, GpuState::Available)])),
+        4 => Event::ResetExited(Ok(())),
+        5 => Event::ResetHung,
+        6 => Event::Tick,
+        _ => Event::KernelErrors(Ok(vec![])),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn random_answers_never_reset_twice_never_reset_when_blocked_and_always_end(
+        choices in proptest::collection::vec(any::<u8>(), 0..400),
+        dry_run in any::<bool>(),
+    ) {
+        let mut dice = Dice(choices.into());
+        let mut config = MachineConfig::new("0");
+        config.dry_run = dry_run;
+        let mut now = Duration::ZERO;
+        let mut state = State::Planned;
+        let mut queue = VecDeque::from([Event::Start]);
+        let mut resets = 0;
+        let mut steps = 0;
+        while let Some(event) = queue.pop_front() {
+            steps += 1;
+            // Now and then, before the answer, an event of another kind that nobody asked for:
+            // it must change nothing and ask for nothing.
+            if dice.roll(10) == 0 {
+                let odd = stray(&mut dice);
+                // Verifying answers to listings and ticks; resetting to both ends of the reset.
+                let also_answers = match state {
+                    State::Verifying { .. } => matches!(odd, Event::Listing(_) | Event::Tick),
+                    State::Resetting { .. } => matches!(odd, Event::ResetExited(_) | Event::ResetHung),
+                    _ => false,
+                };
+                if std::mem::discriminant(&odd) != std::mem::discriminant(&event) && !also_answers {
+                    let before = state.clone();
+                    let (same, asked) = step(&config, state, odd, now);
+                    let unchanged = same == before && asked.is_empty();
+                    state = same;
+                    prop_assert!(unchanged, "a stray event changed the state");
+                }
+            }
+            prop_assert!(steps < 10_000, "did not end");
+            let (next, actions) = step(&config, state, event, now);
+            let issued = actions.iter().filter(|a| matches!(a, Action::IssueReset { .. })).count();
+            let blocked = matches!(next, State::Blocked { .. });
+            prop_assert!(!(blocked && issued > 0), "a reset while blocked");
+            resets += issued;
+            prop_assert!(resets <= 1, "two resets");
+            prop_assert!(!(dry_run && resets > 0), "a dry run reset");
+            state = next;
+            for action in &actions {
+                queue.extend(answer(action, &mut dice, &mut now));
+            }
+        }
+        prop_assert!(state.is_end(), "stopped in {}", state.name());
+    }
+}

@@ -1,0 +1,316 @@
+//! The procedure against the simulated host on a virtual clock: every end, and how long.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::rc::Rc;
+use std::time::Duration;
+use warm_reset::journal::InFlight;
+use warm_reset::{
+    Fault, Journal, MachineConfig, OutcomeKind, ResetReport, SimHost, Target, VirtualClock, execute,
+};
+
+struct Sim {
+    clock: VirtualClock,
+    host: SimHost,
+    dir: tempfile::TempDir,
+    config: MachineConfig,
+}
+
+impl Sim {
+    fn new() -> Sim {
+        let clock = VirtualClock::new(1_700_000_000_000);
+        let host = SimHost::new(Rc::new(clock.clone()), &[2, 2]);
+        Sim {
+            clock,
+            host,
+            dir: tempfile::tempdir().unwrap(),
+            config: MachineConfig::new("1"),
+        }
+    }
+
+    fn with(mut self, change: impl FnOnce(&mut SimHost)) -> Sim {
+        change(&mut self.host);
+        self
+    }
+
+    fn run(&mut self) -> ResetReport {
+        let journal = Journal::new(self.dir.path());
+        execute(
+            &self.config,
+            &mut self.host,
+            &self.clock,
+            &journal,
+            Some("boot-1"),
+            &mut |_, _| {},
+        )
+        .unwrap()
+    }
+}
+
+fn blocked(change: impl FnOnce(&mut SimHost)) -> (String, usize) {
+    let mut sim = Sim::new().with(change);
+    let report = sim.run();
+    assert_eq!(report.outcome, OutcomeKind::Blocked, "{report:?}");
+    (report.reason, sim.host.resets.len())
+}
+
+fn cold(change: impl FnOnce(&mut SimHost)) -> String {
+    let mut sim = Sim::new().with(change);
+    let report = sim.run();
+    assert_eq!(
+        report.outcome,
+        OutcomeKind::ColdRebootRequired,
+        "{report:?}"
+    );
+    assert_eq!(sim.host.resets.len(), 1);
+    report.reason
+}
+
+#[test]
+fn a_healthy_reset_is_done_and_names_the_gpu_and_its_group() {
+    let mut sim = Sim::new();
+    let report = sim.run();
+    assert_eq!(
+        (report.outcome, report.reason.as_str()),
+        (OutcomeKind::Done, "")
+    );
+    assert_eq!(report.gpus, ["0000:07:00.0".parse().unwrap()]);
+    assert_eq!(report.group, Some(vec![0, 1]));
+    assert_eq!(report.verified.len(), 4);
+    assert_eq!(sim.host.resets, ["1"]);
+}
+
+#[test]
+fn a_fast_reset_of_two_seconds_finishes_in_about_two_seconds_not_ninety() {
+    let mut sim = Sim::new();
+    let report = sim.run();
+    assert!(
+        report.elapsed >= Duration::from_secs(2),
+        "{:?}",
+        report.elapsed
+    );
+    assert!(
+        report.elapsed <= Duration::from_secs(4),
+        "{:?}",
+        report.elapsed
+    );
+}
+
+#[test]
+fn the_journal_is_closed_after_a_reset() {
+    let mut sim = Sim::new();
+    sim.run();
+    assert_eq!(Journal::new(sim.dir.path()).load().unwrap().in_flight, None);
+}
+
+#[test]
+fn a_dry_run_resolves_the_target_and_resets_nothing() {
+    let mut sim = Sim::new();
+    sim.config.dry_run = true;
+    let report = sim.run();
+    assert_eq!(report.outcome, OutcomeKind::DryRun);
+    assert_eq!(report.group, Some(vec![0, 1]));
+    assert!(sim.host.resets.is_empty());
+}
+
+#[test]
+fn not_root_is_blocked_and_nothing_is_reset() {
+    assert_eq!(blocked(|h| h.root = false), ("not_root".into(), 0));
+}
+
+#[test]
+fn an_absent_mx_smi_is_blocked_and_nothing_is_reset() {
+    assert_eq!(
+        blocked(|h| h.mx_smi = false),
+        ("mx_smi_unavailable".into(), 0)
+    );
+}
+
+#[test]
+fn a_driver_not_loaded_is_blocked_and_nothing_is_reset() {
+    assert_eq!(
+        blocked(|h| h.driver_use = None),
+        ("driver_not_loaded".into(), 0)
+    );
+}
+
+#[test]
+fn a_driver_in_use_is_blocked_and_nothing_is_reset() {
+    assert_eq!(
+        blocked(|h| h.driver_use = Some(1)),
+        ("driver_in_use".into(), 0)
+    );
+}
+
+#[test]
+fn an_old_kernel_driver_is_blocked_and_nothing_is_reset() {
+    assert_eq!(
+        blocked(|h| h.versions = h.versions.replace("2.9.0", "2.4.0")),
+        ("driver_too_old".into(), 0)
+    );
+}
+
+#[test]
+fn a_busy_gpu_is_blocked_and_nothing_is_reset() {
+    assert_eq!(blocked(|h| h.processes = vec![7]), ("gpu_busy".into(), 0));
+}
+
+#[test]
+fn an_unknown_device_is_blocked_and_nothing_is_reset() {
+    let mut sim = Sim::new();
+    sim.config = MachineConfig::new("GPU-nope");
+    let report = sim.run();
+    assert_eq!(
+        (report.reason.as_str(), sim.host.resets.len()),
+        ("unknown_device", 0)
+    );
+}
+
+#[test]
+fn a_held_host_lock_is_blocked_and_nothing_is_reset() {
+    let mut sim = Sim::new();
+    let _held = gpu_probe::lock::HostLock::try_acquire(sim.dir.path()).unwrap();
+    let report = sim.run();
+    assert_eq!(
+        (report.reason.as_str(), sim.host.resets.len()),
+        ("lock_busy", 0)
+    );
+}
+
+#[test]
+fn a_reset_in_flight_is_blocked_and_nothing_is_reset() {
+    let mut sim = Sim::new();
+    let listing = sim.host.list_for_tests();
+    Journal::new(sim.dir.path())
+        .begin(in_flight(
+            Target::resolve("0", &listing).unwrap(),
+            sim.clock.unix_ms_for_tests(),
+            Some("boot-1"),
+        ))
+        .unwrap();
+    let report = sim.run();
+    assert_eq!(
+        (report.reason.as_str(), sim.host.resets.len()),
+        ("reset_in_flight", 0)
+    );
+}
+
+#[test]
+fn a_reset_in_flight_from_before_a_reboot_is_closed_and_the_reset_goes_ahead() {
+    let mut sim = Sim::new();
+    let listing = sim.host.list_for_tests();
+    Journal::new(sim.dir.path())
+        .begin(in_flight(
+            Target::resolve("0", &listing).unwrap(),
+            sim.clock.unix_ms_for_tests(),
+            Some("boot-0"),
+        ))
+        .unwrap();
+    assert_eq!(sim.run().outcome, OutcomeKind::Done);
+    assert_eq!(sim.host.resets.len(), 1);
+}
+
+#[test]
+fn a_reset_in_flight_past_its_window_is_verified_not_repeated() {
+    let mut sim = Sim::new();
+    let listing = sim.host.list_for_tests();
+    let long_ago = sim.clock.unix_ms_for_tests() - 200_000;
+    Journal::new(sim.dir.path())
+        .begin(in_flight(
+            Target::resolve("0", &listing).unwrap(),
+            long_ago,
+            Some("boot-1"),
+        ))
+        .unwrap();
+    let report = sim.run();
+    assert_eq!(
+        (report.outcome, sim.host.resets.len()),
+        (OutcomeKind::Done, 0)
+    );
+}
+
+#[test]
+fn a_hung_reset_needs_a_cold_reboot_at_the_windows_end() {
+    let mut sim = Sim::new().with(|h| h.fault = Some(Fault::Hang));
+    let report = sim.run();
+    assert_eq!(report.reason, "reset_hung");
+    assert!(report.elapsed >= Duration::from_secs(90) && report.elapsed < Duration::from_secs(91));
+}
+
+#[test]
+fn a_reset_error_needs_a_cold_reboot() {
+    assert_eq!(cold(|h| h.fault = Some(Fault::Error)), "reset_error");
+}
+
+#[test]
+fn a_gpu_missing_after_the_reset_needs_a_cold_reboot() {
+    assert_eq!(
+        cold(|h| h.fault = Some(Fault::GpuMissing(1))),
+        "gpu_missing"
+    );
+}
+
+#[test]
+fn a_gpu_unavailable_after_the_reset_needs_a_cold_reboot() {
+    assert_eq!(
+        cold(|h| h.fault = Some(Fault::GpuUnavailable(0))),
+        "gpu_unavailable"
+    );
+}
+
+#[test]
+fn kernel_errors_during_the_reset_need_a_cold_reboot() {
+    assert_eq!(
+        cold(|h| h.fault = Some(Fault::KernelErrors)),
+        "kernel_errors"
+    );
+}
+
+#[test]
+fn a_changed_topology_needs_a_cold_reboot() {
+    assert_eq!(
+        cold(|h| h.fault = Some(Fault::TopologyWrong)),
+        "topology_wrong"
+    );
+}
+
+#[test]
+fn a_reset_longer_than_the_window_hangs() {
+    let mut sim = Sim::new().with(|h| h.reset_duration = Duration::from_secs(120));
+    assert_eq!(sim.run().reason, "reset_hung");
+}
+
+#[test]
+fn gpus_slow_to_come_back_are_waited_for_within_the_window() {
+    let mut sim = Sim::new().with(|h| h.reset_duration = Duration::from_secs(60));
+    let report = sim.run();
+    assert_eq!(report.outcome, OutcomeKind::Done);
+    assert!(
+        report.elapsed < Duration::from_secs(62),
+        "{:?}",
+        report.elapsed
+    );
+}
+
+fn in_flight(target: Target, started_unix_ms: u64, boot_id: Option<&str>) -> InFlight {
+    InFlight::new(target, started_unix_ms, 90_000, boot_id.map(str::to_owned))
+}
+
+trait ForTests {
+    fn list_for_tests(&mut self) -> Vec<warm_reset::mx_smi::GpuRow>;
+}
+
+impl ForTests for SimHost {
+    fn list_for_tests(&mut self) -> Vec<warm_reset::mx_smi::GpuRow> {
+        warm_reset::Backend::list(self).unwrap()
+    }
+}
+
+trait UnixMs {
+    fn unix_ms_for_tests(&self) -> u64;
+}
+
+impl UnixMs for VirtualClock {
+    fn unix_ms_for_tests(&self) -> u64 {
+        warm_reset::Clock::unix_ms(self)
+    }
+}
