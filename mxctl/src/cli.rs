@@ -93,7 +93,51 @@ pub struct BackendArgs {
 
 /// `mxctl reset plan|step`
 #[derive(Debug, Subcommand)]
-pub enum ResetCommand {}
+pub enum ResetCommand {
+    /// Print the plan of a reset across the hosts of an interconnect group (JSON).
+    Plan(PlanArgs),
+    /// Run this host's share of one phase of a plan (idempotent).
+    Step(StepArgs),
+}
+
+/// `mxctl reset plan --group FILE --faulty HOST [--strategy all-hosts|faulty-only]`
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The group file (JSON: hosts with their node IDs, links between hosts).
+    #[arg(long, value_name = "FILE")]
+    pub group: PathBuf,
+    /// The host with the faulty GPU.
+    #[arg(long, value_name = "HOST")]
+    pub faulty: String,
+    /// Reset every host of the group, or only the faulty one.
+    #[arg(long, value_enum, default_value = "all-hosts")]
+    pub strategy: StrategyArg,
+}
+
+/// `--strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StrategyArg {
+    /// Every host of the group resets (more reliable).
+    AllHosts,
+    /// Only the faulty host resets; the others drop their cross-host links.
+    FaultyOnly,
+}
+
+/// `mxctl reset step --plan FILE --host NAME --phase N`
+#[derive(Debug, Args)]
+pub struct StepArgs {
+    /// The plan file `reset plan` printed.
+    #[arg(long, value_name = "FILE")]
+    pub plan: PathBuf,
+    /// This host's name in the plan.
+    #[arg(long, value_name = "NAME")]
+    pub host: String,
+    /// The phase's 0-based index.
+    #[arg(long, value_name = "N")]
+    pub phase: usize,
+    #[command(flatten)]
+    pub backend: BackendArgs,
+}
 
 fn parse_window(text: &str) -> Result<std::time::Duration, String> {
     crate::config::seconds("--window", text)

@@ -38,6 +38,23 @@ pub enum Failure {
     /// A reset could not go on (journal or lock trouble); nothing was reset after it.
     #[error("the reset could not go on")]
     Reset(#[from] warm_reset::ExecuteError),
+    /// A group file that cannot be read or planned.
+    #[error("bad group file {}", path.display())]
+    Group {
+        path: std::path::PathBuf,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A plan file that cannot be read.
+    #[error("bad plan file {}", path.display())]
+    Plan {
+        path: std::path::PathBuf,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A step could not run or finish.
+    #[error("the step failed")]
+    Step(#[from] warm_reset::StepError),
     /// The command line asks for something that does not fit.
     #[error("{0}")]
     Usage(String),
@@ -58,6 +75,9 @@ impl Failure {
             Self::Input { .. } => "input",
             Self::Reset(_) => "reset",
             Self::Usage(_) => "usage",
+            Self::Group { .. } => "group",
+            Self::Plan { .. } => "plan",
+            Self::Step(_) => "step",
             Self::Scan(_) => "sysfs",
             Self::Store(_) => "state",
             Self::Sync(host_sync::SyncError::Lock(_)) => "lock_busy",

@@ -26,6 +26,13 @@ pub struct InFlight {
     pub boot_id: Option<String>,
 }
 
+impl StepRecord {
+    /// The record of a step that ended with `outcome`.
+    pub fn new(report: serde_json::Value, outcome: OutcomeKind) -> Self {
+        Self { report, outcome }
+    }
+}
+
 impl InFlight {
     /// A reset of `target` issued at `started_unix_ms` with a window of `window_ms`.
     pub fn new(

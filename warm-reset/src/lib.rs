@@ -9,6 +9,8 @@
 //!   `gpu-probe` runner, `/proc/modules`, `/dev/kmsg`) or [`SimHost`] (a simulated host with
 //!   faults) — on a [`Clock`] ([`SystemClock`] or [`VirtualClock`]), holding the host GPU lock
 //!   of `gpu-probe` without waiting, with a [`Journal`] so a restart never resets twice.
+//! - [`plan()`] turns an interconnect group spanning hosts into phases of per-host actions, and
+//!   [`run_step`] runs one host's share of one phase, idempotently, for an orchestrator.
 #![deny(missing_docs)]
 
 pub mod backend;
@@ -18,9 +20,11 @@ pub mod host_files;
 pub mod journal;
 pub mod machine;
 pub mod mx_smi;
+pub mod plan;
 pub mod real;
 pub mod reasons;
 pub mod sim;
+pub mod step;
 pub mod target;
 
 pub use backend::{Backend, ResetEnd};
@@ -28,7 +32,9 @@ pub use clock::{Clock, SystemClock, VirtualClock};
 pub use execute::{ExecuteError, ResetReport, execute};
 pub use journal::{JOURNAL_FILE, Journal, JournalError};
 pub use machine::{Action, Event, JournalView, MachineConfig, State, step};
+pub use plan::{Group, LinkCommands, Plan, PlanError, Strategy, plan};
 pub use real::MxSmiBackend;
 pub use reasons::{BlockedReason, ColdRebootReason, OutcomeKind};
 pub use sim::{Fault, SCENARIOS, SimHost};
+pub use step::{StepError, StepHost, StepReport, run_step};
 pub use target::Target;

@@ -4,5 +4,6 @@ pub mod gpus;
 pub mod probe;
 pub mod reply_check;
 pub mod reset;
+pub mod reset_plan;
 pub mod state;
 pub mod sync;

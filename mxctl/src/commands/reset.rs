@@ -59,6 +59,13 @@ pub fn exit_code(outcome: OutcomeKind) -> u8 {
 
 /// Runs `mxctl reset`.
 pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result<u8, Failure> {
+    match &args.command {
+        Some(crate::cli::ResetCommand::Plan(plan)) => return super::reset_plan::plan(plan, config),
+        Some(crate::cli::ResetCommand::Step(step)) => {
+            return super::reset_plan::step(step, config, host, output);
+        }
+        None => {}
+    }
     let Some(device) = args.device.as_deref() else {
         return Err(Failure::Usage("reset needs --device ID|all".to_owned()));
     };

@@ -1,0 +1,100 @@
+//! `mxctl reset plan` and `mxctl reset step`: a reset across the hosts of an interconnect
+//! group, as a plan that an orchestrator runs one idempotent host step at a time.
+
+use super::reset::{exit_code, real_backend};
+use super::sync::Host;
+use crate::cli::{PlanArgs, StepArgs, StrategyArg};
+use crate::config::Config;
+use crate::failure::Failure;
+use crate::output::Output;
+use std::fmt::Write as _;
+use std::path::Path;
+use warm_reset::{Group, Journal, LinkCommands, Plan, StepHost, Strategy, SystemClock, run_step};
+
+fn read(path: &Path) -> Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
+    Ok(std::fs::read(path)?)
+}
+
+/// Prints the plan as JSON (with or without `--json`).
+pub fn plan(args: &PlanArgs, config: &Config) -> Result<u8, Failure> {
+    let bad = |source: Box<dyn std::error::Error + Send + Sync>| Failure::Group {
+        path: args.group.clone(),
+        source,
+    };
+    let bytes = read(&args.group).map_err(bad)?;
+    let group: Group = serde_json::from_slice(&bytes).map_err(|error| bad(Box::new(error)))?;
+    let strategy = match args.strategy {
+        StrategyArg::AllHosts => Strategy::AllHosts,
+        StrategyArg::FaultyOnly => Strategy::FaultyOnly,
+    };
+    let commands = LinkCommands::new(
+        &config.disconnect_links_command,
+        config.connect_links_command.as_deref(),
+    );
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| since.as_millis())
+        .unwrap_or_default();
+    let id = format!("{}-{stamp}", args.faulty);
+    let plan = warm_reset::plan(&group, &args.faulty, strategy, &commands, &id)
+        .map_err(|error| bad(Box::new(error)))?;
+    let text = serde_json::to_string_pretty(&plan).map_err(|error| Failure::Output {
+        source: std::io::Error::other(error),
+    })?;
+    println!("{text}");
+    Ok(0)
+}
+
+/// Runs this host's share of one phase.
+pub fn step(args: &StepArgs, config: &Config, host: &Host, output: Output) -> Result<u8, Failure> {
+    let bad = |source: Box<dyn std::error::Error + Send + Sync>| Failure::Plan {
+        path: args.plan.clone(),
+        source,
+    };
+    let bytes = read(&args.plan).map_err(bad)?;
+    let plan: Plan = serde_json::from_slice(&bytes).map_err(|error| bad(Box::new(error)))?;
+    let mut backend = real_backend(&args.backend, config, &host.proc_root);
+    let boot_id = host_sync::boot::read_boot_id(&host.proc_root);
+    let journal = Journal::new(&host.state_dir);
+    let clock = SystemClock::new();
+    let mut env = StepHost {
+        backend: &mut backend,
+        clock: &clock,
+        journal: &journal,
+        boot_id: boot_id.as_deref(),
+        window: args.backend.window.unwrap_or(config.reset_window),
+    };
+    let report = run_step(&plan, &args.host, args.phase, &mut env)?;
+    let mut text = String::new();
+    let again = if report.repeated {
+        " (already run: the first result)"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        text,
+        "plan {} phase {} on {}: {}{again}",
+        report.plan, report.phase, report.host, report.outcome
+    );
+    if report.actions.is_empty() {
+        let _ = writeln!(text, "  nothing to do on this host in this phase");
+    }
+    for action in &report.actions {
+        let node = action
+            .node
+            .map(|node| format!(" node {node}"))
+            .unwrap_or_default();
+        let reason = if action.reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", action.reason)
+        };
+        let _ = writeln!(
+            text,
+            "  {}{node}: {}{reason} {}",
+            action.action, action.outcome, action.detail
+        );
+    }
+    output.emit(&report, &text)?;
+    Ok(exit_code(report.outcome))
+}

@@ -1,0 +1,138 @@
+//! A pool of three fake MetaX hosts under one directory, with a shared ordered log of every
+//! `mx-smi` call and link command, a config naming the fake link commands, and a group file.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::Host;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub const LINKS: &str = "#!/bin/sh\necho \"$*\" >> \"$(pwd)/links.log\"\n[ -f ../order.log ] && echo \"$(basename \"$(pwd)\") $*\" >> ../order.log\n";
+
+pub struct Pool {
+    pub top: tempfile::TempDir,
+    pub hosts: Vec<(String, Host)>,
+    pub config: PathBuf,
+}
+
+impl Pool {
+    pub fn new() -> Pool {
+        let top = tempfile::tempdir().unwrap();
+        let links = top.path().join("links");
+        std::fs::write(&links, LINKS).unwrap();
+        std::fs::set_permissions(&links, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let config = top.path().join("mxctl.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "disconnect-links-command = {links} disconnect\nconnect-links-command = {links} connect\n",
+                links = links.display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(top.path().join("order.log"), "").unwrap();
+        let hosts = ["h1", "h2", "h3"]
+            .into_iter()
+            .map(|name| {
+                let dir = tempfile::Builder::new()
+                    .prefix(name)
+                    .tempdir_in(top.path())
+                    .unwrap();
+                (name.to_owned(), Host::in_dir(dir))
+            })
+            .collect();
+        std::fs::write(
+            top.path().join("group.json"),
+            r#"{"hosts": [{"name": "h1", "nodes": [0, 1]}, {"name": "h2", "nodes": [0, 1]}, {"name": "h3", "nodes": [0]}],
+                "links": [["h1", "h2"], ["h2", "h3"]]}"#,
+        )
+        .unwrap();
+        Pool { top, hosts, config }
+    }
+
+    pub fn host(&self, name: &str) -> &Host {
+        &self.hosts.iter().find(|(n, _)| n == name).unwrap().1
+    }
+
+    pub fn plan(&self) -> PathBuf {
+        let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
+            .arg("--config")
+            .arg(&self.config)
+            .args([
+                "reset",
+                "plan",
+                "--faulty",
+                "h2",
+                "--strategy",
+                "faulty-only",
+                "--group",
+            ])
+            .arg(self.top.path().join("group.json"))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let path = self.top.path().join("plan.json");
+        std::fs::write(&path, &output.stdout).unwrap();
+        path
+    }
+
+    pub fn step(&self, plan: &Path, name: &str, phase: usize) -> (i32, serde_json::Value) {
+        let host = self.host(name);
+        let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
+            .current_dir(host.dir.path())
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--json")
+            .arg("--proc-root")
+            .arg(host.path("proc"))
+            .arg("--state-dir")
+            .arg(host.path("state"))
+            .args([
+                "reset",
+                "step",
+                "--host",
+                name,
+                "--phase",
+                &phase.to_string(),
+                "--plan",
+            ])
+            .arg(plan)
+            .arg("--mx-smi")
+            .arg(host.path("bin/mx-smi"))
+            .arg("--kmsg")
+            .arg(host.path("bin/kmsg"))
+            .output()
+            .unwrap();
+        let document = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&output.stderr)));
+        (output.status.code().unwrap(), document)
+    }
+
+    /// Everything each host recorded: its mx-smi calls and its link commands.
+    pub fn records(&self) -> Vec<(String, String, String)> {
+        self.hosts
+            .iter()
+            .map(|(name, host)| {
+                let read =
+                    |file: &str| std::fs::read_to_string(host.path(file)).unwrap_or_default();
+                (name.clone(), read("bin/calls"), read("links.log"))
+            })
+            .collect()
+    }
+
+    /// The pool's ordered log: `host call` lines, hosts by name.
+    pub fn order(&self) -> Vec<String> {
+        std::fs::read_to_string(self.top.path().join("order.log"))
+            .unwrap()
+            .lines()
+            .map(|line| {
+                let (dir, call) = line.split_once(' ').unwrap();
+                format!("{} {call}", &dir[..2])
+            })
+            .collect()
+    }
+}

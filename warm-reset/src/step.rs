@@ -1,0 +1,304 @@
+//! One host's share of one phase of a [`Plan`], run through the same machine, backend, lock
+//! and journal as a local reset, and idempotent: the journal keeps each step's result, so a
+//! rerun reports the first result and changes nothing.
+
+use crate::backend::Backend;
+use crate::clock::Clock;
+use crate::execute::{ExecuteError, execute};
+use crate::journal::{Journal, JournalError, StepRecord};
+use crate::machine::MachineConfig;
+use crate::mx_smi::GpuState;
+use crate::plan::{ActionKind, Plan, PlanAction};
+use crate::reasons::{BlockedReason, ColdRebootReason, OutcomeKind};
+use gpu_probe::lock::{HostLock, LockError};
+use gpu_probe::run::{RunResult, RunSpec, run};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// How long a link command may run.
+pub const LINK_COMMAND_DEADLINE: Duration = Duration::from_secs(120);
+
+/// What one action of a step gave.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ActionReport {
+    /// The action.
+    pub action: ActionKind,
+    /// The node reset, for a reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
+    /// How it ended.
+    pub outcome: OutcomeKind,
+    /// The blocked or cold-reboot reason; empty otherwise.
+    pub reason: String,
+    /// What was found, or the manual instruction.
+    pub detail: String,
+    /// How long it took.
+    pub elapsed_ms: u64,
+}
+
+/// What a step gave.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StepReport {
+    /// The plan's id.
+    pub plan: String,
+    /// The phase.
+    pub phase: usize,
+    /// This host.
+    pub host: String,
+    /// Whether this is the recorded result of an earlier run of the same step.
+    pub repeated: bool,
+    /// The step's outcome: that of its last action (done when it had none).
+    pub outcome: OutcomeKind,
+    /// Its actions, in order, up to the first that did not succeed.
+    pub actions: Vec<ActionReport>,
+}
+
+/// A step that could not run or finish; nothing is recorded, so a rerun tries again.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StepError {
+    /// The plan has no such phase.
+    #[error("the plan has no phase {phase} (its phases are 0 to {last})")]
+    NoSuchPhase {
+        /// The phase asked for.
+        phase: usize,
+        /// The last phase.
+        last: usize,
+    },
+    /// The host is not in the plan at all.
+    #[error("host {0} is not in the plan")]
+    UnknownHost(String),
+    /// The journal failed.
+    #[error("the reset journal failed")]
+    Journal(#[from] JournalError),
+    /// A reset could not go on.
+    #[error("the reset could not go on")]
+    Execute(#[from] ExecuteError),
+    /// The host lock's file could not be opened.
+    #[error("the host lock failed")]
+    Lock(#[source] LockError),
+    /// A link command is empty.
+    #[error("the {0} action has an empty command")]
+    EmptyCommand(ActionKind),
+    /// A link command failed.
+    #[error("the link command `{command}` {result}")]
+    LinkCommand {
+        /// The command.
+        command: String,
+        /// How it ended.
+        result: String,
+    },
+}
+
+/// What a step runs against.
+pub struct StepHost<'a> {
+    /// The host's backend.
+    pub backend: &'a mut dyn Backend,
+    /// The clock.
+    pub clock: &'a dyn Clock,
+    /// The journal (and the host lock) in the host's state directory.
+    pub journal: &'a Journal,
+    /// The kernel's boot id now.
+    pub boot_id: Option<&'a str>,
+    /// The reset window.
+    pub window: Duration,
+}
+
+impl std::fmt::Debug for StepHost<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StepHost")
+            .field("journal", self.journal)
+            .field("window", &self.window)
+            .finish()
+    }
+}
+
+/// The journal key of a step.
+fn key(plan: &Plan, phase: usize, host: &str) -> String {
+    format!("{}/phase-{phase}/{host}", plan.id)
+}
+
+/// Runs `host`'s actions of phase `phase`, or reports the recorded result of an earlier run.
+pub fn run_step(
+    plan: &Plan,
+    host: &str,
+    phase: usize,
+    env: &mut StepHost<'_>,
+) -> Result<StepReport, StepError> {
+    let Some(this_phase) = plan.phases.iter().find(|p| p.index == phase) else {
+        return Err(StepError::NoSuchPhase {
+            phase,
+            last: plan.phases.len().saturating_sub(1),
+        });
+    };
+    if !plan
+        .phases
+        .iter()
+        .flat_map(|p| &p.actions)
+        .any(|a| a.host == host)
+    {
+        return Err(StepError::UnknownHost(host.to_owned()));
+    }
+    let key = key(plan, phase, host);
+    if let Some(record) = env.journal.load()?.steps.get(&key) {
+        if let Ok(mut report) = serde_json::from_value::<StepReport>(record.report.clone()) {
+            report.repeated = true;
+            tracing::info!("step {key} already ran: {}", report.outcome);
+            return Ok(report);
+        }
+    }
+    let mut report = StepReport {
+        plan: plan.id.clone(),
+        phase,
+        host: host.to_owned(),
+        repeated: false,
+        outcome: OutcomeKind::Done,
+        actions: Vec::new(),
+    };
+    for action in this_phase.actions.iter().filter(|a| a.host == host) {
+        let started = env.clock.now();
+        let mut done = perform(action, env)?;
+        done.elapsed_ms =
+            u64::try_from(env.clock.now().saturating_sub(started).as_millis()).unwrap_or(u64::MAX);
+        report.outcome = done.outcome;
+        report.actions.push(done);
+        if !matches!(report.outcome, OutcomeKind::Done | OutcomeKind::DryRun) {
+            break;
+        }
+    }
+    // A blocked step changed nothing: it is not recorded, so it runs again once fixed.
+    if report.outcome != OutcomeKind::Blocked {
+        let mut file = env.journal.load()?;
+        let value = serde_json::to_value(&report).map_err(JournalError::Encode)?;
+        file.steps
+            .insert(key, StepRecord::new(value, report.outcome));
+        env.journal.store(&file)?;
+    }
+    Ok(report)
+}
+
+fn action_report(
+    action: &PlanAction,
+    outcome: OutcomeKind,
+    reason: String,
+    detail: String,
+) -> ActionReport {
+    ActionReport {
+        action: action.action,
+        node: action.node,
+        outcome,
+        reason,
+        detail,
+        elapsed_ms: 0,
+    }
+}
+
+fn perform(action: &PlanAction, env: &mut StepHost<'_>) -> Result<ActionReport, StepError> {
+    match action.action {
+        ActionKind::Preflight | ActionKind::Reset => {
+            let id = action
+                .node
+                .map_or_else(|| "all".to_owned(), |node| node.to_string());
+            let mut config = MachineConfig::new(&id);
+            config.window = env.window;
+            config.dry_run = action.action == ActionKind::Preflight;
+            let result = execute(
+                &config,
+                env.backend,
+                env.clock,
+                env.journal,
+                env.boot_id,
+                &mut |_, _| {},
+            )?;
+            Ok(action_report(
+                action,
+                result.outcome,
+                result.reason,
+                result.detail,
+            ))
+        }
+        ActionKind::Verify => {
+            let Some(_lock) = lock(env)? else {
+                return Ok(blocked_by_lock(action));
+            };
+            Ok(match env.backend.list() {
+                Err(why) => action_report(
+                    action,
+                    OutcomeKind::ColdRebootRequired,
+                    ColdRebootReason::GpuMissing.to_string(),
+                    why,
+                ),
+                Ok(rows) => {
+                    let not_back: Vec<String> = rows
+                        .iter()
+                        .filter(|row| row.state != GpuState::Available)
+                        .map(|row| format!("GPU#{} is {}", row.node, row.state))
+                        .collect();
+                    if not_back.is_empty() {
+                        action_report(
+                            action,
+                            OutcomeKind::Done,
+                            String::new(),
+                            format!("{} GPU(s) available", rows.len()),
+                        )
+                    } else {
+                        action_report(
+                            action,
+                            OutcomeKind::ColdRebootRequired,
+                            ColdRebootReason::GpuUnavailable.to_string(),
+                            not_back.join(", "),
+                        )
+                    }
+                }
+            })
+        }
+        ActionKind::DisconnectLinks | ActionKind::ConnectLinks => {
+            let Some(command) = &action.command else {
+                let manual = action.manual.clone().unwrap_or_default();
+                return Ok(action_report(
+                    action,
+                    OutcomeKind::Done,
+                    String::new(),
+                    format!("manual step: {manual}"),
+                ));
+            };
+            let Some(_lock) = lock(env)? else {
+                return Ok(blocked_by_lock(action));
+            };
+            let mut words = command.split_whitespace();
+            let program = words.next().ok_or(StepError::EmptyCommand(action.action))?;
+            let output = run(&RunSpec::new(program, LINK_COMMAND_DEADLINE).args(words));
+            match output.result {
+                RunResult::Exited(0) => Ok(action_report(
+                    action,
+                    OutcomeKind::Done,
+                    String::new(),
+                    format!("ran `{command}`"),
+                )),
+                result => Err(StepError::LinkCommand {
+                    command: command.clone(),
+                    result: result.to_string(),
+                }),
+            }
+        }
+    }
+}
+
+fn lock(env: &StepHost<'_>) -> Result<Option<HostLock>, StepError> {
+    match HostLock::try_acquire(env.journal.dir()) {
+        Ok(lock) => Ok(Some(lock)),
+        Err(LockError::Busy { .. }) => Ok(None),
+        Err(error) => Err(StepError::Lock(error)),
+    }
+}
+
+fn blocked_by_lock(action: &PlanAction) -> ActionReport {
+    action_report(
+        action,
+        OutcomeKind::Blocked,
+        BlockedReason::LockBusy.to_string(),
+        "another GPU operation holds the host lock".to_owned(),
+    )
+}
