@@ -1,0 +1,16 @@
+//! The reference GPU partition helper: reads one NVIDIA card through NVML (or serves a fixture)
+//! and writes the reply of the GPU partition helper protocol, format 1, with the writers of
+//! `gpu-partition-types`.
+//!
+//! - [`api`]: the NVML calls behind [`api::NvmlHost`] and [`api::NvmlCard`].
+//! - [`read`]: the mapping from NVML's answers to a reply, pure over those traits.
+//! - [`nvml`]: the real backend (`nvml-wrapper`, `libnvidia-ml.so.1` loaded at run time).
+//! - [`fixture`]: a card described by a JSON file in the reply's own shape.
+//! - [`cli`]: the command line (`--version`, `read --device BDF --format 1`).
+#![deny(missing_docs)]
+
+pub mod api;
+pub mod cli;
+pub mod fixture;
+pub mod nvml;
+pub mod read;

@@ -1,0 +1,283 @@
+//! The real NVML backend: `nvml-wrapper` loads `libnvidia-ml.so.1` at run time; the calls its
+//! safe wrapper lacks (GPU-instance profiles v3, remaining capacity, GPU and compute instances)
+//! go through the raw functions of the library it loaded.
+//!
+//! Everything here only reads: no call creates, destroys or changes anything on the card.
+// The raw NVML calls need `unsafe`; each block says why it is sound.
+#![allow(unsafe_code)]
+
+use crate::api::{
+    ComputeInstanceInfo, GpuInstanceInfo, Nvml as Answer, NvmlCard, NvmlFailure, NvmlHost,
+    ProfileInfo, VgpuInfo,
+};
+use nvml_wrapper::enum_wrappers::vgpu::VmId;
+use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
+use nvml_wrapper::{Device, Nvml};
+use nvml_wrapper_sys::bindings::{
+    INVALID_GPU_INSTANCE_ID, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
+    NVML_COMPUTE_INSTANCE_PROFILE_COUNT, NVML_GPU_INSTANCE_PROFILE_COUNT, nvmlComputeInstance_t,
+    nvmlComputeInstanceInfo_t, nvmlComputeInstanceProfileInfo_t, nvmlDevice_t, nvmlGpuInstance_t,
+    nvmlGpuInstanceInfo_t, nvmlGpuInstanceProfileInfo_v2_t, nvmlGpuInstanceProfileInfo_v3_t,
+};
+use std::ffi::{CStr, OsStr};
+
+/// The library NVML is loaded from.
+pub const LIBRARY: &str = "libnvidia-ml.so.1";
+
+/// Room for the instances one call lists (a card holds at most 7 GPU instances today).
+const MAX_INSTANCES: usize = 64;
+
+/// Maps NVML's errors to what the reply needs.
+pub fn failure(error: NvmlError) -> NvmlFailure {
+    match error {
+        NvmlError::InUse => {
+            NvmlFailure::InUse("NVML reports the card in use by another client".to_owned())
+        }
+        NvmlError::NotSupported | NvmlError::InvalidArg => NvmlFailure::NotSupported,
+        NvmlError::NoPermission => NvmlFailure::NoPermission("NVML: no permission".to_owned()),
+        NvmlError::NotFound => NvmlFailure::NotFound("NVML: no such card".to_owned()),
+        NvmlError::LibloadingError(error) => {
+            NvmlFailure::LibraryMissing(format!("cannot load {LIBRARY}: {error}"))
+        }
+        NvmlError::LibraryNotFound => NvmlFailure::LibraryMissing(format!("{LIBRARY} not found")),
+        other => NvmlFailure::Driver(format!("NVML: {other}")),
+    }
+}
+
+/// NVML, loaded and initialised.
+pub struct RealNvml {
+    nvml: Nvml,
+}
+
+impl std::fmt::Debug for RealNvml {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RealNvml")
+    }
+}
+
+impl RealNvml {
+    /// Loads `libnvidia-ml.so.1` and initialises NVML.
+    pub fn open() -> Answer<RealNvml> {
+        Nvml::builder()
+            .lib_path(OsStr::new(LIBRARY))
+            .init()
+            .map(|nvml| RealNvml { nvml })
+            .map_err(failure)
+    }
+}
+
+impl NvmlHost for RealNvml {
+    fn versions(&self) -> Answer<(String, String)> {
+        let driver = self.nvml.sys_driver_version().map_err(failure)?;
+        let nvml = self.nvml.sys_nvml_version().map_err(failure)?;
+        Ok((driver, nvml))
+    }
+
+    fn card<'a>(&'a self, pci_bus_id: &str) -> Answer<Box<dyn NvmlCard + 'a>> {
+        let device = self
+            .nvml
+            .device_by_pci_bus_id(pci_bus_id)
+            .map_err(failure)?;
+        Ok(Box::new(RealCard {
+            nvml: &self.nvml,
+            device,
+        }))
+    }
+}
+
+struct RealCard<'a> {
+    nvml: &'a Nvml,
+    device: Device<'a>,
+}
+
+impl RealCard<'_> {
+    fn handle(&self) -> nvmlDevice_t {
+        // SAFETY: the handle is only passed back to NVML while `self.device` (and the `Nvml`
+        // that owns the library) is alive.
+        unsafe { self.device.handle() }
+    }
+
+    fn gpu_instance(&self, id: u32) -> Result<nvmlGpuInstance_t, NvmlError> {
+        let lib = self.nvml.lib();
+        let sym = nvml_sym(lib.nvmlDeviceGetGpuInstanceById.as_ref())?;
+        let mut instance: nvmlGpuInstance_t = std::ptr::null_mut();
+        // SAFETY: a valid device handle and a pointer to a local out-parameter.
+        nvml_try(unsafe { sym(self.handle(), id, &mut instance) })?;
+        Ok(instance)
+    }
+}
+
+fn c_string(bytes: &[std::ffi::c_char]) -> String {
+    let bytes: Vec<u8> = bytes
+        .iter()
+        .take_while(|b| **b != 0)
+        .map(|b| *b as u8)
+        .collect();
+    CStr::from_bytes_until_nul(&[bytes.as_slice(), &[0]].concat())
+        .map(|text| text.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+impl NvmlCard for RealCard<'_> {
+    fn mig_mode(&self) -> Answer<(bool, bool)> {
+        let mode = self.device.mig_mode().map_err(failure)?;
+        Ok((mode.current == 1, mode.pending == 1))
+    }
+
+    fn profiles(&self) -> Answer<Vec<ProfileInfo>> {
+        let lib = self.nvml.lib();
+        let sym = nvml_sym(lib.nvmlDeviceGetGpuInstanceProfileInfoV.as_ref()).map_err(failure)?;
+        let mut profiles = Vec::new();
+        for index in 0..NVML_GPU_INSTANCE_PROFILE_COUNT {
+            // SAFETY: zeroed plain-old-data, then the v3 version stamp NVML reads first.
+            let mut info: nvmlGpuInstanceProfileInfo_v3_t = unsafe { std::mem::zeroed() };
+            info.version =
+                (std::mem::size_of::<nvmlGpuInstanceProfileInfo_v3_t>() as u32) | (3 << 24);
+            // SAFETY: NVML reads `version` and writes a v3 struct, which `info` is; the binding
+            // declares the v2 pointer type for the same versioned entry point.
+            let code = unsafe {
+                sym(
+                    self.handle(),
+                    index,
+                    (&mut info as *mut nvmlGpuInstanceProfileInfo_v3_t)
+                        .cast::<nvmlGpuInstanceProfileInfo_v2_t>(),
+                )
+            };
+            match nvml_try(code) {
+                Ok(()) => profiles.push(ProfileInfo {
+                    id: info.id,
+                    name: c_string(&info.name),
+                    slice_count: info.sliceCount,
+                    instance_count: info.instanceCount,
+                    multiprocessor_count: info.multiprocessorCount,
+                    copy_engine_count: info.copyEngineCount,
+                    decoder_count: info.decoderCount,
+                    encoder_count: info.encoderCount,
+                    jpeg_count: info.jpegCount,
+                    ofa_count: info.ofaCount,
+                    memory_size_mb: info.memorySizeMB,
+                    capabilities: info.capabilities,
+                }),
+                // A profile this card does not offer.
+                Err(NvmlError::NotSupported | NvmlError::InvalidArg) => {}
+                Err(error) => return Err(failure(error)),
+            }
+        }
+        if profiles.is_empty() {
+            return Err(NvmlFailure::NotSupported);
+        }
+        Ok(profiles)
+    }
+
+    fn remaining_capacity(&self, profile_id: u32) -> Answer<u32> {
+        let lib = self.nvml.lib();
+        let sym =
+            nvml_sym(lib.nvmlDeviceGetGpuInstanceRemainingCapacity.as_ref()).map_err(failure)?;
+        let mut count = 0;
+        // SAFETY: a valid device handle and a pointer to a local out-parameter.
+        nvml_try(unsafe { sym(self.handle(), profile_id, &mut count) }).map_err(failure)?;
+        Ok(count)
+    }
+
+    fn gpu_instances(&self, profile_id: u32) -> Answer<Vec<GpuInstanceInfo>> {
+        let lib = self.nvml.lib();
+        let list = nvml_sym(lib.nvmlDeviceGetGpuInstances.as_ref()).map_err(failure)?;
+        let info_of = nvml_sym(lib.nvmlGpuInstanceGetInfo.as_ref()).map_err(failure)?;
+        let mut handles: Vec<nvmlGpuInstance_t> = vec![std::ptr::null_mut(); MAX_INSTANCES];
+        let mut count = 0;
+        // SAFETY: `handles` has room for MAX_INSTANCES entries; NVML writes at most that many
+        // (a card holds far fewer) and says how many in `count`.
+        nvml_try(unsafe { list(self.handle(), profile_id, handles.as_mut_ptr(), &mut count) })
+            .map_err(failure)?;
+        handles.truncate((count as usize).min(MAX_INSTANCES));
+        let mut instances = Vec::new();
+        for handle in handles {
+            // SAFETY: zeroed plain-old-data filled by NVML from a handle it just gave us.
+            let mut info: nvmlGpuInstanceInfo_t = unsafe { std::mem::zeroed() };
+            nvml_try(unsafe { info_of(handle, &mut info) }).map_err(failure)?;
+            instances.push(GpuInstanceInfo {
+                id: info.id,
+                profile_id: info.profileId,
+                start: info.placement.start,
+                size: info.placement.size,
+            });
+        }
+        Ok(instances)
+    }
+
+    fn compute_instances(&self, gpu_instance_id: u32) -> Answer<Vec<ComputeInstanceInfo>> {
+        let lib = self.nvml.lib();
+        let instance = self.gpu_instance(gpu_instance_id).map_err(failure)?;
+        let profile_of =
+            nvml_sym(lib.nvmlGpuInstanceGetComputeInstanceProfileInfo.as_ref()).map_err(failure)?;
+        let list = nvml_sym(lib.nvmlGpuInstanceGetComputeInstances.as_ref()).map_err(failure)?;
+        let info_of = nvml_sym(lib.nvmlComputeInstanceGetInfo_v2.as_ref()).map_err(failure)?;
+        let mut found = Vec::new();
+        for profile in 0..NVML_COMPUTE_INSTANCE_PROFILE_COUNT {
+            // SAFETY: zeroed plain-old-data filled by NVML for a GPU-instance handle it gave us.
+            let mut info: nvmlComputeInstanceProfileInfo_t = unsafe { std::mem::zeroed() };
+            let code = unsafe {
+                profile_of(
+                    instance,
+                    profile,
+                    NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
+                    &mut info,
+                )
+            };
+            match nvml_try(code) {
+                Ok(()) => {}
+                Err(NvmlError::NotSupported | NvmlError::InvalidArg) => continue,
+                Err(error) => return Err(failure(error)),
+            }
+            let mut handles: Vec<nvmlComputeInstance_t> = vec![std::ptr::null_mut(); MAX_INSTANCES];
+            let mut count = 0;
+            // SAFETY: room for MAX_INSTANCES handles; NVML says how many it wrote.
+            nvml_try(unsafe { list(instance, info.id, handles.as_mut_ptr(), &mut count) })
+                .map_err(failure)?;
+            handles.truncate((count as usize).min(MAX_INSTANCES));
+            for handle in handles {
+                // SAFETY: zeroed plain-old-data filled by NVML from a handle it just gave us.
+                let mut ci: nvmlComputeInstanceInfo_t = unsafe { std::mem::zeroed() };
+                nvml_try(unsafe { info_of(handle, &mut ci) }).map_err(failure)?;
+                found.push(ComputeInstanceInfo {
+                    id: ci.id,
+                    profile_id: ci.profileId,
+                    start: ci.placement.start,
+                    size: ci.placement.size,
+                });
+            }
+        }
+        Ok(found)
+    }
+
+    fn vgpus(&self) -> Answer<Vec<VgpuInfo>> {
+        let active = self.device.active_vgpus().map_err(failure)?;
+        let mut vgpus = Vec::new();
+        for vgpu in active {
+            let uuid = vgpu.uuid().map_err(failure)?;
+            let (type_name, type_id) = match vgpu.instance_type() {
+                Ok(kind) => (kind.name().map_err(failure), Ok(kind.id())),
+                Err(error) => {
+                    let error = failure(error);
+                    (Err(error.clone()), Err(error))
+                }
+            };
+            let gpu_instance_id = match vgpu.gpu_instance_id() {
+                Ok(INVALID_GPU_INSTANCE_ID) | Err(_) => None,
+                Ok(id) => Some(id),
+            };
+            let vm = match vgpu.vm_id() {
+                Ok(VmId::Uuid(id) | VmId::Domain(id)) => Some(id),
+                Err(_) => None,
+            };
+            vgpus.push(VgpuInfo {
+                uuid,
+                type_name,
+                type_id,
+                gpu_instance_id,
+                vm,
+            });
+        }
+        Ok(vgpus)
+    }
+}

@@ -1,0 +1,265 @@
+//! From NVML's answers to a reply: the mapping, pure over the [`NvmlHost`] trait.
+
+use crate::api::{NvmlCard, NvmlFailure, NvmlHost, ProfileInfo};
+use gpu_partition_types::{
+    Bdf, Capability, Case, ComputeInstance, Driver, Enumerated, FormatVersion, GpuInstance,
+    JsonPointer, Lenient, LostMember, MigState, Mode, Nullable, Placement, Profile, Reply,
+    Signature, Unreadable, Vgpu,
+};
+
+/// NVML's capability bit for peer-to-peer (`NVML_GPU_INSTANCE_PROFILE_CAPS_P2P`).
+pub const CAPS_P2P: u32 = 0x1;
+/// NVML's capability bit for graphics (`NVML_GPU_INSTANCE_PROFILE_CAPS_GFX`).
+pub const CAPS_GFX: u32 = 0x2;
+
+/// What the helper answers for one card.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Answer {
+    /// A reply to print.
+    Reply(Box<Reply>),
+    /// The card is held by another client: exit 75 with this message on stderr.
+    Busy(String),
+}
+
+/// A reply saying the card could not be read, and why (`unreadable.kind`).
+pub fn unreadable(device: Bdf, kind: &str, message: impl Into<String>) -> Reply {
+    Reply {
+        format: FormatVersion::CURRENT,
+        device,
+        // The mode is not known; the reader takes nothing from it when the case is unreadable.
+        mode: Mode {
+            capable: false,
+            current: MigState::Disabled,
+            pending: Nullable::Null,
+        },
+        case: Case::Unreadable,
+        unreadable: Some(Unreadable {
+            kind: kind.to_owned(),
+            message: Lenient::Read(message.into()),
+        }),
+        driver: lost("driver", "not read"),
+        profiles: Lenient::Read(Vec::new()),
+        gpu_instances: Lenient::Read(Vec::new()),
+        vgpus: Lenient::Read(Vec::new()),
+    }
+}
+
+/// The `unreadable.kind` of a failure; `None` for NVML's in-use error, which makes the helper
+/// exit 75 instead.
+pub fn kind_of(failure: &NvmlFailure) -> Option<&'static str> {
+    match failure {
+        NvmlFailure::InUse(_) => None,
+        NvmlFailure::NoPermission(_) => Some("permission_denied"),
+        NvmlFailure::NotFound(_) => Some("not_found"),
+        NvmlFailure::LibraryMissing(_) | NvmlFailure::NotSupported | NvmlFailure::Driver(_) => {
+            Some("driver_error")
+        }
+    }
+}
+
+/// The answer for a failure that stops the read.
+pub fn failed(device: Bdf, what: &str, failure: &NvmlFailure) -> Answer {
+    match kind_of(failure) {
+        None => Answer::Busy(format!("{device}: {what}: {failure}")),
+        Some(kind) => Answer::Reply(Box::new(unreadable(
+            device,
+            kind,
+            format!("{what}: {failure}"),
+        ))),
+    }
+}
+
+fn lost<T>(member: &str, why: impl Into<String>) -> Lenient<T> {
+    Lenient::Lost(LostMember::new(JsonPointer::root().member(member), why))
+}
+
+/// Reads one card through NVML and maps NVML's answers to the reply.
+pub fn read_card(host: &dyn NvmlHost, device: Bdf) -> Answer {
+    let card = match host.card(&device.to_string()) {
+        Ok(card) => card,
+        Err(failure) => return failed(device, "finding the card", &failure),
+    };
+    let driver = match host.versions() {
+        Ok((version, nvml_version)) => Lenient::Read(Driver {
+            version,
+            nvml_version,
+        }),
+        Err(failure) => lost("driver", failure.to_string()),
+    };
+    match read_opened(card.as_ref(), device, driver) {
+        Ok(reply) => Answer::Reply(Box::new(reply)),
+        Err(answer) => answer,
+    }
+}
+
+fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Result<Reply, Answer> {
+    let stop = |what: &str, failure: NvmlFailure| failed(device, what, &failure);
+    let vgpus = match card.vgpus() {
+        Ok(vgpus) => Lenient::Read(
+            vgpus
+                .into_iter()
+                .map(|vgpu| Lenient::Read(to_vgpu(vgpu)))
+                .collect(),
+        ),
+        Err(NvmlFailure::NotSupported) => Lenient::Read(Vec::new()),
+        Err(NvmlFailure::InUse(why)) => return Err(stop("listing vGPUs", NvmlFailure::InUse(why))),
+        Err(failure) => lost("vgpus", failure.to_string()),
+    };
+    let (current, pending) = match card.mig_mode() {
+        Ok(mode) => mode,
+        Err(NvmlFailure::NotSupported) => {
+            return Ok(Reply {
+                format: FormatVersion::CURRENT,
+                device,
+                mode: Mode {
+                    capable: false,
+                    current: MigState::Disabled,
+                    pending: Nullable::Null,
+                },
+                case: Case::NotApplicable,
+                unreadable: None,
+                driver,
+                profiles: Lenient::Read(Vec::new()),
+                gpu_instances: Lenient::Read(Vec::new()),
+                vgpus,
+            });
+        }
+        Err(failure) => return Err(stop("reading the MIG mode", failure)),
+    };
+    let state = |on: bool| {
+        if on {
+            MigState::Enabled
+        } else {
+            MigState::Disabled
+        }
+    };
+    let mode = Mode {
+        capable: true,
+        current: state(current),
+        pending: if pending == current {
+            Nullable::Null
+        } else {
+            Nullable::Value(state(pending))
+        },
+    };
+    let catalogue = match card.profiles() {
+        Ok(profiles) => Some(profiles),
+        // With MIG off, a driver may not list profiles; the catalogue is then empty.
+        Err(NvmlFailure::NotSupported) if !current => Some(Vec::new()),
+        Err(NvmlFailure::InUse(why)) => {
+            return Err(stop("listing profiles", NvmlFailure::InUse(why)));
+        }
+        Err(failure) if current => return Err(stop("listing profiles", failure)),
+        Err(_) => None,
+    };
+    let mut instances = Vec::new();
+    if current {
+        for profile in catalogue.iter().flatten() {
+            match card.gpu_instances(profile.id) {
+                Ok(found) => instances.extend(found),
+                Err(NvmlFailure::NotSupported) => {}
+                Err(failure) => return Err(stop("listing GPU instances", failure)),
+            }
+        }
+    }
+    let gpu_instances: Vec<Lenient<GpuInstance>> = instances
+        .iter()
+        .map(|info| {
+            let compute_instances = match card.compute_instances(info.id) {
+                Ok(list) => Lenient::Read(
+                    list.into_iter()
+                        .map(|ci| ComputeInstance {
+                            id: ci.id,
+                            profile_id: ci.profile_id,
+                            placement: Placement {
+                                start: ci.start,
+                                size: ci.size,
+                            },
+                        })
+                        .collect(),
+                ),
+                Err(failure) => keep(Err(failure)),
+            };
+            Lenient::Read(GpuInstance {
+                id: info.id,
+                profile_id: info.profile_id,
+                placement: Lenient::Read(Placement {
+                    start: info.start,
+                    size: info.size,
+                }),
+                uuid: Nullable::Null,
+                compute_instances,
+            })
+        })
+        .collect();
+    let profiles = match catalogue {
+        Some(catalogue) => Lenient::Read(
+            catalogue
+                .into_iter()
+                .map(|info| Lenient::Read(to_profile(card, info)))
+                .collect(),
+        ),
+        None => lost("profiles", "NVML did not list the profiles"),
+    };
+    Ok(Reply {
+        format: FormatVersion::CURRENT,
+        device,
+        mode,
+        case: if gpu_instances.is_empty() {
+            Case::NoneCarved
+        } else {
+            Case::Partitions
+        },
+        unreadable: None,
+        driver,
+        profiles,
+        gpu_instances: Lenient::Read(gpu_instances),
+        vgpus,
+    })
+}
+
+fn to_profile(card: &dyn NvmlCard, info: ProfileInfo) -> Profile {
+    let mut capabilities = Vec::new();
+    if info.capabilities & CAPS_P2P != 0 {
+        capabilities.push(Enumerated::Known(Capability::P2p));
+    }
+    if info.capabilities & CAPS_GFX != 0 {
+        capabilities.push(Enumerated::Known(Capability::Gfx));
+    }
+    Profile {
+        id: info.id,
+        name: Lenient::Read(info.name),
+        free_instances: keep(card.remaining_capacity(info.id)),
+        signature: Lenient::Read(Signature {
+            slice_count: info.slice_count,
+            instance_count: info.instance_count,
+            multiprocessor_count: info.multiprocessor_count,
+            copy_engine_count: info.copy_engine_count,
+            decoder_count: info.decoder_count,
+            encoder_count: info.encoder_count,
+            jpeg_count: info.jpeg_count,
+            ofa_count: info.ofa_count,
+            memory_size_mb: info.memory_size_mb,
+            capabilities,
+        }),
+    }
+}
+
+/// A value NVML may not give: read, or lost with NVML's reason (lost members are not written).
+fn keep<T>(value: Result<T, NvmlFailure>) -> Lenient<T> {
+    match value {
+        Ok(value) => Lenient::Read(value),
+        Err(failure) => Lenient::Lost(LostMember::new(JsonPointer::root(), failure.to_string())),
+    }
+}
+
+fn to_vgpu(info: crate::api::VgpuInfo) -> Vgpu {
+    Vgpu {
+        uuid: info.uuid,
+        vgpu_type: keep(info.type_name),
+        type_id: keep(info.type_id),
+        gpu_instance_id: info.gpu_instance_id.into(),
+        vm: info.vm.into(),
+    }
+}

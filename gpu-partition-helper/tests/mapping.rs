@@ -1,0 +1,342 @@
+//! NVML's answers to the reply, with the NVML calls behind the traits and recorded answers.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use gpu_partition_helper::api::{
+    ComputeInstanceInfo, GpuInstanceInfo, Nvml, NvmlCard, NvmlFailure, NvmlHost, ProfileInfo,
+    VgpuInfo,
+};
+use gpu_partition_helper::read::{Answer, read_card};
+use gpu_partition_types::{Bdf, Case, PartitionMode, Reply};
+use std::collections::BTreeMap;
+
+/// What one card answered, call by call.
+#[derive(Clone)]
+struct Recorded {
+    mig_mode: Nvml<(bool, bool)>,
+    profiles: Nvml<Vec<ProfileInfo>>,
+    capacity: BTreeMap<u32, Nvml<u32>>,
+    instances: BTreeMap<u32, Nvml<Vec<GpuInstanceInfo>>>,
+    compute: BTreeMap<u32, Nvml<Vec<ComputeInstanceInfo>>>,
+    vgpus: Nvml<Vec<VgpuInfo>>,
+}
+
+struct Host {
+    card: Nvml<Recorded>,
+    versions: Nvml<(String, String)>,
+}
+
+impl NvmlHost for Host {
+    fn versions(&self) -> Nvml<(String, String)> {
+        self.versions.clone()
+    }
+    fn card<'a>(&'a self, _pci_bus_id: &str) -> Nvml<Box<dyn NvmlCard + 'a>> {
+        self.card
+            .clone()
+            .map(|card| Box::new(card) as Box<dyn NvmlCard>)
+    }
+}
+
+impl NvmlCard for Recorded {
+    fn mig_mode(&self) -> Nvml<(bool, bool)> {
+        self.mig_mode.clone()
+    }
+    fn profiles(&self) -> Nvml<Vec<ProfileInfo>> {
+        self.profiles.clone()
+    }
+    fn remaining_capacity(&self, profile_id: u32) -> Nvml<u32> {
+        self.capacity.get(&profile_id).cloned().unwrap_or(Ok(0))
+    }
+    fn gpu_instances(&self, profile_id: u32) -> Nvml<Vec<GpuInstanceInfo>> {
+        self.instances
+            .get(&profile_id)
+            .cloned()
+            .unwrap_or(Ok(vec![]))
+    }
+    fn compute_instances(&self, gpu_instance_id: u32) -> Nvml<Vec<ComputeInstanceInfo>> {
+        self.compute
+            .get(&gpu_instance_id)
+            .cloned()
+            .unwrap_or(Ok(vec![]))
+    }
+    fn vgpus(&self) -> Nvml<Vec<VgpuInfo>> {
+        self.vgpus.clone()
+    }
+}
+
+fn profile(id: u32, name: &str, slices: u32, capabilities: u32) -> ProfileInfo {
+    ProfileInfo {
+        id,
+        name: name.into(),
+        slice_count: slices,
+        instance_count: 7 / slices,
+        multiprocessor_count: 16 * slices,
+        copy_engine_count: slices,
+        decoder_count: slices,
+        encoder_count: 0,
+        jpeg_count: slices,
+        ofa_count: 0,
+        memory_size_mb: 18_176 * u64::from(slices),
+        capabilities,
+    }
+}
+
+/// An H200 with MIG on: two profiles, one GPU instance with a compute instance, two vGPUs.
+fn mig_on_with_instances() -> Recorded {
+    Recorded {
+        mig_mode: Ok((true, true)),
+        profiles: Ok(vec![
+            profile(19, "1g.18gb", 1, 0x1),
+            profile(9, "3g.71gb", 3, 0x3),
+        ]),
+        capacity: BTreeMap::from([(19, Ok(6)), (9, Ok(1))]),
+        instances: BTreeMap::from([(
+            19,
+            Ok(vec![GpuInstanceInfo {
+                id: 5,
+                profile_id: 19,
+                start: 6,
+                size: 1,
+            }]),
+        )]),
+        compute: BTreeMap::from([(
+            5,
+            Ok(vec![ComputeInstanceInfo {
+                id: 0,
+                profile_id: 0,
+                start: 0,
+                size: 1,
+            }]),
+        )]),
+        vgpus: Ok(vec![
+            VgpuInfo {
+                uuid: "4b1c-1".into(),
+                type_name: Ok("NVIDIA H200-1-18C".into()),
+                type_id: Ok(1120),
+                gpu_instance_id: Some(5),
+                vm: Some("vm-1".into()),
+            },
+            VgpuInfo {
+                uuid: "4b1c-2".into(),
+                type_name: Err(NvmlFailure::Driver("unknown type".into())),
+                type_id: Ok(1121),
+                gpu_instance_id: None,
+                vm: None,
+            },
+        ]),
+    }
+}
+
+fn host(card: Nvml<Recorded>) -> Host {
+    Host {
+        card,
+        versions: Ok(("570.124.06".into(), "12.570.124.06".into())),
+    }
+}
+
+fn device() -> Bdf {
+    "0000:3b:00.0".parse().unwrap()
+}
+
+fn reply(host: &Host) -> Reply {
+    match read_card(host, device()) {
+        Answer::Reply(reply) => *reply,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The reply as the probe reads it back from the helper's output.
+fn read_back(reply: &Reply) -> Reply {
+    Reply::from_json(reply.to_json().as_bytes(), Some(&device())).unwrap()
+}
+
+fn unreadable_kind(card: Nvml<Recorded>) -> String {
+    let reply = reply(&host(card));
+    assert_eq!(reply.case, Case::Unreadable);
+    reply.unreadable.unwrap().kind
+}
+
+#[test]
+fn mig_on_with_instances_is_partitions_with_catalogue_instances_and_vgpus() {
+    let reply = reply(&host(Ok(mig_on_with_instances())));
+    insta::assert_json_snapshot!(
+        "mig_on_with_instances",
+        serde_json::from_str::<serde_json::Value>(&reply.to_json()).unwrap()
+    );
+    let back = read_back(&reply);
+    assert_eq!(back.outcome().partition_mode(), PartitionMode::Enabled);
+    assert_eq!(back.case, Case::Partitions);
+    // Only the vGPU whose type NVML could not name loses anything, and only its type.
+    let lost: Vec<String> = back.lost().iter().map(|l| l.pointer.to_string()).collect();
+    assert_eq!(lost, ["/vgpus/1/type"]);
+}
+
+#[test]
+fn profile_capability_bits_become_p2p_and_gfx() {
+    let back = read_back(&reply(&host(Ok(mig_on_with_instances()))));
+    let profiles = back.profiles.read().unwrap();
+    let caps: Vec<Vec<String>> = profiles
+        .iter()
+        .map(|p| {
+            p.read()
+                .unwrap()
+                .signature
+                .read()
+                .unwrap()
+                .capabilities
+                .iter()
+                .map(|c| c.as_str().to_owned())
+                .collect()
+        })
+        .collect();
+    assert_eq!(caps, [vec!["p2p"], vec!["p2p", "gfx"]]);
+}
+
+#[test]
+fn mig_on_with_no_instance_is_none_carved_and_enabled() {
+    let mut card = mig_on_with_instances();
+    card.instances.clear();
+    let back = read_back(&reply(&host(Ok(card))));
+    assert_eq!(
+        (back.case, back.outcome().partition_mode()),
+        (Case::NoneCarved, PartitionMode::Enabled)
+    );
+}
+
+#[test]
+fn mig_off_with_on_pending_is_none_carved_and_enable_on_reboot() {
+    let mut card = mig_on_with_instances();
+    card.mig_mode = Ok((false, true));
+    card.profiles = Err(NvmlFailure::NotSupported);
+    let back = read_back(&reply(&host(Ok(card))));
+    assert_eq!(
+        (back.case, back.outcome().partition_mode()),
+        (Case::NoneCarved, PartitionMode::EnableOnReboot)
+    );
+    assert_eq!(back.gpu_instances.read().map(Vec::len), Some(0));
+}
+
+#[test]
+fn mig_on_with_off_pending_is_disable_on_reboot() {
+    let mut card = mig_on_with_instances();
+    card.mig_mode = Ok((true, false));
+    assert_eq!(
+        read_back(&reply(&host(Ok(card))))
+            .outcome()
+            .partition_mode(),
+        PartitionMode::DisableOnReboot
+    );
+}
+
+#[test]
+fn a_card_without_mig_is_not_applicable() {
+    let mut card = mig_on_with_instances();
+    card.mig_mode = Err(NvmlFailure::NotSupported);
+    let back = read_back(&reply(&host(Ok(card))));
+    assert_eq!(
+        (back.case, back.outcome().partition_mode()),
+        (Case::NotApplicable, PartitionMode::NotSupported)
+    );
+    assert!(!back.mode.capable);
+}
+
+#[test]
+fn a_card_in_use_by_another_client_is_busy() {
+    assert!(matches!(
+        read_card(&host(Err(NvmlFailure::InUse("held".into()))), device()),
+        Answer::Busy(_)
+    ));
+    let mut card = mig_on_with_instances();
+    card.mig_mode = Err(NvmlFailure::InUse("held".into()));
+    assert!(matches!(
+        read_card(&host(Ok(card)), device()),
+        Answer::Busy(_)
+    ));
+}
+
+#[test]
+fn no_permission_is_unreadable_with_permission_denied() {
+    assert_eq!(
+        unreadable_kind(Err(NvmlFailure::NoPermission("EPERM".into()))),
+        "permission_denied"
+    );
+}
+
+#[test]
+fn a_card_nvml_does_not_know_is_unreadable_with_not_found() {
+    assert_eq!(
+        unreadable_kind(Err(NvmlFailure::NotFound("no such bus id".into()))),
+        "not_found"
+    );
+}
+
+#[test]
+fn any_other_nvml_error_is_unreadable_with_driver_error() {
+    assert_eq!(
+        unreadable_kind(Err(NvmlFailure::Driver("GPU is lost".into()))),
+        "driver_error"
+    );
+    let mut card = mig_on_with_instances();
+    card.mig_mode = Err(NvmlFailure::Driver("GPU is lost".into()));
+    assert_eq!(unreadable_kind(Ok(card)), "driver_error");
+}
+
+#[test]
+fn a_missing_nvml_library_is_unreadable_with_driver_error_naming_the_library() {
+    let answer = gpu_partition_helper::read::failed(
+        device(),
+        "loading NVML",
+        &NvmlFailure::LibraryMissing("cannot load libnvidia-ml.so.1".into()),
+    );
+    let Answer::Reply(reply) = answer else {
+        panic!("{answer:?}")
+    };
+    let unreadable = read_back(&reply).unreadable.unwrap();
+    assert_eq!(unreadable.kind, "driver_error");
+    assert!(
+        unreadable
+            .message
+            .read()
+            .unwrap()
+            .contains("libnvidia-ml.so.1")
+    );
+}
+
+#[test]
+fn a_gpu_instance_listing_that_fails_with_mig_on_is_unreadable_not_a_guess() {
+    let mut card = mig_on_with_instances();
+    card.instances
+        .insert(9, Err(NvmlFailure::Driver("timeout".into())));
+    assert_eq!(unreadable_kind(Ok(card)), "driver_error");
+}
+
+#[test]
+fn a_capacity_nvml_cannot_give_costs_only_that_profiles_free_instances() {
+    let mut card = mig_on_with_instances();
+    card.capacity
+        .insert(9, Err(NvmlFailure::Driver("x".into())));
+    let lost: Vec<String> = read_back(&reply(&host(Ok(card))))
+        .lost()
+        .iter()
+        .map(|l| l.pointer.to_string())
+        .collect();
+    assert_eq!(lost, ["/profiles/1/free_instances", "/vgpus/1/type"]);
+}
+
+#[test]
+fn driver_versions_nvml_cannot_give_cost_only_the_driver_member() {
+    let mut host = host(Ok(mig_on_with_instances()));
+    host.versions = Err(NvmlFailure::Driver("x".into()));
+    let lost: Vec<String> = read_back(&reply(&host))
+        .lost()
+        .iter()
+        .map(|l| l.pointer.to_string())
+        .collect();
+    assert_eq!(lost, ["/driver", "/vgpus/1/type"]);
+}
+
+#[test]
+fn a_time_sliced_vgpu_has_no_gpu_instance() {
+    let back = read_back(&reply(&host(Ok(mig_on_with_instances()))));
+    let vgpus = back.vgpus.read().unwrap();
+    assert!(vgpus[1].read().unwrap().gpu_instance_id.is_null());
+}
