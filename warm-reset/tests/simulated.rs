@@ -32,6 +32,14 @@ impl Sim {
         self
     }
 
+    /// Records a reset of node 0 in flight since `started_unix_ms`, under `boot_id`.
+    fn journal_in_flight(&mut self, started_unix_ms: u64, boot_id: &str) {
+        let listing = warm_reset::Backend::list(&mut self.host).unwrap();
+        let target = Target::resolve("0", &listing).unwrap();
+        let record = InFlight::new(target, started_unix_ms, 90_000, Some(boot_id.to_owned()));
+        Journal::new(self.dir.path()).begin(record).unwrap();
+    }
+
     fn run(&mut self) -> ResetReport {
         let journal = Journal::new(self.dir.path());
         execute(
@@ -179,14 +187,7 @@ fn a_held_host_lock_is_blocked_and_nothing_is_reset() {
 #[test]
 fn a_reset_in_flight_is_blocked_and_nothing_is_reset() {
     let mut sim = Sim::new();
-    let listing = sim.host.list_for_tests();
-    Journal::new(sim.dir.path())
-        .begin(in_flight(
-            Target::resolve("0", &listing).unwrap(),
-            sim.clock.unix_ms_for_tests(),
-            Some("boot-1"),
-        ))
-        .unwrap();
+    sim.journal_in_flight(warm_reset::Clock::unix_ms(&sim.clock), "boot-1");
     let report = sim.run();
     assert_eq!(
         (report.reason.as_str(), sim.host.resets.len()),
@@ -197,14 +198,7 @@ fn a_reset_in_flight_is_blocked_and_nothing_is_reset() {
 #[test]
 fn a_reset_in_flight_from_before_a_reboot_is_closed_and_the_reset_goes_ahead() {
     let mut sim = Sim::new();
-    let listing = sim.host.list_for_tests();
-    Journal::new(sim.dir.path())
-        .begin(in_flight(
-            Target::resolve("0", &listing).unwrap(),
-            sim.clock.unix_ms_for_tests(),
-            Some("boot-0"),
-        ))
-        .unwrap();
+    sim.journal_in_flight(warm_reset::Clock::unix_ms(&sim.clock), "boot-0");
     assert_eq!(sim.run().outcome, OutcomeKind::Done);
     assert_eq!(sim.host.resets.len(), 1);
 }
@@ -212,15 +206,8 @@ fn a_reset_in_flight_from_before_a_reboot_is_closed_and_the_reset_goes_ahead() {
 #[test]
 fn a_reset_in_flight_past_its_window_is_verified_not_repeated() {
     let mut sim = Sim::new();
-    let listing = sim.host.list_for_tests();
-    let long_ago = sim.clock.unix_ms_for_tests() - 200_000;
-    Journal::new(sim.dir.path())
-        .begin(in_flight(
-            Target::resolve("0", &listing).unwrap(),
-            long_ago,
-            Some("boot-1"),
-        ))
-        .unwrap();
+    let long_ago = warm_reset::Clock::unix_ms(&sim.clock) - 200_000;
+    sim.journal_in_flight(long_ago, "boot-1");
     let report = sim.run();
     assert_eq!(
         (report.outcome, sim.host.resets.len()),
@@ -289,28 +276,4 @@ fn gpus_slow_to_come_back_are_waited_for_within_the_window() {
         "{:?}",
         report.elapsed
     );
-}
-
-fn in_flight(target: Target, started_unix_ms: u64, boot_id: Option<&str>) -> InFlight {
-    InFlight::new(target, started_unix_ms, 90_000, boot_id.map(str::to_owned))
-}
-
-trait ForTests {
-    fn list_for_tests(&mut self) -> Vec<warm_reset::mx_smi::GpuRow>;
-}
-
-impl ForTests for SimHost {
-    fn list_for_tests(&mut self) -> Vec<warm_reset::mx_smi::GpuRow> {
-        warm_reset::Backend::list(self).unwrap()
-    }
-}
-
-trait UnixMs {
-    fn unix_ms_for_tests(&self) -> u64;
-}
-
-impl UnixMs for VirtualClock {
-    fn unix_ms_for_tests(&self) -> u64 {
-        warm_reset::Clock::unix_ms(self)
-    }
 }

@@ -135,4 +135,44 @@ impl Pool {
             })
             .collect()
     }
+
+    /// Checks what a faulty-only plan with h2 faulty leaves: one reset, on h2; h1 and h3 drop
+    /// their links and never touch mx-smi; every host connects its links once; and h2's reset
+    /// comes before any disconnect, which comes before any connect. Answers the records.
+    pub fn assert_faulty_only_ran_once_in_phase_order(&self) -> Vec<(String, String, String)> {
+        let records = self.records();
+        let resets: Vec<usize> = records
+            .iter()
+            .map(|(_, calls, _)| calls.lines().filter(|line| line.starts_with("-r")).count())
+            .collect();
+        assert_eq!(resets, [0, 1, 0]);
+        let links: Vec<&str> = records.iter().map(|(_, _, links)| links.as_str()).collect();
+        assert_eq!(
+            links,
+            [
+                "disconnect\nconnect\n",
+                "connect\n",
+                "disconnect\nconnect\n"
+            ]
+        );
+        assert_eq!((records[0].1.as_str(), records[2].1.as_str()), ("", ""));
+        let order = self.order();
+        let at = |wanted: &str| {
+            order
+                .iter()
+                .position(|call| call == wanted)
+                .unwrap_or_else(|| panic!("{wanted} not in {order:?}"))
+        };
+        for host in ["h1", "h3"] {
+            assert!(
+                at("h2 -r -i 0") < at(&format!("{host} disconnect")),
+                "{order:?}"
+            );
+            assert!(
+                at(&format!("{host} disconnect")) < at("h2 connect"),
+                "{order:?}"
+            );
+        }
+        records
+    }
 }
