@@ -1,6 +1,7 @@
 //! The executor's overhead around a warm reset, measured with the simulator on the real clock:
 //! a reset that takes 500 ms, polled every second as the procedure does. The figure to read is
-//! the total minus 500 ms (target: under one poll interval plus 200 ms).
+//! the total minus 500 ms (target: under one poll interval plus 200 ms): once with GPUs listed
+//! back as soon as `mx-smi -r` returns, once with GPUs back 300 ms later (one more poll).
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::rc::Rc;

@@ -45,6 +45,8 @@ pub struct SimHost {
     pub versions: String,
     /// How long a reset takes.
     pub reset_duration: Duration,
+    /// How long after `mx-smi -r` returns the GPUs are listed `Available` again.
+    pub recovery: Duration,
     /// What goes wrong, if anything.
     pub fault: Option<Fault>,
     back_at: Option<(Duration, Vec<u32>)>,
@@ -88,6 +90,7 @@ impl SimHost {
             mx_smi: true,
             versions: "mx-smi version: 2.2.1\nKernel Mode Driver Version: 2.9.0\nVBIOS Version: 1.14.0.0\n".to_owned(),
             reset_duration: Duration::from_secs(2),
+            recovery: Duration::ZERO,
             fault: None,
             back_at: None,
             kernel_log: vec![(1, 6, "metax: loaded".to_owned())],
@@ -212,10 +215,8 @@ impl Backend for SimHost {
             return ResetEnd::Hung;
         }
         let took = self.reset_duration.min(within);
-        // The command returns when the GPUs begin to come back; they are listed Available a
-        // moment later.
         self.clock.sleep(took);
-        self.back_at = Some((started + took + Duration::from_millis(300), nodes));
+        self.back_at = Some((started + took + self.recovery, nodes));
         if self.reset_duration > within {
             return ResetEnd::Hung;
         }
@@ -245,7 +246,10 @@ pub const SCENARIOS: [(&str, &str); 14] = [
         "ok",
         "4 GPUs in 2 MetaXLink groups; the reset takes 2 s and every GPU comes back",
     ),
-    ("slow", "the reset takes 20 s"),
+    (
+        "slow",
+        "the reset takes 10 s and the GPUs come back 5 s later",
+    ),
     ("hang", "mx-smi -r never ends: killed at the window's end"),
     ("error", "mx-smi -r reports an error"),
     ("gpu-missing", "GPU#1 is gone after the reset"),
@@ -266,7 +270,10 @@ impl SimHost {
         let mut host = SimHost::new(clock, &[2, 2]);
         match name {
             "ok" => {}
-            "slow" => host.reset_duration = Duration::from_secs(20),
+            "slow" => {
+                host.reset_duration = Duration::from_secs(10);
+                host.recovery = Duration::from_secs(5);
+            }
             "hang" => host.fault = Some(Fault::Hang),
             "error" => host.fault = Some(Fault::Error),
             "gpu-missing" => host.fault = Some(Fault::GpuMissing(1)),
