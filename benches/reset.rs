@@ -16,22 +16,26 @@ fn overhead(c: &mut Criterion) {
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(20));
-    group.bench_function("reset_500ms_poll_1s", |b| {
-        b.iter(|| {
-            let clock = Rc::new(SystemClock::new());
-            let mut host = SimHost::new(clock.clone(), &[2, 2]);
-            host.reset_duration = Duration::from_millis(500);
-            let report = execute(
-                &config,
-                &mut host,
-                clock.as_ref(),
-                &journal,
-                None,
-                &mut |_, _| {},
-            );
-            assert!(report.is_ok_and(|report| report.outcome == OutcomeKind::Done));
-        })
-    });
+    for recovery_ms in [0, 300] {
+        let name = format!("reset_500ms_back_after_{recovery_ms}ms_poll_1s");
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let clock = Rc::new(SystemClock::new());
+                let mut host = SimHost::new(clock.clone(), &[2, 2]);
+                host.reset_duration = Duration::from_millis(500);
+                host.recovery = Duration::from_millis(recovery_ms);
+                let report = execute(
+                    &config,
+                    &mut host,
+                    clock.as_ref(),
+                    &journal,
+                    None,
+                    &mut |_, _| {},
+                );
+                assert!(report.is_ok_and(|report| report.outcome == OutcomeKind::Done));
+            })
+        });
+    }
     group.finish();
 }
 
