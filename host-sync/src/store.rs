@@ -38,6 +38,16 @@ pub enum StoreError {
         #[source]
         source: serde_json::Error,
     },
+    /// The state file does not read (a read-only store leaves it where it is; the next sync
+    /// keeps it aside).
+    #[error("the state file {} does not read; the next sync keeps it aside", path.display())]
+    Unreadable {
+        /// The state file.
+        path: PathBuf,
+        /// What was wrong.
+        #[source]
+        source: serde_json::Error,
+    },
     /// The state file is of a later schema.
     #[error("the state file {} has schema {found}; this version reads schema {SCHEMA}", path.display())]
     NewerSchema {
@@ -56,12 +66,25 @@ pub const STATE_FILE: &str = "state.json";
 #[derive(Debug, Clone)]
 pub struct FileStore {
     dir: PathBuf,
+    read_only: bool,
 }
 
 impl FileStore {
     /// The store in `dir` (created on the first save).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self {
+            dir: dir.into(),
+            read_only: false,
+        }
+    }
+
+    /// The store in `dir` for a reader that changes nothing: a state file that does not read
+    /// is reported ([`StoreError::Unreadable`]) and left where it is; saving is refused.
+    pub fn read_only(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            read_only: true,
+        }
     }
 
     /// The state file.
@@ -115,6 +138,7 @@ impl StateStore for FileStore {
         }
         match serde_json::from_slice::<HostState>(&bytes) {
             Ok(state) => Ok(Some(state)),
+            Err(source) if self.read_only => Err(StoreError::Unreadable { path, source }),
             Err(source) => {
                 let kept = self.keep_aside(&path)?;
                 Err(StoreError::Corrupt { path, kept, source })
@@ -123,6 +147,13 @@ impl StateStore for FileStore {
     }
 
     fn save(&mut self, state: &HostState) -> Result<(), StoreError> {
+        if self.read_only {
+            return Err(StoreError::Io {
+                action: "write (the store was opened read-only)",
+                path: self.path(),
+                source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            });
+        }
         let mut text = serde_json::to_vec_pretty(state).map_err(|error| StoreError::Io {
             action: "write",
             path: self.path(),

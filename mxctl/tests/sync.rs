@@ -302,6 +302,29 @@ fn a_corrupt_state_file_is_a_clear_error_and_is_kept_aside() {
 }
 
 #[test]
+fn status_reports_a_corrupt_state_file_and_leaves_it_where_it_is() {
+    let host = Host::new();
+    std::fs::create_dir_all(host.path("state")).unwrap();
+    std::fs::write(host.path("state/state.json"), "{\"schema\": 1,").unwrap();
+    let (code, document) = host.run(&["status"]);
+    assert_eq!(
+        (code, document["error"]["kind"].as_str()),
+        (1, Some("state"))
+    );
+    assert!(
+        document["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not read")
+    );
+    assert_eq!(
+        std::fs::read_to_string(host.path("state/state.json")).unwrap(),
+        "{\"schema\": 1,"
+    );
+    assert_eq!(std::fs::read_dir(host.path("state")).unwrap().count(), 1);
+}
+
+#[test]
 fn a_state_file_of_a_later_schema_is_refused_and_left_alone() {
     let host = Host::new();
     std::fs::create_dir_all(host.path("state")).unwrap();

@@ -86,9 +86,9 @@ impl StateReport {
 }
 
 /// Prints the stored state; writes nothing (a state file that does not read is reported and
-/// kept aside).
+/// left for the next sync to keep aside).
 pub fn run(state_dir: &Path, output: Output) -> Result<u8, Failure> {
-    let state = FileStore::new(state_dir).load()?.unwrap_or_default();
+    let state = FileStore::read_only(state_dir).load()?.unwrap_or_default();
     let HostState {
         status,
         reason,
