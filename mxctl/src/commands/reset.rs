@@ -127,7 +127,12 @@ pub fn run_machine(
     let window = machine.window;
     let mut observe = |state: &State, now: Duration| {
         if !output.json && state.name() != shown {
-            println!("{:>7.1}s  {}", now.as_secs_f64(), state.name());
+            let line = format!("{:>7.1}s  {}", now.as_secs_f64(), state.name());
+            // With the bar on the terminal, the line goes above it instead of through it.
+            match &bar {
+                Some(progress) => progress.suspend(|| println!("{line}")),
+                None => println!("{line}"),
+            }
         }
         shown = state.name();
         match state {
@@ -139,6 +144,14 @@ pub fn run_machine(
                 );
                 progress.set_message("mx-smi -r");
                 progress.enable_steady_tick(Duration::from_millis(200));
+                // The reset blocks this thread; the bar follows the clock on its own.
+                let follower = progress.clone();
+                std::thread::spawn(move || {
+                    while !follower.is_finished() {
+                        follower.set_position(follower.elapsed().as_secs());
+                        std::thread::sleep(Duration::from_millis(200));
+                    }
+                });
                 bar = Some(progress);
             }
             State::Verifying { .. } => {
