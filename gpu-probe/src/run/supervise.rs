@@ -20,6 +20,9 @@ use std::time::{Duration, Instant};
 /// that holds the pipes).
 const EXIT_CHECK: Duration = Duration::from_millis(10);
 
+/// How long a child may take to end after SIGKILL before the caller stops waiting for it.
+const STUCK: Duration = Duration::from_secs(2);
+
 /// Runs `spec` to its end and reports what happened. Never panics, never leaves a zombie.
 pub fn run(spec: &RunSpec) -> Run {
     let started = Instant::now();
@@ -61,7 +64,25 @@ pub fn run(spec: &RunSpec) -> Run {
             spec.limits.stderr,
         ),
     ];
-    let mut facts = watch(spec, started, group, &mut pipes);
+    let (mut facts, exited) = watch(spec, started, group, &mut pipes);
+    if !exited && !wait_for_exit(group, STUCK) {
+        // Killed, yet not gone (stuck in the kernel, as a process in a driver call can be):
+        // the caller gets its answer now, and a thread reaps the child whenever it ends.
+        tracing::warn!(
+            "{}: pid {pid} does not end after SIGKILL; reaped in the background",
+            spec.display()
+        );
+        std::thread::spawn(move || child.wait());
+        facts.termination = Some(Termination::Signaled(Signal::SIGKILL as i32));
+        let [stdout, stderr] = pipes;
+        return Run {
+            result: classify(&facts),
+            stdout: stdout.buffer,
+            stderr: stderr.buffer,
+            elapsed: started.elapsed(),
+            pid: Some(pid),
+        };
+    }
     // The leader is still unreaped (seen with WNOWAIT), so its group id cannot have been reused:
     // the group is killed first, then the leader reaped.
     let termination = match child.wait() {
@@ -160,8 +181,22 @@ impl Pipe {
     }
 }
 
-/// The child's life from spawn to end; answers what was seen.
-fn watch(spec: &RunSpec, started: Instant, group: Pid, pipes: &mut [Pipe; 2]) -> RunFacts {
+/// Waits up to `limit` for the child to end (without reaping it); answers whether it did.
+fn wait_for_exit(pid: Pid, limit: Duration) -> bool {
+    let give_up = Instant::now() + limit;
+    loop {
+        if has_exited(pid) {
+            return true;
+        }
+        if Instant::now() >= give_up {
+            return false;
+        }
+        std::thread::sleep(EXIT_CHECK);
+    }
+}
+
+/// The child's life from spawn to end; answers what was seen, and whether the child ended.
+fn watch(spec: &RunSpec, started: Instant, group: Pid, pipes: &mut [Pipe; 2]) -> (RunFacts, bool) {
     let mut facts = RunFacts::default();
     let deadline = started + spec.deadline;
     let mut terminated_at: Option<Instant> = None;
@@ -188,6 +223,12 @@ fn watch(spec: &RunSpec, started: Instant, group: Pid, pipes: &mut [Pipe; 2]) ->
         let open = pipes.iter().any(|pipe| pipe.file.is_some());
         if !open && exited_at.is_some() {
             break;
+        }
+        // Killed and still not ended: the caller stops waiting (see `run`).
+        if let (None, Some(killed)) = (exited_at, killed_at) {
+            if now >= killed + spec.eof_grace + STUCK {
+                break;
+            }
         }
         // Pipes still open after the child ended, or after the group was killed: something
         // outside our reach holds them. Wait a bounded time, then give up on them.
@@ -235,7 +276,7 @@ fn watch(spec: &RunSpec, started: Instant, group: Pid, pipes: &mut [Pipe; 2]) ->
             backoff = (backoff * 2).min(EXIT_CHECK);
         }
     }
-    facts
+    (facts, exited_at.is_some())
 }
 
 /// Waits up to `wait` for output and reads it; answers the stream that passed its cap, if any.
@@ -285,5 +326,24 @@ fn signal_group(group: Pid, signal: Signal) {
     match killpg(group, signal) {
         Ok(()) | Err(Errno::ESRCH) => {}
         Err(error) => tracing::warn!("cannot send {signal} to process group {group}: {error}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn waiting_for_exit_is_bounded_and_leaves_the_child_unreaped() {
+        let mut child = Command::new("sleep").arg("5").spawn().unwrap();
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap());
+        let started = Instant::now();
+        assert!(!wait_for_exit(pid, Duration::from_millis(100)));
+        assert!(started.elapsed() < Duration::from_secs(1));
+        child.kill().unwrap();
+        assert!(wait_for_exit(pid, Duration::from_secs(2)));
+        // Still ours to reap: WNOWAIT left it a zombie.
+        assert!(child.wait().is_ok_and(|status| status.signal() == Some(9)));
     }
 }
