@@ -62,22 +62,15 @@ impl MxSmiBackend {
     }
 }
 
+/// The last 300 characters of what a command wrote on stderr, as `: …` for a message.
 fn stderr_tail(stderr: &[u8]) -> String {
     let text = String::from_utf8_lossy(stderr);
     let text = text.trim();
     if text.is_empty() {
-        String::new()
-    } else {
-        let tail: String = text
-            .chars()
-            .rev()
-            .take(300)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect();
-        format!(": {tail}")
+        return String::new();
     }
+    let skip = text.chars().count().saturating_sub(300);
+    format!(": {}", text.chars().skip(skip).collect::<String>())
 }
 
 impl Backend for MxSmiBackend {

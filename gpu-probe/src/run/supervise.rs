@@ -65,7 +65,21 @@ pub fn run(spec: &RunSpec) -> Run {
         ),
     ];
     let (mut facts, exited) = watch(spec, started, group, &mut pipes);
-    if !exited && !wait_for_exit(group, STUCK) {
+    let termination = if exited || wait_for_exit(group, STUCK) {
+        // The leader is still unreaped (seen with WNOWAIT), so its group id cannot have been
+        // reused: the group is killed first, then the leader reaped.
+        match child.wait() {
+            Ok(status) => match (status.code(), status.signal()) {
+                (Some(code), _) => Termination::Exited(code),
+                (None, Some(signal)) => Termination::Signaled(signal),
+                (None, None) => Termination::Signaled(0),
+            },
+            Err(error) => {
+                tracing::warn!("cannot reap pid {pid}: {error}");
+                Termination::Signaled(0)
+            }
+        }
+    } else {
         // Killed, yet not gone (stuck in the kernel, as a process in a driver call can be):
         // the caller gets its answer now, and a thread reaps the child whenever it ends.
         tracing::warn!(
@@ -73,28 +87,7 @@ pub fn run(spec: &RunSpec) -> Run {
             spec.display()
         );
         std::thread::spawn(move || child.wait());
-        facts.termination = Some(Termination::Signaled(Signal::SIGKILL as i32));
-        let [stdout, stderr] = pipes;
-        return Run {
-            result: classify(&facts),
-            stdout: stdout.buffer,
-            stderr: stderr.buffer,
-            elapsed: started.elapsed(),
-            pid: Some(pid),
-        };
-    }
-    // The leader is still unreaped (seen with WNOWAIT), so its group id cannot have been reused:
-    // the group is killed first, then the leader reaped.
-    let termination = match child.wait() {
-        Ok(status) => match (status.code(), status.signal()) {
-            (Some(code), _) => Termination::Exited(code),
-            (None, Some(signal)) => Termination::Signaled(signal),
-            (None, None) => Termination::Signaled(0),
-        },
-        Err(error) => {
-            tracing::warn!("cannot reap pid {pid}: {error}");
-            Termination::Signaled(0)
-        }
+        Termination::Signaled(Signal::SIGKILL as i32)
     };
     facts.termination = Some(termination);
     let [stdout, stderr] = pipes;
