@@ -105,7 +105,7 @@ fn reads<T>(items: Vec<T>) -> Lenient<Vec<Lenient<T>>> {
 prop_compose! {
     fn reply()(
         minor in 0u32..5,
-        domain in any::<u16>(), bus in any::<u8>(), device in 0u8..32, function in 0u8..8,
+        domain in any::<u32>(), bus in any::<u8>(), device in 0u8..32, function in 0u8..8,
         capable in any::<bool>(), current in mig_state(), pending in option::of(mig_state()),
         case_pick in 0usize..4,
         kind in "[a-z_]{1,12}", message in text(),

@@ -56,6 +56,21 @@ impl FakeSysfs {
         Ok(self)
     }
 
+    /// The directory of a function added with [`FakeSysfs::function`] (to break it on purpose).
+    pub fn device_dir(&self, bdf: &str) -> PathBuf {
+        self.root.join("devices/pci0000:00").join(bdf)
+    }
+
+    /// Adds an entry of `bus/pci/devices` whose device is gone: a dangling link, as a virtual
+    /// function removed during a scan leaves for a moment.
+    pub fn vanished(&self, bdf: &str) -> io::Result<&Self> {
+        symlink(
+            format!("../../../devices/pci0000:00/{bdf}"),
+            self.root.join("bus/pci/devices").join(bdf),
+        )?;
+        Ok(self)
+    }
+
     /// Adds an NVIDIA 3D controller (`0x10de`, `0x2335`, class `0x030200`).
     pub fn nvidia(&self, bdf: &str, driver: Option<&str>) -> io::Result<&Self> {
         self.function(bdf, "0x10de", "0x2335", "0x030200", driver)

@@ -1,8 +1,8 @@
 //! Whether a host takes part in GPU partitioning and why, each GPU's partition mode, the sysfs
 //! PCI scan, and the state store.
 //!
-//! - [`pci::scan_gpus`] finds display-class PCI physical functions (NVIDIA by vendor `10de`,
-//!   never by driver).
+//! - [`pci::scan`] finds display-class PCI physical functions (NVIDIA by vendor `10de`,
+//!   never by driver); an entry it cannot read is skipped and named, never a failed scan.
 //! - [`classify()`] is a pure function over [`Facts`] and an ordered table of checks
 //!   ([`CHECKS`]), most specific first, giving a [`HostStatus`] and a [`Reason`].
 //! - [`modes`] holds the partition-mode rules of a sync as pure functions over [`GpuRecord`]s.
@@ -24,7 +24,7 @@ pub mod sync;
 
 pub use classify::{CHECKS, Check, Facts, HelperState, classify};
 pub use gpu::{GpuRecord, not_read_reason};
-pub use pci::{NVIDIA_VENDOR, PciFunction, ScanError, scan_gpus};
+pub use pci::{NVIDIA_VENDOR, PciFunction, PciScan, ScanError, SkippedEntry, scan, scan_gpus};
 pub use state::{HostState, SCHEMA};
 pub use status::{HostStatus, Reason, reasons};
 pub use store::{FileStore, MemoryStore, STATE_FILE, StateStore, StoreError};

@@ -6,11 +6,17 @@ use gpu_partition_types::{Bdf, PartitionMode, UnreadableReason};
 use std::collections::BTreeMap;
 
 /// The records of the GPUs found now, carried over from `stored` (ids and driver refreshed) or
-/// new (`not_in_use`). GPUs no longer on the host are dropped.
+/// new (`not_in_use`). GPUs no longer on the host are dropped; a stored GPU whose sysfs entry the
+/// scan could not read (`unread`) keeps its record untouched, so a flaky read never loses what
+/// was known of it (a division above all).
 pub fn carry_over(
     gpus: &[PciFunction],
     stored: &BTreeMap<Bdf, GpuRecord>,
+    unread: &[Bdf],
 ) -> BTreeMap<Bdf, GpuRecord> {
+    let kept = unread
+        .iter()
+        .filter_map(|bdf| stored.get(bdf).map(|record| (*bdf, record.clone())));
     gpus.iter()
         .map(|gpu| {
             let record = match stored.get(&gpu.bdf) {
@@ -23,6 +29,7 @@ pub fn carry_over(
             };
             (gpu.bdf, record)
         })
+        .chain(kept)
         .collect()
 }
 

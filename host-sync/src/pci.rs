@@ -46,7 +46,7 @@ impl PciFunction {
     }
 }
 
-/// The scan could not read sysfs.
+/// Why sysfs, or one entry of it, could not be read.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ScanError {
@@ -67,12 +67,58 @@ pub enum ScanError {
         /// What it held.
         content: String,
     },
+    /// An entry of `bus/pci/devices` whose name is not a PCI address.
+    #[error("{}: the name {name:?} is not a PCI address", path.display())]
+    NotAnAddress {
+        /// The entry.
+        path: PathBuf,
+        /// Its name.
+        name: String,
+    },
+}
+
+/// An entry of `bus/pci/devices` the scan left out, and why.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct SkippedEntry {
+    /// The entry (`<sysfs>/bus/pci/devices/<name>`).
+    pub path: PathBuf,
+    /// Its address, when the name reads as one.
+    pub bdf: Option<Bdf>,
+    /// What could not be read.
+    pub problem: ScanError,
+}
+
+impl std::fmt::Display for SkippedEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.problem)?;
+        let mut source = std::error::Error::source(&self.problem);
+        while let Some(cause) = source {
+            write!(f, ": {cause}")?;
+            source = cause.source();
+        }
+        Ok(())
+    }
+}
+
+/// What a scan found: the GPUs, and the entries it could not read.
+#[derive(Debug, Default)]
+#[non_exhaustive]
+pub struct PciScan {
+    /// Display-class physical functions, sorted by address.
+    pub gpus: Vec<PciFunction>,
+    /// Entries left out: a name that is not an address, a device that vanished during the scan
+    /// (a dangling link), or files that could not be read.
+    pub skipped: Vec<SkippedEntry>,
 }
 
 /// Scans `<sysfs_root>/bus/pci/devices` for display-class (0x03xxxx) physical functions, sorted
 /// by address. A function with a `physfn` entry is an SR-IOV virtual function and is skipped.
 /// A root without a PCI bus (no `bus/pci/devices`) has no GPU.
-pub fn scan_gpus(sysfs_root: &Path) -> Result<Vec<PciFunction>, ScanError> {
+///
+/// One entry that cannot be read never breaks the scan of the host: it is left out and named in
+/// [`PciScan::skipped`]. Only a root or a `bus/pci/devices` that cannot be read fails the scan.
+pub fn scan(sysfs_root: &Path) -> Result<PciScan, ScanError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| ScanError::Io { path, source }
@@ -83,7 +129,7 @@ pub fn scan_gpus(sysfs_root: &Path) -> Result<Vec<PciFunction>, ScanError> {
         Ok(entries) => entries,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             tracing::info!("no PCI bus under {}: no GPU", sysfs_root.display());
-            return Ok(Vec::new());
+            return Ok(PciScan::default());
         }
         Err(source) => {
             return Err(ScanError::Io {
@@ -92,45 +138,79 @@ pub fn scan_gpus(sysfs_root: &Path) -> Result<Vec<PciFunction>, ScanError> {
             });
         }
     };
-    let mut gpus = Vec::new();
+    let mut found = PciScan::default();
     for entry in entries {
         let entry = entry.map_err(io(&devices))?;
-        let dir = entry.path();
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        let bdf: Bdf = name.parse().map_err(|_| ScanError::Malformed {
-            path: dir.clone(),
-            content: name.to_string(),
-        })?;
-        let class = hex_attribute(&dir, "class", 6)?;
-        if !class.starts_with("03") {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Ok(bdf) = name.parse::<Bdf>() else {
+            found.skipped.push(SkippedEntry {
+                problem: ScanError::NotAnAddress {
+                    path: path.clone(),
+                    name,
+                },
+                path,
+                bdf: None,
+            });
             continue;
-        }
-        if dir.join("physfn").symlink_metadata().is_ok() {
-            continue;
-        }
-        let driver = match std::fs::read_link(dir.join("driver")) {
-            Ok(target) => target
-                .file_name()
-                .map(|name| name.to_string_lossy().into_owned()),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
-            Err(source) => {
-                return Err(ScanError::Io {
-                    path: dir.join("driver"),
-                    source,
-                });
-            }
         };
-        gpus.push(PciFunction {
-            bdf,
-            vendor: hex_attribute(&dir, "vendor", 4)?,
-            device: hex_attribute(&dir, "device", 4)?,
-            class,
-            driver,
-        });
+        match read_function(&path, bdf) {
+            Ok(Some(gpu)) => found.gpus.push(gpu),
+            Ok(None) => {}
+            Err(problem) => found.skipped.push(SkippedEntry {
+                path,
+                bdf: Some(bdf),
+                problem,
+            }),
+        }
     }
-    gpus.sort_by_key(|gpu| gpu.bdf);
-    Ok(gpus)
+    found.gpus.sort_by_key(|gpu| gpu.bdf);
+    found.skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(found)
+}
+
+/// [`scan`], with one warning for each entry left out; answers the GPUs.
+pub fn scan_gpus(sysfs_root: &Path) -> Result<Vec<PciFunction>, ScanError> {
+    let found = scan(sysfs_root)?;
+    warn_skipped(&found.skipped);
+    Ok(found.gpus)
+}
+
+/// Logs one warning per entry a scan left out.
+pub fn warn_skipped(skipped: &[SkippedEntry]) {
+    for entry in skipped {
+        tracing::warn!("PCI scan: skipped {}: {entry}", entry.path.display());
+    }
+}
+
+/// One entry: `Some` for a display-class physical function, `None` for any other function.
+fn read_function(dir: &Path, bdf: Bdf) -> Result<Option<PciFunction>, ScanError> {
+    let class = hex_attribute(dir, "class", 6)?;
+    if !class.starts_with("03") {
+        return Ok(None);
+    }
+    if dir.join("physfn").symlink_metadata().is_ok() {
+        return Ok(None);
+    }
+    let driver = match std::fs::read_link(dir.join("driver")) {
+        Ok(target) => target
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => {
+            return Err(ScanError::Io {
+                path: dir.join("driver"),
+                source,
+            });
+        }
+    };
+    Ok(Some(PciFunction {
+        bdf,
+        vendor: hex_attribute(dir, "vendor", 4)?,
+        device: hex_attribute(dir, "device", 4)?,
+        class,
+        driver,
+    }))
 }
 
 /// Reads a sysfs id such as `0x10de\n` as bare lower-case hex of `width` digits.

@@ -4,7 +4,7 @@ use crate::boot::is_after_boot;
 use crate::classify::{Facts, HelperState, classify};
 use crate::gpu::GpuRecord;
 use crate::modes;
-use crate::pci::{ScanError, scan_gpus};
+use crate::pci::{ScanError, scan, warn_skipped};
 use crate::state::HostState;
 use crate::status::{HostStatus, Reason};
 use crate::store::{StateStore, StoreError};
@@ -132,9 +132,12 @@ pub fn sync(
         AfterBoot::No => false,
         AfterBoot::Auto => is_after_boot(previous.boot_id.as_deref(), options.boot_id.as_deref()),
     };
-    let gpus = scan_gpus(&host.sysfs_root)?;
+    let found = scan(&host.sysfs_root)?;
+    warn_skipped(&found.skipped);
+    let unread: Vec<Bdf> = found.skipped.iter().filter_map(|entry| entry.bdf).collect();
+    let gpus = found.gpus;
     let mut state = HostState {
-        gpus: modes::carry_over(&gpus, &previous.gpus),
+        gpus: modes::carry_over(&gpus, &previous.gpus, &unread),
         boot_id: options.boot_id.clone().or(previous.boot_id.clone()),
         ..previous
     };

@@ -36,7 +36,7 @@ fn mode_of(records: &BTreeMap<Bdf, GpuRecord>, bus: u8) -> (PartitionMode, Strin
 
 #[test]
 fn a_gpu_seen_for_the_first_time_is_not_in_use() {
-    let records = modes::carry_over(&[gpu(1, "10de", Some("nvidia"))], &BTreeMap::new());
+    let records = modes::carry_over(&[gpu(1, "10de", Some("nvidia"))], &BTreeMap::new(), &[]);
     assert_eq!(mode_of(&records, 1).0, PartitionMode::NotInUse);
 }
 
@@ -45,8 +45,23 @@ fn a_gpu_no_longer_on_the_host_is_dropped() {
     let records = modes::carry_over(
         &[gpu(1, "10de", Some("nvidia"))],
         &stored(&[(1, PartitionMode::Enabled), (2, PartitionMode::Disabled)]),
+        &[],
     );
     assert_eq!(records.keys().copied().collect::<Vec<_>>(), [bdf(1)]);
+}
+
+#[test]
+fn a_stored_gpu_whose_sysfs_entry_could_not_be_read_keeps_its_record() {
+    let records = modes::carry_over(
+        &[gpu(1, "10de", Some("nvidia"))],
+        &stored(&[(1, PartitionMode::Disabled), (2, PartitionMode::Enabled)]),
+        &[bdf(2), bdf(3)],
+    );
+    assert_eq!(
+        records.keys().copied().collect::<Vec<_>>(),
+        [bdf(1), bdf(2)]
+    );
+    assert_eq!(mode_of(&records, 2).0, PartitionMode::Enabled);
 }
 
 #[test]
@@ -54,6 +69,7 @@ fn a_carried_record_takes_the_driver_of_the_current_scan() {
     let records = modes::carry_over(
         &[gpu(1, "10de", Some("vfio-pci"))],
         &stored(&[(1, PartitionMode::Enabled)]),
+        &[],
     );
     assert_eq!(records[&bdf(1)].driver.as_deref(), Some("vfio-pci"));
     assert_eq!(mode_of(&records, 1).0, PartitionMode::Enabled);
@@ -118,7 +134,7 @@ fn gpus_not_read_by_design_get_not_checked_with_their_reason() {
         gpu(4, "10de", Some("pciback")),
         gpu(5, "10de", Some("nvidia")),
     ];
-    let mut records = modes::carry_over(&gpus, &BTreeMap::new());
+    let mut records = modes::carry_over(&gpus, &BTreeMap::new(), &[]);
     let to_read = modes::mark_not_checked(&gpus, &mut records);
     assert_eq!(to_read, [bdf(5)]);
     let reasons: Vec<(PartitionMode, String)> = (1..=4).map(|bus| mode_of(&records, bus)).collect();

@@ -444,3 +444,104 @@ fn sync_and_status_on_this_machines_real_sysfs_tell_the_truth() {
         (Some("inactive"), Some(expected))
     );
 }
+
+/// A server with Intel VMD: an NVMe drive in domain `10000`, a GPU (and its HDMI audio function)
+/// in domain `0001`, and a virtual function that vanished while the host was scanned.
+fn vmd_server(host: &Host) {
+    host.sysfs
+        .function(
+            "10000:e1:00.0",
+            "0x8086",
+            "0x0a54",
+            "0x010802",
+            Some("nvme"),
+        )
+        .unwrap();
+    host.sysfs.nvidia("0001:81:00.0", Some("nvidia")).unwrap();
+    host.sysfs
+        .function(
+            "0001:81:00.1",
+            "0x10de",
+            "0x22ba",
+            "0x040300",
+            Some("snd_hda_intel"),
+        )
+        .unwrap();
+    host.sysfs.vanished("0001:81:00.4").unwrap();
+}
+
+#[test]
+fn gpus_on_a_vmd_server_lists_the_gpu_and_names_the_vanished_entry_in_a_warning() {
+    let host = Host::new();
+    vmd_server(&host);
+    let output = host.command(&["gpus"]).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let devices: Vec<&str> = document["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|gpu| gpu["device"].as_str().unwrap())
+        .collect();
+    assert_eq!(devices, ["0001:81:00.0"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("0001:81:00.4"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{stderr}");
+    assert!(
+        warnings[0].contains("WARN") && warnings[0].contains("skipped"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn sync_on_a_vmd_server_keeps_the_gpu_by_its_address() {
+    let host = Host::new();
+    vmd_server(&host);
+    host.sysfs
+        .function(
+            "10000:e0:00.0",
+            "0x1b36",
+            "0x000d",
+            "0x030000",
+            Some("bochs-drm"),
+        )
+        .unwrap();
+    let helper = host.helper("");
+    let (code, sync) = host.run(&[
+        "sync",
+        "--pool",
+        "enabled",
+        "--helper",
+        helper.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{sync}");
+    let gpus: Vec<(&str, &str)> = sync["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|gpu| {
+            (
+                gpu["device"].as_str().unwrap(),
+                gpu["partition_mode"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        gpus,
+        [
+            ("0001:81:00.0", "enabled"),
+            ("10000:e0:00.0", "not_checked")
+        ]
+    );
+    let state = std::fs::read_to_string(host.path("state/state.json")).unwrap();
+    assert!(state.contains("\"10000:e0:00.0\""), "{state}");
+    let (_, status) = host.run(&["status"]);
+    assert_eq!(status["gpus"][1]["device"], "10000:e0:00.0");
+}

@@ -1,0 +1,138 @@
+//! The sysfs PCI scan on trees with the layout real servers have: an Intel VMD domain past 16
+//! bits, a GPU's HDMI audio function, a device that vanished during the scan, and one whose files
+//! cannot all be read.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use host_sync::fake_sysfs::FakeSysfs;
+use host_sync::{scan, scan_gpus};
+
+fn names(gpus: &[host_sync::PciFunction]) -> Vec<String> {
+    gpus.iter().map(|gpu| gpu.bdf.to_string()).collect()
+}
+
+/// A server with VMD enabled: its NVMe drive sits in domain `10000`, its GPU in domain `0001`.
+fn vmd_server(sysfs: &FakeSysfs) {
+    sysfs
+        .function(
+            "10000:e1:00.0",
+            "0x8086",
+            "0x0a54",
+            "0x010802",
+            Some("nvme"),
+        )
+        .unwrap();
+    sysfs
+        .function(
+            "10000:e0:00.0",
+            "0x1b36",
+            "0x000d",
+            "0x030000",
+            Some("bochs-drm"),
+        )
+        .unwrap();
+    sysfs.nvidia("0001:81:00.0", Some("nvidia")).unwrap();
+    // The GPU's HDMI audio function: NVIDIA's vendor id, but an audio device, not a GPU.
+    sysfs
+        .function(
+            "0001:81:00.1",
+            "0x10de",
+            "0x22ba",
+            "0x040300",
+            Some("snd_hda_intel"),
+        )
+        .unwrap();
+}
+
+#[test]
+fn a_vmd_domain_past_16_bits_is_scanned_like_any_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    vmd_server(&sysfs);
+    let found = scan(sysfs.root()).unwrap();
+    assert_eq!(names(&found.gpus), ["0001:81:00.0", "10000:e0:00.0"]);
+    assert!(found.skipped.is_empty(), "{:?}", found.skipped);
+}
+
+#[test]
+fn the_hdmi_audio_function_of_an_nvidia_gpu_is_not_a_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    vmd_server(&sysfs);
+    let gpus = scan_gpus(sysfs.root()).unwrap();
+    assert!(!names(&gpus).contains(&"0001:81:00.1".to_owned()));
+}
+
+#[test]
+fn a_device_that_vanished_during_the_scan_is_skipped_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    vmd_server(&sysfs);
+    sysfs.vanished("0001:81:00.4").unwrap();
+    let found = scan(sysfs.root()).unwrap();
+    assert_eq!(names(&found.gpus), ["0001:81:00.0", "10000:e0:00.0"]);
+    assert_eq!(found.skipped.len(), 1);
+    let skipped = &found.skipped[0];
+    assert_eq!(
+        skipped.bdf.map(|b| b.to_string()).as_deref(),
+        Some("0001:81:00.4")
+    );
+    assert!(
+        skipped.to_string().contains("0001:81:00.4/class"),
+        "{skipped}"
+    );
+}
+
+#[test]
+fn a_half_read_device_is_skipped_and_the_scan_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    vmd_server(&sysfs);
+    sysfs.nvidia("0001:82:00.0", Some("nvidia")).unwrap();
+    std::fs::remove_file(sysfs.device_dir("0001:82:00.0").join("vendor")).unwrap();
+    let found = scan(sysfs.root()).unwrap();
+    assert_eq!(names(&found.gpus), ["0001:81:00.0", "10000:e0:00.0"]);
+    assert_eq!(
+        found
+            .skipped
+            .iter()
+            .map(|s| s.bdf.map(|b| b.to_string()))
+            .collect::<Vec<_>>(),
+        [Some("0001:82:00.0".to_owned())]
+    );
+}
+
+#[test]
+fn a_file_with_content_sysfs_never_writes_is_skipped_with_what_it_held() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    sysfs.nvidia("0000:3c:00.0", Some("nvidia")).unwrap();
+    std::fs::write(sysfs.device_dir("0000:3c:00.0").join("class"), "garbage\n").unwrap();
+    let found = scan(sysfs.root()).unwrap();
+    assert_eq!(names(&found.gpus), ["0000:3b:00.0"]);
+    assert!(found.skipped[0].to_string().contains("\"garbage\""));
+}
+
+#[test]
+fn an_entry_whose_name_is_not_an_address_is_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    std::fs::create_dir(sysfs.root().join("bus/pci/devices/not-a-device")).unwrap();
+    let found = scan(sysfs.root()).unwrap();
+    assert_eq!(names(&found.gpus), ["0000:3b:00.0"]);
+    assert_eq!(found.skipped.len(), 1);
+    assert_eq!(found.skipped[0].bdf, None);
+    assert!(found.skipped[0].to_string().contains("not a PCI address"));
+}
+
+#[test]
+fn only_an_unreadable_device_directory_fails_the_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let devices = sysfs.root().join("bus/pci/devices");
+    std::fs::remove_dir(&devices).unwrap();
+    std::fs::write(&devices, "not a directory").unwrap();
+    let error = scan(sysfs.root()).unwrap_err();
+    assert!(error.to_string().contains("bus/pci/devices"), "{error}");
+}
