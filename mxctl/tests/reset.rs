@@ -1,10 +1,11 @@
-//! `mxctl reset` against a fake `mx-smi` that records every call, a built `/proc/modules` and a
-//! kernel log file.
+//! `mxctl reset` against a fake `mx-smi` that prints the published layouts (both header layouts,
+//! with and without the banner) and records every call, a built `/proc/modules` and a kernel log
+//! file.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
-use common::{Host, LISTING};
+use common::{BOARD_NO_BANNER, GPU_NAME_BANNER, Host, Layout, OTHER_VENDOR};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -15,14 +16,51 @@ fn outcome(document: &serde_json::Value) -> (&str, &str) {
     )
 }
 
+fn detail(document: &serde_json::Value) -> &str {
+    document["detail"].as_str().unwrap()
+}
+
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .map(|stat| !stat.contains(") Z "))
         .unwrap_or(false)
 }
 
+const LAYOUTS: [(&str, Layout); 2] = [
+    ("board layout, no banner", BOARD_NO_BANNER),
+    ("GPU NAME layout, banner", GPU_NAME_BANNER),
+];
+
+/// Nothing was changed: no `mx-smi -r`, no journal left in flight.
+fn assert_nothing_changed(host: &Host) {
+    assert_eq!(host.resets(), 0, "{:?}", host.calls());
+    let journal = host.read("state/warm-reset-journal.json");
+    assert!(!journal.contains("\"target\""), "{journal}");
+}
+
 #[test]
-fn a_healthy_reset_is_done_with_exactly_one_reset_call() {
+fn a_healthy_reset_is_done_with_exactly_one_reset_call_in_both_published_layouts() {
+    needs_root!();
+    for (name, layout) in LAYOUTS {
+        let host = Host::of(layout);
+        let (code, document) = host.reset(&["--device", "1"]);
+        assert_eq!(
+            (code, outcome(&document)),
+            (0, ("done", "")),
+            "{name}: {document}"
+        );
+        assert_eq!(
+            host.calls(),
+            ["(plain)", "-L", "topo -m", "-r -i 1", "-L", "topo -m"],
+            "{name}"
+        );
+        assert_eq!(document["group"], serde_json::json!([0, 1, 2, 3]), "{name}");
+        assert_eq!(document["verified"].as_array().unwrap().len(), 8, "{name}");
+    }
+}
+
+#[test]
+fn a_healthy_reset_reports_the_target_its_group_and_every_gpu_verified() {
     needs_root!();
     let host = Host::new();
     let (code, mut document) = host.reset(&["--device", "1"]);
@@ -30,57 +68,56 @@ fn a_healthy_reset_is_done_with_exactly_one_reset_call() {
     assert!(document["elapsed_ms"].as_u64().unwrap() < 5000);
     document["elapsed_ms"] = "[elapsed]".into();
     insta::assert_json_snapshot!("reset_done", document);
-    let calls = std::fs::read_to_string(host.path("bin/calls")).unwrap();
-    assert_eq!(
-        calls
-            .lines()
-            .filter(|l| l.starts_with("-r"))
-            .collect::<Vec<_>>(),
-        ["-r -i 1"]
-    );
-    assert!(
-        calls.starts_with("--show-version\n--show-process\n-L\n-r -i 1\n-L\n"),
-        "{calls}"
-    );
 }
 
 #[test]
 fn a_pci_address_is_reset_by_its_node_id() {
     needs_root!();
     let host = Host::new();
-    let (code, _) = host.reset(&["--device", "0000:07:00.0"]);
+    let (code, _) = host.reset(&["--device", "0000:0f:00.0"]);
     assert_eq!(code, 0);
-    assert!(
-        std::fs::read_to_string(host.path("bin/calls"))
-            .unwrap()
-            .contains("-r -i 1\n")
-    );
+    assert!(host.calls().contains(&"-r -i 1".to_owned()));
 }
 
 #[test]
-fn a_process_on_the_gpus_blocks_with_gpu_busy_and_resets_nothing() {
+fn a_process_whose_name_has_spaces_blocks_with_gpu_busy_naming_it() {
     needs_root!();
-    let host = Host::new();
-    host.write(
-        "bin/processes",
-        "GPU  PID    Process name          GPU Memory\n0    4242   python3               1024MiB\n",
-    );
-    let (code, document) = host.reset(&["--device", "1"]);
-    assert_eq!((code, outcome(&document)), (3, ("blocked", "gpu_busy")));
-    assert_eq!(host.resets(), 0);
+    for (name, layout) in LAYOUTS {
+        let host = Host::of(layout);
+        host.edit(
+            "bin/plain",
+            "bin/plain",
+            "|  no process found                                                               |",
+            "|  2                  3496691         vllm serve qwen              4066           |",
+        );
+        let (code, document) = host.reset(&["--device", "1"]);
+        assert_eq!(
+            (code, outcome(&document)),
+            (3, ("blocked", "gpu_busy")),
+            "{name}"
+        );
+        assert!(
+            detail(&document).contains("3496691 vllm serve qwen (GPU 2)"),
+            "{document}"
+        );
+        assert_nothing_changed(&host);
+    }
 }
 
 #[test]
 fn a_driver_in_use_blocks_and_resets_nothing() {
     needs_root!();
     let host = Host::new();
-    host.write("proc/modules", "metax 4194304 1 - Live 0x0\n");
+    host.write(
+        "proc/modules",
+        "metax 1605632 1 - Live 0x0000000000000000\n",
+    );
     let (code, document) = host.reset(&["--device", "1"]);
     assert_eq!(
         (code, outcome(&document)),
         (3, ("blocked", "driver_in_use"))
     );
-    assert_eq!(host.resets(), 0);
+    assert_nothing_changed(&host);
 }
 
 #[test]
@@ -93,19 +130,100 @@ fn a_driver_not_loaded_blocks_and_resets_nothing() {
         (code, outcome(&document)),
         (3, ("blocked", "driver_not_loaded"))
     );
+    assert_nothing_changed(&host);
+}
+
+#[test]
+fn a_kernel_driver_older_than_2_4_1_blocks_with_driver_too_old_in_both_layouts() {
+    needs_root!();
+    for (name, layout, from) in [
+        (
+            "board",
+            BOARD_NO_BANNER,
+            "Kernel Mode Driver Version: 3.4.4 ",
+        ),
+        (
+            "GPU NAME",
+            GPU_NAME_BANNER,
+            "Kernel Mode Driver Version: 2.15.9",
+        ),
+    ] {
+        let host = Host::of(layout);
+        host.edit(
+            "bin/plain",
+            "bin/plain",
+            from,
+            "Kernel Mode Driver Version: 2.3.0 ",
+        );
+        let (code, document) = host.reset(&["--device", "1"]);
+        assert_eq!(
+            (code, outcome(&document)),
+            (3, ("blocked", "driver_too_old")),
+            "{name}: {document}"
+        );
+        assert!(detail(&document).contains("kernel driver 2.3.0 is older than 2.4.1"));
+        assert_nothing_changed(&host);
+    }
+}
+
+#[test]
+fn a_bios_older_than_1_12_blocks_with_driver_too_old() {
+    needs_root!();
+    let host = Host::of(GPU_NAME_BANNER);
+    host.edit(
+        "bin/plain",
+        "bin/plain",
+        "BIOS Version: 1.25.1.0",
+        "BIOS Version: 1.11.9.0",
+    );
+    let (code, document) = host.reset(&["--device", "1"]);
+    assert_eq!(
+        (code, outcome(&document)),
+        (3, ("blocked", "driver_too_old"))
+    );
+    assert_nothing_changed(&host);
 }
 
 #[test]
 fn another_vendors_mx_smi_blocks_with_mx_smi_unavailable() {
     needs_root!();
     let host = Host::new();
-    host.write("bin/version", "mx-smi 1.0 (not MetaX)\n");
+    host.write("bin/plain", OTHER_VENDOR);
     let (code, document) = host.reset(&["--device", "1"]);
     assert_eq!(
         (code, outcome(&document)),
         (3, ("blocked", "mx_smi_unavailable"))
     );
-    assert_eq!(host.resets(), 0);
+    assert!(detail(&document).contains("is not MetaX's"), "{document}");
+    assert_nothing_changed(&host);
+}
+
+#[test]
+fn a_process_section_that_does_not_read_blocks_and_is_never_idle() {
+    needs_root!();
+    let host = Host::new();
+    host.edit(
+        "bin/plain",
+        "bin/plain",
+        "|  no process found                                                               |",
+        "|  some text this reader does not know                                            |",
+    );
+    let line = host
+        .read("bin/plain")
+        .lines()
+        .position(|line| line.contains("some text this reader"))
+        .unwrap()
+        + 1;
+    let (code, document) = host.reset(&["--device", "1"]);
+    assert_eq!(
+        (code, outcome(&document)),
+        (3, ("blocked", "mx_smi_unavailable"))
+    );
+    assert!(
+        detail(&document).contains(&format!("line {line}:")),
+        "{document}"
+    );
+    assert_nothing_changed(&host);
 }
 
 #[test]
@@ -118,49 +236,70 @@ fn an_absent_mx_smi_blocks_with_mx_smi_unavailable() {
         (code, outcome(&document)),
         (3, ("blocked", "mx_smi_unavailable"))
     );
-    assert!(
-        document["detail"]
-            .as_str()
-            .unwrap()
-            .contains("does not exist")
-    );
+    assert!(detail(&document).contains("does not exist"));
 }
 
 #[test]
 fn an_unknown_device_blocks_and_resets_nothing() {
     needs_root!();
     let host = Host::new();
-    let (code, document) = host.reset(&["--device", "7"]);
+    let (code, document) = host.reset(&["--device", "9"]);
     assert_eq!(
         (code, outcome(&document)),
         (3, ("blocked", "unknown_device"))
     );
-    assert_eq!(host.resets(), 0);
+    assert_nothing_changed(&host);
 }
 
 #[test]
 fn a_listing_without_gpu_rows_blocks_instead_of_finding_no_gpus() {
     needs_root!();
     let host = Host::new();
-    host.write("bin/listing", "mx-smi version: 2.2.1\nno devices\n");
+    host.write("bin/listing", "mx-smi  version: 2.2.9\n");
     let (code, document) = host.reset(&["--device", "all"]);
     assert_eq!(
         (code, outcome(&document)),
         (3, ("blocked", "mx_smi_unavailable"))
     );
+    assert_nothing_changed(&host);
 }
 
 #[test]
-fn a_dry_run_records_no_reset_call() {
+fn an_unreadable_kernel_log_blocks_in_the_preflight_and_changes_nothing() {
     needs_root!();
     let host = Host::new();
-    let (code, document) = host.reset(&["--device", "all", "--dry-run"]);
-    assert_eq!((code, outcome(&document)), (0, ("dry_run", "")));
+    std::fs::remove_file(host.path("bin/kmsg")).unwrap();
+    let (code, document) = host.reset(&["--device", "1"]);
     assert_eq!(
-        document["gpus"],
-        serde_json::json!(["0000:06:00.0", "0000:07:00.0"])
+        (code, outcome(&document)),
+        (3, ("blocked", "kernel_log_unreadable"))
     );
-    assert_eq!(host.resets(), 0);
+    assert!(detail(&document).contains("bin/kmsg"), "{document}");
+    assert_nothing_changed(&host);
+}
+
+#[test]
+fn a_dry_run_records_no_reset_call_and_names_the_group() {
+    needs_root!();
+    let host = Host::new();
+    let (code, document) = host.reset(&["--device", "5", "--dry-run"]);
+    assert_eq!((code, outcome(&document)), (0, ("dry_run", "")));
+    assert_eq!(document["gpus"], serde_json::json!(["0000:36:00.0"]));
+    assert_eq!(document["group"], serde_json::json!([4, 5, 6, 7]));
+    assert_nothing_changed(&host);
+}
+
+#[test]
+fn a_topology_that_does_not_read_is_a_warning_and_the_group_stays_unknown() {
+    needs_root!();
+    let host = Host::new();
+    host.write("bin/topo", "mx-smi: topo is not supported on this device\n");
+    let (code, document) = host.reset(&["--device", "1"]);
+    assert_eq!((code, outcome(&document)), (0, ("done", "")), "{document}");
+    assert_eq!(document["group"], serde_json::Value::Null);
+    let warnings = document["warnings"].to_string();
+    assert!(warnings.contains("topology does not read"), "{warnings}");
+    assert_eq!(host.calls(), ["(plain)", "-L", "topo -m", "-r -i 1", "-L"]);
 }
 
 #[test]
@@ -178,16 +317,12 @@ fn a_hung_reset_is_killed_at_the_windows_end_and_needs_a_cold_reboot() {
         started.elapsed()
             < Duration::from_secs(1) + Duration::from_millis(500) + Duration::from_secs(2)
     );
-    let pid: u32 = std::fs::read_to_string(host.path("bin/reset-pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid: u32 = host.read("bin/reset-pid").trim().parse().unwrap();
     assert!(!alive(pid), "mx-smi -r still running");
 }
 
 #[test]
-fn a_reset_error_needs_a_cold_reboot() {
+fn a_reset_that_exits_1_needs_a_cold_reboot() {
     needs_root!();
     let host = Host::new();
     host.write("bin/reset-mode", "error");
@@ -196,45 +331,70 @@ fn a_reset_error_needs_a_cold_reboot() {
         (code, outcome(&document)),
         (4, ("cold_reboot_required", "reset_error"))
     );
-    assert!(
-        document["detail"]
-            .as_str()
-            .unwrap()
-            .contains("warm reset failed on GPU#1")
+    assert!(detail(&document).contains("warm reset failed on GPU#1"));
+}
+
+#[test]
+fn a_reset_that_exits_0_but_says_it_failed_needs_a_cold_reboot() {
+    needs_root!();
+    let host = Host::new();
+    host.write("bin/reset-mode", "says-failed");
+    let (code, document) = host.reset(&["--device", "1"]);
+    assert_eq!(
+        (code, outcome(&document)),
+        (4, ("cold_reboot_required", "reset_error"))
     );
+    assert!(
+        detail(&document).contains("GPU#1: Reset Failed"),
+        "{document}"
+    );
+    assert_eq!(host.resets(), 1);
 }
 
 #[test]
 fn a_gpu_missing_after_the_reset_needs_a_cold_reboot() {
     needs_root!();
     let host = Host::new();
-    host.write(
-        "bin/listing-after",
-        &LISTING
-            .lines()
-            .filter(|l| !l.starts_with("GPU#1"))
-            .collect::<Vec<_>>()
-            .join("\n"),
-    );
+    let listing: Vec<String> = host
+        .read("bin/listing")
+        .lines()
+        .filter(|line| !line.starts_with("GPU#1 "))
+        .map(|line| format!("{line}\n"))
+        .collect();
+    host.write("bin/listing-after", &listing.concat());
     let (code, document) = host.reset(&["--device", "0", "--window", "2"]);
     assert_eq!(
         (code, outcome(&document)),
         (4, ("cold_reboot_required", "gpu_missing"))
     );
+    assert!(
+        detail(&document).contains("GPU#1 (0000:0f:00.0)"),
+        "{document}"
+    );
 }
 
 #[test]
-fn a_gpu_unavailable_after_the_reset_needs_a_cold_reboot() {
+fn a_gpu_not_available_when_the_window_ends_needs_a_cold_reboot() {
     needs_root!();
     let host = Host::new();
-    host.write(
+    host.edit(
+        "bin/listing",
         "bin/listing-after",
-        &LISTING.replacen("Available", "Unavailable", 1),
+        "Available (UUID: GPU-5a1e2222-bcef-1502-e2db-752724095702)",
+        "Not Available(hardware error)",
     );
+    let started = Instant::now();
     let (code, document) = host.reset(&["--device", "0", "--window", "2"]);
     assert_eq!(
         (code, outcome(&document)),
         (4, ("cold_reboot_required", "gpu_unavailable"))
+    );
+    assert!(detail(&document).contains("GPU#2 is Not Available(hardware error)"));
+    // It was polled until the window's end, not given up on at once.
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
     );
 }
 
@@ -248,12 +408,38 @@ fn kernel_errors_after_the_reset_need_a_cold_reboot() {
         (code, outcome(&document)),
         (4, ("cold_reboot_required", "kernel_errors"))
     );
-    assert!(
-        document["detail"]
-            .as_str()
-            .unwrap()
-            .contains("fatal link error")
-    );
+    assert!(detail(&document).contains("fatal link error"));
+}
+
+#[test]
+fn a_metaxlink_that_does_not_come_back_needs_a_cold_reboot() {
+    needs_root!();
+    for (name, layout) in LAYOUTS {
+        let host = Host::of(layout);
+        // After the reset, GPU1 no longer reaches GPU2 by MetaXLink (both sides of the matrix).
+        let topo = host.read("bin/topo");
+        let lines: Vec<String> = topo
+            .lines()
+            .map(|line| {
+                let mut words: Vec<&str> = line.split_whitespace().collect();
+                match words.first() {
+                    Some(&"GPU1") => words[3] = "SYS",
+                    Some(&"GPU2") => words[2] = "SYS",
+                    _ => return line.to_owned(),
+                }
+                words.join("    ")
+            })
+            .collect();
+        host.write("bin/topo-after", &(lines.join("\n") + "\n"));
+        let (code, document) = host.reset(&["--device", "1"]);
+        assert_eq!(
+            (code, outcome(&document)),
+            (4, ("cold_reboot_required", "topology_wrong")),
+            "{name}: {document}"
+        );
+        assert!(detail(&document).contains("GPU#1-GPU#2"), "{document}");
+        assert_eq!(host.resets(), 1);
+    }
 }
 
 #[test]
@@ -330,8 +516,11 @@ fn the_text_output_shows_each_step_and_the_outcome() {
             "preflight: versions",
             "preflight: processes",
             "preflight: target",
+            "preflight: topology",
+            "preflight: kernel log",
             "resetting",
             "verifying",
+            "checking the topology",
             "checking the kernel log",
             "done",
         ]

@@ -28,7 +28,8 @@ pub struct ResetReport {
     pub gpus: Vec<Bdf>,
     /// Every GPU listed before the reset (all verified after it).
     pub verified: Vec<Bdf>,
-    /// The interconnect group of the named GPUs, when the backend knows it (node IDs).
+    /// The interconnect groups of the named GPUs (node IDs), from `mx-smi topo -m`; `None`
+    /// when it did not read.
     pub group: Option<Vec<u32>>,
     /// How long the run took.
     pub elapsed: Duration,
@@ -91,15 +92,8 @@ pub fn execute(
                 Action::ReadVersions => Some(Event::Versions(backend.versions())),
                 Action::ListProcesses => Some(Event::Processes(backend.processes())),
                 Action::ListGpus => Some(Event::Listing(backend.list())),
-                Action::MarkKernelLog => {
-                    if let Err(why) = backend.mark_kernel_log() {
-                        warn(
-                            &mut warnings,
-                            format!("the kernel log could not be marked: {why}"),
-                        );
-                    }
-                    None
-                }
+                Action::ReadTopology => Some(Event::Topology(backend.topology())),
+                Action::MarkKernelLog => Some(Event::KernelLog(backend.mark_kernel_log())),
                 Action::WriteJournal { target } => {
                     journal.begin(InFlight {
                         target,
@@ -147,7 +141,6 @@ pub fn execute(
     Ok(report(
         config,
         state,
-        backend,
         warnings,
         clock.now().saturating_sub(started),
     ))
@@ -161,7 +154,6 @@ fn warn(warnings: &mut Vec<String>, message: String) {
 fn report(
     config: &MachineConfig,
     end: State,
-    backend: &mut dyn Backend,
     warnings: Vec<String>,
     elapsed: Duration,
 ) -> ResetReport {
@@ -204,9 +196,7 @@ fn report(
                 None,
             ),
         };
-    let group = target
-        .and_then(|target| target.named.first())
-        .and_then(|row| backend.group_of(row.node));
+    let group = target.and_then(Target::group);
     ResetReport {
         outcome,
         reason,

@@ -2,9 +2,12 @@
 //!
 //! - [`machine::step`] is a pure `step(config, state, event, now) -> (state, actions)` with an
 //!   exhaustive transition function: preflight (root, `mx-smi`, the `metax` driver unused,
-//!   versions, no process, the ID), the reset inside its window (90 s), verification by polling
-//!   `mx-smi -L`, the kernel log; and the ends `Blocked(reason)` (nothing changed) and
+//!   versions, no process, the ID, the MetaXLink topology, a readable kernel log), the reset
+//!   inside its window (90 s), verification by polling `mx-smi -L` and reading `mx-smi topo -m`
+//!   again, the kernel log; and the ends `Blocked(reason)` (nothing changed) and
 //!   `ColdRebootRequired(reason)`.
+//! - [`mx_smi`] reads what `mx-smi` prints, written against its published outputs (kept with
+//!   their sources in `tests/data/mx-smi/`), failing closed on what it does not know.
 //! - [`execute()`] drives it through a [`Backend`] — [`MxSmiBackend`] (real `mx-smi` through the
 //!   `gpu-probe` runner, `/proc/modules`, `/dev/kmsg`) or [`SimHost`] (a simulated host with
 //!   faults) — on a [`Clock`] ([`SystemClock`] or [`VirtualClock`]), holding the host GPU lock

@@ -2,7 +2,7 @@
 //! the next state and the actions to perform. No I/O, no clock: time comes in as `now`.
 
 use crate::host_files::DriverUse;
-use crate::mx_smi::{GpuRow, GpuState, VersionCheck};
+use crate::mx_smi::{GpuProcess, GpuRow, GpuState, Topology, VersionCheck, describe_processes};
 use crate::reasons::{BlockedReason, ColdRebootReason, OutcomeKind};
 use crate::target::Target;
 use std::time::Duration;
@@ -55,6 +55,16 @@ pub enum State {
     CheckingProcesses,
     /// Preflight: which GPUs does the ID name?
     ResolvingTarget,
+    /// Preflight: the MetaXLink links (`mx-smi topo -m`), to name the group and verify them.
+    ReadingTopology {
+        /// The GPUs.
+        target: Target,
+    },
+    /// Preflight: can the kernel log be read (its end is noted for the verification)?
+    CheckingKernelLog {
+        /// The GPUs.
+        target: Target,
+    },
     /// `mx-smi -r` was issued; the window ends at `deadline`.
     Resetting {
         /// The GPUs.
@@ -68,6 +78,11 @@ pub enum State {
         target: Target,
         /// The end of the window.
         deadline: Duration,
+    },
+    /// Every GPU is back in its place; are the MetaXLink links back?
+    CheckingTopology {
+        /// The GPUs.
+        target: Target,
     },
     /// Every GPU is back; reading the kernel log.
     CheckingKernel {
@@ -131,8 +146,11 @@ impl State {
             Self::CheckingVersions => "preflight: versions",
             Self::CheckingProcesses => "preflight: processes",
             Self::ResolvingTarget => "preflight: target",
+            Self::ReadingTopology { .. } => "preflight: topology",
+            Self::CheckingKernelLog { .. } => "preflight: kernel log",
             Self::Resetting { .. } => "resetting",
             Self::Verifying { .. } => "verifying",
+            Self::CheckingTopology { .. } => "checking the topology",
             Self::CheckingKernel { .. } => "checking the kernel log",
             Self::Done { .. } => "done",
             Self::DryRun { .. } => "dry run",
@@ -173,12 +191,16 @@ pub enum Event {
     MxSmi(Result<(), String>),
     /// The `metax` driver's use.
     Driver(DriverUse),
-    /// The versions, or why `mx-smi --show-version` gave none (not MetaX's, failed).
+    /// The versions, or why `mx-smi` gave none (not MetaX's, failed).
     Versions(Result<VersionCheck, String>),
-    /// The pids using the GPUs, or why the listing failed.
-    Processes(Result<Vec<u32>, String>),
+    /// The processes using the GPUs, or why the process section did not read.
+    Processes(Result<Vec<GpuProcess>, String>),
     /// `mx-smi -L`, or why it failed.
     Listing(Result<Vec<GpuRow>, String>),
+    /// `mx-smi topo -m`, or why it did not read.
+    Topology(Result<Topology, String>),
+    /// The end of the kernel log was noted, or why it could not be read.
+    KernelLog(Result<(), String>),
     /// `mx-smi -r` ended: `Ok` on success, `Err` with what it reported.
     ResetExited(Result<(), String>),
     /// `mx-smi -r` did not end within the window and was killed.
@@ -209,7 +231,9 @@ pub enum Action {
     ListProcesses,
     /// → [`Event::Listing`].
     ListGpus,
-    /// Note the end of the kernel log (no event).
+    /// → [`Event::Topology`].
+    ReadTopology,
+    /// Note the end of the kernel log → [`Event::KernelLog`].
     MarkKernelLog,
     /// Record the reset in flight (no event; a failure stops the run before the reset).
     WriteJournal {
@@ -343,16 +367,13 @@ pub fn step(
             actions.push(Action::ListProcesses);
             (S::CheckingProcesses, actions)
         }
-        (S::CheckingProcesses, E::Processes(Ok(pids))) if pids.is_empty() => {
+        (S::CheckingProcesses, E::Processes(Ok(processes))) if processes.is_empty() => {
             (S::ResolvingTarget, vec![Action::ListGpus])
         }
-        (S::CheckingProcesses, E::Processes(Ok(pids))) => {
-            let pids: Vec<String> = pids.iter().map(u32::to_string).collect();
-            blocked(
-                BlockedReason::GpuBusy,
-                format!("processes use the GPUs: {}", pids.join(", ")),
-            )
-        }
+        (S::CheckingProcesses, E::Processes(Ok(processes))) => blocked(
+            BlockedReason::GpuBusy,
+            format!("processes use the GPUs: {}", describe_processes(&processes)),
+        ),
         (S::CheckingProcesses, E::Processes(Err(why))) => {
             blocked(BlockedReason::MxSmiUnavailable, why)
         }
@@ -362,22 +383,40 @@ pub fn step(
                 BlockedReason::UnknownDevice,
                 format!("{:?} names no GPU of mx-smi -L", config.id),
             ),
-            Some(target) if config.dry_run => (S::DryRun { target }, Vec::new()),
-            Some(target) => {
-                let deadline = now + config.window;
-                let actions = vec![
-                    Action::MarkKernelLog,
-                    Action::WriteJournal {
-                        target: target.clone(),
-                    },
-                    Action::IssueReset {
-                        mx_smi_id: target.mx_smi_id.clone(),
-                        deadline,
-                    },
-                ];
-                (S::Resetting { target, deadline }, actions)
-            }
+            Some(target) => (S::ReadingTopology { target }, vec![Action::ReadTopology]),
         },
+        (S::ReadingTopology { mut target }, E::Topology(topology)) => {
+            let mut actions = Vec::new();
+            match topology {
+                Ok(topology) => target.topology = Some(topology),
+                Err(why) => actions.push(Action::Warn(format!(
+                    "the MetaXLink topology does not read, so the interconnect groups are unknown \
+                     and the links are not verified: {why}"
+                ))),
+            }
+            actions.push(Action::MarkKernelLog);
+            (S::CheckingKernelLog { target }, actions)
+        }
+        (S::CheckingKernelLog { .. }, E::KernelLog(Err(why))) => blocked(
+            BlockedReason::KernelLogUnreadable,
+            format!("the reset could not be verified: {why}"),
+        ),
+        (S::CheckingKernelLog { target }, E::KernelLog(Ok(()))) if config.dry_run => {
+            (S::DryRun { target }, Vec::new())
+        }
+        (S::CheckingKernelLog { target }, E::KernelLog(Ok(()))) => {
+            let deadline = now + config.window;
+            let actions = vec![
+                Action::WriteJournal {
+                    target: target.clone(),
+                },
+                Action::IssueReset {
+                    mx_smi_id: target.mx_smi_id.clone(),
+                    deadline,
+                },
+            ];
+            (S::Resetting { target, deadline }, actions)
+        }
         (S::Resetting { target, deadline }, E::ResetExited(Ok(()))) => {
             (S::Verifying { target, deadline }, vec![Action::ListGpus])
         }
@@ -395,6 +434,35 @@ pub fn step(
         (S::Verifying { target, deadline }, E::Tick) => {
             (S::Verifying { target, deadline }, vec![Action::ListGpus])
         }
+        (S::CheckingTopology { target }, E::Topology(Ok(after))) => {
+            let lost = target
+                .topology
+                .as_ref()
+                .map(|before| before.lost_links(&after))
+                .unwrap_or_default();
+            if lost.is_empty() {
+                return (S::CheckingKernel { target }, vec![Action::ReadKernelErrors]);
+            }
+            let lost: Vec<String> = lost
+                .iter()
+                .map(|(a, b)| format!("GPU#{a}-GPU#{b}"))
+                .collect();
+            cold(
+                ColdRebootReason::TopologyWrong,
+                format!("MetaXLink not back: {}", lost.join(", ")),
+                target,
+            )
+        }
+        (S::CheckingTopology { target }, E::Topology(Err(why))) => (
+            S::CheckingKernel { target },
+            vec![
+                Action::Warn(format!(
+                    "the MetaXLink topology does not read after the reset, so the links are not \
+                     verified: {why}"
+                )),
+                Action::ReadKernelErrors,
+            ],
+        ),
         (S::CheckingKernel { target }, E::KernelErrors(Ok(errors))) if errors.is_empty() => {
             (S::Done { target }, vec![Action::CloseJournal])
         }
@@ -420,8 +488,11 @@ pub fn step(
             | S::CheckingVersions
             | S::CheckingProcesses
             | S::ResolvingTarget
+            | S::ReadingTopology { .. }
+            | S::CheckingKernelLog { .. }
             | S::Resetting { .. }
             | S::Verifying { .. }
+            | S::CheckingTopology { .. }
             | S::CheckingKernel { .. }
             | S::Done { .. }
             | S::DryRun { .. }
@@ -460,6 +531,12 @@ fn verify(
                 ColdRebootReason::TopologyWrong,
                 format!("PCI address or UUID changed: {}", moved.join(", ")),
                 target,
+            );
+        }
+        if target.topology.is_some() {
+            return (
+                State::CheckingTopology { target },
+                vec![Action::ReadTopology],
             );
         }
         return (

@@ -3,7 +3,7 @@
 
 use crate::backend::{Backend, ResetEnd};
 use crate::host_files::{DriverUse, metax_use, read_kmsg};
-use crate::mx_smi::{self, GpuRow, VersionCheck};
+use crate::mx_smi::{self, GpuProcess, GpuRow, Topology, VersionCheck};
 use gpu_probe::run::{RunResult, RunSpec, check_program, run};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +22,8 @@ pub struct MxSmiBackend {
     proc_root: PathBuf,
     kmsg: PathBuf,
     mark: Option<u64>,
+    /// What plain `mx-smi` printed for the versions, kept for the process section.
+    plain: Option<String>,
 }
 
 impl MxSmiBackend {
@@ -38,7 +40,26 @@ impl MxSmiBackend {
             proc_root: proc_root.into(),
             kmsg: kmsg.into(),
             mark: None,
+            plain: None,
         }
+    }
+
+    /// Plain `mx-smi`, which must be MetaX's: its output is read for the versions and the
+    /// processes.
+    fn plain(&mut self) -> Result<String, String> {
+        let text = self.query(&[])?;
+        if !mx_smi::is_metax(&text) {
+            return Err(format!(
+                "the mx-smi at {} is not MetaX's: its output has no `mx-smi version:` banner, no \
+                 `MetaX System Management Interface Log` title and no `MX-SMI` header",
+                self.found
+                    .as_deref()
+                    .map(Path::display)
+                    .map(|d| d.to_string())
+                    .unwrap_or_default()
+            ));
+        }
+        Ok(text)
     }
 
     fn query(&mut self, args: &[&str]) -> Result<String, String> {
@@ -109,28 +130,28 @@ impl Backend for MxSmiBackend {
     }
 
     fn versions(&mut self) -> Result<VersionCheck, String> {
-        let text = self.query(&["--show-version"])?;
-        if !mx_smi::is_metax(&text) {
-            return Err(format!(
-                "the mx-smi at {} is not MetaX's: its --show-version has no \"mx-smi version\" line",
-                self.found
-                    .as_deref()
-                    .map(Path::display)
-                    .map(|d| d.to_string())
-                    .unwrap_or_default()
-            ));
-        }
-        Ok(mx_smi::check_versions(&text))
+        let text = self.plain()?;
+        let versions = mx_smi::parse_header(&text).map_err(|error| error.to_string())?;
+        self.plain = Some(text);
+        Ok(mx_smi::check_versions(&versions))
     }
 
-    fn processes(&mut self) -> Result<Vec<u32>, String> {
-        let text = self.query(&["--show-process"])?;
-        mx_smi::parse_processes(&text).map_err(|error| format!("mx-smi --show-process: {error}"))
+    fn processes(&mut self) -> Result<Vec<GpuProcess>, String> {
+        let text = match self.plain.take() {
+            Some(text) => text,
+            None => self.plain()?,
+        };
+        mx_smi::parse_processes(&text).map_err(|error| error.to_string())
     }
 
     fn list(&mut self) -> Result<Vec<GpuRow>, String> {
         let text = self.query(&["-L"])?;
-        mx_smi::parse_listing(&text).map_err(|error| format!("mx-smi -L: {error}"))
+        mx_smi::parse_listing(&text).map_err(|error| error.to_string())
+    }
+
+    fn topology(&mut self) -> Result<Topology, String> {
+        let text = self.query(&["topo", "-m"])?;
+        mx_smi::parse_topology(&text).map_err(|error| error.to_string())
     }
 
     fn mark_kernel_log(&mut self) -> Result<(), String> {
@@ -166,7 +187,17 @@ impl Backend for MxSmiBackend {
         let spec = RunSpec::new(&program, within).args(["-r", "-i", mx_smi_id]);
         let output = run(&spec);
         match output.result {
-            RunResult::Exited(0) => ResetEnd::Finished,
+            RunResult::Exited(0) => {
+                let said = [output.stdout.as_slice(), output.stderr.as_slice()]
+                    .map(String::from_utf8_lossy)
+                    .join("\n");
+                match mx_smi::reset_failure(&said) {
+                    Some(line) => {
+                        ResetEnd::Failed(format!("{} exited 0 but said: {line}", spec.display()))
+                    }
+                    None => ResetEnd::Finished,
+                }
+            }
             RunResult::TimedOut => ResetEnd::Hung,
             result => ResetEnd::Failed(format!(
                 "{}: {result}{}",
@@ -174,9 +205,5 @@ impl Backend for MxSmiBackend {
                 stderr_tail(&output.stderr)
             )),
         }
-    }
-
-    fn group_of(&mut self, _node: u32) -> Option<Vec<u32>> {
-        None
     }
 }

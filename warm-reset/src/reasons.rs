@@ -9,12 +9,14 @@ gpu_partition_types::token_enum! {
         DriverNotLoaded = "driver_not_loaded",
         /// The `metax` use count is not 0 (or does not read).
         DriverInUse = "driver_in_use",
-        /// `mx-smi`, the kernel driver or the VBIOS is older than the guide asks.
+        /// `mx-smi`, the kernel driver or the BIOS is older than the guide asks.
         DriverTooOld = "driver_too_old",
-        /// `mx-smi --show-process` lists processes.
+        /// The process section of `mx-smi` lists processes.
         GpuBusy = "gpu_busy",
         /// The ID names no GPU of `mx-smi -L`.
         UnknownDevice = "unknown_device",
+        /// The kernel log cannot be opened or read: the reset could not be verified.
+        KernelLogUnreadable = "kernel_log_unreadable",
         /// The journal records a reset still inside its window.
         ResetInFlight = "reset_in_flight",
         /// Another GPU operation holds the host lock.
@@ -29,7 +31,7 @@ gpu_partition_types::token_enum! {
     pub enum ColdRebootReason: "cold-reboot reason" {
         /// `mx-smi -r` did not end within the window (it was killed).
         ResetHung = "reset_hung",
-        /// `mx-smi -r` reported an error.
+        /// `mx-smi -r` failed, or exited 0 with output that says error or fail.
         ResetError = "reset_error",
         /// A GPU listed before the reset is absent after it.
         GpuMissing = "gpu_missing",
@@ -37,7 +39,8 @@ gpu_partition_types::token_enum! {
         GpuUnavailable = "gpu_unavailable",
         /// The kernel logged errors after the reset.
         KernelErrors = "kernel_errors",
-        /// Node IDs, PCI addresses or UUIDs changed.
+        /// Node IDs, PCI addresses or UUIDs changed, or a MetaXLink (`MX` in `mx-smi topo -m`)
+        /// did not come back.
         TopologyWrong = "topology_wrong",
     }
 }

@@ -1,12 +1,16 @@
 //! A simulated MetaX host: GPUs in interconnect groups, processes, the driver's use count, a
 //! reset that takes time, and faults. It implements [`Backend`], so the same machine and
 //! executor run on it; tests run it on a [`VirtualClock`](crate::VirtualClock).
+//!
+//! What it answers goes through the real parsers: it prints plain `mx-smi`, `mx-smi -L` and
+//! `mx-smi topo -m` in their published layouts and reads them back.
 
 use crate::backend::{Backend, ResetEnd};
 use crate::clock::Clock;
 use crate::host_files::DriverUse;
-use crate::mx_smi::{self, GpuRow, GpuState, VersionCheck};
+use crate::mx_smi::{self, GpuProcess, GpuRow, GpuState, Topology, VersionCheck, Versions};
 use gpu_partition_types::Bdf;
+use std::fmt::Write as _;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -16,16 +20,20 @@ use std::time::Duration;
 pub enum Fault {
     /// `mx-smi -r` never ends.
     Hang,
-    /// `mx-smi -r` reports an error.
+    /// `mx-smi -r` exits 1 with an error.
     Error,
+    /// `mx-smi -r` exits 0 but prints that the reset failed.
+    SaysFailed,
     /// This node is gone after the reset.
     GpuMissing(u32),
-    /// This node stays `Unavailable` after the reset.
+    /// This node stays `Not Available` after the reset.
     GpuUnavailable(u32),
     /// The kernel logs errors during the reset.
     KernelErrors,
     /// Two nodes swap PCI addresses after the reset.
     TopologyWrong,
+    /// The MetaXLink between these two nodes does not come back.
+    LinkLost(u32, u32),
 }
 
 /// The simulated host.
@@ -33,16 +41,18 @@ pub enum Fault {
 pub struct SimHost {
     clock: Rc<dyn Clock>,
     gpus: Vec<(GpuRow, u32)>,
-    /// Pids using the GPUs.
-    pub processes: Vec<u32>,
+    /// Processes using the GPUs.
+    pub processes: Vec<GpuProcess>,
     /// The `metax` use count; `None` = not loaded.
     pub driver_use: Option<u32>,
     /// Whether the run is root.
     pub root: bool,
     /// Whether `mx-smi` is there.
     pub mx_smi: bool,
-    /// What `mx-smi --show-version` prints.
-    pub versions: String,
+    /// The versions plain `mx-smi` prints in its header.
+    pub versions: Versions,
+    /// Whether the kernel log can be read.
+    pub kernel_log_readable: bool,
     /// How long a reset takes.
     pub reset_duration: Duration,
     /// How long after `mx-smi -r` returns the GPUs are listed `Available` again.
@@ -88,7 +98,13 @@ impl SimHost {
             driver_use: Some(0),
             root: true,
             mx_smi: true,
-            versions: "mx-smi version: 2.2.1\nKernel Mode Driver Version: 2.9.0\nVBIOS Version: 1.14.0.0\n".to_owned(),
+            versions: Versions {
+                mx_smi: Some("2.3.1".to_owned()),
+                kernel_driver: Some("3.8.30".to_owned()),
+                bios: Some("1.33.5.0".to_owned()),
+                maca: Some("3.7.1.5".to_owned()),
+            },
+            kernel_log_readable: true,
             reset_duration: Duration::from_secs(2),
             recovery: Duration::ZERO,
             fault: None,
@@ -123,6 +139,140 @@ impl SimHost {
     }
 }
 
+impl SimHost {
+    /// What plain `mx-smi` prints on this host (the `Board Name` layout of mx-smi 2.3.1).
+    pub fn plain_text(&self) -> String {
+        let version = |value: &Option<String>| value.clone().unwrap_or_else(|| "unknown".into());
+        let mut text = format!(
+            "mx-smi  version: {}\n\n=================== MetaX System Management Interface Log ===================\n\
+             Timestamp                                         : Mon Sep  7 07:00:31 2026\n\n\
+             Attached GPUs                                     : {}\n",
+            version(&self.versions.mx_smi),
+            self.gpus.len()
+        );
+        let edge = format!("+{}+\n", "-".repeat(81));
+        text.push_str(&edge);
+        let _ = writeln!(
+            text,
+            "| {:<80}|",
+            format!(
+                "MX-SMI {:<28}Kernel Mode Driver Version: {}",
+                version(&self.versions.mx_smi),
+                version(&self.versions.kernel_driver)
+            )
+        );
+        let _ = writeln!(
+            text,
+            "| {:<80}|",
+            format!(
+                "MACA Version: {:<21}BIOS Version: {}",
+                version(&self.versions.maca),
+                version(&self.versions.bios)
+            )
+        );
+        text.push_str(
+            "|------------------+-----------------+---------------------+----------------------|\n",
+        );
+        text.push_str(
+            "| Board       Name | GPU   Persist-M | Bus-id              | GPU-Util      sGPU-M |\n",
+        );
+        text.push_str(
+            "| Pwr:Usage/Cap    | Temp   Perf     | Memory-Usage        | GPU-State            |\n",
+        );
+        text.push_str(
+            "|==================+=================+=====================+======================|\n",
+        );
+        for (row, _) in &self.gpus {
+            let _ = writeln!(
+                text,
+                "| {:<5} MetaX C500 | {:<11} Off | {}        | 0%          Disabled |",
+                row.node, row.node, row.bdf
+            );
+            text.push_str("| 37W / 350W       | 32C          P0 | 826/65536 MiB       | Available            |\n");
+            text.push_str("+------------------+-----------------+---------------------+----------------------+\n");
+        }
+        text.push('\n');
+        text.push_str(&edge);
+        text.push_str(&format!("| {:<80}|\n", "Process:"));
+        text.push_str(
+            "|  GPU                    PID         Process Name                 GPU Memory     |\n",
+        );
+        text.push_str(
+            "|                                                                  Usage(MiB)     |\n",
+        );
+        text.push_str(&format!("|{}|\n", "=".repeat(81)));
+        if self.processes.is_empty() {
+            text.push_str(&format!("|  {:<79}|\n", "no process found"));
+        }
+        for process in &self.processes {
+            text.push_str(&format!(
+                "|  {:<19}{:<16}{:<29}{:<15}|\n",
+                process.gpu, process.pid, process.name, process.memory_mib
+            ));
+        }
+        text.push_str(&edge);
+        text.push_str("\nEnd of Log\n");
+        text
+    }
+
+    /// What `mx-smi -L` prints on this host now.
+    pub fn listing_text(&self) -> String {
+        let now = self.clock.now();
+        let mut rows = Vec::new();
+        for (row, _) in &self.gpus {
+            let mut row = row.clone();
+            if let Some((back_at, nodes)) = &self.back_at {
+                if nodes.contains(&row.node) {
+                    match &self.fault {
+                        Some(Fault::GpuMissing(node)) if *node == row.node => continue,
+                        Some(Fault::GpuUnavailable(node)) if *node == row.node => {
+                            row.state = GpuState::NotAvailable("reset".into());
+                            row.uuid = None;
+                        }
+                        _ if now < *back_at => {
+                            row.state = GpuState::NotAvailable("resetting".into());
+                            row.uuid = None;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            rows.push(row);
+        }
+        if self.back_at.is_some() && self.fault == Some(Fault::TopologyWrong) && rows.len() >= 2 {
+            let first = rows[0].bdf;
+            rows[0].bdf = rows[1].bdf;
+            rows[1].bdf = first;
+        }
+        let mut text = format!(
+            "mx-smi  version: {}\n",
+            self.versions.mx_smi.as_deref().unwrap_or("2.3.1")
+        );
+        for row in rows {
+            text.push_str(&row.to_line());
+            text.push('\n');
+        }
+        text
+    }
+
+    /// The MetaXLink links now: every pair inside a group, less a lost link after a reset.
+    pub fn topology_now(&self) -> Topology {
+        let nodes: Vec<u32> = self.gpus.iter().map(|(row, _)| row.node).collect();
+        let mut links = Vec::new();
+        for (a, group_a) in &self.gpus {
+            for (b, group_b) in &self.gpus {
+                if a.node < b.node && group_a == group_b {
+                    links.push((a.node, b.node));
+                }
+            }
+        }
+        if let (Some(_), Some(Fault::LinkLost(x, y))) = (&self.back_at, &self.fault) {
+            links.retain(|link| *link != ((*x).min(*y), (*x).max(*y)));
+        }
+        Topology::new(nodes, links)
+    }
+}
+
 impl Backend for SimHost {
     fn is_root(&mut self) -> bool {
         self.root
@@ -142,41 +292,27 @@ impl Backend for SimHost {
     }
 
     fn versions(&mut self) -> Result<VersionCheck, String> {
-        Ok(mx_smi::check_versions(&self.versions))
+        let text = self.plain_text();
+        let versions = mx_smi::parse_header(&text).map_err(|error| error.to_string())?;
+        Ok(mx_smi::check_versions(&versions))
     }
 
-    fn processes(&mut self) -> Result<Vec<u32>, String> {
-        Ok(self.processes.clone())
+    fn processes(&mut self) -> Result<Vec<GpuProcess>, String> {
+        mx_smi::parse_processes(&self.plain_text()).map_err(|error| error.to_string())
     }
 
     fn list(&mut self) -> Result<Vec<GpuRow>, String> {
-        let now = self.clock.now();
-        let mut rows = Vec::new();
-        for (row, _) in &self.gpus {
-            let mut row = row.clone();
-            if let Some((back_at, nodes)) = &self.back_at {
-                if nodes.contains(&row.node) {
-                    match &self.fault {
-                        Some(Fault::GpuMissing(node)) if *node == row.node => continue,
-                        Some(Fault::GpuUnavailable(node)) if *node == row.node => {
-                            row.state = GpuState::Unavailable
-                        }
-                        _ if now < *back_at => row.state = GpuState::Unavailable,
-                        _ => {}
-                    }
-                }
-            }
-            rows.push(row);
-        }
-        if self.back_at.is_some() && self.fault == Some(Fault::TopologyWrong) && rows.len() >= 2 {
-            let first = rows[0].bdf;
-            rows[0].bdf = rows[1].bdf;
-            rows[1].bdf = first;
-        }
-        Ok(rows)
+        mx_smi::parse_listing(&self.listing_text()).map_err(|error| error.to_string())
+    }
+
+    fn topology(&mut self) -> Result<Topology, String> {
+        mx_smi::parse_topology(&self.topology_now().to_text()).map_err(|error| error.to_string())
     }
 
     fn mark_kernel_log(&mut self) -> Result<(), String> {
+        if !self.kernel_log_readable {
+            return Err("/dev/kmsg: Permission denied (simulated)".to_owned());
+        }
         self.mark = self
             .kernel_log
             .iter()
@@ -220,28 +356,25 @@ impl Backend for SimHost {
         if self.reset_duration > within {
             return ResetEnd::Hung;
         }
-        if self.fault == Some(Fault::Error) {
-            return ResetEnd::Failed(
-                "mx-smi: reset failed: device 0 timed out (simulated)".to_owned(),
-            );
+        match self.fault {
+            Some(Fault::Error) => ResetEnd::Failed(
+                "mx-smi -r exited with code 1: reset failed: device 0 timed out (simulated)"
+                    .to_owned(),
+            ),
+            Some(Fault::SaysFailed) => {
+                let said = format!("GPU#{mx_smi_id}: warm reset failed (simulated)\n");
+                match mx_smi::reset_failure(&said) {
+                    Some(line) => ResetEnd::Failed(format!("mx-smi -r exited 0 but said: {line}")),
+                    None => ResetEnd::Finished,
+                }
+            }
+            _ => ResetEnd::Finished,
         }
-        ResetEnd::Finished
-    }
-
-    fn group_of(&mut self, node: u32) -> Option<Vec<u32>> {
-        let group = self.gpus.iter().find(|(row, _)| row.node == node)?.1;
-        Some(
-            self.gpus
-                .iter()
-                .filter(|(_, g)| *g == group)
-                .map(|(row, _)| row.node)
-                .collect(),
-        )
     }
 }
 
 /// The scenarios `mxctl reset --simulate` knows, with what each shows.
-pub const SCENARIOS: [(&str, &str); 14] = [
+pub const SCENARIOS: [(&str, &str); 17] = [
     (
         "ok",
         "4 GPUs in 2 MetaXLink groups; the reset takes 2 s and every GPU comes back",
@@ -251,17 +384,29 @@ pub const SCENARIOS: [(&str, &str); 14] = [
         "the reset takes 10 s and the GPUs come back 5 s later",
     ),
     ("hang", "mx-smi -r never ends: killed at the window's end"),
-    ("error", "mx-smi -r reports an error"),
+    ("error", "mx-smi -r exits 1 with an error"),
+    (
+        "error-exit-0",
+        "mx-smi -r exits 0 but prints that the reset failed",
+    ),
     ("gpu-missing", "GPU#1 is gone after the reset"),
-    ("gpu-unavailable", "GPU#1 stays Unavailable"),
+    ("gpu-unavailable", "GPU#1 stays Not Available"),
     ("kernel-errors", "the kernel logs an error during the reset"),
     ("topology-wrong", "GPU#0 and GPU#1 swap PCI addresses"),
+    (
+        "link-lost",
+        "the MetaXLink between GPU#0 and GPU#1 does not come back",
+    ),
     ("busy", "a process uses the GPUs"),
     ("driver-in-use", "the metax use count is 2"),
     ("driver-not-loaded", "no metax line in /proc/modules"),
     ("too-old", "the kernel driver is 2.3.0"),
     ("not-root", "the run is not root"),
     ("no-mx-smi", "mx-smi is absent"),
+    (
+        "kernel-log-unreadable",
+        "the kernel log cannot be read: the reset could not be verified",
+    ),
 ];
 
 impl SimHost {
@@ -276,16 +421,21 @@ impl SimHost {
             }
             "hang" => host.fault = Some(Fault::Hang),
             "error" => host.fault = Some(Fault::Error),
+            "error-exit-0" => host.fault = Some(Fault::SaysFailed),
             "gpu-missing" => host.fault = Some(Fault::GpuMissing(1)),
             "gpu-unavailable" => host.fault = Some(Fault::GpuUnavailable(1)),
             "kernel-errors" => host.fault = Some(Fault::KernelErrors),
             "topology-wrong" => host.fault = Some(Fault::TopologyWrong),
-            "busy" => host.processes = vec![4242],
+            "link-lost" => host.fault = Some(Fault::LinkLost(0, 1)),
+            "busy" => {
+                host.processes = vec![GpuProcess::new(0, 4242, "python3 train.py", 4066)];
+            }
             "driver-in-use" => host.driver_use = Some(2),
             "driver-not-loaded" => host.driver_use = None,
-            "too-old" => host.versions = host.versions.replace("2.9.0", "2.3.0"),
+            "too-old" => host.versions.kernel_driver = Some("2.3.0".to_owned()),
             "not-root" => host.root = false,
             "no-mx-smi" => host.mx_smi = false,
+            "kernel-log-unreadable" => host.kernel_log_readable = false,
             _ => return None,
         }
         Some(host)

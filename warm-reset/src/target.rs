@@ -1,6 +1,6 @@
 //! [`Target`]: what a reset ID names, and the listing it is verified against.
 
-use crate::mx_smi::GpuRow;
+use crate::mx_smi::{GpuRow, Topology};
 use gpu_partition_types::Bdf;
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +17,9 @@ pub struct Target {
     pub named: Vec<GpuRow>,
     /// Every GPU listed before the reset.
     pub before: Vec<GpuRow>,
+    /// The MetaXLink links before the reset, when `mx-smi topo -m` read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<Topology>,
 }
 
 impl Target {
@@ -53,7 +56,19 @@ impl Target {
             mx_smi_id,
             named,
             before: listing.to_vec(),
+            topology: None,
         })
+    }
+
+    /// The interconnect groups of the named GPUs (node IDs, sorted), when the topology read and
+    /// names them: what the kernel driver resets together.
+    pub fn group(&self) -> Option<Vec<u32>> {
+        let topology = self.topology.as_ref()?;
+        let mut group = std::collections::BTreeSet::new();
+        for row in &self.named {
+            group.extend(topology.group_of(row.node)?);
+        }
+        Some(group.into_iter().collect())
     }
 
     /// The PCI addresses of the named GPUs.

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 use warm_reset::host_files::DriverUse;
-use warm_reset::mx_smi::{GpuRow, GpuState, VersionCheck};
+use warm_reset::mx_smi::{GpuProcess, GpuRow, GpuState, Topology, VersionCheck, Versions};
 use warm_reset::{
     Action, BlockedReason, ColdRebootReason, Event, JournalView, MachineConfig, State, Target, step,
 };
@@ -27,6 +27,25 @@ fn listing() -> Vec<GpuRow> {
 
 fn target() -> Target {
     Target::resolve("0", &listing()).unwrap()
+}
+
+fn versions(mx_smi: &str, kernel_driver: &str, bios: Option<&str>) -> Versions {
+    let mut versions = Versions::default();
+    versions.mx_smi = Some(mx_smi.into());
+    versions.kernel_driver = Some(kernel_driver.into());
+    versions.bios = bios.map(str::to_owned);
+    versions
+}
+
+/// GPU#0 and GPU#1 joined by MetaXLink.
+fn linked() -> Topology {
+    Topology::new(vec![0, 1], [(0, 1)])
+}
+
+fn linked_target() -> Target {
+    let mut target = target();
+    target.topology = Some(linked());
+    target
 }
 
 fn config() -> MachineConfig {
@@ -218,7 +237,7 @@ fn recent_versions_lead_to_the_processes() {
 
 #[test]
 fn an_unreadable_version_is_a_warning_and_the_preflight_goes_on() {
-    let check = warm_reset::mx_smi::check_versions("mx-smi version: 2.2.1\n");
+    let check = warm_reset::mx_smi::check_versions(&versions("2.2.1", "3.8.30", None));
     let (state, actions) = go(State::CheckingVersions, Event::Versions(Ok(check)));
     assert_eq!(state, State::CheckingProcesses);
     assert!(matches!(actions.first(), Some(Action::Warn(_))));
@@ -227,9 +246,7 @@ fn an_unreadable_version_is_a_warning_and_the_preflight_goes_on() {
 
 #[test]
 fn an_old_version_blocks_with_driver_too_old() {
-    let check = warm_reset::mx_smi::check_versions(
-        "mx-smi version: 2.0.0\nKernel Mode Driver Version: 2.9.0\nVBIOS Version: 1.14.0.0\n",
-    );
+    let check = warm_reset::mx_smi::check_versions(&versions("2.0.0", "3.8.30", Some("1.33.5.0")));
     assert_eq!(
         blocked_with(State::CheckingVersions, Event::Versions(Ok(check))),
         BlockedReason::DriverTooOld
@@ -256,15 +273,16 @@ fn no_process_leads_to_the_target() {
 }
 
 #[test]
-fn a_process_blocks_with_gpu_busy_and_names_its_pid() {
-    match go(State::CheckingProcesses, Event::Processes(Ok(vec![4242]))) {
+fn a_process_blocks_with_gpu_busy_and_names_its_pid_and_name() {
+    let busy = GpuProcess::new(0, 4242, "python3 train.py", 1024);
+    match go(State::CheckingProcesses, Event::Processes(Ok(vec![busy]))) {
         (
             State::Blocked {
                 reason: BlockedReason::GpuBusy,
                 detail,
             },
             _,
-        ) => assert!(detail.contains("4242")),
+        ) => assert!(detail.contains("4242 python3 train.py"), "{detail}"),
         other => panic!("{other:?}"),
     }
 }
@@ -278,8 +296,64 @@ fn a_process_listing_that_fails_blocks_with_mx_smi_unavailable() {
 }
 
 #[test]
-fn a_resolved_target_marks_the_log_journals_and_issues_one_reset_with_the_window() {
-    let (state, actions) = go(State::ResolvingTarget, Event::Listing(Ok(listing())));
+fn a_resolved_target_reads_the_topology() {
+    assert_eq!(
+        go(State::ResolvingTarget, Event::Listing(Ok(listing()))),
+        (
+            State::ReadingTopology { target: target() },
+            vec![Action::ReadTopology]
+        )
+    );
+}
+
+#[test]
+fn the_topology_is_kept_with_the_target_and_the_kernel_log_is_marked() {
+    assert_eq!(
+        go(
+            State::ReadingTopology { target: target() },
+            Event::Topology(Ok(linked()))
+        ),
+        (
+            State::CheckingKernelLog {
+                target: linked_target()
+            },
+            vec![Action::MarkKernelLog]
+        )
+    );
+    assert_eq!(linked_target().group(), Some(vec![0, 1]));
+}
+
+#[test]
+fn a_topology_that_does_not_read_is_a_warning_and_the_groups_stay_unknown() {
+    let (state, actions) = go(
+        State::ReadingTopology { target: target() },
+        Event::Topology(Err("line 3: …".into())),
+    );
+    assert_eq!(state, State::CheckingKernelLog { target: target() });
+    assert!(matches!(
+        actions.as_slice(),
+        [Action::Warn(_), Action::MarkKernelLog]
+    ));
+    assert_eq!(target().group(), None);
+}
+
+#[test]
+fn a_kernel_log_that_cannot_be_read_blocks_before_anything_is_changed() {
+    assert_eq!(
+        blocked_with(
+            State::CheckingKernelLog { target: target() },
+            Event::KernelLog(Err("/dev/kmsg: EACCES".into()))
+        ),
+        BlockedReason::KernelLogUnreadable
+    );
+}
+
+#[test]
+fn a_readable_kernel_log_journals_and_issues_one_reset_with_the_window() {
+    let (state, actions) = go(
+        State::CheckingKernelLog { target: target() },
+        Event::KernelLog(Ok(())),
+    );
     let deadline = NOW + Duration::from_secs(90);
     assert_eq!(
         state,
@@ -291,7 +365,6 @@ fn a_resolved_target_marks_the_log_journals_and_issues_one_reset_with_the_window
     assert_eq!(
         actions,
         [
-            Action::MarkKernelLog,
             Action::WriteJournal { target: target() },
             Action::IssueReset {
                 mx_smi_id: "0".into(),
@@ -302,13 +375,13 @@ fn a_resolved_target_marks_the_log_journals_and_issues_one_reset_with_the_window
 }
 
 #[test]
-fn a_dry_run_ends_after_the_target_and_issues_nothing() {
+fn a_dry_run_ends_after_the_preflight_and_issues_nothing() {
     let mut config = config();
     config.dry_run = true;
     let (state, actions) = step(
         &config,
-        State::ResolvingTarget,
-        Event::Listing(Ok(listing())),
+        State::CheckingKernelLog { target: target() },
+        Event::KernelLog(Ok(())),
         NOW,
     );
     assert_eq!(
@@ -384,7 +457,10 @@ fn every_gpu_back_in_its_place_leads_to_the_kernel_log() {
 
 #[test]
 fn a_gpu_not_back_with_time_left_waits_a_poll_and_lists_again() {
-    let rows = vec![row(0, GpuState::Unavailable), row(1, GpuState::Available)];
+    let rows = vec![
+        row(0, GpuState::NotAvailable("resetting".into())),
+        row(1, GpuState::Available),
+    ];
     let state = verifying(NOW + Duration::from_secs(60));
     let (next, actions) = go(state.clone(), Event::Listing(Ok(rows)));
     assert_eq!(
@@ -424,7 +500,10 @@ fn a_failed_listing_when_the_window_ends_is_gpu_missing() {
 
 #[test]
 fn a_gpu_present_but_not_available_when_the_window_ends_is_gpu_unavailable() {
-    let rows = vec![row(0, GpuState::Available), row(1, GpuState::Error)];
+    let rows = vec![
+        row(0, GpuState::Available),
+        row(1, GpuState::NotAvailable(String::new())),
+    ];
     assert_eq!(
         cold_with(verifying(NOW), Event::Listing(Ok(rows))),
         ColdRebootReason::GpuUnavailable
@@ -455,6 +534,75 @@ fn a_gpu_back_with_another_uuid_is_topology_wrong() {
         ),
         ColdRebootReason::TopologyWrong
     );
+}
+
+#[test]
+fn every_gpu_back_with_links_known_before_reads_the_topology_again() {
+    let state = State::Verifying {
+        target: linked_target(),
+        deadline: NOW + Duration::from_secs(60),
+    };
+    assert_eq!(
+        go(state, Event::Listing(Ok(listing()))),
+        (
+            State::CheckingTopology {
+                target: linked_target()
+            },
+            vec![Action::ReadTopology]
+        )
+    );
+}
+
+#[test]
+fn every_metaxlink_back_leads_to_the_kernel_log() {
+    assert_eq!(
+        go(
+            State::CheckingTopology {
+                target: linked_target()
+            },
+            Event::Topology(Ok(linked()))
+        ),
+        (
+            State::CheckingKernel {
+                target: linked_target()
+            },
+            vec![Action::ReadKernelErrors]
+        )
+    );
+}
+
+#[test]
+fn a_metaxlink_that_was_there_before_and_is_not_after_is_topology_wrong() {
+    let after = Topology::new(vec![0, 1], []);
+    assert_eq!(
+        cold_with(
+            State::CheckingTopology {
+                target: linked_target()
+            },
+            Event::Topology(Ok(after))
+        ),
+        ColdRebootReason::TopologyWrong
+    );
+}
+
+#[test]
+fn a_topology_that_does_not_read_after_the_reset_is_a_warning() {
+    let (state, actions) = go(
+        State::CheckingTopology {
+            target: linked_target(),
+        },
+        Event::Topology(Err("x".into())),
+    );
+    assert_eq!(
+        state,
+        State::CheckingKernel {
+            target: linked_target()
+        }
+    );
+    assert!(matches!(
+        actions.as_slice(),
+        [Action::Warn(_), Action::ReadKernelErrors]
+    ));
 }
 
 #[test]
@@ -502,8 +650,13 @@ fn all_states() -> Vec<State> {
         State::CheckingVersions,
         State::CheckingProcesses,
         State::ResolvingTarget,
+        State::ReadingTopology { target: target() },
+        State::CheckingKernelLog { target: target() },
         resetting(),
         verifying(NOW + Duration::from_secs(60)),
+        State::CheckingTopology {
+            target: linked_target(),
+        },
         State::CheckingKernel { target: target() },
         State::Done { target: target() },
         State::DryRun { target: target() },
@@ -534,6 +687,8 @@ fn all_events() -> Vec<Event> {
         Event::ResetHung,
         Event::Tick,
         Event::KernelErrors(Ok(vec![])),
+        Event::Topology(Ok(linked())),
+        Event::KernelLog(Ok(())),
     ]
 }
 
@@ -549,8 +704,11 @@ fn answers(state: &State) -> &'static [usize] {
         State::CheckingVersions => &[6],
         State::CheckingProcesses => &[7],
         State::ResolvingTarget => &[8],
+        State::ReadingTopology { .. } => &[13],
+        State::CheckingKernelLog { .. } => &[14],
         State::Resetting { .. } => &[9, 10],
         State::Verifying { .. } => &[8, 11],
+        State::CheckingTopology { .. } => &[13],
         State::CheckingKernel { .. } => &[12],
         _ => &[],
     }
@@ -577,7 +735,7 @@ fn every_other_state_and_event_pair_changes_nothing_and_asks_for_nothing() {
             }
         }
     }
-    assert_eq!(pairs, 16 * 13 - 14);
+    assert_eq!(pairs, 19 * 15 - 17);
 }
 
 #[test]

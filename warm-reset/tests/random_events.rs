@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use std::collections::VecDeque;
 use std::time::Duration;
 use warm_reset::host_files::DriverUse;
-use warm_reset::mx_smi::{GpuRow, GpuState, VersionCheck};
+use warm_reset::mx_smi::{GpuProcess, GpuRow, GpuState, Topology, VersionCheck, Versions};
 use warm_reset::{Action, Event, JournalView, MachineConfig, State, Target, step};
 
 /// Random choices, consumed one at a time (0 when exhausted).
@@ -29,7 +29,11 @@ fn row(node: u32, state: GpuState) -> GpuRow {
 }
 
 fn listing(dice: &mut Dice) -> Result<Vec<GpuRow>, String> {
-    let states = [GpuState::Available, GpuState::Unavailable, GpuState::Error];
+    let states = [
+        GpuState::Available,
+        GpuState::NotAvailable("resetting".into()),
+        GpuState::Other("Unknown".into()),
+    ];
     match dice.roll(6) {
         0 => Err("mx-smi failed".into()),
         1 => Ok(vec![row(0, GpuState::Available)]),
@@ -63,14 +67,16 @@ fn answer(action: &Action, dice: &mut Dice, now: &mut Duration) -> Option<Event>
         }),
         Action::ReadVersions => Event::Versions(match dice.roll(5) {
             0 => Err("not MetaX".into()),
-            1 => Ok(warm_reset::mx_smi::check_versions(
-                "mx-smi version: 1.0.0\n",
-            )),
+            1 => {
+                let mut old = Versions::default();
+                old.mx_smi = Some("1.0.0".into());
+                Ok(warm_reset::mx_smi::check_versions(&old))
+            }
             _ => Ok(VersionCheck::default()),
         }),
         Action::ListProcesses => Event::Processes(match dice.roll(5) {
             0 => Err("x".into()),
-            1 => Ok(vec![42]),
+            1 => Ok(vec![GpuProcess::new(0, 42, "a b", 1)]),
             _ => Ok(vec![]),
         }),
         Action::ListGpus => Event::Listing(listing(dice)),
@@ -89,6 +95,16 @@ fn answer(action: &Action, dice: &mut Dice, now: &mut Duration) -> Option<Event>
             *now += *duration;
             Event::Tick
         }
+        Action::ReadTopology => Event::Topology(match dice.roll(4) {
+            0 => Err("does not read".into()),
+            1 => Ok(Topology::new(vec![0, 1, 2], [])),
+            _ => Ok(Topology::new(vec![0, 1, 2], [(0, 1)])),
+        }),
+        Action::MarkKernelLog => Event::KernelLog(if dice.roll(5) == 0 {
+            Err("EACCES".into())
+        } else {
+            Ok(())
+        }),
         Action::ReadKernelErrors => Event::KernelErrors(match dice.roll(4) {
             0 => Ok(vec!["error".into()]),
             1 => Err("EACCES".into()),
@@ -100,7 +116,9 @@ fn answer(action: &Action, dice: &mut Dice, now: &mut Duration) -> Option<Event>
 }
 
 fn stray(dice: &mut Dice) -> Event {
-    match dice.roll(8) {
+    match dice.roll(10) {
+        8 => Event::Topology(Ok(Topology::new(vec![0], []))),
+        9 => Event::KernelLog(Ok(())),
         0 => Event::Start,
         1 => Event::Lock(true),
         2 => Event::Root(true),

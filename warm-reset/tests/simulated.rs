@@ -4,6 +4,7 @@
 use std::rc::Rc;
 use std::time::Duration;
 use warm_reset::journal::InFlight;
+use warm_reset::mx_smi::GpuProcess;
 use warm_reset::{
     Fault, Journal, MachineConfig, OutcomeKind, ResetReport, SimHost, Target, VirtualClock, execute,
 };
@@ -152,14 +153,33 @@ fn a_driver_in_use_is_blocked_and_nothing_is_reset() {
 #[test]
 fn an_old_kernel_driver_is_blocked_and_nothing_is_reset() {
     assert_eq!(
-        blocked(|h| h.versions = h.versions.replace("2.9.0", "2.4.0")),
+        blocked(|h| h.versions.kernel_driver = Some("2.4.0".into())),
         ("driver_too_old".into(), 0)
     );
 }
 
 #[test]
 fn a_busy_gpu_is_blocked_and_nothing_is_reset() {
-    assert_eq!(blocked(|h| h.processes = vec![7]), ("gpu_busy".into(), 0));
+    let busy = GpuProcess::new(1, 7, "python3 my trainer.py", 512);
+    assert_eq!(
+        blocked(|h| h.processes = vec![busy]),
+        ("gpu_busy".into(), 0)
+    );
+}
+
+#[test]
+fn an_unreadable_kernel_log_is_blocked_in_the_preflight_and_nothing_is_reset() {
+    assert_eq!(
+        blocked(|h| h.kernel_log_readable = false),
+        ("kernel_log_unreadable".into(), 0)
+    );
+}
+
+#[test]
+fn a_dry_run_with_an_unreadable_kernel_log_is_blocked_too() {
+    let mut sim = Sim::new().with(|h| h.kernel_log_readable = false);
+    sim.config.dry_run = true;
+    assert_eq!(sim.run().reason, "kernel_log_unreadable");
 }
 
 #[test]
@@ -226,6 +246,19 @@ fn a_hung_reset_needs_a_cold_reboot_at_the_windows_end() {
 #[test]
 fn a_reset_error_needs_a_cold_reboot() {
     assert_eq!(cold(|h| h.fault = Some(Fault::Error)), "reset_error");
+}
+
+#[test]
+fn a_reset_that_exits_0_but_says_it_failed_needs_a_cold_reboot() {
+    assert_eq!(cold(|h| h.fault = Some(Fault::SaysFailed)), "reset_error");
+}
+
+#[test]
+fn a_metaxlink_that_does_not_come_back_needs_a_cold_reboot() {
+    let mut sim = Sim::new().with(|h| h.fault = Some(Fault::LinkLost(0, 1)));
+    let report = sim.run();
+    assert_eq!(report.reason, "topology_wrong");
+    assert!(report.detail.contains("GPU#0-GPU#1"), "{}", report.detail);
 }
 
 #[test]

@@ -8,26 +8,60 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 
-pub const LISTING: &str = "mx-smi  version: 2.2.1\n\nGPU#0    MXC500    0000:06:00.0    Available (UUID: GPU-0a1b2c3d-0000-0000-0000-000000000000)\nGPU#1    MXC500    0000:07:00.0    Available (UUID: GPU-0a1b2c3d-0000-0000-0000-000000000001)\n";
+/// The published outputs a fake host prints (see `tests/data/mx-smi-hosts/README.md`).
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    /// Plain `mx-smi`.
+    pub plain: &'static str,
+    /// `mx-smi -L`.
+    pub listing: &'static str,
+    /// `mx-smi topo -m`.
+    pub topo: &'static str,
+}
 
+/// mx-smi 2.2.9 on 8 C500: the `Board Name` layout, published without the banner.
+pub const BOARD_NO_BANNER: Layout = Layout {
+    plain: include_str!("../../../warm-reset/tests/data/mx-smi/plain-2.2.9-c500-no-banner.txt"),
+    listing: include_str!("../data/mx-smi-hosts/list-c500-2.2.9-board-layout-no-banner.txt"),
+    topo: include_str!("../../../warm-reset/tests/data/mx-smi/topo-m-2.2.9-8gpu-affinity.txt"),
+};
+
+/// mx-smi 2.2.4 on 8 C550: the older `GPU NAME` layout, with the banner.
+pub const GPU_NAME_BANNER: Layout = Layout {
+    plain: include_str!(
+        "../../../warm-reset/tests/data/mx-smi/plain-2.2.4-c550-gpu-name-layout.txt"
+    ),
+    listing: include_str!("../data/mx-smi-hosts/list-c550-2.2.4-gpu-name-layout-banner.txt"),
+    topo: include_str!("../../../warm-reset/tests/data/mx-smi/topo-m-8gpu.txt"),
+};
+
+/// The first lines another vendor's `mx-smi` prints (MOFFETT-SMI).
+pub const OTHER_VENDOR: &str =
+    include_str!("../../../warm-reset/tests/data/mx-smi/other-vendor-moffett-2.3.0-head.txt");
+
+/// A fake `mx-smi`: plain, `-L` and `topo -m` print their files (the `-after` file, when there
+/// is one, once a reset has run); `-r -i ID` does what `reset-mode` says. Every call is logged.
 pub const FAKE: &str = r#"#!/bin/sh
 d=$(dirname "$0")
 echo "$*" >> "$d/calls"
 # In a pool of hosts under one directory, every call also goes to the pool's ordered log.
 [ -f "$d/../../order.log" ] && echo "$(basename "$(dirname "$d")") $*" >> "$d/../../order.log"
-case "$1" in
-  --show-version) cat "$d/version" ;;
-  --show-process) cat "$d/processes" ;;
-  -L) if [ -f "$d/reset-done" ] && [ -f "$d/listing-after" ]; then cat "$d/listing-after"; else cat "$d/listing"; fi ;;
-  -r)
+show() { if [ -f "$d/reset-done" ] && [ -f "$d/$1-after" ]; then cat "$d/$1-after"; else cat "$d/$1"; fi; }
+case "$*" in
+  "") show plain ;;
+  -L) show listing ;;
+  "topo -m") show topo ;;
+  "-r -i "*)
     mode=$(cat "$d/reset-mode")
-    [ "$mode" = kernel-errors ] && echo '3,900,1000,-;metax 0000:06:00.0: fatal link error' >> "$d/kmsg"
+    [ "$mode" = kernel-errors ] && echo '3,900,1000,-;metax 0000:0e:00.0: fatal link error' >> "$d/kmsg"
     case "$mode" in
       hang) echo $$ > "$d/reset-pid"; exec sleep 600 ;;
-      error) echo "warm reset failed on GPU#1" >&2; exit 1 ;;
+      error) echo "warm reset failed on GPU#$3" >&2; exit 1 ;;
+      says-failed) touch "$d/reset-done"; echo "GPU#$3: Reset Failed"; exit 0 ;;
       slow*) echo $$ > "$d/reset-pid"; sleep "${mode#slow}" ;;
     esac
     touch "$d/reset-done" ;;
+  *) echo "mx-smi: unknown option $*" >&2; exit 2 ;;
 esac
 "#;
 
@@ -41,17 +75,22 @@ impl Host {
     }
 
     pub fn in_dir(dir: tempfile::TempDir) -> Host {
+        Host::with_layout(dir, BOARD_NO_BANNER)
+    }
+
+    pub fn of(layout: Layout) -> Host {
+        Host::with_layout(tempfile::tempdir().unwrap(), layout)
+    }
+
+    pub fn with_layout(dir: tempfile::TempDir, layout: Layout) -> Host {
         let host = Host { dir };
         let fake = host.path("bin/mx-smi");
         std::fs::create_dir_all(host.path("bin")).unwrap();
         std::fs::write(&fake, FAKE).unwrap();
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-        host.write(
-            "bin/version",
-            "mx-smi version: 2.2.1\nKernel Mode Driver Version: 2.9.0\nVBIOS Version: 1.14.0.0\n",
-        );
-        host.write("bin/processes", "no process found\n");
-        host.write("bin/listing", LISTING);
+        host.write("bin/plain", layout.plain);
+        host.write("bin/listing", layout.listing);
+        host.write("bin/topo", layout.topo);
         host.write("bin/reset-mode", "ok");
         host.write(
             "bin/kmsg",
@@ -59,7 +98,10 @@ impl Host {
         );
         host.write(
             "proc/modules",
-            "nvme 61440 3 - Live 0x0\nmetax 4194304 0 - Live 0xffffffffc0a00000\n",
+            &format!(
+                "nvme 61440 3 - Live 0x0\n{}",
+                include_str!("../../../warm-reset/tests/data/mx-smi/proc-modules.txt")
+            ),
         );
         host.write(
             "proc/sys/kernel/random/boot_id",
@@ -70,6 +112,33 @@ impl Host {
 
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
+    }
+
+    /// Reads a file of the host.
+    pub fn read(&self, name: &str) -> String {
+        std::fs::read_to_string(self.path(name)).unwrap_or_default()
+    }
+
+    /// Writes `name` with `text` in place of `from` in the file `source` (an edit of a
+    /// published output).
+    pub fn edit(&self, source: &str, name: &str, from: &str, to: &str) {
+        let text = self.read(source);
+        assert!(text.contains(from), "{source} has no {from:?}");
+        self.write(name, &text.replacen(from, to, 1));
+    }
+
+    /// The calls `mx-smi` received, plain `mx-smi` shown as `(plain)`.
+    pub fn calls(&self) -> Vec<String> {
+        self.read("bin/calls")
+            .lines()
+            .map(|line| {
+                if line.is_empty() {
+                    "(plain)".to_owned()
+                } else {
+                    line.to_owned()
+                }
+            })
+            .collect()
     }
 
     pub fn write(&self, name: &str, text: &str) {
