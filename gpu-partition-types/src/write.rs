@@ -1,5 +1,6 @@
 //! Writing a reply as several pages, as a helper does when its reply is long.
 
+use crate::lenient::Element;
 use crate::{
     Bdf, Case, Driver, FormatVersion, GpuInstance, Lenient, Mode, PageNumber, Profile, Reply,
     Unreadable, Vgpu,
@@ -19,11 +20,11 @@ struct WirePage<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     driver: Option<&'a Driver>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    profiles: Option<Vec<&'a Profile>>,
+    profiles: Option<Vec<Element<'a, Profile>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    gpu_instances: Option<Vec<&'a GpuInstance>>,
+    gpu_instances: Option<Vec<Element<'a, GpuInstance>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    vgpus: Option<Vec<&'a Vgpu>>,
+    vgpus: Option<Vec<Element<'a, Vgpu>>>,
 }
 
 impl Reply {
@@ -32,13 +33,13 @@ impl Reply {
     /// aside. Each page is one JSON object; a helper prints them one after another.
     pub fn to_pages(&self, page_size: usize) -> Vec<String> {
         let size = page_size.max(1);
-        let profiles = read_items(&self.profiles);
-        let gpu_instances = read_items(&self.gpu_instances);
-        let vgpus = read_items(&self.vgpus);
+        let profiles = items(&self.profiles);
+        let gpu_instances = items(&self.gpu_instances);
+        let vgpus = items(&self.vgpus);
         let longest = [
-            profiles.as_ref().map_or(0, Vec::len),
-            gpu_instances.as_ref().map_or(0, Vec::len),
-            vgpus.as_ref().map_or(0, Vec::len),
+            profiles.map_or(0, <[_]>::len),
+            gpu_instances.map_or(0, <[_]>::len),
+            vgpus.map_or(0, <[_]>::len),
         ]
         .into_iter()
         .max()
@@ -57,9 +58,9 @@ impl Reply {
                     case: self.case,
                     unreadable: self.unreadable.as_ref(),
                     driver: self.driver.read(),
-                    profiles: slice(&profiles, index, size),
-                    gpu_instances: slice(&gpu_instances, index, size),
-                    vgpus: slice(&vgpus, index, size),
+                    profiles: slice(profiles, index, size),
+                    gpu_instances: slice(gpu_instances, index, size),
+                    vgpus: slice(vgpus, index, size),
                 };
                 // Serializing these types cannot fail: every key is a string.
                 serde_json::to_string(&page).unwrap_or_default()
@@ -69,19 +70,23 @@ impl Reply {
 }
 
 /// The items of page `index` of a list cut into pages of `size`.
-fn slice<'a, T>(items: &Option<Vec<&'a T>>, index: usize, size: usize) -> Option<Vec<&'a T>> {
-    items.as_ref().map(|items| {
+fn slice<'a, T>(
+    items: Option<&'a [Lenient<T>]>,
+    index: usize,
+    size: usize,
+) -> Option<Vec<Element<'a, T>>> {
+    items.map(|items| {
         items
             .iter()
             .skip(index * size)
             .take(size)
-            .copied()
+            .map(Element)
             .collect()
     })
 }
 
-/// The read elements of a list that was read; `None` when the list itself was lost.
-fn read_items<T>(list: &Lenient<Vec<Lenient<T>>>) -> Option<Vec<&T>> {
-    list.read()
-        .map(|items| items.iter().filter_map(Lenient::read).collect())
+/// The elements of a list that was read (lost ones included, written as `{}`); `None` when the
+/// list itself was lost.
+fn items<T>(list: &Lenient<Vec<Lenient<T>>>) -> Option<&[Lenient<T>]> {
+    list.read().map(Vec::as_slice)
 }

@@ -182,3 +182,36 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_lost_element_is_written_as_an_empty_object_and_read_back_lost_at_its_index() {
+    let text = br#"{"format": "1.0", "device": "0000:3b:00.0",
+        "mode": {"capable": true, "current": "enabled", "pending": null}, "case": "partitions",
+        "vgpus": [{"uuid": "a", "gpu_instance_id": 1, "vm": null},
+                  {"uuid": "b", "vm": null},
+                  {"uuid": "c", "gpu_instance_id": null, "vm": null}]}"#;
+    let reply = Reply::from_json(text, None).unwrap();
+    let lost = |reply: &Reply| -> Vec<String> {
+        reply
+            .lost()
+            .iter()
+            .map(|l| l.pointer.to_string())
+            .filter(|p| p.starts_with("/vgpus") && !p.contains("/type"))
+            .collect()
+    };
+    assert_eq!(lost(&reply), ["/vgpus/1"]);
+    let written = reply.to_json();
+    assert!(
+        written.contains(r#"{"uuid":"a""#) && written.contains(",{},"),
+        "{written}"
+    );
+    assert_eq!(
+        lost(&Reply::from_json(written.as_bytes(), None).unwrap()),
+        ["/vgpus/1"]
+    );
+    let pages = reply.to_pages(1).join("\n");
+    assert_eq!(
+        lost(&Reply::from_json(pages.as_bytes(), None).unwrap()),
+        ["/vgpus/1"]
+    );
+}
