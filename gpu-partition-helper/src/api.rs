@@ -9,8 +9,15 @@ use std::fmt;
 pub enum NvmlFailure {
     /// Another client holds the card (NVML's in-use error): the helper exits 75.
     InUse(String),
-    /// The card or driver does not support the call.
+    /// The card or driver does not support the call (`NVML_ERROR_NOT_SUPPORTED`).
     NotSupported,
+    /// `NVML_ERROR_INVALID_ARGUMENT`: past the last profile index when enumerating; on a read
+    /// (a bad handle, a struct version the driver refuses) a failed read, never "not
+    /// applicable".
+    InvalidArgument,
+    /// The driver lacks the function (the symbol is absent from the library, or
+    /// `NVML_ERROR_FUNCTION_NOT_FOUND`).
+    FunctionMissing(String),
     /// The caller may not talk to the driver or card.
     NoPermission(String),
     /// No such card.
@@ -26,6 +33,8 @@ impl fmt::Display for NvmlFailure {
         match self {
             Self::InUse(why) => write!(f, "in use: {why}"),
             Self::NotSupported => f.write_str("not supported"),
+            Self::InvalidArgument => f.write_str("invalid argument"),
+            Self::FunctionMissing(name) => write!(f, "the driver lacks {name}"),
             Self::NoPermission(why) => write!(f, "no permission: {why}"),
             Self::NotFound(why) => write!(f, "not found: {why}"),
             Self::LibraryMissing(why) => write!(f, "NVML library missing: {why}"),
@@ -37,7 +46,8 @@ impl fmt::Display for NvmlFailure {
 /// The result of one NVML call.
 pub type Nvml<T> = Result<T, NvmlFailure>;
 
-/// A GPU-instance profile as `nvmlDeviceGetGpuInstanceProfileInfoV` (v3) reports it.
+/// A GPU-instance profile as `nvmlDeviceGetGpuInstanceProfileInfoV` (v3) reports it; the v1
+/// call gives no name (empty) and only the P2P capability.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[allow(missing_docs)]
 pub struct ProfileInfo {
@@ -80,11 +90,11 @@ pub struct ComputeInstanceInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[allow(missing_docs)]
 pub struct VgpuInfo {
-    pub uuid: String,
+    pub uuid: Nvml<String>,
     pub type_name: Nvml<String>,
     pub type_id: Nvml<u32>,
-    /// `None` for a time-sliced vGPU on the whole card.
-    pub gpu_instance_id: Option<u32>,
+    /// `Ok(None)` for a time-sliced vGPU on the whole card.
+    pub gpu_instance_id: Nvml<Option<u32>>,
     pub vm: Option<String>,
 }
 
@@ -96,18 +106,29 @@ pub trait NvmlHost {
     fn card<'a>(&'a self, pci_bus_id: &str) -> Nvml<Box<dyn NvmlCard + 'a>>;
 }
 
-/// One card.
+/// One card. Each method is one NVML call (or one listing); the enumeration and the fallbacks
+/// are in [`crate::catalogue`], pure over this trait.
 pub trait NvmlCard {
     /// MIG mode `(current, pending)`, `true` for enabled; `NotSupported` for a card without MIG.
     fn mig_mode(&self) -> Nvml<(bool, bool)>;
-    /// The GPU-instance profiles the card supports.
-    fn profiles(&self) -> Nvml<Vec<ProfileInfo>>;
-    /// How many more instances of a profile fit.
+    /// The GPU-instance profile at `index` through `nvmlDeviceGetGpuInstanceProfileInfoV`
+    /// (v3 struct); `FunctionMissing` when the driver lacks the call.
+    fn profile_v(&self, index: u32) -> Nvml<ProfileInfo>;
+    /// The GPU-instance profile at `index` through `nvmlDeviceGetGpuInstanceProfileInfo` (v1:
+    /// no name).
+    fn profile_v1(&self, index: u32) -> Nvml<ProfileInfo>;
+    /// How many more instances of the profile with this ID fit.
     fn remaining_capacity(&self, profile_id: u32) -> Nvml<u32>;
-    /// The GPU instances of a profile.
+    /// The GPU instances of the profile with this ID.
     fn gpu_instances(&self, profile_id: u32) -> Nvml<Vec<GpuInstanceInfo>>;
-    /// The compute instances inside a GPU instance.
-    fn compute_instances(&self, gpu_instance_id: u32) -> Nvml<Vec<ComputeInstanceInfo>>;
+    /// The ID of the compute-instance profile at `index` in a GPU instance listed before.
+    fn compute_profile(&self, gpu_instance_id: u32, index: u32) -> Nvml<u32>;
+    /// The compute instances of a GPU instance listed before, of the profile with this ID.
+    fn compute_instances(
+        &self,
+        gpu_instance_id: u32,
+        profile_id: u32,
+    ) -> Nvml<Vec<ComputeInstanceInfo>>;
     /// The vGPUs on the card.
     fn vgpus(&self) -> Nvml<Vec<VgpuInfo>>;
 }

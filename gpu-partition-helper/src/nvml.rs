@@ -10,15 +10,18 @@ use crate::api::{
     ComputeInstanceInfo, GpuInstanceInfo, Nvml as Answer, NvmlCard, NvmlFailure, NvmlHost,
     ProfileInfo, VgpuInfo,
 };
+use crate::catalogue::v1_capabilities;
 use nvml_wrapper::enum_wrappers::vgpu::VmId;
 use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
 use nvml_wrapper::{Device, Nvml};
 use nvml_wrapper_sys::bindings::{
-    INVALID_GPU_INSTANCE_ID, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
-    NVML_COMPUTE_INSTANCE_PROFILE_COUNT, NVML_GPU_INSTANCE_PROFILE_COUNT, nvmlComputeInstance_t,
+    INVALID_GPU_INSTANCE_ID, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, nvmlComputeInstance_t,
     nvmlComputeInstanceInfo_t, nvmlComputeInstanceProfileInfo_t, nvmlDevice_t, nvmlGpuInstance_t,
-    nvmlGpuInstanceInfo_t, nvmlGpuInstanceProfileInfo_v2_t, nvmlGpuInstanceProfileInfo_v3_t,
+    nvmlGpuInstanceInfo_t, nvmlGpuInstanceProfileInfo_t, nvmlGpuInstanceProfileInfo_v2_t,
+    nvmlGpuInstanceProfileInfo_v3_t,
 };
+use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::ffi::{CStr, OsStr};
 
 /// The library NVML is loaded from.
@@ -33,7 +36,12 @@ pub fn failure(error: NvmlError) -> NvmlFailure {
         NvmlError::InUse => {
             NvmlFailure::InUse("NVML reports the card in use by another client".to_owned())
         }
-        NvmlError::NotSupported | NvmlError::InvalidArg => NvmlFailure::NotSupported,
+        NvmlError::NotSupported => NvmlFailure::NotSupported,
+        NvmlError::InvalidArg => NvmlFailure::InvalidArgument,
+        NvmlError::FailedToLoadSymbol(why) => NvmlFailure::FunctionMissing(why),
+        NvmlError::FunctionNotFound => {
+            NvmlFailure::FunctionMissing("NVML_ERROR_FUNCTION_NOT_FOUND".to_owned())
+        }
         NvmlError::NoPermission => NvmlFailure::NoPermission("NVML: no permission".to_owned()),
         NvmlError::NotFound => NvmlFailure::NotFound("NVML: no such card".to_owned()),
         NvmlError::LibloadingError(error) => {
@@ -81,6 +89,7 @@ impl NvmlHost for RealNvml {
         Ok(Box::new(RealCard {
             nvml: &self.nvml,
             device,
+            instances: RefCell::new(BTreeMap::new()),
         }))
     }
 }
@@ -88,6 +97,8 @@ impl NvmlHost for RealNvml {
 struct RealCard<'a> {
     nvml: &'a Nvml,
     device: Device<'a>,
+    /// The GPU-instance handles listed so far, by ID, so no instance is looked up twice.
+    instances: RefCell<BTreeMap<u32, nvmlGpuInstance_t>>,
 }
 
 impl RealCard<'_> {
@@ -97,12 +108,17 @@ impl RealCard<'_> {
         unsafe { self.device.handle() }
     }
 
+    /// The handle of a GPU instance: the one its listing gave, else looked up by ID.
     fn gpu_instance(&self, id: u32) -> Result<nvmlGpuInstance_t, NvmlError> {
+        if let Some(handle) = self.instances.borrow().get(&id) {
+            return Ok(*handle);
+        }
         let lib = self.nvml.lib();
         let sym = nvml_sym(lib.nvmlDeviceGetGpuInstanceById.as_ref())?;
         let mut instance: nvmlGpuInstance_t = std::ptr::null_mut();
         // SAFETY: a valid device handle and a pointer to a local out-parameter.
         nvml_try(unsafe { sym(self.handle(), id, &mut instance) })?;
+        self.instances.borrow_mut().insert(id, instance);
         Ok(instance)
     }
 }
@@ -124,49 +140,60 @@ impl NvmlCard for RealCard<'_> {
         Ok((mode.current == 1, mode.pending == 1))
     }
 
-    fn profiles(&self) -> Answer<Vec<ProfileInfo>> {
+    fn profile_v(&self, index: u32) -> Answer<ProfileInfo> {
         let lib = self.nvml.lib();
         let sym = nvml_sym(lib.nvmlDeviceGetGpuInstanceProfileInfoV.as_ref()).map_err(failure)?;
-        let mut profiles = Vec::new();
-        for index in 0..NVML_GPU_INSTANCE_PROFILE_COUNT {
-            // SAFETY: zeroed plain-old-data, then the v3 version stamp NVML reads first.
-            let mut info: nvmlGpuInstanceProfileInfo_v3_t = unsafe { std::mem::zeroed() };
-            info.version =
-                (std::mem::size_of::<nvmlGpuInstanceProfileInfo_v3_t>() as u32) | (3 << 24);
-            // SAFETY: NVML reads `version` and writes a v3 struct, which `info` is; the binding
-            // declares the v2 pointer type for the same versioned entry point.
-            let code = unsafe {
-                sym(
-                    self.handle(),
-                    index,
-                    (&mut info as *mut nvmlGpuInstanceProfileInfo_v3_t)
-                        .cast::<nvmlGpuInstanceProfileInfo_v2_t>(),
-                )
-            };
-            match nvml_try(code) {
-                Ok(()) => profiles.push(ProfileInfo {
-                    id: info.id,
-                    name: c_string(&info.name),
-                    slice_count: info.sliceCount,
-                    instance_count: info.instanceCount,
-                    multiprocessor_count: info.multiprocessorCount,
-                    copy_engine_count: info.copyEngineCount,
-                    decoder_count: info.decoderCount,
-                    encoder_count: info.encoderCount,
-                    jpeg_count: info.jpegCount,
-                    ofa_count: info.ofaCount,
-                    memory_size_mb: info.memorySizeMB,
-                    capabilities: info.capabilities,
-                }),
-                // A profile this card does not offer.
-                Err(NvmlError::NotSupported | NvmlError::InvalidArg) => {}
-                Err(error) => return Err(failure(error)),
-            }
-        }
-        if profiles.is_empty() {
-            return Err(NvmlFailure::NotSupported);
-        }
-        Ok(profiles)
+        // SAFETY: zeroed plain-old-data, then the v3 version stamp NVML reads first.
+        let mut info: nvmlGpuInstanceProfileInfo_v3_t = unsafe { std::mem::zeroed() };
+        info.version = (std::mem::size_of::<nvmlGpuInstanceProfileInfo_v3_t>() as u32) | (3 << 24);
+        // SAFETY: NVML reads `version` and writes a v3 struct, which `info` is; the binding
+        // declares the v2 pointer type for the same versioned entry point.
+        let code = unsafe {
+            sym(
+                self.handle(),
+                index,
+                (&mut info as *mut nvmlGpuInstanceProfileInfo_v3_t)
+                    .cast::<nvmlGpuInstanceProfileInfo_v2_t>(),
+            )
+        };
+        nvml_try(code).map_err(failure)?;
+        Ok(ProfileInfo {
+            id: info.id,
+            name: c_string(&info.name),
+            slice_count: info.sliceCount,
+            instance_count: info.instanceCount,
+            multiprocessor_count: info.multiprocessorCount,
+            copy_engine_count: info.copyEngineCount,
+            decoder_count: info.decoderCount,
+            encoder_count: info.encoderCount,
+            jpeg_count: info.jpegCount,
+            ofa_count: info.ofaCount,
+            memory_size_mb: info.memorySizeMB,
+            capabilities: info.capabilities,
+        })
+    }
+
+    fn profile_v1(&self, index: u32) -> Answer<ProfileInfo> {
+        let lib = self.nvml.lib();
+        let sym = nvml_sym(lib.nvmlDeviceGetGpuInstanceProfileInfo.as_ref()).map_err(failure)?;
+        // SAFETY: zeroed plain-old-data that NVML fills.
+        let mut info: nvmlGpuInstanceProfileInfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid device handle and a pointer to a local v1 struct.
+        nvml_try(unsafe { sym(self.handle(), index, &mut info) }).map_err(failure)?;
+        Ok(ProfileInfo {
+            id: info.id,
+            name: String::new(),
+            slice_count: info.sliceCount,
+            instance_count: info.instanceCount,
+            multiprocessor_count: info.multiprocessorCount,
+            copy_engine_count: info.copyEngineCount,
+            decoder_count: info.decoderCount,
+            encoder_count: info.encoderCount,
+            jpeg_count: info.jpegCount,
+            ofa_count: info.ofaCount,
+            memory_size_mb: info.memorySizeMB,
+            capabilities: v1_capabilities(info.isP2pSupported != 0),
+        })
     }
 
     fn remaining_capacity(&self, profile_id: u32) -> Answer<u32> {
@@ -195,6 +222,7 @@ impl NvmlCard for RealCard<'_> {
             // SAFETY: zeroed plain-old-data filled by NVML from a handle it just gave us.
             let mut info: nvmlGpuInstanceInfo_t = unsafe { std::mem::zeroed() };
             nvml_try(unsafe { info_of(handle, &mut info) }).map_err(failure)?;
+            self.instances.borrow_mut().insert(info.id, handle);
             instances.push(GpuInstanceInfo {
                 id: info.id,
                 profile_id: info.profileId,
@@ -205,47 +233,52 @@ impl NvmlCard for RealCard<'_> {
         Ok(instances)
     }
 
-    fn compute_instances(&self, gpu_instance_id: u32) -> Answer<Vec<ComputeInstanceInfo>> {
+    fn compute_profile(&self, gpu_instance_id: u32, index: u32) -> Answer<u32> {
         let lib = self.nvml.lib();
         let instance = self.gpu_instance(gpu_instance_id).map_err(failure)?;
         let profile_of =
             nvml_sym(lib.nvmlGpuInstanceGetComputeInstanceProfileInfo.as_ref()).map_err(failure)?;
+        // SAFETY: zeroed plain-old-data filled by NVML for a GPU-instance handle it gave us.
+        let mut info: nvmlComputeInstanceProfileInfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a GPU-instance handle NVML gave and a pointer to a local struct.
+        let code = unsafe {
+            profile_of(
+                instance,
+                index,
+                NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
+                &mut info,
+            )
+        };
+        nvml_try(code).map_err(failure)?;
+        Ok(info.id)
+    }
+
+    fn compute_instances(
+        &self,
+        gpu_instance_id: u32,
+        profile_id: u32,
+    ) -> Answer<Vec<ComputeInstanceInfo>> {
+        let lib = self.nvml.lib();
+        let instance = self.gpu_instance(gpu_instance_id).map_err(failure)?;
         let list = nvml_sym(lib.nvmlGpuInstanceGetComputeInstances.as_ref()).map_err(failure)?;
         let info_of = nvml_sym(lib.nvmlComputeInstanceGetInfo_v2.as_ref()).map_err(failure)?;
+        let mut handles: Vec<nvmlComputeInstance_t> = vec![std::ptr::null_mut(); MAX_INSTANCES];
+        let mut count = 0;
+        // SAFETY: room for MAX_INSTANCES handles; NVML says how many it wrote.
+        nvml_try(unsafe { list(instance, profile_id, handles.as_mut_ptr(), &mut count) })
+            .map_err(failure)?;
+        handles.truncate((count as usize).min(MAX_INSTANCES));
         let mut found = Vec::new();
-        for profile in 0..NVML_COMPUTE_INSTANCE_PROFILE_COUNT {
-            // SAFETY: zeroed plain-old-data filled by NVML for a GPU-instance handle it gave us.
-            let mut info: nvmlComputeInstanceProfileInfo_t = unsafe { std::mem::zeroed() };
-            let code = unsafe {
-                profile_of(
-                    instance,
-                    profile,
-                    NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
-                    &mut info,
-                )
-            };
-            match nvml_try(code) {
-                Ok(()) => {}
-                Err(NvmlError::NotSupported | NvmlError::InvalidArg) => continue,
-                Err(error) => return Err(failure(error)),
-            }
-            let mut handles: Vec<nvmlComputeInstance_t> = vec![std::ptr::null_mut(); MAX_INSTANCES];
-            let mut count = 0;
-            // SAFETY: room for MAX_INSTANCES handles; NVML says how many it wrote.
-            nvml_try(unsafe { list(instance, info.id, handles.as_mut_ptr(), &mut count) })
-                .map_err(failure)?;
-            handles.truncate((count as usize).min(MAX_INSTANCES));
-            for handle in handles {
-                // SAFETY: zeroed plain-old-data filled by NVML from a handle it just gave us.
-                let mut ci: nvmlComputeInstanceInfo_t = unsafe { std::mem::zeroed() };
-                nvml_try(unsafe { info_of(handle, &mut ci) }).map_err(failure)?;
-                found.push(ComputeInstanceInfo {
-                    id: ci.id,
-                    profile_id: ci.profileId,
-                    start: ci.placement.start,
-                    size: ci.placement.size,
-                });
-            }
+        for handle in handles {
+            // SAFETY: zeroed plain-old-data filled by NVML from a handle it just gave us.
+            let mut ci: nvmlComputeInstanceInfo_t = unsafe { std::mem::zeroed() };
+            nvml_try(unsafe { info_of(handle, &mut ci) }).map_err(failure)?;
+            found.push(ComputeInstanceInfo {
+                id: ci.id,
+                profile_id: ci.profileId,
+                start: ci.placement.start,
+                size: ci.placement.size,
+            });
         }
         Ok(found)
     }
@@ -254,7 +287,7 @@ impl NvmlCard for RealCard<'_> {
         let active = self.device.active_vgpus().map_err(failure)?;
         let mut vgpus = Vec::new();
         for vgpu in active {
-            let uuid = vgpu.uuid().map_err(failure)?;
+            let uuid = vgpu.uuid().map_err(failure);
             let (type_name, type_id) = match vgpu.instance_type() {
                 Ok(kind) => (kind.name().map_err(failure), Ok(kind.id())),
                 Err(error) => {
@@ -263,8 +296,9 @@ impl NvmlCard for RealCard<'_> {
                 }
             };
             let gpu_instance_id = match vgpu.gpu_instance_id() {
-                Ok(INVALID_GPU_INSTANCE_ID) | Err(_) => None,
-                Ok(id) => Some(id),
+                Ok(INVALID_GPU_INSTANCE_ID) => Ok(None),
+                Ok(id) => Ok(Some(id)),
+                Err(error) => Err(failure(error)),
             };
             let vm = match vgpu.vm_id() {
                 Ok(VmId::Uuid(id) | VmId::Domain(id)) => Some(id),

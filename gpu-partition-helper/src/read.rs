@@ -1,6 +1,7 @@
 //! From NVML's answers to a reply: the mapping, pure over the [`NvmlHost`] trait.
 
-use crate::api::{NvmlCard, NvmlFailure, NvmlHost, ProfileInfo};
+use crate::api::{NvmlCard, NvmlFailure, NvmlHost, ProfileInfo, VgpuInfo};
+use crate::catalogue;
 use gpu_partition_types::{
     Bdf, Capability, Case, ComputeInstance, Driver, Enumerated, FormatVersion, GpuInstance,
     JsonPointer, Lenient, LostMember, MigState, Mode, Nullable, Placement, Profile, Reply,
@@ -52,9 +53,11 @@ pub fn kind_of(failure: &NvmlFailure) -> Option<&'static str> {
         NvmlFailure::InUse(_) => None,
         NvmlFailure::NoPermission(_) => Some("permission_denied"),
         NvmlFailure::NotFound(_) => Some("not_found"),
-        NvmlFailure::LibraryMissing(_) | NvmlFailure::NotSupported | NvmlFailure::Driver(_) => {
-            Some("driver_error")
-        }
+        NvmlFailure::LibraryMissing(_)
+        | NvmlFailure::NotSupported
+        | NvmlFailure::InvalidArgument
+        | NvmlFailure::FunctionMissing(_)
+        | NvmlFailure::Driver(_) => Some("driver_error"),
     }
 }
 
@@ -96,12 +99,7 @@ pub fn read_card(host: &dyn NvmlHost, device: Bdf) -> Answer {
 fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Result<Reply, Answer> {
     let stop = |what: &str, failure: NvmlFailure| failed(device, what, &failure);
     let vgpus = match card.vgpus() {
-        Ok(vgpus) => Lenient::Read(
-            vgpus
-                .into_iter()
-                .map(|vgpu| Lenient::Read(to_vgpu(vgpu)))
-                .collect(),
-        ),
+        Ok(vgpus) => Lenient::Read(vgpus.into_iter().enumerate().map(to_vgpu).collect()),
         Err(NvmlFailure::NotSupported) => Lenient::Read(Vec::new()),
         Err(NvmlFailure::InUse(why)) => return Err(stop("listing vGPUs", NvmlFailure::InUse(why))),
         Err(failure) => lost("vgpus", failure.to_string()),
@@ -143,10 +141,9 @@ fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Res
             Nullable::Value(state(pending))
         },
     };
-    let catalogue = match card.profiles() {
+    // With MIG off, a driver may answer no profile index; the catalogue is then empty.
+    let catalogue = match catalogue::gpu_instance_profiles(card) {
         Ok(profiles) => Some(profiles),
-        // With MIG off, a driver may not list profiles; the catalogue is then empty.
-        Err(NvmlFailure::NotSupported) if !current => Some(Vec::new()),
         Err(NvmlFailure::InUse(why)) => {
             return Err(stop("listing profiles", NvmlFailure::InUse(why)));
         }
@@ -162,11 +159,13 @@ fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Res
                 Err(failure) => return Err(stop("listing GPU instances", failure)),
             }
         }
+        // By ID, whatever order the profiles came in.
+        instances.sort_by_key(|instance| instance.id);
     }
     let gpu_instances: Vec<Lenient<GpuInstance>> = instances
         .iter()
         .map(|info| {
-            let compute_instances = match card.compute_instances(info.id) {
+            let compute_instances = match catalogue::compute_instances(card, info.id) {
                 Ok(list) => Lenient::Read(
                     list.into_iter()
                         .map(|ci| ComputeInstance {
@@ -254,12 +253,28 @@ fn keep<T>(value: Result<T, NvmlFailure>) -> Lenient<T> {
     }
 }
 
-fn to_vgpu(info: crate::api::VgpuInfo) -> Vgpu {
-    Vgpu {
-        uuid: info.uuid,
+/// vGPU number `index`: lost whole (`/vgpus/N`) when its UUID or its GPU instance cannot be
+/// read, since an element needs both; a `null` instance would claim a time-sliced vGPU.
+fn to_vgpu((index, info): (usize, VgpuInfo)) -> Lenient<Vgpu> {
+    let lost = |what: &str, failure: NvmlFailure| {
+        Lenient::Lost(LostMember::new(
+            JsonPointer::root().member("vgpus").index(index),
+            format!("{what}: {failure}"),
+        ))
+    };
+    let uuid = match info.uuid {
+        Ok(uuid) => uuid,
+        Err(failure) => return lost("its UUID", failure),
+    };
+    let gpu_instance_id = match info.gpu_instance_id {
+        Ok(id) => id,
+        Err(failure) => return lost("its GPU instance", failure),
+    };
+    Lenient::Read(Vgpu {
+        uuid,
         vgpu_type: keep(info.type_name),
         type_id: keep(info.type_id),
-        gpu_instance_id: info.gpu_instance_id.into(),
+        gpu_instance_id: gpu_instance_id.into(),
         vm: info.vm.into(),
-    }
+    })
 }

@@ -13,11 +13,36 @@ use std::collections::BTreeMap;
 #[derive(Clone)]
 struct Recorded {
     mig_mode: Nvml<(bool, bool)>,
-    profiles: Nvml<Vec<ProfileInfo>>,
+    /// The profiles by index; other indices answer NOT_SUPPORTED below the highest and
+    /// INVALID_ARGUMENT above, as NVML does.
+    profiles: Vec<(u32, ProfileInfo)>,
+    /// What the V call answers besides: `Ok` when it serves, else this error at every index.
+    profile_v: Nvml<()>,
+    /// An error both profile calls answer at every index.
+    profile_error: Option<NvmlFailure>,
     capacity: BTreeMap<u32, Nvml<u32>>,
     instances: BTreeMap<u32, Nvml<Vec<GpuInstanceInfo>>>,
+    /// Compute instances by GPU instance; compute-instance profiles are indices 0 to 8, ID =
+    /// index.
     compute: BTreeMap<u32, Nvml<Vec<ComputeInstanceInfo>>>,
     vgpus: Nvml<Vec<VgpuInfo>>,
+}
+
+impl Recorded {
+    fn profile_at(&self, index: u32) -> Nvml<ProfileInfo> {
+        if let Some(error) = &self.profile_error {
+            return Err(error.clone());
+        }
+        if let Some((_, profile)) = self.profiles.iter().find(|(at, _)| *at == index) {
+            return Ok(profile.clone());
+        }
+        let highest = self.profiles.iter().map(|(at, _)| *at).max().unwrap_or(0);
+        Err(if index < highest {
+            NvmlFailure::NotSupported
+        } else {
+            NvmlFailure::InvalidArgument
+        })
+    }
 }
 
 struct Host {
@@ -40,8 +65,16 @@ impl NvmlCard for Recorded {
     fn mig_mode(&self) -> Nvml<(bool, bool)> {
         self.mig_mode.clone()
     }
-    fn profiles(&self) -> Nvml<Vec<ProfileInfo>> {
-        self.profiles.clone()
+    fn profile_v(&self, index: u32) -> Nvml<ProfileInfo> {
+        self.profile_v.clone()?;
+        self.profile_at(index)
+    }
+    fn profile_v1(&self, index: u32) -> Nvml<ProfileInfo> {
+        self.profile_at(index).map(|mut profile| {
+            profile.name.clear();
+            profile.capabilities &= 0x1;
+            profile
+        })
     }
     fn remaining_capacity(&self, profile_id: u32) -> Nvml<u32> {
         self.capacity.get(&profile_id).cloned().unwrap_or(Ok(0))
@@ -52,11 +85,27 @@ impl NvmlCard for Recorded {
             .cloned()
             .unwrap_or(Ok(vec![]))
     }
-    fn compute_instances(&self, gpu_instance_id: u32) -> Nvml<Vec<ComputeInstanceInfo>> {
+    fn compute_profile(&self, _gpu_instance_id: u32, index: u32) -> Nvml<u32> {
+        if index < 9 {
+            Ok(index)
+        } else {
+            Err(NvmlFailure::InvalidArgument)
+        }
+    }
+    fn compute_instances(
+        &self,
+        gpu_instance_id: u32,
+        profile_id: u32,
+    ) -> Nvml<Vec<ComputeInstanceInfo>> {
         self.compute
             .get(&gpu_instance_id)
             .cloned()
             .unwrap_or(Ok(vec![]))
+            .map(|all| {
+                all.into_iter()
+                    .filter(|ci| ci.profile_id == profile_id)
+                    .collect()
+            })
     }
     fn vgpus(&self) -> Nvml<Vec<VgpuInfo>> {
         self.vgpus.clone()
@@ -84,10 +133,12 @@ fn profile(id: u32, name: &str, slices: u32, capabilities: u32) -> ProfileInfo {
 fn mig_on_with_instances() -> Recorded {
     Recorded {
         mig_mode: Ok((true, true)),
-        profiles: Ok(vec![
-            profile(19, "1g.18gb", 1, 0x1),
-            profile(9, "3g.71gb", 3, 0x3),
-        ]),
+        profiles: vec![
+            (0, profile(19, "1g.18gb", 1, 0x1)),
+            (2, profile(9, "3g.71gb", 3, 0x3)),
+        ],
+        profile_v: Ok(()),
+        profile_error: None,
         capacity: BTreeMap::from([(19, Ok(6)), (9, Ok(1))]),
         instances: BTreeMap::from([(
             19,
@@ -109,17 +160,17 @@ fn mig_on_with_instances() -> Recorded {
         )]),
         vgpus: Ok(vec![
             VgpuInfo {
-                uuid: "4b1c-1".into(),
+                uuid: Ok("4b1c-1".into()),
                 type_name: Ok("NVIDIA H200-1-18C".into()),
                 type_id: Ok(1120),
-                gpu_instance_id: Some(5),
+                gpu_instance_id: Ok(Some(5)),
                 vm: Some("vm-1".into()),
             },
             VgpuInfo {
-                uuid: "4b1c-2".into(),
+                uuid: Ok("4b1c-2".into()),
                 type_name: Err(NvmlFailure::Driver("unknown type".into())),
                 type_id: Ok(1121),
-                gpu_instance_id: None,
+                gpu_instance_id: Ok(None),
                 vm: None,
             },
         ]),
@@ -206,7 +257,7 @@ fn mig_on_with_no_instance_is_none_carved_and_enabled() {
 fn mig_off_with_on_pending_is_none_carved_and_enable_on_reboot() {
     let mut card = mig_on_with_instances();
     card.mig_mode = Ok((false, true));
-    card.profiles = Err(NvmlFailure::NotSupported);
+    card.profile_error = Some(NvmlFailure::NotSupported);
     let back = read_back(&reply(&host(Ok(card))));
     assert_eq!(
         (back.case, back.outcome().partition_mode()),
@@ -339,4 +390,74 @@ fn a_time_sliced_vgpu_has_no_gpu_instance() {
     let back = read_back(&reply(&host(Ok(mig_on_with_instances()))));
     let vgpus = back.vgpus.read().unwrap();
     assert!(vgpus[1].read().unwrap().gpu_instance_id.is_null());
+}
+
+#[test]
+fn a_gpu_instance_of_a_profile_past_the_old_bound_of_17_is_read() {
+    let mut card = mig_on_with_instances();
+    card.profiles.push((17, profile(32, "3g.71gb+gfx", 3, 0x2)));
+    card.instances = BTreeMap::from([(
+        32,
+        Ok(vec![GpuInstanceInfo {
+            id: 3,
+            profile_id: 32,
+            start: 0,
+            size: 4,
+        }]),
+    )]);
+    let back = read_back(&reply(&host(Ok(card))));
+    assert_eq!(back.case, Case::Partitions);
+    let ids: Vec<u32> = back
+        .gpu_instances
+        .read()
+        .unwrap()
+        .iter()
+        .map(|gi| gi.read().unwrap().profile_id)
+        .collect();
+    assert_eq!(ids, [32]);
+}
+
+#[test]
+fn without_the_v_call_the_v1_call_serves_and_names_come_from_the_counts() {
+    let mut card = mig_on_with_instances();
+    card.profile_v = Err(NvmlFailure::FunctionMissing(
+        "nvmlDeviceGetGpuInstanceProfileInfoV".into(),
+    ));
+    let back = read_back(&reply(&host(Ok(card))));
+    let names: Vec<String> = back
+        .profiles
+        .read()
+        .unwrap()
+        .iter()
+        .map(|p| p.read().unwrap().name.read().unwrap().clone())
+        .collect();
+    assert_eq!(names, ["1g.18gb", "3g.54gb"]);
+}
+
+#[test]
+fn a_refused_v_call_falls_back_to_the_v1_call() {
+    for refused in [NvmlFailure::NotSupported, NvmlFailure::InvalidArgument] {
+        let mut card = mig_on_with_instances();
+        card.profile_v = Err(refused.clone());
+        let back = read_back(&reply(&host(Ok(card))));
+        assert_eq!(back.profiles.read().map(Vec::len), Some(2), "{refused:?}");
+    }
+}
+
+#[test]
+fn an_invalid_argument_on_the_mig_mode_is_a_failed_read_not_not_applicable() {
+    let mut card = mig_on_with_instances();
+    card.mig_mode = Err(NvmlFailure::InvalidArgument);
+    assert_eq!(unreadable_kind(Ok(card)), "driver_error");
+}
+
+#[test]
+fn a_vgpu_whose_gpu_instance_cannot_be_read_is_lost_not_time_sliced() {
+    let mut card = mig_on_with_instances();
+    if let Ok(vgpus) = &mut card.vgpus {
+        vgpus[0].gpu_instance_id = Err(NvmlFailure::Driver("GPU is lost".into()));
+    }
+    let back = read_back(&reply(&host(Ok(card))));
+    let lost: Vec<String> = back.lost().iter().map(|l| l.pointer.to_string()).collect();
+    assert_eq!(lost, ["/vgpus/0", "/vgpus/1/type"]);
 }

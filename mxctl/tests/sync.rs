@@ -2,11 +2,22 @@
 //! directory of the test's own.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use fake_nvml::support;
 use host_sync::fake_sysfs::FakeSysfs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+/// NVML scenarios of the helper's tests (A100-SXM4-40GB, the real profile table).
+const CARVED: &str =
+    include_str!("../../gpu-partition-helper/tests/nvml-scenarios/a100-mig-on-carved.json");
+const NONE_CARVED: &str =
+    include_str!("../../gpu-partition-helper/tests/nvml-scenarios/a100-mig-on-none-carved.json");
+const ON_PENDING: &str =
+    include_str!("../../gpu-partition-helper/tests/nvml-scenarios/a100-mig-off-on-pending.json");
+const NO_MIG: &str =
+    include_str!("../../gpu-partition-helper/tests/nvml-scenarios/l40s-no-mig.json");
 
 struct Host {
     dir: tempfile::TempDir,
@@ -55,6 +66,20 @@ printf '{{"format": "1.0", "device": "%s", "mode": {{"capable": true, "current":
         std::fs::write(&path, body).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         path
+    }
+
+    /// The real helper reading the cards through the fake NVML, each a carved A100 (MIG on,
+    /// two GPU instances), as the sync's default helper script answers.
+    fn nvml_helper(&self, cards: &[&str]) -> PathBuf {
+        self.nvml_helper_of(&cards.iter().map(|bdf| (*bdf, CARVED)).collect::<Vec<_>>())
+    }
+
+    /// The real helper reading each card as its scenario file says.
+    fn nvml_helper_of(&self, cards: &[(&str, &str)]) -> PathBuf {
+        let scenario = support::scenario_of(cards).unwrap();
+        let dir = self.path("nvml");
+        std::fs::create_dir_all(&dir).unwrap();
+        support::helper_wrapper(&dir, &scenario, support::Build::Current, None).unwrap()
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -131,7 +156,7 @@ fn with_the_pool_on_gpus_are_read_or_not_checked_by_design() {
     host.sysfs
         .virtual_function("0000:3b:00.4", "0000:3b:00.0", Some("nvidia"))
         .unwrap();
-    let helper = host.helper("");
+    let helper = host.nvml_helper(&["0000:3b:00.0"]);
     let (_, sync) = host.run(&[
         "sync",
         "--pool",
@@ -224,7 +249,7 @@ fn only_the_first_sync_of_a_boot_is_after_boot() {
 fn turning_the_pool_off_over_a_divided_gpu_is_leaving_and_survives_a_reboot() {
     let host = Host::new();
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
-    let helper = host.helper("");
+    let helper = host.nvml_helper(&["0000:3b:00.0"]);
     host.run(&[
         "sync",
         "--pool",
@@ -246,7 +271,7 @@ fn turning_the_pool_off_over_a_divided_gpu_is_leaving_and_survives_a_reboot() {
 fn a_failed_read_over_a_divided_gpu_is_possibly_enabled() {
     let host = Host::new();
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
-    let good = host.helper("");
+    let good = host.nvml_helper(&["0000:3b:00.0"]);
     host.run(&[
         "sync",
         "--pool",
@@ -390,7 +415,7 @@ fn probe_without_devices_reads_every_nvidia_gpu_bound_to_nvidia() {
     let host = Host::new();
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
     host.sysfs.nvidia("0000:3c:00.0", Some("vfio-pci")).unwrap();
-    let helper = host.helper("");
+    let helper = host.nvml_helper(&["0000:3b:00.0"]);
     let (_, probe) = host.run(&["probe", "--helper", helper.to_str().unwrap()]);
     let devices: Vec<&str> = probe["gpus"]
         .as_array()
@@ -544,4 +569,59 @@ fn sync_on_a_vmd_server_keeps_the_gpu_by_its_address() {
     assert!(state.contains("\"10000:e0:00.0\""), "{state}");
     let (_, status) = host.run(&["status"]);
     assert_eq!(status["gpus"][1]["device"], "10000:e0:00.0");
+}
+
+#[test]
+fn sync_with_the_pool_on_reads_each_card_through_the_real_helper_and_nvml() {
+    let host = Host::new();
+    for bdf in [
+        "0000:3b:00.0",
+        "0000:3c:00.0",
+        "0000:3d:00.0",
+        "0000:3e:00.0",
+    ] {
+        host.sysfs.nvidia(bdf, Some("nvidia")).unwrap();
+    }
+    host.sysfs.nvidia("0000:3f:00.0", Some("vfio-pci")).unwrap();
+    let helper = host.nvml_helper_of(&[
+        ("00000000:3B:00.0", CARVED),
+        ("0000:3c:00.0", NONE_CARVED),
+        ("00000000:3D:00.0", ON_PENDING),
+        ("0000:3e:00.0", NO_MIG),
+    ]);
+    let (code, sync) = host.run(&[
+        "sync",
+        "--pool",
+        "enabled",
+        "--helper",
+        helper.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{sync}");
+    let modes: Vec<(&str, &str, &str)> = sync["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|gpu| {
+            (
+                gpu["device"].as_str().unwrap(),
+                gpu["partition_mode"].as_str().unwrap(),
+                gpu["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        modes,
+        [
+            ("0000:3b:00.0", "enabled", ""),
+            ("0000:3c:00.0", "enabled", ""),
+            ("0000:3d:00.0", "enable_on_reboot", ""),
+            ("0000:3e:00.0", "not_supported", ""),
+            ("0000:3f:00.0", "not_checked", "driver_vfio_pci"),
+        ]
+    );
+    // One card waits for its reboot: the host is on its way in.
+    assert_eq!(
+        (sync["status"].as_str(), sync["reason"].as_str()),
+        (Some("entering"), Some("gpus_pending"))
+    );
 }

@@ -1,0 +1,296 @@
+//! A card: its handle by bus ID, name, MIG mode, GPU-instance profiles and GPU instances.
+
+use crate::out::{write, write_found, write_str};
+use crate::scenario::{MigMode, Profile, parse_bus_id};
+use crate::state::{self, Answer, INVALID, code, device, failure, log, with};
+use nvml_wrapper_sys::bindings as nvml;
+use std::ffi::{CStr, c_char, c_uint};
+
+const NOT_SUPPORTED: nvml::nvmlReturn_t = nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
+
+/// The card whose bus ID matches (either form, any case); `NVML_ERROR_NOT_FOUND` for none.
+///
+/// # Safety
+///
+/// `pci_bus_id` is null or a NUL-terminated string; `device` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetHandleByPciBusId_v2(
+    pci_bus_id: *const c_char,
+    device: *mut nvml::nvmlDevice_t,
+) -> nvml::nvmlReturn_t {
+    if pci_bus_id.is_null() {
+        return INVALID;
+    }
+    // SAFETY: not null, and NUL-terminated by the caller's contract.
+    let asked = unsafe { CStr::from_ptr(pci_bus_id) }.to_string_lossy();
+    log(format_args!("nvmlDeviceGetHandleByPciBusId_v2 {asked}"));
+    code(with(|s| {
+        let wanted = parse_bus_id(&asked).ok_or(INVALID)?;
+        let index = s
+            .devices
+            .iter()
+            .position(|d| parse_bus_id(&d.pci_bus_id) == Some(wanted))
+            .ok_or(nvml::nvmlReturn_enum_NVML_ERROR_NOT_FOUND)?;
+        failure(&s.devices[index], "nvmlDeviceGetHandleByPciBusId_v2")?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(device, state::device_handle(index)) }
+    }))
+}
+
+/// The card's `name`.
+///
+/// # Safety
+///
+/// `name` is null or valid for `length` chars.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetName(
+    handle: nvml::nvmlDevice_t,
+    name: *mut c_char,
+    length: c_uint,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetName"));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetName")?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write_str(name, length, &card.name) }
+    }))
+}
+
+/// The card's MIG mode; `NVML_ERROR_NOT_SUPPORTED` for `"not_supported"`.
+///
+/// # Safety
+///
+/// `current` and `pending` are null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMigMode(
+    handle: nvml::nvmlDevice_t,
+    current: *mut c_uint,
+    pending: *mut c_uint,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetMigMode"));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetMigMode")?;
+        match card.mig_mode {
+            MigMode::NotSupported => Err(NOT_SUPPORTED),
+            MigMode::Mode {
+                current: now,
+                pending: next,
+            } => {
+                // SAFETY: passed on from this function's own contract.
+                unsafe { write(current, now) }?;
+                // SAFETY: as above.
+                unsafe { write(pending, next) }
+            }
+        }
+    }))
+}
+
+/// The profile at `index`: listed, or `NOT_SUPPORTED` below the highest listed index and
+/// `INVALID_ARGUMENT` past it, as NVML answers.
+fn profile_at(profiles: &[Profile], index: u32) -> Answer<&Profile> {
+    if let Some(profile) = profiles.iter().find(|p| p.index == index) {
+        return Ok(profile);
+    }
+    let highest = profiles.iter().map(|p| p.index).max();
+    match highest {
+        Some(highest) if index < highest => Err(NOT_SUPPORTED),
+        _ => Err(INVALID),
+    }
+}
+
+fn profile_by_id(profiles: &[Profile], id: u32) -> Answer<&Profile> {
+    profiles.iter().find(|p| p.id == id).ok_or(INVALID)
+}
+
+fn name_bytes(name: &str) -> [c_char; 96] {
+    let mut out = [0 as c_char; 96];
+    for (slot, byte) in out.iter_mut().zip(name.bytes().take(95)) {
+        *slot = byte as c_char;
+    }
+    out
+}
+
+/// NVML's version stamp of a struct: its size, and the version in the top byte.
+fn struct_version<T>(version: u32) -> u32 {
+    u32::try_from(std::mem::size_of::<T>()).unwrap_or(0) | (version << 24)
+}
+
+/// The profile at index `profile` in the versioned struct the caller stamped (v2 or v3);
+/// another stamp is `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`.
+///
+/// # Safety
+///
+/// `info` is null or points to a struct of the version stamped in its first field.
+#[cfg(not(feature = "without-profile-info-v"))]
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceProfileInfoV(
+    handle: nvml::nvmlDevice_t,
+    profile: c_uint,
+    info: *mut nvml::nvmlGpuInstanceProfileInfo_v2_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!(
+        "nvmlDeviceGetGpuInstanceProfileInfoV {profile}"
+    ));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetGpuInstanceProfileInfoV")?;
+        if info.is_null() {
+            return Err(INVALID);
+        }
+        // SAFETY: not null; every version of the struct starts with its stamp.
+        let stamp = unsafe { info.cast::<u32>().read() };
+        let found = profile_at(&card.gpu_instance_profiles, profile)?;
+        let caps = u32::from(found.p2p) | (u32::from(found.gfx) << 1);
+        if stamp == struct_version::<nvml::nvmlGpuInstanceProfileInfo_v3_t>(3) {
+            let v3 = nvml::nvmlGpuInstanceProfileInfo_v3_t {
+                version: stamp,
+                id: found.id,
+                sliceCount: found.slice_count,
+                instanceCount: found.instance_count,
+                multiprocessorCount: found.multiprocessor_count,
+                copyEngineCount: found.copy_engine_count,
+                decoderCount: found.decoder_count,
+                encoderCount: found.encoder_count,
+                jpegCount: found.jpeg_count,
+                ofaCount: found.ofa_count,
+                memorySizeMB: found.memory_size_mb,
+                name: name_bytes(&found.name),
+                capabilities: caps,
+            };
+            // SAFETY: the caller stamped a v3 struct, so `info` holds one.
+            unsafe { write(info.cast::<nvml::nvmlGpuInstanceProfileInfo_v3_t>(), v3) }
+        } else if stamp == struct_version::<nvml::nvmlGpuInstanceProfileInfo_v2_t>(2) {
+            let v2 = nvml::nvmlGpuInstanceProfileInfo_v2_t {
+                version: stamp,
+                id: found.id,
+                isP2pSupported: u32::from(found.p2p),
+                sliceCount: found.slice_count,
+                instanceCount: found.instance_count,
+                multiprocessorCount: found.multiprocessor_count,
+                copyEngineCount: found.copy_engine_count,
+                decoderCount: found.decoder_count,
+                encoderCount: found.encoder_count,
+                jpegCount: found.jpeg_count,
+                ofaCount: found.ofa_count,
+                memorySizeMB: found.memory_size_mb,
+                name: name_bytes(&found.name),
+            };
+            // SAFETY: the caller stamped a v2 struct, so `info` holds one.
+            unsafe { write(info, v2) }
+        } else {
+            Err(nvml::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        }
+    }))
+}
+
+/// The profile at index `profile` in the v1 struct (no name, a P2P flag).
+///
+/// # Safety
+///
+/// `info` is null or valid for a write of the v1 struct.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceProfileInfo(
+    handle: nvml::nvmlDevice_t,
+    profile: c_uint,
+    info: *mut nvml::nvmlGpuInstanceProfileInfo_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!(
+        "nvmlDeviceGetGpuInstanceProfileInfo {profile}"
+    ));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetGpuInstanceProfileInfo")?;
+        let found = profile_at(&card.gpu_instance_profiles, profile)?;
+        let v1 = nvml::nvmlGpuInstanceProfileInfo_t {
+            id: found.id,
+            isP2pSupported: u32::from(found.p2p),
+            sliceCount: found.slice_count,
+            instanceCount: found.instance_count,
+            multiprocessorCount: found.multiprocessor_count,
+            copyEngineCount: found.copy_engine_count,
+            decoderCount: found.decoder_count,
+            encoderCount: found.encoder_count,
+            jpegCount: found.jpeg_count,
+            ofaCount: found.ofa_count,
+            memorySizeMB: found.memory_size_mb,
+        };
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(info, v1) }
+    }))
+}
+
+/// How many more instances of the profile with this ID fit (`remaining`).
+///
+/// # Safety
+///
+/// `count` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceRemainingCapacity(
+    handle: nvml::nvmlDevice_t,
+    profile_id: c_uint,
+    count: *mut c_uint,
+) -> nvml::nvmlReturn_t {
+    log(format_args!(
+        "nvmlDeviceGetGpuInstanceRemainingCapacity {profile_id}"
+    ));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetGpuInstanceRemainingCapacity")?;
+        let found = profile_by_id(&card.gpu_instance_profiles, profile_id)?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(count, found.remaining) }
+    }))
+}
+
+/// The GPU instances of the profile with this ID; with MIG off, `NVML_ERROR_NOT_SUPPORTED`.
+///
+/// # Safety
+///
+/// `instances` is null or has room for the profile's instance count; `count` is null or valid
+/// for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetGpuInstances(
+    handle: nvml::nvmlDevice_t,
+    profile_id: c_uint,
+    instances: *mut nvml::nvmlGpuInstance_t,
+    count: *mut c_uint,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetGpuInstances {profile_id}"));
+    code(with(|s| {
+        let (index, card) = device(s, handle, "nvmlDeviceGetGpuInstances")?;
+        if !matches!(card.mig_mode, MigMode::Mode { current: 1, .. }) {
+            return Err(NOT_SUPPORTED);
+        }
+        profile_by_id(&card.gpu_instance_profiles, profile_id)?;
+        let found: Vec<nvml::nvmlGpuInstance_t> = card
+            .gpu_instances
+            .iter()
+            .enumerate()
+            .filter(|(_, gi)| gi.profile_id == profile_id)
+            .map(|(at, _)| state::gpu_instance_handle(index, at))
+            .collect();
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write_found(instances, count, &found) }
+    }))
+}
+
+/// The GPU instance with this ID; `NVML_ERROR_NOT_FOUND` for none.
+///
+/// # Safety
+///
+/// `instance` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceById(
+    handle: nvml::nvmlDevice_t,
+    id: c_uint,
+    instance: *mut nvml::nvmlGpuInstance_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetGpuInstanceById {id}"));
+    code(with(|s| {
+        let (index, card) = device(s, handle, "nvmlDeviceGetGpuInstanceById")?;
+        let at = card
+            .gpu_instances
+            .iter()
+            .position(|gi| gi.id == id)
+            .ok_or(nvml::nvmlReturn_enum_NVML_ERROR_NOT_FOUND)?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(instance, state::gpu_instance_handle(index, at)) }
+    }))
+}

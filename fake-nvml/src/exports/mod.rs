@@ -1,0 +1,11 @@
+//! The NVML functions, with NVML's C ABI. Each answers from the scenario read by
+//! [`system::nvmlInit_v2`] and fails as the scenario's `fail` says for its device.
+//!
+//! They are `unsafe extern "C"`: a caller must pass pointers valid as NVML's documentation
+//! asks (null is answered with `NVML_ERROR_INVALID_ARGUMENT`, never dereferenced).
+#![allow(non_snake_case)]
+
+pub mod device;
+pub mod instance;
+pub mod system;
+pub mod vgpu;

@@ -1,0 +1,26 @@
+//! A fake `libnvidia-ml.so.1`: the NVML functions the GPU partition helper (and `nvml-wrapper`
+//! on its way) calls, with NVML's C ABI, answering from a JSON scenario named by the environment
+//! variable `FAKE_NVML_SCENARIO`. It lets the helper's real NVML path run in CI without a GPU.
+//!
+//! - [`scenario`]: the scenario file (driver versions, devices, MIG mode, GPU-instance
+//!   profiles by index and ID, GPU and compute instances, vGPUs, and per-device failures).
+//! - [`exports`]: the C functions. Handles are numbers, never pointers to memory: a handle
+//!   this library did not give out is `NVML_ERROR_INVALID_ARGUMENT`.
+//! - [`support`]: for tests and benchmarks, where the built library is, and a helper wrapper
+//!   that runs the real helper binary against it.
+//!
+//! With `FAKE_NVML_LOG` set to a file, every call is appended to it, one line each (the
+//! function and its arguments), so a test can count what the helper asked.
+//!
+//! The `without-profile-info-v` feature leaves out `nvmlDeviceGetGpuInstanceProfileInfoV`, as
+//! older drivers do.
+#![deny(missing_docs)]
+// The C ABI needs `unsafe`: exported symbols and the caller's out-pointers. Every block says
+// why it is sound.
+#![allow(unsafe_code)]
+
+pub mod exports;
+mod out;
+pub mod scenario;
+mod state;
+pub mod support;

@@ -1,0 +1,368 @@
+//! The scenario a fake NVML answers from (`FAKE_NVML_SCENARIO` names the file):
+//!
+//! ```json
+//! {"driver_version": "570.172.08", "nvml_version": "12.570.172.08",
+//!  "devices": [{
+//!    "pci_bus_id": "00000000:3B:00.0", "name": "NVIDIA A100-SXM4-40GB",
+//!    "mig_mode": {"current": 1, "pending": 1},
+//!    "gpu_instance_profiles": [{"index": 0, "id": 19, "name": "1g.5gb", "slice_count": 1,
+//!       "instance_count": 7, "multiprocessor_count": 14, "copy_engine_count": 1,
+//!       "decoder_count": 0, "encoder_count": 0, "jpeg_count": 0, "ofa_count": 0,
+//!       "memory_size_mb": 4864, "p2p": false, "gfx": false, "remaining": 7}],
+//!    "gpu_instances": [{"id": 1, "profile_id": 9, "placement": {"start": 0, "size": 4},
+//!       "compute_instances": [{"id": 0, "profile_id": 2, "placement": {"start": 0, "size": 3}}]}],
+//!    "vgpus": [{"uuid": "…", "type": "NVIDIA A100-3-20C", "type_id": 1123,
+//!       "gpu_instance_id": 1, "vm": null}],
+//!    "fail": {"nvmlDeviceGetGpuInstances": "NO_PERMISSION"}}]}
+//! ```
+//!
+//! Members may be added; absent lists are empty. `mig_mode` may be `"not_supported"`. `fail`
+//! maps an NVML function to the error it answers on that device (an `NVML_ERROR_*` name without
+//! its prefix).
+
+use nvml_wrapper_sys::bindings as nvml;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The whole scenario.
+#[derive(Debug, Clone, Deserialize)]
+#[non_exhaustive]
+pub struct Scenario {
+    /// `nvmlSystemGetDriverVersion`.
+    pub driver_version: String,
+    /// `nvmlSystemGetNVMLVersion`.
+    pub nvml_version: String,
+    /// The cards.
+    #[serde(default)]
+    pub devices: Vec<Device>,
+}
+
+/// One card.
+#[derive(Debug, Clone, Deserialize)]
+#[non_exhaustive]
+pub struct Device {
+    /// Its bus ID, in either form NVML knows (`00000000:3B:00.0`, `0000:3b:00.0`).
+    pub pci_bus_id: String,
+    /// `nvmlDeviceGetName`.
+    #[serde(default)]
+    pub name: String,
+    /// `nvmlDeviceGetMigMode`.
+    pub mig_mode: MigMode,
+    /// The GPU-instance profiles, by index.
+    #[serde(default)]
+    pub gpu_instance_profiles: Vec<Profile>,
+    /// The GPU instances.
+    #[serde(default)]
+    pub gpu_instances: Vec<GpuInstance>,
+    /// The active vGPUs.
+    #[serde(default)]
+    pub vgpus: Vec<Vgpu>,
+    /// Function name → the `NVML_ERROR_*` name it answers on this device.
+    #[serde(default)]
+    pub fail: BTreeMap<String, String>,
+}
+
+/// MIG mode, or not supported: `{"current": 1, "pending": 0}` or `"not_supported"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "serde_json::Value")]
+#[non_exhaustive]
+pub enum MigMode {
+    /// The modes (1 = enabled).
+    Mode {
+        /// The mode now.
+        current: u32,
+        /// The mode after the next reset.
+        pending: u32,
+    },
+    /// The card has no MIG: `NVML_ERROR_NOT_SUPPORTED`.
+    NotSupported,
+}
+
+impl TryFrom<serde_json::Value> for MigMode {
+    type Error = String;
+
+    fn try_from(value: serde_json::Value) -> Result<Self, String> {
+        let number = |key: &str| {
+            value
+                .get(key)
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+        };
+        match (&value, number("current"), number("pending")) {
+            (serde_json::Value::String(text), _, _) if text == "not_supported" => {
+                Ok(Self::NotSupported)
+            }
+            (serde_json::Value::Object(_), Some(current), Some(pending)) => {
+                Ok(Self::Mode { current, pending })
+            }
+            _ => Err(format!(
+                "mig_mode must be {{\"current\": N, \"pending\": N}} or \"not_supported\", not {value}"
+            )),
+        }
+    }
+}
+
+/// A GPU-instance profile.
+#[derive(Debug, Clone, Deserialize)]
+#[non_exhaustive]
+#[allow(missing_docs)]
+pub struct Profile {
+    /// The index `nvmlDeviceGetGpuInstanceProfileInfo*` takes.
+    pub index: u32,
+    /// The ID every other call takes.
+    pub id: u32,
+    pub name: String,
+    pub slice_count: u32,
+    pub instance_count: u32,
+    pub multiprocessor_count: u32,
+    pub copy_engine_count: u32,
+    pub decoder_count: u32,
+    pub encoder_count: u32,
+    pub jpeg_count: u32,
+    pub ofa_count: u32,
+    pub memory_size_mb: u64,
+    pub p2p: bool,
+    pub gfx: bool,
+    /// `nvmlDeviceGetGpuInstanceRemainingCapacity`.
+    pub remaining: u32,
+}
+
+/// A placement (`start`, `size`).
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[non_exhaustive]
+#[allow(missing_docs)]
+pub struct Placement {
+    pub start: u32,
+    pub size: u32,
+}
+
+/// A GPU instance.
+#[derive(Debug, Clone, Deserialize)]
+#[non_exhaustive]
+#[allow(missing_docs)]
+pub struct GpuInstance {
+    pub id: u32,
+    /// A profile ID (not an index).
+    pub profile_id: u32,
+    pub placement: Placement,
+    #[serde(default)]
+    pub compute_instances: Vec<ComputeInstance>,
+}
+
+/// A compute instance.
+#[derive(Debug, Clone, Deserialize)]
+#[non_exhaustive]
+#[allow(missing_docs)]
+pub struct ComputeInstance {
+    pub id: u32,
+    pub profile_id: u32,
+    pub placement: Placement,
+}
+
+/// An active vGPU.
+#[derive(Debug, Clone, Deserialize)]
+#[non_exhaustive]
+#[allow(missing_docs)]
+pub struct Vgpu {
+    pub uuid: String,
+    #[serde(rename = "type")]
+    pub vgpu_type: String,
+    pub type_id: u32,
+    /// `None`: time-sliced on the whole card (`INVALID_GPU_INSTANCE_ID`).
+    pub gpu_instance_id: Option<u32>,
+    /// The VM's UUID; `None` answers `NVML_ERROR_NOT_FOUND`.
+    pub vm: Option<String>,
+}
+
+/// A scenario that cannot be used.
+#[derive(Debug)]
+pub struct ScenarioError(pub String);
+
+impl std::fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Scenario {
+    /// Reads and checks the file `FAKE_NVML_SCENARIO` names.
+    pub fn from_env() -> Result<Scenario, ScenarioError> {
+        let path = std::env::var_os("FAKE_NVML_SCENARIO")
+            .ok_or_else(|| ScenarioError("FAKE_NVML_SCENARIO is not set".to_owned()))?;
+        let shown = std::path::Path::new(&path).display().to_string();
+        let bytes = std::fs::read(&path)
+            .map_err(|error| ScenarioError(format!("cannot read {shown}: {error}")))?;
+        Scenario::from_json(&bytes).map_err(|error| ScenarioError(format!("{shown}: {error}")))
+    }
+
+    /// Reads and checks a scenario.
+    pub fn from_json(bytes: &[u8]) -> Result<Scenario, ScenarioError> {
+        let scenario: Scenario = serde_json::from_slice(bytes)
+            .map_err(|error| ScenarioError(format!("not a scenario: {error}")))?;
+        for device in &scenario.devices {
+            if parse_bus_id(&device.pci_bus_id).is_none() {
+                return Err(ScenarioError(format!(
+                    "{:?} is not a PCI bus ID",
+                    device.pci_bus_id
+                )));
+            }
+            for (function, error) in &device.fail {
+                if error_code(error).is_none() {
+                    return Err(ScenarioError(format!(
+                        "{}: fail.{function}: {error:?} is not an NVML_ERROR_* name",
+                        device.pci_bus_id
+                    )));
+                }
+            }
+        }
+        Ok(scenario)
+    }
+}
+
+/// A bus ID as numbers (domain, bus, device, function), from either form NVML accepts, in any
+/// case.
+pub fn parse_bus_id(text: &str) -> Option<(u32, u8, u8, u8)> {
+    let hex = |part: &str, most: usize| {
+        (!part.is_empty() && part.len() <= most && part.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| u32::from_str_radix(part, 16).ok())
+            .flatten()
+    };
+    let (domain, rest) = text.trim().split_once(':')?;
+    let (bus, rest) = rest.split_once(':')?;
+    let (device, function) = rest.split_once('.')?;
+    Some((
+        hex(domain, 8)?,
+        u8::try_from(hex(bus, 2)?).ok()?,
+        u8::try_from(hex(device, 2)?).ok()?,
+        u8::try_from(hex(function, 1)?).ok()?,
+    ))
+}
+
+/// The code of an `NVML_ERROR_*` name without its prefix (`NO_PERMISSION`).
+pub fn error_code(name: &str) -> Option<nvml::nvmlReturn_t> {
+    ERRORS
+        .iter()
+        .find(|(known, _)| *known == name)
+        .map(|(_, code)| *code)
+}
+
+/// Every `NVML_ERROR_*` name with its code.
+pub const ERRORS: [(&str, nvml::nvmlReturn_t); 31] = [
+    (
+        "UNINITIALIZED",
+        nvml::nvmlReturn_enum_NVML_ERROR_UNINITIALIZED,
+    ),
+    (
+        "INVALID_ARGUMENT",
+        nvml::nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT,
+    ),
+    (
+        "NOT_SUPPORTED",
+        nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED,
+    ),
+    (
+        "NO_PERMISSION",
+        nvml::nvmlReturn_enum_NVML_ERROR_NO_PERMISSION,
+    ),
+    (
+        "ALREADY_INITIALIZED",
+        nvml::nvmlReturn_enum_NVML_ERROR_ALREADY_INITIALIZED,
+    ),
+    ("NOT_FOUND", nvml::nvmlReturn_enum_NVML_ERROR_NOT_FOUND),
+    (
+        "INSUFFICIENT_SIZE",
+        nvml::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE,
+    ),
+    (
+        "INSUFFICIENT_POWER",
+        nvml::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_POWER,
+    ),
+    (
+        "DRIVER_NOT_LOADED",
+        nvml::nvmlReturn_enum_NVML_ERROR_DRIVER_NOT_LOADED,
+    ),
+    ("TIMEOUT", nvml::nvmlReturn_enum_NVML_ERROR_TIMEOUT),
+    ("IRQ_ISSUE", nvml::nvmlReturn_enum_NVML_ERROR_IRQ_ISSUE),
+    (
+        "LIBRARY_NOT_FOUND",
+        nvml::nvmlReturn_enum_NVML_ERROR_LIBRARY_NOT_FOUND,
+    ),
+    (
+        "FUNCTION_NOT_FOUND",
+        nvml::nvmlReturn_enum_NVML_ERROR_FUNCTION_NOT_FOUND,
+    ),
+    (
+        "CORRUPTED_INFOROM",
+        nvml::nvmlReturn_enum_NVML_ERROR_CORRUPTED_INFOROM,
+    ),
+    ("GPU_IS_LOST", nvml::nvmlReturn_enum_NVML_ERROR_GPU_IS_LOST),
+    (
+        "RESET_REQUIRED",
+        nvml::nvmlReturn_enum_NVML_ERROR_RESET_REQUIRED,
+    ),
+    (
+        "OPERATING_SYSTEM",
+        nvml::nvmlReturn_enum_NVML_ERROR_OPERATING_SYSTEM,
+    ),
+    (
+        "LIB_RM_VERSION_MISMATCH",
+        nvml::nvmlReturn_enum_NVML_ERROR_LIB_RM_VERSION_MISMATCH,
+    ),
+    ("IN_USE", nvml::nvmlReturn_enum_NVML_ERROR_IN_USE),
+    ("MEMORY", nvml::nvmlReturn_enum_NVML_ERROR_MEMORY),
+    ("NO_DATA", nvml::nvmlReturn_enum_NVML_ERROR_NO_DATA),
+    (
+        "VGPU_ECC_NOT_SUPPORTED",
+        nvml::nvmlReturn_enum_NVML_ERROR_VGPU_ECC_NOT_SUPPORTED,
+    ),
+    (
+        "INSUFFICIENT_RESOURCES",
+        nvml::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_RESOURCES,
+    ),
+    (
+        "FREQ_NOT_SUPPORTED",
+        nvml::nvmlReturn_enum_NVML_ERROR_FREQ_NOT_SUPPORTED,
+    ),
+    (
+        "ARGUMENT_VERSION_MISMATCH",
+        nvml::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH,
+    ),
+    ("DEPRECATED", nvml::nvmlReturn_enum_NVML_ERROR_DEPRECATED),
+    ("NOT_READY", nvml::nvmlReturn_enum_NVML_ERROR_NOT_READY),
+    (
+        "GPU_NOT_FOUND",
+        nvml::nvmlReturn_enum_NVML_ERROR_GPU_NOT_FOUND,
+    ),
+    (
+        "INVALID_STATE",
+        nvml::nvmlReturn_enum_NVML_ERROR_INVALID_STATE,
+    ),
+    (
+        "RESET_TYPE_NOT_SUPPORTED",
+        nvml::nvmlReturn_enum_NVML_ERROR_RESET_TYPE_NOT_SUPPORTED,
+    ),
+    ("UNKNOWN", nvml::nvmlReturn_enum_NVML_ERROR_UNKNOWN),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_forms_of_a_bus_id_read_as_the_same_address() {
+        assert_eq!(parse_bus_id("00000000:3B:00.0"), Some((0, 0x3b, 0, 0)));
+        assert_eq!(
+            parse_bus_id("0000:3b:00.0"),
+            parse_bus_id("00000000:3B:00.0")
+        );
+        assert_eq!(parse_bus_id("3b:00.0"), None);
+    }
+
+    #[test]
+    fn a_failure_that_names_no_nvml_error_is_refused() {
+        let text = br#"{"driver_version": "1", "nvml_version": "1", "devices": [{
+            "pci_bus_id": "0000:3b:00.0", "mig_mode": "not_supported",
+            "fail": {"nvmlDeviceGetMigMode": "BROKEN"}}]}"#;
+        assert!(Scenario::from_json(text).is_err());
+    }
+}

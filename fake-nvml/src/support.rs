@@ -1,0 +1,208 @@
+//! For tests and benchmarks: where the built fake library and the helper binary are, and a
+//! helper wrapper that runs the real helper against the fake (the probe clears the
+//! environment, so the wrapper sets `LD_LIBRARY_PATH` and `FAKE_NVML_SCENARIO` itself).
+//!
+//! The library and the helper are found next to the running test (a `cargo test --workspace`
+//! builds both); when they are not there, or for the build without
+//! `nvmlDeviceGetGpuInstanceProfileInfoV`, they are built with `cargo` into a target directory
+//! of their own, once.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Which build of the fake.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Build {
+    /// Every function, as a current driver has.
+    Current,
+    /// Without `nvmlDeviceGetGpuInstanceProfileInfoV`, as drivers before it (R470).
+    WithoutProfileInfoV,
+}
+
+/// Something the support could not find or build.
+#[derive(Debug)]
+pub struct SupportError(pub String);
+
+impl std::fmt::Display for SupportError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SupportError {}
+
+/// The running program's profile directory (`target/debug`, `target/release`).
+fn profile_dir() -> Result<PathBuf, SupportError> {
+    let exe = std::env::current_exe()
+        .map_err(|error| SupportError(format!("cannot find the running program: {error}")))?;
+    let dir = exe
+        .parent()
+        .ok_or_else(|| SupportError(format!("{} has no directory", exe.display())))?;
+    Ok(match dir.file_name().and_then(|name| name.to_str()) {
+        Some("deps" | "examples") => dir.parent().unwrap_or(dir).to_path_buf(),
+        _ => dir.to_path_buf(),
+    })
+}
+
+fn is_release(profile: &Path) -> bool {
+    profile.file_name().and_then(|name| name.to_str()) == Some("release")
+}
+
+/// Builds `package` (with `features`) into `target/<name>` and answers its profile directory.
+fn build(package: &str, features: &[&str], name: &str) -> Result<PathBuf, SupportError> {
+    let profile = profile_dir()?;
+    let target = profile
+        .parent()
+        .ok_or_else(|| SupportError(format!("{} has no parent", profile.display())))?
+        .join(name);
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .args([
+            "build",
+            "--quiet",
+            "--offline",
+            "-p",
+            package,
+            "--target-dir",
+        ])
+        .arg(&target);
+    if !features.is_empty() {
+        command.args(["--features", &features.join(",")]);
+    }
+    if is_release(&profile) {
+        command.arg("--release");
+    }
+    let output = command
+        .output()
+        .map_err(|error| SupportError(format!("cannot run cargo: {error}")))?;
+    if !output.status.success() {
+        return Err(SupportError(format!(
+            "cargo build -p {package} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        )));
+    }
+    Ok(target.join(if is_release(&profile) {
+        "release"
+    } else {
+        "debug"
+    }))
+}
+
+/// The first of `names` under `dirs` that exists.
+fn first(dirs: &[PathBuf], names: &[&str]) -> Option<PathBuf> {
+    dirs.iter()
+        .flat_map(|dir| names.iter().map(move |name| dir.join(name)))
+        .find(|path| path.is_file())
+}
+
+/// The built fake library (`libfake_nvml.so`) of `build`.
+pub fn library(build_of: Build) -> Result<PathBuf, SupportError> {
+    const NAME: &str = "libfake_nvml.so";
+    match build_of {
+        Build::Current => {
+            let profile = profile_dir()?;
+            if let Some(found) = first(&[profile.join("deps"), profile.clone()], &[NAME]) {
+                return Ok(found);
+            }
+            let built = build("fake-nvml", &[], "fake-nvml-support")?;
+            first(&[built], &[NAME])
+        }
+        Build::WithoutProfileInfoV => {
+            let built = build(
+                "fake-nvml",
+                &["without-profile-info-v"],
+                "fake-nvml-without-profile-info-v",
+            )?;
+            first(&[built], &[NAME])
+        }
+    }
+    .ok_or_else(|| SupportError(format!("no {NAME} after the build")))
+}
+
+/// The built `gpu-partition-helper` binary.
+pub fn helper_binary() -> Result<PathBuf, SupportError> {
+    const NAME: &str = "gpu-partition-helper";
+    let profile = profile_dir()?;
+    if let Some(found) = first(&[profile], &[NAME]) {
+        return Ok(found);
+    }
+    let built = build(NAME, &[], "fake-nvml-support")?;
+    first(&[built], &[NAME]).ok_or_else(|| SupportError(format!("no {NAME} after the build")))
+}
+
+/// `'text'` for `sh`.
+fn quoted(path: &Path) -> String {
+    format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
+}
+
+/// A helper wrapper in `dir`: the fake library of `build_of` installed as
+/// `dir/lib/libnvidia-ml.so.1`, `scenario` written to `dir/scenario.json`, and `dir/helper`, a
+/// script that runs the real helper binary with `LD_LIBRARY_PATH` and `FAKE_NVML_SCENARIO` set
+/// (and `FAKE_NVML_LOG` when `log` is given). Answers the wrapper's path.
+pub fn helper_wrapper(
+    dir: &Path,
+    scenario: &str,
+    build_of: Build,
+    log: Option<&Path>,
+) -> Result<PathBuf, SupportError> {
+    let io = |what: &str, path: &Path, error: std::io::Error| {
+        SupportError(format!("cannot {what} {}: {error}", path.display()))
+    };
+    let lib_dir = dir.join("lib");
+    std::fs::create_dir_all(&lib_dir).map_err(|e| io("create", &lib_dir, e))?;
+    let library = library(build_of)?;
+    let installed = lib_dir.join("libnvidia-ml.so.1");
+    std::fs::copy(&library, &installed).map_err(|e| io("copy the library to", &installed, e))?;
+    let scenario_path = dir.join("scenario.json");
+    std::fs::write(&scenario_path, scenario).map_err(|e| io("write", &scenario_path, e))?;
+    let log_line = log
+        .map(|log| format!("export FAKE_NVML_LOG={}\n", quoted(log)))
+        .unwrap_or_default();
+    let script = format!(
+        "#!/bin/sh\nexport LD_LIBRARY_PATH={}\nexport FAKE_NVML_SCENARIO={}\n{log_line}exec {} \"$@\"\n",
+        quoted(&lib_dir),
+        quoted(&scenario_path),
+        quoted(&helper_binary()?),
+    );
+    let wrapper = dir.join("helper");
+    std::fs::write(&wrapper, script).map_err(|e| io("write", &wrapper, e))?;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| io("make executable", &wrapper, e))?;
+    Ok(wrapper)
+}
+
+/// A scenario of several cards, each the first device of a scenario file (`template`) put at
+/// another bus ID; the driver versions are those of the first template. Answers the JSON.
+pub fn scenario_of(cards: &[(&str, &str)]) -> Result<String, SupportError> {
+    let bad = |why: String| SupportError(format!("cannot build the scenario: {why}"));
+    let mut devices = Vec::new();
+    let mut versions = None;
+    for (bus_id, template) in cards {
+        let mut parsed: serde_json::Value =
+            serde_json::from_str(template).map_err(|error| bad(error.to_string()))?;
+        versions.get_or_insert_with(|| {
+            (
+                parsed["driver_version"].clone(),
+                parsed["nvml_version"].clone(),
+            )
+        });
+        let mut device = parsed["devices"][0].take();
+        if !device.is_object() {
+            return Err(bad("a template without a device".to_owned()));
+        }
+        device["pci_bus_id"] = (*bus_id).into();
+        devices.push(device);
+    }
+    let (driver_version, nvml_version) = versions.unwrap_or_default();
+    let scenario = serde_json::json!({
+        "driver_version": driver_version,
+        "nvml_version": nvml_version,
+        "devices": devices,
+    });
+    crate::scenario::Scenario::from_json(scenario.to_string().as_bytes())
+        .map_err(|error| bad(error.to_string()))?;
+    Ok(scenario.to_string())
+}
