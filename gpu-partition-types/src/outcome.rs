@@ -57,7 +57,7 @@ impl Outcome {
     pub fn reason(&self) -> Option<&UnreadableReason> {
         match self {
             Self::Unreadable(reason) => Some(reason),
-            _ => None,
+            Self::Partitions { .. } | Self::NoneCarved { .. } | Self::NotApplicable => None,
         }
     }
 }
@@ -88,10 +88,10 @@ pub enum UnreadableReason {
 impl UnreadableReason {
     /// Whether this failure holds for the whole host (found once, given to every card).
     pub fn is_host_wide(&self) -> bool {
-        matches!(
-            self,
-            Self::HelperAbsent | Self::HelperNotExecutable | Self::Incompatible
-        )
+        match self {
+            Self::HelperAbsent | Self::HelperNotExecutable | Self::Incompatible => true,
+            Self::Helper(_) | Self::Timeout | Self::Crash | Self::Undecodable | Self::Busy => false,
+        }
     }
 }
 

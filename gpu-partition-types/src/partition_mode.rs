@@ -29,20 +29,31 @@ impl PartitionMode {
     /// Divided or possibly divided: `enabled`, `enable_on_reboot`, `disable_on_reboot`,
     /// `possibly_enabled`.
     pub fn is_divided_or_possibly(self) -> bool {
-        matches!(
-            self,
-            Self::Enabled | Self::EnableOnReboot | Self::DisableOnReboot | Self::PossiblyEnabled
-        )
+        match self {
+            Self::Enabled
+            | Self::EnableOnReboot
+            | Self::DisableOnReboot
+            | Self::PossiblyEnabled => true,
+            Self::NotSupported
+            | Self::Disabled
+            | Self::Unknown
+            | Self::NotChecked
+            | Self::NotInUse => false,
+        }
     }
 
     /// Settled: a mode read from the card, or `not_checked`. The others (`unknown`,
     /// `enable_on_reboot`, `disable_on_reboot`, `possibly_enabled`, and `not_in_use` on a GPU
     /// that should be read) still wait for something.
     pub fn is_settled(self) -> bool {
-        matches!(
-            self,
-            Self::NotSupported | Self::Disabled | Self::Enabled | Self::NotChecked
-        )
+        match self {
+            Self::NotSupported | Self::Disabled | Self::Enabled | Self::NotChecked => true,
+            Self::EnableOnReboot
+            | Self::DisableOnReboot
+            | Self::Unknown
+            | Self::NotInUse
+            | Self::PossiblyEnabled => false,
+        }
     }
 }
 

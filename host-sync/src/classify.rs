@@ -3,7 +3,7 @@
 
 use crate::gpu::GpuRecord;
 use crate::pci::PciFunction;
-use crate::status::{HostStatus, Reason, reasons};
+use crate::status::{HostReason, HostStatus};
 use gpu_partition_types::{Bdf, PartitionMode};
 use std::collections::BTreeMap;
 
@@ -42,11 +42,18 @@ pub struct Check {
     /// The status it gives.
     pub status: HostStatus,
     /// The reason it gives.
-    pub reason: &'static str,
+    pub reason: HostReason,
 }
 
 fn mode(facts: &Facts<'_>, bdf: &Bdf) -> Option<PartitionMode> {
     facts.modes.get(bdf).map(|record| record.partition_mode)
+}
+
+fn last_known_divided(facts: &Facts<'_>, bdf: &Bdf) -> bool {
+    facts
+        .modes
+        .get(bdf)
+        .is_some_and(GpuRecord::last_known_divided)
 }
 
 fn nvidia<'a>(facts: &'a Facts<'_>) -> impl Iterator<Item = &'a PciFunction> {
@@ -59,30 +66,29 @@ pub const CHECKS: [Check; 6] = [
         name: "no NVIDIA display-class physical function",
         applies: |facts| nvidia(facts).next().is_none(),
         status: HostStatus::Inactive,
-        reason: reasons::NO_PARTITIONABLE_GPU,
+        reason: HostReason::NoPartitionableGpu,
     },
+    // Last known divided: its mode, or the last mode read from it (a GPU left `unknown` by an
+    // interrupted read over a division may still be divided).
     Check {
-        name: "pool switch off, some NVIDIA GPU divided or possibly divided",
+        name: "pool switch off, some NVIDIA GPU last known divided",
         applies: |facts| {
-            !facts.pool_enabled
-                && nvidia(facts).any(|gpu| {
-                    mode(facts, &gpu.bdf).is_some_and(PartitionMode::is_divided_or_possibly)
-                })
+            !facts.pool_enabled && nvidia(facts).any(|gpu| last_known_divided(facts, &gpu.bdf))
         },
         status: HostStatus::Leaving,
-        reason: reasons::GPUS_STILL_DIVIDED,
+        reason: HostReason::GpusStillDivided,
     },
     Check {
         name: "pool switch off",
         applies: |facts| !facts.pool_enabled,
         status: HostStatus::Inactive,
-        reason: reasons::POOL_DISABLED,
+        reason: HostReason::PoolDisabled,
     },
     Check {
         name: "helper absent, not executable, or incompatible",
         applies: |facts| facts.helper == HelperState::Unavailable,
         status: HostStatus::Inactive,
-        reason: reasons::HELPER_UNAVAILABLE,
+        reason: HostReason::HelperUnavailable,
     },
     Check {
         name: "some NVIDIA GPU to be read is not settled",
@@ -94,26 +100,23 @@ pub const CHECKS: [Check; 6] = [
                 .any(|gpu| !mode(facts, &gpu.bdf).is_some_and(PartitionMode::is_settled))
         },
         status: HostStatus::Entering,
-        reason: reasons::GPUS_PENDING,
+        reason: HostReason::GpusPending,
     },
     Check {
         name: "otherwise",
         applies: |_| true,
         status: HostStatus::Active,
-        reason: reasons::READY,
+        reason: HostReason::Ready,
     },
 ];
 
-/// The host's status and reason: the first check of [`CHECKS`] that applies.
-pub fn classify(facts: &Facts<'_>) -> (HostStatus, Reason) {
-    for check in &CHECKS {
-        if (check.applies)(facts) {
-            // Every reason of the table is a valid token.
-            return (check.status, Reason::new(check.reason).unwrap_or_default());
-        }
-    }
-    (
-        HostStatus::Active,
-        Reason::new(reasons::READY).unwrap_or_default(),
-    )
+/// The host's status and reason: the first check of [`CHECKS`] that applies (the last always
+/// does).
+pub fn classify(facts: &Facts<'_>) -> (HostStatus, HostReason) {
+    CHECKS
+        .iter()
+        .find(|check| (check.applies)(facts))
+        .map_or((HostStatus::Active, HostReason::Ready), |check| {
+            (check.status, check.reason)
+        })
 }

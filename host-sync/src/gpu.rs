@@ -1,6 +1,7 @@
 //! [`GpuRecord`]: what the host keeps of one GPU.
 
 use crate::pci::PciFunction;
+use crate::reason::GpuReason;
 use gpu_partition_types::PartitionMode;
 use serde::{Deserialize, Serialize};
 
@@ -17,8 +18,8 @@ pub struct GpuRecord {
     /// The partition mode.
     pub partition_mode: PartitionMode,
     /// Why: the read's reason for `unknown`/`possibly_enabled`, why not read for `not_checked`,
-    /// otherwise empty.
-    pub reason: String,
+    /// otherwise none.
+    pub reason: GpuReason,
     /// The last mode read from the card itself, kept across the `unknown` written before each
     /// read, so that a failed read (or a crash) over a divided GPU still knows it was divided.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -33,7 +34,7 @@ impl GpuRecord {
             device: function.device.clone(),
             driver: function.driver.clone(),
             partition_mode: PartitionMode::NotInUse,
-            reason: String::new(),
+            reason: GpuReason::None,
             last_read: None,
         }
     }
@@ -47,9 +48,9 @@ impl GpuRecord {
     }
 
     /// Sets the mode and its reason.
-    pub fn set(&mut self, mode: PartitionMode, reason: impl Into<String>) {
+    pub fn set(&mut self, mode: PartitionMode, reason: GpuReason) {
         self.partition_mode = mode;
-        self.reason = reason.into();
+        self.reason = reason;
     }
 
     /// Takes the ids and driver of the current scan.
@@ -57,29 +58,5 @@ impl GpuRecord {
         self.vendor.clone_from(&function.vendor);
         self.device.clone_from(&function.device);
         self.driver.clone_from(&function.driver);
-    }
-}
-
-/// Why the host does not read `function` by design (`not_nvidia`, `no_driver`, or
-/// `driver_<name>` with every character outside `[a-z0-9]` turned into `_`); `None` for an
-/// NVIDIA GPU bound to `nvidia`, which is read.
-pub fn not_read_reason(function: &PciFunction) -> Option<String> {
-    if !function.is_nvidia() {
-        return Some("not_nvidia".to_owned());
-    }
-    match function.driver.as_deref() {
-        None => Some("no_driver".to_owned()),
-        Some("nvidia") => None,
-        Some(driver) => Some(format!(
-            "driver_{}",
-            driver
-                .chars()
-                .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() {
-                    c
-                } else {
-                    '_'
-                })
-                .collect::<String>()
-        )),
     }
 }

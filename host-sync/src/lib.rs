@@ -8,7 +8,9 @@
 //! - [`modes`] holds the partition-mode rules of a sync as pure functions over [`GpuRecord`]s.
 //! - [`StateStore`] is where the state lives; [`FileStore`] the embedded default (one JSON file
 //!   written atomically); [`MemoryStore`] keeps it in memory.
-//! - [`sync()`] runs the whole sync under the host GPU lock of `gpu-probe`.
+//! - [`sync()`] runs the whole sync under the host GPU lock of `gpu-probe`; [`spawn_sync`] runs it
+//!   on a thread of its own, as a toolstack does at start, and its [`SyncHandle`] is told the
+//!   report.
 #![deny(missing_docs)]
 
 pub mod boot;
@@ -17,15 +19,20 @@ pub mod fake_sysfs;
 pub mod gpu;
 pub mod modes;
 pub mod pci;
+pub mod reason;
+pub mod spawn;
 pub mod state;
 pub mod status;
 pub mod store;
 pub mod sync;
 
+pub use boot::Boot;
 pub use classify::{CHECKS, Check, Facts, HelperState, classify};
-pub use gpu::{GpuRecord, not_read_reason};
+pub use gpu::GpuRecord;
 pub use pci::{NVIDIA_VENDOR, PciFunction, PciScan, ScanError, SkippedEntry, scan, scan_gpus};
+pub use reason::{GpuReason, NotRead};
+pub use spawn::{SyncHandle, SyncPanicked, spawn_sync};
 pub use state::{HostState, SCHEMA};
-pub use status::{HostStatus, Reason, reasons};
+pub use status::{HostReason, HostStatus, Reason};
 pub use store::{FileStore, MemoryStore, STATE_FILE, StateStore, StoreError};
-pub use sync::{AfterBoot, HostPaths, SyncError, SyncOptions, SyncReport, sync};
+pub use sync::{AfterBoot, DEFAULT_LOCK_WAIT, HostPaths, SyncError, SyncOptions, SyncReport, sync};

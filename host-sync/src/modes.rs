@@ -1,7 +1,8 @@
 //! The partition-mode rules of a sync, as pure functions over records.
 
-use crate::gpu::{GpuRecord, not_read_reason};
+use crate::gpu::GpuRecord;
 use crate::pci::PciFunction;
+use crate::reason::GpuReason;
 use gpu_partition_types::{Bdf, PartitionMode, UnreadableReason};
 use std::collections::BTreeMap;
 
@@ -34,15 +35,22 @@ pub fn carry_over(
 }
 
 /// The host does not take part (pool switch off, or no NVIDIA GPU): on the first start after a
-/// boot every GPU becomes `not_in_use` unless it is divided or possibly divided; a later start
-/// in the same boot changes no GPU (new GPUs are `not_in_use` either way).
+/// boot every GPU becomes `not_in_use` unless it is last known divided (its mode, or the last
+/// mode read from it, divided or possibly divided): those stay, and one left `unknown` by an
+/// interrupted read becomes `possibly_enabled` (`read_interrupted`). A later start in the same
+/// boot changes no GPU (new GPUs are `not_in_use` either way).
+///
+/// Stricter than looking at the mode alone: a run killed between the `unknown` written before a
+/// read and its answer leaves a divided GPU `unknown`, and the boot reset must not clear it.
 pub fn not_taking_part(records: &mut BTreeMap<Bdf, GpuRecord>, after_boot: bool) {
     if !after_boot {
         return;
     }
     for record in records.values_mut() {
-        if !record.partition_mode.is_divided_or_possibly() {
-            record.set(PartitionMode::NotInUse, "");
+        if !record.last_known_divided() {
+            record.set(PartitionMode::NotInUse, GpuReason::None);
+        } else if record.partition_mode == PartitionMode::Unknown {
+            record.set(PartitionMode::PossiblyEnabled, GpuReason::ReadInterrupted);
         }
     }
 }
@@ -52,8 +60,10 @@ pub fn not_taking_part(records: &mut BTreeMap<Bdf, GpuRecord>, after_boot: bool)
 pub fn mark_not_checked(gpus: &[PciFunction], records: &mut BTreeMap<Bdf, GpuRecord>) -> Vec<Bdf> {
     let mut to_read = Vec::new();
     for gpu in gpus {
-        match (not_read_reason(gpu), records.get_mut(&gpu.bdf)) {
-            (Some(reason), Some(record)) => record.set(PartitionMode::NotChecked, reason),
+        match (gpu.not_read_reason(), records.get_mut(&gpu.bdf)) {
+            (Some(reason), Some(record)) => {
+                record.set(PartitionMode::NotChecked, GpuReason::NotRead(reason));
+            }
             (None, Some(_)) => to_read.push(gpu.bdf),
             (_, None) => {}
         }
@@ -63,7 +73,7 @@ pub fn mark_not_checked(gpus: &[PciFunction], records: &mut BTreeMap<Bdf, GpuRec
 
 /// A GPU about to be read: `unknown`, so a crash during the read never leaves a stale answer.
 pub fn about_to_read(record: &mut GpuRecord) {
-    record.set(PartitionMode::Unknown, "");
+    record.set(PartitionMode::Unknown, GpuReason::None);
 }
 
 /// A read that failed (or was never made, after a host-wide failure): `unknown` with the
@@ -74,11 +84,11 @@ pub fn read_failed(record: &mut GpuRecord, reason: &UnreadableReason) {
     } else {
         PartitionMode::Unknown
     };
-    record.set(mode, reason.to_string());
+    record.set(mode, GpuReason::Read(reason.clone()));
 }
 
 /// A read that answered: the mode the outcome maps to, remembered as the last one read.
 pub fn read_answered(record: &mut GpuRecord, mode: PartitionMode) {
-    record.set(mode, "");
+    record.set(mode, GpuReason::None);
     record.last_read = Some(mode);
 }

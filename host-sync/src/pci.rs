@@ -1,5 +1,6 @@
 //! The sysfs PCI scan: display-class physical functions with their ids and bound driver.
 
+use crate::reason::NotRead;
 use gpu_partition_types::Bdf;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -40,9 +41,22 @@ impl PciFunction {
         self.vendor == NVIDIA_VENDOR
     }
 
+    /// Why the host does not read this GPU by design; `None` for an NVIDIA GPU bound to
+    /// `nvidia`, the only kind read through the helper. The one place that decides it.
+    pub fn not_read_reason(&self) -> Option<NotRead> {
+        if !self.is_nvidia() {
+            return Some(NotRead::NotNvidia);
+        }
+        match self.driver.as_deref() {
+            None => Some(NotRead::NoDriver),
+            Some("nvidia") => None,
+            Some(driver) => Some(NotRead::driver(driver)),
+        }
+    }
+
     /// An NVIDIA GPU bound to the `nvidia` driver: the only kind read through the helper.
     pub fn is_to_be_read(&self) -> bool {
-        self.is_nvidia() && self.driver.as_deref() == Some("nvidia")
+        self.not_read_reason().is_none()
     }
 }
 

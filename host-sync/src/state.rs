@@ -1,5 +1,6 @@
 //! [`HostState`]: what a host keeps, as the store writes it.
 
+use crate::boot::Boot;
 use crate::gpu::GpuRecord;
 use crate::status::{HostStatus, Reason};
 use gpu_partition_types::Bdf;
@@ -19,9 +20,10 @@ pub struct HostState {
     pub status: HostStatus,
     /// `gpu_partitioning_reason`.
     pub reason: Reason,
-    /// The kernel's boot id at the last sync, when it was readable.
-    #[serde(default)]
-    pub boot_id: Option<String>,
+    /// The boot of the last sync: its boot id and boot time, each when it was readable
+    /// (`boot_id` and `boot_time` in the file).
+    #[serde(flatten)]
+    pub boot: Boot,
     /// Each GPU, by address.
     #[serde(default)]
     pub gpus: BTreeMap<Bdf, GpuRecord>,
@@ -34,7 +36,7 @@ impl Default for HostState {
             schema: SCHEMA,
             status: HostStatus::NotReported,
             reason: Reason::none(),
-            boot_id: None,
+            boot: Boot::default(),
             gpus: BTreeMap::new(),
         }
     }

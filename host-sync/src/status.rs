@@ -20,7 +20,9 @@ gpu_partition_types::token_enum! {
     }
 }
 
-/// A reason token: `[a-z][a-z0-9_]*`, at most 64 bytes. An open set: new causes are new tokens.
+/// The reason as stored: a token `[a-z][a-z0-9_]*` of at most 64 bytes. An open set on the wire
+/// (new causes are new tokens, and a state file another version wrote may hold one this version
+/// does not give); this version gives only the [`HostReason`]s.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Reason(String);
 
@@ -73,25 +75,43 @@ impl<'de> serde::Deserialize<'de> for Reason {
     }
 }
 
-/// The reason tokens the checks give, most specific first.
-pub mod reasons {
-    /// No NVIDIA display-class physical function on the host.
-    pub const NO_PARTITIONABLE_GPU: &str = "no_partitionable_gpu";
-    /// Pool switch off, some NVIDIA GPU divided or possibly divided.
-    pub const GPUS_STILL_DIVIDED: &str = "gpus_still_divided";
-    /// Pool switch off.
-    pub const POOL_DISABLED: &str = "pool_disabled";
-    /// Pool switch on, the helper absent, not executable, or incompatible.
-    pub const HELPER_UNAVAILABLE: &str = "helper_unavailable";
-    /// Pool switch on, some NVIDIA GPU to be read is not settled.
-    pub const GPUS_PENDING: &str = "gpus_pending";
-    /// Partitioning is in use.
-    pub const READY: &str = "ready";
+gpu_partition_types::token_enum! {
+    /// Why the host has its status: the reasons the checks of [`crate::CHECKS`] give, most
+    /// specific first. A closed set: a new check needs a new value here, and the compiler then
+    /// asks for it wherever reasons are matched.
+    pub enum HostReason: "host reason" {
+        /// No NVIDIA display-class physical function on the host.
+        NoPartitionableGpu = "no_partitionable_gpu",
+        /// Pool switch off, some NVIDIA GPU last known divided.
+        GpusStillDivided = "gpus_still_divided",
+        /// Pool switch off.
+        PoolDisabled = "pool_disabled",
+        /// Pool switch on, some GPU to be read, the helper absent, not executable, unsafe or
+        /// incompatible.
+        HelperUnavailable = "helper_unavailable",
+        /// Pool switch on, some NVIDIA GPU to be read is not settled.
+        GpusPending = "gpus_pending",
+        /// Partitioning is in use.
+        Ready = "ready",
+    }
+}
+
+impl From<HostReason> for Reason {
+    fn from(reason: HostReason) -> Self {
+        Self(gpu_partition_types::Token::as_str(reason).to_owned())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_host_reason_is_a_valid_stored_token() {
+        for reason in <HostReason as gpu_partition_types::Token>::ALL {
+            assert_eq!(Reason::new(&reason.to_string()), Ok(Reason::from(*reason)));
+        }
+    }
 
     #[test]
     fn reason_tokens_are_lower_case_words_of_at_most_64_bytes() {

@@ -48,6 +48,16 @@ pub enum StoreError {
         #[source]
         source: serde_json::Error,
     },
+    /// The state file is well-formed but holds a value this version does not know (a status, a
+    /// mode, a reason of a later version, or an edit by hand): it is left where it is.
+    #[error("the state file {} holds what this version does not read; it is left as it is", path.display())]
+    Unsupported {
+        /// The state file.
+        path: PathBuf,
+        /// What was not read, and where.
+        #[source]
+        source: serde_json::Error,
+    },
     /// The state file is of a later schema.
     #[error("the state file {} has schema {found}; this version reads schema {SCHEMA}", path.display())]
     NewerSchema {
@@ -138,6 +148,11 @@ impl StateStore for FileStore {
         }
         match serde_json::from_slice::<HostState>(&bytes) {
             Ok(state) => Ok(Some(state)),
+            // Whole JSON that does not fit: a later version's values, not a torn file. Moving
+            // it aside would make the next sync start from nothing.
+            Err(source) if serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok() => {
+                Err(StoreError::Unsupported { path, source })
+            }
             Err(source) if self.read_only => Err(StoreError::Unreadable { path, source }),
             Err(source) => {
                 let kept = self.keep_aside(&path)?;

@@ -1,12 +1,12 @@
 //! The sync: under the host lock, gather the facts, apply the mode rules, classify, write.
 
-use crate::boot::is_after_boot;
+use crate::boot::{Boot, is_after_boot};
 use crate::classify::{Facts, HelperState, classify};
 use crate::gpu::GpuRecord;
 use crate::modes;
 use crate::pci::{ScanError, scan, warn_skipped};
 use crate::state::HostState;
-use crate::status::{HostStatus, Reason};
+use crate::status::{HostReason, HostStatus};
 use crate::store::{StateStore, StoreError};
 use gpu_partition_types::{Bdf, Outcome};
 use gpu_probe::helper::Helper;
@@ -43,10 +43,14 @@ pub enum AfterBoot {
     Yes,
     /// The caller knows it is not.
     No,
-    /// Decided under the host lock by comparing the kernel's boot id now with the stored one
-    /// ([`crate::boot::is_after_boot`]), so only one caller per boot sees `true`.
+    /// Decided under the host lock by comparing the boot now with the stored one
+    /// ([`crate::boot::is_after_boot`]: the boot id, else the boot time), so only one caller per
+    /// boot sees `true`.
     Auto,
 }
+
+/// How long a sync waits for another GPU operation to let go of the host lock.
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// What the caller decides for one sync.
 #[derive(Debug, Clone)]
@@ -56,8 +60,8 @@ pub struct SyncOptions {
     pub pool_enabled: bool,
     /// Whether this is the first start after a boot.
     pub after_boot: AfterBoot,
-    /// The kernel's boot id now (see [`crate::boot::read_boot_id`]), stored for the next sync.
-    pub boot_id: Option<String>,
+    /// The boot now (see [`Boot::read`]), stored for the next sync.
+    pub boot: Boot,
     /// How long to wait for the host lock (default 10 s).
     pub lock_wait: Duration,
 }
@@ -68,14 +72,14 @@ impl SyncOptions {
         Self {
             pool_enabled,
             after_boot,
-            boot_id: None,
-            lock_wait: Duration::from_secs(10),
+            boot: Boot::default(),
+            lock_wait: DEFAULT_LOCK_WAIT,
         }
     }
 
-    /// Sets the boot id to store.
-    pub fn boot_id(mut self, boot_id: Option<String>) -> Self {
-        self.boot_id = boot_id;
+    /// Sets the boot now.
+    pub fn boot(mut self, boot: Boot) -> Self {
+        self.boot = boot;
         self
     }
 
@@ -93,7 +97,7 @@ pub struct SyncReport {
     /// The host's status.
     pub status: HostStatus,
     /// Its reason.
-    pub reason: Reason,
+    pub reason: HostReason,
     /// Whether the sync ran as the first after a boot.
     pub after_boot: bool,
     /// Each GPU's record.
@@ -115,10 +119,12 @@ pub enum SyncError {
     Scan(#[from] ScanError),
 }
 
-/// Runs one sync (host-sync.md, "Rules of a sync"): takes the host lock; gathers the facts;
-/// applies the mode rules (with the pool on, each card to read is written `unknown` first, then
-/// read through `helper`, then written with its answer); classifies the host over the facts as
-/// they now stand and writes status and reason together.
+/// Runs one sync (host-sync.md, "Rules of a sync"): takes the host lock (waiting up to
+/// `options.lock_wait`; a second sync asked for while one runs waits its turn there); gathers
+/// the facts; applies the mode rules (with the pool on, each card to read is written `unknown`
+/// first, then read through `helper`, then written with its answer; with no card to read, no
+/// helper runs at all, not even `--version`); classifies the host over the facts as they now
+/// stand and writes status and reason together.
 pub fn sync(
     host: &HostPaths,
     helper: &Helper,
@@ -130,7 +136,14 @@ pub fn sync(
     let after_boot = match options.after_boot {
         AfterBoot::Yes => true,
         AfterBoot::No => false,
-        AfterBoot::Auto => is_after_boot(previous.boot_id.as_deref(), options.boot_id.as_deref()),
+        AfterBoot::Auto => {
+            let stored = previous.boot.is_known().then_some(&previous.boot);
+            let decision = is_after_boot(stored, &options.boot);
+            if let Some(warning) = &decision.warning {
+                tracing::warn!("{warning}");
+            }
+            decision.after_boot
+        }
     };
     let found = scan(&host.sysfs_root)?;
     warn_skipped(&found.skipped);
@@ -138,48 +151,15 @@ pub fn sync(
     let gpus = found.gpus;
     let mut state = HostState {
         gpus: modes::carry_over(&gpus, &previous.gpus, &unread),
-        boot_id: options.boot_id.clone().or(previous.boot_id.clone()),
+        boot: options.boot.clone().or(&previous.boot),
         ..previous
     };
     let takes_part = options.pool_enabled && gpus.iter().any(|gpu| gpu.is_nvidia());
     let mut helper_state = HelperState::NotChecked;
     if takes_part {
         let to_read = modes::mark_not_checked(&gpus, &mut state.gpus);
-        match helper.negotiate() {
-            (Ok(format), _) => {
-                helper_state = HelperState::Available;
-                for bdf in &to_read {
-                    if let Some(record) = state.gpus.get_mut(bdf) {
-                        modes::about_to_read(record);
-                    }
-                }
-                store.save(&state)?;
-                for read in helper.read_all(&to_read, format) {
-                    let Some(record) = state.gpus.get_mut(&read.device) else {
-                        continue;
-                    };
-                    for lost in &read.lost {
-                        tracing::debug!("{}: lost {lost}", read.device);
-                    }
-                    match &read.outcome {
-                        Outcome::Unreadable(reason) => modes::read_failed(record, reason),
-                        outcome => modes::read_answered(record, outcome.partition_mode()),
-                    }
-                }
-            }
-            (Err(reason), _) => {
-                tracing::debug!("helper: {reason}, found once for the host");
-                if reason.is_host_wide() {
-                    helper_state = HelperState::Unavailable;
-                } else {
-                    helper_state = HelperState::Available;
-                }
-                for bdf in &to_read {
-                    if let Some(record) = state.gpus.get_mut(bdf) {
-                        modes::read_failed(record, &reason);
-                    }
-                }
-            }
+        if !to_read.is_empty() {
+            helper_state = read_cards(helper, &to_read, &mut state, store)?;
         }
     } else {
         modes::not_taking_part(&mut state.gpus, after_boot);
@@ -191,7 +171,7 @@ pub fn sync(
         helper: helper_state,
     });
     state.status = status;
-    state.reason = reason.clone();
+    state.reason = reason.into();
     store.save(&state)?;
     tracing::debug!("sync_gpu_partitioning: {status} ({reason}), after boot: {after_boot}");
     Ok(SyncReport {
@@ -200,4 +180,50 @@ pub fn sync(
         after_boot,
         gpus: state.gpus,
     })
+}
+
+/// Reads the cards `to_read` (at least one): `--version` once; then each card written
+/// `unknown` (one write), read, and written with its answer by the caller. A host-wide failure
+/// is given to every card without forking per card. Answers what was found of the helper.
+fn read_cards(
+    helper: &Helper,
+    to_read: &[Bdf],
+    state: &mut HostState,
+    store: &mut dyn StateStore,
+) -> Result<HelperState, SyncError> {
+    let format = match helper.negotiate() {
+        (Ok(format), _) => format,
+        (Err(reason), _) => {
+            tracing::debug!("helper: {reason}, found once for the host");
+            for bdf in to_read {
+                if let Some(record) = state.gpus.get_mut(bdf) {
+                    modes::read_failed(record, &reason);
+                }
+            }
+            return Ok(if reason.is_host_wide() {
+                HelperState::Unavailable
+            } else {
+                HelperState::Available
+            });
+        }
+    };
+    for bdf in to_read {
+        if let Some(record) = state.gpus.get_mut(bdf) {
+            modes::about_to_read(record);
+        }
+    }
+    store.save(state)?;
+    for read in helper.read_all(to_read, format) {
+        let Some(record) = state.gpus.get_mut(&read.device) else {
+            continue;
+        };
+        for lost in &read.lost {
+            tracing::debug!("{}: lost {lost}", read.device);
+        }
+        match &read.outcome {
+            Outcome::Unreadable(reason) => modes::read_failed(record, reason),
+            outcome => modes::read_answered(record, outcome.partition_mode()),
+        }
+    }
+    Ok(HelperState::Available)
 }

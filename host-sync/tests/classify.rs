@@ -2,7 +2,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use gpu_partition_types::{Bdf, PartitionMode};
-use host_sync::{CHECKS, Facts, GpuRecord, HelperState, HostStatus, PciFunction, classify};
+use host_sync::{
+    CHECKS, Facts, GpuReason, GpuRecord, HelperState, HostReason, HostStatus, PciFunction, classify,
+};
 use std::collections::BTreeMap;
 
 fn bdf(bus: u8) -> Bdf {
@@ -27,7 +29,7 @@ fn modes(gpus: &[PciFunction], modes: &[PartitionMode]) -> BTreeMap<Bdf, GpuReco
         .zip(modes)
         .map(|(gpu, mode)| {
             let mut record = GpuRecord::new(gpu);
-            record.set(*mode, "");
+            record.set(*mode, GpuReason::None);
             (gpu.bdf, record)
         })
         .collect()
@@ -56,7 +58,7 @@ fn says(status: HostStatus, reason: &str) -> (HostStatus, String) {
 #[test]
 fn the_table_has_six_checks_ending_with_one_that_always_applies() {
     assert_eq!(CHECKS.len(), 6);
-    assert_eq!(CHECKS[5].reason, "ready");
+    assert_eq!(CHECKS[5].reason, HostReason::Ready);
 }
 
 #[test]
@@ -226,5 +228,24 @@ fn a_gpu_not_read_by_design_does_not_hold_the_host_back() {
     assert_eq!(
         run(&gpus, true, &modes, HelperState::Available),
         says(HostStatus::Active, "ready")
+    );
+}
+
+#[test]
+fn a_gpu_left_unknown_over_a_division_still_holds_the_host_leaving() {
+    let gpus = [nvidia(1, Some("nvidia"))];
+    let mut record = GpuRecord::new(&gpus[0]);
+    host_sync::modes::read_answered(&mut record, PartitionMode::Enabled);
+    host_sync::modes::about_to_read(&mut record);
+    let modes = BTreeMap::from([(bdf(1), record)]);
+    let (status, reason) = classify(&Facts {
+        gpus: &gpus,
+        pool_enabled: false,
+        modes: &modes,
+        helper: HelperState::NotChecked,
+    });
+    assert_eq!(
+        (status, reason),
+        (HostStatus::Leaving, HostReason::GpusStillDivided)
     );
 }

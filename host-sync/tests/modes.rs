@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use gpu_partition_types::{Bdf, PartitionMode, UnreadableReason};
-use host_sync::{GpuRecord, PciFunction, modes, not_read_reason};
+use host_sync::{GpuReason, GpuRecord, PciFunction, modes};
 use std::collections::BTreeMap;
 
 fn bdf(bus: u8) -> Bdf {
@@ -23,7 +23,7 @@ fn stored(entries: &[(u8, PartitionMode)]) -> BTreeMap<Bdf, GpuRecord> {
         .iter()
         .map(|(bus, mode)| {
             let mut record = GpuRecord::new(&gpu(*bus, "10de", Some("nvidia")));
-            record.set(*mode, "");
+            record.set(*mode, GpuReason::None);
             (bdf(*bus), record)
         })
         .collect()
@@ -31,7 +31,7 @@ fn stored(entries: &[(u8, PartitionMode)]) -> BTreeMap<Bdf, GpuRecord> {
 
 fn mode_of(records: &BTreeMap<Bdf, GpuRecord>, bus: u8) -> (PartitionMode, String) {
     let record = &records[&bdf(bus)];
-    (record.partition_mode, record.reason.clone())
+    (record.partition_mode, record.reason.to_string())
 }
 
 #[test]
@@ -114,6 +114,32 @@ fn a_divided_gpu_survives_the_after_boot_reset() {
 }
 
 #[test]
+fn a_gpu_left_unknown_by_an_interrupted_read_over_a_division_becomes_possibly_enabled_after_boot() {
+    let mut record = GpuRecord::new(&gpu(1, "10de", Some("nvidia")));
+    modes::read_answered(&mut record, PartitionMode::Enabled);
+    modes::about_to_read(&mut record);
+    let mut records = BTreeMap::from([(bdf(1), record)]);
+    modes::not_taking_part(&mut records, true);
+    assert_eq!(
+        mode_of(&records, 1),
+        (
+            PartitionMode::PossiblyEnabled,
+            "read_interrupted".to_owned()
+        )
+    );
+}
+
+#[test]
+fn a_gpu_last_read_divided_keeps_its_mode_after_boot_whatever_it_now_holds() {
+    let mut record = GpuRecord::new(&gpu(1, "10de", Some("nvidia")));
+    modes::read_answered(&mut record, PartitionMode::Enabled);
+    modes::read_failed(&mut record, &UnreadableReason::Timeout);
+    let mut records = BTreeMap::from([(bdf(1), record)]);
+    modes::not_taking_part(&mut records, true);
+    assert_eq!(mode_of(&records, 1).0, PartitionMode::PossiblyEnabled);
+}
+
+#[test]
 fn a_toolstack_restart_in_the_same_boot_changes_no_gpu() {
     let before = stored(&[
         (1, PartitionMode::Disabled),
@@ -151,7 +177,10 @@ fn gpus_not_read_by_design_get_not_checked_with_their_reason() {
 #[test]
 fn a_driver_name_becomes_a_token_with_every_other_character_an_underscore() {
     assert_eq!(
-        not_read_reason(&gpu(1, "10de", Some("Xen-PCIBack.2"))).as_deref(),
+        gpu(1, "10de", Some("Xen-PCIBack.2"))
+            .not_read_reason()
+            .map(|reason| GpuReason::NotRead(reason).to_string())
+            .as_deref(),
         Some("driver__en_____ack_2")
     );
 }
@@ -169,15 +198,22 @@ fn a_gpu_about_to_be_read_is_unknown() {
 #[test]
 fn an_answer_sets_the_mode_clears_the_reason_and_is_remembered() {
     let mut record = GpuRecord::new(&gpu(1, "10de", Some("nvidia")));
-    record.set(PartitionMode::Unknown, "timeout");
+    record.set(
+        PartitionMode::Unknown,
+        GpuReason::Read(UnreadableReason::Timeout),
+    );
     modes::read_answered(&mut record, PartitionMode::Enabled);
     assert_eq!(
         (
             record.partition_mode,
-            record.reason.as_str(),
+            record.reason.to_string(),
             record.last_read
         ),
-        (PartitionMode::Enabled, "", Some(PartitionMode::Enabled))
+        (
+            PartitionMode::Enabled,
+            String::new(),
+            Some(PartitionMode::Enabled)
+        )
     );
 }
 
@@ -188,7 +224,7 @@ fn a_failed_read_over_an_undivided_gpu_is_unknown_with_its_reason() {
     modes::about_to_read(&mut record);
     modes::read_failed(&mut record, &UnreadableReason::Timeout);
     assert_eq!(
-        (record.partition_mode, record.reason.as_str()),
+        (record.partition_mode, record.reason.to_string().as_str()),
         (PartitionMode::Unknown, "timeout")
     );
 }
@@ -200,7 +236,7 @@ fn a_failed_read_over_a_gpu_last_known_divided_is_possibly_enabled() {
     modes::about_to_read(&mut record);
     modes::read_failed(&mut record, &UnreadableReason::Helper("busy".into()));
     assert_eq!(
-        (record.partition_mode, record.reason.as_str()),
+        (record.partition_mode, record.reason.to_string().as_str()),
         (PartitionMode::PossiblyEnabled, "helper:busy")
     );
 }
@@ -218,7 +254,7 @@ fn a_gpu_never_read_that_fails_is_unknown() {
     let mut record = GpuRecord::new(&gpu(1, "10de", Some("nvidia")));
     modes::read_failed(&mut record, &UnreadableReason::HelperAbsent);
     assert_eq!(
-        (record.partition_mode, record.reason.as_str()),
+        (record.partition_mode, record.reason.to_string().as_str()),
         (PartitionMode::Unknown, "helper_absent")
     );
 }

@@ -35,6 +35,10 @@ pub enum Failure {
     /// The sync could not finish.
     #[error("the sync failed")]
     Sync(#[from] host_sync::SyncError),
+    /// The host lock is held by another GPU operation past the bounded wait, or cannot be
+    /// opened.
+    #[error("cannot take the host GPU lock")]
+    Lock(#[from] gpu_probe::lock::LockError),
     /// A reset could not go on (journal or lock trouble); nothing was reset after it.
     #[error("the reset could not go on")]
     Reset(#[from] warm_reset::ExecuteError),
@@ -80,7 +84,9 @@ impl Failure {
             Self::Step(_) => "step",
             Self::Scan(_) => "sysfs",
             Self::Store(_) => "state",
-            Self::Sync(host_sync::SyncError::Lock(_)) => "lock_busy",
+            Self::Sync(host_sync::SyncError::Lock(gpu_probe::lock::LockError::Busy { .. }))
+            | Self::Lock(gpu_probe::lock::LockError::Busy { .. }) => "lock_busy",
+            Self::Sync(host_sync::SyncError::Lock(_)) | Self::Lock(_) => "lock",
             Self::Sync(host_sync::SyncError::Store(_)) => "state",
             Self::Sync(host_sync::SyncError::Scan(_)) => "sysfs",
             Self::Sync(_) => "sync",

@@ -64,7 +64,7 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
         Command::Gpus => commands::gpus::run(&cli.global.sysfs_root, output),
         Command::Sync(args) => commands::sync::run(args, &config, &host(cli, state_dir), output),
         Command::Status => commands::state::run(&state_dir, output),
-        Command::Probe(args) => commands::probe::run(args, &config, &cli.global.sysfs_root, output),
+        Command::Probe(args) => commands::probe::run(args, &config, &host(cli, state_dir), output),
         Command::Reply(ReplyCommand::Check(args)) => commands::reply_check::run(args, output),
         Command::Reset(args) => commands::reset::run(args, &config, &host(cli, state_dir), output),
     }

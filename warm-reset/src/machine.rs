@@ -130,7 +130,21 @@ impl State {
             Self::DryRun { .. } => Some(OutcomeKind::DryRun),
             Self::Blocked { .. } => Some(OutcomeKind::Blocked),
             Self::ColdRebootRequired { .. } => Some(OutcomeKind::ColdRebootRequired),
-            _ => None,
+            Self::Planned
+            | Self::Locking
+            | Self::ReadingJournal
+            | Self::CheckingRoot
+            | Self::CheckingMxSmi
+            | Self::CheckingDriver
+            | Self::CheckingVersions
+            | Self::CheckingProcesses
+            | Self::ResolvingTarget
+            | Self::ReadingTopology { .. }
+            | Self::CheckingKernelLog { .. }
+            | Self::Resetting { .. }
+            | Self::Verifying { .. }
+            | Self::CheckingTopology { .. }
+            | Self::CheckingKernel { .. } => None,
         }
     }
 

@@ -164,8 +164,9 @@ pub fn run_step(
             u64::try_from(env.clock.now().saturating_sub(started).as_millis()).unwrap_or(u64::MAX);
         report.outcome = done.outcome;
         report.actions.push(done);
-        if !matches!(report.outcome, OutcomeKind::Done | OutcomeKind::DryRun) {
-            break;
+        match report.outcome {
+            OutcomeKind::Done | OutcomeKind::DryRun => {}
+            OutcomeKind::Blocked | OutcomeKind::ColdRebootRequired => break,
         }
     }
     // A blocked step changed nothing: it is not recorded, so it runs again once fixed.

@@ -23,9 +23,6 @@ pub fn reason_of(result: &RunResult) -> Option<UnreadableReason> {
         RunResult::OutputTooLarge(_) => Some(UnreadableReason::Undecodable),
         RunResult::CouldNotStart(StartError::Absent { .. }) => Some(UnreadableReason::HelperAbsent),
         RunResult::CouldNotStart(_) => Some(UnreadableReason::HelperNotExecutable),
-        // RunResult is non-exhaustive for embedders; a result added later is a failed run.
-        #[allow(unreachable_patterns)]
-        _ => Some(UnreadableReason::Crash),
     }
 }
 

@@ -1,13 +1,14 @@
 //! `mxctl probe`: read NVIDIA GPUs through the helper, several at once; writes nothing.
 
+use super::sync::Host;
 use crate::cli::{HelperArgs, Probe};
 use crate::config::Config;
 use crate::failure::Failure;
 use crate::output::{Output, table};
 use gpu_partition_types::{Case, PartitionMode};
 use gpu_probe::helper::{CardRead, Helper, HelperConfig};
+use gpu_probe::lock::HostLock;
 use serde::Serialize;
-use std::path::Path;
 
 /// The `--json` document.
 #[derive(Debug, Serialize)]
@@ -33,15 +34,12 @@ pub fn helper(args: &HelperArgs, config: &Config) -> Helper {
     Helper::new(HelperConfig::new(path).deadline(deadline))
 }
 
-/// Reads the cards named with `--device`, or else every NVIDIA GPU bound to `nvidia`.
-pub fn run(
-    args: &Probe,
-    config: &Config,
-    sysfs_root: &Path,
-    output: Output,
-) -> Result<u8, Failure> {
+/// Reads the cards named with `--device`, or else every NVIDIA GPU bound to `nvidia`, under the
+/// host lock (waiting as a sync does), so no card is read inside a warm reset's window.
+pub fn run(args: &Probe, config: &Config, host: &Host, output: Output) -> Result<u8, Failure> {
+    let _lock = HostLock::acquire(&host.state_dir, host_sync::DEFAULT_LOCK_WAIT)?;
     let devices = if args.devices.is_empty() {
-        host_sync::scan_gpus(sysfs_root)?
+        host_sync::scan_gpus(&host.sysfs_root)?
             .into_iter()
             .filter(|gpu| gpu.is_to_be_read())
             .map(|gpu| gpu.bdf)

@@ -2,7 +2,7 @@
 
 use crate::failure::Failure;
 use crate::output::Output;
-use host_sync::{FileStore, GpuRecord, HostState, HostStatus, Reason, StateStore};
+use host_sync::{FileStore, GpuReason, GpuRecord, HostState, HostStatus, Reason, StateStore};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -25,7 +25,7 @@ struct GpuReport {
     device_id: String,
     driver: Option<String>,
     partition_mode: gpu_partition_types::PartitionMode,
-    reason: String,
+    reason: GpuReason,
 }
 
 impl StateReport {
@@ -70,10 +70,9 @@ impl StateReport {
             .unwrap_or(0);
         for gpu in &self.gpus {
             let driver = gpu.driver.as_deref().unwrap_or("-");
-            let reason = if gpu.reason.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", gpu.reason)
+            let reason = match &gpu.reason {
+                GpuReason::None => String::new(),
+                reason => format!(" ({reason})"),
             };
             let _ = writeln!(
                 text,

@@ -6,12 +6,8 @@ use crate::cli::{AfterBootArg, Switch, Sync};
 use crate::config::Config;
 use crate::failure::Failure;
 use crate::output::Output;
-use host_sync::{AfterBoot, FileStore, HostPaths, SyncOptions, boot};
+use host_sync::{AfterBoot, Boot, FileStore, HostPaths, SyncOptions};
 use std::path::PathBuf;
-use std::time::Duration;
-
-/// How long a sync waits for another GPU operation to let go of the host lock.
-pub const LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// Where this host's facts and state are.
 #[derive(Debug, Clone)]
@@ -36,15 +32,13 @@ pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<
         AfterBootArg::Yes => AfterBoot::Yes,
         AfterBootArg::No => AfterBoot::No,
     };
-    let options = SyncOptions::new(pool_enabled, after_boot)
-        .boot_id(boot::read_boot_id(&host.proc_root))
-        .lock_wait(LOCK_WAIT);
+    let options = SyncOptions::new(pool_enabled, after_boot).boot(Boot::read(&host.proc_root));
     let paths = HostPaths::new(&host.state_dir, &host.sysfs_root);
     let mut store = FileStore::new(&host.state_dir);
     let report = host_sync::sync(&paths, &helper(&args.helper, config), &mut store, &options)?;
     let report = StateReport::new(
         report.status,
-        &report.reason,
+        &report.reason.into(),
         Some(report.after_boot),
         &report.gpus,
     );

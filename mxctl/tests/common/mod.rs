@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod pool;
+pub mod sync_host;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;

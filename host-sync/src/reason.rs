@@ -1,0 +1,153 @@
+//! [`GpuReason`]: why a GPU has the mode it has, a closed set the compiler checks, spelled as
+//! the tokens of the state file and the JSON (`""`, `timeout`, `helper:busy`, `not_nvidia`,
+//! `driver_vfio_pci`, …).
+
+use gpu_partition_types::UnreadableReason;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+use std::str::FromStr;
+
+/// Why a GPU has its partition mode.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum GpuReason {
+    /// None needed: a mode read from the card, `not_in_use`, or `unknown` just before a read.
+    #[default]
+    None,
+    /// `unknown` or `possibly_enabled`: why the read failed (the protocol's reasons, and
+    /// `helper:<kind>` for the helper's own).
+    Read(UnreadableReason),
+    /// `possibly_enabled`: a read that never finished (the run was killed between the `unknown`
+    /// written before it and its answer), found by the first start after a boot.
+    ReadInterrupted,
+    /// `not_checked`: why the host does not read this GPU, by design.
+    NotRead(NotRead),
+}
+
+/// Why the host does not read a GPU, by design.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum NotRead {
+    /// Not an NVIDIA GPU: `not_nvidia`.
+    NotNvidia,
+    /// Bound to no driver: `no_driver`.
+    NoDriver,
+    /// Bound to another driver than `nvidia`: `driver_<name>`, every character of the name
+    /// outside `[a-z0-9]` turned into `_` (`driver_vfio_pci`).
+    Driver(String),
+}
+
+impl NotRead {
+    /// The reason of a GPU bound to `driver`, its name made a token.
+    pub fn driver(driver: &str) -> Self {
+        Self::Driver(
+            driver
+                .chars()
+                .map(|c| {
+                    if c.is_ascii_lowercase() || c.is_ascii_digit() {
+                        c
+                    } else {
+                        '_'
+                    }
+                })
+                .collect(),
+        )
+    }
+}
+
+const READ_INTERRUPTED: &str = "read_interrupted";
+const NOT_NVIDIA: &str = "not_nvidia";
+const NO_DRIVER: &str = "no_driver";
+const DRIVER: &str = "driver_";
+
+impl fmt::Display for GpuReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::None => Ok(()),
+            Self::Read(reason) => write!(f, "{reason}"),
+            Self::ReadInterrupted => f.write_str(READ_INTERRUPTED),
+            Self::NotRead(NotRead::NotNvidia) => f.write_str(NOT_NVIDIA),
+            Self::NotRead(NotRead::NoDriver) => f.write_str(NO_DRIVER),
+            Self::NotRead(NotRead::Driver(name)) => write!(f, "{DRIVER}{name}"),
+        }
+    }
+}
+
+/// A token that is no GPU reason this version knows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a GPU reason this version knows")]
+pub struct UnknownGpuReason(pub String);
+
+impl FromStr for GpuReason {
+    type Err = UnknownGpuReason;
+
+    fn from_str(text: &str) -> Result<Self, UnknownGpuReason> {
+        let valid_name = |name: &str| {
+            !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        };
+        Ok(match text {
+            "" => Self::None,
+            READ_INTERRUPTED => Self::ReadInterrupted,
+            NOT_NVIDIA => Self::NotRead(NotRead::NotNvidia),
+            NO_DRIVER => Self::NotRead(NotRead::NoDriver),
+            _ => match text.strip_prefix(DRIVER) {
+                Some(name) if valid_name(name) => Self::NotRead(NotRead::Driver(name.to_owned())),
+                _ => Self::Read(
+                    text.parse()
+                        .map_err(|_| UnknownGpuReason(text.to_owned()))?,
+                ),
+            },
+        })
+    }
+}
+
+impl Serialize for GpuReason {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for GpuReason {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_reads_back_from_its_token() {
+        let reasons = [
+            GpuReason::None,
+            GpuReason::Read(UnreadableReason::Timeout),
+            GpuReason::Read(UnreadableReason::Helper("busy".into())),
+            GpuReason::ReadInterrupted,
+            GpuReason::NotRead(NotRead::NotNvidia),
+            GpuReason::NotRead(NotRead::NoDriver),
+            GpuReason::NotRead(NotRead::driver("vfio-pci")),
+        ];
+        for reason in reasons {
+            assert_eq!(reason.to_string().parse(), Ok(reason));
+        }
+    }
+
+    #[test]
+    fn a_driver_name_becomes_a_token() {
+        assert_eq!(
+            GpuReason::NotRead(NotRead::driver("Xen-PCIBack.2")).to_string(),
+            "driver__en_____ack_2"
+        );
+    }
+
+    #[test]
+    fn a_token_this_version_does_not_know_is_an_error() {
+        assert!("cosmic_rays".parse::<GpuReason>().is_err());
+        assert!("driver_".parse::<GpuReason>().is_err());
+    }
+}

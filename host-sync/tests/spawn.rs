@@ -1,0 +1,75 @@
+//! The sync on a thread of its own, as a toolstack starts it, and a second sync asked for while
+//! one runs: it waits its turn on the host lock, so their reads and writes never interleave.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use gpu_probe::helper::{Helper, HelperConfig};
+use host_sync::fake_sysfs::FakeSysfs;
+use host_sync::{AfterBoot, FileStore, HostPaths, HostReason, HostStatus, SyncOptions, spawn_sync};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// A helper that logs `begin` and `end` around each read, 300 ms apart.
+fn slow_helper(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("helper");
+    let log = dir.join("log");
+    std::fs::write(
+        &path,
+        format!(
+            r#"#!/bin/sh
+if [ "$1" = --version ]; then echo '{{"commands": [{{"name": "read", "formats": ["1.0"]}}]}}'; exit 0; fi
+echo begin >> {log}; sleep 0.3; echo end >> {log}
+printf '{{"format": "1.0", "device": "%s", "mode": {{"capable": true, "current": "enabled", "pending": null}}, "case": "partitions", "gpu_instances": [{{"id": 1, "profile_id": 9, "uuid": null}}]}}\n' "$3"
+"#,
+            log = log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn a_sync_on_its_own_thread_hands_its_report_to_join() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
+    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let state = dir.path().join("state");
+    let handle = spawn_sync(
+        HostPaths::new(&state, sysfs.root()),
+        Helper::new(HelperConfig::new(slow_helper(dir.path()))),
+        Box::new(FileStore::new(&state)),
+        SyncOptions::new(true, AfterBoot::Yes),
+    )
+    .unwrap();
+    let report = handle.join().unwrap().unwrap();
+    assert_eq!(
+        (report.status, report.reason),
+        (HostStatus::Active, HostReason::Ready)
+    );
+}
+
+#[test]
+fn a_second_sync_asked_for_while_one_runs_waits_its_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
+    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let state = dir.path().join("state");
+    let helper = slow_helper(dir.path());
+    let start = || {
+        spawn_sync(
+            HostPaths::new(&state, sysfs.root()),
+            Helper::new(HelperConfig::new(&helper)),
+            Box::new(FileStore::new(&state)),
+            SyncOptions::new(true, AfterBoot::No),
+        )
+        .unwrap()
+    };
+    let (first, second) = (start(), start());
+    for handle in [first, second] {
+        assert_eq!(handle.join().unwrap().unwrap().status, HostStatus::Active);
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("log")).unwrap(),
+        "begin\nend\nbegin\nend\n"
+    );
+}

@@ -1,0 +1,116 @@
+//! A host for `mxctl sync`, `status` and `probe`: a built sysfs tree, a boot id, a state
+//! directory, and helpers (a recording shell script, or the real helper through the fake NVML).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use fake_nvml::support;
+use host_sync::fake_sysfs::FakeSysfs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// NVML scenarios of the helper's tests (A100-SXM4-40GB, the real profile table).
+pub const CARVED: &str =
+    include_str!("../../../gpu-partition-helper/tests/nvml-scenarios/a100-mig-on-carved.json");
+pub const NONE_CARVED: &str =
+    include_str!("../../../gpu-partition-helper/tests/nvml-scenarios/a100-mig-on-none-carved.json");
+pub const ON_PENDING: &str =
+    include_str!("../../../gpu-partition-helper/tests/nvml-scenarios/a100-mig-off-on-pending.json");
+pub const NO_MIG: &str =
+    include_str!("../../../gpu-partition-helper/tests/nvml-scenarios/l40s-no-mig.json");
+
+pub struct SyncHost {
+    pub dir: tempfile::TempDir,
+    pub sysfs: FakeSysfs,
+}
+
+impl SyncHost {
+    pub fn new() -> SyncHost {
+        let dir = tempfile::tempdir().unwrap();
+        let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
+        let proc_dir = dir.path().join("proc/sys/kernel/random");
+        std::fs::create_dir_all(&proc_dir).unwrap();
+        std::fs::write(
+            proc_dir.join("boot_id"),
+            "11111111-2222-3333-4444-555555555555\n",
+        )
+        .unwrap();
+        SyncHost { dir, sysfs }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn reboot(&self) {
+        std::fs::write(
+            self.path("proc/sys/kernel/random/boot_id"),
+            "99999999-2222-3333-4444-555555555555\n",
+        )
+        .unwrap();
+    }
+
+    /// A fake helper: `$3` is the device; MIG on with one instance, except as `cases` says
+    /// (shell `case` arms). Every call is recorded in `calls` beside it.
+    pub fn helper(&self, cases: &str) -> PathBuf {
+        let path = self.path("helper");
+        let body = format!(
+            r#"#!/bin/sh
+echo "$*" >> "$(dirname "$0")/calls"
+if [ "$1" = --version ]; then echo '{{"commands": [{{"name": "read", "formats": ["1.0"]}}]}}'; exit 0; fi
+case "$3" in
+{cases}
+esac
+printf '{{"format": "1.0", "device": "%s", "mode": {{"capable": true, "current": "enabled", "pending": null}}, "case": "partitions", "gpu_instances": [{{"id": 1, "profile_id": 9, "uuid": null}}]}}\n' "$3"
+"#
+        );
+        std::fs::write(&path, body).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    /// The real helper reading the cards through the fake NVML, each a carved A100 (MIG on,
+    /// two GPU instances), as the sync's default helper script answers.
+    pub fn nvml_helper(&self, cards: &[&str]) -> PathBuf {
+        self.nvml_helper_of(&cards.iter().map(|bdf| (*bdf, CARVED)).collect::<Vec<_>>())
+    }
+
+    /// The real helper reading each card as its scenario file says.
+    pub fn nvml_helper_of(&self, cards: &[(&str, &str)]) -> PathBuf {
+        let scenario = support::scenario_of(cards).unwrap();
+        let dir = self.path("nvml");
+        std::fs::create_dir_all(&dir).unwrap();
+        support::helper_wrapper(&dir, &scenario, support::Build::Current, None).unwrap()
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mxctl"));
+        command
+            .args(["--config", "/dev/null", "--json"])
+            .arg("--sysfs-root")
+            .arg(self.sysfs.root())
+            .arg("--proc-root")
+            .arg(self.path("proc"))
+            .arg("--state-dir")
+            .arg(self.path("state"))
+            .args(args);
+        command
+    }
+
+    pub fn run(&self, args: &[&str]) -> (i32, serde_json::Value) {
+        let output = self.command(args).output().unwrap();
+        let document = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&output.stderr)));
+        (output.status.code().unwrap(), document)
+    }
+}
+
+impl SyncHost {
+    /// The calls the recording helper received.
+    pub fn helper_calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.path("calls"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
