@@ -85,81 +85,65 @@ mod strict {
 fn large_reply() -> Reply {
     let profiles = (0..64)
         .map(|id| {
-            Lenient::Read(Profile {
-                id,
-                name: Lenient::Read(format!("{}g.{}gb", id % 7 + 1, 18 * (id % 7 + 1))),
-                free_instances: Lenient::Read(id % 3),
-                signature: Lenient::Read(Signature {
-                    slice_count: id % 7 + 1,
-                    instance_count: 7 / (id % 7 + 1),
-                    multiprocessor_count: 16 * (id % 7 + 1),
-                    copy_engine_count: id % 7 + 1,
-                    decoder_count: id % 5,
-                    encoder_count: 0,
-                    jpeg_count: id % 4,
-                    ofa_count: id % 2,
-                    memory_size_mb: 18_176 * u64::from(id % 7 + 1),
-                    capabilities: vec![Capability::P2p.into(), Capability::Gfx.into()],
-                }),
-            })
+            let mut profile = Profile::new(id);
+            profile.name = Lenient::Read(format!("{}g.{}gb", id % 7 + 1, 18 * (id % 7 + 1)));
+            profile.free_instances = Lenient::Read(id % 3);
+            profile.signature = Lenient::Read(Signature::new(
+                id % 7 + 1,
+                7 / (id % 7 + 1),
+                16 * (id % 7 + 1),
+                id % 7 + 1,
+                id % 5,
+                0,
+                id % 4,
+                id % 2,
+                18_176 * u64::from(id % 7 + 1),
+                vec![Capability::P2p.into(), Capability::Gfx.into()],
+            ));
+            Lenient::Read(profile)
         })
         .collect();
     let gpu_instances = (0..64)
         .map(|id| {
-            Lenient::Read(GpuInstance {
-                id,
-                profile_id: id % 64,
-                placement: Lenient::Read(Placement {
-                    start: id % 8,
-                    size: 1,
-                }),
-                uuid: Nullable::Value(format!("MIG-5c0e7f7a-3b4d-5e6f-8a9b-{id:012x}")),
-                compute_instances: Lenient::Read(
-                    (0..4)
-                        .map(|ci| ComputeInstance {
-                            id: ci,
-                            profile_id: ci,
-                            placement: Placement { start: ci, size: 1 },
-                        })
-                        .collect(),
-                ),
-            })
+            let uuid = format!("MIG-5c0e7f7a-3b4d-5e6f-8a9b-{id:012x}");
+            let mut instance = GpuInstance::new(id, id % 64, Nullable::Value(uuid));
+            instance.placement = Lenient::Read(Placement::new(id % 8, 1));
+            instance.compute_instances = Lenient::Read(
+                (0..4)
+                    .map(|ci| ComputeInstance::new(ci, ci, Placement::new(ci, 1)))
+                    .collect(),
+            );
+            Lenient::Read(instance)
         })
         .collect();
     let vgpus = (0..512)
         .map(|n: u32| {
-            Lenient::Read(Vgpu {
-                uuid: format!("4b1c2d3e-4f50-6172-8394-{n:012x}"),
-                vgpu_type: Lenient::Read("NVIDIA H200-1-18C".to_owned()),
-                type_id: Lenient::Read(1120 + n % 8),
-                gpu_instance_id: Nullable::Value(n % 64),
-                vm: Nullable::Value(format!("9f8e7d6c-5b4a-3928-1706-{n:012x}")),
-            })
+            let mut vgpu = Vgpu::new(
+                format!("4b1c2d3e-4f50-6172-8394-{n:012x}"),
+                Nullable::Value(n % 64),
+                Nullable::Value(format!("9f8e7d6c-5b4a-3928-1706-{n:012x}")),
+            );
+            vgpu.vgpu_type = Lenient::Read("NVIDIA H200-1-18C".to_owned());
+            vgpu.type_id = Lenient::Read(1120 + n % 8);
+            Lenient::Read(vgpu)
         })
         .collect();
-    Reply {
-        format: FormatVersion::new(1, 0),
-        device: Bdf {
-            domain: 0,
-            bus: 0x3b,
-            device: 0,
-            function: 0,
-        },
-        mode: Mode {
-            capable: true,
-            current: MigState::Enabled,
-            pending: Nullable::Null,
-        },
-        case: Case::Partitions,
-        unreadable: None,
-        driver: Lenient::Read(Driver {
-            version: "570.124.06".to_owned(),
-            nvml_version: "12.570.124.06".to_owned(),
-        }),
-        profiles: Lenient::Read(profiles),
-        gpu_instances: Lenient::Read(gpu_instances),
-        vgpus: Lenient::Read(vgpus),
-    }
+    let device = Bdf {
+        domain: 0,
+        bus: 0x3b,
+        device: 0,
+        function: 0,
+    };
+    let mode = Mode::new(true, MigState::Enabled, Nullable::Null);
+    let mut reply = Reply::new(FormatVersion::new(1, 0), device, mode, Case::Partitions);
+    reply.driver = Lenient::Read(Driver::new(
+        "570.124.06".to_owned(),
+        "12.570.124.06".to_owned(),
+    ));
+    reply.profiles = Lenient::Read(profiles);
+    reply.gpu_instances = Lenient::Read(gpu_instances);
+    reply.vgpus = Lenient::Read(vgpus);
+    reply
 }
 
 fn decode(c: &mut Criterion) {

@@ -54,14 +54,13 @@ pub enum HelperCommand {
 
 /// The version reply this helper gives.
 pub fn version_reply() -> VersionReply {
-    VersionReply {
-        helper: Lenient::Read(env!("CARGO_PKG_NAME").to_owned()),
-        version: Lenient::Read(env!("CARGO_PKG_VERSION").to_owned()),
-        commands: vec![Command {
-            name: "read".to_owned(),
-            formats: vec![FormatVersion::CURRENT],
-        }],
-    }
+    let mut reply = VersionReply::new(vec![Command::new(
+        "read".to_owned(),
+        vec![FormatVersion::CURRENT],
+    )]);
+    reply.helper = Lenient::Read(env!("CARGO_PKG_NAME").to_owned());
+    reply.version = Lenient::Read(env!("CARGO_PKG_VERSION").to_owned());
+    reply
 }
 
 /// Runs the helper; answers the exit status.

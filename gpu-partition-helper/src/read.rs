@@ -25,25 +25,22 @@ pub enum Answer {
 
 /// A reply saying the card could not be read, and why (`unreadable.kind`).
 pub fn unreadable(device: Bdf, kind: &str, message: impl Into<String>) -> Reply {
-    Reply {
-        format: FormatVersion::CURRENT,
+    // The mode is not known; the reader takes nothing from it when the case is unreadable.
+    let mut reply = Reply::new(
+        FormatVersion::CURRENT,
         device,
-        // The mode is not known; the reader takes nothing from it when the case is unreadable.
-        mode: Mode {
-            capable: false,
-            current: MigState::Disabled,
-            pending: Nullable::Null,
-        },
-        case: Case::Unreadable,
-        unreadable: Some(Unreadable {
-            kind: kind.to_owned(),
-            message: Lenient::Read(message.into()),
-        }),
-        driver: lost("driver", "not read"),
-        profiles: Lenient::Read(Vec::new()),
-        gpu_instances: Lenient::Read(Vec::new()),
-        vgpus: Lenient::Read(Vec::new()),
-    }
+        not_capable(),
+        Case::Unreadable,
+    );
+    let mut why = Unreadable::new(kind.to_owned());
+    why.message = Lenient::Read(message.into());
+    reply.unreadable = Some(why);
+    reply
+}
+
+/// The mode of a card that cannot be partitioned (or whose mode is not known).
+fn not_capable() -> Mode {
+    Mode::new(false, MigState::Disabled, Nullable::Null)
 }
 
 /// The `unreadable.kind` of a failure; `None` for NVML's in-use error, which makes the helper
@@ -84,10 +81,7 @@ pub fn read_card(host: &dyn NvmlHost, device: Bdf) -> Answer {
         Err(failure) => return failed(device, "finding the card", &failure),
     };
     let driver = match host.versions() {
-        Ok((version, nvml_version)) => Lenient::Read(Driver {
-            version,
-            nvml_version,
-        }),
+        Ok((version, nvml_version)) => Lenient::Read(Driver::new(version, nvml_version)),
         Err(failure) => lost("driver", failure.to_string()),
     };
     match read_opened(card.as_ref(), device, driver) {
@@ -107,21 +101,15 @@ fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Res
     let (current, pending) = match card.mig_mode() {
         Ok(mode) => mode,
         Err(NvmlFailure::NotSupported) => {
-            return Ok(Reply {
-                format: FormatVersion::CURRENT,
+            let mut reply = Reply::new(
+                FormatVersion::CURRENT,
                 device,
-                mode: Mode {
-                    capable: false,
-                    current: MigState::Disabled,
-                    pending: Nullable::Null,
-                },
-                case: Case::NotApplicable,
-                unreadable: None,
-                driver,
-                profiles: Lenient::Read(Vec::new()),
-                gpu_instances: Lenient::Read(Vec::new()),
-                vgpus,
-            });
+                not_capable(),
+                Case::NotApplicable,
+            );
+            reply.driver = driver;
+            reply.vgpus = vgpus;
+            return Ok(reply);
         }
         Err(failure) => return Err(stop("reading the MIG mode", failure)),
     };
@@ -132,15 +120,15 @@ fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Res
             MigState::Disabled
         }
     };
-    let mode = Mode {
-        capable: true,
-        current: state(current),
-        pending: if pending == current {
+    let mode = Mode::new(
+        true,
+        state(current),
+        if pending == current {
             Nullable::Null
         } else {
             Nullable::Value(state(pending))
         },
-    };
+    );
     // With MIG off, a driver may answer no profile index; the catalogue is then empty.
     let catalogue = match catalogue::gpu_instance_profiles(card) {
         Ok(profiles) => Some(profiles),
@@ -168,28 +156,21 @@ fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Res
             let compute_instances = match catalogue::compute_instances(card, info.id) {
                 Ok(list) => Lenient::Read(
                     list.into_iter()
-                        .map(|ci| ComputeInstance {
-                            id: ci.id,
-                            profile_id: ci.profile_id,
-                            placement: Placement {
-                                start: ci.start,
-                                size: ci.size,
-                            },
+                        .map(|ci| {
+                            ComputeInstance::new(
+                                ci.id,
+                                ci.profile_id,
+                                Placement::new(ci.start, ci.size),
+                            )
                         })
                         .collect(),
                 ),
                 Err(failure) => keep(Err(failure)),
             };
-            Lenient::Read(GpuInstance {
-                id: info.id,
-                profile_id: info.profile_id,
-                placement: Lenient::Read(Placement {
-                    start: info.start,
-                    size: info.size,
-                }),
-                uuid: Nullable::Null,
-                compute_instances,
-            })
+            let mut instance = GpuInstance::new(info.id, info.profile_id, Nullable::Null);
+            instance.placement = Lenient::Read(Placement::new(info.start, info.size));
+            instance.compute_instances = compute_instances;
+            Lenient::Read(instance)
         })
         .collect();
     let profiles = match catalogue {
@@ -201,21 +182,17 @@ fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Res
         ),
         None => lost("profiles", "NVML did not list the profiles"),
     };
-    Ok(Reply {
-        format: FormatVersion::CURRENT,
-        device,
-        mode,
-        case: if gpu_instances.is_empty() {
-            Case::NoneCarved
-        } else {
-            Case::Partitions
-        },
-        unreadable: None,
-        driver,
-        profiles,
-        gpu_instances: Lenient::Read(gpu_instances),
-        vgpus,
-    })
+    let case = if gpu_instances.is_empty() {
+        Case::NoneCarved
+    } else {
+        Case::Partitions
+    };
+    let mut reply = Reply::new(FormatVersion::CURRENT, device, mode, case);
+    reply.driver = driver;
+    reply.profiles = profiles;
+    reply.gpu_instances = Lenient::Read(gpu_instances);
+    reply.vgpus = vgpus;
+    Ok(reply)
 }
 
 fn to_profile(card: &dyn NvmlCard, info: ProfileInfo) -> Profile {
@@ -226,23 +203,22 @@ fn to_profile(card: &dyn NvmlCard, info: ProfileInfo) -> Profile {
     if info.capabilities & CAPS_GFX != 0 {
         capabilities.push(Enumerated::Known(Capability::Gfx));
     }
-    Profile {
-        id: info.id,
-        name: Lenient::Read(info.name),
-        free_instances: keep(card.remaining_capacity(info.id)),
-        signature: Lenient::Read(Signature {
-            slice_count: info.slice_count,
-            instance_count: info.instance_count,
-            multiprocessor_count: info.multiprocessor_count,
-            copy_engine_count: info.copy_engine_count,
-            decoder_count: info.decoder_count,
-            encoder_count: info.encoder_count,
-            jpeg_count: info.jpeg_count,
-            ofa_count: info.ofa_count,
-            memory_size_mb: info.memory_size_mb,
-            capabilities,
-        }),
-    }
+    let mut profile = Profile::new(info.id);
+    profile.name = Lenient::Read(info.name);
+    profile.free_instances = keep(card.remaining_capacity(info.id));
+    profile.signature = Lenient::Read(Signature::new(
+        info.slice_count,
+        info.instance_count,
+        info.multiprocessor_count,
+        info.copy_engine_count,
+        info.decoder_count,
+        info.encoder_count,
+        info.jpeg_count,
+        info.ofa_count,
+        info.memory_size_mb,
+        capabilities,
+    ));
+    profile
 }
 
 /// A value NVML may not give: read, or lost with NVML's reason (lost members are not written).
@@ -270,11 +246,8 @@ fn to_vgpu((index, info): (usize, VgpuInfo)) -> Lenient<Vgpu> {
         Ok(id) => id,
         Err(failure) => return lost("its GPU instance", failure),
     };
-    Lenient::Read(Vgpu {
-        uuid,
-        vgpu_type: keep(info.type_name),
-        type_id: keep(info.type_id),
-        gpu_instance_id: gpu_instance_id.into(),
-        vm: info.vm.into(),
-    })
+    let mut vgpu = Vgpu::new(uuid, gpu_instance_id.into(), info.vm.into());
+    vgpu.vgpu_type = keep(info.type_name);
+    vgpu.type_id = keep(info.type_id);
+    Lenient::Read(vgpu)
 }

@@ -9,12 +9,32 @@ use std::fmt;
 /// Only the exact lower-case spelling reads as [`Known`](Self::Known): `"enabled"` is known,
 /// `"Enabled"`, `"ENABLED"` and `"on"` are [`Unknown`](Self::Unknown). An unknown value writes back
 /// unchanged, so a newer helper's value survives a read and a write.
+///
+/// An unknown value is made only by [`Enumerated::from_wire`], which reads a known spelling as
+/// known: a value has one form, so two spellings of it never compare unequal.
+///
+/// ```compile_fail
+/// use gpu_partition_types::{Capability, Enumerated, UnknownValue};
+/// // UnknownValue cannot be built by hand: `p2p` could not pose as unknown.
+/// let p2p = Enumerated::<Capability>::Unknown(UnknownValue("p2p".to_owned()));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Enumerated<T> {
     /// A value of `T`.
     Known(T),
     /// A spelling that is no value of `T`, as it was read.
-    Unknown(String),
+    Unknown(UnknownValue),
+}
+
+/// The text of a value an [`Enumerated`] does not know: opaque, made only by the reader.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct UnknownValue(String);
+
+impl UnknownValue {
+    /// The text as it was read.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 impl<T: Token> Enumerated<T> {
@@ -22,7 +42,7 @@ impl<T: Token> Enumerated<T> {
     pub fn from_wire(text: &str) -> Self {
         match T::from_token(text) {
             Some(value) => Self::Known(value),
-            None => Self::Unknown(text.to_owned()),
+            None => Self::Unknown(UnknownValue(text.to_owned())),
         }
     }
 
@@ -30,7 +50,7 @@ impl<T: Token> Enumerated<T> {
     pub fn as_str(&self) -> &str {
         match self {
             Self::Known(value) => value.as_str(),
-            Self::Unknown(text) => text,
+            Self::Unknown(text) => text.as_str(),
         }
     }
 

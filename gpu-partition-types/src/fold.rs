@@ -1,23 +1,8 @@
 //! Folding a stream of pages into one reply: numbering, agreement, join order.
 
 use crate::page::{Page, PageList};
+use crate::record::Reindex;
 use crate::{JsonPointer, Lenient, LostMember, RefusedReply, Reply};
-
-/// A record whose lenient members name themselves by pointer, and so must be told when the
-/// record moves to another index of its list.
-pub(crate) trait Reindex {
-    /// Moves the record to `index` of its list (step 1 of every pointer inside it).
-    fn reindex(&mut self, index: usize);
-}
-
-impl<T: Reindex> Reindex for Lenient<T> {
-    fn reindex(&mut self, index: usize) {
-        match self {
-            Lenient::Read(item) => item.reindex(index),
-            Lenient::Lost(lost) => lost.pointer.reindex(1, index),
-        }
-    }
-}
 
 /// Folds pages (in stream order) into one reply.
 ///

@@ -1,7 +1,6 @@
 //! [`Lenient`]: a member the reader can do without.
 
 use crate::JsonPointer;
-use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 /// A member the reader can do without: read, or lost with the reason why.
@@ -89,33 +88,6 @@ impl<T: Serialize> Serialize for Lenient<T> {
         match self {
             Self::Read(value) => value.serialize(serializer),
             Self::Lost(_) => serializer.serialize_none(),
-        }
-    }
-}
-
-/// Writes a lenient list of lenient elements: each element read, and `{}` in the place of each
-/// element lost, so that a reader loses it again at the same index (`{}` lacks every member an
-/// element needs) and every pointer after it keeps naming the same element.
-pub(crate) fn write_read_items<T, S>(
-    list: &Lenient<Vec<Lenient<T>>>,
-    serializer: S,
-) -> Result<S::Ok, S::Error>
-where
-    T: Serialize,
-    S: Serializer,
-{
-    let items = list.read().map(Vec::as_slice).unwrap_or_default();
-    serializer.collect_seq(items.iter().map(Element))
-}
-
-/// One element of a written list: the element, or `{}` where it was lost.
-pub(crate) struct Element<'a, T>(pub(crate) &'a Lenient<T>);
-
-impl<T: Serialize> Serialize for Element<'_, T> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self.0 {
-            Lenient::Read(value) => value.serialize(serializer),
-            Lenient::Lost(_) => serializer.serialize_map(Some(0))?.end(),
         }
     }
 }

@@ -1,9 +1,7 @@
 //! The MIG mode of a card: `mode` in the reply.
 
-use crate::read::{Decode, Field, Path, known, members, required, value};
+use crate::read::{Decode, Field, Path, known};
 use crate::{Nullable, PartitionMode};
-use serde::Serialize;
-use serde::de::MapAccess;
 
 crate::token_enum! {
     /// Whether MIG mode is on.
@@ -15,16 +13,18 @@ crate::token_enum! {
     }
 }
 
-/// `mode`: whether the card can be partitioned, its MIG mode now, and a change pending until
-/// the next reset. Every member is strict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub struct Mode {
-    /// Whether the card supports MIG.
-    pub capable: bool,
-    /// The MIG mode now.
-    pub current: MigState,
-    /// The MIG mode after the next reset; `null` when no change is pending.
-    pub pending: Nullable<MigState>,
+crate::record::record! {
+    /// `mode`: whether the card can be partitioned, its MIG mode now, and a change pending until
+    /// the next reset. Every member is strict.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct Mode: "a mode object" {
+        /// Whether the card supports MIG.
+        capable: required bool = "capable",
+        /// The MIG mode now.
+        current: required MigState = "current",
+        /// The MIG mode after the next reset; `null` when no change is pending.
+        pending: required Nullable<MigState> = "pending",
+    }
 }
 
 impl Mode {
@@ -47,30 +47,6 @@ impl Decode for MigState {
 
     fn from_str(text: &str, at: &Path<'_>) -> Field<Self> {
         known(text, at)
-    }
-}
-
-impl Decode for Mode {
-    const EXPECTED: &'static str = "a mode object";
-
-    fn from_object<'de, A: MapAccess<'de>>(map: A, at: &Path<'_>) -> Result<Field<Self>, A::Error> {
-        let (mut capable, mut current, mut pending) = (None, None, None);
-        members(map, |name, map| {
-            match name {
-                "capable" => capable = Some(value(map, at, name)?),
-                "current" => current = Some(value(map, at, name)?),
-                "pending" => pending = Some(value(map, at, name)?),
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
-        Ok((|| {
-            Ok(Mode {
-                capable: required(capable, at, "capable")?,
-                current: required(current, at, "current")?,
-                pending: required(pending, at, "pending")?,
-            })
-        })())
     }
 }
 

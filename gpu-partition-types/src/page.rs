@@ -4,43 +4,27 @@ use crate::read::{Decode, Fault, Field, Path, members, required, value};
 use crate::{
     Bdf, Case, Driver, FormatVersion, GpuInstance, Lenient, Mode, Profile, Unreadable, Vgpu,
 };
-use serde::Serialize;
 use serde::de::MapAccess;
 
-/// `page`: this page's number and how many pages the reply has.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub struct PageNumber {
-    /// This page, from 0.
-    pub index: u32,
-    /// How many pages, at least 1.
-    pub count: u32,
+crate::record::record! {
+    /// `page`: this page's number and how many pages the reply has.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub struct PageNumber: "a page object", check = index_below_count {
+        /// This page, from 0.
+        index: required u32 = "index",
+        /// How many pages, at least 1.
+        count: required u32 = "count",
+    }
 }
 
-impl Decode for PageNumber {
-    const EXPECTED: &'static str = "a page object";
-
-    fn from_object<'de, A: MapAccess<'de>>(map: A, at: &Path<'_>) -> Result<Field<Self>, A::Error> {
-        let (mut index, mut count) = (None, None);
-        members(map, |name, map| {
-            match name {
-                "index" => index = Some(value(map, at, name)?),
-                "count" => count = Some(value(map, at, name)?),
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
-        Ok((|| {
-            let index: u32 = required(index, at, "index")?;
-            let count: u32 = required(count, at, "count")?;
-            if index >= count {
-                return Err(Fault::new(
-                    at,
-                    format!("index {index} is not below count {count}"),
-                ));
-            }
-            Ok(PageNumber { index, count })
-        })())
+fn index_below_count(page: &PageNumber, at: &Path<'_>) -> Field<()> {
+    if page.index >= page.count {
+        return Err(Fault::new(
+            at,
+            format!("index {} is not below count {}", page.index, page.count),
+        ));
     }
+    Ok(())
 }
 
 /// A list as one page has it: absent from the page, or there (read or lost).

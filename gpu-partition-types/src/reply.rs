@@ -1,20 +1,20 @@
 //! [`Reply`]: the folded reply of `read`, its reader and writer.
 
-use crate::fold::{Reindex, fold};
-use crate::lenient::write_read_items;
+use crate::fold::fold;
 use crate::page::RawPage;
 use crate::read;
 use crate::{
     Bdf, Case, Driver, FormatVersion, GpuInstance, JsonPointer, Lenient, LostMember, Mode, Outcome,
     Profile, RefusedReply, Unreadable, UnreadableReason, Vgpu,
 };
-use serde::Serialize;
 
 /// The reply of `HELPER read`, with its pages folded into one.
 ///
 /// Strict members are plain values: a reply whose strict members do not read is refused as a
-/// whole. Lenient members are [`Lenient`]: a fault costs that member only.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// whole. Lenient members are [`Lenient`]: a fault costs that member only. Written (serialized)
+/// as one page: see [`Reply::to_json`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Reply {
     /// The format the reply was written in (major 1).
     pub format: FormatVersion,
@@ -25,28 +25,14 @@ pub struct Reply {
     /// What the helper found.
     pub case: Case,
     /// Why the card could not be read; present exactly when `case` is `unreadable`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<Unreadable>,
     /// Driver versions.
-    #[serde(skip_serializing_if = "Lenient::is_lost")]
     pub driver: Lenient<Driver>,
     /// The profile catalogue.
-    #[serde(
-        skip_serializing_if = "Lenient::is_lost",
-        serialize_with = "write_read_items"
-    )]
     pub profiles: Lenient<Vec<Lenient<Profile>>>,
     /// The GPU instances.
-    #[serde(
-        skip_serializing_if = "Lenient::is_lost",
-        serialize_with = "write_read_items"
-    )]
     pub gpu_instances: Lenient<Vec<Lenient<GpuInstance>>>,
     /// The vGPUs on the card.
-    #[serde(
-        skip_serializing_if = "Lenient::is_lost",
-        serialize_with = "write_read_items"
-    )]
     pub vgpus: Lenient<Vec<Lenient<Vgpu>>>,
 }
 
@@ -71,11 +57,20 @@ impl Reply {
         fold(pages)
     }
 
-    /// Writes the reply as one page (no `page` member). Lost members are left out.
-    pub fn to_json(&self) -> String {
-        // Serializing these types cannot fail: every map key is a string and no custom
-        // serializer returns an error.
-        serde_json::to_string(self).unwrap_or_default()
+    /// A reply of these strict members, every list empty and `driver` unset (not written);
+    /// `unreadable` is set for `case` `unreadable` with [`Reply::unreadable`].
+    pub fn new(format: FormatVersion, device: Bdf, mode: Mode, case: Case) -> Self {
+        Self {
+            format,
+            device,
+            mode,
+            case,
+            unreadable: None,
+            driver: crate::record::unset(),
+            profiles: Lenient::Read(Vec::new()),
+            gpu_instances: Lenient::Read(Vec::new()),
+            vgpus: Lenient::Read(Vec::new()),
+        }
     }
 
     /// What the reply says of the card, for the caller of the probe.
@@ -106,19 +101,9 @@ impl Reply {
     pub fn lost(&self) -> Vec<&LostMember> {
         let mut lost: Vec<&LostMember> = Vec::new();
         lost.extend(self.driver.lost());
-        collect_lost(&self.profiles, &mut lost, |profile, lost| {
-            lost.extend(profile.name.lost());
-            lost.extend(profile.free_instances.lost());
-            lost.extend(profile.signature.lost());
-        });
-        collect_lost(&self.gpu_instances, &mut lost, |instance, lost| {
-            lost.extend(instance.placement.lost());
-            lost.extend(instance.compute_instances.lost());
-        });
-        collect_lost(&self.vgpus, &mut lost, |vgpu, lost| {
-            lost.extend(vgpu.vgpu_type.lost());
-            lost.extend(vgpu.type_id.lost());
-        });
+        collect_lost(&self.profiles, &mut lost, Profile::lost_into);
+        collect_lost(&self.gpu_instances, &mut lost, GpuInstance::lost_into);
+        collect_lost(&self.vgpus, &mut lost, Vgpu::lost_into);
         lost.sort_by(|a, b| a.pointer.cmp(&b.pointer));
         lost
     }
@@ -171,33 +156,5 @@ fn collect_lost<'a, T>(
                 }
             }
         }
-    }
-}
-
-fn reindex_member<T>(member: &mut Lenient<T>, index: usize) {
-    if let Lenient::Lost(lost) = member {
-        lost.pointer.reindex(1, index);
-    }
-}
-
-impl Reindex for Profile {
-    fn reindex(&mut self, index: usize) {
-        reindex_member(&mut self.name, index);
-        reindex_member(&mut self.free_instances, index);
-        reindex_member(&mut self.signature, index);
-    }
-}
-
-impl Reindex for GpuInstance {
-    fn reindex(&mut self, index: usize) {
-        reindex_member(&mut self.placement, index);
-        reindex_member(&mut self.compute_instances, index);
-    }
-}
-
-impl Reindex for Vgpu {
-    fn reindex(&mut self, index: usize) {
-        reindex_member(&mut self.vgpu_type, index);
-        reindex_member(&mut self.type_id, index);
     }
 }

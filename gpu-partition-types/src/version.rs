@@ -1,30 +1,30 @@
 //! The version reply: which commands and formats a helper serves.
 
-use crate::read::{self, Decode, Field, Path, lenient, members, required, value};
-use crate::{FormatVersion, Lenient, RefusedReply, SUPPORTED_MAJOR};
-use serde::Serialize;
-use serde::de::MapAccess;
+use crate::read;
+use crate::{FormatVersion, RefusedReply, SUPPORTED_MAJOR};
 
-/// The reply to `HELPER --version`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct VersionReply {
-    /// The helper's name (lenient).
-    #[serde(skip_serializing_if = "Lenient::is_lost")]
-    pub helper: Lenient<String>,
-    /// The helper's own version (lenient).
-    #[serde(skip_serializing_if = "Lenient::is_lost")]
-    pub version: Lenient<String>,
-    /// The commands served, with their formats. Unknown commands are kept and ignored.
-    pub commands: Vec<Command>,
+crate::record::record! {
+    /// The reply to `HELPER --version`.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct VersionReply: "a version reply object" {
+        /// The helper's name (lenient).
+        helper: lenient String = "helper",
+        /// The helper's own version (lenient).
+        version: lenient String = "version",
+        /// The commands served, with their formats. Unknown commands are kept and ignored.
+        commands: required Vec<Command> = "commands",
+    }
 }
 
-/// One command a helper serves.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Command {
-    /// The command's name, e.g. `read`.
-    pub name: String,
-    /// The formats it can write.
-    pub formats: Vec<FormatVersion>,
+crate::record::record! {
+    /// One command a helper serves.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct Command: "a command object" {
+        /// The command's name, e.g. `read`.
+        name: required String = "name",
+        /// The formats it can write.
+        formats: required Vec<FormatVersion> = "formats",
+    }
 }
 
 /// The helper serves no `read` format this reader can read.
@@ -73,52 +73,6 @@ impl VersionReply {
                     .collect::<Vec<_>>()
                     .join(", "),
             })
-    }
-}
-
-impl Decode for VersionReply {
-    const EXPECTED: &'static str = "a version reply object";
-
-    fn from_object<'de, A: MapAccess<'de>>(map: A, at: &Path<'_>) -> Result<Field<Self>, A::Error> {
-        let (mut helper, mut version, mut commands) = (None, None, None);
-        members(map, |name, map| {
-            match name {
-                "helper" => helper = Some(value(map, at, name)?),
-                "version" => version = Some(value(map, at, name)?),
-                "commands" => commands = Some(value(map, at, name)?),
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
-        Ok(
-            required(commands, at, "commands").map(|commands| VersionReply {
-                helper: lenient(helper, at, "helper"),
-                version: lenient(version, at, "version"),
-                commands,
-            }),
-        )
-    }
-}
-
-impl Decode for Command {
-    const EXPECTED: &'static str = "a command object";
-
-    fn from_object<'de, A: MapAccess<'de>>(map: A, at: &Path<'_>) -> Result<Field<Self>, A::Error> {
-        let (mut name, mut formats) = (None, None);
-        members(map, |member, map| {
-            match member {
-                "name" => name = Some(value(map, at, member)?),
-                "formats" => formats = Some(value(map, at, member)?),
-                _ => return Ok(false),
-            }
-            Ok(true)
-        })?;
-        Ok((|| {
-            Ok(Command {
-                name: required(name, at, "name")?,
-                formats: required(formats, at, "formats")?,
-            })
-        })())
     }
 }
 

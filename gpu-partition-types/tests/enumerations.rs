@@ -20,10 +20,9 @@ fn spellings<T: Token>() {
             format!(" {token}"),
             format!("{token} "),
         ] {
-            assert_eq!(
-                Enumerated::<T>::from_wire(&other),
-                Enumerated::Unknown(other.clone())
-            );
+            let read = Enumerated::<T>::from_wire(&other);
+            assert_eq!((read.known(), read.as_str()), (None, other.as_str()));
+            assert!(matches!(read, Enumerated::Unknown(_)));
         }
     }
 }
@@ -86,4 +85,17 @@ fn a_member_named_vgpu_type_is_not_the_vgpu_type() {
         set(v, "/vgpus/0/vgpu_type", json!("NVIDIA H200-3-71C"))
     });
     assert_eq!(lost(&read), ["/vgpus/0/type"]);
+}
+
+#[test]
+fn a_known_spelling_read_as_enumerated_is_the_known_value_and_one_signature() {
+    assert_eq!(
+        Enumerated::<Capability>::from_wire("p2p"),
+        Enumerated::Known(Capability::P2p)
+    );
+    let a = signature(1, &["p2p", "gfx"]);
+    let mut b = signature(1, &["gfx"]);
+    b.capabilities
+        .push(Enumerated::<Capability>::from_wire("p2p"));
+    assert_eq!(a.normalized(), b.normalized());
 }

@@ -25,34 +25,35 @@ fn capability() -> impl Strategy<Value = Enumerated<Capability>> {
 
 fn signature() -> impl Strategy<Value = Signature> {
     (vec(any::<u32>(), 8), any::<u64>(), vec(capability(), 0..4)).prop_map(
-        |(counts, memory, capabilities)| Signature {
-            slice_count: counts[0],
-            instance_count: counts[1],
-            multiprocessor_count: counts[2],
-            copy_engine_count: counts[3],
-            decoder_count: counts[4],
-            encoder_count: counts[5],
-            jpeg_count: counts[6],
-            ofa_count: counts[7],
-            memory_size_mb: memory,
-            capabilities,
+        |(counts, memory, capabilities)| {
+            Signature::new(
+                counts[0],
+                counts[1],
+                counts[2],
+                counts[3],
+                counts[4],
+                counts[5],
+                counts[6],
+                counts[7],
+                memory,
+                capabilities,
+            )
         },
     )
 }
 
 fn profile() -> impl Strategy<Value = Profile> {
     (any::<u32>(), text(), any::<u32>(), signature()).prop_map(|(id, name, free, signature)| {
-        Profile {
-            id,
-            name: Lenient::Read(name),
-            free_instances: Lenient::Read(free),
-            signature: Lenient::Read(signature),
-        }
+        let mut profile = Profile::new(id);
+        profile.name = Lenient::Read(name);
+        profile.free_instances = Lenient::Read(free);
+        profile.signature = Lenient::Read(signature);
+        profile
     })
 }
 
 fn placement() -> impl Strategy<Value = Placement> {
-    (any::<u32>(), any::<u32>()).prop_map(|(start, size)| Placement { start, size })
+    (any::<u32>(), any::<u32>()).prop_map(|(start, size)| Placement::new(start, size))
 }
 
 fn instance() -> impl Strategy<Value = GpuInstance> {
@@ -63,21 +64,18 @@ fn instance() -> impl Strategy<Value = GpuInstance> {
         option::of(text()),
         vec((any::<u32>(), any::<u32>(), placement()), 0..3),
     )
-        .prop_map(|(id, profile_id, placement, uuid, compute)| GpuInstance {
-            id,
-            profile_id,
-            placement: Lenient::Read(placement),
-            uuid: uuid.into(),
-            compute_instances: Lenient::Read(
+        .prop_map(|(id, profile_id, placement, uuid, compute)| {
+            let mut instance = GpuInstance::new(id, profile_id, uuid.into());
+            instance.placement = Lenient::Read(placement);
+            instance.compute_instances = Lenient::Read(
                 compute
                     .into_iter()
-                    .map(|(id, profile_id, placement)| ComputeInstance {
-                        id,
-                        profile_id,
-                        placement,
+                    .map(|(id, profile_id, placement)| {
+                        ComputeInstance::new(id, profile_id, placement)
                     })
                     .collect(),
-            ),
+            );
+            instance
         })
 }
 
@@ -89,12 +87,11 @@ fn vgpu() -> impl Strategy<Value = Vgpu> {
         option::of(any::<u32>()),
         option::of(text()),
     )
-        .prop_map(|(uuid, vgpu_type, type_id, instance, vm)| Vgpu {
-            uuid,
-            vgpu_type: Lenient::Read(vgpu_type),
-            type_id: Lenient::Read(type_id),
-            gpu_instance_id: instance.into(),
-            vm: vm.into(),
+        .prop_map(|(uuid, vgpu_type, type_id, instance, vm)| {
+            let mut vgpu = Vgpu::new(uuid, instance.into(), vm.into());
+            vgpu.vgpu_type = Lenient::Read(vgpu_type);
+            vgpu.type_id = Lenient::Read(type_id);
+            vgpu
         })
 }
 
@@ -120,21 +117,26 @@ prop_compose! {
             (_, 2) => Case::Unreadable,
             _ => Case::NotApplicable,
         };
-        Reply {
-            format: FormatVersion::new(1, minor),
-            device: Bdf { domain, bus, device, function },
-            mode: Mode { capable, current, pending: pending.into() },
+        let mode = Mode::new(capable, current, pending.into());
+        let mut reply = Reply::new(
+            FormatVersion::new(1, minor),
+            Bdf { domain, bus, device, function },
+            mode,
             case,
-            unreadable: (case == Case::Unreadable)
-                .then_some(Unreadable { kind, message: Lenient::Read(message) }),
-            driver: match driver {
-                Some((version, nvml_version)) => Lenient::Read(Driver { version, nvml_version }),
-                None => Lenient::Lost(LostMember::new(JsonPointer::root().member("driver"), "missing member")),
-            },
-            profiles: reads(profiles),
-            gpu_instances: reads(instances),
-            vgpus: reads(vgpus),
-        }
+        );
+        reply.unreadable = (case == Case::Unreadable).then(|| {
+            let mut unreadable = Unreadable::new(kind);
+            unreadable.message = Lenient::Read(message);
+            unreadable
+        });
+        reply.driver = match driver {
+            Some((version, nvml_version)) => Lenient::Read(Driver::new(version, nvml_version)),
+            None => Lenient::Lost(LostMember::new(JsonPointer::root().member("driver"), "missing member")),
+        };
+        reply.profiles = reads(profiles);
+        reply.gpu_instances = reads(instances);
+        reply.vgpus = reads(vgpus);
+        reply
     }
 }
 

@@ -11,80 +11,75 @@ pub fn device() -> Bdf {
 }
 
 pub fn signature(slices: u32, capabilities: &[&str]) -> Signature {
-    Signature {
-        slice_count: slices,
-        instance_count: 7 / slices.max(1),
-        multiprocessor_count: 16 * slices,
-        copy_engine_count: slices,
-        decoder_count: slices,
-        encoder_count: 0,
-        jpeg_count: slices,
-        ofa_count: 0,
-        memory_size_mb: 11 * 1024 * u64::from(slices),
-        capabilities: capabilities
+    Signature::new(
+        slices,
+        7 / slices.max(1),
+        16 * slices,
+        slices,
+        slices,
+        0,
+        slices,
+        0,
+        11 * 1024 * u64::from(slices),
+        capabilities
             .iter()
             .map(|c| Enumerated::from_wire(c))
             .collect(),
-    }
+    )
 }
 
 pub fn profile(id: u32, name: &str, slices: u32) -> Profile {
-    Profile {
-        id,
-        name: Lenient::Read(name.to_owned()),
-        free_instances: Lenient::Read(1),
-        signature: Lenient::Read(signature(slices, &["p2p"])),
-    }
+    let mut profile = Profile::new(id);
+    profile.name = Lenient::Read(name.to_owned());
+    profile.free_instances = Lenient::Read(1);
+    profile.signature = Lenient::Read(signature(slices, &["p2p"]));
+    profile
+}
+
+pub fn vgpu(
+    uuid: &str,
+    vgpu_type: &str,
+    type_id: u32,
+    gi: Nullable<u32>,
+    vm: Nullable<String>,
+) -> Vgpu {
+    let mut vgpu = Vgpu::new(uuid.into(), gi, vm);
+    vgpu.vgpu_type = Lenient::Read(vgpu_type.into());
+    vgpu.type_id = Lenient::Read(type_id);
+    vgpu
 }
 
 /// A card with MIG on, two profiles, one GPU instance with a compute instance, two vGPUs.
 pub fn sample() -> Reply {
-    Reply {
-        format: FormatVersion::new(1, 0),
-        device: device(),
-        mode: Mode {
-            capable: true,
-            current: MigState::Enabled,
-            pending: Nullable::Null,
-        },
-        case: Case::Partitions,
-        unreadable: None,
-        driver: Lenient::Read(Driver {
-            version: "570.124.06".into(),
-            nvml_version: "12.570.124.06".into(),
-        }),
-        profiles: Lenient::Read(vec![
-            Lenient::Read(profile(9, "3g.71gb", 3)),
-            Lenient::Read(profile(19, "1g.18gb", 1)),
-        ]),
-        gpu_instances: Lenient::Read(vec![Lenient::Read(GpuInstance {
-            id: 1,
-            profile_id: 9,
-            placement: Lenient::Read(Placement { start: 0, size: 4 }),
-            uuid: Nullable::Null,
-            compute_instances: Lenient::Read(vec![ComputeInstance {
-                id: 0,
-                profile_id: 2,
-                placement: Placement { start: 0, size: 4 },
-            }]),
-        })]),
-        vgpus: Lenient::Read(vec![
-            Lenient::Read(Vgpu {
-                uuid: "4b1c0000-0000-0000-0000-000000000001".into(),
-                vgpu_type: Lenient::Read("NVIDIA H200-3-71C".into()),
-                type_id: Lenient::Read(1123),
-                gpu_instance_id: Nullable::Value(1),
-                vm: Nullable::Null,
-            }),
-            Lenient::Read(Vgpu {
-                uuid: "4b1c0000-0000-0000-0000-000000000002".into(),
-                vgpu_type: Lenient::Read("NVIDIA H200-1-18C".into()),
-                type_id: Lenient::Read(1120),
-                gpu_instance_id: Nullable::Null,
-                vm: Nullable::Value("vm-7".into()),
-            }),
-        ]),
-    }
+    let mode = Mode::new(true, MigState::Enabled, Nullable::Null);
+    let mut reply = Reply::new(FormatVersion::new(1, 0), device(), mode, Case::Partitions);
+    reply.driver = Lenient::Read(Driver::new("570.124.06".into(), "12.570.124.06".into()));
+    reply.profiles = Lenient::Read(vec![
+        Lenient::Read(profile(9, "3g.71gb", 3)),
+        Lenient::Read(profile(19, "1g.18gb", 1)),
+    ]);
+    let mut instance = GpuInstance::new(1, 9, Nullable::Null);
+    instance.placement = Lenient::Read(Placement::new(0, 4));
+    instance.compute_instances =
+        Lenient::Read(vec![ComputeInstance::new(0, 2, Placement::new(0, 4))]);
+    reply.gpu_instances = Lenient::Read(vec![Lenient::Read(instance)]);
+    reply.vgpus = Lenient::Read(vec![
+        Lenient::Read(vgpu(
+            "4b1c0000-0000-0000-0000-000000000001",
+            "NVIDIA H200-3-71C",
+            1123,
+            Nullable::Value(1),
+            Nullable::Null,
+        )),
+        Lenient::Read(vgpu(
+            "4b1c0000-0000-0000-0000-000000000002",
+            "NVIDIA H200-1-18C",
+            1120,
+            Nullable::Null,
+            Nullable::Value("vm-7".into()),
+        )),
+    ]);
+    reply
 }
 
 /// The sample as written JSON.
