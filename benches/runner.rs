@@ -7,6 +7,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use gpu_partition_types::Bdf;
 use gpu_probe::helper::{Helper, HelperConfig};
 use gpu_probe::run::{RunResult, RunSpec, run};
+use gpu_probe::test_util::{Act, FakeHelper};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -58,15 +59,13 @@ fn deadline(c: &mut Criterion) {
 fn fan_out(c: &mut Criterion) {
     let Ok(dir) = tempfile::tempdir() else { return };
     let reply = r#"{"format": "1.0", "device": "%s", "mode": {"capable": true, "current": "disabled", "pending": null}, "case": "none_carved"}"#;
-    let helper = script(
-        dir.path(),
-        "helper",
-        &format!(
-            r#"if [ "$1" = --version ]; then echo '{{"commands": [{{"name": "read", "formats": ["1.0"]}}]}}'; exit 0; fi
-sleep 0.2
-printf '{reply}\n' "$3""#
-        ),
-    );
+    let Ok(helper) = FakeHelper::new(dir.path())
+        .reply(reply)
+        .every_read(Act::Sleep(Duration::from_millis(200)))
+        .write()
+    else {
+        return;
+    };
     let helper = Helper::new(HelperConfig::new(helper));
     let cards: Vec<Bdf> = (0..16u8)
         .map(|n| Bdf {

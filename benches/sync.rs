@@ -3,15 +3,10 @@
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use gpu_probe::helper::{Helper, HelperConfig};
+use gpu_probe::test_util::FakeHelper;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{AfterBoot, FileStore, HostPaths, SyncOptions, sync};
-use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
-
-const HELPER: &str = r#"#!/bin/sh
-if [ "$1" = --version ]; then echo '{"commands": [{"name": "read", "formats": ["1.0"]}]}'; exit 0; fi
-printf '{"format": "1.0", "device": "%s", "mode": {"capable": true, "current": "enabled", "pending": null}, "case": "partitions", "gpu_instances": [{"id": 1, "profile_id": 9, "uuid": null}]}\n' "$3"
-"#;
 
 fn host_sync(c: &mut Criterion) {
     let mut group = c.benchmark_group("sync_pool_enabled");
@@ -32,13 +27,9 @@ fn host_sync(c: &mut Criterion) {
                 return;
             }
         }
-        let helper_path = dir.path().join("helper");
-        let written = std::fs::write(&helper_path, HELPER).and_then(|()| {
-            std::fs::set_permissions(&helper_path, std::fs::Permissions::from_mode(0o755))
-        });
-        if written.is_err() {
+        let Ok(helper_path) = FakeHelper::new(dir.path()).write() else {
             return;
-        }
+        };
         let helper = Helper::new(HelperConfig::new(&helper_path));
         let paths = HostPaths::new(dir.path().join("state"), sysfs.root());
         let options = SyncOptions::new(true, AfterBoot::No);

@@ -7,10 +7,10 @@
 //! ```
 
 use gpu_probe::helper::{Helper, HelperConfig};
+use gpu_probe::test_util::FakeHelper;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{AfterBoot, HostPaths, HostState, StateStore, StoreError, SyncOptions, sync};
 use std::error::Error;
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
 /// A toolstack's own store: keeps the state in memory and shows every save.
@@ -43,15 +43,9 @@ fn main() -> Result<(), Box<dyn Error>> {
             let sysfs = FakeSysfs::new(work.path().join("sys"))?;
             sysfs.nvidia("0000:3b:00.0", Some("nvidia"))?;
             sysfs.nvidia("0000:3c:00.0", Some("vfio-pci"))?;
-            let helper = work.path().join("helper");
-            std::fs::write(
-                &helper,
-                r#"#!/bin/sh
-if [ "$1" = --version ]; then echo '{"commands": [{"name": "read", "formats": ["1.0"]}]}'; exit 0; fi
-printf '{"format": "1.0", "device": "%s", "mode": {"capable": true, "current": "disabled", "pending": "enabled"}, "case": "none_carved"}\n' "$3"
-"#,
-            )?;
-            std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755))?;
+            let helper = FakeHelper::new(work.path())
+                .reply(r#"{"format": "1.0", "device": "%s", "mode": {"capable": true, "current": "disabled", "pending": "enabled"}, "case": "none_carved"}"#)
+                .write()?;
             (sysfs.root().to_path_buf(), helper)
         }
     };

@@ -7,9 +7,12 @@
 //!   every GPU operation of the host holds.
 //! - [`fs`]: writing a file whole or not at all (the state file, the reset journal).
 //! - [`helper`]: the helper client: `--version` once, `read` per card, many cards at once.
+//! - `test_util` (feature `test-util`): a fake helper for tests, examples and benchmarks.
 #![deny(missing_docs)]
 
 pub mod fs;
 pub mod helper;
 pub mod lock;
 pub mod run;
+#[cfg(feature = "test-util")]
+pub mod test_util;

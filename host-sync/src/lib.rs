@@ -11,10 +11,12 @@
 //! - [`sync()`] runs the whole sync under the host GPU lock of `gpu-probe`; [`spawn_sync`] runs it
 //!   on a thread of its own, as a toolstack does at start, and its [`SyncHandle`] is told the
 //!   report.
+//! - `fake_sysfs` (feature `test-util`): a sysfs tree built on disk, for tests and examples.
 #![deny(missing_docs)]
 
 pub mod boot;
 pub mod classify;
+#[cfg(feature = "test-util")]
 pub mod fake_sysfs;
 pub mod gpu;
 pub mod modes;

@@ -3,29 +3,21 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use gpu_probe::helper::{Helper, HelperConfig};
+use gpu_probe::test_util::{Act, FakeHelper};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{AfterBoot, FileStore, HostPaths, HostReason, HostStatus, SyncOptions, spawn_sync};
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 /// A helper that logs `begin` and `end` around each read, 300 ms apart.
 fn slow_helper(dir: &Path) -> std::path::PathBuf {
-    let path = dir.join("helper");
     let log = dir.join("log");
-    std::fs::write(
-        &path,
-        format!(
-            r#"#!/bin/sh
-if [ "$1" = --version ]; then echo '{{"commands": [{{"name": "read", "formats": ["1.0"]}}]}}'; exit 0; fi
-echo begin >> {log}; sleep 0.3; echo end >> {log}
-printf '{{"format": "1.0", "device": "%s", "mode": {{"capable": true, "current": "enabled", "pending": null}}, "case": "partitions", "gpu_instances": [{{"id": 1, "profile_id": 9, "uuid": null}}]}}\n' "$3"
-"#,
+    FakeHelper::new(dir)
+        .every_read(Act::Shell(format!(
+            "echo begin >> {log}; sleep 0.3; echo end >> {log}",
             log = log.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
+        )))
+        .write()
+        .unwrap()
 }
 
 #[test]

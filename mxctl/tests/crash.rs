@@ -2,9 +2,9 @@
 //! file always reads, old or new, never torn.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpu_probe::test_util::FakeHelper;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{FileStore, StateStore};
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -20,16 +20,10 @@ fn a_sync_killed_at_random_points_never_leaves_a_torn_state_file() {
             .nvidia(&format!("0000:{bus:02x}:00.0"), Some("nvidia"))
             .unwrap();
     }
-    let helper = dir.path().join("helper");
-    std::fs::write(
-        &helper,
-        r#"#!/bin/sh
-if [ "$1" = --version ]; then echo '{"commands": [{"name": "read", "formats": ["1.0"]}]}'; exit 0; fi
-printf '{"format": "1.0", "device": "%s", "mode": {"capable": true, "current": "disabled", "pending": null}, "case": "none_carved"}\n' "$3"
-"#,
-    )
-    .unwrap();
-    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let helper = FakeHelper::new(dir.path())
+        .reply(r#"{"format": "1.0", "device": "%s", "mode": {"capable": true, "current": "disabled", "pending": null}, "case": "none_carved"}"#)
+        .write()
+        .unwrap();
     let state = dir.path().join("state");
     let sync = |pool: &str| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_mxctl"));

@@ -1,32 +1,28 @@
 //! `mxctl probe` with fake helpers the tests write.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::os::unix::fs::PermissionsExt;
+use gpu_probe::test_util::{Act, FakeHelper};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const REPLY: &str = r#"{"format": "1.0", "device": "%s", "mode": {"capable": true, "current": "enabled", "pending": null}, "case": "partitions", "driver": {"version": "1", "nvml_version": "1"}, "profiles": [{"id": 9, "name": 5}], "gpu_instances": [{"id": 1, "profile_id": 9, "placement": {"start": 0, "size": 4}, "uuid": null, "compute_instances": []}], "vgpus": []}"#;
 
+/// Card 1 answers (its first profile's name is a number: lost), card 2 hangs, card 3 is busy.
 fn fake_helper(dir: &Path) -> PathBuf {
-    let path = dir.join("helper");
-    let body = format!(
-        r#"#!/bin/sh
-if [ "$1" = --version ]; then echo '{{"commands": [{{"name": "read", "formats": ["1.0"]}}]}}'; exit 0; fi
-case "$3" in
-  0000:02:00.0) exec sleep 60 ;;
-  0000:03:00.0) exit 75 ;;
-esac
-printf '{REPLY}\n' "$3"
-"#
-    );
-    std::fs::write(&path, body).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
+    FakeHelper::new(dir)
+        .reply(REPLY)
+        .on("0000:02:00.0", Act::Hang)
+        .on("0000:03:00.0", Act::Exit(75))
+        .write()
+        .unwrap()
 }
 
 fn probe(args: &[&str]) -> (i32, serde_json::Value) {
+    let state = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
-        .args(["--config", "/dev/null", "--json", "probe"])
+        .args(["--config", "/dev/null", "--json", "--state-dir"])
+        .arg(state.path())
+        .arg("probe")
         .args(args)
         .output()
         .unwrap();
@@ -78,14 +74,11 @@ fn probe_with_an_absent_helper_gives_every_card_helper_absent() {
 fn probe_text_output_is_an_aligned_table() {
     let dir = tempfile::tempdir().unwrap();
     let helper = fake_helper(dir.path());
+    let state = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
-        .args([
-            "--config",
-            "/dev/null",
-            "probe",
-            "--helper",
-            helper.to_str().unwrap(),
-        ])
+        .args(["--config", "/dev/null", "--state-dir"])
+        .arg(state.path())
+        .args(["probe", "--helper", helper.to_str().unwrap()])
         .args(["--device", "0000:01:00.0", "--device", "0000:03:00.0"])
         .output()
         .unwrap();

@@ -4,6 +4,8 @@
 
 mod common;
 
+use gpu_probe::test_util::Act;
+
 use common::sync_host::{CARVED, NO_MIG, NONE_CARVED, ON_PENDING, SyncHost as Host};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -91,7 +93,7 @@ fn with_the_helper_absent_the_host_is_helper_unavailable() {
 fn a_helper_hanging_on_one_card_of_four_costs_that_card_only() {
     let host = Host::new();
     four_nvidia_gpus(&host);
-    let helper = host.helper("0000:03:00.0) exec sleep 60 ;;");
+    let helper = host.helper(|h| h.on("0000:03:00.0", Act::Hang));
     let started = Instant::now();
     let (_, sync) = host.run(&[
         "sync",
@@ -183,7 +185,7 @@ fn a_failed_read_over_a_divided_gpu_is_possibly_enabled() {
         "--helper",
         good.to_str().unwrap(),
     ]);
-    let busy = host.helper("*) exit 75 ;;");
+    let busy = host.helper(|h| h.every_read(Act::Exit(75)));
     let (_, sync) = host.run(&[
         "sync",
         "--pool",
@@ -278,10 +280,12 @@ fn two_syncs_at_once_never_interleave_their_reads_and_writes() {
     let host = Host::new();
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
     let log = host.path("log");
-    let helper = host.helper(&format!(
-        "*) echo begin >> {log}; sleep 0.3; echo end >> {log} ;;",
-        log = log.display()
-    ));
+    let helper = host.helper(|h| {
+        h.every_read(Act::Shell(format!(
+            "echo begin >> {log}; sleep 0.3; echo end >> {log}",
+            log = log.display()
+        )))
+    });
     let spawn = || {
         host.command(&[
             "sync",
@@ -442,7 +446,7 @@ fn sync_on_a_vmd_server_keeps_the_gpu_by_its_address() {
             Some("bochs-drm"),
         )
         .unwrap();
-    let helper = host.helper("");
+    let helper = host.helper(|h| h);
     let (code, sync) = host.run(&[
         "sync",
         "--pool",

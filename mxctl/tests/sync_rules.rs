@@ -4,6 +4,8 @@
 
 mod common;
 
+use gpu_probe::test_util::Act;
+
 use common::sync_host::SyncHost as Host;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,10 +29,14 @@ fn mode_in_state_file(host: &Host, bdf: &str) -> Option<String> {
 
 /// A helper that answers `--version`, then hangs on every read after noting its pid.
 fn hanging_helper(host: &Host) -> String {
-    host.helper(r#"*) echo $$ > "$(dirname "$0")/read-pid"; exec sleep 60 ;;"#)
-        .to_str()
-        .unwrap()
-        .to_owned()
+    host.helper(|h| {
+        h.every_read(Act::Shell(
+            r#"echo $$ > "$(dirname "$0")/read-pid"; exec sleep 60"#.to_owned(),
+        ))
+    })
+    .to_str()
+    .unwrap()
+    .to_owned()
 }
 
 fn spawn(host: &Host, args: &[&str]) -> Child {
@@ -191,7 +197,7 @@ fn a_host_with_no_gpu_to_read_forks_no_helper_and_is_ready() {
     let host = Host::new();
     host.sysfs.nvidia("0000:3b:00.0", Some("vfio-pci")).unwrap();
     host.sysfs.nvidia("0000:3c:00.0", None).unwrap();
-    let helper = host.helper("");
+    let helper = host.helper(|h| h);
     let (code, sync) = host.run(&[
         "sync",
         "--pool",
@@ -220,7 +226,7 @@ fn a_host_with_no_gpu_to_read_forks_no_helper_and_is_ready() {
 fn with_the_pool_off_no_helper_is_forked() {
     let host = Host::new();
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
-    let helper = host.helper("");
+    let helper = host.helper(|h| h);
     let (code, sync) = host.run(&[
         "sync",
         "--pool",
@@ -236,7 +242,7 @@ fn with_the_pool_off_no_helper_is_forked() {
 #[test]
 fn the_probe_waits_for_a_held_host_lock_before_it_reads_any_card() {
     let host = Host::new();
-    let helper = host.helper("");
+    let helper = host.helper(|h| h);
     let held = gpu_probe::lock::HostLock::try_acquire(&host.path("state")).unwrap();
     let probe = host
         .command(&[
@@ -264,7 +270,7 @@ fn the_probe_waits_for_a_held_host_lock_before_it_reads_any_card() {
 #[test]
 fn the_probe_refuses_a_lock_held_past_its_wait_and_runs_nothing() {
     let host = Host::new();
-    let helper = host.helper("");
+    let helper = host.helper(|h| h);
     let _held = gpu_probe::lock::HostLock::try_acquire(&host.path("state")).unwrap();
     let started = Instant::now();
     let (code, document) = host.run(&[
@@ -289,11 +295,13 @@ fn the_probe_never_reads_a_card_inside_a_warm_resets_window() {
     reset.write("bin/reset-mode", "slow2");
     let host = Host::new();
     // At each read, the helper keeps what the reset's mx-smi had done by then.
-    let helper = host.helper(&format!(
-        "*) cp {} {} ;;",
-        reset.path("bin/calls").display(),
-        host.path("reset-calls-at-read").display()
-    ));
+    let helper = host.helper(|h| {
+        h.every_read(Act::Shell(format!(
+            "cp {} {}",
+            reset.path("bin/calls").display(),
+            host.path("reset-calls-at-read").display()
+        )))
+    });
     let mut running = reset
         .command(&["--device", "1"])
         .stdout(Stdio::null())
@@ -349,7 +357,7 @@ fn a_stored_status_this_version_does_not_know_is_a_clear_error_and_the_file_stay
 #[test]
 fn a_helper_run_is_stopped_at_the_default_deadline_of_5_seconds() {
     let host = Host::new();
-    let helper = host.helper("*) exec sleep 60 ;;");
+    let helper = host.helper(|h| h.every_read(Act::Hang));
     let started = Instant::now();
     let (code, probe) = host.run(&[
         "probe",

@@ -3,8 +3,8 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use fake_nvml::support;
+use gpu_probe::test_util::FakeHelper;
 use host_sync::fake_sysfs::FakeSysfs;
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -49,23 +49,10 @@ impl SyncHost {
         .unwrap();
     }
 
-    /// A fake helper: `$3` is the device; MIG on with one instance, except as `cases` says
-    /// (shell `case` arms). Every call is recorded in `calls` beside it.
-    pub fn helper(&self, cases: &str) -> PathBuf {
-        let path = self.path("helper");
-        let body = format!(
-            r#"#!/bin/sh
-echo "$*" >> "$(dirname "$0")/calls"
-if [ "$1" = --version ]; then echo '{{"commands": [{{"name": "read", "formats": ["1.0"]}}]}}'; exit 0; fi
-case "$3" in
-{cases}
-esac
-printf '{{"format": "1.0", "device": "%s", "mode": {{"capable": true, "current": "enabled", "pending": null}}, "case": "partitions", "gpu_instances": [{{"id": 1, "profile_id": 9, "uuid": null}}]}}\n' "$3"
-"#
-        );
-        std::fs::write(&path, body).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path
+    /// A fake helper that replies MIG on with one instance to every read, and does what
+    /// `configure` adds (per-device acts); every call is recorded (see [`Self::helper_calls`]).
+    pub fn helper(&self, configure: impl FnOnce(FakeHelper) -> FakeHelper) -> PathBuf {
+        configure(FakeHelper::new(self.dir.path())).write().unwrap()
     }
 
     /// The real helper reading the cards through the fake NVML, each a carved A100 (MIG on,
@@ -105,12 +92,8 @@ printf '{{"format": "1.0", "device": "%s", "mode": {{"capable": true, "current":
 }
 
 impl SyncHost {
-    /// The calls the recording helper received.
+    /// The calls the fake helper received.
     pub fn helper_calls(&self) -> Vec<String> {
-        std::fs::read_to_string(self.path("calls"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        FakeHelper::calls(self.dir.path())
     }
 }
