@@ -5,12 +5,9 @@ use crate::fixture;
 use crate::nvml::RealNvml;
 use crate::read::{Answer, failed, read_card};
 use clap::{Parser, Subcommand};
-use gpu_partition_types::{Bdf, Command, FormatVersion, Lenient, VersionReply};
+use gpu_partition_types::{Bdf, Command, EXIT_BUSY, FormatVersion, Lenient, VersionReply};
 use std::io::Write;
 use std::path::PathBuf;
-
-/// The exit status of a card held by another client.
-pub const EXIT_BUSY: u8 = 75;
 
 /// Reports how an NVIDIA card is partitioned, as the GPU partition helper protocol's reply.
 #[derive(Debug, Parser)]

@@ -1,5 +1,7 @@
 //! The GPU partition helper client: `--version` once, `read --device BDF --format 1` per card,
 //! pages folded and decoded with `gpu-partition-types`, and a reason for every failed read.
+//! The protocol's busy exit status is [`gpu_partition_types::EXIT_BUSY`], shared with the
+//! reference helper.
 
 mod client;
 mod config;
@@ -7,4 +9,4 @@ mod reason;
 
 pub use client::{CardRead, Helper};
 pub use config::{DEFAULT_HELPER, HelperConfig, Wrapper};
-pub use reason::{EXIT_BUSY, reason_of};
+pub use reason::reason_of;

@@ -1,22 +1,22 @@
 //! How a run of the helper maps to a reason when there is no usable reply.
 
 use crate::run::{RunResult, StartError, Termination};
-use gpu_partition_types::UnreadableReason;
-
-/// The exit status with which a helper says the card is busy.
-pub const EXIT_BUSY: i32 = 75;
+use gpu_partition_types::{EXIT_BUSY, UnreadableReason};
 
 /// `None` when the run's stdout is to be decoded; otherwise why there is no usable reply, as
 /// the protocol's table says.
 pub fn reason_of(result: &RunResult) -> Option<UnreadableReason> {
     let by_exit = |termination: &Termination| match termination {
         Termination::Exited(0) => None,
-        Termination::Exited(EXIT_BUSY) => Some(UnreadableReason::Busy),
-        Termination::Exited(_) | Termination::Signaled(_) => Some(UnreadableReason::Crash),
+        Termination::Exited(code) if *code == i32::from(EXIT_BUSY) => Some(UnreadableReason::Busy),
+        Termination::Exited(_) | Termination::Signaled(_) | Termination::Unknown => {
+            Some(UnreadableReason::Crash)
+        }
     };
     match result {
         RunResult::Exited(code) => by_exit(&Termination::Exited(*code)),
         RunResult::Signaled(signal) => by_exit(&Termination::Signaled(*signal)),
+        RunResult::EndUnknown => by_exit(&Termination::Unknown),
         // An answer written before a grandchild kept the pipes open is still an answer.
         RunResult::LeakedPipes(termination) => by_exit(termination),
         RunResult::TimedOut => Some(UnreadableReason::Timeout),
@@ -49,6 +49,7 @@ mod tests {
             (RunResult::Exited(75), Some(UnreadableReason::Busy)),
             (RunResult::Exited(1), Some(UnreadableReason::Crash)),
             (RunResult::Signaled(11), Some(UnreadableReason::Crash)),
+            (RunResult::EndUnknown, Some(UnreadableReason::Crash)),
             (RunResult::TimedOut, Some(UnreadableReason::Timeout)),
             (
                 RunResult::OutputTooLarge(Stream::Stdout),
@@ -61,6 +62,10 @@ mod tests {
             ),
             (
                 RunResult::LeakedPipes(Termination::Signaled(9)),
+                Some(UnreadableReason::Crash),
+            ),
+            (
+                RunResult::LeakedPipes(Termination::Unknown),
                 Some(UnreadableReason::Crash),
             ),
             (

@@ -51,11 +51,15 @@ impl fmt::Display for Stream {
 
 /// How the child process ended, as `wait` reported it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Termination {
     /// It exited with this code.
     Exited(i32),
     /// A signal killed it.
     Signaled(i32),
+    /// It ended, but `wait` did not say how (the wait failed, or the status held neither an
+    /// exit code nor a signal).
+    Unknown,
 }
 
 /// What the supervisor saw of a run: the input of [`classify`].
@@ -81,6 +85,8 @@ pub enum RunResult {
     Exited(i32),
     /// A signal it did not get from us killed it.
     Signaled(i32),
+    /// It ended, but how is not known (see [`Termination::Unknown`]).
+    EndUnknown,
     /// It passed its deadline and we stopped it.
     TimedOut,
     /// A stream passed its cap and we stopped it.
@@ -109,9 +115,9 @@ pub fn classify(facts: &RunFacts) -> RunResult {
         (Some(termination), true) => RunResult::LeakedPipes(termination),
         (Some(Termination::Exited(code)), false) => RunResult::Exited(code),
         (Some(Termination::Signaled(signal)), false) => RunResult::Signaled(signal),
-        // The supervisor always reaps what it started; a run with no end and no start error
-        // cannot be told apart from a crash.
-        (None, _) => RunResult::Signaled(0),
+        // The supervisor always records an end for what it started; facts with neither an
+        // end nor a start error say no more than an unknown end.
+        (Some(Termination::Unknown), false) | (None, _) => RunResult::EndUnknown,
     }
 }
 
@@ -120,6 +126,7 @@ impl fmt::Display for RunResult {
         match self {
             Self::Exited(code) => write!(f, "exited with code {code}"),
             Self::Signaled(signal) => write!(f, "killed by signal {signal}"),
+            Self::EndUnknown => f.write_str("ended, but wait did not say how"),
             Self::TimedOut => f.write_str("timed out"),
             Self::OutputTooLarge(stream) => write!(f, "{stream} passed its cap"),
             Self::LeakedPipes(Termination::Exited(code)) => {
@@ -127,6 +134,9 @@ impl fmt::Display for RunResult {
             }
             Self::LeakedPipes(Termination::Signaled(signal)) => {
                 write!(f, "killed by signal {signal}, but left the pipes held open")
+            }
+            Self::LeakedPipes(Termination::Unknown) => {
+                f.write_str("ended in a way wait did not say, and left the pipes held open")
             }
             Self::CouldNotStart(error) => write!(f, "not started: {error}"),
         }
@@ -166,6 +176,28 @@ mod tests {
                     ..facts()
                 },
                 RunResult::Signaled(11),
+            ),
+            (
+                "an end wait could not describe is an unknown end",
+                RunFacts {
+                    termination: Some(Termination::Unknown),
+                    ..facts()
+                },
+                RunResult::EndUnknown,
+            ),
+            (
+                "facts with neither an end nor a start error are an unknown end",
+                RunFacts::default(),
+                RunResult::EndUnknown,
+            ),
+            (
+                "held pipes after an unknown end keep the unknown end",
+                RunFacts {
+                    termination: Some(Termination::Unknown),
+                    pipes_leaked: true,
+                    ..facts()
+                },
+                RunResult::LeakedPipes(Termination::Unknown),
             ),
             (
                 "a passed deadline wins over the signal we sent",

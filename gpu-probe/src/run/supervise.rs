@@ -72,11 +72,11 @@ pub fn run(spec: &RunSpec) -> Run {
             Ok(status) => match (status.code(), status.signal()) {
                 (Some(code), _) => Termination::Exited(code),
                 (None, Some(signal)) => Termination::Signaled(signal),
-                (None, None) => Termination::Signaled(0),
+                (None, None) => Termination::Unknown,
             },
             Err(error) => {
                 tracing::warn!("cannot reap pid {pid}: {error}");
-                Termination::Signaled(0)
+                Termination::Unknown
             }
         }
     } else {
