@@ -7,16 +7,14 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use gpu_partition_types::Bdf;
 use gpu_probe::helper::{Helper, HelperConfig};
 use gpu_probe::run::{RunResult, RunSpec, run};
-use gpu_probe::test_util::{Act, FakeHelper};
-use std::os::unix::fs::PermissionsExt;
+use gpu_probe::test_util::{Act, FakeHelper, write_executable};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);
-    let written = std::fs::write(&path, format!("#!/bin/sh\n{body}\n"))
-        .and_then(|()| std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)));
+    let written = write_executable(&path, &format!("#!/bin/sh\n{body}\n"));
     if let Err(error) = written {
         eprintln!("cannot write {}: {error}", path.display());
     }

@@ -7,7 +7,6 @@
 //! `nvmlDeviceGetGpuInstanceProfileInfoV`, they are built with `cargo` into a target directory
 //! of their own, once.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -168,10 +167,30 @@ pub fn helper_wrapper(
         quoted(&helper_binary()?),
     );
     let wrapper = dir.join("helper");
-    std::fs::write(&wrapper, script).map_err(|e| io("write", &wrapper, e))?;
-    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| io("make executable", &wrapper, e))?;
+    write_executable(&wrapper, &script).map_err(|e| io("write", &wrapper, e))?;
     Ok(wrapper)
+}
+
+/// Writes an executable file through a child `sh`, so this process never holds it open for
+/// writing: a test thread that forks while another writes the wrapper would carry the write
+/// descriptor until its exec, and running the wrapper then fails with ETXTBSY. (The same as
+/// `gpu_probe::test_util::write_executable`, which this crate does not depend on.)
+fn write_executable(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut child = Command::new("/bin/sh")
+        .args(["-c", r#"cat > "$1" && chmod 755 "$1""#, "sh"])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(text.as_bytes())?;
+    }
+    let status = child.wait()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!("sh {status}")))
+    }
 }
 
 /// A scenario of several cards, each the first device of a scenario file (`template`) put at

@@ -32,20 +32,18 @@ pub fn mxctl() -> PathBuf {
 /// A two-line wrapper that runs the helper in fixture mode: the probe clears the environment,
 /// so the fixture directory is given on the command line.
 pub fn wrapper(dir: &Path, page_size: Option<usize>) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
     let path = dir.join("helper");
     let paging = page_size
         .map(|n| format!(" --page-size {n}"))
         .unwrap_or_default();
-    std::fs::write(
+    gpu_probe::test_util::write_executable(
         &path,
-        format!(
+        &format!(
             "#!/bin/sh\nexec {} --fixture-dir {}{paging} \"$@\"\n",
             helper().display(),
             fixtures().display()
         ),
     )
     .unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
 }

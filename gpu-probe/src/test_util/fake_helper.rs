@@ -1,7 +1,6 @@
 //! [`FakeHelper`]: one helper script for every test, example and benchmark that needs one.
 
-use std::io;
-use std::os::unix::fs::PermissionsExt;
+use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -90,8 +89,7 @@ printf '{reply}\n' "$dev"
             reply = self.reply.replace('\'', r"'\''"),
         );
         let path = self.path();
-        std::fs::write(&path, script)?;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))?;
+        write_executable(&path, &script)?;
         Ok(path)
     }
 
@@ -107,5 +105,28 @@ printf '{reply}\n' "$dev"
             .lines()
             .map(str::to_owned)
             .collect()
+    }
+}
+
+/// Writes an executable file through a child `sh`, so this process never holds it open for
+/// writing: a test thread that forks while another writes a script would otherwise carry the
+/// write descriptor until its exec, and running the script then fails with ETXTBSY.
+pub fn write_executable(path: &Path, text: &str) -> io::Result<()> {
+    let mut child = std::process::Command::new("/bin/sh")
+        .args(["-c", r#"cat > "$1" && chmod 755 "$1""#, "sh"])
+        .arg(path)
+        .stdin(std::process::Stdio::piped())
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(text.as_bytes())?;
+    }
+    let status = child.wait()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "cannot write {}: sh {status}",
+            path.display()
+        )))
     }
 }

@@ -6,4 +6,4 @@
 
 mod fake_helper;
 
-pub use fake_helper::{Act, FakeHelper};
+pub use fake_helper::{Act, FakeHelper, write_executable};

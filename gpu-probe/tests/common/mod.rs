@@ -1,15 +1,13 @@
 //! Scripts the tests write and run for real.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Writes an executable `#!/bin/sh` script.
 pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);
-    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    gpu_probe::test_util::write_executable(&path, &format!("#!/bin/sh\n{body}\n")).unwrap();
     path
 }
 

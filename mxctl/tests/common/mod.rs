@@ -5,7 +5,6 @@
 pub mod pool;
 pub mod sync_host;
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::{Child, Command};
 
@@ -87,8 +86,7 @@ impl Host {
         let host = Host { dir };
         let fake = host.path("bin/mx-smi");
         std::fs::create_dir_all(host.path("bin")).unwrap();
-        std::fs::write(&fake, FAKE).unwrap();
-        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        gpu_probe::test_util::write_executable(&fake, FAKE).unwrap();
         host.write("bin/plain", layout.plain);
         host.write("bin/listing", layout.listing);
         host.write("bin/topo", layout.topo);

@@ -3,7 +3,6 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::Host;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -19,8 +18,7 @@ impl Pool {
     pub fn new() -> Pool {
         let top = tempfile::tempdir().unwrap();
         let links = top.path().join("links");
-        std::fs::write(&links, LINKS).unwrap();
-        std::fs::set_permissions(&links, std::fs::Permissions::from_mode(0o755)).unwrap();
+        gpu_probe::test_util::write_executable(&links, LINKS).unwrap();
         let config = top.path().join("mxctl.conf");
         std::fs::write(
             &config,
