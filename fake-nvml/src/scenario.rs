@@ -78,10 +78,19 @@ pub enum MigMode {
     NotSupported,
 }
 
-impl TryFrom<serde_json::Value> for MigMode {
-    type Error = String;
+/// A `mig_mode` that is neither `{"current": N, "pending": N}` nor `"not_supported"`.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("mig_mode must be {{\"current\": N, \"pending\": N}} or \"not_supported\", not {value}")]
+#[non_exhaustive]
+pub struct BadMigMode {
+    /// What was read.
+    pub value: serde_json::Value,
+}
 
-    fn try_from(value: serde_json::Value) -> Result<Self, String> {
+impl TryFrom<serde_json::Value> for MigMode {
+    type Error = BadMigMode;
+
+    fn try_from(value: serde_json::Value) -> Result<Self, BadMigMode> {
         let number = |key: &str| {
             value
                 .get(key)
@@ -95,9 +104,7 @@ impl TryFrom<serde_json::Value> for MigMode {
             (serde_json::Value::Object(_), Some(current), Some(pending)) => {
                 Ok(Self::Mode { current, pending })
             }
-            _ => Err(format!(
-                "mig_mode must be {{\"current\": N, \"pending\": N}} or \"not_supported\", not {value}"
-            )),
+            _ => Err(BadMigMode { value }),
         }
     }
 }
