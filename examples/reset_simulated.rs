@@ -44,10 +44,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         None,
         &mut show,
     )?;
-    println!(
-        "outcome: {} {}  ({})",
-        report.outcome, report.reason, report.detail
-    );
+    let reason = report.reason.map(|r| r.to_string()).unwrap_or_default();
+    println!("outcome: {} {reason}  ({})", report.outcome, report.detail);
     println!("mx-smi -r calls: {:?}", host.resets);
     Ok(())
 }

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use warm_reset::mx_smi;
+use warm_reset::metax::mx_smi;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

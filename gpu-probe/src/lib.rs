@@ -5,11 +5,13 @@
 //!   bounded wait for pipe EOF, one pure [`run::classify`]).
 //! - [`lock`]: the host GPU lock, an exclusive `flock` on a file in the state directory that
 //!   every GPU operation of the host holds.
+//! - [`chain`]: an error and its causes on one line, for people.
 //! - [`fs`]: writing a file whole or not at all (the state file, the reset journal).
 //! - [`helper`]: the helper client: `--version` once, `read` per card, many cards at once.
 //! - `test_util` (feature `test-util`): a fake helper for tests, examples and benchmarks.
 #![deny(missing_docs)]
 
+pub mod chain;
 pub mod fs;
 pub mod helper;
 pub mod lock;

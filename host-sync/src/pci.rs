@@ -105,13 +105,7 @@ pub struct SkippedEntry {
 
 impl std::fmt::Display for SkippedEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.problem)?;
-        let mut source = std::error::Error::source(&self.problem);
-        while let Some(cause) = source {
-            write!(f, ": {cause}")?;
-            source = cause.source();
-        }
-        Ok(())
+        write!(f, "{}", gpu_probe::chain::Chain(&self.problem))
     }
 }
 

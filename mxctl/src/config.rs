@@ -1,19 +1,21 @@
 //! The config file (`key = value` lines) and the settings in force.
 
 use crate::failure::Failure;
+use gpu_probe::helper::HelperConfig;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use warm_reset::LinkCommands;
+use warm_reset::metax::MX_SMI_PLACES;
 
 /// The config file read when `--config` is not given, if it exists.
 pub const DEFAULT_CONFIG: &str = "/etc/mxctl.conf";
 
-/// The lasting settings, from the config file or their defaults.
+/// The lasting settings, from the config file or their defaults. Every default is the
+/// library's own: nothing here restates one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// `gpu-partition-helper`.
-    pub helper: PathBuf,
-    /// `helper-deadline`.
-    pub helper_deadline: Duration,
+    /// `gpu-partition-helper` (its path) and `helper-deadline`.
+    pub helper: HelperConfig,
     /// `gpu-partitioning`: the pool switch.
     pub pool_enabled: bool,
     /// `mx-smi`: `None` looks in the usual places.
@@ -22,10 +24,8 @@ pub struct Config {
     pub reset_window: Duration,
     /// `kmsg`.
     pub kmsg: PathBuf,
-    /// `disconnect-links-command`.
-    pub disconnect_links_command: String,
-    /// `connect-links-command`: `None` is a manual step.
-    pub connect_links_command: Option<String>,
+    /// `disconnect-links-command` and `connect-links-command` (`None`: a manual step).
+    pub links: LinkCommands,
 }
 
 /// Every key, with the one-line description logged at start and written in the sample file.
@@ -55,14 +55,12 @@ pub const KEYS: [(&str, &str); 8] = [
 impl Default for Config {
     fn default() -> Self {
         Self {
-            helper: PathBuf::from("/opt/xensource/libexec/gpu-partition-helper"),
-            helper_deadline: Duration::from_secs(5),
+            helper: HelperConfig::default(),
             pool_enabled: false,
             mx_smi: None,
-            reset_window: Duration::from_secs(90),
-            kmsg: PathBuf::from("/dev/kmsg"),
-            disconnect_links_command: "metalink_train 7".to_owned(),
-            connect_links_command: None,
+            reset_window: warm_reset::DEFAULT_WINDOW,
+            kmsg: PathBuf::from(warm_reset::DEFAULT_KMSG),
+            links: LinkCommands::default(),
         }
     }
 }
@@ -105,8 +103,8 @@ impl Config {
                 return Err(bad(format!("`{key}` has no value")));
             }
             match key {
-                "gpu-partition-helper" => config.helper = absolute(key, value).map_err(bad)?,
-                "helper-deadline" => config.helper_deadline = seconds(key, value).map_err(bad)?,
+                "gpu-partition-helper" => config.helper.path = absolute(key, value).map_err(bad)?,
+                "helper-deadline" => config.helper.deadline = seconds(key, value).map_err(bad)?,
                 "gpu-partitioning" => {
                     config.pool_enabled = match value {
                         "enabled" => true,
@@ -121,8 +119,8 @@ impl Config {
                 "mx-smi" => config.mx_smi = Some(PathBuf::from(value)),
                 "reset-window" => config.reset_window = seconds(key, value).map_err(bad)?,
                 "kmsg" => config.kmsg = PathBuf::from(value),
-                "disconnect-links-command" => config.disconnect_links_command = value.to_owned(),
-                "connect-links-command" => config.connect_links_command = Some(value.to_owned()),
+                "disconnect-links-command" => config.links.disconnect = value.to_owned(),
+                "connect-links-command" => config.links.connect = Some(value.to_owned()),
                 _ => tracing::warn!("{}:{line_no}: unknown key `{key}` ignored", path.display()),
             }
         }
@@ -132,8 +130,8 @@ impl Config {
     /// Each setting's value as written in the file, in the order of [`KEYS`].
     pub fn values(&self) -> [String; 8] {
         [
-            self.helper.display().to_string(),
-            format_seconds(self.helper_deadline),
+            self.helper.path.display().to_string(),
+            format_seconds(self.helper.deadline),
             if self.pool_enabled {
                 "enabled"
             } else {
@@ -141,13 +139,14 @@ impl Config {
             }
             .to_owned(),
             self.mx_smi.as_ref().map_or_else(
-                || "(first of /opt/mxdriver/bin/mx-smi, /opt/maca/bin/mx-smi, PATH)".to_owned(),
+                || format!("(first of {}, PATH)", MX_SMI_PLACES.join(", ")),
                 |path| path.display().to_string(),
             ),
             format_seconds(self.reset_window),
             self.kmsg.display().to_string(),
-            self.disconnect_links_command.clone(),
-            self.connect_links_command
+            self.links.disconnect.clone(),
+            self.links
+                .connect
                 .clone()
                 .unwrap_or_else(|| "(none: a manual step)".to_owned()),
         ]
@@ -207,7 +206,7 @@ mod tests {
     fn comments_and_blank_lines_are_skipped_and_spaces_around_equals_are_free() {
         let config =
             parse("# a comment\n\n  helper-deadline=2.5  \ngpu-partitioning =enabled\n").unwrap();
-        assert_eq!(config.helper_deadline, Duration::from_millis(2500));
+        assert_eq!(config.helper.deadline, Duration::from_millis(2500));
         assert!(config.pool_enabled);
     }
 

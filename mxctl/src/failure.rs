@@ -58,7 +58,7 @@ pub enum Failure {
     },
     /// A step could not run or finish.
     #[error("the step failed")]
-    Step(#[from] warm_reset::StepError),
+    Step(#[from] warm_reset::PlanStepError),
     /// The command line asks for something that does not fit.
     #[error("{0}")]
     Usage(String),
@@ -96,13 +96,6 @@ impl Failure {
 
     /// The message with its chain of causes, for people.
     pub fn message(&self) -> String {
-        let mut message = self.to_string();
-        let mut source = std::error::Error::source(self);
-        while let Some(cause) = source {
-            message.push_str(": ");
-            message.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        message
+        gpu_probe::chain::Chain(self).to_string()
     }
 }

@@ -8,13 +8,16 @@ mod cli;
 mod commands;
 mod config;
 mod failure;
+mod helper;
+mod host;
 mod output;
 mod paths;
 
 use clap::Parser;
-use cli::{Cli, Command, ReplyCommand};
+use cli::{Cli, Command, ReplyCommand, ResetCommand};
 use config::Config;
 use failure::Failure;
+use host::Host;
 use output::Output;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -66,12 +69,18 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
         Command::Status => commands::state::run(&state_dir, output),
         Command::Probe(args) => commands::probe::run(args, &config, &host(cli, state_dir), output),
         Command::Reply(ReplyCommand::Check(args)) => commands::reply_check::run(args, output),
-        Command::Reset(args) => commands::reset::run(args, &config, &host(cli, state_dir), output),
+        Command::Reset(args) => match &args.command {
+            Some(ResetCommand::Plan(plan)) => commands::reset_plan::plan(plan, &config),
+            Some(ResetCommand::Step(step)) => {
+                commands::reset_plan::step(step, &config, &host(cli, state_dir), output)
+            }
+            None => commands::reset::run(args, &config, &host(cli, state_dir), output),
+        },
     }
 }
 
-fn host(cli: &Cli, state_dir: std::path::PathBuf) -> commands::sync::Host {
-    commands::sync::Host {
+fn host(cli: &Cli, state_dir: std::path::PathBuf) -> Host {
+    Host {
         state_dir,
         sysfs_root: cli.global.sysfs_root.clone(),
         proc_root: cli.global.proc_root.clone(),

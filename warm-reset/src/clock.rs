@@ -15,6 +15,13 @@ pub trait Clock {
     fn unix_ms(&self) -> u64;
 }
 
+/// A clock behind `dyn` (the simulator keeps one) shows the time it reads.
+impl std::fmt::Debug for dyn Clock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Clock({:?})", self.now())
+    }
+}
+
 /// The real clock.
 #[derive(Debug, Clone, Copy)]
 pub struct SystemClock {

@@ -4,8 +4,8 @@
 use crate::backend::{Backend, ResetEnd};
 use crate::clock::Clock;
 use crate::journal::{InFlight, Journal, JournalError};
-use crate::machine::{Action, Event, MachineConfig, State, step};
-use crate::reasons::OutcomeKind;
+use crate::machine::{Action, Event, InvalidTransition, MachineConfig, State, step};
+use crate::reasons::{OutcomeKind, Reason};
 use crate::target::Target;
 use gpu_partition_types::Bdf;
 use gpu_probe::lock::{HostLock, LockError};
@@ -18,8 +18,8 @@ use std::time::Duration;
 pub struct ResetReport {
     /// The outcome.
     pub outcome: OutcomeKind,
-    /// The blocked or cold-reboot reason token; empty when done or a dry run.
-    pub reason: String,
+    /// Why it was blocked or needs a cold reboot; `None` when done or a dry run.
+    pub reason: Option<Reason>,
     /// What was found, for people.
     pub detail: String,
     /// The ID as given.
@@ -49,6 +49,22 @@ pub enum ExecuteError {
     /// The host lock's file could not be opened.
     #[error("the host lock failed")]
     Lock(#[source] LockError),
+    /// The machine was given an event that does not belong to its state (a fault of the
+    /// executor or the backend). A reset in flight stays in the journal.
+    #[error("the reset machine stopped")]
+    InvalidTransition(#[source] Box<InvalidTransition>),
+    /// The machine asked for nothing more before it reached an end.
+    #[error("the reset machine stopped in state `{}` before an end", .0.name())]
+    Unfinished(Box<State>),
+}
+
+/// Takes the host lock without waiting: `None` when another GPU operation holds it.
+pub(crate) fn try_lock(dir: &std::path::Path) -> Result<Option<HostLock>, LockError> {
+    match HostLock::try_acquire(dir) {
+        Ok(held) => Ok(Some(held)),
+        Err(LockError::Busy { .. }) => Ok(None),
+        Err(error) => Err(error),
+    }
 }
 
 /// Runs the procedure to its end. `observe` sees every state the machine enters, with the time.
@@ -67,7 +83,13 @@ pub fn execute(
     let mut lock: Option<HostLock> = None;
     while let Some(event) = events.pop_front() {
         let before = state.name();
-        let (next, actions) = step(config, state, event, clock.now());
+        let (next, actions) = match step(config, state, event, clock.now()) {
+            Ok(next) => next,
+            Err(invalid) => {
+                tracing::error!("{invalid}");
+                return Err(ExecuteError::InvalidTransition(invalid));
+            }
+        };
         if next.name() != before {
             tracing::debug!("{before} -> {}", next.name());
         }
@@ -75,14 +97,10 @@ pub fn execute(
         state = next;
         for action in actions {
             let event = match action {
-                Action::TakeLock => match HostLock::try_acquire(journal.dir()) {
-                    Ok(held) => {
-                        lock = Some(held);
-                        Some(Event::Lock(true))
-                    }
-                    Err(LockError::Busy { .. }) => Some(Event::Lock(false)),
-                    Err(error) => return Err(ExecuteError::Lock(error)),
-                },
+                Action::TakeLock => {
+                    lock = try_lock(journal.dir()).map_err(ExecuteError::Lock)?;
+                    Some(Event::Lock(lock.is_some()))
+                }
                 Action::ReadJournal => {
                     Some(Event::Journal(journal.view(clock.unix_ms(), boot_id)?))
                 }
@@ -111,7 +129,7 @@ pub fn execute(
                     tracing::info!("mx-smi -r -i {mx_smi_id} (window {:?})", config.window);
                     Some(match backend.reset(&mx_smi_id, within) {
                         ResetEnd::Finished => Event::ResetExited(Ok(())),
-                        ResetEnd::Failed(why) => Event::ResetExited(Err(why)),
+                        ResetEnd::Failed(error) => Event::ResetExited(Err(error)),
                         ResetEnd::Hung => Event::ResetHung,
                     })
                 }
@@ -138,12 +156,7 @@ pub fn execute(
         }
     }
     drop(lock);
-    Ok(report(
-        config,
-        state,
-        warnings,
-        clock.now().saturating_sub(started),
-    ))
+    report(config, state, warnings, clock.now().saturating_sub(started))
 }
 
 fn warn(warnings: &mut Vec<String>, message: String) {
@@ -156,51 +169,35 @@ fn report(
     end: State,
     warnings: Vec<String>,
     elapsed: Duration,
-) -> ResetReport {
-    let (outcome, reason, detail, target): (OutcomeKind, String, String, Option<&Target>) =
-        match &end {
-            State::Done { target } => (
-                OutcomeKind::Done,
-                String::new(),
-                String::new(),
-                Some(target),
-            ),
-            State::DryRun { target } => (
-                OutcomeKind::DryRun,
-                String::new(),
-                String::new(),
-                Some(target),
-            ),
-            State::Blocked { reason, detail } => (
-                OutcomeKind::Blocked,
-                reason.to_string(),
-                detail.clone(),
-                None,
-            ),
-            State::ColdRebootRequired {
-                reason,
-                detail,
-                target,
-            } => (
-                OutcomeKind::ColdRebootRequired,
-                reason.to_string(),
-                detail.clone(),
-                Some(target),
-            ),
-            // The loop ends only when the machine asks for nothing more, which it does only at an
-            // end; anything else is reported as blocked so that nothing claims success.
-            other => (
-                OutcomeKind::Blocked,
-                "internal".to_owned(),
-                format!("stopped in state {}", other.name()),
-                None,
-            ),
-        };
+) -> Result<ResetReport, ExecuteError> {
+    let (outcome, detail, target): (OutcomeKind, &str, Option<&Target>) = match &end {
+        State::Done { target } => (OutcomeKind::Done, "", Some(target)),
+        State::DryRun { target } => (OutcomeKind::DryRun, "", Some(target)),
+        State::Blocked { detail, .. } => (OutcomeKind::Blocked, detail, None),
+        State::ColdRebootRequired { detail, target, .. } => {
+            (OutcomeKind::ColdRebootRequired, detail, Some(target))
+        }
+        State::Planned
+        | State::Locking
+        | State::ReadingJournal
+        | State::CheckingRoot
+        | State::CheckingMxSmi
+        | State::CheckingDriver
+        | State::CheckingVersions
+        | State::CheckingProcesses
+        | State::ResolvingTarget
+        | State::ReadingTopology { .. }
+        | State::CheckingKernelLog { .. }
+        | State::Resetting { .. }
+        | State::Verifying { .. }
+        | State::CheckingTopology { .. }
+        | State::CheckingKernel { .. } => return Err(ExecuteError::Unfinished(Box::new(end))),
+    };
     let group = target.and_then(Target::group);
-    ResetReport {
+    Ok(ResetReport {
         outcome,
-        reason,
-        detail,
+        reason: end.reason(),
+        detail: detail.to_owned(),
         target: target.map_or_else(|| config.id.clone(), |target| target.id.clone()),
         gpus: target.map(Target::devices).unwrap_or_default(),
         verified: target
@@ -210,5 +207,5 @@ fn report(
         elapsed,
         warnings,
         end,
-    }
+    })
 }

@@ -1,43 +1,50 @@
 //! The MetaX GPU warm-reset procedure as a state machine.
 //!
-//! - [`machine::step`] is a pure `step(config, state, event, now) -> (state, actions)` with an
-//!   exhaustive transition function: preflight (root, `mx-smi`, the `metax` driver unused,
-//!   versions, no process, the ID, the MetaXLink topology, a readable kernel log), the reset
-//!   inside its window (90 s), verification by polling `mx-smi -L` and reading `mx-smi topo -m`
-//!   again, the kernel log; and the ends `Blocked(reason)` (nothing changed) and
-//!   `ColdRebootRequired(reason)`.
-//! - [`mx_smi`] reads what `mx-smi` prints, written against its published outputs (kept with
-//!   their sources in `tests/data/mx-smi/`), failing closed on what it does not know.
-//! - [`execute()`] drives it through a [`Backend`] — [`MxSmiBackend`] (real `mx-smi` through the
-//!   `gpu-probe` runner, `/proc/modules`, `/dev/kmsg`) or [`SimHost`] (a simulated host with
-//!   faults) — on a [`Clock`] ([`SystemClock`] or [`VirtualClock`]), holding the host GPU lock
-//!   of `gpu-probe` without waiting, with a [`Journal`] so a restart never resets twice.
+//! - [`machine::step`] is a pure `step(config, state, event, now)` with an exhaustive
+//!   transition function: preflight (root, `mx-smi`, the `metax` driver unused, versions, no
+//!   process, the ID, the MetaXLink topology, a readable kernel log), the reset inside its
+//!   window (90 s), verification by polling `mx-smi -L` and reading `mx-smi topo -m` again, the
+//!   kernel log; and the ends `Blocked(reason)` (nothing changed) and
+//!   `ColdRebootRequired(reason)`. An event that does not belong to the state is an
+//!   [`InvalidTransition`], never a silent no-op.
+//! - [`metax`] is the real MetaX host in one folder: [`MxSmiBackend`] and the [`metax::mx_smi`]
+//!   parsers, written against `mx-smi`'s published outputs (kept with their sources in
+//!   `tests/data/mx-smi/`), failing closed on what they do not know. (These were `real`,
+//!   `host_files` and `mx_smi` at the crate root.) [`kmsg`] reads the kernel log for any vendor.
+//! - [`execute()`] drives the machine through a [`Backend`] — [`MxSmiBackend`] or [`SimHost`]
+//!   (a simulated host with faults) — on a [`Clock`] ([`SystemClock`] or [`VirtualClock`]),
+//!   holding the host GPU lock of `gpu-probe` without waiting, with a [`Journal`] so a restart
+//!   never resets twice. What the host does not answer is a typed [`BackendError`]; why a reset
+//!   ends as it does is a typed [`Reason`], a token only where it is written out.
 //! - [`plan()`] turns an interconnect group spanning hosts into phases of per-host actions, and
-//!   [`run_step`] runs one host's share of one phase, idempotently, for an orchestrator.
+//!   [`run_plan_step`] (was `run_step`) runs one host's share of one phase, idempotently, for an
+//!   orchestrator.
 #![deny(missing_docs)]
 
 pub mod backend;
 pub mod clock;
 pub mod execute;
-pub mod host_files;
 pub mod journal;
+pub mod kmsg;
 pub mod machine;
-pub mod mx_smi;
+pub mod metax;
 pub mod plan;
-pub mod real;
+pub mod plan_step;
 pub mod reasons;
 pub mod sim;
-pub mod step;
 pub mod target;
 
-pub use backend::{Backend, ResetEnd};
+pub use backend::{Backend, BackendError, ResetEnd};
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use execute::{ExecuteError, ResetReport, execute};
 pub use journal::{JOURNAL_FILE, Journal, JournalError};
-pub use machine::{Action, Event, JournalView, MachineConfig, State, step};
+pub use kmsg::{DEFAULT_KMSG, KernelLog, KernelLogError};
+pub use machine::{
+    Action, DEFAULT_WINDOW, Event, InvalidTransition, JournalView, MachineConfig, State, step,
+};
+pub use metax::{MxSmiBackend, MxSmiError};
 pub use plan::{Group, LinkCommands, Plan, PlanError, Strategy, plan};
-pub use real::MxSmiBackend;
-pub use reasons::{BlockedReason, ColdRebootReason, OutcomeKind};
+pub use plan_step::{ActionReport, PlanStepError, PlanStepHost, PlanStepReport, run_plan_step};
+pub use reasons::{BlockedReason, ColdRebootReason, OutcomeKind, Reason};
 pub use sim::{Fault, SCENARIOS, SimHost};
-pub use step::{StepError, StepHost, StepReport, run_step};
 pub use target::Target;

@@ -1,15 +1,16 @@
-//! One host's share of one phase of a [`Plan`], run through the same machine, backend, lock
-//! and journal as a local reset, and idempotent: the journal keeps each step's result, so a
-//! rerun reports the first result and changes nothing.
+//! [`run_plan_step`]: one host's share of one phase of a [`Plan`], run through the same
+//! machine, backend, lock and journal as a local reset, and idempotent: the journal keeps each
+//! step's result, so a rerun reports the first result and changes nothing. (This was
+//! `step.rs`/`run_step`, renamed apart from [`machine::step`](crate::machine::step), the
+//! transition function.)
 
 use crate::backend::Backend;
 use crate::clock::Clock;
-use crate::execute::{ExecuteError, execute};
+use crate::execute::{ExecuteError, execute, try_lock};
 use crate::journal::{Journal, JournalError, StepRecord};
-use crate::machine::MachineConfig;
-use crate::mx_smi::GpuState;
+use crate::machine::{LOCK_HELD, MachineConfig, not_available, said};
 use crate::plan::{ActionKind, Plan, PlanAction};
-use crate::reasons::{BlockedReason, ColdRebootReason, OutcomeKind};
+use crate::reasons::{BlockedReason, ColdRebootReason, OutcomeKind, Reason};
 use gpu_probe::lock::{HostLock, LockError};
 use gpu_probe::run::{RunResult, RunSpec, run};
 use serde::{Deserialize, Serialize};
@@ -29,8 +30,9 @@ pub struct ActionReport {
     pub node: Option<u32>,
     /// How it ended.
     pub outcome: OutcomeKind,
-    /// The blocked or cold-reboot reason; empty otherwise.
-    pub reason: String,
+    /// Why it was blocked or needs a cold reboot (`""` in JSON when neither).
+    #[serde(with = "crate::reasons::token_or_empty")]
+    pub reason: Option<Reason>,
     /// What was found, or the manual instruction.
     pub detail: String,
     /// How long it took.
@@ -40,7 +42,7 @@ pub struct ActionReport {
 /// What a step gave.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct StepReport {
+pub struct PlanStepReport {
     /// The plan's id.
     pub plan: String,
     /// The phase.
@@ -58,7 +60,7 @@ pub struct StepReport {
 /// A step that could not run or finish; nothing is recorded, so a rerun tries again.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum StepError {
+pub enum PlanStepError {
     /// The plan has no such phase.
     #[error("the plan has no phase {phase} (its phases are 0 to {last})")]
     NoSuchPhase {
@@ -88,12 +90,12 @@ pub enum StepError {
         /// The command.
         command: String,
         /// How it ended.
-        result: String,
+        result: RunResult,
     },
 }
 
 /// What a step runs against.
-pub struct StepHost<'a> {
+pub struct PlanStepHost<'a> {
     /// The host's backend.
     pub backend: &'a mut dyn Backend,
     /// The clock.
@@ -106,9 +108,9 @@ pub struct StepHost<'a> {
     pub window: Duration,
 }
 
-impl std::fmt::Debug for StepHost<'_> {
+impl std::fmt::Debug for PlanStepHost<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StepHost")
+        f.debug_struct("PlanStepHost")
             .field("journal", self.journal)
             .field("window", &self.window)
             .finish()
@@ -121,14 +123,14 @@ fn key(plan: &Plan, phase: usize, host: &str) -> String {
 }
 
 /// Runs `host`'s actions of phase `phase`, or reports the recorded result of an earlier run.
-pub fn run_step(
+pub fn run_plan_step(
     plan: &Plan,
     host: &str,
     phase: usize,
-    env: &mut StepHost<'_>,
-) -> Result<StepReport, StepError> {
+    env: &mut PlanStepHost<'_>,
+) -> Result<PlanStepReport, PlanStepError> {
     let Some(this_phase) = plan.phases.iter().find(|p| p.index == phase) else {
-        return Err(StepError::NoSuchPhase {
+        return Err(PlanStepError::NoSuchPhase {
             phase,
             last: plan.phases.len().saturating_sub(1),
         });
@@ -139,17 +141,17 @@ pub fn run_step(
         .flat_map(|p| &p.actions)
         .any(|a| a.host == host)
     {
-        return Err(StepError::UnknownHost(host.to_owned()));
+        return Err(PlanStepError::UnknownHost(host.to_owned()));
     }
     let key = key(plan, phase, host);
     if let Some(record) = env.journal.load()?.steps.get(&key) {
-        if let Ok(mut report) = serde_json::from_value::<StepReport>(record.report.clone()) {
+        if let Ok(mut report) = serde_json::from_value::<PlanStepReport>(record.report.clone()) {
             report.repeated = true;
             tracing::info!("step {key} already ran: {}", report.outcome);
             return Ok(report);
         }
     }
-    let mut report = StepReport {
+    let mut report = PlanStepReport {
         plan: plan.id.clone(),
         phase,
         host: host.to_owned(),
@@ -183,7 +185,7 @@ pub fn run_step(
 fn action_report(
     action: &PlanAction,
     outcome: OutcomeKind,
-    reason: String,
+    reason: Option<Reason>,
     detail: String,
 ) -> ActionReport {
     ActionReport {
@@ -196,7 +198,7 @@ fn action_report(
     }
 }
 
-fn perform(action: &PlanAction, env: &mut StepHost<'_>) -> Result<ActionReport, StepError> {
+fn perform(action: &PlanAction, env: &mut PlanStepHost<'_>) -> Result<ActionReport, PlanStepError> {
     match action.action {
         ActionKind::Preflight | ActionKind::Reset => {
             let id = action
@@ -228,27 +230,23 @@ fn perform(action: &PlanAction, env: &mut StepHost<'_>) -> Result<ActionReport, 
                 Err(why) => action_report(
                     action,
                     OutcomeKind::ColdRebootRequired,
-                    ColdRebootReason::GpuMissing.to_string(),
-                    why,
+                    Some(ColdRebootReason::GpuMissing.into()),
+                    said(&why),
                 ),
                 Ok(rows) => {
-                    let not_back: Vec<String> = rows
-                        .iter()
-                        .filter(|row| row.state != GpuState::Available)
-                        .map(|row| format!("GPU#{} is {}", row.node, row.state))
-                        .collect();
+                    let not_back = not_available(&rows);
                     if not_back.is_empty() {
                         action_report(
                             action,
                             OutcomeKind::Done,
-                            String::new(),
+                            None,
                             format!("{} GPU(s) available", rows.len()),
                         )
                     } else {
                         action_report(
                             action,
                             OutcomeKind::ColdRebootRequired,
-                            ColdRebootReason::GpuUnavailable.to_string(),
+                            Some(ColdRebootReason::GpuUnavailable.into()),
                             not_back.join(", "),
                         )
                     }
@@ -261,7 +259,7 @@ fn perform(action: &PlanAction, env: &mut StepHost<'_>) -> Result<ActionReport, 
                 return Ok(action_report(
                     action,
                     OutcomeKind::Done,
-                    String::new(),
+                    None,
                     format!("manual step: {manual}"),
                 ));
             };
@@ -269,37 +267,36 @@ fn perform(action: &PlanAction, env: &mut StepHost<'_>) -> Result<ActionReport, 
                 return Ok(blocked_by_lock(action));
             };
             let mut words = command.split_whitespace();
-            let program = words.next().ok_or(StepError::EmptyCommand(action.action))?;
+            let program = words
+                .next()
+                .ok_or(PlanStepError::EmptyCommand(action.action))?;
             let output = run(&RunSpec::new(program, LINK_COMMAND_DEADLINE).args(words));
             match output.result {
                 RunResult::Exited(0) => Ok(action_report(
                     action,
                     OutcomeKind::Done,
-                    String::new(),
+                    None,
                     format!("ran `{command}`"),
                 )),
-                result => Err(StepError::LinkCommand {
+                result => Err(PlanStepError::LinkCommand {
                     command: command.clone(),
-                    result: result.to_string(),
+                    result,
                 }),
             }
         }
     }
 }
 
-fn lock(env: &StepHost<'_>) -> Result<Option<HostLock>, StepError> {
-    match HostLock::try_acquire(env.journal.dir()) {
-        Ok(lock) => Ok(Some(lock)),
-        Err(LockError::Busy { .. }) => Ok(None),
-        Err(error) => Err(StepError::Lock(error)),
-    }
+/// The host lock, taken as the executor takes it (never waiting).
+fn lock(env: &PlanStepHost<'_>) -> Result<Option<HostLock>, PlanStepError> {
+    try_lock(env.journal.dir()).map_err(PlanStepError::Lock)
 }
 
 fn blocked_by_lock(action: &PlanAction) -> ActionReport {
     action_report(
         action,
         OutcomeKind::Blocked,
-        BlockedReason::LockBusy.to_string(),
-        "another GPU operation holds the host lock".to_owned(),
+        Some(BlockedReason::LockBusy.into()),
+        LOCK_HELD.to_owned(),
     )
 }

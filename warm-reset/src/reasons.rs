@@ -1,5 +1,7 @@
 //! Why a reset ends as it does: the reason tokens of the `mxctl` contract.
 
+use gpu_partition_types::Token;
+
 gpu_partition_types::token_enum! {
     /// Why a reset did not start; nothing was changed.
     pub enum BlockedReason: "blocked reason" {
@@ -56,5 +58,104 @@ gpu_partition_types::token_enum! {
         Blocked = "blocked",
         /// The host must be cold-rebooted.
         ColdRebootRequired = "cold_reboot_required",
+    }
+}
+
+/// Why a reset did not end done: blocked before it, or a cold reboot after it. Typed here; a
+/// token only where it is written out ([`Reason::as_str`], `Display`, serde).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Reason {
+    /// Nothing was changed.
+    Blocked(BlockedReason),
+    /// The host must be cold-rebooted.
+    ColdReboot(ColdRebootReason),
+}
+
+impl Reason {
+    /// The reason's token.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Blocked(reason) => reason.as_str(),
+            Self::ColdReboot(reason) => reason.as_str(),
+        }
+    }
+
+    /// The outcome a reason belongs to.
+    pub fn outcome(self) -> OutcomeKind {
+        match self {
+            Self::Blocked(_) => OutcomeKind::Blocked,
+            Self::ColdReboot(_) => OutcomeKind::ColdRebootRequired,
+        }
+    }
+
+    /// The reason a token names (blocked and cold-reboot tokens never share a spelling).
+    pub fn from_token(text: &str) -> Option<Self> {
+        BlockedReason::from_token(text)
+            .map(Self::Blocked)
+            .or_else(|| ColdRebootReason::from_token(text).map(Self::ColdReboot))
+    }
+}
+
+impl From<BlockedReason> for Reason {
+    fn from(reason: BlockedReason) -> Self {
+        Self::Blocked(reason)
+    }
+}
+
+impl From<ColdRebootReason> for Reason {
+    fn from(reason: ColdRebootReason) -> Self {
+        Self::ColdReboot(reason)
+    }
+}
+
+impl std::fmt::Display for Reason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A reason that may be absent, written as its token or as `""` when there is none (the form
+/// the step reports and `--json` have always had).
+pub(crate) mod token_or_empty {
+    use super::Reason;
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(
+        reason: &Option<Reason>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(reason.map_or("", Reason::as_str))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Reason>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        if text.is_empty() {
+            return Ok(None);
+        }
+        Reason::from_token(&text)
+            .map(Some)
+            .ok_or_else(|| D::Error::custom(format!("unknown reset reason {text:?}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_reads_back_from_its_token() {
+        let blocked = BlockedReason::ALL.iter().map(|r| Reason::from(*r));
+        let cold = ColdRebootReason::ALL.iter().map(|r| Reason::from(*r));
+        for reason in blocked.chain(cold) {
+            assert_eq!(
+                Reason::from_token(reason.as_str()),
+                Some(reason),
+                "{reason}"
+            );
+        }
     }
 }

@@ -5,10 +5,10 @@
 //! What it answers goes through the real parsers: it prints plain `mx-smi`, `mx-smi -L` and
 //! `mx-smi topo -m` in their published layouts and reads them back.
 
-use crate::backend::{Backend, ResetEnd};
+use crate::backend::{Backend, BackendError, ResetEnd};
 use crate::clock::Clock;
-use crate::host_files::DriverUse;
-use crate::mx_smi::{self, GpuProcess, GpuRow, GpuState, Topology, VersionCheck, Versions};
+use crate::metax::mx_smi::{self, GpuProcess, GpuRow, GpuState, Topology, VersionCheck, Versions};
+use crate::metax::{DriverUse, MxSmiError};
 use gpu_partition_types::Bdf;
 use std::fmt::Write as _;
 use std::rc::Rc;
@@ -64,12 +64,6 @@ pub struct SimHost {
     mark: u64,
     /// Every `mx-smi -r -i` the host received, in order.
     pub resets: Vec<String>,
-}
-
-impl std::fmt::Debug for dyn Clock {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Clock({:?})", self.now())
-    }
 }
 
 impl SimHost {
@@ -278,11 +272,11 @@ impl Backend for SimHost {
         self.root
     }
 
-    fn find_mx_smi(&mut self) -> Result<(), String> {
+    fn find_mx_smi(&mut self) -> Result<(), BackendError> {
         if self.mx_smi {
             Ok(())
         } else {
-            Err("no usable mx-smi (simulated)".to_owned())
+            Err(BackendError::Simulated("no usable mx-smi".to_owned()))
         }
     }
 
@@ -291,27 +285,29 @@ impl Backend for SimHost {
             .map_or(DriverUse::NotLoaded, DriverUse::Loaded)
     }
 
-    fn versions(&mut self) -> Result<VersionCheck, String> {
+    fn versions(&mut self) -> Result<VersionCheck, BackendError> {
         let text = self.plain_text();
-        let versions = mx_smi::parse_header(&text).map_err(|error| error.to_string())?;
+        let versions = mx_smi::parse_header(&text).map_err(MxSmiError::from)?;
         Ok(mx_smi::check_versions(&versions))
     }
 
-    fn processes(&mut self) -> Result<Vec<GpuProcess>, String> {
-        mx_smi::parse_processes(&self.plain_text()).map_err(|error| error.to_string())
+    fn processes(&mut self) -> Result<Vec<GpuProcess>, BackendError> {
+        Ok(mx_smi::parse_processes(&self.plain_text()).map_err(MxSmiError::from)?)
     }
 
-    fn list(&mut self) -> Result<Vec<GpuRow>, String> {
-        mx_smi::parse_listing(&self.listing_text()).map_err(|error| error.to_string())
+    fn list(&mut self) -> Result<Vec<GpuRow>, BackendError> {
+        Ok(mx_smi::parse_listing(&self.listing_text()).map_err(MxSmiError::from)?)
     }
 
-    fn topology(&mut self) -> Result<Topology, String> {
-        mx_smi::parse_topology(&self.topology_now().to_text()).map_err(|error| error.to_string())
+    fn topology(&mut self) -> Result<Topology, BackendError> {
+        Ok(mx_smi::parse_topology(&self.topology_now().to_text()).map_err(MxSmiError::from)?)
     }
 
-    fn mark_kernel_log(&mut self) -> Result<(), String> {
+    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
         if !self.kernel_log_readable {
-            return Err("/dev/kmsg: Permission denied (simulated)".to_owned());
+            return Err(BackendError::Simulated(
+                "/dev/kmsg: Permission denied".to_owned(),
+            ));
         }
         self.mark = self
             .kernel_log
@@ -322,7 +318,7 @@ impl Backend for SimHost {
         Ok(())
     }
 
-    fn kernel_errors(&mut self) -> Result<Vec<String>, String> {
+    fn kernel_errors(&mut self) -> Result<Vec<String>, BackendError> {
         Ok(self
             .kernel_log
             .iter()
@@ -357,14 +353,19 @@ impl Backend for SimHost {
             return ResetEnd::Hung;
         }
         match self.fault {
-            Some(Fault::Error) => ResetEnd::Failed(
-                "mx-smi -r exited with code 1: reset failed: device 0 timed out (simulated)"
-                    .to_owned(),
-            ),
+            Some(Fault::Error) => ResetEnd::Failed(BackendError::Simulated(
+                "mx-smi -r exited with code 1: reset failed: device 0 timed out".to_owned(),
+            )),
             Some(Fault::SaysFailed) => {
                 let said = format!("GPU#{mx_smi_id}: warm reset failed (simulated)\n");
                 match mx_smi::reset_failure(&said) {
-                    Some(line) => ResetEnd::Failed(format!("mx-smi -r exited 0 but said: {line}")),
+                    Some(line) => ResetEnd::Failed(
+                        MxSmiError::SaidFailed {
+                            command: "mx-smi -r".to_owned(),
+                            line,
+                        }
+                        .into(),
+                    ),
                     None => ResetEnd::Finished,
                 }
             }

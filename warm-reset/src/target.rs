@@ -1,6 +1,6 @@
 //! [`Target`]: what a reset ID names, and the listing it is verified against.
 
-use crate::mx_smi::{GpuRow, Topology};
+use crate::metax::mx_smi::{GpuRow, Topology};
 use gpu_partition_types::Bdf;
 use serde::{Deserialize, Serialize};
 
@@ -81,7 +81,7 @@ impl Target {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::mx_smi::GpuState;
+    use crate::metax::mx_smi::GpuState;
 
     fn listing() -> Vec<GpuRow> {
         (0..3)

@@ -1,12 +1,14 @@
 //! The transition function over every (state, event) pair: one named case per rule, and a
-//! table showing that every other pair changes nothing.
+//! table showing that every other pair is refused as an invalid transition that keeps the
+//! state.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
-use warm_reset::host_files::DriverUse;
-use warm_reset::mx_smi::{GpuProcess, GpuRow, GpuState, Topology, VersionCheck, Versions};
+use warm_reset::metax::DriverUse;
+use warm_reset::metax::mx_smi::{GpuProcess, GpuRow, GpuState, Topology, VersionCheck, Versions};
 use warm_reset::{
-    Action, BlockedReason, ColdRebootReason, Event, JournalView, MachineConfig, State, Target, step,
+    Action, BackendError, BlockedReason, ColdRebootReason, Event, JournalView, MachineConfig,
+    State, Target, step,
 };
 
 const NOW: Duration = Duration::from_secs(100);
@@ -53,7 +55,12 @@ fn config() -> MachineConfig {
 }
 
 fn go(state: State, event: Event) -> (State, Vec<Action>) {
-    step(&config(), state, event, NOW)
+    step(&config(), state, event, NOW).unwrap_or_else(|invalid| panic!("{invalid}"))
+}
+
+/// What a host says when it does not answer.
+fn why(text: &str) -> BackendError {
+    BackendError::Simulated(text.into())
 }
 
 fn blocked_with(state: State, event: Event) -> BlockedReason {
@@ -183,7 +190,7 @@ fn mx_smi_found_leads_to_the_driver() {
 #[test]
 fn mx_smi_missing_blocks_with_mx_smi_unavailable() {
     assert_eq!(
-        blocked_with(State::CheckingMxSmi, Event::MxSmi(Err("x".into()))),
+        blocked_with(State::CheckingMxSmi, Event::MxSmi(Err(why("x")))),
         BlockedReason::MxSmiUnavailable
     );
 }
@@ -237,7 +244,7 @@ fn recent_versions_lead_to_the_processes() {
 
 #[test]
 fn an_unreadable_version_is_a_warning_and_the_preflight_goes_on() {
-    let check = warm_reset::mx_smi::check_versions(&versions("2.2.1", "3.8.30", None));
+    let check = warm_reset::metax::mx_smi::check_versions(&versions("2.2.1", "3.8.30", None));
     let (state, actions) = go(State::CheckingVersions, Event::Versions(Ok(check)));
     assert_eq!(state, State::CheckingProcesses);
     assert!(matches!(actions.first(), Some(Action::Warn(_))));
@@ -246,7 +253,8 @@ fn an_unreadable_version_is_a_warning_and_the_preflight_goes_on() {
 
 #[test]
 fn an_old_version_blocks_with_driver_too_old() {
-    let check = warm_reset::mx_smi::check_versions(&versions("2.0.0", "3.8.30", Some("1.33.5.0")));
+    let check =
+        warm_reset::metax::mx_smi::check_versions(&versions("2.0.0", "3.8.30", Some("1.33.5.0")));
     assert_eq!(
         blocked_with(State::CheckingVersions, Event::Versions(Ok(check))),
         BlockedReason::DriverTooOld
@@ -258,7 +266,7 @@ fn a_version_query_that_fails_blocks_with_mx_smi_unavailable() {
     assert_eq!(
         blocked_with(
             State::CheckingVersions,
-            Event::Versions(Err("not MetaX".into()))
+            Event::Versions(Err(why("not MetaX")))
         ),
         BlockedReason::MxSmiUnavailable
     );
@@ -290,7 +298,7 @@ fn a_process_blocks_with_gpu_busy_and_names_its_pid_and_name() {
 #[test]
 fn a_process_listing_that_fails_blocks_with_mx_smi_unavailable() {
     assert_eq!(
-        blocked_with(State::CheckingProcesses, Event::Processes(Err("x".into()))),
+        blocked_with(State::CheckingProcesses, Event::Processes(Err(why("x")))),
         BlockedReason::MxSmiUnavailable
     );
 }
@@ -327,7 +335,7 @@ fn the_topology_is_kept_with_the_target_and_the_kernel_log_is_marked() {
 fn a_topology_that_does_not_read_is_a_warning_and_the_groups_stay_unknown() {
     let (state, actions) = go(
         State::ReadingTopology { target: target() },
-        Event::Topology(Err("line 3: …".into())),
+        Event::Topology(Err(why("line 3: …"))),
     );
     assert_eq!(state, State::CheckingKernelLog { target: target() });
     assert!(matches!(
@@ -342,7 +350,7 @@ fn a_kernel_log_that_cannot_be_read_blocks_before_anything_is_changed() {
     assert_eq!(
         blocked_with(
             State::CheckingKernelLog { target: target() },
-            Event::KernelLog(Err("/dev/kmsg: EACCES".into()))
+            Event::KernelLog(Err(why("/dev/kmsg: EACCES")))
         ),
         BlockedReason::KernelLogUnreadable
     );
@@ -383,7 +391,8 @@ fn a_dry_run_ends_after_the_preflight_and_issues_nothing() {
         State::CheckingKernelLog { target: target() },
         Event::KernelLog(Ok(())),
         NOW,
-    );
+    )
+    .unwrap();
     assert_eq!(
         (state, actions),
         (State::DryRun { target: target() }, vec![])
@@ -399,7 +408,9 @@ fn an_id_that_names_no_gpu_blocks_with_unknown_device() {
         Event::Listing(Ok(listing())),
         NOW,
     ) {
-        (State::Blocked { reason, .. }, _) => assert_eq!(reason, BlockedReason::UnknownDevice),
+        Ok((State::Blocked { reason, .. }, _)) => {
+            assert_eq!(reason, BlockedReason::UnknownDevice)
+        }
         other => panic!("{other:?}"),
     }
 }
@@ -407,7 +418,7 @@ fn an_id_that_names_no_gpu_blocks_with_unknown_device() {
 #[test]
 fn a_listing_that_fails_before_the_reset_blocks_with_mx_smi_unavailable() {
     assert_eq!(
-        blocked_with(State::ResolvingTarget, Event::Listing(Err("x".into()))),
+        blocked_with(State::ResolvingTarget, Event::Listing(Err(why("x")))),
         BlockedReason::MxSmiUnavailable
     );
 }
@@ -427,7 +438,7 @@ fn a_finished_reset_is_verified_within_the_same_window() {
 #[test]
 fn a_reset_that_reports_an_error_needs_a_cold_reboot() {
     assert_eq!(
-        cold_with(resetting(), Event::ResetExited(Err("x".into()))),
+        cold_with(resetting(), Event::ResetExited(Err(why("x")))),
         ColdRebootReason::ResetError
     );
 }
@@ -474,7 +485,7 @@ fn a_gpu_not_back_with_time_left_waits_a_poll_and_lists_again() {
 fn a_failed_listing_with_time_left_waits_and_lists_again() {
     let (_, actions) = go(
         verifying(NOW + Duration::from_secs(60)),
-        Event::Listing(Err("busy".into())),
+        Event::Listing(Err(why("busy"))),
     );
     assert_eq!(actions, [Action::Wait(Duration::from_secs(1))]);
 }
@@ -493,7 +504,7 @@ fn a_gpu_absent_when_the_window_ends_is_gpu_missing() {
 #[test]
 fn a_failed_listing_when_the_window_ends_is_gpu_missing() {
     assert_eq!(
-        cold_with(verifying(NOW), Event::Listing(Err("x".into()))),
+        cold_with(verifying(NOW), Event::Listing(Err(why("x")))),
         ColdRebootReason::GpuMissing
     );
 }
@@ -591,7 +602,7 @@ fn a_topology_that_does_not_read_after_the_reset_is_a_warning() {
         State::CheckingTopology {
             target: linked_target(),
         },
-        Event::Topology(Err("x".into())),
+        Event::Topology(Err(why("x"))),
     );
     assert_eq!(
         state,
@@ -630,7 +641,7 @@ fn kernel_errors_after_the_reset_need_a_cold_reboot() {
 fn a_kernel_log_that_cannot_be_read_is_a_warning_and_done() {
     let (state, actions) = go(
         State::CheckingKernel { target: target() },
-        Event::KernelErrors(Err("EACCES".into())),
+        Event::KernelErrors(Err(why("EACCES"))),
     );
     assert_eq!(state, State::Done { target: target() });
     assert!(matches!(
@@ -715,20 +726,22 @@ fn answers(state: &State) -> &'static [usize] {
 }
 
 #[test]
-fn every_other_state_and_event_pair_changes_nothing_and_asks_for_nothing() {
+fn every_other_state_and_event_pair_is_an_invalid_transition_that_keeps_the_state() {
     let mut pairs = 0;
     for state in all_states() {
         for (index, event) in all_events().into_iter().enumerate() {
-            let (next, actions) = go(state.clone(), event.clone());
+            let result = step(&config(), state.clone(), event.clone(), NOW);
             if answers(&state).contains(&index) {
+                let (next, actions) = result.unwrap_or_else(|invalid| panic!("{invalid}"));
                 assert!(
                     next != state || !actions.is_empty(),
                     "{state:?} ignores {event:?}"
                 );
             } else {
+                let invalid = result.expect_err("an invalid pair is refused");
                 assert_eq!(
-                    (&next, actions.as_slice()),
-                    (&state, &[][..]),
+                    (&invalid.from, &invalid.event),
+                    (&state, &event),
                     "{state:?} + {event:?}"
                 );
                 pairs += 1;
@@ -739,10 +752,20 @@ fn every_other_state_and_event_pair_changes_nothing_and_asks_for_nothing() {
 }
 
 #[test]
-fn ended_states_stay_ended_whatever_comes() {
+fn an_invalid_transition_names_the_event_and_the_state() {
+    let invalid = step(&config(), State::Planned, Event::Tick, NOW).unwrap_err();
+    assert_eq!(
+        invalid.to_string(),
+        "the event `tick` does not belong to the state `planned`"
+    );
+}
+
+#[test]
+fn ended_states_refuse_every_event_and_stay_ended() {
     for state in all_states().into_iter().filter(State::is_end) {
         for event in all_events() {
-            assert_eq!(go(state.clone(), event), (state.clone(), vec![]));
+            let invalid = step(&config(), state.clone(), event, NOW).unwrap_err();
+            assert_eq!(invalid.from, state);
         }
     }
 }

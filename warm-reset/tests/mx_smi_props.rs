@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use proptest::prelude::*;
-use warm_reset::mx_smi::{
+use warm_reset::metax::mx_smi::{
     is_metax, parse_header, parse_listing, parse_processes, parse_topology, reset_failure,
 };
 

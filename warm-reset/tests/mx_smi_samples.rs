@@ -3,11 +3,11 @@
 //! "idle" or as a whole answer.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use warm_reset::host_files::{DriverUse, metax_use};
-use warm_reset::mx_smi::{
+use warm_reset::metax::mx_smi::{
     GpuProcess, GpuState, ParseError, check_versions, is_metax, parse_header, parse_listing,
     parse_processes, parse_topology,
 };
+use warm_reset::metax::{DriverUse, metax_use};
 
 fn sample(name: &str) -> String {
     let path = format!("{}/tests/data/mx-smi/{name}", env!("CARGO_MANIFEST_DIR"));

@@ -5,9 +5,14 @@
 use proptest::prelude::*;
 use std::collections::VecDeque;
 use std::time::Duration;
-use warm_reset::host_files::DriverUse;
-use warm_reset::mx_smi::{GpuProcess, GpuRow, GpuState, Topology, VersionCheck, Versions};
-use warm_reset::{Action, Event, JournalView, MachineConfig, State, Target, step};
+use warm_reset::metax::DriverUse;
+use warm_reset::metax::mx_smi::{GpuProcess, GpuRow, GpuState, Topology, VersionCheck, Versions};
+use warm_reset::{Action, BackendError, Event, JournalView, MachineConfig, State, Target, step};
+
+/// What a host says when it does not answer.
+fn why(text: &str) -> BackendError {
+    BackendError::Simulated(text.into())
+}
 
 /// Random choices, consumed one at a time (0 when exhausted).
 struct Dice(VecDeque<u8>);
@@ -28,14 +33,14 @@ fn row(node: u32, state: GpuState) -> GpuRow {
     )
 }
 
-fn listing(dice: &mut Dice) -> Result<Vec<GpuRow>, String> {
+fn listing(dice: &mut Dice) -> Result<Vec<GpuRow>, BackendError> {
     let states = [
         GpuState::Available,
         GpuState::NotAvailable("resetting".into()),
         GpuState::Other("Unknown".into()),
     ];
     match dice.roll(6) {
-        0 => Err("mx-smi failed".into()),
+        0 => Err(why("mx-smi failed")),
         1 => Ok(vec![row(0, GpuState::Available)]),
         _ => Ok((0..3)
             .map(|n| row(n, states[usize::from(dice.roll(3))].clone()))
@@ -55,7 +60,7 @@ fn answer(action: &Action, dice: &mut Dice, now: &mut Duration) -> Option<Event>
         },
         Action::CheckRoot => Event::Root(dice.roll(5) != 0),
         Action::FindMxSmi => Event::MxSmi(if dice.roll(5) == 0 {
-            Err("absent".into())
+            Err(why("absent"))
         } else {
             Ok(())
         }),
@@ -66,16 +71,16 @@ fn answer(action: &Action, dice: &mut Dice, now: &mut Duration) -> Option<Event>
             _ => DriverUse::Loaded(0),
         }),
         Action::ReadVersions => Event::Versions(match dice.roll(5) {
-            0 => Err("not MetaX".into()),
+            0 => Err(why("not MetaX")),
             1 => {
                 let mut old = Versions::default();
                 old.mx_smi = Some("1.0.0".into());
-                Ok(warm_reset::mx_smi::check_versions(&old))
+                Ok(warm_reset::metax::mx_smi::check_versions(&old))
             }
             _ => Ok(VersionCheck::default()),
         }),
         Action::ListProcesses => Event::Processes(match dice.roll(5) {
-            0 => Err("x".into()),
+            0 => Err(why("x")),
             1 => Ok(vec![GpuProcess::new(0, 42, "a b", 1)]),
             _ => Ok(vec![]),
         }),
@@ -85,7 +90,7 @@ fn answer(action: &Action, dice: &mut Dice, now: &mut Duration) -> Option<Event>
                 *now = *deadline;
                 Event::ResetHung
             }
-            1 => Event::ResetExited(Err("failed".into())),
+            1 => Event::ResetExited(Err(why("failed"))),
             _ => {
                 *now += Duration::from_secs(u64::from(dice.roll(100)));
                 Event::ResetExited(Ok(()))
@@ -96,18 +101,18 @@ fn answer(action: &Action, dice: &mut Dice, now: &mut Duration) -> Option<Event>
             Event::Tick
         }
         Action::ReadTopology => Event::Topology(match dice.roll(4) {
-            0 => Err("does not read".into()),
+            0 => Err(why("does not read")),
             1 => Ok(Topology::new(vec![0, 1, 2], [])),
             _ => Ok(Topology::new(vec![0, 1, 2], [(0, 1)])),
         }),
         Action::MarkKernelLog => Event::KernelLog(if dice.roll(5) == 0 {
-            Err("EACCES".into())
+            Err(why("EACCES"))
         } else {
             Ok(())
         }),
         Action::ReadKernelErrors => Event::KernelErrors(match dice.roll(4) {
             0 => Ok(vec!["error".into()]),
-            1 => Err("EACCES".into()),
+            1 => Err(why("EACCES")),
             _ => Ok(vec![]),
         }),
         // Actions that answer nothing.
@@ -149,7 +154,7 @@ proptest! {
         while let Some(event) = queue.pop_front() {
             steps += 1;
             // Now and then, before the answer, an event of another kind that nobody asked for:
-            // it must change nothing and ask for nothing.
+            // it must be refused as an invalid transition that keeps the state.
             if dice.roll(10) == 0 {
                 let odd = stray(&mut dice);
                 // Verifying answers to listings and ticks; resetting to both ends of the reset.
@@ -160,14 +165,21 @@ proptest! {
                 };
                 if std::mem::discriminant(&odd) != std::mem::discriminant(&event) && !also_answers {
                     let before = state.clone();
-                    let (same, asked) = step(&config, state, odd, now);
-                    let unchanged = same == before && asked.is_empty();
-                    state = same;
+                    let refused = match step(&config, state, odd, now) {
+                        Err(invalid) => invalid.from,
+                        Ok((next, _)) => {
+                            prop_assert!(false, "a stray event was taken in {}", before.name());
+                            next
+                        }
+                    };
+                    let unchanged = refused == before;
+                    state = refused;
                     prop_assert!(unchanged, "a stray event changed the state");
                 }
             }
             prop_assert!(steps < 10_000, "did not end");
-            let (next, actions) = step(&config, state, event, now);
+            let (next, actions) = step(&config, state, event, now)
+                .unwrap_or_else(|invalid| panic!("{invalid}"));
             let issued = actions.iter().filter(|a| matches!(a, Action::IssueReset { .. })).count();
             let blocked = matches!(next, State::Blocked { .. });
             prop_assert!(!(blocked && issued > 0), "a reset while blocked");

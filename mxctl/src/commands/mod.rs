@@ -4,6 +4,7 @@ pub mod gpus;
 pub mod probe;
 pub mod reply_check;
 pub mod reset;
+pub mod reset_backend;
 pub mod reset_plan;
 pub mod state;
 pub mod sync;

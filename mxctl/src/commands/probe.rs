@@ -1,12 +1,13 @@
 //! `mxctl probe`: read NVIDIA GPUs through the helper, several at once; writes nothing.
 
-use super::sync::Host;
-use crate::cli::{HelperArgs, Probe};
+use crate::cli::Probe;
 use crate::config::Config;
 use crate::failure::Failure;
+use crate::helper::helper;
+use crate::host::Host;
 use crate::output::{Output, table};
 use gpu_partition_types::{Case, PartitionMode};
-use gpu_probe::helper::{CardRead, Helper, HelperConfig};
+use gpu_probe::helper::CardRead;
 use gpu_probe::lock::HostLock;
 use serde::Serialize;
 
@@ -25,13 +26,6 @@ struct ProbedGpu {
     elapsed_ms: u128,
     lost: Vec<String>,
     unknown: Vec<String>,
-}
-
-/// The helper client the command line and the config describe.
-pub fn helper(args: &HelperArgs, config: &Config) -> Helper {
-    let path = args.helper.clone().unwrap_or_else(|| config.helper.clone());
-    let deadline = args.deadline.unwrap_or(config.helper_deadline);
-    Helper::new(HelperConfig::new(path).deadline(deadline))
 }
 
 /// Reads the cards named with `--device`, or else every NVIDIA GPU bound to `nvidia`, under the

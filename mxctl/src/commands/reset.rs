@@ -1,20 +1,20 @@
 //! `mxctl reset`: the MetaX warm reset on this host, real or simulated.
 
-use super::sync::Host;
-use crate::cli::{BackendArgs, Reset};
+use super::reset_backend::{exit_code, real_backend, window};
+use crate::cli::Reset;
 use crate::config::Config;
 use crate::failure::Failure;
+use crate::host::Host;
 use crate::output::Output;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
-use std::path::Path;
 use std::rc::Rc;
 use std::time::Duration;
 use warm_reset::{
-    Backend, Clock, Journal, MachineConfig, MxSmiBackend, OutcomeKind, ResetReport, SimHost, State,
-    SystemClock, execute,
+    Backend, Clock, Journal, MachineConfig, OutcomeKind, ResetReport, SimHost, State, SystemClock,
+    execute,
 };
 
 /// The `--json` document.
@@ -36,7 +36,10 @@ impl ResetJson {
     pub fn new(report: &ResetReport) -> Self {
         Self {
             outcome: report.outcome,
-            reason: report.reason.clone(),
+            reason: report
+                .reason
+                .map(|reason| reason.to_string())
+                .unwrap_or_default(),
             target: report.target.clone(),
             gpus: report.gpus.iter().map(ToString::to_string).collect(),
             elapsed_ms: report.elapsed.as_millis(),
@@ -48,28 +51,13 @@ impl ResetJson {
     }
 }
 
-/// The exit code of an outcome: 0 done or dry run, 3 blocked, 4 cold reboot.
-pub fn exit_code(outcome: OutcomeKind) -> u8 {
-    match outcome {
-        OutcomeKind::Done | OutcomeKind::DryRun => 0,
-        OutcomeKind::Blocked => 3,
-        OutcomeKind::ColdRebootRequired => 4,
-    }
-}
-
-/// Runs `mxctl reset`.
+/// Runs `mxctl reset` on this host (its `plan` and `step` are `reset_plan`'s).
 pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result<u8, Failure> {
-    match &args.command {
-        Some(crate::cli::ResetCommand::Plan(plan)) => return super::reset_plan::plan(plan, config),
-        Some(crate::cli::ResetCommand::Step(step)) => {
-            return super::reset_plan::step(step, config, host, output);
-        }
-        None => {}
-    }
     let Some(device) = args.device.as_deref() else {
         return Err(Failure::Usage("reset needs --device ID|all".to_owned()));
     };
-    let mut machine = machine_config(device, &args.backend, config);
+    let mut machine = MachineConfig::new(device);
+    machine.window = window(&args.backend, config);
     machine.dry_run = args.dry_run;
     let report = match &args.simulate {
         Some(scenario) => {
@@ -97,20 +85,6 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
     };
     print(&report, output)?;
     Ok(exit_code(report.outcome))
-}
-
-/// The machine's settings from the command line and the config.
-pub fn machine_config(device: &str, args: &BackendArgs, config: &Config) -> MachineConfig {
-    let mut machine = MachineConfig::new(device);
-    machine.window = args.window.unwrap_or(config.reset_window);
-    machine
-}
-
-/// The real backend from the command line and the config.
-pub fn real_backend(args: &BackendArgs, config: &Config, proc_root: &Path) -> MxSmiBackend {
-    let mx_smi = args.mx_smi.clone().or_else(|| config.mx_smi.clone());
-    let kmsg = args.kmsg.clone().unwrap_or_else(|| config.kmsg.clone());
-    MxSmiBackend::new(mx_smi, proc_root, kmsg)
 }
 
 /// Runs the machine, showing each step (and, on a terminal, a bar over the window).
@@ -181,11 +155,10 @@ pub fn run_machine(
 /// Prints the result for people, or the `--json` document.
 pub fn print(report: &ResetReport, output: Output) -> Result<(), Failure> {
     let mut text = String::new();
-    let reason = if report.reason.is_empty() {
-        String::new()
-    } else {
-        format!(" ({})", report.reason)
-    };
+    let reason = report
+        .reason
+        .map(|reason| format!(" ({reason})"))
+        .unwrap_or_default();
     let _ = writeln!(text, "outcome: {}{reason}", report.outcome);
     if !report.detail.is_empty() {
         let _ = writeln!(text, "detail:  {}", report.detail);

@@ -1,15 +1,15 @@
 //! `mxctl reset plan` and `mxctl reset step`: a reset across the hosts of an interconnect
 //! group, as a plan that an orchestrator runs one idempotent host step at a time.
 
-use super::reset::{exit_code, real_backend};
-use super::sync::Host;
+use super::reset_backend::{exit_code, real_backend, window};
 use crate::cli::{PlanArgs, StepArgs, StrategyArg};
 use crate::config::Config;
 use crate::failure::Failure;
+use crate::host::Host;
 use crate::output::Output;
 use std::fmt::Write as _;
 use std::path::Path;
-use warm_reset::{Group, Journal, LinkCommands, Plan, StepHost, Strategy, SystemClock, run_step};
+use warm_reset::{Group, Journal, Plan, PlanStepHost, Strategy, SystemClock, run_plan_step};
 
 fn read(path: &Path) -> Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
     Ok(std::fs::read(path)?)
@@ -27,16 +27,12 @@ pub fn plan(args: &PlanArgs, config: &Config) -> Result<u8, Failure> {
         StrategyArg::AllHosts => Strategy::AllHosts,
         StrategyArg::FaultyOnly => Strategy::FaultyOnly,
     };
-    let commands = LinkCommands::new(
-        &config.disconnect_links_command,
-        config.connect_links_command.as_deref(),
-    );
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|since| since.as_millis())
         .unwrap_or_default();
     let id = format!("{}-{stamp}", args.faulty);
-    let plan = warm_reset::plan(&group, &args.faulty, strategy, &commands, &id)
+    let plan = warm_reset::plan(&group, &args.faulty, strategy, &config.links, &id)
         .map_err(|error| bad(Box::new(error)))?;
     let text = serde_json::to_string_pretty(&plan).map_err(|error| Failure::Output {
         source: std::io::Error::other(error),
@@ -57,14 +53,14 @@ pub fn step(args: &StepArgs, config: &Config, host: &Host, output: Output) -> Re
     let boot_id = host_sync::boot::read_boot_id(&host.proc_root);
     let journal = Journal::new(&host.state_dir);
     let clock = SystemClock::new();
-    let mut env = StepHost {
+    let mut env = PlanStepHost {
         backend: &mut backend,
         clock: &clock,
         journal: &journal,
         boot_id: boot_id.as_deref(),
-        window: args.backend.window.unwrap_or(config.reset_window),
+        window: window(&args.backend, config),
     };
-    let report = run_step(&plan, &args.host, args.phase, &mut env)?;
+    let report = run_plan_step(&plan, &args.host, args.phase, &mut env)?;
     let mut text = String::new();
     let again = if report.repeated {
         " (already run: the first result)"
@@ -84,11 +80,10 @@ pub fn step(args: &StepArgs, config: &Config, host: &Host, output: Output) -> Re
             .node
             .map(|node| format!(" node {node}"))
             .unwrap_or_default();
-        let reason = if action.reason.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", action.reason)
-        };
+        let reason = action
+            .reason
+            .map(|reason| format!(" ({reason})"))
+            .unwrap_or_default();
         let _ = writeln!(
             text,
             "  {}{node}: {}{reason} {}",

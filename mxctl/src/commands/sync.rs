@@ -1,24 +1,13 @@
 //! `mxctl sync`: the host sync, written to the state directory.
 
-use super::probe::helper;
 use super::state::StateReport;
 use crate::cli::{AfterBootArg, Switch, Sync};
 use crate::config::Config;
 use crate::failure::Failure;
+use crate::helper::helper;
+use crate::host::Host;
 use crate::output::Output;
 use host_sync::{AfterBoot, Boot, FileStore, HostPaths, SyncOptions};
-use std::path::PathBuf;
-
-/// Where this host's facts and state are.
-#[derive(Debug, Clone)]
-pub struct Host {
-    /// The state directory.
-    pub state_dir: PathBuf,
-    /// The root of sysfs.
-    pub sysfs_root: PathBuf,
-    /// The root of procfs.
-    pub proc_root: PathBuf,
-}
 
 /// Runs the sync and prints the state it wrote.
 pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<u8, Failure> {
