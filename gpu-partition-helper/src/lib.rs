@@ -9,6 +9,7 @@
 //! - [`nvml`]: the real backend (`nvml-wrapper`, `libnvidia-ml.so.1` loaded at run time).
 //! - [`fixture`]: a card described by a JSON file in the reply's own shape.
 //! - [`cli`]: the command line (`--version`, `read --device BDF --format 1`).
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
 pub mod api;

@@ -28,6 +28,7 @@
 //!                   "/profiles/0/signature", "/vgpus"]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
 mod bdf;

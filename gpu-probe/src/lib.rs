@@ -9,6 +9,7 @@
 //! - [`fs`]: writing a file whole or not at all (the state file, the reset journal).
 //! - [`helper`]: the helper client: `--version` once, `read` per card, many cards at once.
 //! - `test_util` (feature `test-util`): a fake helper for tests, examples and benchmarks.
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
 pub mod chain;

@@ -12,6 +12,7 @@
 //!   on a thread of its own, as a toolstack does at start, and its [`SyncHandle`] is told the
 //!   report.
 //! - `fake_sysfs` (feature `test-util`): a sysfs tree built on disk, for tests and examples.
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
 pub mod boot;

@@ -19,6 +19,7 @@
 //! - [`plan()`] turns an interconnect group spanning hosts into phases of per-host actions, and
 //!   [`run_plan_step`] (was `run_step`) runs one host's share of one phase, idempotently, for an
 //!   orchestrator.
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
 pub mod backend;
@@ -37,7 +38,7 @@ pub mod target;
 pub use backend::{Backend, BackendError, ResetEnd};
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use execute::{ExecuteError, ResetReport, execute};
-pub use journal::{JOURNAL_FILE, Journal, JournalError};
+pub use journal::{JOURNAL_FILE, Journal, JournalError, LastReset};
 pub use kmsg::{DEFAULT_KMSG, KernelLog, KernelLogError};
 pub use machine::{
     Action, DEFAULT_WINDOW, Event, InvalidTransition, JournalView, MachineConfig, State, step,
