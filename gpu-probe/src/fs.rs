@@ -1,6 +1,7 @@
 //! Writing a file whole or not at all: temp file, fsync, rename, fsync of the directory.
 
 use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 /// A file could not be written.
@@ -20,7 +21,19 @@ pub struct WriteError {
 /// Replaces `dir/name` with `bytes` atomically: a reader sees the old file or the new one,
 /// never a torn one, even if the process is killed or the host loses power. Temporary files
 /// start with `.{name}.`; [`remove_stale_temporaries`] removes those a killed writer left.
+/// The file is readable by its owner only (mode 0600); see [`write_atomic_mode`].
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), WriteError> {
+    write_atomic_mode(dir, name, bytes, 0o600)
+}
+
+/// [`write_atomic`] with the file's permission bits (`0o644` for a file others read, such as
+/// a metrics file for a collector running as another user).
+pub fn write_atomic_mode(
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    mode: u32,
+) -> Result<(), WriteError> {
     let fail = |action, path: &Path| {
         let path = path.to_path_buf();
         move |source| WriteError {
@@ -35,6 +48,9 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), WriteErr
         .prefix(&temp_prefix(name))
         .tempfile_in(dir)
         .map_err(fail("create a temporary file in", dir))?;
+    temp.as_file()
+        .set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(fail("set the mode of", temp.path()))?;
     temp.write_all(bytes).map_err(fail("write", temp.path()))?;
     temp.as_file()
         .sync_all()

@@ -27,6 +27,10 @@ pub struct HostState {
     /// Each GPU, by address.
     #[serde(default)]
     pub gpus: BTreeMap<Bdf, GpuRecord>,
+    /// When the last sync finished (Unix seconds); `None` before the first, and in files of
+    /// versions that did not write it (`synced_at` in the file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synced_at: Option<u64>,
 }
 
 impl Default for HostState {
@@ -38,6 +42,7 @@ impl Default for HostState {
             reason: Reason::none(),
             boot: Boot::default(),
             gpus: BTreeMap::new(),
+            synced_at: None,
         }
     }
 }

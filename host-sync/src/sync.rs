@@ -172,6 +172,7 @@ pub fn sync(
     });
     state.status = status;
     state.reason = reason.into();
+    state.synced_at = Some(unix_now());
     store.save(&state)?;
     tracing::debug!("sync_gpu_partitioning: {status} ({reason}), after boot: {after_boot}");
     Ok(SyncReport {
@@ -226,4 +227,12 @@ fn read_cards(
         }
     }
     Ok(HelperState::Available)
+}
+
+/// Seconds since the Unix epoch now (0 on a clock set before it).
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|since| since.as_secs())
+        .unwrap_or_default()
 }

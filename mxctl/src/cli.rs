@@ -56,6 +56,29 @@ pub enum Command {
     Reply(ReplyCommand),
     /// Warm-reset MetaX GPUs on this host (or plan and step a reset across hosts).
     Reset(Reset),
+    /// Print the stored state and the last warm reset as Prometheus metrics (text format
+    /// 0.0.4, as node_exporter's textfile collector reads it); writes nothing else.
+    Metrics(Metrics),
+    /// Write the man pages and the shell completions into a directory (for packaging).
+    #[command(hide = true)]
+    Generate(Generate),
+}
+
+/// `mxctl metrics [--output FILE]`
+#[derive(Debug, Args)]
+pub struct Metrics {
+    /// Write the metrics to FILE atomically (a temporary file beside it, then a rename), so a
+    /// collector never reads half a file; readable by everyone (mode 0644).
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// `mxctl generate --out-dir DIR`
+#[derive(Debug, Args)]
+pub struct Generate {
+    /// Where to write `man/` and `completions/`.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: PathBuf,
 }
 
 /// `mxctl reset --device ID|all …`

@@ -26,6 +26,19 @@ pub enum Failure {
         #[source]
         source: std::io::Error,
     },
+    /// An output file could not be written whole.
+    #[error("cannot write the output file")]
+    OutputFile(#[from] gpu_probe::fs::WriteError),
+    /// The metrics could not be encoded.
+    #[error("cannot encode the metrics")]
+    Metrics(#[source] prometheus::Error),
+    /// The man pages or completions could not be written.
+    #[error("cannot write {}", path.display())]
+    Generate {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// sysfs could not be scanned.
     #[error("cannot scan the PCI devices")]
     Scan(#[from] host_sync::ScanError),
@@ -90,7 +103,8 @@ impl Failure {
             Self::Sync(host_sync::SyncError::Store(_)) => "state",
             Self::Sync(host_sync::SyncError::Scan(_)) => "sysfs",
             Self::Sync(_) => "sync",
-            Self::Output { .. } => "output",
+            Self::Output { .. } | Self::OutputFile(_) | Self::Generate { .. } => "output",
+            Self::Metrics(_) => "metrics",
         }
     }
 

@@ -69,6 +69,8 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
         Command::Status => commands::state::run(&state_dir, output),
         Command::Probe(args) => commands::probe::run(args, &config, &host(cli, state_dir), output),
         Command::Reply(ReplyCommand::Check(args)) => commands::reply_check::run(args, output),
+        Command::Metrics(args) => commands::metrics::run(args, &state_dir, output),
+        Command::Generate(args) => commands::generate::run(args),
         Command::Reset(args) => match &args.command {
             Some(ResetCommand::Plan(plan)) => commands::reset_plan::plan(plan, &config),
             Some(ResetCommand::Step(step)) => {

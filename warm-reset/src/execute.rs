@@ -3,7 +3,7 @@
 
 use crate::backend::{Backend, ResetEnd};
 use crate::clock::Clock;
-use crate::journal::{InFlight, Journal, JournalError};
+use crate::journal::{InFlight, Journal, JournalError, LastReset};
 use crate::machine::{Action, Event, InvalidTransition, MachineConfig, State, step};
 use crate::reasons::{OutcomeKind, Reason};
 use crate::target::Target;
@@ -155,8 +155,32 @@ pub fn execute(
             events.extend(event);
         }
     }
+    let mut report = report(config, state, warnings, clock.now().saturating_sub(started))?;
+    // A run that reset (or verified an earlier run's reset) records how it ended; a blocked
+    // run and a dry run change nothing, not even the journal.
+    let reset = matches!(
+        report.outcome,
+        OutcomeKind::Done | OutcomeKind::ColdRebootRequired
+    );
+    if reset && lock.is_some() {
+        let last = LastReset::new(
+            report.outcome,
+            report.reason,
+            &report.target,
+            clock.unix_ms(),
+        );
+        if let Err(error) = journal.record_last(last) {
+            warn(
+                &mut report.warnings,
+                format!(
+                    "the end of this run could not be recorded: {}",
+                    gpu_probe::chain::Chain(&error)
+                ),
+            );
+        }
+    }
     drop(lock);
-    report(config, state, warnings, clock.now().saturating_sub(started))
+    Ok(report)
 }
 
 fn warn(warnings: &mut Vec<String>, message: String) {

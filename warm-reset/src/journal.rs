@@ -1,9 +1,9 @@
 //! The journal: a reset in flight (target, start, boot id) in the state directory, so a
-//! restarted run never issues a second reset inside the window; and the results of plan steps,
-//! so a step run twice does its work once.
+//! restarted run never issues a second reset inside the window; how the last run ended (for
+//! monitoring); and the results of plan steps, so a step run twice does its work once.
 
 use crate::machine::JournalView;
-use crate::reasons::OutcomeKind;
+use crate::reasons::{OutcomeKind, Reason};
 use crate::target::Target;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -60,6 +60,40 @@ pub struct StepRecord {
     pub outcome: OutcomeKind,
 }
 
+/// How the last reset on this host ended: `done` or `cold_reboot_required`, recorded by the run
+/// that issued it (or that verified it after an earlier run died). A blocked run and a dry run
+/// record nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct LastReset {
+    /// How it ended.
+    pub outcome: OutcomeKind,
+    /// Why, when blocked or needing a cold reboot (`""` in the file otherwise).
+    #[serde(with = "crate::reasons::token_or_empty")]
+    pub reason: Option<Reason>,
+    /// The ID it was given.
+    pub target: String,
+    /// When it ended (Unix milliseconds).
+    pub ended_unix_ms: u64,
+}
+
+impl LastReset {
+    /// A run on `target` that ended with `outcome` (and `reason`) at `ended_unix_ms`.
+    pub fn new(
+        outcome: OutcomeKind,
+        reason: Option<Reason>,
+        target: &str,
+        ended_unix_ms: u64,
+    ) -> Self {
+        Self {
+            outcome,
+            reason,
+            target: target.to_owned(),
+            ended_unix_ms,
+        }
+    }
+}
+
 /// What the journal file holds.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -67,6 +101,9 @@ pub struct JournalFile {
     /// The reset in flight, if any.
     #[serde(default)]
     pub in_flight: Option<InFlight>,
+    /// How the last run ended, once one has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last: Option<LastReset>,
     /// Finished plan steps, by key.
     #[serde(default)]
     pub steps: BTreeMap<String, StepRecord>,
@@ -177,6 +214,13 @@ impl Journal {
     pub fn begin(&self, in_flight: InFlight) -> Result<(), JournalError> {
         let mut file = self.load()?;
         file.in_flight = Some(in_flight);
+        self.store(&file)
+    }
+
+    /// Records how the last run ended.
+    pub fn record_last(&self, last: LastReset) -> Result<(), JournalError> {
+        let mut file = self.load()?;
+        file.last = Some(last);
         self.store(&file)
     }
 

@@ -64,7 +64,11 @@ fn blocked(change: impl FnOnce(&mut SimHost)) -> (String, usize) {
 
 /// The reason's token, as `--json` writes it.
 fn token(report: &ResetReport) -> String {
-    report.reason.map(|r| r.to_string()).unwrap_or_default()
+    token_of(report.reason)
+}
+
+fn token_of(reason: Option<warm_reset::Reason>) -> String {
+    reason.map(|r| r.to_string()).unwrap_or_default()
 }
 
 fn cold(change: impl FnOnce(&mut SimHost)) -> String {
@@ -114,6 +118,33 @@ fn the_journal_is_closed_after_a_reset() {
     let mut sim = Sim::new();
     sim.run();
     assert_eq!(Journal::new(sim.dir.path()).load().unwrap().in_flight, None);
+}
+
+#[test]
+fn the_journal_keeps_how_the_last_run_ended_and_when() {
+    let mut sim = Sim::new().with(|host| host.fault = Some(Fault::Error));
+    sim.run();
+    let last = Journal::new(sim.dir.path()).load().unwrap().last.unwrap();
+    assert_eq!(
+        (last.outcome, token_of(last.reason), last.target.as_str()),
+        (
+            OutcomeKind::ColdRebootRequired,
+            "reset_error".to_owned(),
+            "1"
+        )
+    );
+    assert_eq!(last.ended_unix_ms, warm_reset::Clock::unix_ms(&sim.clock));
+}
+
+#[test]
+fn a_dry_run_and_a_blocked_run_record_no_last_reset() {
+    let mut sim = Sim::new();
+    sim.config.dry_run = true;
+    sim.run();
+    sim.config.dry_run = false;
+    sim.host.processes = vec![GpuProcess::new(0, 4242, "python3", 100)];
+    assert_eq!(token(&sim.run()), "gpu_busy");
+    assert_eq!(Journal::new(sim.dir.path()).load().unwrap().last, None);
 }
 
 #[test]

@@ -1,6 +1,8 @@
 //! One module per command.
 
+pub mod generate;
 pub mod gpus;
+pub mod metrics;
 pub mod probe;
 pub mod reply_check;
 pub mod reset;

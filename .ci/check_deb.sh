@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Checks the Debian package: its files, /etc/mxctl.conf as a conffile, the unit files against
+# the unpacked package (systemd-analyze verify --root), a man page that renders, and the bash
+# completion of `mxctl re<TAB>`.
+set -euo pipefail
+deb=$1
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+
+dpkg-deb -I "$deb"
+listing=$(dpkg-deb -c "$deb")
+printf '%s\n' "$listing"
+for file in \
+    ./usr/bin/mxctl \
+    ./opt/xensource/libexec/gpu-partition-helper \
+    ./etc/mxctl.conf \
+    ./usr/lib/systemd/system/mxctl-sync.service \
+    ./usr/lib/systemd/system/mxctl-sync.timer \
+    ./usr/share/man/man1/mxctl.1 \
+    ./usr/share/man/man1/mxctl-sync.1 \
+    ./usr/share/man/man1/mxctl-metrics.1 \
+    ./usr/share/man/man1/mxctl-reset.1 \
+    ./usr/share/bash-completion/completions/mxctl \
+    ./usr/share/zsh/vendor-completions/_mxctl \
+    ./usr/share/fish/vendor_completions.d/mxctl.fish; do
+    grep -q " $file\$" <<<"$listing" || { echo "missing from the package: $file" >&2; exit 1; }
+done
+conffiles=$(dpkg-deb -I "$deb" conffiles)
+[ "$conffiles" = /etc/mxctl.conf ] || { echo "conffiles: $conffiles" >&2; exit 1; }
+for script in postinst prerm postrm; do
+    dpkg-deb -I "$deb" "$script" | sh -n
+done
+
+dpkg-deb -x "$deb" "$root"
+# The units name targets of systemd itself: verify them beside the host's own unit files.
+cp -rn /usr/lib/systemd/system/. "$root/usr/lib/systemd/system/"
+systemd-analyze verify --man=no --root="$root" \
+    "$root/usr/lib/systemd/system/mxctl-sync.service" \
+    "$root/usr/lib/systemd/system/mxctl-sync.timer"
+grep -qx 'ExecStart=/usr/bin/mxctl sync --after-boot auto' "$root/usr/lib/systemd/system/mxctl-sync.service"
+"$root/usr/bin/mxctl" --version
+"$root/opt/xensource/libexec/gpu-partition-helper" --version
+
+echo "-- man -l mxctl-metrics.1"
+MANWIDTH=80 man -l "$root/usr/share/man/man1/mxctl-metrics.1" | cat
+
+echo "-- bash: mxctl re<TAB>"
+completions=$(bash -c '
+    source "$1"
+    COMP_WORDS=(mxctl re); COMP_CWORD=1; COMP_LINE="mxctl re"; COMP_POINT=${#COMP_LINE}
+    _mxctl mxctl re mxctl
+    printf "%s\n" "${COMPREPLY[@]}"' bash "$root/usr/share/bash-completion/completions/mxctl")
+printf '%s\n' "$completions"
+[ "$(printf '%s\n' "$completions" | sort | tr '\n' ' ')" = "reply reset " ] || {
+    echo "bash completion of 'mxctl re': $completions" >&2
+    exit 1
+}
+echo "package: ok"

@@ -1,0 +1,51 @@
+//! `mxctl generate --out-dir DIR` (hidden): the man pages and the bash, zsh and fish
+//! completions, made from the command-line definition, for the package.
+
+use crate::cli::{Cli, Generate};
+use crate::failure::Failure;
+use clap::CommandFactory;
+use clap_complete::Shell;
+use std::path::Path;
+
+/// Writes `DIR/man/*.1` (one page per command) and `DIR/completions/` (`mxctl.bash`, `_mxctl`,
+/// `mxctl.fish`).
+pub fn run(args: &Generate) -> Result<u8, Failure> {
+    let man = args.out_dir.join("man");
+    let completions = args.out_dir.join("completions");
+    for dir in [&man, &completions] {
+        std::fs::create_dir_all(dir).map_err(failed(dir))?;
+    }
+    clap_mangen::generate_to(visible(), &man).map_err(failed(&man))?;
+    for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
+        clap_complete::generate_to(shell, &mut visible(), "mxctl", &completions)
+            .map_err(failed(&completions))?;
+    }
+    Ok(0)
+}
+
+/// The command line without its hidden commands (this one): the completion generators would
+/// otherwise offer them.
+fn visible() -> clap::Command {
+    let full = Cli::command();
+    let mut visible = clap::Command::new("mxctl")
+        .version(env!("CARGO_PKG_VERSION"))
+        .args(full.get_arguments().cloned())
+        .subcommands(
+            full.get_subcommands()
+                .filter(|sub| !sub.is_hide_set())
+                .cloned(),
+        )
+        .subcommand_required(true)
+        .propagate_version(true);
+    if let Some(about) = full.get_about() {
+        visible = visible.about(about.clone());
+    }
+    visible
+}
+
+fn failed(path: &Path) -> impl Fn(std::io::Error) -> Failure + '_ {
+    move |source| Failure::Generate {
+        path: path.to_path_buf(),
+        source,
+    }
+}

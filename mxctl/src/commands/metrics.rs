@@ -1,0 +1,144 @@
+//! `mxctl metrics`: the stored state and the last warm reset in the Prometheus text format
+//! (0.0.4, what node_exporter's textfile collector reads), on stdout or written atomically to
+//! a file.
+
+use crate::cli::Metrics;
+use crate::failure::Failure;
+use crate::output::Output;
+use gpu_partition_types::{PartitionMode, Token};
+use host_sync::{FileStore, HostState, HostStatus, StateStore};
+use prometheus::{Encoder, Gauge, GaugeVec, Opts, Registry, TextEncoder};
+use std::io::Write;
+use std::path::Path;
+use warm_reset::{Journal, LastReset};
+
+/// The metrics file's permission bits: the collector runs as another user.
+const OUTPUT_MODE: u32 = 0o644;
+
+/// Prints the metrics, or writes them to `--output`.
+pub fn run(args: &Metrics, state_dir: &Path, output: Output) -> Result<u8, Failure> {
+    if output.json {
+        return Err(Failure::Usage(
+            "metrics prints the Prometheus text format; --json does not apply".to_owned(),
+        ));
+    }
+    let state = FileStore::read_only(state_dir).load()?.unwrap_or_default();
+    // The reset journal only adds a metric: one that does not read costs that metric, with a
+    // warning, not the host's status.
+    let last = match Journal::new(state_dir).load() {
+        Ok(journal) => journal.last,
+        Err(error) => {
+            tracing::warn!(
+                "the last warm reset is left out: {}",
+                gpu_probe::chain::Chain(&error)
+            );
+            None
+        }
+    };
+    let text = render(&state, last.as_ref()).map_err(Failure::Metrics)?;
+    match &args.output {
+        None => std::io::stdout()
+            .lock()
+            .write_all(&text)
+            .map_err(|source| Failure::Output { source })?,
+        Some(path) => write_output(path, &text)?,
+    }
+    Ok(0)
+}
+
+fn write_output(path: &Path, text: &[u8]) -> Result<(), Failure> {
+    let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
+        return Err(Failure::Usage(format!(
+            "--output needs a file name, not {}",
+            path.display()
+        )));
+    };
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    gpu_probe::fs::write_atomic_mode(dir, name, text, OUTPUT_MODE)?;
+    Ok(())
+}
+
+/// One gauge family with these label names, registered in `registry`.
+fn family(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> Result<GaugeVec, prometheus::Error> {
+    let gauges = GaugeVec::new(Opts::new(name, help), labels)?;
+    registry.register(Box::new(gauges.clone()))?;
+    Ok(gauges)
+}
+
+fn one_if(is: bool) -> f64 {
+    if is { 1.0 } else { 0.0 }
+}
+
+/// The metrics of `state` and `last`, in the text format.
+pub fn render(state: &HostState, last: Option<&LastReset>) -> Result<Vec<u8>, prometheus::Error> {
+    let registry = Registry::new();
+    let status = family(
+        &registry,
+        "mxctl_gpu_partitioning_status",
+        "The host's GPU partitioning status: 1 for the current one, 0 for the others.",
+        &["status"],
+    )?;
+    for value in HostStatus::ALL {
+        status
+            .with_label_values(&[value.as_str()])
+            .set(one_if(*value == state.status));
+    }
+    family(
+        &registry,
+        "mxctl_gpu_partitioning_reason_info",
+        "Why the host has its GPU partitioning status (empty when the status needs no reason).",
+        &["reason"],
+    )?
+    .with_label_values(&[state.reason.as_str()])
+    .set(1.0);
+    let modes = family(
+        &registry,
+        "mxctl_gpu_partition_mode",
+        "Each GPU's partition mode: 1 for its mode, 0 for the others.",
+        &["device", "mode"],
+    )?;
+    for (bdf, record) in &state.gpus {
+        let device = bdf.to_string();
+        for mode in PartitionMode::ALL {
+            modes
+                .with_label_values(&[device.as_str(), mode.as_str()])
+                .set(one_if(*mode == record.partition_mode));
+        }
+    }
+    if let Some(synced_at) = state.synced_at {
+        let gauge = Gauge::with_opts(Opts::new(
+            "mxctl_last_sync_timestamp_seconds",
+            "When the last sync finished, in seconds since the Unix epoch.",
+        ))?;
+        registry.register(Box::new(gauge.clone()))?;
+        gauge.set(seconds(synced_at));
+    }
+    if let Some(last) = last {
+        let reason = last.reason.map(|reason| reason.as_str()).unwrap_or("");
+        family(
+            &registry,
+            "mxctl_warm_reset_last",
+            "When the last warm reset run ended (seconds since the Unix epoch), by its outcome \
+             and reason.",
+            &["outcome", "reason"],
+        )?
+        .with_label_values(&[last.outcome.as_str(), reason])
+        .set(last.ended_unix_ms as f64 / 1000.0);
+    }
+    let mut text = Vec::new();
+    TextEncoder::new().encode(&registry.gather(), &mut text)?;
+    Ok(text)
+}
+
+/// Seconds as a sample value (exact up to 2^53).
+fn seconds(secs: u64) -> f64 {
+    secs as f64
+}
