@@ -1,9 +1,16 @@
-//! [`Backend`]: everything the procedure asks of the host, behind one trait with one real
-//! implementation ([`crate::MxSmiBackend`]) and one simulated ([`crate::SimHost`]).
+//! [`Backend`]: the questions the reset machine asks of a host, vendor-neutral — who is in the
+//! reset group, does anything stop a reset, who uses the group, reset it, is it back — with one
+//! implementation per method ([`crate::metax`], [`crate::nvidia`], [`crate::pci`]) and the
+//! simulated hosts of [`crate::sim`].
 
 use crate::kmsg::KernelLogError;
-use crate::metax::mx_smi::{GpuProcess, GpuRow, Topology, VersionCheck};
-use crate::metax::{DriverUse, MxSmiError};
+use crate::metax::MxSmiError;
+use crate::method::Method;
+use crate::nvidia::NvidiaSmiError;
+use crate::pci::SysfsError;
+use crate::reasons::{BlockedReason, ColdRebootReason};
+use crate::target::Target;
+use gpu_probe::chain::Chain;
 use std::time::Duration;
 
 /// Why the host did not answer a question of the procedure.
@@ -13,47 +20,146 @@ pub enum BackendError {
     /// `mx-smi` did not answer.
     #[error(transparent)]
     MxSmi(#[from] MxSmiError),
+    /// `nvidia-smi` (or the NVIDIA driver's files) did not answer.
+    #[error(transparent)]
+    NvidiaSmi(#[from] NvidiaSmiError),
+    /// sysfs did not answer.
+    #[error(transparent)]
+    Sysfs(#[from] SysfsError),
     /// The kernel log could not be used.
     #[error(transparent)]
     KernelLog(#[from] KernelLogError),
     /// A failure a simulated host was told to show (this description).
     #[error("{0} (simulated)")]
     Simulated(String),
+    /// A target another method resolved was given to this backend.
+    #[error("the {backend} backend was given a target the {target} method resolved")]
+    WrongMethod {
+        /// This backend's method.
+        backend: Method,
+        /// The target's method.
+        target: Method,
+    },
 }
 
-/// How `mx-smi -r` ended.
+impl BackendError {
+    /// The reason a run is blocked with when the host fails this way before the reset.
+    pub fn blocked_reason(&self) -> BlockedReason {
+        match self {
+            Self::MxSmi(_) | Self::Simulated(_) => BlockedReason::MxSmiUnavailable,
+            Self::NvidiaSmi(_) => BlockedReason::NvidiaSmiUnavailable,
+            Self::Sysfs(_) | Self::WrongMethod { .. } => BlockedReason::UnknownDevice,
+            Self::KernelLog(_) => BlockedReason::KernelLogUnreadable,
+        }
+    }
+}
+
+/// Why the host says no before the reset: a reason of the contract and what was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Refusal {
+    /// The reason.
+    pub reason: BlockedReason,
+    /// What was found, for people.
+    pub detail: String,
+}
+
+impl Refusal {
+    /// A refusal for `reason`.
+    pub fn new(reason: BlockedReason, detail: impl Into<String>) -> Self {
+        Self {
+            reason,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl From<BackendError> for Refusal {
+    fn from(error: BackendError) -> Self {
+        Self::new(error.blocked_reason(), Chain(&error).to_string())
+    }
+}
+
+/// Why the group is not (or not yet) as it was before the reset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NotBack {
+    /// The reason, if it stays so when the window ends.
+    pub reason: ColdRebootReason,
+    /// What was found.
+    pub detail: String,
+}
+
+impl NotBack {
+    /// Not back for `reason`.
+    pub fn new(reason: ColdRebootReason, detail: impl Into<String>) -> Self {
+        Self {
+            reason,
+            detail: detail.into(),
+        }
+    }
+}
+
+/// Whether the group is back after the reset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Back {
+    /// Every device is back as it was; with what a person should know.
+    Yes {
+        /// Warnings that do not change the course.
+        warnings: Vec<String>,
+    },
+    /// Not yet: waited for until the window ends, then this reason.
+    NotYet(NotBack),
+    /// Back, but not as it was (moved, a link lost): no waiting changes that.
+    Wrong(NotBack),
+}
+
+/// How the reset command ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ResetEnd {
-    /// It exited 0 and said nothing of an error.
+    /// It ended and said it reset every device of the group.
     Finished,
-    /// It failed, or said so.
+    /// It refused before resetting anything (a device in use, as the tool says).
+    Refused(Refusal),
+    /// It failed, or said so: the group's state is unknown.
     Failed(BackendError),
-    /// It did not end within the time given and was killed.
+    /// It did not end within the time given and was stopped.
     Hung,
+}
+
+/// Every GPU of the host, as a plan's verify step sees them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Survey {
+    /// How many are listed.
+    pub listed: usize,
+    /// Those not available, as `GPU#n is STATE`.
+    pub not_available: Vec<String>,
 }
 
 /// The host as the procedure sees it.
 pub trait Backend {
     /// Whether this runs as root.
     fn is_root(&mut self) -> bool;
-    /// Whether `mx-smi` is there (present and executable), or why not.
-    fn find_mx_smi(&mut self) -> Result<(), BackendError>;
-    /// The `metax` driver's use count.
-    fn driver_use(&mut self) -> DriverUse;
-    /// The versions in plain `mx-smi`'s header; `Err` when `mx-smi` fails or is not MetaX's.
-    fn versions(&mut self) -> Result<VersionCheck, BackendError>;
-    /// The processes of plain `mx-smi`'s process section (the same call as the versions may
-    /// serve both).
-    fn processes(&mut self) -> Result<Vec<GpuProcess>, BackendError>;
-    /// `mx-smi -L`.
-    fn list(&mut self) -> Result<Vec<GpuRow>, BackendError>;
-    /// `mx-smi topo -m`: the MetaXLink links.
-    fn topology(&mut self) -> Result<Topology, BackendError>;
+    /// What stops any reset on this host before a device is named: the tool, its driver, its
+    /// versions. `Ok` holds warnings.
+    fn prepare(&mut self) -> Result<Vec<String>, Refusal>;
+    /// The group a reset of `id` touches: every device the reset may change, and what is
+    /// verified after it; with warnings.
+    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<String>), Refusal>;
+    /// Whether anything uses the group (processes, a host driver, another device of a bus).
+    /// `Ok` holds warnings.
+    fn check_use(&mut self, target: &Target) -> Result<Vec<String>, Refusal>;
     /// Notes the end of the kernel log; `Err` when it cannot be opened or read.
     fn mark_kernel_log(&mut self) -> Result<(), BackendError>;
-    /// Error records added to the kernel log since the mark.
-    fn kernel_errors(&mut self) -> Result<Vec<String>, BackendError>;
-    /// Runs `mx-smi -r -i ID`, killing it if it has not ended `within`.
-    fn reset(&mut self, mx_smi_id: &str, within: Duration) -> ResetEnd;
+    /// Resets the group, stopping the reset if it has not ended `within`.
+    fn reset(&mut self, target: &Target, within: Duration) -> ResetEnd;
+    /// Whether the group is back as it was.
+    fn check_back(&mut self, target: &Target) -> Back;
+    /// The kernel's error records about the group since the mark.
+    fn kernel_errors(&mut self, target: &Target) -> Result<Vec<String>, BackendError>;
+    /// Every GPU of the host (a plan's verify step).
+    fn survey(&mut self) -> Result<Survey, BackendError>;
 }

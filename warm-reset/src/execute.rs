@@ -26,9 +26,10 @@ pub struct ResetReport {
     pub target: String,
     /// The GPUs the ID names (empty when it was never resolved).
     pub gpus: Vec<Bdf>,
-    /// Every GPU listed before the reset (all verified after it).
+    /// Every device verified after the reset (MetaX: every GPU listed before it).
     pub verified: Vec<Bdf>,
-    /// The interconnect groups of the named GPUs (node IDs), from `mx-smi topo -m`; `None`
+    /// The interconnect group reset together (MetaX node IDs from `mx-smi topo -m`, NVIDIA
+    /// indices with their NVLink peers); `None`
     /// when it did not read.
     pub group: Option<Vec<u32>>,
     /// How long the run took.
@@ -105,12 +106,9 @@ pub fn execute(
                     Some(Event::Journal(journal.view(clock.unix_ms(), boot_id)?))
                 }
                 Action::CheckRoot => Some(Event::Root(backend.is_root())),
-                Action::FindMxSmi => Some(Event::MxSmi(backend.find_mx_smi())),
-                Action::ReadDriver => Some(Event::Driver(backend.driver_use())),
-                Action::ReadVersions => Some(Event::Versions(backend.versions())),
-                Action::ListProcesses => Some(Event::Processes(backend.processes())),
-                Action::ListGpus => Some(Event::Listing(backend.list())),
-                Action::ReadTopology => Some(Event::Topology(backend.topology())),
+                Action::CheckHost => Some(Event::Host(backend.prepare())),
+                Action::Resolve => Some(Event::Resolved(backend.resolve(&config.id))),
+                Action::CheckUse { target } => Some(Event::Use(backend.check_use(&target))),
                 Action::MarkKernelLog => Some(Event::KernelLog(backend.mark_kernel_log())),
                 Action::WriteJournal { target } => {
                     journal.begin(InFlight {
@@ -121,23 +119,29 @@ pub fn execute(
                     })?;
                     None
                 }
-                Action::IssueReset {
-                    mx_smi_id,
-                    deadline,
-                } => {
+                Action::IssueReset { target, deadline } => {
                     let within = deadline.saturating_sub(clock.now());
-                    tracing::info!("mx-smi -r -i {mx_smi_id} (window {:?})", config.window);
-                    Some(match backend.reset(&mx_smi_id, within) {
+                    tracing::info!(
+                        "{} reset of {} (window {:?})",
+                        target.method(),
+                        target.id,
+                        config.window
+                    );
+                    Some(match backend.reset(&target, within) {
                         ResetEnd::Finished => Event::ResetExited(Ok(())),
+                        ResetEnd::Refused(refusal) => Event::ResetRefused(refusal),
                         ResetEnd::Failed(error) => Event::ResetExited(Err(error)),
                         ResetEnd::Hung => Event::ResetHung,
                     })
                 }
+                Action::CheckBack { target } => Some(Event::Back(backend.check_back(&target))),
                 Action::Wait(duration) => {
                     clock.sleep(duration);
                     Some(Event::Tick)
                 }
-                Action::ReadKernelErrors => Some(Event::KernelErrors(backend.kernel_errors())),
+                Action::ReadKernelErrors { target } => {
+                    Some(Event::KernelErrors(backend.kernel_errors(&target)))
+                }
                 Action::CloseJournal => {
                     if let Err(error) = journal.close() {
                         warn(
@@ -205,16 +209,12 @@ fn report(
         | State::Locking
         | State::ReadingJournal
         | State::CheckingRoot
-        | State::CheckingMxSmi
-        | State::CheckingDriver
-        | State::CheckingVersions
-        | State::CheckingProcesses
+        | State::CheckingHost
         | State::ResolvingTarget
-        | State::ReadingTopology { .. }
+        | State::CheckingUse { .. }
         | State::CheckingKernelLog { .. }
         | State::Resetting { .. }
         | State::Verifying { .. }
-        | State::CheckingTopology { .. }
         | State::CheckingKernel { .. } => return Err(ExecuteError::Unfinished(Box::new(end))),
     };
     let group = target.and_then(Target::group);
@@ -224,9 +224,7 @@ fn report(
         detail: detail.to_owned(),
         target: target.map_or_else(|| config.id.clone(), |target| target.id.clone()),
         gpus: target.map(Target::devices).unwrap_or_default(),
-        verified: target
-            .map(|target| target.before.iter().map(|row| row.bdf).collect())
-            .unwrap_or_default(),
+        verified: target.map(Target::verified).unwrap_or_default(),
         group,
         elapsed,
         warnings,

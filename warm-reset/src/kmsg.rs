@@ -155,16 +155,69 @@ impl KernelLog {
         Ok(())
     }
 
-    /// The messages of the error records added since the mark.
-    pub fn errors_since_mark(&self) -> Result<Vec<String>, KernelLogError> {
+    /// The records added since the mark.
+    pub fn since_mark(&self) -> Result<Vec<KmsgRecord>, KernelLogError> {
         let mark = self.mark.ok_or(KernelLogError::NotMarked)?;
         Ok(self
             .records()?
             .into_iter()
-            .filter(|record| record.sequence > mark && record.is_error())
-            .map(|record| record.message)
+            .filter(|record| record.sequence > mark)
             .collect())
     }
+}
+
+/// A kernel log a backend reads: the real one ([`KernelLog`]) or a simulated host's.
+pub trait KernelLogSource {
+    /// Notes where the log ends now.
+    fn mark_kernel_log(&mut self) -> Result<(), crate::BackendError>;
+    /// The records added since the mark.
+    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, crate::BackendError>;
+}
+
+impl KernelLogSource for KernelLog {
+    fn mark_kernel_log(&mut self) -> Result<(), crate::BackendError> {
+        Ok(self.mark()?)
+    }
+
+    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, crate::BackendError> {
+        Ok(self.since_mark()?)
+    }
+}
+
+/// The messages of the error records (level 3 or worse), in order.
+pub fn error_messages(records: Vec<KmsgRecord>) -> Vec<String> {
+    records
+        .into_iter()
+        .filter(KmsgRecord::is_error)
+        .map(|record| record.message)
+        .collect()
+}
+
+/// What a PCI function's failed reset or wake-up logs, whatever the record's level: the kernel
+/// gives up on it (`not ready …; giving up`, at warning level), or cannot reach it
+/// (`… inaccessible`).
+pub fn is_device_failure(message: &str) -> bool {
+    message.contains("; giving up") || message.contains("inaccessible")
+}
+
+/// The messages of the records about one of `devices` (named by their PCI address, as the
+/// kernel prefixes them: `nvidia 0000:01:00.0: …`) that are errors, or device failures at any
+/// level ([`is_device_failure`]).
+pub fn device_errors(
+    records: Vec<KmsgRecord>,
+    devices: &[gpu_partition_types::Bdf],
+) -> Vec<String> {
+    let names: Vec<String> = devices.iter().map(ToString::to_string).collect();
+    records
+        .into_iter()
+        .filter(|record| {
+            names
+                .iter()
+                .any(|name| record.message.contains(&format!("{name}: ")))
+                && (record.is_error() || is_device_failure(&record.message))
+        })
+        .map(|record| record.message)
+        .collect()
 }
 
 #[cfg(test)]

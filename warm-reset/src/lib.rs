@@ -29,13 +29,16 @@ pub mod journal;
 pub mod kmsg;
 pub mod machine;
 pub mod metax;
+pub mod method;
+pub mod nvidia;
+pub mod pci;
 pub mod plan;
 pub mod plan_step;
 pub mod reasons;
 pub mod sim;
 pub mod target;
 
-pub use backend::{Backend, BackendError, ResetEnd};
+pub use backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use execute::{ExecuteError, ResetReport, execute};
 pub use journal::{JOURNAL_FILE, Journal, JournalError, LastReset};
@@ -43,9 +46,10 @@ pub use kmsg::{DEFAULT_KMSG, KernelLog, KernelLogError};
 pub use machine::{
     Action, DEFAULT_WINDOW, Event, InvalidTransition, JournalView, MachineConfig, State, step,
 };
-pub use metax::{MxSmiBackend, MxSmiError};
+pub use metax::{MetaxBackend, MxSmiBackend, MxSmiError};
+pub use method::Method;
 pub use plan::{Group, LinkCommands, Plan, PlanError, Strategy, plan};
 pub use plan_step::{ActionReport, PlanStepError, PlanStepHost, PlanStepReport, run_plan_step};
 pub use reasons::{BlockedReason, ColdRebootReason, OutcomeKind, Reason};
 pub use sim::{Fault, SCENARIOS, SimHost};
-pub use target::Target;
+pub use target::{Target, TargetFacts};

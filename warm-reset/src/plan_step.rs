@@ -8,7 +8,8 @@ use crate::backend::Backend;
 use crate::clock::Clock;
 use crate::execute::{ExecuteError, execute, try_lock};
 use crate::journal::{Journal, JournalError, StepRecord};
-use crate::machine::{LOCK_HELD, MachineConfig, not_available, said};
+use crate::machine::{LOCK_HELD, MachineConfig, said};
+use crate::method::Method;
 use crate::plan::{ActionKind, Plan, PlanAction};
 use crate::reasons::{BlockedReason, ColdRebootReason, OutcomeKind, Reason};
 use gpu_probe::lock::{HostLock, LockError};
@@ -106,6 +107,8 @@ pub struct PlanStepHost<'a> {
     pub boot_id: Option<&'a str>,
     /// The reset window.
     pub window: Duration,
+    /// The method of the host's resets.
+    pub method: Method,
 }
 
 impl std::fmt::Debug for PlanStepHost<'_> {
@@ -204,7 +207,7 @@ fn perform(action: &PlanAction, env: &mut PlanStepHost<'_>) -> Result<ActionRepo
             let id = action
                 .node
                 .map_or_else(|| "all".to_owned(), |node| node.to_string());
-            let mut config = MachineConfig::new(&id);
+            let mut config = MachineConfig::new(&id).method(env.method);
             config.window = env.window;
             config.dry_run = action.action == ActionKind::Preflight;
             let result = execute(
@@ -226,31 +229,25 @@ fn perform(action: &PlanAction, env: &mut PlanStepHost<'_>) -> Result<ActionRepo
             let Some(_lock) = lock(env)? else {
                 return Ok(blocked_by_lock(action));
             };
-            Ok(match env.backend.list() {
+            Ok(match env.backend.survey() {
                 Err(why) => action_report(
                     action,
                     OutcomeKind::ColdRebootRequired,
                     Some(ColdRebootReason::GpuMissing.into()),
                     said(&why),
                 ),
-                Ok(rows) => {
-                    let not_back = not_available(&rows);
-                    if not_back.is_empty() {
-                        action_report(
-                            action,
-                            OutcomeKind::Done,
-                            None,
-                            format!("{} GPU(s) available", rows.len()),
-                        )
-                    } else {
-                        action_report(
-                            action,
-                            OutcomeKind::ColdRebootRequired,
-                            Some(ColdRebootReason::GpuUnavailable.into()),
-                            not_back.join(", "),
-                        )
-                    }
-                }
+                Ok(survey) if survey.not_available.is_empty() => action_report(
+                    action,
+                    OutcomeKind::Done,
+                    None,
+                    format!("{} GPU(s) available", survey.listed),
+                ),
+                Ok(survey) => action_report(
+                    action,
+                    OutcomeKind::ColdRebootRequired,
+                    Some(ColdRebootReason::GpuUnavailable.into()),
+                    survey.not_available.join(", "),
+                ),
             })
         }
         ActionKind::DisconnectLinks | ActionKind::ConnectLinks => {

@@ -9,14 +9,20 @@ gpu_partition_types::token_enum! {
         NotRoot = "not_root",
         /// No `metax` line in `/proc/modules`.
         DriverNotLoaded = "driver_not_loaded",
-        /// The `metax` use count is not 0 (or does not read).
+        /// The `metax` use count is not 0 (or does not read); or a PCI function is bound to a
+        /// host driver (not a stub such as `vfio-pci`).
         DriverInUse = "driver_in_use",
         /// `mx-smi`, the kernel driver or the BIOS is older than the guide asks.
         DriverTooOld = "driver_too_old",
-        /// The process section of `mx-smi` lists processes.
+        /// Processes use the GPUs (the process section of `mx-smi`; holders of a device file;
+        /// `nvidia-smi`'s compute apps, or its reset refused as in use).
         GpuBusy = "gpu_busy",
-        /// The ID names no GPU of `mx-smi -L`.
+        /// The ID names no device of the host (or its sysfs entry does not read).
         UnknownDevice = "unknown_device",
+        /// The device offers no reset method (`reset_method` empty or absent).
+        ResetUnsupported = "reset_unsupported",
+        /// The reset would touch another device that is in use (named in the detail).
+        GroupInUse = "group_in_use",
         /// The kernel log cannot be opened or read: the reset could not be verified.
         KernelLogUnreadable = "kernel_log_unreadable",
         /// The journal records a reset still inside its window.
@@ -25,17 +31,19 @@ gpu_partition_types::token_enum! {
         LockBusy = "lock_busy",
         /// `mx-smi` is absent, is not MetaX's, or does not answer as expected.
         MxSmiUnavailable = "mx_smi_unavailable",
+        /// `nvidia-smi` is absent or does not answer as expected.
+        NvidiaSmiUnavailable = "nvidia_smi_unavailable",
     }
 }
 
 gpu_partition_types::token_enum! {
     /// Why the host must be cold-rebooted after a reset.
     pub enum ColdRebootReason: "cold-reboot reason" {
-        /// `mx-smi -r` did not end within the window (it was killed).
+        /// The reset did not end within the window (it was killed).
         ResetHung = "reset_hung",
-        /// `mx-smi -r` failed, or exited 0 with output that says error or fail.
+        /// The reset failed, or said so.
         ResetError = "reset_error",
-        /// A GPU listed before the reset is absent after it.
+        /// A device of before the reset is absent after it (or reads `0xffff`).
         GpuMissing = "gpu_missing",
         /// A GPU is present but not `Available` when the window ends.
         GpuUnavailable = "gpu_unavailable",

@@ -1,140 +1,79 @@
-//! [`Target`]: what a reset ID names, and the listing it is verified against.
+//! [`Target`]: what a reset ID names on a host, as its backend resolved it: the devices named,
+//! the devices verified after the reset, and the backend's own facts (opaque to the machine).
 
-use crate::metax::mx_smi::{GpuRow, Topology};
+use crate::metax::MetaxTarget;
+use crate::method::Method;
+use crate::nvidia::NvidiaTarget;
+use crate::pci::PciTarget;
 use gpu_partition_types::Bdf;
 use serde::{Deserialize, Serialize};
 
-/// The GPUs a reset names, and every GPU listed before it (all are verified after it: the
-/// kernel driver resets a whole interconnect group, which `mx-smi -L` does not show).
+/// The devices a reset touches, as one backend resolved an ID.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct Target {
-    /// The ID as given: a node ID, a PCI address, a UUID, or `all`.
+    /// The ID as given.
     pub id: String,
-    /// What is passed to `mx-smi -r -i`: the node ID, or `all`.
-    pub mx_smi_id: String,
-    /// The GPUs the ID names.
-    pub named: Vec<GpuRow>,
-    /// Every GPU listed before the reset.
-    pub before: Vec<GpuRow>,
-    /// The MetaXLink links before the reset, when `mx-smi topo -m` read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub topology: Option<Topology>,
+    /// What the backend knows of the group (kept in the journal, so a later run can verify).
+    pub facts: TargetFacts,
+}
+
+/// A backend's facts about a target. The machine never looks inside.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TargetFacts {
+    /// MetaX: the rows of `mx-smi -L` and the MetaXLink topology.
+    Metax(MetaxTarget),
+    /// NVIDIA: the group's GPUs from `nvidia-smi`, NVLink peers included.
+    Nvidia(NvidiaTarget),
+    /// A PCI function and, for a bus reset, every function on its bus.
+    Pci(PciTarget),
 }
 
 impl Target {
-    /// Resolves `id` against a listing: `all`, a node ID, a PCI address (any case), or a UUID
-    /// (any case, with or without its `GPU-` prefix). `None` when it names no GPU.
-    pub fn resolve(id: &str, listing: &[GpuRow]) -> Option<Target> {
-        let id = id.trim();
-        let named: Vec<GpuRow> = if id.eq_ignore_ascii_case("all") {
-            listing.to_vec()
-        } else {
-            let bdf = id.parse::<Bdf>().ok();
-            let bare = |uuid: &str| uuid.trim_start_matches("GPU-").to_ascii_lowercase();
-            listing
-                .iter()
-                .filter(|row| {
-                    id.parse::<u32>().ok() == Some(row.node)
-                        || bdf == Some(row.bdf)
-                        || row
-                            .uuid
-                            .as_deref()
-                            .is_some_and(|uuid| bare(uuid) == bare(id))
-                })
-                .cloned()
-                .collect()
-        };
-        let first = named.first()?;
-        let mx_smi_id = if id.eq_ignore_ascii_case("all") {
-            "all".to_owned()
-        } else {
-            first.node.to_string()
-        };
-        Some(Target {
+    /// A target of `id` with these facts.
+    pub fn new(id: &str, facts: TargetFacts) -> Self {
+        Self {
             id: id.to_owned(),
-            mx_smi_id,
-            named,
-            before: listing.to_vec(),
-            topology: None,
-        })
-    }
-
-    /// The interconnect groups of the named GPUs (node IDs, sorted), when the topology read and
-    /// names them: what the kernel driver resets together.
-    pub fn group(&self) -> Option<Vec<u32>> {
-        let topology = self.topology.as_ref()?;
-        let mut group = std::collections::BTreeSet::new();
-        for row in &self.named {
-            group.extend(topology.group_of(row.node)?);
+            facts,
         }
-        Some(group.into_iter().collect())
     }
 
-    /// The PCI addresses of the named GPUs.
+    /// The method that resolved it (and must reset and verify it).
+    pub fn method(&self) -> Method {
+        match &self.facts {
+            TargetFacts::Metax(_) => Method::Metax,
+            TargetFacts::Nvidia(_) => Method::Nvidia,
+            TargetFacts::Pci(_) => Method::Pci,
+        }
+    }
+
+    /// The PCI addresses of the devices the ID names.
     pub fn devices(&self) -> Vec<Bdf> {
-        self.named.iter().map(|row| row.bdf).collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-    use crate::metax::mx_smi::GpuState;
-
-    fn listing() -> Vec<GpuRow> {
-        (0..3)
-            .map(|n| {
-                GpuRow::new(
-                    n,
-                    "MXC500",
-                    format!("0000:0{}:00.0", n + 6).parse().unwrap(),
-                    GpuState::Available,
-                    Some(&format!("GPU-aaaa-{n}")),
-                )
-            })
-            .collect()
+        match &self.facts {
+            TargetFacts::Metax(metax) => metax.devices(),
+            TargetFacts::Nvidia(nvidia) => nvidia.devices(),
+            TargetFacts::Pci(pci) => pci.devices(),
+        }
     }
 
-    #[test]
-    fn a_node_id_names_that_gpu_and_is_passed_as_is() {
-        let target = Target::resolve("1", &listing()).unwrap();
-        assert_eq!((target.mx_smi_id.as_str(), target.named.len()), ("1", 1));
+    /// The PCI addresses of every device verified after the reset.
+    pub fn verified(&self) -> Vec<Bdf> {
+        match &self.facts {
+            TargetFacts::Metax(metax) => metax.verified(),
+            TargetFacts::Nvidia(nvidia) => nvidia.verified(),
+            TargetFacts::Pci(pci) => pci.verified(),
+        }
     }
 
-    #[test]
-    fn a_pci_address_in_any_case_names_its_gpu_by_node_id() {
-        assert_eq!(
-            Target::resolve("0000:08:00.0", &listing())
-                .unwrap()
-                .mx_smi_id,
-            "2"
-        );
-        assert_eq!(Target::resolve("0000:0A:00.0", &listing()), None);
-    }
-
-    #[test]
-    fn a_uuid_with_or_without_its_prefix_names_its_gpu() {
-        assert_eq!(
-            Target::resolve("GPU-AAAA-0", &listing()).unwrap().mx_smi_id,
-            "0"
-        );
-        assert_eq!(
-            Target::resolve("aaaa-2", &listing()).unwrap().mx_smi_id,
-            "2"
-        );
-    }
-
-    #[test]
-    fn all_names_every_gpu() {
-        let target = Target::resolve("all", &listing()).unwrap();
-        assert_eq!((target.mx_smi_id.as_str(), target.named.len()), ("all", 3));
-    }
-
-    #[test]
-    fn an_id_that_names_no_gpu_resolves_to_nothing() {
-        assert_eq!(Target::resolve("7", &listing()), None);
-        assert_eq!(Target::resolve("", &listing()), None);
+    /// The interconnect group reset together (node IDs for MetaX, `nvidia-smi` indices for
+    /// NVIDIA), when known; `None` for a PCI function.
+    pub fn group(&self) -> Option<Vec<u32>> {
+        match &self.facts {
+            TargetFacts::Metax(metax) => metax.group(),
+            TargetFacts::Nvidia(nvidia) => Some(nvidia.group()),
+            TargetFacts::Pci(_) => None,
+        }
     }
 }

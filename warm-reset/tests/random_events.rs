@@ -5,9 +5,12 @@
 use proptest::prelude::*;
 use std::collections::VecDeque;
 use std::time::Duration;
-use warm_reset::metax::DriverUse;
-use warm_reset::metax::mx_smi::{GpuProcess, GpuRow, GpuState, Topology, VersionCheck, Versions};
-use warm_reset::{Action, BackendError, Event, JournalView, MachineConfig, State, Target, step};
+use warm_reset::metax::MetaxTarget;
+use warm_reset::metax::mx_smi::{GpuRow, GpuState};
+use warm_reset::{
+    Action, Back, BackendError, BlockedReason, ColdRebootReason, Event, JournalView, MachineConfig,
+    NotBack, Refusal, State, Target, TargetFacts, step,
+};
 
 /// What a host says when it does not answer.
 fn why(text: &str) -> BackendError {
@@ -23,28 +26,46 @@ impl Dice {
     }
 }
 
-fn row(node: u32, state: GpuState) -> GpuRow {
-    GpuRow::new(
-        node,
+fn target() -> Target {
+    let rows = [GpuRow::new(
+        0,
         "MXC500",
-        format!("0000:0{}:00.0", node + 6).parse().unwrap(),
-        state,
-        Some(&format!("GPU-{node}")),
+        "0000:06:00.0".parse().unwrap(),
+        GpuState::Available,
+        Some("GPU-0"),
+    )];
+    Target::new(
+        "0",
+        TargetFacts::Metax(MetaxTarget::resolve("0", &rows).unwrap()),
     )
 }
 
-fn listing(dice: &mut Dice) -> Result<Vec<GpuRow>, BackendError> {
-    let states = [
-        GpuState::Available,
-        GpuState::NotAvailable("resetting".into()),
-        GpuState::Other("Unknown".into()),
+fn refused(dice: &mut Dice) -> Refusal {
+    let reasons = [
+        BlockedReason::GpuBusy,
+        BlockedReason::DriverInUse,
+        BlockedReason::UnknownDevice,
+        BlockedReason::ResetUnsupported,
+        BlockedReason::GroupInUse,
     ];
+    Refusal::new(reasons[usize::from(dice.roll(5))], "refused")
+}
+
+fn checked(dice: &mut Dice) -> Result<Vec<String>, Refusal> {
+    match dice.roll(5) {
+        0 => Err(refused(dice)),
+        1 => Ok(vec!["a warning".into()]),
+        _ => Ok(vec![]),
+    }
+}
+
+fn back(dice: &mut Dice) -> Back {
+    let not_back = |reason| NotBack::new(reason, "not back");
     match dice.roll(6) {
-        0 => Err(why("mx-smi failed")),
-        1 => Ok(vec![row(0, GpuState::Available)]),
-        _ => Ok((0..3)
-            .map(|n| row(n, states[usize::from(dice.roll(3))].clone()))
-            .collect()),
+        0 => Back::NotYet(not_back(ColdRebootReason::GpuMissing)),
+        1 => Back::NotYet(not_back(ColdRebootReason::GpuUnavailable)),
+        2 => Back::Wrong(not_back(ColdRebootReason::TopologyWrong)),
+        _ => Back::Yes { warnings: vec![] },
     }
 }
 
@@ -53,64 +74,41 @@ fn answer(action: &Action, dice: &mut Dice, now: &mut Duration) -> Option<Event>
         Action::TakeLock => Event::Lock(dice.roll(4) != 0),
         Action::ReadJournal => match dice.roll(4) {
             0 => Event::Journal(JournalView::InFlight {
-                target: Target::resolve("0", &[row(0, GpuState::Available)]).unwrap(),
+                target: target(),
                 window_spent: dice.roll(2) == 0,
             }),
             _ => Event::Journal(JournalView::Clear),
         },
         Action::CheckRoot => Event::Root(dice.roll(5) != 0),
-        Action::FindMxSmi => Event::MxSmi(if dice.roll(5) == 0 {
-            Err(why("absent"))
-        } else {
-            Ok(())
+        Action::CheckHost => Event::Host(checked(dice)),
+        Action::Resolve => Event::Resolved(match dice.roll(5) {
+            0 => Err(refused(dice)),
+            _ => Ok((target(), vec![])),
         }),
-        Action::ReadDriver => Event::Driver(match dice.roll(5) {
-            0 => DriverUse::NotLoaded,
-            1 => DriverUse::Loaded(2),
-            2 => DriverUse::Unreadable("?".into()),
-            _ => DriverUse::Loaded(0),
-        }),
-        Action::ReadVersions => Event::Versions(match dice.roll(5) {
-            0 => Err(why("not MetaX")),
-            1 => {
-                let mut old = Versions::default();
-                old.mx_smi = Some("1.0.0".into());
-                Ok(warm_reset::metax::mx_smi::check_versions(&old))
-            }
-            _ => Ok(VersionCheck::default()),
-        }),
-        Action::ListProcesses => Event::Processes(match dice.roll(5) {
-            0 => Err(why("x")),
-            1 => Ok(vec![GpuProcess::new(0, 42, "a b", 1)]),
-            _ => Ok(vec![]),
-        }),
-        Action::ListGpus => Event::Listing(listing(dice)),
-        Action::IssueReset { deadline, .. } => match dice.roll(4) {
+        Action::CheckUse { .. } => Event::Use(checked(dice)),
+        Action::IssueReset { deadline, .. } => match dice.roll(5) {
             0 => {
                 *now = *deadline;
                 Event::ResetHung
             }
             1 => Event::ResetExited(Err(why("failed"))),
+            2 => Event::ResetRefused(refused(dice)),
             _ => {
                 *now += Duration::from_secs(u64::from(dice.roll(100)));
                 Event::ResetExited(Ok(()))
             }
         },
+        Action::CheckBack { .. } => Event::Back(back(dice)),
         Action::Wait(duration) => {
             *now += *duration;
             Event::Tick
         }
-        Action::ReadTopology => Event::Topology(match dice.roll(4) {
-            0 => Err(why("does not read")),
-            1 => Ok(Topology::new(vec![0, 1, 2], [])),
-            _ => Ok(Topology::new(vec![0, 1, 2], [(0, 1)])),
-        }),
         Action::MarkKernelLog => Event::KernelLog(if dice.roll(5) == 0 {
             Err(why("EACCES"))
         } else {
             Ok(())
         }),
-        Action::ReadKernelErrors => Event::KernelErrors(match dice.roll(4) {
+        Action::ReadKernelErrors { .. } => Event::KernelErrors(match dice.roll(4) {
             0 => Ok(vec!["error".into()]),
             1 => Err(why("EACCES")),
             _ => Ok(vec![]),
@@ -122,15 +120,15 @@ fn answer(action: &Action, dice: &mut Dice, now: &mut Duration) -> Option<Event>
 
 fn stray(dice: &mut Dice) -> Event {
     match dice.roll(10) {
-        8 => Event::Topology(Ok(Topology::new(vec![0], []))),
-        9 => Event::KernelLog(Ok(())),
         0 => Event::Start,
         1 => Event::Lock(true),
         2 => Event::Root(true),
-        3 => Event::Listing(Ok(vec![row(0, GpuState::Available)])),
+        3 => Event::Back(Back::Yes { warnings: vec![] }),
         4 => Event::ResetExited(Ok(())),
         5 => Event::ResetHung,
         6 => Event::Tick,
+        7 => Event::Use(Ok(vec![])),
+        8 => Event::Host(Ok(vec![])),
         _ => Event::KernelErrors(Ok(vec![])),
     }
 }
@@ -157,10 +155,13 @@ proptest! {
             // it must be refused as an invalid transition that keeps the state.
             if dice.roll(10) == 0 {
                 let odd = stray(&mut dice);
-                // Verifying answers to listings and ticks; resetting to both ends of the reset.
+                // Verifying answers to checks and ticks; resetting to every end of the reset.
                 let also_answers = match state {
-                    State::Verifying { .. } => matches!(odd, Event::Listing(_) | Event::Tick),
-                    State::Resetting { .. } => matches!(odd, Event::ResetExited(_) | Event::ResetHung),
+                    State::Verifying { .. } => matches!(odd, Event::Back(_) | Event::Tick),
+                    State::Resetting { .. } => matches!(
+                        odd,
+                        Event::ResetExited(_) | Event::ResetHung | Event::ResetRefused(_)
+                    ),
                     _ => false,
                 };
                 if std::mem::discriminant(&odd) != std::mem::discriminant(&event) && !also_answers {

@@ -6,7 +6,7 @@ use std::time::Duration;
 use warm_reset::journal::InFlight;
 use warm_reset::metax::mx_smi::GpuProcess;
 use warm_reset::{
-    Fault, Journal, MachineConfig, OutcomeKind, ResetReport, SimHost, Target, VirtualClock, execute,
+    Fault, Journal, MachineConfig, OutcomeKind, ResetReport, SimHost, VirtualClock, execute,
 };
 
 struct Sim {
@@ -35,8 +35,7 @@ impl Sim {
 
     /// Records a reset of node 0 in flight since `started_unix_ms`, under `boot_id`.
     fn journal_in_flight(&mut self, started_unix_ms: u64, boot_id: &str) {
-        let listing = warm_reset::Backend::list(&mut self.host).unwrap();
-        let target = Target::resolve("0", &listing).unwrap();
+        let (target, _) = warm_reset::Backend::resolve(&mut self.host, "0").unwrap();
         let record = InFlight::new(target, started_unix_ms, 90_000, Some(boot_id.to_owned()));
         Journal::new(self.dir.path()).begin(record).unwrap();
     }
@@ -206,14 +205,14 @@ fn a_busy_gpu_is_blocked_and_nothing_is_reset() {
 #[test]
 fn an_unreadable_kernel_log_is_blocked_in_the_preflight_and_nothing_is_reset() {
     assert_eq!(
-        blocked(|h| h.kernel_log_readable = false),
+        blocked(|h| h.kernel_log.readable = false),
         ("kernel_log_unreadable".into(), 0)
     );
 }
 
 #[test]
 fn a_dry_run_with_an_unreadable_kernel_log_is_blocked_too() {
-    let mut sim = Sim::new().with(|h| h.kernel_log_readable = false);
+    let mut sim = Sim::new().with(|h| h.kernel_log.readable = false);
     sim.config.dry_run = true;
     assert_eq!(token(&sim.run()), "kernel_log_unreadable");
 }

@@ -59,6 +59,7 @@ pub fn step(args: &StepArgs, config: &Config, host: &Host, output: Output) -> Re
         journal: &journal,
         boot_id: boot_id.as_deref(),
         window: window(&args.backend, config),
+        method: warm_reset::Method::Metax,
     };
     let report = run_plan_step(&plan, &args.host, args.phase, &mut env)?;
     let mut text = String::new();

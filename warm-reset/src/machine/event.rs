@@ -2,9 +2,7 @@
 //! event that does not belong to the state ([`InvalidTransition`]).
 
 use super::state::State;
-use crate::backend::BackendError;
-use crate::metax::DriverUse;
-use crate::metax::mx_smi::{GpuProcess, GpuRow, Topology, VersionCheck};
+use crate::backend::{Back, BackendError, Refusal};
 use crate::target::Target;
 use std::time::Duration;
 
@@ -16,7 +14,7 @@ pub enum JournalView {
     Clear,
     /// A reset is in flight; `window_spent` when its window has ended.
     InFlight {
-        /// Its GPUs.
+        /// Its group.
         target: Target,
         /// Whether its window has ended.
         window_spent: bool,
@@ -35,27 +33,26 @@ pub enum Event {
     Journal(JournalView),
     /// Whether this runs as root.
     Root(bool),
-    /// `mx-smi` was found, or why not.
-    MxSmi(Result<(), BackendError>),
-    /// The `metax` driver's use.
-    Driver(DriverUse),
-    /// The versions, or why `mx-smi` gave none (not MetaX's, failed).
-    Versions(Result<VersionCheck, BackendError>),
-    /// The processes using the GPUs, or why the process section did not read.
-    Processes(Result<Vec<GpuProcess>, BackendError>),
-    /// `mx-smi -L`, or why it failed.
-    Listing(Result<Vec<GpuRow>, BackendError>),
-    /// `mx-smi topo -m`, or why it did not read.
-    Topology(Result<Topology, BackendError>),
+    /// The host's own checks: warnings, or why no reset can run.
+    Host(Result<Vec<String>, Refusal>),
+    /// The group the ID names (with warnings), or why not.
+    Resolved(Result<(Target, Vec<String>), Refusal>),
+    /// Whether anything uses the group: warnings, or why it is in use.
+    Use(Result<Vec<String>, Refusal>),
     /// The end of the kernel log was noted, or why it could not be read.
     KernelLog(Result<(), BackendError>),
-    /// `mx-smi -r` ended: `Ok` on success, `Err` with what it reported.
+    /// The reset ended: `Ok` on success, `Err` with what it reported.
     ResetExited(Result<(), BackendError>),
-    /// `mx-smi -r` did not end within the window and was killed.
+    /// The reset tool refused before changing anything.
+    ResetRefused(Refusal),
+    /// The reset did not end within the window and was stopped.
     ResetHung,
-    /// The wait between two listings is over.
+    /// Whether the group is back.
+    Back(Back),
+    /// The wait between two checks is over.
     Tick,
-    /// The kernel's error records since the mark, or why they could not be read.
+    /// The kernel's error records about the group since the mark, or why they could not be
+    /// read.
     KernelErrors(Result<Vec<String>, BackendError>),
 }
 
@@ -67,15 +64,14 @@ impl Event {
             Self::Lock(_) => "host lock",
             Self::Journal(_) => "journal",
             Self::Root(_) => "root",
-            Self::MxSmi(_) => "mx-smi found",
-            Self::Driver(_) => "driver use",
-            Self::Versions(_) => "versions",
-            Self::Processes(_) => "processes",
-            Self::Listing(_) => "listing",
-            Self::Topology(_) => "topology",
+            Self::Host(_) => "host checked",
+            Self::Resolved(_) => "target resolved",
+            Self::Use(_) => "use checked",
             Self::KernelLog(_) => "kernel log marked",
             Self::ResetExited(_) => "reset exited",
+            Self::ResetRefused(_) => "reset refused",
             Self::ResetHung => "reset hung",
+            Self::Back(_) => "back checked",
             Self::Tick => "tick",
             Self::KernelErrors(_) => "kernel errors",
         }
@@ -105,37 +101,42 @@ pub enum Action {
     ReadJournal,
     /// → [`Event::Root`].
     CheckRoot,
-    /// → [`Event::MxSmi`].
-    FindMxSmi,
-    /// → [`Event::Driver`].
-    ReadDriver,
-    /// → [`Event::Versions`].
-    ReadVersions,
-    /// → [`Event::Processes`].
-    ListProcesses,
-    /// → [`Event::Listing`].
-    ListGpus,
-    /// → [`Event::Topology`].
-    ReadTopology,
+    /// → [`Event::Host`].
+    CheckHost,
+    /// Resolve the configured ID → [`Event::Resolved`].
+    Resolve,
+    /// → [`Event::Use`].
+    CheckUse {
+        /// The group.
+        target: Target,
+    },
     /// Note the end of the kernel log → [`Event::KernelLog`].
     MarkKernelLog,
     /// Record the reset in flight (no event; a failure stops the run before the reset).
     WriteJournal {
-        /// The GPUs.
+        /// The group.
         target: Target,
     },
-    /// Run `mx-smi -r -i ID` until it ends or the window does → [`Event::ResetExited`] or
-    /// [`Event::ResetHung`].
+    /// Reset the group until it ends or the window does → [`Event::ResetExited`],
+    /// [`Event::ResetRefused`] or [`Event::ResetHung`].
     IssueReset {
-        /// The ID for `mx-smi`.
-        mx_smi_id: String,
+        /// The group.
+        target: Target,
         /// The end of the window.
         deadline: Duration,
+    },
+    /// → [`Event::Back`].
+    CheckBack {
+        /// The group.
+        target: Target,
     },
     /// Wait → [`Event::Tick`].
     Wait(Duration),
     /// → [`Event::KernelErrors`].
-    ReadKernelErrors,
+    ReadKernelErrors {
+        /// The group.
+        target: Target,
+    },
     /// Record that the reset in flight ended (no event).
     CloseJournal,
     /// Tell the user something that does not change the course (no event).

@@ -1,10 +1,11 @@
 //! The warm-reset procedure as a pure state machine: `step(config, state, event, now)` gives
 //! the next state and the actions to perform, or an [`InvalidTransition`] for an event that
-//! does not belong to the state. No I/O, no clock: time comes in as `now`.
+//! does not belong to the state. No I/O, no clock: time comes in as `now`. Nothing in it is
+//! vendor-specific: a [`Backend`](crate::Backend) answers its questions.
 //!
 //! - [`State`] (`state.rs`): where the procedure is, and how it ended.
 //! - [`Event`], [`Action`], [`JournalView`], [`InvalidTransition`] (`event.rs`).
-//! - the verification after the reset (`verify.rs`).
+//! - the verification's clock: wait for the group until the window ends (`verify.rs`).
 
 mod event;
 mod state;
@@ -12,11 +13,9 @@ mod verify;
 
 pub use event::{Action, Event, InvalidTransition, JournalView};
 pub use state::State;
-pub(crate) use verify::not_available;
 
-use crate::backend::BackendError;
-use crate::metax::DriverUse;
-use crate::metax::mx_smi::describe_processes;
+use crate::backend::{BackendError, Refusal};
+use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::target::Target;
 use gpu_probe::chain::Chain;
@@ -29,11 +28,15 @@ pub type Transition = Result<(State, Vec<Action>), Box<InvalidTransition>>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MachineConfig {
-    /// The ID to reset: a node ID, a PCI address, a UUID, or `all`.
+    /// The ID to reset, as the method reads it (`mx-smi`'s and `nvidia-smi`'s IDs, a PCI
+    /// address), or `all`.
     pub id: String,
-    /// The window from `mx-smi -r` to the end of the verification (default 90 s).
+    /// The method whose backend runs (a reset in flight of another method is not verified by
+    /// this one).
+    pub method: Method,
+    /// The window from the reset to the end of the verification (default 90 s).
     pub window: Duration,
-    /// How long between two listings while verifying (about 1 s).
+    /// How long between two checks while verifying (about 1 s).
     pub poll: Duration,
     /// Run the preflight and resolve the target, change nothing.
     pub dry_run: bool,
@@ -43,22 +46,32 @@ pub struct MachineConfig {
 pub const DEFAULT_WINDOW: Duration = Duration::from_secs(90);
 
 impl MachineConfig {
-    /// A reset of `id` with the guide's window ([`DEFAULT_WINDOW`]) and a 1 s poll.
+    /// A MetaX reset of `id` with the guide's window ([`DEFAULT_WINDOW`]) and a 1 s poll.
     pub fn new(id: &str) -> Self {
         Self {
             id: id.to_owned(),
+            method: Method::Metax,
             window: DEFAULT_WINDOW,
             poll: Duration::from_secs(1),
             dry_run: false,
         }
     }
+
+    /// The same with `method`.
+    pub fn method(mut self, method: Method) -> Self {
+        self.method = method;
+        self
+    }
 }
 
-fn blocked(reason: BlockedReason, detail: impl Into<String>) -> Transition {
+/// Why a run is blocked when the host lock is taken.
+pub(crate) const LOCK_HELD: &str = "another GPU operation holds the host lock";
+
+fn blocked(refusal: Refusal) -> Transition {
     Ok((
         State::Blocked {
-            reason,
-            detail: detail.into(),
+            reason: refusal.reason,
+            detail: refusal.detail,
         },
         Vec::new(),
     ))
@@ -75,12 +88,18 @@ fn cold(reason: ColdRebootReason, detail: impl Into<String>, target: Target) -> 
     ))
 }
 
-/// Why a run is blocked when the host lock is taken.
-pub(crate) const LOCK_HELD: &str = "another GPU operation holds the host lock";
-
 /// What the host said when it did not answer, with its causes, for a detail or a warning.
 pub(crate) fn said(error: &BackendError) -> String {
     Chain(error).to_string()
+}
+
+/// The warnings, then the next action.
+fn warned(warnings: Vec<String>, then: Action) -> Vec<Action> {
+    warnings
+        .into_iter()
+        .map(Action::Warn)
+        .chain([then])
+        .collect()
 }
 
 /// One step: the next state and the actions to perform, in order.
@@ -95,7 +114,7 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
     match (state, event) {
         (S::Planned, E::Start) => go(S::Locking, vec![Action::TakeLock]),
         (S::Locking, E::Lock(true)) => go(S::ReadingJournal, vec![Action::ReadJournal]),
-        (S::Locking, E::Lock(false)) => blocked(BlockedReason::LockBusy, LOCK_HELD),
+        (S::Locking, E::Lock(false)) => blocked(Refusal::new(BlockedReason::LockBusy, LOCK_HELD)),
         (S::ReadingJournal, E::Journal(JournalView::Clear)) => {
             go(S::CheckingRoot, vec![Action::CheckRoot])
         }
@@ -105,101 +124,69 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
                 target,
                 window_spent: false,
             }),
-        ) => blocked(
+        ) => blocked(Refusal::new(
             BlockedReason::ResetInFlight,
             format!(
                 "a reset of {} is in flight and its window has not ended",
                 target.id
             ),
-        ),
-        // The run that issued it is gone and its window has ended: verify what it left.
+        )),
+        // The run that issued it is gone and its window has ended: verify what it left, with
+        // the method that issued it.
         (
             S::ReadingJournal,
             E::Journal(JournalView::InFlight {
                 target,
                 window_spent: true,
             }),
-        ) => go(
-            S::Verifying {
-                target,
-                deadline: now,
+        ) => {
+            if target.method() != config.method {
+                return blocked(Refusal::new(
+                    BlockedReason::ResetInFlight,
+                    format!(
+                        "a {} reset of {} has not been verified; only the {} method can",
+                        target.method(),
+                        target.id,
+                        target.method()
+                    ),
+                ));
+            }
+            go(
+                S::Verifying {
+                    target: target.clone(),
+                    deadline: now,
+                },
+                vec![
+                    Action::Warn("verifying a reset that an earlier run issued".to_owned()),
+                    Action::CheckBack { target },
+                ],
+            )
+        }
+        (S::CheckingRoot, E::Root(true)) => go(S::CheckingHost, vec![Action::CheckHost]),
+        (S::CheckingRoot, E::Root(false)) => blocked(Refusal::new(
+            BlockedReason::NotRoot,
+            "a warm reset needs root",
+        )),
+        (S::CheckingHost, E::Host(Ok(warnings))) => {
+            go(S::ResolvingTarget, warned(warnings, Action::Resolve))
+        }
+        (S::CheckingHost, E::Host(Err(refusal))) => blocked(refusal),
+        (S::ResolvingTarget, E::Resolved(Ok((target, warnings)))) => go(
+            S::CheckingUse {
+                target: target.clone(),
             },
-            vec![
-                Action::Warn("verifying a reset that an earlier run issued".to_owned()),
-                Action::ListGpus,
-            ],
+            warned(warnings, Action::CheckUse { target }),
         ),
-        (S::CheckingRoot, E::Root(true)) => go(S::CheckingMxSmi, vec![Action::FindMxSmi]),
-        (S::CheckingRoot, E::Root(false)) => {
-            blocked(BlockedReason::NotRoot, "a warm reset needs root")
-        }
-        (S::CheckingMxSmi, E::MxSmi(Ok(()))) => go(S::CheckingDriver, vec![Action::ReadDriver]),
-        (S::CheckingMxSmi, E::MxSmi(Err(why))) => {
-            blocked(BlockedReason::MxSmiUnavailable, said(&why))
-        }
-        (S::CheckingDriver, E::Driver(DriverUse::Loaded(0))) => {
-            go(S::CheckingVersions, vec![Action::ReadVersions])
-        }
-        (S::CheckingDriver, E::Driver(DriverUse::NotLoaded)) => blocked(
-            BlockedReason::DriverNotLoaded,
-            "no metax line in /proc/modules",
+        (S::ResolvingTarget, E::Resolved(Err(refusal))) => blocked(refusal),
+        (S::CheckingUse { target }, E::Use(Ok(warnings))) => go(
+            S::CheckingKernelLog { target },
+            warned(warnings, Action::MarkKernelLog),
         ),
-        (S::CheckingDriver, E::Driver(DriverUse::Loaded(count))) => blocked(
-            BlockedReason::DriverInUse,
-            format!("the metax driver's use count is {count}"),
-        ),
-        (S::CheckingDriver, E::Driver(DriverUse::Unreadable(line))) => blocked(
-            BlockedReason::DriverInUse,
-            format!("cannot read the metax use count: {line}"),
-        ),
-        (S::CheckingVersions, E::Versions(Err(why))) => {
-            blocked(BlockedReason::MxSmiUnavailable, said(&why))
-        }
-        (S::CheckingVersions, E::Versions(Ok(check))) => {
-            if !check.too_old.is_empty() {
-                return blocked(BlockedReason::DriverTooOld, check.too_old.join("; "));
-            }
-            let mut actions: Vec<Action> = check.unreadable.into_iter().map(Action::Warn).collect();
-            actions.push(Action::ListProcesses);
-            go(S::CheckingProcesses, actions)
-        }
-        (S::CheckingProcesses, E::Processes(Ok(processes))) if processes.is_empty() => {
-            go(S::ResolvingTarget, vec![Action::ListGpus])
-        }
-        (S::CheckingProcesses, E::Processes(Ok(processes))) => blocked(
-            BlockedReason::GpuBusy,
-            format!("processes use the GPUs: {}", describe_processes(&processes)),
-        ),
-        (S::CheckingProcesses, E::Processes(Err(why))) => {
-            blocked(BlockedReason::MxSmiUnavailable, said(&why))
-        }
-        (S::ResolvingTarget, E::Listing(Err(why))) => {
-            blocked(BlockedReason::MxSmiUnavailable, said(&why))
-        }
-        (S::ResolvingTarget, E::Listing(Ok(rows))) => match Target::resolve(&config.id, &rows) {
-            None => blocked(
-                BlockedReason::UnknownDevice,
-                format!("{:?} names no GPU of mx-smi -L", config.id),
-            ),
-            Some(target) => go(S::ReadingTopology { target }, vec![Action::ReadTopology]),
-        },
-        (S::ReadingTopology { mut target }, E::Topology(topology)) => {
-            let mut actions = Vec::new();
-            match topology {
-                Ok(topology) => target.topology = Some(topology),
-                Err(why) => actions.push(Action::Warn(format!(
-                    "the MetaXLink topology does not read, so the interconnect groups are unknown \
-                     and the links are not verified: {}",
-                    said(&why)
-                ))),
-            }
-            actions.push(Action::MarkKernelLog);
-            go(S::CheckingKernelLog { target }, actions)
-        }
-        (S::CheckingKernelLog { .. }, E::KernelLog(Err(why))) => blocked(
+        (S::CheckingUse { .. }, E::Use(Err(refusal))) => blocked(refusal),
+        (S::CheckingKernelLog { .. }, E::KernelLog(Err(why))) => blocked(Refusal::new(
             BlockedReason::KernelLogUnreadable,
             format!("the reset could not be verified: {}", said(&why)),
-        ),
+        )),
         (S::CheckingKernelLog { target }, E::KernelLog(Ok(()))) if config.dry_run => {
             go(S::DryRun { target }, Vec::new())
         }
@@ -210,40 +197,44 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
                     target: target.clone(),
                 },
                 Action::IssueReset {
-                    mx_smi_id: target.mx_smi_id.clone(),
+                    target: target.clone(),
                     deadline,
                 },
             ];
             go(S::Resetting { target, deadline }, actions)
         }
-        (S::Resetting { target, deadline }, E::ResetExited(Ok(()))) => {
-            go(S::Verifying { target, deadline }, vec![Action::ListGpus])
-        }
+        (S::Resetting { target, deadline }, E::ResetExited(Ok(()))) => go(
+            S::Verifying {
+                target: target.clone(),
+                deadline,
+            },
+            vec![Action::CheckBack { target }],
+        ),
         (S::Resetting { target, .. }, E::ResetExited(Err(why))) => {
             cold(ColdRebootReason::ResetError, said(&why), target)
         }
+        // The tool changed nothing: the run is blocked, and no reset is left in flight.
+        (S::Resetting { .. }, E::ResetRefused(refusal)) => Ok((
+            State::Blocked {
+                reason: refusal.reason,
+                detail: refusal.detail,
+            },
+            vec![Action::CloseJournal],
+        )),
         (S::Resetting { target, .. }, E::ResetHung) => cold(
             ColdRebootReason::ResetHung,
-            "mx-smi -r did not end within the window",
+            "the reset did not end within the window",
             target,
         ),
-        (S::Verifying { target, deadline }, E::Listing(listing)) => {
-            verify::listed(config, target, deadline, listing, now)
+        (S::Verifying { target, deadline }, E::Back(back)) => {
+            verify::back(config, target, deadline, back, now)
         }
-        (S::Verifying { target, deadline }, E::Tick) => {
-            go(S::Verifying { target, deadline }, vec![Action::ListGpus])
-        }
-        (S::CheckingTopology { target }, E::Topology(Ok(after))) => verify::links(target, &after),
-        (S::CheckingTopology { target }, E::Topology(Err(why))) => go(
-            S::CheckingKernel { target },
-            vec![
-                Action::Warn(format!(
-                    "the MetaXLink topology does not read after the reset, so the links are not \
-                     verified: {}",
-                    said(&why)
-                )),
-                Action::ReadKernelErrors,
-            ],
+        (S::Verifying { target, deadline }, E::Tick) => go(
+            S::Verifying {
+                target: target.clone(),
+                deadline,
+            },
+            vec![Action::CheckBack { target }],
         ),
         (S::CheckingKernel { target }, E::KernelErrors(Ok(errors))) if errors.is_empty() => {
             go(S::Done { target }, vec![Action::CloseJournal])
@@ -268,16 +259,12 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
             | S::Locking
             | S::ReadingJournal
             | S::CheckingRoot
-            | S::CheckingMxSmi
-            | S::CheckingDriver
-            | S::CheckingVersions
-            | S::CheckingProcesses
+            | S::CheckingHost
             | S::ResolvingTarget
-            | S::ReadingTopology { .. }
+            | S::CheckingUse { .. }
             | S::CheckingKernelLog { .. }
             | S::Resetting { .. }
             | S::Verifying { .. }
-            | S::CheckingTopology { .. }
             | S::CheckingKernel { .. }
             | S::Done { .. }
             | S::DryRun { .. }
@@ -287,15 +274,14 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
             | E::Lock(_)
             | E::Journal(_)
             | E::Root(_)
-            | E::MxSmi(_)
-            | E::Driver(_)
-            | E::Versions(_)
-            | E::Processes(_)
-            | E::Listing(_)
-            | E::Topology(_)
+            | E::Host(_)
+            | E::Resolved(_)
+            | E::Use(_)
             | E::KernelLog(_)
             | E::ResetExited(_)
+            | E::ResetRefused(_)
             | E::ResetHung
+            | E::Back(_)
             | E::Tick
             | E::KernelErrors(_)),
         ) => Err(Box::new(InvalidTransition { from, event })),

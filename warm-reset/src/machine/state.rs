@@ -16,58 +16,47 @@ pub enum State {
     ReadingJournal,
     /// Preflight: running as root?
     CheckingRoot,
-    /// Preflight: is `mx-smi` there?
-    CheckingMxSmi,
-    /// Preflight: is the `metax` driver loaded and unused?
-    CheckingDriver,
-    /// Preflight: are the versions recent enough (and is this MetaX's `mx-smi`)?
-    CheckingVersions,
-    /// Preflight: does any process use the GPUs?
-    CheckingProcesses,
-    /// Preflight: which GPUs does the ID name?
+    /// Preflight: does anything stop a reset on this host (the tool, its driver, versions)?
+    CheckingHost,
+    /// Preflight: which devices does the ID name, and which does a reset touch?
     ResolvingTarget,
-    /// Preflight: the MetaXLink links (`mx-smi topo -m`), to name the group and verify them.
-    ReadingTopology {
-        /// The GPUs.
+    /// Preflight: does anything use the group?
+    CheckingUse {
+        /// The group.
         target: Target,
     },
     /// Preflight: can the kernel log be read (its end is noted for the verification)?
     CheckingKernelLog {
-        /// The GPUs.
+        /// The group.
         target: Target,
     },
-    /// `mx-smi -r` was issued; the window ends at `deadline`.
+    /// The reset was issued; the window ends at `deadline`.
     Resetting {
-        /// The GPUs.
+        /// The group.
         target: Target,
         /// The end of the window.
         deadline: Duration,
     },
-    /// Polling `mx-smi -L` until every GPU is back or the window ends.
+    /// Asking until every device is back or the window ends.
     Verifying {
-        /// The GPUs.
+        /// The group.
         target: Target,
         /// The end of the window.
         deadline: Duration,
     },
-    /// Every GPU is back in its place; are the MetaXLink links back?
-    CheckingTopology {
-        /// The GPUs.
-        target: Target,
-    },
-    /// Every GPU is back; reading the kernel log.
+    /// Every device is back; reading the kernel log.
     CheckingKernel {
-        /// The GPUs.
+        /// The group.
         target: Target,
     },
     /// Reset and verified.
     Done {
-        /// The GPUs.
+        /// The group.
         target: Target,
     },
     /// The preflight passed; nothing was reset.
     DryRun {
-        /// The GPUs that would be reset.
+        /// The group that would be reset.
         target: Target,
     },
     /// Nothing was changed.
@@ -83,7 +72,7 @@ pub enum State {
         reason: ColdRebootReason,
         /// What was found.
         detail: String,
-        /// The GPUs.
+        /// The group.
         target: Target,
     },
 }
@@ -105,16 +94,12 @@ impl State {
             | Self::Locking
             | Self::ReadingJournal
             | Self::CheckingRoot
-            | Self::CheckingMxSmi
-            | Self::CheckingDriver
-            | Self::CheckingVersions
-            | Self::CheckingProcesses
+            | Self::CheckingHost
             | Self::ResolvingTarget
-            | Self::ReadingTopology { .. }
+            | Self::CheckingUse { .. }
             | Self::CheckingKernelLog { .. }
             | Self::Resetting { .. }
             | Self::Verifying { .. }
-            | Self::CheckingTopology { .. }
             | Self::CheckingKernel { .. } => None,
         }
     }
@@ -128,16 +113,12 @@ impl State {
             | Self::Locking
             | Self::ReadingJournal
             | Self::CheckingRoot
-            | Self::CheckingMxSmi
-            | Self::CheckingDriver
-            | Self::CheckingVersions
-            | Self::CheckingProcesses
+            | Self::CheckingHost
             | Self::ResolvingTarget
-            | Self::ReadingTopology { .. }
+            | Self::CheckingUse { .. }
             | Self::CheckingKernelLog { .. }
             | Self::Resetting { .. }
             | Self::Verifying { .. }
-            | Self::CheckingTopology { .. }
             | Self::CheckingKernel { .. }
             | Self::Done { .. }
             | Self::DryRun { .. } => None,
@@ -151,16 +132,12 @@ impl State {
             Self::Locking => "taking the host lock",
             Self::ReadingJournal => "reading the journal",
             Self::CheckingRoot => "preflight: root",
-            Self::CheckingMxSmi => "preflight: mx-smi",
-            Self::CheckingDriver => "preflight: metax driver",
-            Self::CheckingVersions => "preflight: versions",
-            Self::CheckingProcesses => "preflight: processes",
+            Self::CheckingHost => "preflight: tool, driver and versions",
             Self::ResolvingTarget => "preflight: target",
-            Self::ReadingTopology { .. } => "preflight: topology",
+            Self::CheckingUse { .. } => "preflight: in use",
             Self::CheckingKernelLog { .. } => "preflight: kernel log",
             Self::Resetting { .. } => "resetting",
             Self::Verifying { .. } => "verifying",
-            Self::CheckingTopology { .. } => "checking the topology",
             Self::CheckingKernel { .. } => "checking the kernel log",
             Self::Done { .. } => "done",
             Self::DryRun { .. } => "dry run",

@@ -1,31 +1,32 @@
-//! [`MxSmiBackend`]: the real MetaX host: `mx-smi` through the process runner (a deadline on
-//! every call), `<proc-root>/modules`, the kernel log, and the effective user.
+//! [`MetaxBackend`]: the machine's questions answered on a MetaX host, from what a
+//! [`MetaxHost`] prints, read by the [`mx_smi`](super::mx_smi) parsers: the same rules for the
+//! real host ([`MxSmiBackend`]) and the simulated one ([`crate::SimHost`]).
 
 use super::error::MxSmiError;
-use super::modules::{DriverUse, metax_use};
-use super::mx_smi::{self, GpuProcess, GpuRow, Topology, VersionCheck};
-use crate::backend::{Backend, BackendError, ResetEnd};
-use crate::kmsg::KernelLog;
-use gpu_probe::run::{RunResult, RunSpec, check_program, run};
+use super::host::{MetaxHost, MxSmiHost, RawReset};
+use super::modules::DriverUse;
+use super::mx_smi::{self, GpuRow, GpuState};
+use super::target::MetaxTarget;
+use crate::backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
+use crate::kmsg::error_messages;
+use crate::machine::said;
+use crate::method::Method;
+use crate::reasons::{BlockedReason, ColdRebootReason};
+use crate::target::{Target, TargetFacts};
+use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Where `mx-smi` usually is, tried in order when none is configured; then `mx-smi` on `PATH`.
-pub const MX_SMI_PLACES: [&str; 2] = ["/opt/mxdriver/bin/mx-smi", "/opt/maca/bin/mx-smi"];
-
-/// How long one query of `mx-smi` may take.
-pub const QUERY_DEADLINE: Duration = Duration::from_secs(15);
-
-/// The real host.
+/// A MetaX host behind the machine's questions.
 #[derive(Debug, Clone)]
-pub struct MxSmiBackend {
-    configured: Option<PathBuf>,
-    found: Option<PathBuf>,
-    proc_root: PathBuf,
-    kernel_log: KernelLog,
+pub struct MetaxBackend<H> {
+    host: H,
     /// What plain `mx-smi` printed for the versions, kept for the process section.
     plain: Option<String>,
 }
+
+/// The real MetaX host: `mx-smi`, `/proc/modules`, the kernel log.
+pub type MxSmiBackend = MetaxBackend<MxSmiHost>;
 
 impl MxSmiBackend {
     /// A backend using `mx_smi` (or the usual places when `None`), `<proc_root>/modules` and
@@ -35,148 +36,277 @@ impl MxSmiBackend {
         proc_root: impl Into<PathBuf>,
         kmsg: impl Into<PathBuf>,
     ) -> Self {
-        Self {
-            configured: mx_smi,
-            found: None,
-            proc_root: proc_root.into(),
-            kernel_log: KernelLog::new(kmsg),
-            plain: None,
-        }
+        Self::of(MxSmiHost::new(mx_smi, proc_root, kmsg))
     }
+}
 
-    /// Finds `mx-smi`: the configured path, or the first usable of the usual places.
-    fn locate(&mut self) -> Result<PathBuf, MxSmiError> {
-        if let Some(found) = &self.found {
-            return Ok(found.clone());
-        }
-        let candidates: Vec<PathBuf> = match &self.configured {
-            Some(path) => vec![path.clone()],
-            None => MX_SMI_PLACES
-                .iter()
-                .map(PathBuf::from)
-                .chain([PathBuf::from("mx-smi")])
-                .collect(),
-        };
-        let mut tried = Vec::new();
-        for candidate in &candidates {
-            match check_program(candidate) {
-                Ok(found) => {
-                    self.found = Some(found.clone());
-                    return Ok(found);
-                }
-                Err(error) => tried.push(error),
-            }
-        }
-        Err(MxSmiError::NotFound { tried })
+impl<H> MetaxBackend<H> {
+    /// The backend of `host`.
+    pub fn of(host: H) -> Self {
+        Self { host, plain: None }
     }
+}
 
+impl<H> Deref for MetaxBackend<H> {
+    type Target = H;
+
+    fn deref(&self) -> &H {
+        &self.host
+    }
+}
+
+impl<H> DerefMut for MetaxBackend<H> {
+    fn deref_mut(&mut self) -> &mut H {
+        &mut self.host
+    }
+}
+
+/// The MetaX facts of a target, or the error of a target another method resolved.
+fn facts(target: &Target) -> Result<&MetaxTarget, BackendError> {
+    match &target.facts {
+        TargetFacts::Metax(metax) => Ok(metax),
+        TargetFacts::Nvidia(_) | TargetFacts::Pci(_) => Err(BackendError::WrongMethod {
+            backend: Method::Metax,
+            target: target.method(),
+        }),
+    }
+}
+
+impl<H: MetaxHost> MetaxBackend<H> {
     /// Plain `mx-smi`, which must be MetaX's: its output is read for the versions and the
     /// processes.
-    fn plain(&mut self) -> Result<String, MxSmiError> {
-        let text = self.query(&[])?;
+    fn plain(&mut self) -> Result<String, BackendError> {
+        let text = self.host.plain()?;
         if !mx_smi::is_metax(&text) {
             return Err(MxSmiError::NotMetax {
-                program: self.found.clone().unwrap_or_default(),
-            });
+                program: self.host.mx_smi_path(),
+            }
+            .into());
         }
         Ok(text)
     }
 
-    fn query(&mut self, args: &[&str]) -> Result<String, MxSmiError> {
-        let program = self.locate()?;
-        let spec = RunSpec::new(&program, QUERY_DEADLINE).args(args.iter().copied());
-        let output = run(&spec);
-        match output.result {
-            RunResult::Exited(0) => Ok(String::from_utf8_lossy(&output.stdout).into_owned()),
-            result => Err(MxSmiError::Failed {
-                command: spec.display(),
-                result,
-                stderr: output.stderr,
-            }),
-        }
+    fn rows(&mut self) -> Result<Vec<GpuRow>, BackendError> {
+        let text = self.host.listing()?;
+        Ok(mx_smi::parse_listing(&text).map_err(MxSmiError::from)?)
     }
 
-    fn run_reset(&mut self, mx_smi_id: &str, within: Duration) -> Result<ResetEnd, MxSmiError> {
-        let program = self.found.clone().ok_or(MxSmiError::NotLocated)?;
-        let spec = RunSpec::new(&program, within).args(["-r", "-i", mx_smi_id]);
-        let output = run(&spec);
-        match output.result {
-            RunResult::Exited(0) => {
-                let said = [output.stdout.as_slice(), output.stderr.as_slice()]
-                    .map(String::from_utf8_lossy)
-                    .join("\n");
-                match mx_smi::reset_failure(&said) {
-                    Some(line) => Err(MxSmiError::SaidFailed {
-                        command: spec.display(),
-                        line,
-                    }),
-                    None => Ok(ResetEnd::Finished),
-                }
-            }
-            RunResult::TimedOut => Ok(ResetEnd::Hung),
-            result => Err(MxSmiError::Failed {
-                command: spec.display(),
-                result,
-                stderr: output.stderr,
-            }),
-        }
+    fn topology(&mut self) -> Result<mx_smi::Topology, BackendError> {
+        let text = self.host.topology()?;
+        Ok(mx_smi::parse_topology(&text).map_err(MxSmiError::from)?)
     }
 }
 
-impl Backend for MxSmiBackend {
+impl<H: MetaxHost> Backend for MetaxBackend<H> {
     fn is_root(&mut self) -> bool {
-        nix::unistd::geteuid().is_root()
+        self.host.is_root()
     }
 
-    fn find_mx_smi(&mut self) -> Result<(), BackendError> {
-        self.found = None;
-        self.locate()?;
-        Ok(())
-    }
-
-    fn driver_use(&mut self) -> DriverUse {
-        let path = self.proc_root.join("modules");
-        match std::fs::read_to_string(&path) {
-            Ok(text) => metax_use(&text),
-            Err(error) => DriverUse::Unreadable(format!("{}: {error}", path.display())),
+    fn prepare(&mut self) -> Result<Vec<String>, Refusal> {
+        self.host.find_mx_smi()?;
+        match self.host.driver_use() {
+            DriverUse::Loaded(0) => {}
+            DriverUse::NotLoaded => {
+                return Err(Refusal::new(
+                    BlockedReason::DriverNotLoaded,
+                    "no metax line in /proc/modules",
+                ));
+            }
+            DriverUse::Loaded(count) => {
+                return Err(Refusal::new(
+                    BlockedReason::DriverInUse,
+                    format!("the metax driver's use count is {count}"),
+                ));
+            }
+            DriverUse::Unreadable(line) => {
+                return Err(Refusal::new(
+                    BlockedReason::DriverInUse,
+                    format!("cannot read the metax use count: {line}"),
+                ));
+            }
         }
-    }
-
-    fn versions(&mut self) -> Result<VersionCheck, BackendError> {
         let text = self.plain()?;
-        let versions = mx_smi::parse_header(&text).map_err(MxSmiError::from)?;
+        let versions = mx_smi::parse_header(&text)
+            .map_err(|error| Refusal::from(BackendError::from(MxSmiError::from(error))))?;
         self.plain = Some(text);
-        Ok(mx_smi::check_versions(&versions))
+        let check = mx_smi::check_versions(&versions);
+        if !check.too_old.is_empty() {
+            return Err(Refusal::new(
+                BlockedReason::DriverTooOld,
+                check.too_old.join("; "),
+            ));
+        }
+        Ok(check.unreadable)
     }
 
-    fn processes(&mut self) -> Result<Vec<GpuProcess>, BackendError> {
+    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<String>), Refusal> {
+        let rows = self.rows()?;
+        let Some(mut metax) = MetaxTarget::resolve(id, &rows) else {
+            return Err(Refusal::new(
+                BlockedReason::UnknownDevice,
+                format!("{id:?} names no GPU of mx-smi -L"),
+            ));
+        };
+        let mut warnings = Vec::new();
+        match self.topology() {
+            Ok(topology) => metax.topology = Some(topology),
+            Err(why) => warnings.push(format!(
+                "the MetaXLink topology does not read, so the interconnect groups are unknown \
+                 and the links are not verified: {}",
+                said(&why)
+            )),
+        }
+        Ok((Target::new(id.trim(), TargetFacts::Metax(metax)), warnings))
+    }
+
+    fn check_use(&mut self, _target: &Target) -> Result<Vec<String>, Refusal> {
         let text = match self.plain.take() {
             Some(text) => text,
             None => self.plain()?,
         };
-        Ok(mx_smi::parse_processes(&text).map_err(MxSmiError::from)?)
-    }
-
-    fn list(&mut self) -> Result<Vec<GpuRow>, BackendError> {
-        let text = self.query(&["-L"])?;
-        Ok(mx_smi::parse_listing(&text).map_err(MxSmiError::from)?)
-    }
-
-    fn topology(&mut self) -> Result<Topology, BackendError> {
-        let text = self.query(&["topo", "-m"])?;
-        Ok(mx_smi::parse_topology(&text).map_err(MxSmiError::from)?)
+        let processes = mx_smi::parse_processes(&text)
+            .map_err(|error| Refusal::from(BackendError::from(MxSmiError::from(error))))?;
+        // Any process on any GPU blocks: the guide's rule, and a reset resets whole groups.
+        if !processes.is_empty() {
+            return Err(Refusal::new(
+                BlockedReason::GpuBusy,
+                format!(
+                    "processes use the GPUs: {}",
+                    mx_smi::describe_processes(&processes)
+                ),
+            ));
+        }
+        Ok(Vec::new())
     }
 
     fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        Ok(self.kernel_log.mark()?)
+        self.host.mark_kernel_log()
     }
 
-    fn kernel_errors(&mut self) -> Result<Vec<String>, BackendError> {
-        Ok(self.kernel_log.errors_since_mark()?)
+    fn reset(&mut self, target: &Target, within: Duration) -> ResetEnd {
+        let metax = match facts(target) {
+            Ok(metax) => metax,
+            Err(error) => return ResetEnd::Failed(error),
+        };
+        match self.host.reset(&metax.mx_smi_id, within) {
+            RawReset::Exited { command, said } => match mx_smi::reset_failure(&said) {
+                Some(line) => ResetEnd::Failed(MxSmiError::SaidFailed { command, line }.into()),
+                None => ResetEnd::Finished,
+            },
+            RawReset::Hung => ResetEnd::Hung,
+            RawReset::Failed(error) => ResetEnd::Failed(error),
+        }
     }
 
-    fn reset(&mut self, mx_smi_id: &str, within: Duration) -> ResetEnd {
-        self.run_reset(mx_smi_id, within)
-            .unwrap_or_else(|error| ResetEnd::Failed(error.into()))
+    fn check_back(&mut self, target: &Target) -> Back {
+        let metax = match facts(target) {
+            Ok(metax) => metax.clone(),
+            Err(error) => {
+                return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, said(&error)));
+            }
+        };
+        let rows = match self.rows() {
+            Ok(rows) => rows,
+            Err(why) => {
+                return Back::NotYet(NotBack::new(
+                    ColdRebootReason::GpuMissing,
+                    format!("mx-smi -L failed: {}", said(&why)),
+                ));
+            }
+        };
+        match rows_back(&metax, &rows) {
+            Err(not_back) => not_back,
+            Ok(()) => match &metax.topology {
+                None => Back::Yes {
+                    warnings: Vec::new(),
+                },
+                Some(before) => match self.topology() {
+                    Ok(after) => links_back(before, &after),
+                    Err(why) => Back::Yes {
+                        warnings: vec![format!(
+                            "the MetaXLink topology does not read after the reset, so the links \
+                             are not verified: {}",
+                            said(&why)
+                        )],
+                    },
+                },
+            },
+        }
     }
+
+    fn kernel_errors(&mut self, _target: &Target) -> Result<Vec<String>, BackendError> {
+        Ok(error_messages(self.host.records_since_mark()?))
+    }
+
+    fn survey(&mut self) -> Result<Survey, BackendError> {
+        let rows = self.rows()?;
+        Ok(Survey {
+            listed: rows.len(),
+            not_available: not_available(&rows),
+        })
+    }
+}
+
+/// The rows that are not `Available`, as `GPU#n is STATE`.
+fn not_available<'a>(rows: impl IntoIterator<Item = &'a GpuRow>) -> Vec<String> {
+    rows.into_iter()
+        .filter(|row| row.state != GpuState::Available)
+        .map(|row| format!("GPU#{} is {}", row.node, row.state))
+        .collect()
+}
+
+/// Whether every GPU listed before the reset is listed again, `Available`, in its place: `Ok`,
+/// or why not (moved is wrong at once; missing or not available may still come).
+fn rows_back(target: &MetaxTarget, rows: &[GpuRow]) -> Result<(), Back> {
+    let back = |before: &GpuRow| rows.iter().find(|row| row.node == before.node);
+    let missing: Vec<String> = target
+        .before
+        .iter()
+        .filter(|before| back(before).is_none())
+        .map(|before| format!("GPU#{} ({})", before.node, before.bdf))
+        .collect();
+    if !missing.is_empty() {
+        return Err(Back::NotYet(NotBack::new(
+            ColdRebootReason::GpuMissing,
+            format!("not listed: {}", missing.join(", ")),
+        )));
+    }
+    let unavailable = not_available(target.before.iter().filter_map(back));
+    if !unavailable.is_empty() {
+        return Err(Back::NotYet(NotBack::new(
+            ColdRebootReason::GpuUnavailable,
+            unavailable.join(", "),
+        )));
+    }
+    let moved: Vec<String> = target
+        .before
+        .iter()
+        .filter(|before| back(before).is_some_and(|row| !row.same_place(before)))
+        .map(|before| format!("GPU#{}", before.node))
+        .collect();
+    if !moved.is_empty() {
+        return Err(Back::Wrong(NotBack::new(
+            ColdRebootReason::TopologyWrong,
+            format!("PCI address or UUID changed: {}", moved.join(", ")),
+        )));
+    }
+    Ok(())
+}
+
+/// Every MetaXLink link of before is back, or which are not.
+fn links_back(before: &mx_smi::Topology, after: &mx_smi::Topology) -> Back {
+    let lost = before.lost_links(after);
+    if lost.is_empty() {
+        return Back::Yes {
+            warnings: Vec::new(),
+        };
+    }
+    let lost: Vec<String> = lost
+        .iter()
+        .map(|(a, b)| format!("GPU#{a}-GPU#{b}"))
+        .collect();
+    Back::Wrong(NotBack::new(
+        ColdRebootReason::TopologyWrong,
+        format!("MetaXLink not back: {}", lost.join(", ")),
+    ))
 }

@@ -1,16 +1,20 @@
-//! A simulated MetaX host: GPUs in interconnect groups, processes, the driver's use count, a
-//! reset that takes time, and faults. It implements [`Backend`], so the same machine and
-//! executor run on it; tests run it on a [`VirtualClock`](crate::VirtualClock).
+//! [`SimHost`]: a simulated MetaX host — GPUs in interconnect groups, processes, the driver's
+//! use count, a reset that takes time, and faults — behind the same [`MetaxBackend`] as the
+//! real host, so the same rules, machine and executor run on it; tests run it on a
+//! [`VirtualClock`](crate::VirtualClock).
 //!
 //! What it answers goes through the real parsers: it prints plain `mx-smi`, `mx-smi -L` and
-//! `mx-smi topo -m` in their published layouts and reads them back.
+//! `mx-smi topo -m` in their published layouts and the backend reads them back.
 
-use crate::backend::{Backend, BackendError, ResetEnd};
+use super::kernel::SimKernelLog;
+use crate::backend::BackendError;
 use crate::clock::Clock;
-use crate::metax::mx_smi::{self, GpuProcess, GpuRow, GpuState, Topology, VersionCheck, Versions};
-use crate::metax::{DriverUse, MxSmiError};
+use crate::kmsg::{KernelLogSource, KmsgRecord};
+use crate::metax::mx_smi::{GpuProcess, GpuRow, GpuState, Topology, Versions};
+use crate::metax::{DriverUse, MetaxBackend, MetaxHost, RawReset};
 use gpu_partition_types::Bdf;
 use std::fmt::Write as _;
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -36,9 +40,13 @@ pub enum Fault {
     LinkLost(u32, u32),
 }
 
-/// The simulated host.
+/// A simulated MetaX host behind the MetaX backend: build it with [`SimHost::new`] or
+/// [`SimHost::scenario`]; its fields are [`MetaxSim`]'s.
+pub type SimHost = MetaxBackend<MetaxSim>;
+
+/// The simulated MetaX host itself.
 #[derive(Debug)]
-pub struct SimHost {
+pub struct MetaxSim {
     clock: Rc<dyn Clock>,
     gpus: Vec<(GpuRow, u32)>,
     /// Processes using the GPUs.
@@ -51,8 +59,8 @@ pub struct SimHost {
     pub mx_smi: bool,
     /// The versions plain `mx-smi` prints in its header.
     pub versions: Versions,
-    /// Whether the kernel log can be read.
-    pub kernel_log_readable: bool,
+    /// The kernel log.
+    pub kernel_log: SimKernelLog,
     /// How long a reset takes.
     pub reset_duration: Duration,
     /// How long after `mx-smi -r` returns the GPUs are listed `Available` again.
@@ -60,8 +68,6 @@ pub struct SimHost {
     /// What goes wrong, if anything.
     pub fault: Option<Fault>,
     back_at: Option<(Duration, Vec<u32>)>,
-    kernel_log: Vec<(u64, u8, String)>,
-    mark: u64,
     /// Every `mx-smi -r -i` the host received, in order.
     pub resets: Vec<String>,
 }
@@ -69,6 +75,13 @@ pub struct SimHost {
 impl SimHost {
     /// A host with `groups`: each inner list is an interconnect group of that many GPUs. Node
     /// IDs count from 0, PCI addresses from `0000:06:00.0`.
+    pub fn new(clock: Rc<dyn Clock>, groups: &[usize]) -> Self {
+        MetaxBackend::of(MetaxSim::new(clock, groups))
+    }
+}
+
+impl MetaxSim {
+    /// See [`SimHost::new`].
     pub fn new(clock: Rc<dyn Clock>, groups: &[usize]) -> Self {
         let mut gpus = Vec::new();
         for (group, size) in groups.iter().enumerate() {
@@ -98,13 +111,15 @@ impl SimHost {
                 bios: Some("1.33.5.0".to_owned()),
                 maca: Some("3.7.1.5".to_owned()),
             },
-            kernel_log_readable: true,
+            kernel_log: {
+                let mut log = SimKernelLog::default();
+                log.push(6, "metax: loaded");
+                log
+            },
             reset_duration: Duration::from_secs(2),
             recovery: Duration::ZERO,
             fault: None,
             back_at: None,
-            kernel_log: vec![(1, 6, "metax: loaded".to_owned())],
-            mark: 0,
             resets: Vec::new(),
         }
     }
@@ -133,7 +148,7 @@ impl SimHost {
     }
 }
 
-impl SimHost {
+impl MetaxSim {
     /// What plain `mx-smi` prints on this host (the `Board Name` layout of mx-smi 2.3.1).
     pub fn plain_text(&self) -> String {
         let version = |value: &Option<String>| value.clone().unwrap_or_else(|| "unknown".into());
@@ -267,7 +282,17 @@ impl SimHost {
     }
 }
 
-impl Backend for SimHost {
+impl KernelLogSource for MetaxSim {
+    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
+        self.kernel_log.mark()
+    }
+
+    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, BackendError> {
+        self.kernel_log.since_mark()
+    }
+}
+
+impl MetaxHost for MetaxSim {
     fn is_root(&mut self) -> bool {
         self.root
     }
@@ -280,96 +305,61 @@ impl Backend for SimHost {
         }
     }
 
+    fn mx_smi_path(&self) -> PathBuf {
+        PathBuf::from("mx-smi")
+    }
+
     fn driver_use(&mut self) -> DriverUse {
         self.driver_use
             .map_or(DriverUse::NotLoaded, DriverUse::Loaded)
     }
 
-    fn versions(&mut self) -> Result<VersionCheck, BackendError> {
-        let text = self.plain_text();
-        let versions = mx_smi::parse_header(&text).map_err(MxSmiError::from)?;
-        Ok(mx_smi::check_versions(&versions))
+    fn plain(&mut self) -> Result<String, BackendError> {
+        Ok(self.plain_text())
     }
 
-    fn processes(&mut self) -> Result<Vec<GpuProcess>, BackendError> {
-        Ok(mx_smi::parse_processes(&self.plain_text()).map_err(MxSmiError::from)?)
+    fn listing(&mut self) -> Result<String, BackendError> {
+        Ok(self.listing_text())
     }
 
-    fn list(&mut self) -> Result<Vec<GpuRow>, BackendError> {
-        Ok(mx_smi::parse_listing(&self.listing_text()).map_err(MxSmiError::from)?)
+    fn topology(&mut self) -> Result<String, BackendError> {
+        Ok(self.topology_now().to_text())
     }
 
-    fn topology(&mut self) -> Result<Topology, BackendError> {
-        Ok(mx_smi::parse_topology(&self.topology_now().to_text()).map_err(MxSmiError::from)?)
-    }
-
-    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        if !self.kernel_log_readable {
-            return Err(BackendError::Simulated(
-                "/dev/kmsg: Permission denied".to_owned(),
-            ));
-        }
-        self.mark = self
-            .kernel_log
-            .iter()
-            .map(|(sequence, _, _)| *sequence)
-            .max()
-            .unwrap_or(0);
-        Ok(())
-    }
-
-    fn kernel_errors(&mut self) -> Result<Vec<String>, BackendError> {
-        Ok(self
-            .kernel_log
-            .iter()
-            .filter(|(sequence, level, _)| *sequence > self.mark && *level <= 3)
-            .map(|(_, _, message)| message.clone())
-            .collect())
-    }
-
-    fn reset(&mut self, mx_smi_id: &str, within: Duration) -> ResetEnd {
+    fn reset(&mut self, mx_smi_id: &str, within: Duration) -> RawReset {
         self.resets.push(mx_smi_id.to_owned());
         let nodes = self.reset_nodes(mx_smi_id);
         let started = self.clock.now();
-        let next = self.kernel_log.len() as u64 + 1;
         self.kernel_log
-            .push((next, 6, format!("metax: warm reset of {mx_smi_id}")));
+            .push(6, format!("metax: warm reset of {mx_smi_id}"));
         if self.fault == Some(Fault::KernelErrors) {
-            self.kernel_log.push((
-                next + 1,
-                3,
-                "metax 0000:06:00.0: PCIe link training failed".to_owned(),
-            ));
+            self.kernel_log
+                .push(3, "metax 0000:06:00.0: PCIe link training failed");
         }
         if self.fault == Some(Fault::Hang) {
             self.clock.sleep(within);
             self.back_at = Some((Duration::MAX, nodes));
-            return ResetEnd::Hung;
+            return RawReset::Hung;
         }
         let took = self.reset_duration.min(within);
         self.clock.sleep(took);
         self.back_at = Some((started + took + self.recovery, nodes));
         if self.reset_duration > within {
-            return ResetEnd::Hung;
+            return RawReset::Hung;
         }
+        let command = "mx-smi -r".to_owned();
         match self.fault {
-            Some(Fault::Error) => ResetEnd::Failed(BackendError::Simulated(
+            Some(Fault::Error) => RawReset::Failed(BackendError::Simulated(
                 "mx-smi -r exited with code 1: reset failed: device 0 timed out".to_owned(),
             )),
-            Some(Fault::SaysFailed) => {
-                let said = format!("GPU#{mx_smi_id}: warm reset failed (simulated)\n");
-                match mx_smi::reset_failure(&said) {
-                    Some(line) => ResetEnd::Failed(
-                        MxSmiError::SaidFailed {
-                            command: "mx-smi -r".to_owned(),
-                            line,
-                        }
-                        .into(),
-                    ),
-                    None => ResetEnd::Finished,
-                }
-            }
-            _ => ResetEnd::Finished,
+            Some(Fault::SaysFailed) => RawReset::Exited {
+                command,
+                said: format!("GPU#{mx_smi_id}: warm reset failed (simulated)\n"),
+            },
+            _ => RawReset::Exited {
+                command,
+                said: String::new(),
+            },
         }
     }
 }
@@ -436,7 +426,7 @@ impl SimHost {
             "too-old" => host.versions.kernel_driver = Some("2.3.0".to_owned()),
             "not-root" => host.root = false,
             "no-mx-smi" => host.mx_smi = false,
-            "kernel-log-unreadable" => host.kernel_log_readable = false,
+            "kernel-log-unreadable" => host.kernel_log.readable = false,
             _ => return None,
         }
         Some(host)

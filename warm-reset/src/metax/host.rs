@@ -1,0 +1,192 @@
+//! [`MetaxHost`]: what the MetaX backend reads from a host — `mx-smi`'s outputs, the `metax`
+//! module's use count, the kernel log — and [`MxSmiHost`], the real one (`mx-smi` through the
+//! process runner, with a deadline on every call).
+
+use super::error::MxSmiError;
+use super::modules::{DriverUse, metax_use};
+use crate::backend::BackendError;
+use crate::kmsg::{KernelLog, KernelLogSource, KmsgRecord};
+use gpu_probe::run::{RunResult, RunSpec, check_program, run};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where `mx-smi` usually is, tried in order when none is configured; then `mx-smi` on `PATH`.
+pub const MX_SMI_PLACES: [&str; 2] = ["/opt/mxdriver/bin/mx-smi", "/opt/maca/bin/mx-smi"];
+
+/// How long one query of `mx-smi` may take.
+pub const QUERY_DEADLINE: Duration = Duration::from_secs(15);
+
+/// How `mx-smi -r` ended, before anyone reads what it said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RawReset {
+    /// It exited 0, saying this (stdout and stderr).
+    Exited {
+        /// The command line.
+        command: String,
+        /// What it printed.
+        said: String,
+    },
+    /// It did not end within the time given and was killed.
+    Hung,
+    /// It failed.
+    Failed(BackendError),
+}
+
+/// A MetaX host as the backend reads it.
+pub trait MetaxHost: KernelLogSource {
+    /// Whether this runs as root.
+    fn is_root(&mut self) -> bool;
+    /// Whether `mx-smi` is there (present and executable), or why not.
+    fn find_mx_smi(&mut self) -> Result<(), BackendError>;
+    /// The `mx-smi` that answers, for messages.
+    fn mx_smi_path(&self) -> PathBuf;
+    /// The `metax` driver's use count.
+    fn driver_use(&mut self) -> DriverUse;
+    /// What plain `mx-smi` prints.
+    fn plain(&mut self) -> Result<String, BackendError>;
+    /// What `mx-smi -L` prints.
+    fn listing(&mut self) -> Result<String, BackendError>;
+    /// What `mx-smi topo -m` prints.
+    fn topology(&mut self) -> Result<String, BackendError>;
+    /// Runs `mx-smi -r -i ID`, killing it if it has not ended `within`.
+    fn reset(&mut self, mx_smi_id: &str, within: Duration) -> RawReset;
+}
+
+/// The real MetaX host.
+#[derive(Debug, Clone)]
+pub struct MxSmiHost {
+    configured: Option<PathBuf>,
+    found: Option<PathBuf>,
+    proc_root: PathBuf,
+    kernel_log: KernelLog,
+}
+
+impl MxSmiHost {
+    /// A host using `mx_smi` (or the usual places when `None`), `<proc_root>/modules` and the
+    /// kernel log at `kmsg`.
+    pub fn new(
+        mx_smi: Option<PathBuf>,
+        proc_root: impl Into<PathBuf>,
+        kmsg: impl Into<PathBuf>,
+    ) -> Self {
+        Self {
+            configured: mx_smi,
+            found: None,
+            proc_root: proc_root.into(),
+            kernel_log: KernelLog::new(kmsg),
+        }
+    }
+
+    /// Finds `mx-smi`: the configured path, or the first usable of the usual places.
+    fn locate(&mut self) -> Result<PathBuf, MxSmiError> {
+        if let Some(found) = &self.found {
+            return Ok(found.clone());
+        }
+        let candidates: Vec<PathBuf> = match &self.configured {
+            Some(path) => vec![path.clone()],
+            None => MX_SMI_PLACES
+                .iter()
+                .map(PathBuf::from)
+                .chain([PathBuf::from("mx-smi")])
+                .collect(),
+        };
+        let mut tried = Vec::new();
+        for candidate in &candidates {
+            match check_program(candidate) {
+                Ok(found) => {
+                    self.found = Some(found.clone());
+                    return Ok(found);
+                }
+                Err(error) => tried.push(error),
+            }
+        }
+        Err(MxSmiError::NotFound { tried })
+    }
+
+    fn query(&mut self, args: &[&str]) -> Result<String, BackendError> {
+        let program = self.locate()?;
+        let spec = RunSpec::new(&program, QUERY_DEADLINE).args(args.iter().copied());
+        let output = run(&spec);
+        match output.result {
+            RunResult::Exited(0) => Ok(String::from_utf8_lossy(&output.stdout).into_owned()),
+            result => Err(MxSmiError::Failed {
+                command: spec.display(),
+                result,
+                stderr: output.stderr,
+            }
+            .into()),
+        }
+    }
+}
+
+impl KernelLogSource for MxSmiHost {
+    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
+        self.kernel_log.mark_kernel_log()
+    }
+
+    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, BackendError> {
+        self.kernel_log.records_since_mark()
+    }
+}
+
+impl MetaxHost for MxSmiHost {
+    fn is_root(&mut self) -> bool {
+        nix::unistd::geteuid().is_root()
+    }
+
+    fn find_mx_smi(&mut self) -> Result<(), BackendError> {
+        self.found = None;
+        self.locate()?;
+        Ok(())
+    }
+
+    fn mx_smi_path(&self) -> PathBuf {
+        self.found.clone().unwrap_or_default()
+    }
+
+    fn driver_use(&mut self) -> DriverUse {
+        let path = self.proc_root.join("modules");
+        match std::fs::read_to_string(&path) {
+            Ok(text) => metax_use(&text),
+            Err(error) => DriverUse::Unreadable(format!("{}: {error}", path.display())),
+        }
+    }
+
+    fn plain(&mut self) -> Result<String, BackendError> {
+        self.query(&[])
+    }
+
+    fn listing(&mut self) -> Result<String, BackendError> {
+        self.query(&["-L"])
+    }
+
+    fn topology(&mut self) -> Result<String, BackendError> {
+        self.query(&["topo", "-m"])
+    }
+
+    fn reset(&mut self, mx_smi_id: &str, within: Duration) -> RawReset {
+        let Some(program) = self.found.clone() else {
+            return RawReset::Failed(MxSmiError::NotLocated.into());
+        };
+        let spec = RunSpec::new(&program, within).args(["-r", "-i", mx_smi_id]);
+        let output = run(&spec);
+        match output.result {
+            RunResult::Exited(0) => RawReset::Exited {
+                command: spec.display(),
+                said: [output.stdout.as_slice(), output.stderr.as_slice()]
+                    .map(String::from_utf8_lossy)
+                    .join("\n"),
+            },
+            RunResult::TimedOut => RawReset::Hung,
+            result => RawReset::Failed(
+                MxSmiError::Failed {
+                    command: spec.display(),
+                    result,
+                    stderr: output.stderr,
+                }
+                .into(),
+            ),
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! [`SimKernelLog`]: a simulated host's kernel log.
+
+use crate::backend::BackendError;
+use crate::kmsg::KmsgRecord;
+
+/// A kernel log in memory: records appended by the simulated host, a mark, and whether it can
+/// be read at all.
+#[derive(Debug, Clone)]
+pub struct SimKernelLog {
+    /// Whether the log can be read (a host where `/dev/kmsg` is denied: `false`).
+    pub readable: bool,
+    records: Vec<KmsgRecord>,
+    mark: u64,
+}
+
+impl Default for SimKernelLog {
+    fn default() -> Self {
+        let mut log = Self {
+            readable: true,
+            records: Vec::new(),
+            mark: 0,
+        };
+        log.push(6, "simulated host: booted");
+        log
+    }
+}
+
+impl SimKernelLog {
+    /// Appends a record at syslog `level`.
+    pub fn push(&mut self, level: u8, message: impl Into<String>) {
+        let sequence = self.records.len() as u64 + 1;
+        self.records.push(KmsgRecord {
+            level,
+            sequence,
+            message: message.into(),
+        });
+    }
+
+    fn denied() -> BackendError {
+        BackendError::Simulated("/dev/kmsg: Permission denied".to_owned())
+    }
+
+    /// Notes where the log ends now.
+    pub fn mark(&mut self) -> Result<(), BackendError> {
+        if !self.readable {
+            return Err(Self::denied());
+        }
+        self.mark = self.records.len() as u64;
+        Ok(())
+    }
+
+    /// The records added since the mark.
+    pub fn since_mark(&self) -> Result<Vec<KmsgRecord>, BackendError> {
+        if !self.readable {
+            return Err(Self::denied());
+        }
+        Ok(self
+            .records
+            .iter()
+            .filter(|record| record.sequence > self.mark)
+            .cloned()
+            .collect())
+    }
+}
