@@ -3,6 +3,7 @@
 //! implementation per method ([`crate::metax`], [`crate::nvidia`], [`crate::pci`]) and the
 //! simulated hosts of [`crate::sim`].
 
+use crate::holders::ProcError;
 use crate::kmsg::KernelLogError;
 use crate::metax::MxSmiError;
 use crate::method::Method;
@@ -29,6 +30,14 @@ pub enum BackendError {
     /// The kernel log could not be used.
     #[error(transparent)]
     KernelLog(#[from] KernelLogError),
+    /// The processes could not all be looked at for holders of a device file.
+    #[error(transparent)]
+    Proc(#[from] ProcError),
+    /// This method has no listing of the host's GPUs (a plan's verify step needs one).
+    #[error(
+        "the {0} method cannot list the host's GPUs; a plan's verify step needs metax or nvidia"
+    )]
+    NoSurvey(Method),
     /// A failure a simulated host was told to show (this description).
     #[error("{0} (simulated)")]
     Simulated(String),
@@ -48,7 +57,11 @@ impl BackendError {
         match self {
             Self::MxSmi(_) | Self::Simulated(_) => BlockedReason::MxSmiUnavailable,
             Self::NvidiaSmi(_) => BlockedReason::NvidiaSmiUnavailable,
-            Self::Sysfs(_) | Self::WrongMethod { .. } => BlockedReason::UnknownDevice,
+            Self::Sysfs(_) | Self::WrongMethod { .. } | Self::NoSurvey(_) => {
+                BlockedReason::UnknownDevice
+            }
+            // Who holds the device cannot be told: it may be in use.
+            Self::Proc(_) => BlockedReason::GpuBusy,
             Self::KernelLog(_) => BlockedReason::KernelLogUnreadable,
         }
     }

@@ -2,16 +2,16 @@
 //! before a reset and gives the error records added after that mark. Any vendor's reset is
 //! verified against it.
 
+use crate::os_error::OsError;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Where the kernel log is read by default.
 pub const DEFAULT_KMSG: &str = "/dev/kmsg";
 
 /// The kernel log could not be used.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum KernelLogError {
     /// It could not be opened or read.
@@ -21,36 +21,12 @@ pub enum KernelLogError {
         path: PathBuf,
         /// Why.
         #[source]
-        source: Arc<std::io::Error>,
+        source: OsError,
     },
     /// The errors since a mark were asked for before any mark.
     #[error("the kernel log was not marked before the reset")]
     NotMarked,
 }
-
-/// Two errors are the same when they are of the same kind and say the same (an I/O error has no
-/// equality of its own).
-impl PartialEq for KernelLogError {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (
-                Self::Read { path, source },
-                Self::Read {
-                    path: other_path,
-                    source: other_source,
-                },
-            ) => {
-                path == other_path
-                    && source.kind() == other_source.kind()
-                    && source.to_string() == other_source.to_string()
-            }
-            (Self::NotMarked, Self::NotMarked) => true,
-            (Self::Read { .. } | Self::NotMarked, _) => false,
-        }
-    }
-}
-
-impl Eq for KernelLogError {}
 
 /// One kernel log record: `PRIORITY,SEQUENCE,TIMESTAMP,FLAGS;MESSAGE`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +114,7 @@ impl KernelLog {
     fn records(&self) -> Result<Vec<KmsgRecord>, KernelLogError> {
         read_kmsg(&self.path).map_err(|source| KernelLogError::Read {
             path: self.path.clone(),
-            source: Arc::new(source),
+            source: source.into(),
         })
     }
 

@@ -25,18 +25,22 @@
 pub mod backend;
 pub mod clock;
 pub mod execute;
+pub mod holders;
 pub mod journal;
 pub mod kmsg;
 pub mod machine;
 pub mod metax;
 pub mod method;
 pub mod nvidia;
+pub mod os_error;
+pub mod parse_error;
 pub mod pci;
 pub mod plan;
 pub mod plan_step;
 pub mod reasons;
 pub mod sim;
 pub mod target;
+pub mod tool;
 
 pub use backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
 pub use clock::{Clock, SystemClock, VirtualClock};
@@ -48,8 +52,10 @@ pub use machine::{
 };
 pub use metax::{MetaxBackend, MxSmiBackend, MxSmiError};
 pub use method::Method;
+pub use nvidia::{NvidiaBackend, NvidiaSmiBackend, NvidiaSmiError};
+pub use pci::{PciBackend, SysfsBackend, SysfsError};
 pub use plan::{Group, LinkCommands, Plan, PlanError, Strategy, plan};
 pub use plan_step::{ActionReport, PlanStepError, PlanStepHost, PlanStepReport, run_plan_step};
 pub use reasons::{BlockedReason, ColdRebootReason, OutcomeKind, Reason};
-pub use sim::{Fault, SCENARIOS, SimHost};
+pub use sim::{Fault, SCENARIOS, SimHost, SimNvidia, SimPci};
 pub use target::{Target, TargetFacts};

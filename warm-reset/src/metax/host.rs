@@ -6,15 +6,13 @@ use super::error::MxSmiError;
 use super::modules::{DriverUse, metax_use};
 use crate::backend::BackendError;
 use crate::kmsg::{KernelLog, KernelLogSource, KmsgRecord};
-use gpu_probe::run::{RunResult, RunSpec, check_program, run};
+use crate::tool::{Tool, ToolError};
+use gpu_probe::run::RunResult;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Where `mx-smi` usually is, tried in order when none is configured; then `mx-smi` on `PATH`.
 pub const MX_SMI_PLACES: [&str; 2] = ["/opt/mxdriver/bin/mx-smi", "/opt/maca/bin/mx-smi"];
-
-/// How long one query of `mx-smi` may take.
-pub const QUERY_DEADLINE: Duration = Duration::from_secs(15);
 
 /// How `mx-smi -r` ended, before anyone reads what it said.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,8 +54,7 @@ pub trait MetaxHost: KernelLogSource {
 /// The real MetaX host.
 #[derive(Debug, Clone)]
 pub struct MxSmiHost {
-    configured: Option<PathBuf>,
-    found: Option<PathBuf>,
+    mx_smi: Tool,
     proc_root: PathBuf,
     kernel_log: KernelLog,
 }
@@ -71,52 +68,14 @@ impl MxSmiHost {
         kmsg: impl Into<PathBuf>,
     ) -> Self {
         Self {
-            configured: mx_smi,
-            found: None,
+            mx_smi: Tool::new("mx-smi", mx_smi, &MX_SMI_PLACES),
             proc_root: proc_root.into(),
             kernel_log: KernelLog::new(kmsg),
         }
     }
 
-    /// Finds `mx-smi`: the configured path, or the first usable of the usual places.
-    fn locate(&mut self) -> Result<PathBuf, MxSmiError> {
-        if let Some(found) = &self.found {
-            return Ok(found.clone());
-        }
-        let candidates: Vec<PathBuf> = match &self.configured {
-            Some(path) => vec![path.clone()],
-            None => MX_SMI_PLACES
-                .iter()
-                .map(PathBuf::from)
-                .chain([PathBuf::from("mx-smi")])
-                .collect(),
-        };
-        let mut tried = Vec::new();
-        for candidate in &candidates {
-            match check_program(candidate) {
-                Ok(found) => {
-                    self.found = Some(found.clone());
-                    return Ok(found);
-                }
-                Err(error) => tried.push(error),
-            }
-        }
-        Err(MxSmiError::NotFound { tried })
-    }
-
     fn query(&mut self, args: &[&str]) -> Result<String, BackendError> {
-        let program = self.locate()?;
-        let spec = RunSpec::new(&program, QUERY_DEADLINE).args(args.iter().copied());
-        let output = run(&spec);
-        match output.result {
-            RunResult::Exited(0) => Ok(String::from_utf8_lossy(&output.stdout).into_owned()),
-            result => Err(MxSmiError::Failed {
-                command: spec.display(),
-                result,
-                stderr: output.stderr,
-            }
-            .into()),
-        }
+        Ok(self.mx_smi.query(args).map_err(MxSmiError::from)?)
     }
 }
 
@@ -136,13 +95,12 @@ impl MetaxHost for MxSmiHost {
     }
 
     fn find_mx_smi(&mut self) -> Result<(), BackendError> {
-        self.found = None;
-        self.locate()?;
+        self.mx_smi.find().map_err(MxSmiError::from)?;
         Ok(())
     }
 
     fn mx_smi_path(&self) -> PathBuf {
-        self.found.clone().unwrap_or_default()
+        self.mx_smi.path()
     }
 
     fn driver_use(&mut self) -> DriverUse {
@@ -166,25 +124,24 @@ impl MetaxHost for MxSmiHost {
     }
 
     fn reset(&mut self, mx_smi_id: &str, within: Duration) -> RawReset {
-        let Some(program) = self.found.clone() else {
-            return RawReset::Failed(MxSmiError::NotLocated.into());
+        let ended = match self.mx_smi.run_found(&["-r", "-i", mx_smi_id], within) {
+            Ok(ended) => ended,
+            Err(error) => return RawReset::Failed(MxSmiError::from(error).into()),
         };
-        let spec = RunSpec::new(&program, within).args(["-r", "-i", mx_smi_id]);
-        let output = run(&spec);
-        match output.result {
+        match ended.result {
             RunResult::Exited(0) => RawReset::Exited {
-                command: spec.display(),
-                said: [output.stdout.as_slice(), output.stderr.as_slice()]
+                command: ended.command,
+                said: [ended.stdout.as_slice(), ended.stderr.as_slice()]
                     .map(String::from_utf8_lossy)
                     .join("\n"),
             },
             RunResult::TimedOut => RawReset::Hung,
             result => RawReset::Failed(
-                MxSmiError::Failed {
-                    command: spec.display(),
+                MxSmiError::from(ToolError::Failed {
+                    command: ended.command,
                     result,
-                    stderr: output.stderr,
-                }
+                    stderr: ended.stderr,
+                })
                 .into(),
             ),
         }

@@ -15,6 +15,6 @@ mod target;
 
 pub use backend::{MetaxBackend, MxSmiBackend};
 pub use error::MxSmiError;
-pub use host::{MX_SMI_PLACES, MetaxHost, MxSmiHost, QUERY_DEADLINE, RawReset};
+pub use host::{MX_SMI_PLACES, MetaxHost, MxSmiHost, RawReset};
 pub use modules::{DriverUse, metax_use};
 pub use target::MetaxTarget;

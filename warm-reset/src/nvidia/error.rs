@@ -1,11 +1,41 @@
 //! [`NvidiaSmiError`]: why `nvidia-smi`, or the NVIDIA driver's files, gave no answer the
 //! procedure can use.
 
-/// `nvidia-smi` could not be found, did not run to a clean end, or printed what does not read.
+use super::nvidia_smi::ParseError;
+use crate::os_error::OsError;
+use crate::tool::ToolError;
+use std::path::PathBuf;
+
+/// `nvidia-smi` could not be found, did not run to a clean end, printed what does not read,
+/// or a driver file could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum NvidiaSmiError {
-    /// Placeholder.
-    #[error("nvidia-smi")]
-    Todo,
+    /// Not found, or a run that did not end with exit 0.
+    #[error(transparent)]
+    Tool(#[from] ToolError),
+    /// Its output does not read.
+    #[error(transparent)]
+    Unreadable(#[from] ParseError),
+    /// A file of the driver (`/proc/driver/nvidia/gpus/<bdf>/information`) could not be read.
+    #[error("cannot read {}", path.display())]
+    DriverFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: OsError,
+    },
+    /// `--gpu-reset` did not say that it reset every GPU of the group.
+    #[error("{command} exited with code {code} without saying it reset {missing}: {said:?}")]
+    ResetFailed {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        code: i32,
+        /// The GPUs it did not say it reset.
+        missing: String,
+        /// What it printed (the last 300 characters).
+        said: String,
+    },
 }

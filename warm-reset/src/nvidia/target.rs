@@ -1,24 +1,41 @@
-//! [`NvidiaTarget`].
+//! [`NvidiaTarget`]: the NVIDIA GPUs an ID names, and the group a reset must take with them.
 
+use super::nvidia_smi::NvidiaGpu;
 use gpu_partition_types::Bdf;
 use serde::{Deserialize, Serialize};
 
-/// Placeholder.
+/// The GPUs named, and the group reset in one command: them and their NVLink peers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct NvidiaTarget {}
+pub struct NvidiaTarget {
+    /// The GPUs the ID names.
+    pub named: Vec<NvidiaGpu>,
+    /// Every GPU reset together (the named ones and their NVLink peers), by index.
+    pub group: Vec<NvidiaGpu>,
+}
 
 impl NvidiaTarget {
-    /// Named.
+    /// The PCI addresses of the named GPUs.
     pub fn devices(&self) -> Vec<Bdf> {
-        Vec::new()
+        self.named.iter().map(|gpu| gpu.bdf).collect()
     }
-    /// Verified.
+
+    /// The PCI addresses of every GPU of the group (each is verified after the reset).
     pub fn verified(&self) -> Vec<Bdf> {
-        Vec::new()
+        self.group.iter().map(|gpu| gpu.bdf).collect()
     }
-    /// Group.
+
+    /// The group's indices.
     pub fn group(&self) -> Vec<u32> {
-        Vec::new()
+        self.group.iter().map(|gpu| gpu.index).collect()
+    }
+
+    /// The bus IDs `--gpu-reset -i` is given, comma-separated.
+    pub fn reset_ids(&self) -> String {
+        self.group
+            .iter()
+            .map(|gpu| gpu.bus_id.as_str())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 }

@@ -1,10 +1,38 @@
-//! [`SysfsError`]: a sysfs file of a PCI function that could not be read.
+//! [`SysfsError`]: a sysfs file of a PCI function that could not be read, or that holds what the
+//! kernel never writes there.
 
-/// Placeholder.
+use crate::os_error::OsError;
+use std::path::PathBuf;
+
+/// A sysfs entry that does not answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SysfsError {
-    /// Placeholder.
-    #[error("sysfs")]
-    Todo,
+    /// A file or link could not be read.
+    #[error("cannot read {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: OsError,
+    },
+    /// A file holds what the kernel never writes there.
+    #[error("{} holds {text:?}, not {expected}", path.display())]
+    Unexpected {
+        /// The file.
+        path: PathBuf,
+        /// What it holds.
+        text: String,
+        /// What the kernel writes there.
+        expected: &'static str,
+    },
+    /// Writing `1` to the `reset` file failed.
+    #[error("writing 1 to {} failed: {why}", path.display())]
+    ResetWrite {
+        /// The `reset` file.
+        path: PathBuf,
+        /// How the write ended (and what it said).
+        why: String,
+    },
 }

@@ -1,20 +1,47 @@
-//! [`PciTarget`].
+//! [`PciTarget`]: a PCI function to reset, and every function the reset touches.
 
+use super::function::Identity;
 use gpu_partition_types::Bdf;
 use serde::{Deserialize, Serialize};
 
-/// Placeholder.
+/// A function the reset touches, with its IDs before it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
-pub struct PciTarget {}
+pub struct Member {
+    /// Its address.
+    pub bdf: Bdf,
+    /// Its IDs before the reset.
+    pub identity: Identity,
+}
+
+impl Member {
+    /// A member at `bdf` with these IDs.
+    pub fn new(bdf: Bdf, identity: Identity) -> Self {
+        Self { bdf, identity }
+    }
+}
+
+/// The function named, the method the kernel will use, and the group it resets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PciTarget {
+    /// The function named.
+    pub device: Bdf,
+    /// The kernel's first reset method for it (what a write to `reset` uses).
+    pub method: String,
+    /// Every function the reset touches, the named one first: itself alone, or with a bus
+    /// reset every function on its bus.
+    pub members: Vec<Member>,
+}
 
 impl PciTarget {
-    /// Named.
+    /// The function named.
     pub fn devices(&self) -> Vec<Bdf> {
-        Vec::new()
+        vec![self.device]
     }
-    /// Verified.
+
+    /// Every function the reset touches.
     pub fn verified(&self) -> Vec<Bdf> {
-        Vec::new()
+        self.members.iter().map(|member| member.bdf).collect()
     }
 }

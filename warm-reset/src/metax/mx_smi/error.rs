@@ -1,38 +1,4 @@
-//! [`ParseError`]: output of `mx-smi` that does not read.
+//! [`ParseError`]: output of `mx-smi` that does not read (the type every parser of another
+//! program's output shares: [`crate::parse_error`]).
 
-/// Output of `mx-smi` that does not read: the line that does not, or the part that is missing.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ParseError {
-    /// A line that is not what the published layout has there.
-    #[error("{output}, line {line}: {why}: {text:?}")]
-    Line {
-        /// Which output (`mx-smi -L`, `mx-smi topo -m`, …).
-        output: &'static str,
-        /// 1-based line number.
-        line: usize,
-        /// The line.
-        text: String,
-        /// What was wrong.
-        why: &'static str,
-    },
-    /// A part the published layout always has is not there (the output may be cut short).
-    #[error("{output}: {why}")]
-    Missing {
-        /// Which output.
-        output: &'static str,
-        /// What is missing.
-        why: &'static str,
-    },
-}
-
-impl ParseError {
-    pub(crate) fn line(output: &'static str, number: usize, text: &str, why: &'static str) -> Self {
-        Self::Line {
-            output,
-            line: number,
-            text: text.to_owned(),
-            why,
-        }
-    }
-}
+pub use crate::parse_error::ParseError;

@@ -33,12 +33,7 @@ fn rule_of(line: &str, edge: char, fill: char) -> bool {
     inner.contains(fill) && inner.chars().all(|c| c == fill || c == '+' || c == '|')
 }
 
-/// Lines with their 1-based numbers.
-pub(crate) fn numbered(text: &str) -> impl Iterator<Item = (usize, &str)> {
-    text.lines()
-        .enumerate()
-        .map(|(index, line)| (index + 1, line))
-}
+pub(crate) use crate::parse_error::numbered;
 
 /// The words of `text` with the byte offset each starts at.
 pub(crate) fn words_at(text: &str) -> Vec<(usize, &str)> {

@@ -1,0 +1,309 @@
+//! [`NvidiaBackend`]: the machine's questions answered for NVIDIA GPUs through `nvidia-smi`,
+//! with the checks `nvidia-smi -r` leaves to its operator: the NVLink peers reset in the same
+//! command, nobody holding the group's `/dev/nvidia<minor>`, no compute app on it.
+
+use super::error::NvidiaSmiError;
+use super::host::{NvidiaHost, NvidiaSmiHost, ToolReset};
+use super::nvidia_smi::{
+    self, NvidiaGpu, device_minor, parse_compute_apps, parse_gpus, parse_nvlinks, read_reset_output,
+};
+use super::target::NvidiaTarget;
+use crate::backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
+use crate::holders::describe;
+use crate::kmsg::device_errors;
+use crate::machine::said;
+use crate::method::Method;
+use crate::reasons::{BlockedReason, ColdRebootReason};
+use crate::target::{Target, TargetFacts};
+use gpu_partition_types::Bdf;
+use std::ops::{Deref, DerefMut};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// An NVIDIA host behind the machine's questions.
+#[derive(Debug, Clone)]
+pub struct NvidiaBackend<H> {
+    host: H,
+}
+
+/// The real NVIDIA host: `nvidia-smi`, `/proc`, the kernel log.
+pub type NvidiaSmiBackend = NvidiaBackend<NvidiaSmiHost>;
+
+impl NvidiaSmiBackend {
+    /// A backend using `nvidia_smi` (or the usual places when `None`), `<proc_root>` and the
+    /// kernel log at `kmsg`.
+    pub fn new(
+        nvidia_smi: Option<PathBuf>,
+        proc_root: impl Into<PathBuf>,
+        kmsg: impl Into<PathBuf>,
+    ) -> Self {
+        Self::of(NvidiaSmiHost::new(nvidia_smi, proc_root, kmsg))
+    }
+}
+
+impl<H> NvidiaBackend<H> {
+    /// The backend of `host`.
+    pub fn of(host: H) -> Self {
+        Self { host }
+    }
+}
+
+impl<H> Deref for NvidiaBackend<H> {
+    type Target = H;
+
+    fn deref(&self) -> &H {
+        &self.host
+    }
+}
+
+impl<H> DerefMut for NvidiaBackend<H> {
+    fn deref_mut(&mut self) -> &mut H {
+        &mut self.host
+    }
+}
+
+fn facts(target: &Target) -> Result<&NvidiaTarget, BackendError> {
+    match &target.facts {
+        TargetFacts::Nvidia(nvidia) => Ok(nvidia),
+        TargetFacts::Metax(_) | TargetFacts::Pci(_) => Err(BackendError::WrongMethod {
+            backend: Method::Nvidia,
+            target: target.method(),
+        }),
+    }
+}
+
+/// The GPUs an ID names, as `nvidia-smi -i` reads it: `all`, an index, a bus ID (any form), a
+/// UUID (any case, with or without `GPU-`).
+fn named(id: &str, gpus: &[NvidiaGpu]) -> Vec<NvidiaGpu> {
+    let id = id.trim();
+    if id.eq_ignore_ascii_case("all") {
+        return gpus.to_vec();
+    }
+    let bdf = nvidia_smi::parse_bus_id(id);
+    let bare = |uuid: &str| uuid.trim_start_matches("GPU-").to_ascii_lowercase();
+    gpus.iter()
+        .filter(|gpu| {
+            id.parse::<u32>().ok() == Some(gpu.index)
+                || bdf == Some(gpu.bdf)
+                || bare(&gpu.uuid) == bare(id)
+        })
+        .cloned()
+        .collect()
+}
+
+impl<H: NvidiaHost> NvidiaBackend<H> {
+    fn gpus(&mut self) -> Result<Vec<NvidiaGpu>, BackendError> {
+        let text = self.host.query_gpus()?;
+        Ok(parse_gpus(&text).map_err(NvidiaSmiError::from)?)
+    }
+
+    fn device_file(&mut self, bdf: Bdf) -> Result<PathBuf, BackendError> {
+        let text = self.host.information(bdf)?;
+        let minor = device_minor(&text).map_err(NvidiaSmiError::from)?;
+        Ok(PathBuf::from(format!("/dev/nvidia{minor}")))
+    }
+}
+
+impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
+    fn is_root(&mut self) -> bool {
+        self.host.is_root()
+    }
+
+    fn prepare(&mut self) -> Result<Vec<String>, Refusal> {
+        // The `nvidia` module's use count is no idle test: dependent modules keep it above 0.
+        self.host.find_nvidia_smi()?;
+        Ok(Vec::new())
+    }
+
+    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<String>), Refusal> {
+        let gpus = self.gpus()?;
+        let named = named(id, &gpus);
+        if named.is_empty() {
+            return Err(Refusal::new(
+                BlockedReason::UnknownDevice,
+                format!("{id:?} names no GPU of nvidia-smi --query-gpu"),
+            ));
+        }
+        // The peers must be reset in the same command when Fabric Manager is absent or a GPU
+        // predates Ampere; always taking them is the safe superset.
+        let text = self.host.topology().map_err(|error| {
+            Refusal::new(
+                BlockedReason::NvidiaSmiUnavailable,
+                format!(
+                    "the NVLink peers are unknown, so no GPU can be reset alone: {}",
+                    said(&error)
+                ),
+            )
+        })?;
+        let links = parse_nvlinks(&text).map_err(|error| {
+            Refusal::new(
+                BlockedReason::NvidiaSmiUnavailable,
+                format!("the NVLink peers are unknown, so no GPU can be reset alone: {error}"),
+            )
+        })?;
+        let indices: Vec<u32> = named.iter().map(|gpu| gpu.index).collect();
+        let group_indices = links.closure(&indices);
+        let group: Vec<NvidiaGpu> = gpus
+            .iter()
+            .filter(|gpu| group_indices.contains(&gpu.index))
+            .cloned()
+            .collect();
+        let mut warnings = Vec::new();
+        if group.len() > named.len() {
+            warnings.push(format!(
+                "NVLink peers are reset with the GPU: {}",
+                group
+                    .iter()
+                    .filter(|gpu| !named.contains(gpu))
+                    .map(|gpu| format!("GPU {} ({})", gpu.index, gpu.bus_id))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        let facts = NvidiaTarget { named, group };
+        Ok((Target::new(id.trim(), TargetFacts::Nvidia(facts)), warnings))
+    }
+
+    fn check_use(&mut self, target: &Target) -> Result<Vec<String>, Refusal> {
+        let nvidia = facts(target)?.clone();
+        let mut files = Vec::new();
+        for gpu in &nvidia.group {
+            files.push(self.device_file(gpu.bdf)?);
+        }
+        let holders = self.host.holders(&files)?;
+        if !holders.is_empty() {
+            return Err(Refusal::new(
+                BlockedReason::GpuBusy,
+                format!("processes hold the GPUs: {}", describe(&holders)),
+            ));
+        }
+        let text = self.host.compute_apps()?;
+        let apps = parse_compute_apps(&text)
+            .map_err(|error| Refusal::from(BackendError::from(NvidiaSmiError::from(error))))?;
+        let busy: Vec<String> = apps
+            .iter()
+            .filter(|app| nvidia.group.iter().any(|gpu| gpu.bdf == app.bdf))
+            .map(|app| format!("{} on {}", app.pid, app.bdf))
+            .collect();
+        if !busy.is_empty() {
+            return Err(Refusal::new(
+                BlockedReason::GpuBusy,
+                format!("compute apps run on the GPUs: {}", busy.join(", ")),
+            ));
+        }
+        Ok(Vec::new())
+    }
+
+    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
+        self.host.mark_kernel_log()
+    }
+
+    fn reset(&mut self, target: &Target, within: Duration) -> ResetEnd {
+        let nvidia = match facts(target) {
+            Ok(nvidia) => nvidia.clone(),
+            Err(error) => return ResetEnd::Failed(error),
+        };
+        let (command, code, text) = match self.host.reset(&nvidia.reset_ids(), within) {
+            ToolReset::Exited {
+                command,
+                code,
+                said,
+            } => (command, code, said),
+            ToolReset::Hung => return ResetEnd::Hung,
+            ToolReset::Failed(error) => return ResetEnd::Failed(error),
+        };
+        let output = read_reset_output(&text);
+        // The busy block: nothing was reset, as long as no GPU says it was.
+        if !output.in_use.is_empty() && output.reset.is_empty() {
+            return ResetEnd::Refused(Refusal::new(
+                BlockedReason::GpuBusy,
+                format!("nvidia-smi refused the reset: {}", output.in_use.join("; ")),
+            ));
+        }
+        let missing: Vec<&str> = nvidia
+            .group
+            .iter()
+            .filter(|gpu| !output.reset.contains(&gpu.bdf))
+            .map(|gpu| gpu.bus_id.as_str())
+            .collect();
+        if code == 0 && missing.is_empty() {
+            return ResetEnd::Finished;
+        }
+        let skip = text.chars().count().saturating_sub(300);
+        ResetEnd::Failed(
+            NvidiaSmiError::ResetFailed {
+                command,
+                code,
+                missing: if missing.is_empty() {
+                    "(it said it reset every GPU)".to_owned()
+                } else {
+                    missing.join(",")
+                },
+                said: text
+                    .chars()
+                    .skip(skip)
+                    .collect::<String>()
+                    .trim()
+                    .to_owned(),
+            }
+            .into(),
+        )
+    }
+
+    fn check_back(&mut self, target: &Target) -> Back {
+        let nvidia = match facts(target) {
+            Ok(nvidia) => nvidia.clone(),
+            Err(error) => {
+                return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, said(&error)));
+            }
+        };
+        let gpus = match self.gpus() {
+            Ok(gpus) => gpus,
+            Err(error) => {
+                return Back::NotYet(NotBack::new(
+                    ColdRebootReason::GpuMissing,
+                    format!("nvidia-smi --query-gpu failed: {}", said(&error)),
+                ));
+            }
+        };
+        let mut missing = Vec::new();
+        let mut moved = Vec::new();
+        for before in &nvidia.group {
+            match gpus.iter().find(|gpu| gpu.uuid == before.uuid) {
+                None => missing.push(format!("{} ({})", before.bus_id, before.uuid)),
+                Some(now) if now.bdf != before.bdf => moved.push(format!(
+                    "{} is at {} where it was at {}",
+                    before.uuid, now.bus_id, before.bus_id
+                )),
+                Some(_) => {}
+            }
+        }
+        if !moved.is_empty() {
+            return Back::Wrong(NotBack::new(
+                ColdRebootReason::TopologyWrong,
+                moved.join(", "),
+            ));
+        }
+        if !missing.is_empty() {
+            return Back::NotYet(NotBack::new(
+                ColdRebootReason::GpuMissing,
+                format!("not listed: {}", missing.join(", ")),
+            ));
+        }
+        Back::Yes {
+            warnings: Vec::new(),
+        }
+    }
+
+    fn kernel_errors(&mut self, target: &Target) -> Result<Vec<String>, BackendError> {
+        let group = facts(target)?.verified();
+        Ok(device_errors(self.host.records_since_mark()?, &group))
+    }
+
+    fn survey(&mut self) -> Result<Survey, BackendError> {
+        Ok(Survey {
+            listed: self.gpus()?.len(),
+            not_available: Vec::new(),
+        })
+    }
+}

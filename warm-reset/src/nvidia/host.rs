@@ -1,0 +1,171 @@
+//! [`NvidiaHost`]: what the NVIDIA backend reads from a host — `nvidia-smi`'s outputs, the
+//! driver's `information` files, who holds `/dev/nvidia<minor>`, the kernel log — and
+//! [`NvidiaSmiHost`], the real one.
+
+use super::error::NvidiaSmiError;
+use crate::backend::BackendError;
+use crate::holders::{Holder, holders};
+use crate::kmsg::{KernelLog, KernelLogSource, KmsgRecord};
+use crate::tool::{Tool, ToolError};
+use gpu_partition_types::Bdf;
+use gpu_probe::run::{RunResult, Termination};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where `nvidia-smi` usually is, tried when none is configured; then `nvidia-smi` on `PATH`.
+pub const NVIDIA_SMI_PLACES: [&str; 1] = ["/usr/bin/nvidia-smi"];
+
+/// How `nvidia-smi --gpu-reset` ended, before anyone reads what it said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolReset {
+    /// It exited with `code`, saying this (stdout and stderr).
+    Exited {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        code: i32,
+        /// What it printed.
+        said: String,
+    },
+    /// It did not end within the time given and was killed.
+    Hung,
+    /// It could not be run, or a signal ended it.
+    Failed(BackendError),
+}
+
+/// An NVIDIA host as the backend reads it.
+pub trait NvidiaHost: KernelLogSource {
+    /// Whether this runs as root.
+    fn is_root(&mut self) -> bool;
+    /// Whether `nvidia-smi` is there (present and executable), or why not.
+    fn find_nvidia_smi(&mut self) -> Result<(), BackendError>;
+    /// `--query-gpu=index,pci.bus_id,uuid,name --format=csv,noheader`.
+    fn query_gpus(&mut self) -> Result<String, BackendError>;
+    /// `topo -m`.
+    fn topology(&mut self) -> Result<String, BackendError>;
+    /// `--query-compute-apps=pid,gpu_bus_id --format=csv,noheader`.
+    fn compute_apps(&mut self) -> Result<String, BackendError>;
+    /// `/proc/driver/nvidia/gpus/<bdf>/information`.
+    fn information(&mut self, bdf: Bdf) -> Result<String, BackendError>;
+    /// The processes holding one of `files`.
+    fn holders(&mut self, files: &[PathBuf]) -> Result<Vec<Holder>, BackendError>;
+    /// `--gpu-reset -i <ids>`, killed if it has not ended `within`.
+    fn reset(&mut self, ids: &str, within: Duration) -> ToolReset;
+}
+
+/// The real NVIDIA host.
+#[derive(Debug, Clone)]
+pub struct NvidiaSmiHost {
+    nvidia_smi: Tool,
+    proc_root: PathBuf,
+    kernel_log: KernelLog,
+}
+
+impl NvidiaSmiHost {
+    /// A host using `nvidia_smi` (or the usual places when `None`), `<proc_root>` for the
+    /// driver's files and the processes, and the kernel log at `kmsg`.
+    pub fn new(
+        nvidia_smi: Option<PathBuf>,
+        proc_root: impl Into<PathBuf>,
+        kmsg: impl Into<PathBuf>,
+    ) -> Self {
+        Self {
+            nvidia_smi: Tool::new("nvidia-smi", nvidia_smi, &NVIDIA_SMI_PLACES),
+            proc_root: proc_root.into(),
+            kernel_log: KernelLog::new(kmsg),
+        }
+    }
+
+    fn query(&mut self, args: &[&str]) -> Result<String, BackendError> {
+        Ok(self.nvidia_smi.query(args).map_err(NvidiaSmiError::from)?)
+    }
+}
+
+impl KernelLogSource for NvidiaSmiHost {
+    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
+        self.kernel_log.mark_kernel_log()
+    }
+
+    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, BackendError> {
+        self.kernel_log.records_since_mark()
+    }
+}
+
+impl NvidiaHost for NvidiaSmiHost {
+    fn is_root(&mut self) -> bool {
+        nix::unistd::geteuid().is_root()
+    }
+
+    fn find_nvidia_smi(&mut self) -> Result<(), BackendError> {
+        self.nvidia_smi.find().map_err(NvidiaSmiError::from)?;
+        Ok(())
+    }
+
+    fn query_gpus(&mut self) -> Result<String, BackendError> {
+        self.query(&[
+            "--query-gpu=index,pci.bus_id,uuid,name",
+            "--format=csv,noheader",
+        ])
+    }
+
+    fn topology(&mut self) -> Result<String, BackendError> {
+        self.query(&["topo", "-m"])
+    }
+
+    fn compute_apps(&mut self) -> Result<String, BackendError> {
+        self.query(&[
+            "--query-compute-apps=pid,gpu_bus_id",
+            "--format=csv,noheader",
+        ])
+    }
+
+    fn information(&mut self, bdf: Bdf) -> Result<String, BackendError> {
+        let path = self
+            .proc_root
+            .join("driver/nvidia/gpus")
+            .join(bdf.to_string())
+            .join("information");
+        std::fs::read_to_string(&path).map_err(|source| {
+            NvidiaSmiError::DriverFile {
+                path,
+                source: source.into(),
+            }
+            .into()
+        })
+    }
+
+    fn holders(&mut self, files: &[PathBuf]) -> Result<Vec<Holder>, BackendError> {
+        Ok(holders(&self.proc_root, files)?)
+    }
+
+    fn reset(&mut self, ids: &str, within: Duration) -> ToolReset {
+        let ended = match self
+            .nvidia_smi
+            .run_found(&["--gpu-reset", "-i", ids], within)
+        {
+            Ok(ended) => ended,
+            Err(error) => return ToolReset::Failed(NvidiaSmiError::from(error).into()),
+        };
+        match ended.result {
+            RunResult::Exited(code) | RunResult::LeakedPipes(Termination::Exited(code)) => {
+                ToolReset::Exited {
+                    command: ended.command,
+                    code,
+                    said: [ended.stdout.as_slice(), ended.stderr.as_slice()]
+                        .map(String::from_utf8_lossy)
+                        .join("\n"),
+                }
+            }
+            RunResult::TimedOut => ToolReset::Hung,
+            result => ToolReset::Failed(
+                NvidiaSmiError::from(ToolError::Failed {
+                    command: ended.command,
+                    result,
+                    stderr: ended.stderr,
+                })
+                .into(),
+            ),
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! [`PciBackend`]: the machine's questions answered for any PCI function through sysfs, the
+//! way a toolstack resets a passed-through device between two guests, with the checks none of
+//! them makes all of: a reset method exists, no host driver is bound, no process holds the
+//! VFIO group, and for a bus reset every other function on the bus passes the same checks.
+
+use super::function::{GONE_VENDOR, PciFunction};
+use super::host::{PciHost, SysfsHost};
+use super::target::{Member, PciTarget};
+use crate::backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
+use crate::holders::describe;
+use crate::kmsg::device_errors;
+use crate::machine::said;
+use crate::method::Method;
+use crate::reasons::{BlockedReason, ColdRebootReason};
+use crate::target::{Target, TargetFacts};
+use gpu_partition_types::Bdf;
+use std::ops::{Deref, DerefMut};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The reset methods that reset every function on the bus, not the function alone.
+const BUS_METHODS: [&str; 2] = ["bus", "cxl_bus"];
+
+/// A host's PCI functions behind the machine's questions.
+#[derive(Debug, Clone)]
+pub struct PciBackend<H> {
+    host: H,
+}
+
+/// The real host: sysfs, `/proc`, the kernel log.
+pub type SysfsBackend = PciBackend<SysfsHost>;
+
+impl SysfsBackend {
+    /// A backend over sysfs at `sysfs_root`, procfs at `proc_root`, the kernel log at `kmsg`.
+    pub fn new(
+        sysfs_root: impl Into<PathBuf>,
+        proc_root: impl Into<PathBuf>,
+        kmsg: impl Into<PathBuf>,
+    ) -> Self {
+        Self::of(SysfsHost::new(sysfs_root, proc_root, kmsg))
+    }
+}
+
+impl<H> PciBackend<H> {
+    /// The backend of `host`.
+    pub fn of(host: H) -> Self {
+        Self { host }
+    }
+}
+
+impl<H> Deref for PciBackend<H> {
+    type Target = H;
+
+    fn deref(&self) -> &H {
+        &self.host
+    }
+}
+
+impl<H> DerefMut for PciBackend<H> {
+    fn deref_mut(&mut self) -> &mut H {
+        &mut self.host
+    }
+}
+
+fn facts(target: &Target) -> Result<&PciTarget, BackendError> {
+    match &target.facts {
+        TargetFacts::Pci(pci) => Ok(pci),
+        TargetFacts::Metax(_) | TargetFacts::Nvidia(_) => Err(BackendError::WrongMethod {
+            backend: Method::Pci,
+            target: target.method(),
+        }),
+    }
+}
+
+impl<H: PciHost> PciBackend<H> {
+    fn present(&mut self, bdf: Bdf) -> Result<PciFunction, Refusal> {
+        self.host.function(bdf)?.ok_or_else(|| {
+            Refusal::new(
+                BlockedReason::UnknownDevice,
+                format!("no PCI function {bdf} in sysfs"),
+            )
+        })
+    }
+
+    /// Why `function` may not be reset now, if anything: a host driver, or a holder of its
+    /// VFIO group. `named` tells the device asked for from another function of its bus.
+    fn in_use(&mut self, function: &PciFunction, named: Bdf) -> Result<Option<Refusal>, Refusal> {
+        let sibling = |what: String| {
+            Refusal::new(
+                BlockedReason::GroupInUse,
+                format!(
+                    "a bus reset of {named} would also reset {}, {what}",
+                    function.bdf
+                ),
+            )
+        };
+        if let Some(driver) = function.host_driver() {
+            let what = format!("bound to the host driver {driver}");
+            return Ok(Some(if function.bdf == named {
+                Refusal::new(
+                    BlockedReason::DriverInUse,
+                    format!("{named} is {what}; a reset would pull it from under the driver"),
+                )
+            } else {
+                sibling(what)
+            }));
+        }
+        let Some(file) = function.vfio_file() else {
+            return Ok(None);
+        };
+        let holders = self.host.holders(&[file])?;
+        if holders.is_empty() {
+            return Ok(None);
+        }
+        let what = format!("held by {}", describe(&holders));
+        Ok(Some(if function.bdf == named {
+            Refusal::new(BlockedReason::GpuBusy, format!("{named} is {what}"))
+        } else {
+            sibling(what)
+        }))
+    }
+}
+
+impl<H: PciHost> Backend for PciBackend<H> {
+    fn is_root(&mut self) -> bool {
+        self.host.is_root()
+    }
+
+    fn prepare(&mut self) -> Result<Vec<String>, Refusal> {
+        // No tool and no module: everything this method needs is about the device.
+        Ok(Vec::new())
+    }
+
+    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<String>), Refusal> {
+        let Ok(device) = id.trim().parse::<Bdf>() else {
+            return Err(Refusal::new(
+                BlockedReason::UnknownDevice,
+                format!(
+                    "{id:?} is not a PCI address (dddd:bb:dd.f); the pci method resets one function"
+                ),
+            ));
+        };
+        let function = self.present(device)?;
+        let method = match function.reset_methods.as_deref() {
+            Some([first, ..]) => first.clone(),
+            Some([]) | None => {
+                return Err(Refusal::new(
+                    BlockedReason::ResetUnsupported,
+                    format!(
+                        "{device} offers no reset method (its reset_method is empty or absent)"
+                    ),
+                ));
+            }
+        };
+        let mut members = vec![Member::new(device, function.identity)];
+        if BUS_METHODS.contains(&method.as_str()) {
+            for other in self.host.bus_functions(device)? {
+                if other != device {
+                    let sibling = self.present(other)?;
+                    members.push(Member::new(other, sibling.identity));
+                }
+            }
+        }
+        let pci = PciTarget {
+            device,
+            method,
+            members,
+        };
+        Ok((
+            Target::new(&device.to_string(), TargetFacts::Pci(pci)),
+            Vec::new(),
+        ))
+    }
+
+    fn check_use(&mut self, target: &Target) -> Result<Vec<String>, Refusal> {
+        let pci = facts(target)?.clone();
+        for member in &pci.members {
+            let function = self.present(member.bdf)?;
+            if let Some(refusal) = self.in_use(&function, pci.device)? {
+                return Err(refusal);
+            }
+        }
+        Ok(Vec::new())
+    }
+
+    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
+        self.host.mark_kernel_log()
+    }
+
+    fn reset(&mut self, target: &Target, within: Duration) -> ResetEnd {
+        match facts(target) {
+            Ok(pci) => self.host.write_reset(pci.device, within),
+            Err(error) => ResetEnd::Failed(error),
+        }
+    }
+
+    fn check_back(&mut self, target: &Target) -> Back {
+        let pci = match facts(target) {
+            Ok(pci) => pci.clone(),
+            Err(error) => {
+                return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, said(&error)));
+            }
+        };
+        let mut not_back = Vec::new();
+        for member in &pci.members {
+            match self.host.function(member.bdf) {
+                Err(error) => not_back.push(format!("{}: {}", member.bdf, said(&error))),
+                Ok(None) => not_back.push(format!("{} is gone", member.bdf)),
+                Ok(Some(now)) if now.identity.vendor == GONE_VENDOR => not_back.push(format!(
+                    "{} reads vendor 0xffff (it fell off the bus)",
+                    member.bdf
+                )),
+                Ok(Some(now)) if now.identity != member.identity => not_back.push(format!(
+                    "{} reads {} where it read {}",
+                    member.bdf, now.identity, member.identity
+                )),
+                Ok(Some(_)) => {}
+            }
+        }
+        if not_back.is_empty() {
+            Back::Yes {
+                warnings: Vec::new(),
+            }
+        } else {
+            Back::NotYet(NotBack::new(
+                ColdRebootReason::GpuMissing,
+                not_back.join("; "),
+            ))
+        }
+    }
+
+    fn kernel_errors(&mut self, target: &Target) -> Result<Vec<String>, BackendError> {
+        let members = facts(target)?.verified();
+        Ok(device_errors(self.host.records_since_mark()?, &members))
+    }
+
+    fn survey(&mut self) -> Result<Survey, BackendError> {
+        Err(BackendError::NoSurvey(Method::Pci))
+    }
+}

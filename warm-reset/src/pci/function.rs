@@ -1,0 +1,224 @@
+//! [`PciFunction`]: what sysfs says of one PCI function (`<sysfs>/bus/pci/devices/<bdf>/`):
+//! its IDs, its driver, its reset methods and its IOMMU group.
+
+use super::error::SysfsError;
+use gpu_partition_types::Bdf;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The drivers that hold a function for a guest or for nobody: a reset cannot pull a device
+/// from under a host driver's feet while one of these is bound.
+pub const STUB_DRIVERS: [&str; 4] = ["vfio-pci", "pciback", "xen-pciback", "pci-stub"];
+
+/// The vendor ID a function that fell off the bus reads.
+pub const GONE_VENDOR: u16 = 0xffff;
+
+/// What a function is: its IDs as sysfs shows them. Read again after a reset, they must match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Identity {
+    /// `vendor`.
+    pub vendor: u16,
+    /// `device`.
+    pub device: u16,
+    /// `class`.
+    pub class: u32,
+}
+
+impl std::fmt::Display for Identity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:04x}:{:04x} class {:06x}",
+            self.vendor, self.device, self.class
+        )
+    }
+}
+
+/// One PCI function, as sysfs shows it now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PciFunction {
+    /// Its address.
+    pub bdf: Bdf,
+    /// Its IDs.
+    pub identity: Identity,
+    /// The bound driver (the `driver` link's name), if any.
+    pub driver: Option<String>,
+    /// `reset_method`, in the kernel's order: `None` when the file is absent (an old kernel or
+    /// no method), empty when resets are disabled.
+    pub reset_methods: Option<Vec<String>>,
+    /// The IOMMU group (the `iommu_group` link's number), if any.
+    pub iommu_group: Option<u32>,
+}
+
+impl PciFunction {
+    /// Whether a host driver is bound (not a stub, not none).
+    pub fn host_driver(&self) -> Option<&str> {
+        self.driver
+            .as_deref()
+            .filter(|driver| !STUB_DRIVERS.contains(driver))
+    }
+
+    /// The VFIO group file a guest's VMM holds for it (`/dev/vfio/<group>`).
+    pub fn vfio_file(&self) -> Option<PathBuf> {
+        self.iommu_group
+            .map(|group| PathBuf::from(format!("/dev/vfio/{group}")))
+    }
+}
+
+fn read(path: &Path) -> Result<String, SysfsError> {
+    std::fs::read_to_string(path).map_err(|source| SysfsError::Read {
+        path: path.to_path_buf(),
+        source: source.into(),
+    })
+}
+
+/// A hexadecimal ID file (`0x10de`).
+fn hex(dir: &Path, name: &str) -> Result<u32, SysfsError> {
+    let path = dir.join(name);
+    let text = read(&path)?;
+    text.trim()
+        .strip_prefix("0x")
+        .and_then(|digits| u32::from_str_radix(digits, 16).ok())
+        .ok_or(SysfsError::Unexpected {
+            path,
+            text,
+            expected: "a hexadecimal number such as 0x10de",
+        })
+}
+
+/// The last component of a link, when the link is there.
+fn link_name(path: &Path) -> Result<Option<String>, SysfsError> {
+    match std::fs::read_link(path) {
+        Ok(target) => Ok(target
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(SysfsError::Read {
+            path: path.to_path_buf(),
+            source: source.into(),
+        }),
+    }
+}
+
+/// Reads the function at `dir` (a `bus/pci/devices/<bdf>` entry); `None` when it is not there.
+pub fn read_function(dir: &Path, bdf: Bdf) -> Result<Option<PciFunction>, SysfsError> {
+    if !dir.exists() {
+        return Ok(None);
+    }
+    let narrow = |value: u32, name: &str| {
+        u16::try_from(value).map_err(|_| SysfsError::Unexpected {
+            path: dir.join(name),
+            text: format!("{value:#x}"),
+            expected: "a 16-bit ID",
+        })
+    };
+    let identity = Identity {
+        vendor: narrow(hex(dir, "vendor")?, "vendor")?,
+        device: narrow(hex(dir, "device")?, "device")?,
+        class: hex(dir, "class")?,
+    };
+    let reset_methods = match std::fs::read_to_string(dir.join("reset_method")) {
+        Ok(text) => Some(text.split_whitespace().map(str::to_owned).collect()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
+        Err(source) => {
+            return Err(SysfsError::Read {
+                path: dir.join("reset_method"),
+                source: source.into(),
+            });
+        }
+    };
+    let group_path = dir.join("iommu_group");
+    let iommu_group = match link_name(&group_path)? {
+        None => None,
+        Some(name) => Some(name.parse::<u32>().map_err(|_| SysfsError::Unexpected {
+            path: group_path.clone(),
+            text: name,
+            expected: "a link to an IOMMU group number",
+        })?),
+    };
+    Ok(Some(PciFunction {
+        bdf,
+        identity,
+        driver: link_name(&dir.join("driver"))?,
+        reset_methods,
+        iommu_group,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn device(dir: &Path) {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("vendor"), "0x10de\n").unwrap();
+        std::fs::write(dir.join("device"), "0x2330\n").unwrap();
+        std::fs::write(dir.join("class"), "0x030200\n").unwrap();
+    }
+
+    #[test]
+    fn a_function_reads_its_ids_driver_methods_and_group() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("0000:3b:00.0");
+        device(&dir);
+        std::fs::write(dir.join("reset_method"), "flr bus\n").unwrap();
+        symlink("../../../bus/pci/drivers/vfio-pci", dir.join("driver")).unwrap();
+        symlink("../../../kernel/iommu_groups/12", dir.join("iommu_group")).unwrap();
+        let function = read_function(&dir, "0000:3b:00.0".parse().unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(function.identity.to_string(), "10de:2330 class 030200");
+        assert_eq!(function.host_driver(), None);
+        assert_eq!(
+            function.reset_methods,
+            Some(vec!["flr".to_owned(), "bus".to_owned()])
+        );
+        assert_eq!(function.vfio_file(), Some(PathBuf::from("/dev/vfio/12")));
+    }
+
+    #[test]
+    fn an_empty_reset_method_file_is_no_method_and_an_absent_one_is_unknown() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("0000:3b:00.0");
+        device(&dir);
+        let bdf = "0000:3b:00.0".parse().unwrap();
+        assert_eq!(
+            read_function(&dir, bdf).unwrap().unwrap().reset_methods,
+            None
+        );
+        std::fs::write(dir.join("reset_method"), "\n").unwrap();
+        assert_eq!(
+            read_function(&dir, bdf).unwrap().unwrap().reset_methods,
+            Some(vec![])
+        );
+    }
+
+    #[test]
+    fn a_vendor_file_that_is_not_hexadecimal_is_an_error_naming_it() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("0000:3b:00.0");
+        device(&dir);
+        std::fs::write(dir.join("vendor"), "nvidia\n").unwrap();
+        let error = read_function(&dir, "0000:3b:00.0".parse().unwrap()).unwrap_err();
+        assert!(
+            error.to_string().contains("vendor holds \"nvidia\\n\""),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_host_driver_is_any_driver_but_a_stub() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("0000:3b:00.0");
+        device(&dir);
+        symlink("../../../bus/pci/drivers/nvidia", dir.join("driver")).unwrap();
+        let function = read_function(&dir, "0000:3b:00.0".parse().unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(function.host_driver(), Some("nvidia"));
+    }
+}

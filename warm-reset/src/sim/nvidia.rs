@@ -1,0 +1,310 @@
+//! [`SimNvidia`]: a simulated NVIDIA host — GPUs, NVLink links, holders of `/dev/nvidia*`,
+//! compute apps, a reset that takes time, and faults — behind the same [`NvidiaBackend`] as the
+//! real host. It prints `nvidia-smi`'s published formats and the backend reads them back.
+
+use super::kernel::SimKernelLog;
+use crate::backend::BackendError;
+use crate::clock::Clock;
+use crate::holders::Holder;
+use crate::kmsg::{KernelLogSource, KmsgRecord};
+use crate::nvidia::nvidia_smi::{NvidiaGpu, parse_bus_id};
+use crate::nvidia::{NvidiaBackend, NvidiaHost, ToolReset};
+use gpu_partition_types::Bdf;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// What goes wrong on the simulated NVIDIA host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NvidiaFault {
+    /// `--gpu-reset` prints the busy block and exits 255 (nothing is reset).
+    BusyBlock,
+    /// `--gpu-reset` exits 3 (not available) and says so.
+    Error,
+    /// `--gpu-reset` never ends.
+    Hang,
+    /// This index is gone after the reset.
+    GpuMissing(u32),
+    /// The kernel logs a failure of the first GPU during the reset.
+    KernelErrors,
+}
+
+/// A simulated NVIDIA host behind the NVIDIA backend; its fields are [`NvidiaSim`]'s.
+pub type SimNvidia = NvidiaBackend<NvidiaSim>;
+
+/// The simulated NVIDIA host itself.
+#[derive(Debug)]
+pub struct NvidiaSim {
+    clock: Rc<dyn Clock>,
+    /// The GPUs, by index.
+    pub gpus: Vec<NvidiaGpu>,
+    /// The NVLink links (pairs of indices).
+    pub links: Vec<(u32, u32)>,
+    /// Whether the run is root.
+    pub root: bool,
+    /// Whether `nvidia-smi` is there.
+    pub nvidia_smi: bool,
+    /// Processes holding a GPU's device file: pid, name, GPU index.
+    pub holders: Vec<(u32, String, u32)>,
+    /// Compute apps: pid, GPU index.
+    pub compute_apps: Vec<(u32, u32)>,
+    /// The kernel log.
+    pub kernel_log: SimKernelLog,
+    /// How long a reset takes.
+    pub reset_duration: Duration,
+    /// What goes wrong, if anything.
+    pub fault: Option<NvidiaFault>,
+    reset_done: bool,
+    /// Every `--gpu-reset -i` the host received, in order.
+    pub resets: Vec<String>,
+}
+
+impl SimNvidia {
+    /// A host with `count` GPUs (indices from 0, bus IDs from `00000000:18:00.0`) and these
+    /// NVLink links.
+    pub fn new(clock: Rc<dyn Clock>, count: u32, links: &[(u32, u32)]) -> Self {
+        let gpus = (0..count)
+            .filter_map(|index| {
+                NvidiaGpu::new(
+                    index,
+                    &format!("00000000:{:02X}:00.0", 0x18 + index),
+                    &format!("GPU-5a1e0000-0000-0000-0000-{index:012x}"),
+                    "NVIDIA H100 80GB HBM3",
+                )
+            })
+            .collect();
+        NvidiaBackend::of(NvidiaSim {
+            clock,
+            gpus,
+            links: links.to_vec(),
+            root: true,
+            nvidia_smi: true,
+            holders: Vec::new(),
+            compute_apps: Vec::new(),
+            kernel_log: SimKernelLog::default(),
+            reset_duration: Duration::from_secs(3),
+            fault: None,
+            reset_done: false,
+            resets: Vec::new(),
+        })
+    }
+}
+
+impl NvidiaSim {
+    fn listed(&self) -> impl Iterator<Item = &NvidiaGpu> {
+        self.gpus.iter().filter(move |gpu| {
+            !(self.reset_done && self.fault == Some(NvidiaFault::GpuMissing(gpu.index)))
+        })
+    }
+
+    /// What `topo -m` prints on this host.
+    pub fn topology_text(&self) -> String {
+        let names: Vec<String> = self
+            .gpus
+            .iter()
+            .map(|gpu| format!("GPU{}", gpu.index))
+            .collect();
+        let mut text = format!(
+            "\t{}\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n",
+            names.join("\t")
+        );
+        for a in &self.gpus {
+            let cells: Vec<String> = self
+                .gpus
+                .iter()
+                .map(|b| {
+                    if a.index == b.index {
+                        " X ".to_owned()
+                    } else if self.links.contains(&(a.index, b.index))
+                        || self.links.contains(&(b.index, a.index))
+                    {
+                        "NV18".to_owned()
+                    } else {
+                        "SYS".to_owned()
+                    }
+                })
+                .collect();
+            text.push_str(&format!(
+                "GPU{}\t{}\t0-55\t0\t\tN/A\n",
+                a.index,
+                cells.join("\t")
+            ));
+        }
+        text.push_str("\nLegend:\n\n  X    = Self\n  NV#  = Connection traversing a bonded set of # NVLinks\n");
+        text
+    }
+
+    fn gpu_at(&self, bdf: Bdf) -> Option<&NvidiaGpu> {
+        self.gpus.iter().find(|gpu| gpu.bdf == bdf)
+    }
+}
+
+impl KernelLogSource for NvidiaSim {
+    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
+        self.kernel_log.mark()
+    }
+
+    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, BackendError> {
+        self.kernel_log.since_mark()
+    }
+}
+
+impl NvidiaHost for NvidiaSim {
+    fn is_root(&mut self) -> bool {
+        self.root
+    }
+
+    fn find_nvidia_smi(&mut self) -> Result<(), BackendError> {
+        if self.nvidia_smi {
+            Ok(())
+        } else {
+            Err(BackendError::Simulated("no usable nvidia-smi".to_owned()))
+        }
+    }
+
+    fn query_gpus(&mut self) -> Result<String, BackendError> {
+        Ok(self
+            .listed()
+            .map(|gpu| format!("{}\n", gpu.to_line()))
+            .collect())
+    }
+
+    fn topology(&mut self) -> Result<String, BackendError> {
+        Ok(self.topology_text())
+    }
+
+    fn compute_apps(&mut self) -> Result<String, BackendError> {
+        Ok(self
+            .compute_apps
+            .iter()
+            .filter_map(|(pid, index)| {
+                let gpu = self.gpus.iter().find(|gpu| gpu.index == *index)?;
+                Some(format!("{pid}, {}\n", gpu.bus_id))
+            })
+            .collect())
+    }
+
+    fn information(&mut self, bdf: Bdf) -> Result<String, BackendError> {
+        let gpu = self.gpu_at(bdf).ok_or_else(|| {
+            BackendError::Simulated(format!("no /proc/driver/nvidia/gpus/{bdf}/information"))
+        })?;
+        Ok(format!(
+            "Model:           {}\nGPU UUID:        {}\nBus Location:    {bdf}\nDevice Minor:    {}\n",
+            gpu.name, gpu.uuid, gpu.index
+        ))
+    }
+
+    fn holders(&mut self, files: &[PathBuf]) -> Result<Vec<Holder>, BackendError> {
+        Ok(self
+            .holders
+            .iter()
+            .filter_map(|(pid, name, index)| {
+                let file = PathBuf::from(format!("/dev/nvidia{index}"));
+                files.contains(&file).then(|| Holder {
+                    pid: *pid,
+                    name: name.clone(),
+                    file,
+                })
+            })
+            .collect())
+    }
+
+    fn reset(&mut self, ids: &str, within: Duration) -> ToolReset {
+        self.resets.push(ids.to_owned());
+        let command = format!("nvidia-smi --gpu-reset -i {ids}");
+        let bdfs: Vec<Bdf> = ids.split(',').filter_map(parse_bus_id).collect();
+        match self.fault {
+            Some(NvidiaFault::Hang) => {
+                self.clock.sleep(within);
+                return ToolReset::Hung;
+            }
+            Some(NvidiaFault::BusyBlock) => {
+                let lines: Vec<String> = ids
+                    .split(',')
+                    .map(|id| format!("  GPU {id}: In use by another client"))
+                    .collect();
+                return ToolReset::Exited {
+                    command,
+                    code: 255,
+                    said: format!(
+                        "The following GPUs could not be reset:\n{}\n\n1 device is currently being used by one or more other processes (simulated).\n",
+                        lines.join("\n")
+                    ),
+                };
+            }
+            _ => {}
+        }
+        let took = self.reset_duration.min(within);
+        self.clock.sleep(took);
+        if self.reset_duration > within {
+            return ToolReset::Hung;
+        }
+        self.reset_done = true;
+        if self.fault == Some(NvidiaFault::KernelErrors) {
+            if let Some(first) = bdfs.first() {
+                self.kernel_log.push(
+                    4,
+                    format!("nvidia {first}: not ready 65535ms after FLR; giving up"),
+                );
+            }
+        }
+        if self.fault == Some(NvidiaFault::Error) {
+            return ToolReset::Exited {
+                command,
+                code: 3,
+                said: "Unable to reset GPU: not available (simulated)\n".to_owned(),
+            };
+        }
+        ToolReset::Exited {
+            command,
+            code: 0,
+            said: ids
+                .split(',')
+                .map(|id| format!("GPU {id} was successfully reset.\n"))
+                .collect(),
+        }
+    }
+}
+
+/// The NVIDIA scenarios `mxctl reset --method nvidia --simulate` knows, with what each shows.
+pub const NVIDIA_SCENARIOS: [(&str, &str); 9] = [
+    (
+        "ok",
+        "4 GPUs, 0 and 1 joined by NVLink: GPU 0 is reset with its peer, both come back",
+    ),
+    (
+        "busy",
+        "a process holds /dev/nvidia1 (the NVLink peer of 0)",
+    ),
+    ("compute-app", "a compute app runs on GPU 0"),
+    ("busy-block", "nvidia-smi refuses the reset as in use"),
+    ("error", "nvidia-smi --gpu-reset exits 3"),
+    ("hang", "nvidia-smi --gpu-reset never ends"),
+    ("gpu-missing", "GPU 1 is gone after the reset"),
+    (
+        "kernel-errors",
+        "the kernel gives up on GPU 0 after the reset",
+    ),
+    ("no-nvidia-smi", "nvidia-smi is absent"),
+];
+
+impl SimNvidia {
+    /// The host of a named scenario (see [`NVIDIA_SCENARIOS`]); `None` for an unknown name.
+    pub fn scenario(name: &str, clock: Rc<dyn Clock>) -> Option<SimNvidia> {
+        let mut host = SimNvidia::new(clock, 4, &[(0, 1)]);
+        match name {
+            "ok" => {}
+            "busy" => host.holders = vec![(2718, "nvidia-persiste".to_owned(), 1)],
+            "compute-app" => host.compute_apps = vec![(31415, 0)],
+            "busy-block" => host.fault = Some(NvidiaFault::BusyBlock),
+            "error" => host.fault = Some(NvidiaFault::Error),
+            "hang" => host.fault = Some(NvidiaFault::Hang),
+            "gpu-missing" => host.fault = Some(NvidiaFault::GpuMissing(1)),
+            "kernel-errors" => host.fault = Some(NvidiaFault::KernelErrors),
+            "no-nvidia-smi" => host.nvidia_smi = false,
+            _ => return None,
+        }
+        Some(host)
+    }
+}

@@ -1,0 +1,241 @@
+//! [`SimPci`]: a simulated host's PCI functions — IDs, drivers, reset methods, IOMMU groups,
+//! holders of a VFIO group, a reset that takes time, and faults — behind the same
+//! [`PciBackend`] as the real sysfs.
+
+use super::kernel::SimKernelLog;
+use crate::backend::{BackendError, ResetEnd};
+use crate::clock::Clock;
+use crate::holders::Holder;
+use crate::kmsg::{KernelLogSource, KmsgRecord};
+use crate::pci::{GONE_VENDOR, Identity, PciBackend, PciFunction, PciHost};
+use gpu_partition_types::Bdf;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::Duration;
+
+/// What goes wrong on the simulated PCI host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PciFault {
+    /// The write to `reset` never returns.
+    Hang,
+    /// The reset function reads vendor `0xffff` afterwards (fell off the bus).
+    FallsOff,
+    /// The reset function is gone afterwards.
+    Gone,
+    /// The kernel gives up on the function (`not ready …; giving up`, at warning level).
+    GivesUp,
+}
+
+/// A simulated PCI host behind the PCI backend; its fields are [`PciSim`]'s.
+pub type SimPci = PciBackend<PciSim>;
+
+/// The simulated PCI host itself.
+#[derive(Debug)]
+pub struct PciSim {
+    clock: Rc<dyn Clock>,
+    /// The functions, by address.
+    pub functions: BTreeMap<Bdf, PciFunction>,
+    /// Processes holding a VFIO group file.
+    pub holders: Vec<Holder>,
+    /// Whether the run is root.
+    pub root: bool,
+    /// The kernel log.
+    pub kernel_log: SimKernelLog,
+    /// How long a reset takes.
+    pub reset_duration: Duration,
+    /// What goes wrong, if anything.
+    pub fault: Option<PciFault>,
+    /// Every function whose `reset` was written, in order.
+    pub resets: Vec<Bdf>,
+}
+
+/// A function of the simulated host.
+pub fn sim_function(
+    bdf: Bdf,
+    class: u32,
+    driver: Option<&str>,
+    methods: &[&str],
+    group: u32,
+) -> PciFunction {
+    let mut function = PciFunction {
+        bdf,
+        identity: Identity {
+            vendor: 0x10de,
+            device: 0x2330,
+            class,
+        },
+        driver: driver.map(str::to_owned),
+        reset_methods: Some(methods.iter().map(|m| (*m).to_owned()).collect()),
+        iommu_group: Some(group),
+    };
+    if class >> 16 == 0x04 {
+        function.identity.device = 0x22a3;
+    }
+    function
+}
+
+fn bdf(text: &str) -> Bdf {
+    text.parse().unwrap_or(Bdf {
+        domain: 0,
+        bus: 0,
+        device: 0,
+        function: 0,
+    })
+}
+
+impl SimPci {
+    /// A host with a GPU at `0000:3b:00.0` bound to `vfio-pci` (FLR, then bus) and its audio
+    /// function at `0000:3b:00.1`, in IOMMU group 12.
+    pub fn new(clock: Rc<dyn Clock>) -> Self {
+        let gpu = bdf("0000:3b:00.0");
+        let audio = bdf("0000:3b:00.1");
+        let functions = BTreeMap::from([
+            (
+                gpu,
+                sim_function(gpu, 0x030200, Some("vfio-pci"), &["flr", "bus"], 12),
+            ),
+            (
+                audio,
+                sim_function(audio, 0x040300, Some("vfio-pci"), &["flr"], 12),
+            ),
+        ]);
+        PciBackend::of(PciSim {
+            clock,
+            functions,
+            holders: Vec::new(),
+            root: true,
+            kernel_log: SimKernelLog::default(),
+            reset_duration: Duration::from_millis(500),
+            fault: None,
+            resets: Vec::new(),
+        })
+    }
+}
+
+impl KernelLogSource for PciSim {
+    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
+        self.kernel_log.mark()
+    }
+
+    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, BackendError> {
+        self.kernel_log.since_mark()
+    }
+}
+
+impl PciHost for PciSim {
+    fn is_root(&mut self) -> bool {
+        self.root
+    }
+
+    fn function(&mut self, bdf: Bdf) -> Result<Option<PciFunction>, BackendError> {
+        Ok(self.functions.get(&bdf).cloned())
+    }
+
+    fn bus_functions(&mut self, bdf: Bdf) -> Result<Vec<Bdf>, BackendError> {
+        Ok(self
+            .functions
+            .keys()
+            .filter(|other| other.domain == bdf.domain && other.bus == bdf.bus)
+            .copied()
+            .collect())
+    }
+
+    fn holders(&mut self, files: &[PathBuf]) -> Result<Vec<Holder>, BackendError> {
+        Ok(self
+            .holders
+            .iter()
+            .filter(|holder| files.contains(&holder.file))
+            .cloned()
+            .collect())
+    }
+
+    fn write_reset(&mut self, bdf: Bdf, within: Duration) -> ResetEnd {
+        self.resets.push(bdf);
+        if self.fault == Some(PciFault::Hang) || self.reset_duration > within {
+            self.clock.sleep(within);
+            return ResetEnd::Hung;
+        }
+        self.clock.sleep(self.reset_duration);
+        match self.fault {
+            Some(PciFault::FallsOff) => {
+                if let Some(function) = self.functions.get_mut(&bdf) {
+                    function.identity.vendor = GONE_VENDOR;
+                }
+            }
+            Some(PciFault::Gone) => {
+                self.functions.remove(&bdf);
+            }
+            Some(PciFault::GivesUp) => self.kernel_log.push(
+                4,
+                format!("vfio-pci {bdf}: not ready 65535ms after FLR; giving up"),
+            ),
+            Some(PciFault::Hang) | None => {
+                self.kernel_log
+                    .push(6, format!("vfio-pci {bdf}: ready 1023ms after FLR"));
+            }
+        }
+        ResetEnd::Finished
+    }
+}
+
+/// The PCI scenarios `mxctl reset --method pci --simulate` knows, with what each shows.
+pub const PCI_SCENARIOS: [(&str, &str); 9] = [
+    (
+        "ok",
+        "a GPU at 0000:3b:00.0 bound to vfio-pci is reset by FLR and reads its IDs again",
+    ),
+    ("busy", "a VMM holds the GPU's VFIO group /dev/vfio/12"),
+    ("host-driver", "the GPU is bound to the host driver nvidia"),
+    ("no-reset-method", "the GPU's reset_method is empty"),
+    (
+        "bus-sibling-in-use",
+        "the GPU resets by bus, and its audio function is bound to snd_hda_intel",
+    ),
+    ("hang", "the write to reset never returns"),
+    ("falls-off", "the GPU reads vendor 0xffff after the reset"),
+    ("gone", "the GPU is gone after the reset"),
+    ("gives-up", "the kernel gives up on the GPU after the reset"),
+];
+
+impl SimPci {
+    /// The host of a named scenario (see [`PCI_SCENARIOS`]); `None` for an unknown name.
+    pub fn scenario(name: &str, clock: Rc<dyn Clock>) -> Option<SimPci> {
+        let mut host = SimPci::new(clock);
+        let gpu = bdf("0000:3b:00.0");
+        let audio = bdf("0000:3b:00.1");
+        match name {
+            "ok" => {}
+            "busy" => {
+                host.holders = vec![Holder {
+                    pid: 4242,
+                    name: "qemu-system-x86".to_owned(),
+                    file: PathBuf::from("/dev/vfio/12"),
+                }];
+            }
+            "host-driver" => set(&mut host, gpu, |f| f.driver = Some("nvidia".to_owned())),
+            "no-reset-method" => set(&mut host, gpu, |f| f.reset_methods = Some(Vec::new())),
+            "bus-sibling-in-use" => {
+                set(&mut host, gpu, |f| {
+                    f.reset_methods = Some(vec!["bus".to_owned()])
+                });
+                set(&mut host, audio, |f| {
+                    f.driver = Some("snd_hda_intel".to_owned());
+                });
+            }
+            "hang" => host.fault = Some(PciFault::Hang),
+            "falls-off" => host.fault = Some(PciFault::FallsOff),
+            "gone" => host.fault = Some(PciFault::Gone),
+            "gives-up" => host.fault = Some(PciFault::GivesUp),
+            _ => return None,
+        }
+        Some(host)
+    }
+}
+
+fn set(host: &mut SimPci, bdf: Bdf, change: impl FnOnce(&mut PciFunction)) {
+    if let Some(function) = host.functions.get_mut(&bdf) {
+        change(function);
+    }
+}

@@ -1,0 +1,185 @@
+//! [`Tool`]: a vendor's command-line tool (`mx-smi`, `nvidia-smi`) found in its usual places and
+//! queried through the process runner with a deadline; [`ToolError`] for a tool that was not
+//! found or did not run to a clean end.
+
+use gpu_probe::run::{RunResult, RunSpec, StartError, check_program, run};
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How long one query of a tool may take.
+pub const QUERY_DEADLINE: Duration = Duration::from_secs(15);
+
+/// A tool that could not be found or did not run to a clean end.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// No candidate is a program this process may run.
+    #[error("no usable {tool}: {}", Joined(tried))]
+    NotFound {
+        /// The tool's name.
+        tool: &'static str,
+        /// Why each candidate, in the order tried, is not usable.
+        tried: Vec<StartError>,
+    },
+    /// A command was asked for before the tool was found.
+    #[error("{tool} was not found")]
+    NotLocated {
+        /// The tool's name.
+        tool: &'static str,
+    },
+    /// A run did not end with exit 0.
+    #[error("{command}: {result}{}", StderrTail(stderr))]
+    Failed {
+        /// The command line.
+        command: String,
+        /// How it ended.
+        result: RunResult,
+        /// What it wrote on stderr.
+        stderr: Vec<u8>,
+    },
+}
+
+/// The start errors of the candidates, joined by `; `.
+struct Joined<'a>(&'a [StartError]);
+
+impl fmt::Display for Joined<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, error) in self.0.iter().enumerate() {
+            if index > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{error}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The last 300 characters of what a command wrote on stderr, as `: …`; nothing when it wrote
+/// nothing.
+pub(crate) struct StderrTail<'a>(pub(crate) &'a [u8]);
+
+impl fmt::Display for StderrTail<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = String::from_utf8_lossy(self.0);
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(());
+        }
+        let skip = text.chars().count().saturating_sub(300);
+        write!(f, ": {}", text.chars().skip(skip).collect::<String>())
+    }
+}
+
+/// A tool: the configured path, or the first usable of its usual places and then its name on
+/// `PATH`.
+#[derive(Debug, Clone)]
+pub struct Tool {
+    name: &'static str,
+    configured: Option<PathBuf>,
+    places: &'static [&'static str],
+    found: Option<PathBuf>,
+}
+
+/// What a run of a tool printed when it ended by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ended {
+    pub(crate) command: String,
+    pub(crate) result: RunResult,
+    pub(crate) stdout: Vec<u8>,
+    pub(crate) stderr: Vec<u8>,
+}
+
+impl Tool {
+    /// The tool `name`, at `configured`, else in `places`, else on `PATH`.
+    pub fn new(
+        name: &'static str,
+        configured: Option<PathBuf>,
+        places: &'static [&'static str],
+    ) -> Self {
+        Self {
+            name,
+            configured,
+            places,
+            found: None,
+        }
+    }
+
+    /// Finds the tool again (the configured path, or the first usable candidate).
+    pub fn find(&mut self) -> Result<PathBuf, ToolError> {
+        self.found = None;
+        self.locate()
+    }
+
+    /// The tool found, for messages; empty before it is.
+    pub fn path(&self) -> PathBuf {
+        self.found.clone().unwrap_or_default()
+    }
+
+    fn locate(&mut self) -> Result<PathBuf, ToolError> {
+        if let Some(found) = &self.found {
+            return Ok(found.clone());
+        }
+        let candidates: Vec<PathBuf> = match &self.configured {
+            Some(path) => vec![path.clone()],
+            None => self
+                .places
+                .iter()
+                .map(PathBuf::from)
+                .chain([PathBuf::from(self.name)])
+                .collect(),
+        };
+        let mut tried = Vec::new();
+        for candidate in &candidates {
+            match check_program(candidate) {
+                Ok(found) => {
+                    self.found = Some(found.clone());
+                    return Ok(found);
+                }
+                Err(error) => tried.push(error),
+            }
+        }
+        Err(ToolError::NotFound {
+            tool: self.name,
+            tried,
+        })
+    }
+
+    /// Runs the tool with `args` under `deadline`, after finding it if need be.
+    pub(crate) fn run(&mut self, args: &[&str], deadline: Duration) -> Result<Ended, ToolError> {
+        let program = self.locate()?;
+        let spec = RunSpec::new(&program, deadline).args(args.iter().copied());
+        let output = run(&spec);
+        Ok(Ended {
+            command: spec.display(),
+            result: output.result,
+            stdout: output.stdout,
+            stderr: output.stderr,
+        })
+    }
+
+    /// Runs the tool that was found (never looking for it now) under `deadline`.
+    pub(crate) fn run_found(
+        &mut self,
+        args: &[&str],
+        deadline: Duration,
+    ) -> Result<Ended, ToolError> {
+        if self.found.is_none() {
+            return Err(ToolError::NotLocated { tool: self.name });
+        }
+        self.run(args, deadline)
+    }
+
+    /// Its standard output, when it exits 0 within [`QUERY_DEADLINE`].
+    pub fn query(&mut self, args: &[&str]) -> Result<String, ToolError> {
+        let ended = self.run(args, QUERY_DEADLINE)?;
+        match ended.result {
+            RunResult::Exited(0) => Ok(String::from_utf8_lossy(&ended.stdout).into_owned()),
+            result => Err(ToolError::Failed {
+                command: ended.command,
+                result,
+                stderr: ended.stderr,
+            }),
+        }
+    }
+}

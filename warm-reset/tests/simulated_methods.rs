@@ -1,0 +1,215 @@
+//! The NVIDIA and PCI methods on their simulated hosts, through the same machine and executor
+//! as MetaX: each scenario ends as the design says, with exactly the resets it should issue.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::rc::Rc;
+use warm_reset::sim::{NvidiaFault, PciFault};
+use warm_reset::{
+    Backend, Journal, MachineConfig, Method, OutcomeKind, ResetReport, SimNvidia, SimPci,
+    VirtualClock, execute,
+};
+
+fn run(backend: &mut dyn Backend, clock: &VirtualClock, config: &MachineConfig) -> ResetReport {
+    let dir = tempfile::tempdir().unwrap();
+    execute(
+        config,
+        backend,
+        clock,
+        &Journal::new(dir.path()),
+        None,
+        &mut |_, _| {},
+    )
+    .unwrap()
+}
+
+fn ended(report: &ResetReport) -> (OutcomeKind, String) {
+    (
+        report.outcome,
+        report.reason.map(|r| r.to_string()).unwrap_or_default(),
+    )
+}
+
+fn nvidia(change: impl FnOnce(&mut SimNvidia)) -> (ResetReport, Vec<String>) {
+    let clock = VirtualClock::new(1_700_000_000_000);
+    let mut host = SimNvidia::new(Rc::new(clock.clone()), 4, &[(0, 1)]);
+    change(&mut host);
+    let config = MachineConfig::new("0").method(Method::Nvidia);
+    let report = run(&mut host, &clock, &config);
+    (report, host.resets.clone())
+}
+
+fn pci(change: impl FnOnce(&mut SimPci)) -> (ResetReport, usize) {
+    let clock = VirtualClock::new(1_700_000_000_000);
+    let mut host = SimPci::new(Rc::new(clock.clone()));
+    change(&mut host);
+    let config = MachineConfig::new("0000:3b:00.0").method(Method::Pci);
+    let report = run(&mut host, &clock, &config);
+    (report, host.resets.len())
+}
+
+#[test]
+fn an_nvidia_gpu_is_reset_with_its_nvlink_peer_in_one_command() {
+    let (report, resets) = nvidia(|_| {});
+    assert_eq!(ended(&report), (OutcomeKind::Done, String::new()));
+    assert_eq!(resets, ["00000000:18:00.0,00000000:19:00.0"]);
+    assert_eq!(report.group, Some(vec![0, 1]));
+    assert_eq!(report.verified.len(), 2);
+}
+
+#[test]
+fn an_nvidia_peer_held_by_a_process_blocks_with_gpu_busy_naming_it() {
+    let (report, resets) = nvidia(|host| host.holders = vec![(77, "dcgm".into(), 1)]);
+    assert_eq!(ended(&report), (OutcomeKind::Blocked, "gpu_busy".into()));
+    assert!(
+        report.detail.contains("77 dcgm (/dev/nvidia1)"),
+        "{}",
+        report.detail
+    );
+    assert!(resets.is_empty());
+}
+
+#[test]
+fn a_gpu_outside_the_group_held_by_a_process_does_not_block() {
+    let (report, _) = nvidia(|host| host.holders = vec![(77, "dcgm".into(), 3)]);
+    assert_eq!(report.outcome, OutcomeKind::Done);
+}
+
+#[test]
+fn a_compute_app_on_the_group_blocks_with_gpu_busy() {
+    let (report, resets) = nvidia(|host| host.compute_apps = vec![(31415, 1)]);
+    assert_eq!(ended(&report), (OutcomeKind::Blocked, "gpu_busy".into()));
+    assert!(report.detail.contains("31415"), "{}", report.detail);
+    assert!(resets.is_empty());
+}
+
+#[test]
+fn the_nvidia_busy_block_is_blocked_and_leaves_nothing_in_flight() {
+    let (report, resets) = nvidia(|host| host.fault = Some(NvidiaFault::BusyBlock));
+    assert_eq!(ended(&report), (OutcomeKind::Blocked, "gpu_busy".into()));
+    assert!(
+        report.detail.contains("In use by another client"),
+        "{}",
+        report.detail
+    );
+    assert_eq!(resets.len(), 1);
+}
+
+#[test]
+fn any_other_nvidia_failure_needs_a_cold_reboot() {
+    let (report, _) = nvidia(|host| host.fault = Some(NvidiaFault::Error));
+    assert_eq!(
+        ended(&report),
+        (OutcomeKind::ColdRebootRequired, "reset_error".into())
+    );
+}
+
+#[test]
+fn an_nvidia_reset_that_hangs_is_killed_at_the_windows_end() {
+    let (report, _) = nvidia(|host| host.fault = Some(NvidiaFault::Hang));
+    assert_eq!(
+        ended(&report),
+        (OutcomeKind::ColdRebootRequired, "reset_hung".into())
+    );
+}
+
+#[test]
+fn an_nvidia_peer_gone_after_the_reset_is_gpu_missing() {
+    let (report, _) = nvidia(|host| host.fault = Some(NvidiaFault::GpuMissing(1)));
+    assert_eq!(
+        ended(&report),
+        (OutcomeKind::ColdRebootRequired, "gpu_missing".into())
+    );
+}
+
+#[test]
+fn an_nvidia_gpu_the_kernel_gives_up_on_is_kernel_errors() {
+    let (report, _) = nvidia(|host| host.fault = Some(NvidiaFault::KernelErrors));
+    assert_eq!(
+        ended(&report),
+        (OutcomeKind::ColdRebootRequired, "kernel_errors".into())
+    );
+}
+
+#[test]
+fn a_pci_function_on_vfio_is_reset_once_and_verified() {
+    let (report, resets) = pci(|_| {});
+    assert_eq!(ended(&report), (OutcomeKind::Done, String::new()));
+    assert_eq!(resets, 1);
+    assert_eq!(report.verified.len(), 1);
+    assert_eq!(report.group, None);
+}
+
+#[test]
+fn a_pci_function_whose_vfio_group_is_held_blocks_with_gpu_busy() {
+    let (report, resets) = pci(|host| {
+        host.holders = vec![warm_reset::holders::Holder::new(
+            4242,
+            "qemu",
+            "/dev/vfio/12",
+        )]
+    });
+    assert_eq!(ended(&report), (OutcomeKind::Blocked, "gpu_busy".into()));
+    assert!(report.detail.contains("4242 qemu"), "{}", report.detail);
+    assert_eq!(resets, 0);
+}
+
+#[test]
+fn a_pci_bus_reset_with_a_sibling_in_use_blocks_with_group_in_use() {
+    let (report, resets) = pci(|host| {
+        let gpu = "0000:3b:00.0".parse().unwrap();
+        let audio = "0000:3b:00.1".parse().unwrap();
+        host.functions.get_mut(&gpu).unwrap().reset_methods = Some(vec!["bus".into()]);
+        host.functions.get_mut(&audio).unwrap().driver = Some("snd_hda_intel".into());
+    });
+    assert_eq!(
+        ended(&report),
+        (OutcomeKind::Blocked, "group_in_use".into())
+    );
+    assert!(report.detail.contains("0000:3b:00.1"), "{}", report.detail);
+    assert_eq!(resets, 0);
+}
+
+#[test]
+fn the_pci_faults_end_as_the_design_says() {
+    for (fault, reason) in [
+        (PciFault::Hang, "reset_hung"),
+        (PciFault::FallsOff, "gpu_missing"),
+        (PciFault::Gone, "gpu_missing"),
+        (PciFault::GivesUp, "kernel_errors"),
+    ] {
+        let (report, resets) = pci(|host| host.fault = Some(fault.clone()));
+        assert_eq!(
+            ended(&report),
+            (OutcomeKind::ColdRebootRequired, reason.to_owned()),
+            "{fault:?}"
+        );
+        assert_eq!(resets, 1);
+    }
+}
+
+#[test]
+fn every_named_scenario_of_every_method_runs_to_an_end() {
+    for method in [Method::Metax, Method::Nvidia, Method::Pci] {
+        for (name, _) in warm_reset::sim::scenarios(method) {
+            let clock = VirtualClock::new(1_700_000_000_000);
+            let mut host = warm_reset::sim::scenario(method, name, Rc::new(clock.clone())).unwrap();
+            let id = if method == Method::Pci {
+                "0000:3b:00.0"
+            } else {
+                "0"
+            };
+            let report = run(
+                host.as_mut(),
+                &clock,
+                &MachineConfig::new(id).method(method),
+            );
+            assert!(report.end.is_end(), "{method} {name}");
+            let ok = matches!(*name, "ok" | "slow");
+            assert_eq!(
+                report.outcome == OutcomeKind::Done,
+                ok,
+                "{method} {name}: {report:?}"
+            );
+        }
+    }
+}
