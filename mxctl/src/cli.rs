@@ -55,7 +55,7 @@ pub enum Command {
     #[command(subcommand)]
     Reply(ReplyCommand),
     /// Warm-reset MetaX GPUs on this host (or plan and step a reset across hosts).
-    Reset(Reset),
+    Reset(Box<Reset>),
     /// Print the stored state and the last warm reset as Prometheus metrics (text format
     /// 0.0.4, as node_exporter's textfile collector reads it); writes nothing else.
     Metrics(Metrics),
@@ -87,31 +87,62 @@ pub struct Generate {
 pub struct Reset {
     #[command(subcommand)]
     pub command: Option<ResetCommand>,
-    /// What to reset: a node ID (GPU#N of mx-smi -L), a PCI address, a UUID, or `all`.
+    /// What to reset: for metax a node ID (GPU#N of mx-smi -L), a PCI address, a UUID or
+    /// `all`; for nvidia an index, a bus ID, a UUID or `all`; for pci a PCI address.
     #[arg(long, value_name = "ID|all")]
     pub device: Option<String>,
     /// Run the preflight and say what would be reset; change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Run against a simulated MetaX host instead of the real one (see --simulate help).
-    #[arg(long, value_name = "SCENARIO", value_parser = scenario)]
+    /// Run against a simulated host of the method instead of the real one (--simulate help
+    /// lists the method's scenarios).
+    #[arg(long, value_name = "SCENARIO")]
     pub simulate: Option<String>,
     #[command(flatten)]
     pub backend: BackendArgs,
 }
 
-/// Where `mx-smi` and the kernel log are, and how long a reset may take.
+/// How a device is reset, where its tools and the kernel log are, and how long a reset may
+/// take.
 #[derive(Debug, Args)]
 pub struct BackendArgs {
+    /// The reset method: metax (mx-smi), nvidia (nvidia-smi --gpu-reset), pci (the kernel's
+    /// sysfs reset of one PCI function).
+    #[arg(long, value_enum, default_value = "metax")]
+    pub method: MethodArg,
     /// The mx-smi program [default: from the config, else the usual places].
     #[arg(long, value_name = "PATH")]
     pub mx_smi: Option<PathBuf>,
+    /// The nvidia-smi program [default: from the config, else /usr/bin/nvidia-smi, else PATH].
+    #[arg(long, value_name = "PATH")]
+    pub nvidia_smi: Option<PathBuf>,
     /// The kernel log [default: from the config, /dev/kmsg].
     #[arg(long, value_name = "PATH")]
     pub kmsg: Option<PathBuf>,
     /// Seconds the reset and its verification may take [default: from the config, 90].
     #[arg(long, value_name = "SECS", value_parser = parse_window)]
     pub window: Option<std::time::Duration>,
+}
+
+/// `--method`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MethodArg {
+    /// MetaX GPUs through mx-smi.
+    Metax,
+    /// NVIDIA GPUs through nvidia-smi, with their NVLink peers.
+    Nvidia,
+    /// One PCI function through the kernel's sysfs reset.
+    Pci,
+}
+
+impl From<MethodArg> for warm_reset::Method {
+    fn from(method: MethodArg) -> Self {
+        match method {
+            MethodArg::Metax => Self::Metax,
+            MethodArg::Nvidia => Self::Nvidia,
+            MethodArg::Pci => Self::Pci,
+        }
+    }
 }
 
 /// `mxctl reset plan|step`
@@ -164,20 +195,6 @@ pub struct StepArgs {
 
 fn parse_window(text: &str) -> Result<std::time::Duration, String> {
     crate::config::seconds("--window", text)
-}
-
-fn scenario(text: &str) -> Result<String, String> {
-    if warm_reset::SCENARIOS.iter().any(|(name, _)| *name == text) {
-        return Ok(text.to_owned());
-    }
-    let names: Vec<String> = warm_reset::SCENARIOS
-        .iter()
-        .map(|(name, what)| format!("  {name}: {what}"))
-        .collect();
-    Err(format!(
-        "unknown scenario; the scenarios are:\n{}",
-        names.join("\n")
-    ))
 }
 
 /// Where the helper is and how long it may take.

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use warm_reset::LinkCommands;
 use warm_reset::metax::MX_SMI_PLACES;
+use warm_reset::nvidia::NVIDIA_SMI_PLACES;
 
 /// The config file read when `--config` is not given, if it exists.
 pub const DEFAULT_CONFIG: &str = "/etc/mxctl.conf";
@@ -20,6 +21,8 @@ pub struct Config {
     pub pool_enabled: bool,
     /// `mx-smi`: `None` looks in the usual places.
     pub mx_smi: Option<PathBuf>,
+    /// `nvidia-smi`: `None` looks in the usual places.
+    pub nvidia_smi: Option<PathBuf>,
     /// `reset-window`.
     pub reset_window: Duration,
     /// `kmsg`.
@@ -29,7 +32,7 @@ pub struct Config {
 }
 
 /// Every key, with the one-line description logged at start and written in the sample file.
-pub const KEYS: [(&str, &str); 8] = [
+pub const KEYS: [(&str, &str); 9] = [
     (
         "gpu-partition-helper",
         "Reads the partitions of the host's GPUs",
@@ -40,6 +43,10 @@ pub const KEYS: [(&str, &str); 8] = [
         "The pool switch for GPU partitioning: enabled or disabled",
     ),
     ("mx-smi", "The MetaX mx-smi program"),
+    (
+        "nvidia-smi",
+        "The NVIDIA nvidia-smi program (reset --method nvidia)",
+    ),
     ("reset-window", "Seconds a MetaX warm reset may take"),
     ("kmsg", "The kernel log device"),
     (
@@ -58,6 +65,7 @@ impl Default for Config {
             helper: HelperConfig::default(),
             pool_enabled: false,
             mx_smi: None,
+            nvidia_smi: None,
             reset_window: warm_reset::DEFAULT_WINDOW,
             kmsg: PathBuf::from(warm_reset::DEFAULT_KMSG),
             links: LinkCommands::default(),
@@ -117,6 +125,7 @@ impl Config {
                     }
                 }
                 "mx-smi" => config.mx_smi = Some(PathBuf::from(value)),
+                "nvidia-smi" => config.nvidia_smi = Some(PathBuf::from(value)),
                 "reset-window" => config.reset_window = seconds(key, value).map_err(bad)?,
                 "kmsg" => config.kmsg = PathBuf::from(value),
                 "disconnect-links-command" => config.links.disconnect = value.to_owned(),
@@ -128,7 +137,7 @@ impl Config {
     }
 
     /// Each setting's value as written in the file, in the order of [`KEYS`].
-    pub fn values(&self) -> [String; 8] {
+    pub fn values(&self) -> [String; 9] {
         [
             self.helper.path.display().to_string(),
             format_seconds(self.helper.deadline),
@@ -140,6 +149,10 @@ impl Config {
             .to_owned(),
             self.mx_smi.as_ref().map_or_else(
                 || format!("(first of {}, PATH)", MX_SMI_PLACES.join(", ")),
+                |path| path.display().to_string(),
+            ),
+            self.nvidia_smi.as_ref().map_or_else(
+                || format!("(first of {}, PATH)", NVIDIA_SMI_PLACES.join(", ")),
                 |path| path.display().to_string(),
             ),
             format_seconds(self.reset_window),

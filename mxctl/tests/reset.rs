@@ -523,3 +523,29 @@ fn the_text_output_shows_each_step_and_the_outcome() {
     );
     assert!(text.contains("outcome: done\n"), "{text}");
 }
+
+#[test]
+fn two_resets_of_the_same_gpu_at_once_reset_it_exactly_once() {
+    needs_root!();
+    let host = Host::new();
+    host.write("bin/reset-mode", "slow1");
+    let first = host
+        .command(&["--device", "1"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let second = host.command(&["--device", "1"]).output().unwrap();
+    let first = first.wait_with_output().unwrap();
+    let outcomes: Vec<String> = [first, second]
+        .iter()
+        .map(|output| {
+            let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            format!("{} {}", document["outcome"], document["reason"])
+        })
+        .collect();
+    assert_eq!(host.resets(), 1, "{outcomes:?}");
+    assert!(
+        outcomes.iter().any(|o| o.starts_with("\"done\"")),
+        "{outcomes:?}"
+    );
+}

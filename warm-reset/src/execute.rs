@@ -5,6 +5,7 @@ use crate::backend::{Backend, ResetEnd};
 use crate::clock::Clock;
 use crate::journal::{InFlight, Journal, JournalError, LastReset};
 use crate::machine::{Action, Event, InvalidTransition, MachineConfig, State, step};
+use crate::method::Method;
 use crate::reasons::{OutcomeKind, Reason};
 use crate::target::Target;
 use gpu_partition_types::Bdf;
@@ -32,6 +33,8 @@ pub struct ResetReport {
     /// indices with their NVLink peers); `None`
     /// when it did not read.
     pub group: Option<Vec<u32>>,
+    /// The method of the run.
+    pub method: Method,
     /// How long the run took.
     pub elapsed: Duration,
     /// Things that did not change the course but that a person should know.
@@ -226,6 +229,7 @@ fn report(
         gpus: target.map(Target::devices).unwrap_or_default(),
         verified: target.map(Target::verified).unwrap_or_default(),
         group,
+        method: config.method,
         elapsed,
         warnings,
         end,

@@ -1,24 +1,28 @@
-//! The MetaX GPU warm-reset procedure as a state machine.
+//! The GPU warm-reset procedure as a vendor-neutral state machine, with a backend per method.
 //!
 //! - [`machine::step`] is a pure `step(config, state, event, now)` with an exhaustive
-//!   transition function: preflight (root, `mx-smi`, the `metax` driver unused, versions, no
-//!   process, the ID, the MetaXLink topology, a readable kernel log), the reset inside its
-//!   window (90 s), verification by polling `mx-smi -L` and reading `mx-smi topo -m` again, the
-//!   kernel log; and the ends `Blocked(reason)` (nothing changed) and
-//!   `ColdRebootRequired(reason)`. An event that does not belong to the state is an
-//!   [`InvalidTransition`], never a silent no-op.
-//! - [`metax`] is the real MetaX host in one folder: [`MxSmiBackend`] and the [`metax::mx_smi`]
-//!   parsers, written against `mx-smi`'s published outputs (kept with their sources in
-//!   `tests/data/mx-smi/`), failing closed on what they do not know. (These were `real`,
-//!   `host_files` and `mx_smi` at the crate root.) [`kmsg`] reads the kernel log for any vendor.
-//! - [`execute()`] drives the machine through a [`Backend`] — [`MxSmiBackend`] or [`SimHost`]
-//!   (a simulated host with faults) — on a [`Clock`] ([`SystemClock`] or [`VirtualClock`]),
-//!   holding the host GPU lock of `gpu-probe` without waiting, with a [`Journal`] so a restart
-//!   never resets twice. What the host does not answer is a typed [`BackendError`]; why a reset
-//!   ends as it does is a typed [`Reason`], a token only where it is written out.
+//!   transition function: root, the host lock, the journal, the host's own checks, the target
+//!   and the group it touches, nothing using the group, a readable kernel log, the reset inside
+//!   its window (90 s), the group back as it was, the kernel log; and the ends
+//!   `Blocked(reason)` (nothing changed) and `ColdRebootRequired(reason)`. An event that does not
+//!   belong to the state is an [`InvalidTransition`], never a silent no-op. The machine knows no
+//!   vendor: a [`Backend`] answers its questions.
+//! - [`metax`]: MetaX through `mx-smi` ([`MxSmiBackend`], the [`metax::mx_smi`] parsers; these
+//!   were `real`, `host_files` and `mx_smi` at the crate root). [`nvidia`]: NVIDIA through
+//!   `nvidia-smi` ([`NvidiaSmiBackend`], NVLink peers reset together). [`pci`]: any PCI function
+//!   through the kernel's sysfs `reset` ([`SysfsBackend`]). Every parser is written against
+//!   published outputs (kept with their sources under `tests/data/`) and fails closed. [`kmsg`]
+//!   reads the kernel log and [`holders`] finds who holds a device file, for every method.
+//! - [`execute()`] drives the machine through a [`Backend`] — a real one or a simulated host of
+//!   [`sim`] — on a [`Clock`] ([`SystemClock`] or [`VirtualClock`]), holding the host GPU lock of
+//!   `gpu-probe` without waiting, with a [`Journal`] so a restart never resets twice. What the
+//!   host does not answer is a typed [`BackendError`]; why a reset ends as it does is a typed
+//!   [`Reason`], a token only where it is written out.
 //! - [`plan()`] turns an interconnect group spanning hosts into phases of per-host actions, and
 //!   [`run_plan_step`] (was `run_step`) runs one host's share of one phase, idempotently, for an
 //!   orchestrator.
+//!
+//! The rules of each method are in the project's `docs/warm-reset.md`.
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 

@@ -236,26 +236,24 @@ fn a_listing_that_fails_before_the_reset_blocks_with_mx_smi_unavailable() {
 }
 
 #[test]
-fn no_process_passes_the_use_check() {
+fn no_process_passes_and_the_use_check_adds_nothing_host_wide() {
     let mut backend = Scripted::new().backend();
+    assert_eq!(backend.prepare(), Ok(vec![]));
     let (target, _) = resolved(&mut backend);
     assert_eq!(backend.check_use(&target), Ok(vec![]));
 }
 
 #[test]
-fn a_process_blocks_with_gpu_busy_and_names_its_pid_and_name() {
+fn a_process_blocks_the_hosts_checks_with_gpu_busy_before_the_id_is_looked_at() {
     let mut host = Scripted::new();
-    let idle = PLAIN_IDLE;
-    let start = idle.find("+---").unwrap();
-    host.plain = Ok(format!("{}{BUSY_SECTION}", &idle[..start]));
-    let mut backend = host.backend();
-    let (target, _) = resolved(&mut backend);
-    let refusal = backend.check_use(&target).unwrap_err();
-    assert_eq!(refusal.reason, BlockedReason::GpuBusy);
-    assert!(
-        refusal.detail.contains("processes use the GPUs"),
-        "{refusal:?}"
-    );
+    let process_box = PLAIN_IDLE[..PLAIN_IDLE.find("| Process:").unwrap()]
+        .rfind("+-")
+        .unwrap();
+    host.plain = Ok(format!("{}{BUSY_SECTION}", &PLAIN_IDLE[..process_box]));
+    host.listings.clear();
+    let (reason, detail) = refused(host.backend().prepare());
+    assert_eq!(reason, BlockedReason::GpuBusy);
+    assert!(detail.contains("processes use the GPUs"), "{detail}");
 }
 
 fn back_after(listing_after: Result<String, BackendError>, topology_after: Option<String>) -> Back {

@@ -1,4 +1,5 @@
-//! `mxctl reset`: the MetaX warm reset on this host, real or simulated.
+//! `mxctl reset`: a warm reset on this host by a method (metax, nvidia, pci), real or
+//! simulated.
 
 use super::reset_backend::{exit_code, real_backend, window};
 use crate::cli::Reset;
@@ -13,7 +14,7 @@ use std::io::IsTerminal;
 use std::rc::Rc;
 use std::time::Duration;
 use warm_reset::{
-    Backend, Clock, Journal, MachineConfig, OutcomeKind, ResetReport, SimHost, State, SystemClock,
+    Backend, Clock, Journal, MachineConfig, Method, OutcomeKind, ResetReport, State, SystemClock,
     execute,
 };
 
@@ -56,26 +57,41 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
     let Some(device) = args.device.as_deref() else {
         return Err(Failure::Usage("reset needs --device ID|all".to_owned()));
     };
-    let mut machine = MachineConfig::new(device);
+    let method = Method::from(args.backend.method);
+    let mut machine = MachineConfig::new(device).method(method);
     machine.window = window(&args.backend, config);
     machine.dry_run = args.dry_run;
     let report = match &args.simulate {
         Some(scenario) => {
             let clock = Rc::new(SystemClock::new());
-            let Some(mut sim) = SimHost::scenario(scenario, clock.clone()) else {
-                return Err(Failure::Usage(format!("unknown scenario {scenario:?}")));
+            let Some(mut sim) = warm_reset::sim::scenario(method, scenario, clock.clone()) else {
+                let names: Vec<String> = warm_reset::sim::scenarios(method)
+                    .iter()
+                    .map(|(name, what)| format!("  {name}: {what}"))
+                    .collect();
+                return Err(Failure::Usage(format!(
+                    "unknown {method} scenario {scenario:?}; the scenarios are:\n{}",
+                    names.join("\n")
+                )));
             };
             // A simulation touches no GPU: its lock and journal live apart from the real ones.
             let journal = Journal::new(host.state_dir.join("simulated"));
-            run_machine(&machine, &mut sim, clock.as_ref(), &journal, None, output)?
+            run_machine(
+                &machine,
+                sim.as_mut(),
+                clock.as_ref(),
+                &journal,
+                None,
+                output,
+            )?
         }
         None => {
-            let mut backend = real_backend(&args.backend, config, &host.proc_root);
+            let mut backend = real_backend(&args.backend, config, host);
             let boot_id = host_sync::boot::read_boot_id(&host.proc_root);
             let journal = Journal::new(&host.state_dir);
             run_machine(
                 &machine,
-                &mut backend,
+                backend.as_mut(),
                 &SystemClock::new(),
                 &journal,
                 boot_id.as_deref(),
@@ -116,7 +132,11 @@ pub fn run_machine(
                     ProgressStyle::with_template("  window [{bar:40}] {elapsed} of {len}s  {msg}")
                         .unwrap_or_else(|_| ProgressStyle::default_bar()),
                 );
-                progress.set_message("mx-smi -r");
+                progress.set_message(match machine.method {
+                    Method::Metax => "mx-smi -r",
+                    Method::Nvidia => "nvidia-smi --gpu-reset",
+                    Method::Pci => "echo 1 > reset",
+                });
                 progress.enable_steady_tick(Duration::from_millis(200));
                 // The reset blocks this thread; the bar follows the clock on its own.
                 let follower = progress.clone();
@@ -166,12 +186,12 @@ pub fn print(report: &ResetReport, output: Output) -> Result<(), Failure> {
     let gpus: Vec<String> = report.gpus.iter().map(ToString::to_string).collect();
     let _ = writeln!(text, "target:  {} [{}]", report.target, gpus.join(", "));
     if let Some(group) = &report.group {
-        let nodes: Vec<String> = group.iter().map(|node| format!("GPU#{node}")).collect();
-        let _ = writeln!(
-            text,
-            "group:   {} (reset together by the kernel driver)",
-            nodes.join(", ")
-        );
+        let (name, why) = match report.method {
+            Method::Nvidia => ("GPU ", "NVLink peers, reset in the same command"),
+            Method::Metax | Method::Pci => ("GPU#", "reset together by the kernel driver"),
+        };
+        let nodes: Vec<String> = group.iter().map(|node| format!("{name}{node}")).collect();
+        let _ = writeln!(text, "group:   {} ({why})", nodes.join(", "));
     }
     if !report.verified.is_empty() {
         let verified: Vec<String> = report.verified.iter().map(ToString::to_string).collect();

@@ -1,11 +1,11 @@
-//! What `reset` and `reset step` share: the real backend and the window from the command line
-//! and the config, and the exit code of an outcome.
+//! What `reset` and `reset step` share: the real backend of the method and the window from the
+//! command line and the config, and the exit code of an outcome.
 
 use crate::cli::BackendArgs;
 use crate::config::Config;
-use std::path::Path;
+use crate::host::Host;
 use std::time::Duration;
-use warm_reset::{MxSmiBackend, OutcomeKind};
+use warm_reset::{Backend, Method, MxSmiBackend, NvidiaSmiBackend, OutcomeKind, SysfsBackend};
 
 /// The exit code of an outcome: 0 done or dry run, 3 blocked, 4 cold reboot.
 pub fn exit_code(outcome: OutcomeKind) -> u8 {
@@ -21,9 +21,22 @@ pub fn window(args: &BackendArgs, config: &Config) -> Duration {
     args.window.unwrap_or(config.reset_window)
 }
 
-/// The real backend from the command line and the config.
-pub fn real_backend(args: &BackendArgs, config: &Config, proc_root: &Path) -> MxSmiBackend {
-    let mx_smi = args.mx_smi.clone().or_else(|| config.mx_smi.clone());
+/// The real backend of `--method`, from the command line and the config.
+pub fn real_backend(args: &BackendArgs, config: &Config, host: &Host) -> Box<dyn Backend> {
     let kmsg = args.kmsg.clone().unwrap_or_else(|| config.kmsg.clone());
-    MxSmiBackend::new(mx_smi, proc_root, kmsg)
+    match Method::from(args.method) {
+        Method::Metax => Box::new(MxSmiBackend::new(
+            args.mx_smi.clone().or_else(|| config.mx_smi.clone()),
+            &host.proc_root,
+            kmsg,
+        )),
+        Method::Nvidia => Box::new(NvidiaSmiBackend::new(
+            args.nvidia_smi
+                .clone()
+                .or_else(|| config.nvidia_smi.clone()),
+            &host.proc_root,
+            kmsg,
+        )),
+        Method::Pci => Box::new(SysfsBackend::new(&host.sysfs_root, &host.proc_root, kmsg)),
+    }
 }

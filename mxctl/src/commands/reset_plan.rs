@@ -49,17 +49,17 @@ pub fn step(args: &StepArgs, config: &Config, host: &Host, output: Output) -> Re
     };
     let bytes = read(&args.plan).map_err(bad)?;
     let plan: Plan = serde_json::from_slice(&bytes).map_err(|error| bad(Box::new(error)))?;
-    let mut backend = real_backend(&args.backend, config, &host.proc_root);
+    let mut backend = real_backend(&args.backend, config, host);
     let boot_id = host_sync::boot::read_boot_id(&host.proc_root);
     let journal = Journal::new(&host.state_dir);
     let clock = SystemClock::new();
     let mut env = PlanStepHost {
-        backend: &mut backend,
+        backend: backend.as_mut(),
         clock: &clock,
         journal: &journal,
         boot_id: boot_id.as_deref(),
         window: window(&args.backend, config),
-        method: warm_reset::Method::Metax,
+        method: args.backend.method.into(),
     };
     let report = run_plan_step(&plan, &args.host, args.phase, &mut env)?;
     let mut text = String::new();

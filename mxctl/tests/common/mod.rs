@@ -2,6 +2,8 @@
 //! `/proc/modules`, a boot id, a kernel log file, and a state directory.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod nvidia_host;
+pub mod pci_host;
 pub mod pool;
 pub mod sync_host;
 

@@ -21,8 +21,6 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct MetaxBackend<H> {
     host: H,
-    /// What plain `mx-smi` printed for the versions, kept for the process section.
-    plain: Option<String>,
 }
 
 /// The real MetaX host: `mx-smi`, `/proc/modules`, the kernel log.
@@ -43,7 +41,7 @@ impl MxSmiBackend {
 impl<H> MetaxBackend<H> {
     /// The backend of `host`.
     pub fn of(host: H) -> Self {
-        Self { host, plain: None }
+        Self { host }
     }
 }
 
@@ -125,15 +123,27 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
                 ));
             }
         }
+        // One plain `mx-smi` serves the versions and the processes.
         let text = self.plain()?;
-        let versions = mx_smi::parse_header(&text)
-            .map_err(|error| Refusal::from(BackendError::from(MxSmiError::from(error))))?;
-        self.plain = Some(text);
+        let unreadable = |error| Refusal::from(BackendError::from(MxSmiError::from(error)));
+        let versions = mx_smi::parse_header(&text).map_err(unreadable)?;
         let check = mx_smi::check_versions(&versions);
         if !check.too_old.is_empty() {
             return Err(Refusal::new(
                 BlockedReason::DriverTooOld,
                 check.too_old.join("; "),
+            ));
+        }
+        // Any process on any GPU blocks: the guide asks that nothing uses the driver, and the
+        // kernel driver resets whole groups.
+        let processes = mx_smi::parse_processes(&text).map_err(unreadable)?;
+        if !processes.is_empty() {
+            return Err(Refusal::new(
+                BlockedReason::GpuBusy,
+                format!(
+                    "processes use the GPUs: {}",
+                    mx_smi::describe_processes(&processes)
+                ),
             ));
         }
         Ok(check.unreadable)
@@ -160,22 +170,7 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
     }
 
     fn check_use(&mut self, _target: &Target) -> Result<Vec<String>, Refusal> {
-        let text = match self.plain.take() {
-            Some(text) => text,
-            None => self.plain()?,
-        };
-        let processes = mx_smi::parse_processes(&text)
-            .map_err(|error| Refusal::from(BackendError::from(MxSmiError::from(error))))?;
-        // Any process on any GPU blocks: the guide's rule, and a reset resets whole groups.
-        if !processes.is_empty() {
-            return Err(Refusal::new(
-                BlockedReason::GpuBusy,
-                format!(
-                    "processes use the GPUs: {}",
-                    mx_smi::describe_processes(&processes)
-                ),
-            ));
-        }
+        // The process check is host-wide and ran with the host's (the guide's order).
         Ok(Vec::new())
     }
 

@@ -1,0 +1,213 @@
+//! `mxctl reset --method pci` against a built sysfs tree whose `reset` file is a FIFO the test
+//! serves, a `<proc-root>` with fd links, and a kernel log file.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[macro_use]
+mod common;
+
+use common::pci_host::{AUDIO, GPU, PciHost};
+use std::time::{Duration, Instant};
+
+fn ended(document: &serde_json::Value) -> (&str, &str) {
+    (
+        document["outcome"].as_str().unwrap(),
+        document["reason"].as_str().unwrap(),
+    )
+}
+
+fn detail(document: &serde_json::Value) -> &str {
+    document["detail"].as_str().unwrap()
+}
+
+#[test]
+fn a_function_on_vfio_is_reset_once_and_reads_its_ids_again() {
+    needs_root!();
+    let host = PciHost::new();
+    let served = host.serve(|| {});
+    let (code, document) = host.reset(&["--device", GPU]);
+    assert_eq!((code, ended(&document)), (0, ("done", "")), "{document}");
+    assert_eq!(served.finish(), (1, 1));
+    assert_eq!(document["verified"], serde_json::json!([GPU]));
+}
+
+#[test]
+fn a_process_holding_the_vfio_group_blocks_with_gpu_busy_naming_it() {
+    needs_root!();
+    let host = PciHost::new();
+    host.holder(4242, "qemu-system-x86", "/dev/vfio/12");
+    let watched = host.never_serve();
+    let (code, document) = host.reset(&["--device", GPU]);
+    assert_eq!((code, ended(&document)), (3, ("blocked", "gpu_busy")));
+    assert!(
+        detail(&document).contains("4242 qemu-system-x86 (/dev/vfio/12)"),
+        "{document}"
+    );
+    assert_eq!(watched.finish(), (0, 0));
+}
+
+#[test]
+fn a_host_driver_bound_blocks_with_driver_in_use_naming_it() {
+    needs_root!();
+    let host = PciHost::new();
+    host.bind(GPU, "nvidia");
+    let watched = host.never_serve();
+    let (code, document) = host.reset(&["--device", GPU]);
+    assert_eq!((code, ended(&document)), (3, ("blocked", "driver_in_use")));
+    assert!(detail(&document).contains("nvidia"), "{document}");
+    assert_eq!(watched.finish(), (0, 0));
+}
+
+#[test]
+fn a_bus_reset_with_an_active_sibling_blocks_with_group_in_use_naming_it() {
+    needs_root!();
+    let host = PciHost::new();
+    host.set_methods(GPU, "bus");
+    host.bind(AUDIO, "snd_hda_intel");
+    let watched = host.never_serve();
+    let (code, document) = host.reset(&["--device", GPU]);
+    assert_eq!((code, ended(&document)), (3, ("blocked", "group_in_use")));
+    assert!(detail(&document).contains(AUDIO), "{document}");
+    assert!(detail(&document).contains("snd_hda_intel"), "{document}");
+    assert_eq!(watched.finish(), (0, 0));
+}
+
+#[test]
+fn a_bus_reset_verifies_every_function_of_the_bus() {
+    needs_root!();
+    let host = PciHost::new();
+    host.set_methods(GPU, "bus");
+    let served = host.serve(|| {});
+    let (code, document) = host.reset(&["--device", GPU]);
+    assert_eq!((code, ended(&document)), (0, ("done", "")), "{document}");
+    assert_eq!(document["verified"], serde_json::json!([GPU, AUDIO]));
+    assert_eq!(served.finish().0, 1);
+}
+
+#[test]
+fn no_reset_method_blocks_with_reset_unsupported() {
+    needs_root!();
+    let host = PciHost::new();
+    host.set_methods(GPU, "");
+    let (code, document) = host.reset(&["--device", GPU]);
+    assert_eq!(
+        (code, ended(&document)),
+        (3, ("blocked", "reset_unsupported"))
+    );
+}
+
+#[test]
+fn a_write_still_blocked_at_the_windows_end_is_killed_and_needs_a_cold_reboot() {
+    needs_root!();
+    let host = PciHost::new();
+    let watched = host.never_serve();
+    let started = Instant::now();
+    let (code, document) = host.reset(&["--device", GPU, "--window", "2"]);
+    assert_eq!(
+        (code, ended(&document)),
+        (4, ("cold_reboot_required", "reset_hung"))
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(watched.finish(), (0, 1));
+}
+
+#[test]
+fn a_function_that_reads_0xffff_after_the_reset_is_gpu_missing() {
+    needs_root!();
+    let host = PciHost::new();
+    let vendor = host.sysfs.device_dir(GPU).join("vendor");
+    let served = host.serve(move || std::fs::write(&vendor, "0xffff\n").unwrap());
+    let (code, document) = host.reset(&["--device", GPU, "--window", "2"]);
+    assert_eq!(
+        (code, ended(&document)),
+        (4, ("cold_reboot_required", "gpu_missing"))
+    );
+    assert!(detail(&document).contains("0xffff"), "{document}");
+    assert_eq!(served.finish().0, 1);
+}
+
+#[test]
+fn a_function_gone_after_the_reset_is_gpu_missing() {
+    needs_root!();
+    let host = PciHost::new();
+    let link = host.sysfs.root().join("bus/pci/devices").join(GPU);
+    let served = host.serve(move || std::fs::remove_file(&link).unwrap());
+    let (code, document) = host.reset(&["--device", GPU, "--window", "2"]);
+    assert_eq!(
+        (code, ended(&document)),
+        (4, ("cold_reboot_required", "gpu_missing"))
+    );
+    assert!(detail(&document).contains("is gone"), "{document}");
+    assert_eq!(served.finish().0, 1);
+}
+
+#[test]
+fn the_kernel_giving_up_on_the_function_at_warning_level_is_kernel_errors() {
+    needs_root!();
+    let host = PciHost::new();
+    let kmsg = host.path("kmsg");
+    let served = host.serve(move || {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&kmsg)
+            .unwrap();
+        file.write_all(
+            b"4,90,5000,-;vfio-pci 0000:3b:00.0: not ready 65535ms after FLR; giving up\n",
+        )
+        .unwrap();
+    });
+    let (code, document) = host.reset(&["--device", GPU]);
+    assert_eq!(
+        (code, ended(&document)),
+        (4, ("cold_reboot_required", "kernel_errors"))
+    );
+    assert!(detail(&document).contains("giving up"), "{document}");
+    assert_eq!(served.finish().0, 1);
+}
+
+#[test]
+fn a_dry_run_writes_nothing_to_reset() {
+    needs_root!();
+    let host = PciHost::new();
+    let watched = host.never_serve();
+    let (code, document) = host.reset(&["--device", GPU, "--dry-run"]);
+    assert_eq!((code, ended(&document)), (0, ("dry_run", "")), "{document}");
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(watched.finish(), (0, 0));
+}
+
+#[test]
+fn two_resets_of_the_same_function_at_once_reset_it_exactly_once() {
+    needs_root!();
+    let host = PciHost::new();
+    let served = host.serve(|| std::thread::sleep(Duration::from_millis(500)));
+    let first = host
+        .command(&["--device", GPU])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let second = host.command(&["--device", GPU]).output().unwrap();
+    let first = first.wait_with_output().unwrap();
+    let outcomes: Vec<String> = [first, second]
+        .iter()
+        .map(|output| {
+            let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            format!("{} {}", document["outcome"], document["reason"])
+        })
+        .collect();
+    assert_eq!(served.finish().0, 1, "{outcomes:?}");
+    assert!(
+        outcomes.iter().any(|o| o.starts_with("\"done\"")),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes
+            .iter()
+            .any(|o| o.contains("lock_busy") || o.contains("reset_in_flight")),
+        "{outcomes:?}"
+    );
+}
