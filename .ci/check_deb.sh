@@ -39,6 +39,13 @@ systemd-analyze verify --man=no --root="$root" \
     "$root/usr/lib/systemd/system/mxctl-sync.timer"
 grep -qx 'ExecStart=/usr/bin/mxctl sync --after-boot auto' "$root/usr/lib/systemd/system/mxctl-sync.service"
 "$root/usr/bin/mxctl" --version
+# What the package installs passes the rule mxctl applies to its config and its programs.
+"$root/usr/bin/mxctl" check-trust \
+    "$root/usr/bin/mxctl" \
+    "$root/opt/xensource/libexec/gpu-partition-helper" \
+    "$root/etc/mxctl.conf"
+dpkg-deb -I "$deb" postinst | grep -q 'install -d -m 0700 -o root -g root /var/lib/mxctl'
+
 "$root/opt/xensource/libexec/gpu-partition-helper" --version
 
 echo "-- man -l mxctl-metrics.1"

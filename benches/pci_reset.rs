@@ -39,6 +39,9 @@ impl PciHost for Rooted {
     fn is_root(&mut self) -> bool {
         true
     }
+    fn check_writer(&mut self) -> Result<(), BackendError> {
+        self.0.check_writer()
+    }
     fn function(&mut self, bdf: Bdf) -> Result<Option<PciFunction>, BackendError> {
         self.0.function(bdf)
     }

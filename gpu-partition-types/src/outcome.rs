@@ -73,6 +73,8 @@ pub enum UnreadableReason {
     HelperAbsent,
     /// Not a regular executable file, or exec failed (never forked when the bit is missing).
     HelperNotExecutable,
+    /// Another user could have written the helper, or a directory on its way (never forked).
+    HelperUnsafe,
     /// The deadline passed.
     Timeout,
     /// A non-zero exit other than 75, or death by a signal.
@@ -89,7 +91,10 @@ impl UnreadableReason {
     /// Whether this failure holds for the whole host (found once, given to every card).
     pub fn is_host_wide(&self) -> bool {
         match self {
-            Self::HelperAbsent | Self::HelperNotExecutable | Self::Incompatible => true,
+            Self::HelperAbsent
+            | Self::HelperNotExecutable
+            | Self::HelperUnsafe
+            | Self::Incompatible => true,
             Self::Helper(_) | Self::Timeout | Self::Crash | Self::Undecodable | Self::Busy => false,
         }
     }
@@ -101,6 +106,7 @@ impl fmt::Display for UnreadableReason {
             Self::Helper(kind) => return write!(f, "helper:{kind}"),
             Self::HelperAbsent => "helper_absent",
             Self::HelperNotExecutable => "helper_not_executable",
+            Self::HelperUnsafe => "helper_unsafe",
             Self::Timeout => "timeout",
             Self::Crash => "crash",
             Self::Undecodable => "undecodable",
@@ -123,6 +129,7 @@ impl FromStr for UnreadableReason {
         Ok(match text {
             "helper_absent" => Self::HelperAbsent,
             "helper_not_executable" => Self::HelperNotExecutable,
+            "helper_unsafe" => Self::HelperUnsafe,
             "timeout" => Self::Timeout,
             "crash" => Self::Crash,
             "undecodable" => Self::Undecodable,
@@ -146,6 +153,7 @@ mod tests {
             UnreadableReason::Helper("driver_error".into()),
             UnreadableReason::HelperAbsent,
             UnreadableReason::HelperNotExecutable,
+            UnreadableReason::HelperUnsafe,
             UnreadableReason::Timeout,
             UnreadableReason::Crash,
             UnreadableReason::Undecodable,
@@ -167,9 +175,10 @@ mod tests {
     }
 
     #[test]
-    fn only_absent_not_executable_and_incompatible_are_host_wide() {
+    fn only_absent_not_executable_unsafe_and_incompatible_are_host_wide() {
         assert!(UnreadableReason::HelperAbsent.is_host_wide());
         assert!(UnreadableReason::HelperNotExecutable.is_host_wide());
+        assert!(UnreadableReason::HelperUnsafe.is_host_wide());
         assert!(UnreadableReason::Incompatible.is_host_wide());
         assert!(!UnreadableReason::Timeout.is_host_wide());
         assert!(!UnreadableReason::Busy.is_host_wide());

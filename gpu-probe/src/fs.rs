@@ -1,4 +1,5 @@
-//! Writing a file whole or not at all: temp file, fsync, rename, fsync of the directory.
+//! Writing a file whole or not at all (temp file, fsync, rename, fsync of the directory), and
+//! reading one, never through a link and never into or from a file another user owns.
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
@@ -44,6 +45,9 @@ pub fn write_atomic_mode(
     };
     let path = dir.join(name);
     std::fs::create_dir_all(dir).map_err(fail("create", dir))?;
+    // The rename would replace a link, never write through it; still, a link or another
+    // user's file where ours belongs is a planted trap: refuse it, loudly.
+    check_replaceable(&path).map_err(fail("replace", &path))?;
     let mut temp = tempfile::Builder::new()
         .prefix(&temp_prefix(name))
         .tempfile_in(dir)
@@ -61,6 +65,59 @@ pub fn write_atomic_mode(
         .and_then(|dir| dir.sync_all())
         .map_err(fail("fsync", dir))?;
     Ok(())
+}
+
+/// A file of this user, or nothing: what may be replaced or read.
+fn check_own(metadata: &std::fs::Metadata) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    if metadata.file_type().is_symlink() {
+        return Err(std::io::Error::other(
+            "it is a symbolic link; root never writes or reads through one",
+        ));
+    }
+    if !metadata.is_file() {
+        return Err(std::io::Error::other("it is not a regular file"));
+    }
+    if nix::unistd::Uid::from_raw(metadata.uid()) != nix::unistd::geteuid() {
+        return Err(std::io::Error::other(format!(
+            "it is owned by uid {}, not by this user",
+            metadata.uid()
+        )));
+    }
+    Ok(())
+}
+
+fn check_replaceable(path: &Path) -> std::io::Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(metadata) => check_own(&metadata),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+/// Reads `path` whole when it is a regular file of this user, opened without following a link
+/// (`O_NOFOLLOW`); `None` when there is none.
+pub fn read_own(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(error) if error.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) => {
+            return Err(std::io::Error::other(
+                "it is a symbolic link; root never writes or reads through one",
+            ));
+        }
+        Err(error) => return Err(error),
+    };
+    check_own(&file.metadata()?)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
 }
 
 /// Removes the temporary files of [`write_atomic`] for `dir/name` that a killed writer left

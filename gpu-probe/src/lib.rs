@@ -7,6 +7,8 @@
 //!   every GPU operation of the host holds.
 //! - [`chain`]: an error and its causes on one line, for people.
 //! - [`fs`]: writing a file whole or not at all (the state file, the reset journal).
+//! - [`trust`]: what root may trust (a program or file nobody else can change, a private state
+//!   directory), checked before every program is run.
 //! - [`helper`]: the helper client: `--version` once, `read` per card, many cards at once.
 //! - `test_util` (feature `test-util`): a fake helper for tests, examples and benchmarks.
 #![doc = include_str!("../README.md")]
@@ -19,3 +21,4 @@ pub mod lock;
 pub mod run;
 #[cfg(feature = "test-util")]
 pub mod test_util;
+pub mod trust;

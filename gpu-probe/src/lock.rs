@@ -1,5 +1,7 @@
 //! The host GPU lock: an exclusive `flock` on a file in the state directory. Every operation on
-//! the host's GPUs (a sync, a reset) holds it, so none runs inside another's window.
+//! the host's GPUs (a sync, a reset) holds it, so none runs inside another's window. The state
+//! directory must be private ([`crate::trust::check_private_dir`]; created 0700), and the lock
+//! file is opened without following a link and only when it is a regular file of this user.
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
@@ -30,6 +32,18 @@ pub enum LockError {
         /// The holder's pid, as it wrote it in the file, when it reads.
         holder: Option<u32>,
     },
+    /// The state directory is not private (another user could change what is in it).
+    #[error(transparent)]
+    UnsafeDir(#[from] crate::trust::UnsafeDir),
+    /// The lock file is a link, not a regular file, or another user's: never opened or
+    /// truncated.
+    #[error("refusing the host GPU lock {}: {why}", path.display())]
+    Unsafe {
+        /// The lock file.
+        path: PathBuf,
+        /// What it is.
+        why: String,
+    },
     /// The lock file or its directory could not be opened or created.
     #[error("cannot open the host GPU lock {}", path.display())]
     Io {
@@ -49,17 +63,11 @@ impl HostLock {
             path: path.clone(),
             source,
         };
-        std::fs::create_dir_all(state_dir).map_err(io)?;
+        crate::trust::check_private_dir(state_dir, true)?;
         let give_up = Instant::now() + wait;
         let mut pause = Duration::from_millis(5);
         loop {
-            let file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .map_err(io)?;
+            let file = open_lock(&path)?;
             match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
                 Ok(mut held) => {
                     // Who holds it, for the message another process gives when it is busy.
@@ -102,6 +110,48 @@ impl HostLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Opens (creating, mode 0600) the lock file, never through a link, and only when it is a
+/// regular file of this user: it is truncated and written once taken.
+fn open_lock(path: &Path) -> Result<File, LockError> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let unsafe_lock = |why: String| LockError::Unsafe {
+        path: path.to_path_buf(),
+        why,
+    };
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
+        .open(path)
+        .map_err(|source| {
+            if source.raw_os_error() == Some(Errno::ELOOP as i32) {
+                unsafe_lock("it is a symbolic link; root never writes through one".to_owned())
+            } else {
+                LockError::Io {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            }
+        })?;
+    let metadata = file.metadata().map_err(|source| LockError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if !metadata.is_file() {
+        return Err(unsafe_lock("it is not a regular file".to_owned()));
+    }
+    if nix::unistd::Uid::from_raw(metadata.uid()) != nix::unistd::geteuid() {
+        return Err(unsafe_lock(format!(
+            "it is owned by uid {}, not by this user",
+            metadata.uid()
+        )));
+    }
+    Ok(file)
 }
 
 fn holder(file: &mut File) -> Option<u32> {

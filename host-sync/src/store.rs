@@ -72,7 +72,8 @@ pub enum StoreError {
 pub const STATE_FILE: &str = "state.json";
 
 /// The embedded store: `state.json` in a state directory, written atomically (temp file,
-/// fsync, rename, fsync of the directory).
+/// fsync, rename, fsync of the directory), never through a link or over another user's file,
+/// and read without following a link (`gpu_probe::fs::read_own`).
 #[derive(Debug, Clone)]
 pub struct FileStore {
     dir: PathBuf,
@@ -123,9 +124,9 @@ impl FileStore {
 impl StateStore for FileStore {
     fn load(&mut self) -> Result<Option<HostState>, StoreError> {
         let path = self.path();
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        let bytes = match gpu_probe::fs::read_own(&path) {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => return Ok(None),
             Err(source) => {
                 return Err(StoreError::Io {
                     action: "read",

@@ -62,6 +62,17 @@ pub enum Command {
     /// Write the man pages and the shell completions into a directory (for packaging).
     #[command(hide = true)]
     Generate(Generate),
+    /// Say whether root may trust these files and programs (for packaging and support).
+    #[command(hide = true)]
+    CheckTrust(CheckTrust),
+}
+
+/// `mxctl check-trust PATH…`
+#[derive(Debug, Args)]
+pub struct CheckTrust {
+    /// The files or programs.
+    #[arg(value_name = "PATH", required = true)]
+    pub paths: Vec<PathBuf>,
 }
 
 /// `mxctl metrics [--output FILE]`

@@ -13,6 +13,12 @@ pub enum Failure {
         #[source]
         source: std::io::Error,
     },
+    /// The config file is one another user could change: refused, nothing done.
+    #[error("refusing the config file")]
+    UnsafeConfig(#[source] gpu_probe::trust::Untrusted),
+    /// The state directory is one another user could change: refused, nothing written.
+    #[error("refusing the state directory")]
+    UnsafeStateDir(#[from] gpu_probe::trust::UnsafeDir),
     /// A config line has a bad value.
     #[error("{}:{line}: {message}", path.display())]
     ConfigValue {
@@ -89,6 +95,12 @@ impl Failure {
     pub fn kind(&self) -> &'static str {
         match self {
             Self::ConfigUnreadable { .. } | Self::ConfigValue { .. } => "config",
+            Self::UnsafeConfig(_) => "unsafe_config",
+            Self::UnsafeStateDir(_)
+            | Self::Lock(gpu_probe::lock::LockError::UnsafeDir(_))
+            | Self::Sync(host_sync::SyncError::Lock(gpu_probe::lock::LockError::UnsafeDir(_))) => {
+                "unsafe_state_dir"
+            }
             Self::Input { .. } => "input",
             Self::Reset(_) => "reset",
             Self::Usage(_) => "usage",

@@ -63,6 +63,16 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
         cli.global.sysfs_root.display(),
         cli.global.proc_root.display()
     );
+    // Anything that reads or writes the state checks its directory first: a directory another
+    // user can change is refused before anything is written (the commands that write create
+    // it, mode 0700).
+    let creates = matches!(
+        cli.command,
+        Command::Sync(_) | Command::Probe(_) | Command::Reset(_)
+    );
+    if creates || matches!(cli.command, Command::Status | Command::Metrics(_)) {
+        gpu_probe::trust::check_private_dir(&state_dir, creates)?;
+    }
     match &cli.command {
         Command::Gpus => commands::gpus::run(&cli.global.sysfs_root, output),
         Command::Sync(args) => commands::sync::run(args, &config, &host(cli, state_dir), output),
@@ -71,6 +81,7 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
         Command::Reply(ReplyCommand::Check(args)) => commands::reply_check::run(args, output),
         Command::Metrics(args) => commands::metrics::run(args, &state_dir, output),
         Command::Generate(args) => commands::generate::run(args),
+        Command::CheckTrust(args) => Ok(commands::check_trust::run(args)),
         Command::Reset(args) => match &args.command {
             Some(ResetCommand::Plan(plan)) => commands::reset_plan::plan(plan, &config),
             Some(ResetCommand::Step(step)) => {

@@ -11,7 +11,9 @@ use crate::nvidia::NvidiaSmiError;
 use crate::pci::SysfsError;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::target::Target;
+use crate::tool::ToolError;
 use gpu_probe::chain::Chain;
+use gpu_probe::run::StartError;
 use std::time::Duration;
 
 /// Why the host did not answer a question of the procedure.
@@ -55,6 +57,11 @@ impl BackendError {
     /// The reason a run is blocked with when the host fails this way before the reset.
     pub fn blocked_reason(&self) -> BlockedReason {
         match self {
+            Self::MxSmi(MxSmiError::Tool(ToolError::Unsafe { .. }))
+            | Self::NvidiaSmi(NvidiaSmiError::Tool(ToolError::Unsafe { .. }))
+            | Self::Sysfs(SysfsError::Writer(StartError::Untrusted { .. })) => {
+                BlockedReason::UnsafeProgram
+            }
             Self::MxSmi(_) | Self::Simulated(_) => BlockedReason::MxSmiUnavailable,
             Self::NvidiaSmi(_) => BlockedReason::NvidiaSmiUnavailable,
             Self::Sysfs(_) | Self::WrongMethod { .. } | Self::NoSurvey(_) => {

@@ -159,12 +159,10 @@ impl Journal {
     /// Reads the file (empty when there is none).
     pub fn load(&self) -> Result<JournalFile, JournalError> {
         let path = self.dir.join(JOURNAL_FILE);
-        match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
+        match gpu_probe::fs::read_own(&path) {
+            Ok(Some(bytes)) => serde_json::from_slice(&bytes)
                 .map_err(|source| JournalError::Corrupt { path, source }),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                Ok(JournalFile::default())
-            }
+            Ok(None) => Ok(JournalFile::default()),
             Err(source) => Err(JournalError::Read { path, source }),
         }
     }

@@ -13,8 +13,9 @@ use crate::method::Method;
 use crate::plan::{ActionKind, Plan, PlanAction};
 use crate::reasons::{BlockedReason, ColdRebootReason, OutcomeKind, Reason};
 use gpu_probe::lock::{HostLock, LockError};
-use gpu_probe::run::{RunResult, RunSpec, run};
+use gpu_probe::run::{RunResult, RunSpec, StartError, check_program, run};
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 use std::time::Duration;
 
 /// How long a link command may run.
@@ -267,6 +268,15 @@ fn perform(action: &PlanAction, env: &mut PlanStepHost<'_>) -> Result<ActionRepo
             let program = words
                 .next()
                 .ok_or(PlanStepError::EmptyCommand(action.action))?;
+            // A command another user could have written is never run: the step is blocked.
+            if let Err(error @ StartError::Untrusted { .. }) = check_program(Path::new(program)) {
+                return Ok(action_report(
+                    action,
+                    OutcomeKind::Blocked,
+                    Some(BlockedReason::UnsafeProgram.into()),
+                    format!("the {} command was not run: {error}", action.action),
+                ));
+            }
             let output = run(&RunSpec::new(program, LINK_COMMAND_DEADLINE).args(words));
             match output.result {
                 RunResult::Exited(0) => Ok(action_report(

@@ -33,6 +33,9 @@ gpu_partition_types::token_enum! {
         MxSmiUnavailable = "mx_smi_unavailable",
         /// `nvidia-smi` is absent or does not answer as expected.
         NvidiaSmiUnavailable = "nvidia_smi_unavailable",
+        /// A program the reset would run (`mx-smi`, `nvidia-smi`, a link command, the shell that
+        /// writes `reset`) is one another user could have written: nothing was run.
+        UnsafeProgram = "unsafe_program",
     }
 }
 

@@ -22,6 +22,16 @@ pub enum ToolError {
         /// Why each candidate, in the order tried, is not usable.
         tried: Vec<StartError>,
     },
+    /// The tool is one another user could have written (or a directory on its way): root
+    /// never runs it, and looks for no other.
+    #[error("refusing to run {tool}")]
+    Unsafe {
+        /// The tool's name.
+        tool: &'static str,
+        /// What the check found.
+        #[source]
+        error: StartError,
+    },
     /// A command was asked for before the tool was found.
     #[error("{tool} was not found")]
     NotLocated {
@@ -135,6 +145,12 @@ impl Tool {
                 Ok(found) => {
                     self.found = Some(found.clone());
                     return Ok(found);
+                }
+                Err(error @ StartError::Untrusted { .. }) => {
+                    return Err(ToolError::Unsafe {
+                        tool: self.name,
+                        error,
+                    });
                 }
                 Err(error) => tried.push(error),
             }

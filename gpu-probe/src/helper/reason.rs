@@ -22,7 +22,12 @@ pub fn reason_of(result: &RunResult) -> Option<UnreadableReason> {
         RunResult::TimedOut => Some(UnreadableReason::Timeout),
         RunResult::OutputTooLarge(_) => Some(UnreadableReason::Undecodable),
         RunResult::CouldNotStart(StartError::Absent { .. }) => Some(UnreadableReason::HelperAbsent),
-        RunResult::CouldNotStart(_) => Some(UnreadableReason::HelperNotExecutable),
+        RunResult::CouldNotStart(StartError::Untrusted { .. }) => {
+            Some(UnreadableReason::HelperUnsafe)
+        }
+        RunResult::CouldNotStart(
+            StartError::NotExecutable { .. } | StartError::SpawnFailed { .. },
+        ) => Some(UnreadableReason::HelperNotExecutable),
     }
 }
 

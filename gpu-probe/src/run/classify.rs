@@ -21,6 +21,14 @@ pub enum StartError {
         /// What the check found.
         why: String,
     },
+    /// Another user could have written it, or a directory on its way: never run.
+    #[error("{} is not safe to run: {fault}", program.display())]
+    Untrusted {
+        /// The program.
+        program: PathBuf,
+        /// What is wrong.
+        fault: crate::trust::TrustFault,
+    },
     /// The fork or the exec failed.
     #[error("{} could not be started: {why}", program.display())]
     SpawnFailed {

@@ -1,5 +1,5 @@
-//! Before forking: find the program and check that it can run, so an absent or non-executable
-//! program is never forked.
+//! Before forking: find the program and check that it can run and may be trusted, so an absent,
+//! non-executable or unsafe program (one another user could have written) is never forked.
 
 use super::StartError;
 use super::spec::CHILD_PATH;
@@ -35,8 +35,17 @@ pub fn resolve(program: &Path) -> Result<PathBuf, StartError> {
     }))
 }
 
-/// A regular file this process may execute.
+/// A regular file this process may execute, that no other user could have written.
 fn check(path: &Path) -> Result<(), StartError> {
+    executable(path)?;
+    crate::trust::check_trusted(path).map_err(|untrusted| StartError::Untrusted {
+        program: path.to_path_buf(),
+        fault: untrusted.fault,
+    })
+}
+
+/// A regular file this process may execute.
+fn executable(path: &Path) -> Result<(), StartError> {
     let metadata = match std::fs::metadata(path) {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {

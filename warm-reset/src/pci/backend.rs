@@ -127,7 +127,8 @@ impl<H: PciHost> Backend for PciBackend<H> {
     }
 
     fn prepare(&mut self) -> Result<Vec<String>, Refusal> {
-        // No tool and no module: everything this method needs is about the device.
+        // No vendor tool and no module; only the shell that will write `reset` must be safe.
+        self.host.check_writer()?;
         Ok(Vec::new())
     }
 

@@ -27,6 +27,10 @@ pub enum SysfsError {
         /// What the kernel writes there.
         expected: &'static str,
     },
+    /// The shell that writes `reset` cannot be run (absent, or another user could have
+    /// written it).
+    #[error("cannot run the writer of reset files")]
+    Writer(#[source] gpu_probe::run::StartError),
     /// Writing `1` to the `reset` file failed.
     #[error("writing 1 to {} failed: {why}", path.display())]
     ResetWrite {

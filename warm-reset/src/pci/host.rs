@@ -8,7 +8,7 @@ use crate::backend::{BackendError, ResetEnd};
 use crate::holders::{Holder, holders};
 use crate::kmsg::{KernelLog, KernelLogSource, KmsgRecord};
 use gpu_partition_types::Bdf;
-use gpu_probe::run::{RunResult, RunSpec, run};
+use gpu_probe::run::{RunResult, RunSpec, check_program, run};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -16,6 +16,8 @@ use std::time::Duration;
 pub trait PciHost: KernelLogSource {
     /// Whether this runs as root.
     fn is_root(&mut self) -> bool;
+    /// Whether the program that writes `reset` may be run (present, executable, trusted).
+    fn check_writer(&mut self) -> Result<(), BackendError>;
     /// The function at `bdf` now; `None` when it is not there.
     fn function(&mut self, bdf: Bdf) -> Result<Option<PciFunction>, BackendError>;
     /// Every function on the bus of `bdf` (itself included).
@@ -78,9 +80,17 @@ fn unreadable(path: &Path) -> impl Fn(std::io::Error) -> BackendError + '_ {
     }
 }
 
+/// The program that writes `1` to a `reset` file, in a child of its own.
+const WRITER: &str = "/bin/sh";
+
 impl PciHost for SysfsHost {
     fn is_root(&mut self) -> bool {
         nix::unistd::geteuid().is_root()
+    }
+
+    fn check_writer(&mut self) -> Result<(), BackendError> {
+        check_program(Path::new(WRITER)).map_err(SysfsError::Writer)?;
+        Ok(())
     }
 
     fn function(&mut self, bdf: Bdf) -> Result<Option<PciFunction>, BackendError> {
@@ -113,7 +123,7 @@ impl PciHost for SysfsHost {
 
     fn write_reset(&mut self, bdf: Bdf, within: Duration) -> ResetEnd {
         let path = self.device_dir(bdf).join("reset");
-        let spec = RunSpec::new("/bin/sh", within)
+        let spec = RunSpec::new(WRITER, within)
             .args(["-c", r#"echo 1 > "$1""#, "sh"])
             .args([path.as_os_str()]);
         let output = run(&spec);

@@ -129,6 +129,10 @@ impl PciHost for PciSim {
         self.root
     }
 
+    fn check_writer(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
     fn function(&mut self, bdf: Bdf) -> Result<Option<PciFunction>, BackendError> {
         Ok(self.functions.get(&bdf).cloned())
     }

@@ -1,0 +1,20 @@
+//! `mxctl check-trust PATH…` (hidden): the trust rule `mxctl` applies to its config file and
+//! to every program it runs, said of each path; exit 1 when one fails. The package's checks use
+//! it on the files the package installs.
+
+use crate::cli::CheckTrust;
+
+/// Prints `PATH: trusted` or `PATH: not safe: …` for each path; 0 when all are trusted.
+pub fn run(args: &CheckTrust) -> u8 {
+    let mut all = true;
+    for path in &args.paths {
+        match gpu_probe::trust::check_trusted(path) {
+            Ok(()) => println!("{}: trusted", path.display()),
+            Err(untrusted) => {
+                all = false;
+                println!("{}: not safe: {}", path.display(), untrusted.fault);
+            }
+        }
+    }
+    if all { 0 } else { 1 }
+}
