@@ -529,20 +529,10 @@ fn two_resets_of_the_same_gpu_at_once_reset_it_exactly_once() {
     needs_root!();
     let host = Host::new();
     host.write("bin/reset-mode", "slow1");
-    let first = host
-        .command(&["--device", "1"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let second = host.command(&["--device", "1"]).output().unwrap();
-    let first = first.wait_with_output().unwrap();
-    let outcomes: Vec<String> = [first, second]
-        .iter()
-        .map(|output| {
-            let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-            format!("{} {}", document["outcome"], document["reason"])
-        })
-        .collect();
+    let outcomes = common::two_at_once(
+        host.command(&["--device", "1"]),
+        host.command(&["--device", "1"]),
+    );
     assert_eq!(host.resets(), 1, "{outcomes:?}");
     assert!(
         outcomes.iter().any(|o| o.starts_with("\"done\"")),

@@ -185,20 +185,10 @@ fn two_resets_of_the_same_function_at_once_reset_it_exactly_once() {
     needs_root!();
     let host = PciHost::new();
     let served = host.serve(|| std::thread::sleep(Duration::from_millis(500)));
-    let first = host
-        .command(&["--device", GPU])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let second = host.command(&["--device", GPU]).output().unwrap();
-    let first = first.wait_with_output().unwrap();
-    let outcomes: Vec<String> = [first, second]
-        .iter()
-        .map(|output| {
-            let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-            format!("{} {}", document["outcome"], document["reason"])
-        })
-        .collect();
+    let outcomes = common::two_at_once(
+        host.command(&["--device", GPU]),
+        host.command(&["--device", GPU]),
+    );
     assert_eq!(served.finish().0, 1, "{outcomes:?}");
     assert!(
         outcomes.iter().any(|o| o.starts_with("\"done\"")),

@@ -165,10 +165,7 @@ impl Host {
     }
 
     pub fn reset(&self, args: &[&str]) -> (i32, serde_json::Value) {
-        let output = self.command(args).output().unwrap();
-        let document = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&output.stderr)));
-        (output.status.code().unwrap(), document)
+        run_json(self.command(args))
     }
 
     pub fn resets(&self) -> usize {
@@ -182,6 +179,29 @@ impl Host {
             .spawn()
             .unwrap()
     }
+}
+
+/// Runs `command` and answers its exit status and its `--json` document.
+pub fn run_json(mut command: Command) -> (i32, serde_json::Value) {
+    let output = command.output().unwrap();
+    let document = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&output.stderr)));
+    (output.status.code().unwrap(), document)
+}
+
+/// Runs two resets at once (`first` started, then `second` run to its end) and answers each
+/// one's `outcome reason`.
+pub fn two_at_once(mut first: Command, mut second: Command) -> Vec<String> {
+    let first = first.stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let second = second.output().unwrap();
+    let first = first.wait_with_output().unwrap();
+    [first, second]
+        .iter()
+        .map(|output| {
+            let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            format!("{} {}", document["outcome"], document["reason"])
+        })
+        .collect()
 }
 
 pub fn is_root() -> bool {

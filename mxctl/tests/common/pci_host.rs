@@ -107,10 +107,7 @@ impl PciHost {
     }
 
     pub fn reset(&self, args: &[&str]) -> (i32, serde_json::Value) {
-        let output = self.command(args).output().unwrap();
-        let document = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&output.stderr)));
-        (output.status.code().unwrap(), document)
+        super::run_json(self.command(args))
     }
 
     /// Serves the GPU's `reset` FIFO: each time a writer appears, `during` runs (the device
