@@ -67,13 +67,14 @@ pub fn write_atomic_mode(
     Ok(())
 }
 
-/// A file of this user, or nothing: what may be replaced or read.
-fn check_own(metadata: &std::fs::Metadata) -> std::io::Result<()> {
+/// Why a link is never written or read through.
+pub(crate) const A_LINK: &str = "it is a symbolic link; root never writes or reads through one";
+
+/// A regular file of this user: what may be replaced, read, or locked.
+pub(crate) fn check_own(metadata: &std::fs::Metadata) -> std::io::Result<()> {
     use std::os::unix::fs::MetadataExt;
     if metadata.file_type().is_symlink() {
-        return Err(std::io::Error::other(
-            "it is a symbolic link; root never writes or reads through one",
-        ));
+        return Err(std::io::Error::other(A_LINK));
     }
     if !metadata.is_file() {
         return Err(std::io::Error::other("it is not a regular file"));
@@ -108,9 +109,7 @@ pub fn read_own(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
         Ok(file) => file,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) if error.raw_os_error() == Some(nix::errno::Errno::ELOOP as i32) => {
-            return Err(std::io::Error::other(
-                "it is a symbolic link; root never writes or reads through one",
-            ));
+            return Err(std::io::Error::other(A_LINK));
         }
         Err(error) => return Err(error),
     };

@@ -115,7 +115,7 @@ impl HostLock {
 /// Opens (creating, mode 0600) the lock file, never through a link, and only when it is a
 /// regular file of this user: it is truncated and written once taken.
 fn open_lock(path: &Path) -> Result<File, LockError> {
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    use std::os::unix::fs::OpenOptionsExt;
     let unsafe_lock = |why: String| LockError::Unsafe {
         path: path.to_path_buf(),
         why,
@@ -130,7 +130,7 @@ fn open_lock(path: &Path) -> Result<File, LockError> {
         .open(path)
         .map_err(|source| {
             if source.raw_os_error() == Some(Errno::ELOOP as i32) {
-                unsafe_lock("it is a symbolic link; root never writes through one".to_owned())
+                unsafe_lock(crate::fs::A_LINK.to_owned())
             } else {
                 LockError::Io {
                     path: path.to_path_buf(),
@@ -142,15 +142,7 @@ fn open_lock(path: &Path) -> Result<File, LockError> {
         path: path.to_path_buf(),
         source,
     })?;
-    if !metadata.is_file() {
-        return Err(unsafe_lock("it is not a regular file".to_owned()));
-    }
-    if nix::unistd::Uid::from_raw(metadata.uid()) != nix::unistd::geteuid() {
-        return Err(unsafe_lock(format!(
-            "it is owned by uid {}, not by this user",
-            metadata.uid()
-        )));
-    }
+    crate::fs::check_own(&metadata).map_err(|why| unsafe_lock(why.to_string()))?;
     Ok(file)
 }
 
