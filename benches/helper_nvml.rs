@@ -5,7 +5,7 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use fake_nvml::support::{self, Build};
-use gpu_probe::helper::{Helper, HelperConfig, Wrapper};
+use gpu_host_probe::helper::{Helper, HelperConfig, Wrapper};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{AfterBoot, FileStore, HostPaths, HostStatus, SyncOptions, sync};
 use std::path::Path;

@@ -4,10 +4,10 @@
 //! (c) fan-out: 16 cards whose helper takes 200 ms each, default concurrency, against one card.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use gpu_host_probe::helper::{Helper, HelperConfig};
+use gpu_host_probe::run::{RunResult, RunSpec, run};
+use gpu_host_probe::test_util::{Act, FakeHelper, write_executable};
 use gpu_partition_types::Bdf;
-use gpu_probe::helper::{Helper, HelperConfig};
-use gpu_probe::run::{RunResult, RunSpec, run};
-use gpu_probe::test_util::{Act, FakeHelper, write_executable};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -31,7 +31,7 @@ fn overhead(c: &mut Criterion) {
         })
     });
     let spec = RunSpec::new("/bin/true", Duration::from_secs(5));
-    group.bench_function("gpu_probe_run", |b| b.iter(|| run(&spec).result));
+    group.bench_function("gpu_host_probe_run", |b| b.iter(|| run(&spec).result));
     group.finish();
 }
 

@@ -2,8 +2,8 @@
 //! once, the file store), for N = 1, 4, 16, 64: how its time grows with the GPUs.
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use gpu_probe::helper::{Helper, HelperConfig};
-use gpu_probe::test_util::FakeHelper;
+use gpu_host_probe::helper::{Helper, HelperConfig};
+use gpu_host_probe::test_util::FakeHelper;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{AfterBoot, FileStore, HostPaths, SyncOptions, sync};
 use std::time::Duration;

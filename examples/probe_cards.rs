@@ -4,8 +4,8 @@
 //! cargo run -p examples --example probe-cards -- HELPER BDF [BDF…]
 //! ```
 
+use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_partition_types::Bdf;
-use gpu_probe::helper::{Helper, HelperConfig};
 use std::error::Error;
 use std::time::Duration;
 

@@ -6,8 +6,8 @@
 //! cargo run -p examples --example sync-own-store -- /sys HELPER    # this host
 //! ```
 
-use gpu_probe::helper::{Helper, HelperConfig};
-use gpu_probe::test_util::FakeHelper;
+use gpu_host_probe::helper::{Helper, HelperConfig};
+use gpu_host_probe::test_util::FakeHelper;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{AfterBoot, HostPaths, HostState, StateStore, StoreError, SyncOptions, sync};
 use std::error::Error;

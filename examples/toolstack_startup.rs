@@ -8,7 +8,7 @@
 //! cargo run -p examples --example toolstack-startup -- /sys STATE    # this host, state in STATE
 //! ```
 
-use gpu_probe::helper::{Helper, HelperConfig};
+use gpu_host_probe::helper::{Helper, HelperConfig};
 use host_sync::{AfterBoot, Boot, FileStore, HostPaths, SyncOptions, spawn_sync};
 use std::error::Error;
 use std::path::PathBuf;

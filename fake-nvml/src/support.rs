@@ -174,7 +174,7 @@ pub fn helper_wrapper(
 /// Writes an executable file through a child `sh`, so this process never holds it open for
 /// writing: a test thread that forks while another writes the wrapper would carry the write
 /// descriptor until its exec, and running the wrapper then fails with ETXTBSY. (The same as
-/// `gpu_probe::test_util::write_executable`, which this crate does not depend on.)
+/// `gpu_host_probe::test_util::write_executable`, which this crate does not depend on.)
 fn write_executable(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write as _;
     let mut child = Command::new("/bin/sh")

@@ -36,7 +36,7 @@ pub fn wrapper(dir: &Path, page_size: Option<usize>) -> PathBuf {
     let paging = page_size
         .map(|n| format!(" --page-size {n}"))
         .unwrap_or_default();
-    gpu_probe::test_util::write_executable(
+    gpu_host_probe::test_util::write_executable(
         &path,
         &format!(
             "#!/bin/sh\nexec {} --fixture-dir {}{paging} \"$@\"\n",

@@ -5,8 +5,8 @@
 mod common;
 
 use common::*;
+use gpu_host_probe::helper::{CardRead, Helper, HelperConfig};
 use gpu_partition_types::{Bdf, Outcome, PartitionMode, UnreadableReason};
-use gpu_probe::helper::{CardRead, Helper, HelperConfig};
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! The host GPU lock: a real `flock`, exclusive, with a bounded wait.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use gpu_probe::lock::{HostLock, LockError};
+use gpu_host_probe::lock::{HostLock, LockError};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -55,7 +55,7 @@ fn the_lock_is_held_across_processes() {
     // flock(1) from util-linux, a separate process, cannot take it without waiting.
     let status = std::process::Command::new("flock")
         .args(["--nonblock", "--conflict-exit-code", "9"])
-        .arg(dir.path().join(gpu_probe::lock::LOCK_FILE))
+        .arg(dir.path().join(gpu_host_probe::lock::LOCK_FILE))
         .arg("true")
         .status();
     match status {

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use gpu_probe::run::{OutputLimits, RunResult, RunSpec, StartError, Stream, Termination, run};
+use gpu_host_probe::run::{OutputLimits, RunResult, RunSpec, StartError, Stream, Termination, run};
 use std::time::Duration;
 
 const SECOND: Duration = Duration::from_secs(1);

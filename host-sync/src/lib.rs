@@ -8,7 +8,7 @@
 //! - [`modes`] holds the partition-mode rules of a sync as pure functions over [`GpuRecord`]s.
 //! - [`StateStore`] is where the state lives; [`FileStore`] the embedded default (one JSON file
 //!   written atomically); [`MemoryStore`] keeps it in memory.
-//! - [`sync()`] runs the whole sync under the host GPU lock of `gpu-probe`; [`spawn_sync`] runs it
+//! - [`sync()`] runs the whole sync under the host GPU lock of `gpu-host-probe`; [`spawn_sync`] runs it
 //!   on a thread of its own, as a toolstack does at start, and its [`SyncHandle`] is told the
 //!   report.
 //! - `fake_sysfs` (feature `test-util`): a sysfs tree built on disk, for tests and examples.

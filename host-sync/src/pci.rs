@@ -105,7 +105,7 @@ pub struct SkippedEntry {
 
 impl std::fmt::Display for SkippedEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", gpu_probe::chain::Chain(&self.problem))
+        write!(f, "{}", gpu_host_probe::chain::Chain(&self.problem))
     }
 }
 

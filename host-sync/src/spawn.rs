@@ -3,7 +3,7 @@
 
 use crate::store::StateStore;
 use crate::sync::{HostPaths, SyncError, SyncOptions, SyncReport, sync};
-use gpu_probe::helper::Helper;
+use gpu_host_probe::helper::Helper;
 use std::thread::JoinHandle;
 
 /// A sync running on its own thread.

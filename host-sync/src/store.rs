@@ -73,7 +73,7 @@ pub const STATE_FILE: &str = "state.json";
 
 /// The embedded store: `state.json` in a state directory, written atomically (temp file,
 /// fsync, rename, fsync of the directory), never through a link or over another user's file,
-/// and read without following a link (`gpu_probe::fs::read_own`).
+/// and read without following a link (`gpu_host_probe::fs::read_own`).
 #[derive(Debug, Clone)]
 pub struct FileStore {
     dir: PathBuf,
@@ -124,7 +124,7 @@ impl FileStore {
 impl StateStore for FileStore {
     fn load(&mut self) -> Result<Option<HostState>, StoreError> {
         let path = self.path();
-        let bytes = match gpu_probe::fs::read_own(&path) {
+        let bytes = match gpu_host_probe::fs::read_own(&path) {
             Ok(Some(bytes)) => bytes,
             Ok(None) => return Ok(None),
             Err(source) => {
@@ -176,11 +176,13 @@ impl StateStore for FileStore {
             source: std::io::Error::other(error),
         })?;
         text.push(b'\n');
-        gpu_probe::fs::remove_stale_temporaries(&self.dir, STATE_FILE);
-        gpu_probe::fs::write_atomic(&self.dir, STATE_FILE, &text).map_err(|error| StoreError::Io {
-            action: error.action,
-            path: error.path,
-            source: error.source,
+        gpu_host_probe::fs::remove_stale_temporaries(&self.dir, STATE_FILE);
+        gpu_host_probe::fs::write_atomic(&self.dir, STATE_FILE, &text).map_err(|error| {
+            StoreError::Io {
+                action: error.action,
+                path: error.path,
+                source: error.source,
+            }
         })
     }
 }

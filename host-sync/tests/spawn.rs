@@ -2,8 +2,8 @@
 //! one runs: it waits its turn on the host lock, so their reads and writes never interleave.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use gpu_probe::helper::{Helper, HelperConfig};
-use gpu_probe::test_util::{Act, FakeHelper};
+use gpu_host_probe::helper::{Helper, HelperConfig};
+use gpu_host_probe::test_util::{Act, FakeHelper};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{AfterBoot, FileStore, HostPaths, HostReason, HostStatus, SyncOptions, spawn_sync};
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The config file (`key = value` lines) and the settings in force.
 
 use crate::failure::Failure;
-use gpu_probe::helper::HelperConfig;
+use gpu_host_probe::helper::HelperConfig;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use warm_reset::LinkCommands;
@@ -86,7 +86,7 @@ impl Config {
             return Ok(Config::default());
         }
         if path.exists() {
-            gpu_probe::trust::check_trusted(&path).map_err(Failure::UnsafeConfig)?;
+            gpu_host_probe::trust::check_trusted(&path).map_err(Failure::UnsafeConfig)?;
         }
         match std::fs::read_to_string(&path) {
             Ok(text) => Config::parse(&text, &path),

@@ -15,10 +15,10 @@ pub enum Failure {
     },
     /// The config file is one another user could change: refused, nothing done.
     #[error("refusing the config file")]
-    UnsafeConfig(#[source] gpu_probe::trust::Untrusted),
+    UnsafeConfig(#[source] gpu_host_probe::trust::Untrusted),
     /// The state directory is one another user could change: refused, nothing written.
     #[error("refusing the state directory")]
-    UnsafeStateDir(#[from] gpu_probe::trust::UnsafeDir),
+    UnsafeStateDir(#[from] gpu_host_probe::trust::UnsafeDir),
     /// A config line has a bad value.
     #[error("{}:{line}: {message}", path.display())]
     ConfigValue {
@@ -34,7 +34,7 @@ pub enum Failure {
     },
     /// An output file could not be written whole.
     #[error("cannot write the output file")]
-    OutputFile(#[from] gpu_probe::fs::WriteError),
+    OutputFile(#[from] gpu_host_probe::fs::WriteError),
     /// The metrics could not be encoded.
     #[error("cannot encode the metrics")]
     Metrics(#[source] prometheus::Error),
@@ -57,7 +57,7 @@ pub enum Failure {
     /// The host lock is held by another GPU operation past the bounded wait, or cannot be
     /// opened.
     #[error("cannot take the host GPU lock")]
-    Lock(#[from] gpu_probe::lock::LockError),
+    Lock(#[from] gpu_host_probe::lock::LockError),
     /// A reset could not go on (journal or lock trouble); nothing was reset after it.
     #[error("the reset could not go on")]
     Reset(#[from] warm_reset::ExecuteError),
@@ -97,10 +97,10 @@ impl Failure {
             Self::ConfigUnreadable { .. } | Self::ConfigValue { .. } => "config",
             Self::UnsafeConfig(_) => "unsafe_config",
             Self::UnsafeStateDir(_)
-            | Self::Lock(gpu_probe::lock::LockError::UnsafeDir(_))
-            | Self::Sync(host_sync::SyncError::Lock(gpu_probe::lock::LockError::UnsafeDir(_))) => {
-                "unsafe_state_dir"
-            }
+            | Self::Lock(gpu_host_probe::lock::LockError::UnsafeDir(_))
+            | Self::Sync(host_sync::SyncError::Lock(gpu_host_probe::lock::LockError::UnsafeDir(
+                _,
+            ))) => "unsafe_state_dir",
             Self::Input { .. } => "input",
             Self::Reset(_) => "reset",
             Self::Usage(_) => "usage",
@@ -109,8 +109,10 @@ impl Failure {
             Self::Step(_) => "step",
             Self::Scan(_) => "sysfs",
             Self::Store(_) => "state",
-            Self::Sync(host_sync::SyncError::Lock(gpu_probe::lock::LockError::Busy { .. }))
-            | Self::Lock(gpu_probe::lock::LockError::Busy { .. }) => "lock_busy",
+            Self::Sync(host_sync::SyncError::Lock(gpu_host_probe::lock::LockError::Busy {
+                ..
+            }))
+            | Self::Lock(gpu_host_probe::lock::LockError::Busy { .. }) => "lock_busy",
             Self::Sync(host_sync::SyncError::Lock(_)) | Self::Lock(_) => "lock",
             Self::Sync(host_sync::SyncError::Store(_)) => "state",
             Self::Sync(host_sync::SyncError::Scan(_)) => "sysfs",
@@ -122,6 +124,6 @@ impl Failure {
 
     /// The message with its chain of causes, for people.
     pub fn message(&self) -> String {
-        gpu_probe::chain::Chain(self).to_string()
+        gpu_host_probe::chain::Chain(self).to_string()
     }
 }

@@ -1,9 +1,9 @@
 //! The helper client that `probe` and `sync` use: the config's helper settings (whose defaults
-//! are `gpu-probe`'s), with `--helper` and `--deadline` over them.
+//! are `gpu-host-probe`'s), with `--helper` and `--deadline` over them.
 
 use crate::cli::HelperArgs;
 use crate::config::Config;
-use gpu_probe::helper::Helper;
+use gpu_host_probe::helper::Helper;
 
 /// The helper client the command line and the config describe.
 pub fn helper(args: &HelperArgs, config: &Config) -> Helper {

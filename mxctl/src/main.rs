@@ -71,7 +71,7 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
         Command::Sync(_) | Command::Probe(_) | Command::Reset(_)
     );
     if creates || matches!(cli.command, Command::Status | Command::Metrics(_)) {
-        gpu_probe::trust::check_private_dir(&state_dir, creates)?;
+        gpu_host_probe::trust::check_private_dir(&state_dir, creates)?;
     }
     match &cli.command {
         Command::Gpus => commands::gpus::run(&cli.global.sysfs_root, output),

@@ -2,7 +2,7 @@
 //! file always reads, old or new, never torn.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use gpu_probe::test_util::FakeHelper;
+use gpu_host_probe::test_util::FakeHelper;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{FileStore, StateStore};
 use std::os::unix::process::ExitStatusExt;

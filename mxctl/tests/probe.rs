@@ -1,7 +1,7 @@
 //! `mxctl probe` with fake helpers the tests write.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use gpu_probe::test_util::{Act, FakeHelper};
+use gpu_host_probe::test_util::{Act, FakeHelper};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

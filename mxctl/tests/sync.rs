@@ -4,7 +4,7 @@
 
 mod common;
 
-use gpu_probe::test_util::Act;
+use gpu_host_probe::test_util::Act;
 
 use common::sync_host::{CARVED, NO_MIG, NONE_CARVED, ON_PENDING, SyncHost as Host};
 use std::process::Command;
@@ -309,7 +309,7 @@ fn two_syncs_at_once_never_interleave_their_reads_and_writes() {
 #[test]
 fn a_sync_waits_a_bounded_time_for_the_lock_then_says_busy() {
     let host = Host::new();
-    let _held = gpu_probe::lock::HostLock::try_acquire(&host.path("state")).unwrap();
+    let _held = gpu_host_probe::lock::HostLock::try_acquire(&host.path("state")).unwrap();
     let started = Instant::now();
     let (code, document) = host.run(&["sync"]);
     assert_eq!(code, 1);

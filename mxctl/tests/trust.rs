@@ -9,7 +9,7 @@ mod common;
 
 use common::Host as MetaxHost;
 use common::sync_host::SyncHost;
-use gpu_probe::test_util::FakeHelper;
+use gpu_host_probe::test_util::FakeHelper;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 use std::process::Command;

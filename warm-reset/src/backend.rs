@@ -12,8 +12,8 @@ use crate::pci::SysfsError;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::target::Target;
 use crate::tool::ToolError;
-use gpu_probe::chain::Chain;
-use gpu_probe::run::StartError;
+use gpu_host_probe::chain::Chain;
+use gpu_host_probe::run::StartError;
 use std::time::Duration;
 
 /// Why the host did not answer a question of the procedure.

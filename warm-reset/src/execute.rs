@@ -8,8 +8,8 @@ use crate::machine::{Action, Event, InvalidTransition, MachineConfig, State, ste
 use crate::method::Method;
 use crate::reasons::{OutcomeKind, Reason};
 use crate::target::Target;
+use gpu_host_probe::lock::{HostLock, LockError};
 use gpu_partition_types::Bdf;
-use gpu_probe::lock::{HostLock, LockError};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -181,7 +181,7 @@ pub fn execute(
                 &mut report.warnings,
                 format!(
                     "the end of this run could not be recorded: {}",
-                    gpu_probe::chain::Chain(&error)
+                    gpu_host_probe::chain::Chain(&error)
                 ),
             );
         }

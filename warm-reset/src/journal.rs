@@ -136,7 +136,7 @@ pub enum JournalError {
     Encode(#[source] serde_json::Error),
     /// The file could not be written.
     #[error("cannot write the reset journal")]
-    Write(#[from] gpu_probe::fs::WriteError),
+    Write(#[from] gpu_host_probe::fs::WriteError),
 }
 
 /// The journal in a state directory.
@@ -159,7 +159,7 @@ impl Journal {
     /// Reads the file (empty when there is none).
     pub fn load(&self) -> Result<JournalFile, JournalError> {
         let path = self.dir.join(JOURNAL_FILE);
-        match gpu_probe::fs::read_own(&path) {
+        match gpu_host_probe::fs::read_own(&path) {
             Ok(Some(bytes)) => serde_json::from_slice(&bytes)
                 .map_err(|source| JournalError::Corrupt { path, source }),
             Ok(None) => Ok(JournalFile::default()),
@@ -171,8 +171,8 @@ impl Journal {
     pub fn store(&self, file: &JournalFile) -> Result<(), JournalError> {
         let mut bytes = serde_json::to_vec_pretty(file).map_err(JournalError::Encode)?;
         bytes.push(b'\n');
-        gpu_probe::fs::remove_stale_temporaries(&self.dir, JOURNAL_FILE);
-        gpu_probe::fs::write_atomic(&self.dir, JOURNAL_FILE, &bytes)?;
+        gpu_host_probe::fs::remove_stale_temporaries(&self.dir, JOURNAL_FILE);
+        gpu_host_probe::fs::write_atomic(&self.dir, JOURNAL_FILE, &bytes)?;
         Ok(())
     }
 

@@ -15,7 +15,7 @@
 //!   reads the kernel log and [`holders`] finds who holds a device file, for every method.
 //! - [`execute()`] drives the machine through a [`Backend`] — a real one or a simulated host of
 //!   [`sim`] — on a [`Clock`] ([`SystemClock`] or [`VirtualClock`]), holding the host GPU lock of
-//!   `gpu-probe` without waiting, with a [`Journal`] so a restart never resets twice. What the
+//!   `gpu-host-probe` without waiting, with a [`Journal`] so a restart never resets twice. What the
 //!   host does not answer is a typed [`BackendError`]; why a reset ends as it does is a typed
 //!   [`Reason`], a token only where it is written out.
 //! - [`plan()`] turns an interconnect group spanning hosts into phases of per-host actions, and

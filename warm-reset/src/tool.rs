@@ -2,7 +2,7 @@
 //! queried through the process runner with a deadline; [`ToolError`] for a tool that was not
 //! found or did not run to a clean end.
 
-use gpu_probe::run::{RunResult, RunSpec, StartError, check_program, run};
+use gpu_host_probe::run::{RunResult, RunSpec, StartError, check_program, run};
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;

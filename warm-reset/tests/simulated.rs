@@ -231,7 +231,7 @@ fn an_unknown_device_is_blocked_and_nothing_is_reset() {
 #[test]
 fn a_held_host_lock_is_blocked_and_nothing_is_reset() {
     let mut sim = Sim::new();
-    let _held = gpu_probe::lock::HostLock::try_acquire(sim.dir.path()).unwrap();
+    let _held = gpu_host_probe::lock::HostLock::try_acquire(sim.dir.path()).unwrap();
     let report = sim.run();
     assert_eq!(
         (token(&report).as_str(), sim.host.resets.len()),

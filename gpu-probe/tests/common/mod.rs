@@ -7,7 +7,7 @@ use std::time::Duration;
 /// Writes an executable `#!/bin/sh` script.
 pub fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let path = dir.join(name);
-    gpu_probe::test_util::write_executable(&path, &format!("#!/bin/sh\n{body}\n")).unwrap();
+    gpu_host_probe::test_util::write_executable(&path, &format!("#!/bin/sh\n{body}\n")).unwrap();
     path
 }
 

@@ -8,7 +8,7 @@ use crate::cli::CheckTrust;
 pub fn run(args: &CheckTrust) -> u8 {
     let mut all = true;
     for path in &args.paths {
-        match gpu_probe::trust::check_trusted(path) {
+        match gpu_host_probe::trust::check_trusted(path) {
             Ok(()) => println!("{}: trusted", path.display()),
             Err(untrusted) => {
                 all = false;

@@ -30,7 +30,7 @@ pub fn run(args: &Metrics, state_dir: &Path, output: Output) -> Result<u8, Failu
         Err(error) => {
             tracing::warn!(
                 "the last warm reset is left out: {}",
-                gpu_probe::chain::Chain(&error)
+                gpu_host_probe::chain::Chain(&error)
             );
             None
         }
@@ -57,7 +57,7 @@ fn write_output(path: &Path, text: &[u8]) -> Result<(), Failure> {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     };
-    gpu_probe::fs::write_atomic_mode(dir, name, text, OUTPUT_MODE)?;
+    gpu_host_probe::fs::write_atomic_mode(dir, name, text, OUTPUT_MODE)?;
     Ok(())
 }
 

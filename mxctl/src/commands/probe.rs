@@ -6,9 +6,9 @@ use crate::failure::Failure;
 use crate::helper::helper;
 use crate::host::Host;
 use crate::output::{Output, table};
+use gpu_host_probe::helper::CardRead;
+use gpu_host_probe::lock::HostLock;
 use gpu_partition_types::{Case, PartitionMode};
-use gpu_probe::helper::CardRead;
-use gpu_probe::lock::HostLock;
 use serde::Serialize;
 
 /// The `--json` document.

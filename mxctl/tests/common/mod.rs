@@ -88,7 +88,7 @@ impl Host {
         let host = Host { dir };
         let fake = host.path("bin/mx-smi");
         std::fs::create_dir_all(host.path("bin")).unwrap();
-        gpu_probe::test_util::write_executable(&fake, FAKE).unwrap();
+        gpu_host_probe::test_util::write_executable(&fake, FAKE).unwrap();
         host.write("bin/plain", layout.plain);
         host.write("bin/listing", layout.listing);
         host.write("bin/topo", layout.topo);

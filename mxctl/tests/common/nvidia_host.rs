@@ -73,7 +73,7 @@ impl NvidiaHost {
             dir: tempfile::tempdir().unwrap(),
         };
         std::fs::create_dir_all(host.path("bin")).unwrap();
-        gpu_probe::test_util::write_executable(&host.path("bin/nvidia-smi"), FAKE).unwrap();
+        gpu_host_probe::test_util::write_executable(&host.path("bin/nvidia-smi"), FAKE).unwrap();
         let lines: String = GPUS
             .iter()
             .map(|(index, bus, uuid)| format!("{index}, {bus}, {uuid}, NVIDIA GeForce RTX 3090\n"))

@@ -18,7 +18,7 @@ impl Pool {
     pub fn new() -> Pool {
         let top = tempfile::tempdir().unwrap();
         let links = top.path().join("links");
-        gpu_probe::test_util::write_executable(&links, LINKS).unwrap();
+        gpu_host_probe::test_util::write_executable(&links, LINKS).unwrap();
         let config = top.path().join("mxctl.conf");
         std::fs::write(
             &config,

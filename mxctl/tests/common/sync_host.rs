@@ -3,7 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use fake_nvml::support;
-use gpu_probe::test_util::FakeHelper;
+use gpu_host_probe::test_util::FakeHelper;
 use host_sync::fake_sysfs::FakeSysfs;
 use std::path::PathBuf;
 use std::process::Command;

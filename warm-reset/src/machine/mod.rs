@@ -18,7 +18,7 @@ use crate::backend::{BackendError, Refusal};
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::target::Target;
-use gpu_probe::chain::Chain;
+use gpu_host_probe::chain::Chain;
 use std::time::Duration;
 
 /// The next state and the actions to perform in order, or why the event does not belong.

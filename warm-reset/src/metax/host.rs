@@ -7,7 +7,7 @@ use super::modules::{DriverUse, metax_use};
 use crate::backend::BackendError;
 use crate::kmsg::{KernelLog, KernelLogSource, KmsgRecord};
 use crate::tool::{Tool, ToolError};
-use gpu_probe::run::RunResult;
+use gpu_host_probe::run::RunResult;
 use std::path::PathBuf;
 use std::time::Duration;
 

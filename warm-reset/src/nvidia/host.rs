@@ -7,8 +7,8 @@ use crate::backend::BackendError;
 use crate::holders::{Holder, holders};
 use crate::kmsg::{KernelLog, KernelLogSource, KmsgRecord};
 use crate::tool::{Tool, ToolError};
+use gpu_host_probe::run::{RunResult, Termination};
 use gpu_partition_types::Bdf;
-use gpu_probe::run::{RunResult, Termination};
 use std::path::PathBuf;
 use std::time::Duration;
 

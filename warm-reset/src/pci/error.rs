@@ -30,7 +30,7 @@ pub enum SysfsError {
     /// The shell that writes `reset` cannot be run (absent, or another user could have
     /// written it).
     #[error("cannot run the writer of reset files")]
-    Writer(#[source] gpu_probe::run::StartError),
+    Writer(#[source] gpu_host_probe::run::StartError),
     /// Writing `1` to the `reset` file failed.
     #[error("writing 1 to {} failed: {why}", path.display())]
     ResetWrite {

@@ -7,8 +7,8 @@ use super::function::{PciFunction, read_function};
 use crate::backend::{BackendError, ResetEnd};
 use crate::holders::{Holder, holders};
 use crate::kmsg::{KernelLog, KernelLogSource, KmsgRecord};
+use gpu_host_probe::run::{RunResult, RunSpec, check_program, run};
 use gpu_partition_types::Bdf;
-use gpu_probe::run::{RunResult, RunSpec, check_program, run};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
