@@ -7,7 +7,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use fake_nvml::support::{self, Build};
 use gpu_host_probe::helper::{Helper, HelperConfig, Wrapper};
 use host_sync::fake_sysfs::FakeSysfs;
-use host_sync::{AfterBoot, FileStore, HostPaths, HostStatus, SyncOptions, sync};
+use host_sync::{AfterBoot, FileStore, Host, HostStatus, SyncOptions, sync};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -67,7 +67,7 @@ fn helper_nvml(c: &mut Criterion) {
         ],
     ));
     let client = Helper::new(config);
-    let paths = HostPaths::new(dir.path().join("state"), sysfs.root());
+    let paths = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
     let options = SyncOptions::new(true, AfterBoot::No);
     let mut store = FileStore::new(dir.path().join("state"));
     let first = sync(&paths, &client, &mut store, &options);

@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use warm_reset::backend::BackendError;
-use warm_reset::holders::Holder;
-use warm_reset::kmsg::{KernelLogSource, KmsgRecord};
 use warm_reset::pci::{PciBackend, PciFunction, PciHost, SysfsHost};
-use warm_reset::{Journal, MachineConfig, Method, OutcomeKind, ResetEnd, SystemClock, execute};
+use warm_reset::{
+    BackendError, Holder, Host, KernelLogSource, KmsgRecord, MachineConfig, Method, ResetEnd,
+    ResetOutcome, ResetRun, execute,
+};
 
 /// How long the FIFO holds the write.
 const HOLD: Duration = Duration::from_millis(20);
@@ -117,7 +117,7 @@ fn overhead(c: &mut Criterion) {
         let (fifo, watched, stop) = (fifo.clone(), watched.clone(), stop.clone());
         std::thread::spawn(move || serve(fifo, watched, stop))
     };
-    let journal = Journal::new(dir.path().join("state"));
+    let host = Host::new(dir.path().join("state"));
     let config = MachineConfig::new(GPU).method(Method::Pci);
     let mut group = c.benchmark_group("warm_reset_pci");
     group.sample_size(30);
@@ -131,19 +131,12 @@ fn overhead(c: &mut Criterion) {
                     dir.path().join("kmsg"),
                 )));
                 let started = Instant::now();
-                let report = execute(
-                    &config,
-                    &mut backend,
-                    &SystemClock::new(),
-                    &journal,
-                    None,
-                    &mut |_, _| {},
-                );
+                let report = execute(ResetRun::new(&config, &host, &mut backend));
                 let took = started.elapsed();
                 assert!(
                     report
                         .as_ref()
-                        .is_ok_and(|r| r.outcome == OutcomeKind::Done),
+                        .is_ok_and(|r| r.outcome == ResetOutcome::Done),
                     "{report:?}"
                 );
                 spent += took.saturating_sub(HOLD);

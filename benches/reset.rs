@@ -4,13 +4,14 @@
 //! back as soon as `mx-smi -r` returns, once with GPUs back 300 ms later (one more poll).
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
-use warm_reset::{Journal, MachineConfig, OutcomeKind, SimHost, SystemClock, execute};
+use warm_reset::sim::SimHost;
+use warm_reset::{Host, MachineConfig, ResetOutcome, ResetRun, SystemClock, execute};
 
 fn overhead(c: &mut Criterion) {
     let Ok(dir) = tempfile::tempdir() else { return };
-    let journal = Journal::new(dir.path());
+    let host = Host::new(dir.path());
     let config = MachineConfig::new("1");
     let mut group = c.benchmark_group("warm_reset_simulated");
     group
@@ -20,19 +21,12 @@ fn overhead(c: &mut Criterion) {
         let name = format!("reset_500ms_back_after_{recovery_ms}ms_poll_1s");
         group.bench_function(name, |b| {
             b.iter(|| {
-                let clock = Rc::new(SystemClock::new());
-                let mut host = SimHost::new(clock.clone(), &[2, 2]);
-                host.reset_duration = Duration::from_millis(500);
-                host.recovery = Duration::from_millis(recovery_ms);
-                let report = execute(
-                    &config,
-                    &mut host,
-                    clock.as_ref(),
-                    &journal,
-                    None,
-                    &mut |_, _| {},
-                );
-                assert!(report.is_ok_and(|report| report.outcome == OutcomeKind::Done));
+                let clock = Arc::new(SystemClock::new());
+                let mut sim = SimHost::new(clock.clone(), &[2, 2]);
+                sim.reset_duration = Duration::from_millis(500);
+                sim.recovery = Duration::from_millis(recovery_ms);
+                let report = execute(ResetRun::new(&config, &host, &mut sim).clock(clock.as_ref()));
+                assert!(report.is_ok_and(|report| report.outcome == ResetOutcome::Done));
             })
         });
     }

@@ -4,6 +4,7 @@
 //! (c) fan-out: 16 cards whose helper takes 200 ms each, default concurrency, against one card.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use gpu_host_probe::Host;
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_host_probe::run::{RunResult, RunSpec, run};
 use gpu_host_probe::test_util::{Act, FakeHelper, write_executable};
@@ -73,9 +74,13 @@ fn fan_out(c: &mut Criterion) {
             function: 0,
         })
         .collect();
+    let host = Host::new(dir.path().join("state"));
+    let Ok(lock) = host.try_lock() else {
+        return;
+    };
     assert!(
         helper
-            .probe(&cards)
+            .probe_locked(&lock, &cards)
             .iter()
             .all(|read| read.outcome.reason().is_none())
     );
@@ -83,9 +88,11 @@ fn fan_out(c: &mut Criterion) {
     group
         .sample_size(10)
         .measurement_time(Duration::from_secs(10));
-    group.bench_function("one_card", |b| b.iter(|| helper.probe(&cards[..1]).len()));
+    group.bench_function("one_card", |b| {
+        b.iter(|| helper.probe_locked(&lock, &cards[..1]).len())
+    });
     group.bench_function("sixteen_cards_concurrency_8", |b| {
-        b.iter(|| helper.probe(&cards).len())
+        b.iter(|| helper.probe_locked(&lock, &cards).len())
     });
     group.finish();
 }

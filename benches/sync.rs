@@ -5,7 +5,7 @@ use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_host_probe::test_util::FakeHelper;
 use host_sync::fake_sysfs::FakeSysfs;
-use host_sync::{AfterBoot, FileStore, HostPaths, SyncOptions, sync};
+use host_sync::{AfterBoot, FileStore, Host, SyncOptions, sync};
 use std::time::Duration;
 
 fn host_sync(c: &mut Criterion) {
@@ -31,7 +31,7 @@ fn host_sync(c: &mut Criterion) {
             return;
         };
         let helper = Helper::new(HelperConfig::new(&helper_path));
-        let paths = HostPaths::new(dir.path().join("state"), sysfs.root());
+        let paths = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
         let options = SyncOptions::new(true, AfterBoot::No);
         let mut store = FileStore::new(dir.path().join("state"));
         let first = sync(&paths, &helper, &mut store, &options);

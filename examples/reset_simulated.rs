@@ -6,16 +6,17 @@
 //! ```
 
 use std::error::Error;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
-use warm_reset::{Journal, MachineConfig, SCENARIOS, SimHost, State, VirtualClock, execute};
+use warm_reset::sim::{SCENARIOS, SimHost};
+use warm_reset::{Host, MachineConfig, ResetRun, State, VirtualClock, execute};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
     let scenario = args.next().unwrap_or_else(|| "ok".to_owned());
     let id = args.next().unwrap_or_else(|| "1".to_owned());
     let clock = VirtualClock::new(0);
-    let Some(mut host) = SimHost::scenario(&scenario, Rc::new(clock.clone())) else {
+    let Some(mut sim) = SimHost::scenario(&scenario, Arc::new(clock.clone())) else {
         let names: Vec<&str> = SCENARIOS.iter().map(|(name, _)| *name).collect();
         return Err(format!(
             "unknown scenario {scenario:?}; try one of {}",
@@ -24,7 +25,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         .into());
     };
     let state_dir = tempfile::tempdir()?;
-    let journal = Journal::new(state_dir.path());
+    let host = Host::new(state_dir.path());
     let mut last = "";
     let mut show = |state: &State, now: Duration| {
         if state.name() != last {
@@ -36,16 +37,13 @@ fn main() -> Result<(), Box<dyn Error>> {
             last = state.name();
         }
     };
+    let config = MachineConfig::new(&id);
     let report = execute(
-        &MachineConfig::new(&id),
-        &mut host,
-        &clock,
-        &journal,
-        None,
-        &mut show,
+        ResetRun::new(&config, &host, &mut sim)
+            .clock(&clock)
+            .observe(&mut show),
     )?;
-    let reason = report.reason.map(|r| r.to_string()).unwrap_or_default();
-    println!("outcome: {} {reason}  ({})", report.outcome, report.detail);
-    println!("mx-smi -r calls: {:?}", host.resets);
+    println!("outcome: {}  ({})", report.outcome, report.detail);
+    println!("mx-smi -r calls: {:?}", sim.resets);
     Ok(())
 }

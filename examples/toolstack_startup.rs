@@ -1,48 +1,316 @@
-//! A toolstack's start-up: after its own database sync, it starts the host sync on a thread of
-//! its own and goes on starting its other services; when the sync is done it takes the report
-//! (here: prints it). The sync takes the host lock, so a second one asked for meanwhile (a
-//! `mxctl sync` from a shell, say) waits its turn.
+//! A toolstack's start-up, composed from the crates as a toolstack composes them (what to copy):
+//!
+//! 1. Its own state store: the host fields and the GPU records as rows of text columns in its
+//!    own database (here a map in memory behind a mutex, standing for SQLite), rebuilt from
+//!    the stored fields on load, each value parsed back and refused when it does not read. It
+//!    passes the conformance suite of `host-sync` (`cargo test -p examples --example
+//!    toolstack-startup`).
+//! 2. After its database sync, the host sync on a thread of its own, with boot detection (the
+//!    sync reads the boot id from the host's procfs itself), while the toolstack starts its
+//!    other services; then the store back, with the report.
+//! 3. The why of every failed read, next to its reason token.
+//! 4. A warm reset on a simulated host of the same `Host`: tried while the sync holds the host
+//!    lock it is blocked (`lock_busy`), since both take the one lock of the host's state
+//!    directory; tried after, it runs. Its end is matched without a catch-all.
 //!
 //! ```text
-//! cargo run -p examples --example toolstack-startup                  # this host, state in a temp dir
-//! cargo run -p examples --example toolstack-startup -- /sys STATE    # this host, state in STATE
+//! cargo run -p examples --example toolstack-startup                 # a built host, 2 GPUs
+//! cargo run -p examples --example toolstack-startup -- /sys HELPER  # this host's sysfs
 //! ```
 
+use gpu_host_probe::Host;
 use gpu_host_probe::helper::{Helper, HelperConfig};
-use host_sync::{AfterBoot, Boot, FileStore, HostPaths, SyncOptions, spawn_sync};
+use gpu_host_probe::test_util::{Act, FakeHelper};
+use gpu_partition_types::{Bdf, PartitionMode};
+use host_sync::fake_sysfs::FakeSysfs;
+use host_sync::{
+    AfterBoot, Boot, GpuReason, GpuRecord, HostState, HostStatus, StateStore, StoreError,
+    StoredReason, SyncOptions, spawn_sync,
+};
+use std::collections::BTreeMap;
 use std::error::Error;
 use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use warm_reset::sim::SimHost;
+use warm_reset::{MachineConfig, ResetOutcome, ResetRun, SystemClock, execute};
+
+/// The toolstack's database: a host row and a table of GPU rows, every column text.
+#[derive(Debug, Default)]
+struct Tables {
+    host: Option<BTreeMap<&'static str, String>>,
+    gpus: BTreeMap<String, BTreeMap<&'static str, String>>,
+}
+
+/// A store over the database; clones share it (as connections to one database do).
+#[derive(Debug, Clone, Default)]
+struct DbStore {
+    db: Arc<Mutex<Tables>>,
+}
+
+/// An optional column: absent or empty is `None`.
+fn optional(row: &BTreeMap<&'static str, String>, column: &str) -> Option<String> {
+    row.get(column).filter(|value| !value.is_empty()).cloned()
+}
+
+/// A column parsed back, or a clear error naming what it stands for.
+fn parsed<T>(
+    row: &BTreeMap<&'static str, String>,
+    column: &str,
+    what: &str,
+) -> Result<T, StoreError>
+where
+    T: FromStr,
+    T::Err: Error + Send + Sync + 'static,
+{
+    let value = row.get(column).cloned().unwrap_or_default();
+    value
+        .parse()
+        .map_err(|error| StoreError::unknown_value(what, value, error))
+}
+
+fn gpu_row(record: &GpuRecord) -> BTreeMap<&'static str, String> {
+    let text = |value: Option<String>| value.unwrap_or_default();
+    BTreeMap::from([
+        ("vendor", record.vendor.clone()),
+        ("device", record.device.clone()),
+        ("driver", text(record.driver.clone())),
+        ("partition_mode", record.partition_mode.to_string()),
+        (
+            "reason",
+            text(record.reason.as_ref().map(ToString::to_string)),
+        ),
+        ("message", text(record.message.clone())),
+        (
+            "last_read",
+            text(record.last_read.map(|mode| mode.to_string())),
+        ),
+    ])
+}
+
+fn gpu_record(bdf: &str, row: &BTreeMap<&'static str, String>) -> Result<GpuRecord, StoreError> {
+    let mode: PartitionMode = parsed(row, "partition_mode", &format!("the mode of {bdf}"))?;
+    let mut record = GpuRecord::new(
+        row.get("vendor").cloned().unwrap_or_default(),
+        row.get("device").cloned().unwrap_or_default(),
+        optional(row, "driver"),
+        mode,
+    );
+    record.reason = match optional(row, "reason") {
+        None => None,
+        Some(_) => Some(parsed::<GpuReason>(
+            row,
+            "reason",
+            &format!("the reason of {bdf}"),
+        )?),
+    };
+    record.message = optional(row, "message");
+    record.last_read = match optional(row, "last_read") {
+        None => None,
+        Some(_) => Some(parsed(
+            row,
+            "last_read",
+            &format!("the last mode read of {bdf}"),
+        )?),
+    };
+    Ok(record)
+}
+
+impl StateStore for DbStore {
+    fn load(&mut self) -> Result<Option<HostState>, StoreError> {
+        let db = self
+            .db
+            .lock()
+            .map_err(|_| StoreError::backend("the toolstack database", "a writer panicked"))?;
+        let Some(host) = &db.host else {
+            return Ok(None);
+        };
+        let status: HostStatus = parsed(host, "status", "the host status")?;
+        let reason =
+            StoredReason::new(host.get("reason").map_or("", String::as_str)).map_err(|error| {
+                StoreError::unknown_value("the host reason", error.0.clone(), error)
+            })?;
+        let mut state = HostState::new(status, reason);
+        state.message = optional(host, "message");
+        let boot_time = match optional(host, "boot_time") {
+            None => None,
+            Some(_) => Some(parsed::<u64>(host, "boot_time", "the boot time")?),
+        };
+        state.boot = Boot::new(optional(host, "boot_id"), boot_time);
+        state.synced_at = match optional(host, "synced_at") {
+            None => None,
+            Some(_) => Some(parsed(host, "synced_at", "the time of the last sync")?),
+        };
+        for (bdf, row) in &db.gpus {
+            let address: Bdf = bdf.parse().map_err(|error| {
+                StoreError::unknown_value("a GPU's address", bdf.clone(), error)
+            })?;
+            state.gpus.insert(address, gpu_record(bdf, row)?);
+        }
+        Ok(Some(state))
+    }
+
+    fn save(&mut self, state: &HostState) -> Result<(), StoreError> {
+        let text = |value: Option<String>| value.unwrap_or_default();
+        let host = BTreeMap::from([
+            ("status", state.status.to_string()),
+            ("reason", state.reason.to_string()),
+            ("message", text(state.message.clone())),
+            ("boot_id", text(state.boot.boot_id.clone())),
+            (
+                "boot_time",
+                text(state.boot.boot_time.map(|t| t.to_string())),
+            ),
+            ("synced_at", text(state.synced_at.map(|t| t.to_string()))),
+        ]);
+        let gpus = state
+            .gpus
+            .iter()
+            .map(|(bdf, record)| (bdf.to_string(), gpu_row(record)))
+            .collect();
+        // One transaction: both tables are replaced together, or neither.
+        let mut db = self
+            .db
+            .lock()
+            .map_err(|_| StoreError::backend("the toolstack database", "a writer panicked"))?;
+        *db = Tables {
+            host: Some(host),
+            gpus,
+        };
+        Ok(())
+    }
+}
+
+/// The host to run on: this host's sysfs and a helper given on the command line, or a built one
+/// with two NVIDIA GPUs, the second of which the helper cannot read.
+fn host(work: &std::path::Path) -> Result<(Host, Helper), Box<dyn Error>> {
+    let mut args = std::env::args().skip(1);
+    let state = work.join("state");
+    if let (Some(sysfs), Some(helper)) = (args.next(), args.next()) {
+        let host = Host::new(state).with_sysfs_root(sysfs);
+        return Ok((host, Helper::new(HelperConfig::new(PathBuf::from(helper)))));
+    }
+    let sysfs = FakeSysfs::new(work.join("sys"))?;
+    sysfs.nvidia("0000:3b:00.0", Some("nvidia"))?;
+    sysfs.nvidia("0000:3c:00.0", Some("nvidia"))?;
+    let helper = FakeHelper::new(work)
+        .on(
+            "0000:3c:00.0",
+            Act::Shell("echo 'NVML: Driver/library version mismatch' >&2; exit 9".to_owned()),
+        )
+        // Slow enough that the reset below meets the sync holding the lock.
+        .every_read(Act::Sleep(Duration::from_millis(300)))
+        .write()?;
+    let host = Host::new(state).with_sysfs_root(sysfs.root());
+    Ok((host, Helper::new(HelperConfig::new(helper))))
+}
+
+/// A warm reset of the simulated MetaX host, matched without a catch-all.
+fn reset(host: &Host) -> Result<(), Box<dyn Error>> {
+    let clock = Arc::new(SystemClock::new());
+    let mut sim = SimHost::new(clock.clone(), &[2, 2]);
+    sim.reset_duration = Duration::from_millis(50);
+    let config = MachineConfig::new("0");
+    let report = execute(ResetRun::new(&config, host, &mut sim).clock(clock.as_ref()))?;
+    match report.outcome {
+        ResetOutcome::Done => println!("reset: done; {} GPU(s) verified", report.verified.len()),
+        ResetOutcome::DryRun => println!("reset: dry run, nothing was reset"),
+        ResetOutcome::Blocked(reason) => {
+            println!(
+                "reset: blocked ({reason}), nothing changed: {}",
+                report.detail
+            )
+        }
+        ResetOutcome::ColdRebootRequired(reason) => {
+            println!("reset: cold-reboot this host ({reason}): {}", report.detail)
+        }
+    }
+    Ok(())
+}
 
 fn main() -> Result<(), Box<dyn Error>> {
     let work = tempfile::tempdir()?;
-    let mut args = std::env::args().skip(1);
-    let sysfs_root = args
-        .next()
-        .map_or_else(|| PathBuf::from("/sys"), PathBuf::from);
-    let state_dir = args
-        .next()
-        .map_or_else(|| work.path().join("state"), PathBuf::from);
+    let (host, helper) = host(work.path())?;
+    let store = DbStore::default();
 
     // 1. The toolstack's own database sync happens first (not shown).
-    // 2. The host sync, on its own thread: the first start after a boot is decided under the
-    //    host lock from the kernel's boot id (or the boot time).
-    let options = SyncOptions::new(false, AfterBoot::Auto).boot(Boot::read("/proc".as_ref()));
+    // 2. The host sync on its own thread. `AfterBoot::Auto`: the sync reads the boot from the
+    //    host's procfs and compares it with the one in the store.
     let handle = spawn_sync(
-        HostPaths::new(&state_dir, &sysfs_root),
-        Helper::new(HelperConfig::default()),
-        Box::new(FileStore::new(&state_dir)),
-        options,
+        host.clone(),
+        helper,
+        store,
+        SyncOptions::new(true, AfterBoot::Auto),
     )?;
-    // 3. Meanwhile the toolstack starts its other services.
+    // 3. Meanwhile the toolstack starts its other services, and an operator asks for a reset:
+    //    the sync holds the host lock, so the reset is blocked, not run inside the read.
     println!("toolstack: other services started while the host sync runs");
-    // 4. The report, when the sync is done.
-    let report = handle.join()??;
+    std::thread::sleep(Duration::from_millis(100));
+    reset(&host)?;
+    // 4. The report, and the store back.
+    let done = handle.join()?;
+    let report = done.result?;
     println!(
         "host sync: {} ({}), after boot: {}",
         report.status, report.reason, report.after_boot
     );
     for (bdf, gpu) in &report.gpus {
-        println!("  {bdf}  {}  {}", gpu.partition_mode, gpu.reason);
+        let reason = gpu
+            .reason
+            .as_ref()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        println!("  {bdf}  {}{reason}", gpu.partition_mode);
+        if let Some(why) = &gpu.message {
+            println!("    why: {why}");
+        }
     }
+    let mut store = done.store;
+    let stored = store.load()?;
+    println!(
+        "stored: {} GPU record(s), boot id {}",
+        stored.as_ref().map_or(0, |state| state.gpus.len()),
+        stored
+            .as_ref()
+            .and_then(|state| state.boot.boot_id.as_deref())
+            .unwrap_or("(none)")
+    );
+    // 5. With the sync done, the reset runs.
+    reset(&host)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn the_database_store_passes_the_conformance_suite() {
+        let store = DbStore::default();
+        if let Err(failure) = host_sync::conformance::check_store(|| store.clone()) {
+            panic!("{failure}");
+        }
+    }
+
+    #[test]
+    fn a_mode_the_database_holds_that_this_version_does_not_read_is_an_error_naming_it() {
+        let mut store = DbStore::default();
+        let mut state = HostState::new(HostStatus::Active, StoredReason::default());
+        state.gpus.insert(
+            Bdf::parse_canonical("0000:3b:00.0").unwrap(),
+            GpuRecord::new("10de", "2335", None, PartitionMode::Enabled),
+        );
+        store.save(&state).unwrap();
+        if let Some(row) = store.db.lock().unwrap().gpus.get_mut("0000:3b:00.0") {
+            row.insert("partition_mode", "half_enabled".to_owned());
+        }
+        let error = store.load().unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "the state store holds \"half_enabled\" as the mode of 0000:3b:00.0, which this \
+             version does not read"
+        );
+    }
 }

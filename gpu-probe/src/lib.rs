@@ -3,6 +3,9 @@
 //!
 //! - [`run`]: the process runner (own process group, SIGTERM then SIGKILL, bounded output,
 //!   bounded wait for pipe EOF, one pure [`run::classify`]).
+//! - [`host`]: [`Host`], one host's state directory (the lock, the state, the journal, the
+//!   simulated sub-state) and its sysfs and procfs roots, which every GPU operation takes;
+//!   [`boot`]: which boot it runs.
 //! - [`lock`]: the host GPU lock, an exclusive `flock` on a file in the state directory that
 //!   every GPU operation of the host holds.
 //! - [`chain`]: an error and its causes on one line, for people.
@@ -14,11 +17,17 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+pub mod boot;
 pub mod chain;
 pub mod fs;
 pub mod helper;
+pub mod host;
 pub mod lock;
 pub mod run;
 #[cfg(feature = "test-util")]
 pub mod test_util;
 pub mod trust;
+
+pub use boot::Boot;
+pub use host::Host;
+pub use lock::{DEFAULT_LOCK_WAIT, HostLock, LockError};

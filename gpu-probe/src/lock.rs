@@ -1,7 +1,14 @@
-//! The host GPU lock: an exclusive `flock` on a file in the state directory. Every operation on
-//! the host's GPUs (a sync, a reset) holds it, so none runs inside another's window. The state
-//! directory must be private ([`crate::trust::check_private_dir`]; created 0700), and the lock
-//! file is opened without following a link and only when it is a regular file of this user.
+//! The host GPU lock: an exclusive `flock` on a file in a [`Host`]'s state directory, taken
+//! only through [`Host::lock`] and [`Host::try_lock`]. Every operation on the host's GPUs (a
+//! sync, a probe, a reset, a plan step) holds it, so none runs inside another's window; what
+//! must only happen under it (a read of a card, a write of the reset journal) asks for a
+//! `&HostLock`. The state directory must be private ([`crate::trust::check_private_dir`];
+//! created 0700), and the lock file is opened without following a link and only when it is a
+//! regular file of this user.
+//!
+//! [`Host`]: crate::host::Host
+//! [`Host::lock`]: crate::host::Host::lock
+//! [`Host::try_lock`]: crate::host::Host::try_lock
 
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
@@ -13,11 +20,19 @@ use std::time::{Duration, Instant};
 /// The lock file's name inside the state directory.
 pub const LOCK_FILE: &str = "host-gpu.lock";
 
-/// The held host lock; dropping it releases the lock.
+/// How long a sync or a probe waits for another GPU operation to let go of the host lock (a
+/// reset never waits: held, it is blocked).
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// The held host lock; dropping it releases the lock. Made only by [`Host::lock`], so it always
+/// belongs to one host's state directory ([`HostLock::state_dir`]).
+///
+/// [`Host::lock`]: crate::host::Host::lock
 #[derive(Debug)]
 pub struct HostLock {
     _held: Flock<File>,
     path: PathBuf,
+    state_dir: PathBuf,
 }
 
 /// The lock could not be taken.
@@ -57,7 +72,7 @@ pub enum LockError {
 
 impl HostLock {
     /// Takes the lock, waiting up to `wait` for a holder to let go; a zero `wait` tries once.
-    pub fn acquire(state_dir: &Path, wait: Duration) -> Result<HostLock, LockError> {
+    pub(crate) fn acquire(state_dir: &Path, wait: Duration) -> Result<HostLock, LockError> {
         let path = state_dir.join(LOCK_FILE);
         let io = |source| LockError::Io {
             path: path.clone(),
@@ -82,7 +97,11 @@ impl HostLock {
                             path.display()
                         );
                     }
-                    return Ok(HostLock { _held: held, path });
+                    return Ok(HostLock {
+                        _held: held,
+                        path,
+                        state_dir: state_dir.to_path_buf(),
+                    });
                 }
                 Err((mut file, Errno::EWOULDBLOCK)) => {
                     if Instant::now() >= give_up {
@@ -101,14 +120,15 @@ impl HostLock {
         }
     }
 
-    /// Takes the lock without waiting: held by another, it is [`LockError::Busy`] at once.
-    pub fn try_acquire(state_dir: &Path) -> Result<HostLock, LockError> {
-        Self::acquire(state_dir, Duration::ZERO)
-    }
-
     /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The state directory the lock guards: the one where whatever must be written under it
+    /// (the reset journal, the state file) lives.
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
     }
 }
 

@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use gpu_host_probe::Host;
 use gpu_host_probe::helper::{CardRead, Helper, HelperConfig};
 use gpu_partition_types::{Bdf, Outcome, PartitionMode, UnreadableReason};
 use std::path::Path;
@@ -18,8 +19,11 @@ fn card(n: u8) -> Bdf {
 
 fn probe(helper: &Path, cards: &[Bdf]) -> Vec<CardRead> {
     let helper = Helper::new(HelperConfig::new(helper).deadline(DEADLINE));
+    let state = tempfile::tempdir().unwrap();
     let started = Instant::now();
-    let reads = helper.probe(cards);
+    let reads = helper
+        .probe(&Host::new(state.path()), cards, Duration::ZERO)
+        .unwrap();
     assert!(
         started.elapsed() < DEADLINE * 2 + Duration::from_millis(500) + Duration::from_secs(1),
         "took {:?}",
@@ -288,4 +292,86 @@ fn an_unreadable_case_gives_the_helpers_kind_as_reason() {
         reason(&one(&helper(dir.path(), &v1(), body))).as_deref(),
         Some("helper:driver_error")
     );
+}
+
+#[test]
+fn a_crash_carries_its_exit_and_the_end_of_its_stderr_next_to_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "echo 'nvml: driver/library version mismatch' >&2; exit 3";
+    let read = one(&helper(dir.path(), &v1(), body));
+    assert_eq!(reason(&read).as_deref(), Some("crash"));
+    let message = read.message.unwrap();
+    assert!(message.contains("exited with code 3"), "{message}");
+    assert!(
+        message.ends_with("stderr: nvml: driver/library version mismatch"),
+        "{message}"
+    );
+}
+
+#[test]
+fn an_undecodable_reply_names_the_member_that_refused_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"printf '%s\n' "$reply" | sed 's/"enabled"/"on"/'"#;
+    let read = one(&helper(dir.path(), &v1(), body));
+    assert_eq!(reason(&read).as_deref(), Some("undecodable"));
+    let message = read.message.unwrap();
+    assert!(
+        message.contains(r#"refused at "/mode/current""#),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_timeout_says_what_did_not_answer_and_within_what() {
+    let dir = tempfile::tempdir().unwrap();
+    let read = one(&helper(dir.path(), &v1(), "sleep 30"));
+    assert_eq!(reason(&read).as_deref(), Some("timeout"));
+    let message = read.message.unwrap();
+    assert!(
+        message.contains("read --device 0000:3b:00.0 did not answer within 300ms"),
+        "{message}"
+    );
+}
+
+#[test]
+fn the_helpers_own_message_comes_with_its_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"printf '{"format": "1.0", "device": "%s", "mode": {"capable": true, "current": "disabled", "pending": null}, "case": "unreadable", "unreadable": {"kind": "busy", "message": "held by nvidia-persistenced"}}\n' "$dev""#;
+    let read = one(&helper(dir.path(), &v1(), body));
+    assert_eq!(reason(&read).as_deref(), Some("helper:busy"));
+    assert_eq!(
+        read.message.as_deref(),
+        Some("the helper could not read 0000:3b:00.0: held by nvidia-persistenced")
+    );
+}
+
+#[test]
+fn a_card_that_reads_has_no_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let read = one(&helper(dir.path(), &v1(), r#"printf '%s\n' "$reply""#));
+    assert_eq!(read.message, None);
+}
+
+#[test]
+fn a_probe_waits_for_a_held_host_lock_and_gives_up_with_busy_without_running_the_helper() {
+    let dir = tempfile::tempdir().unwrap();
+    let calls = dir.path().join("calls");
+    let body = format!(
+        r#"echo read >> {}; printf '%s\n' "$reply""#,
+        calls.display()
+    );
+    let path = helper(dir.path(), &v1(), &body);
+    let host = Host::new(dir.path().join("state"));
+    let _held = host.try_lock().unwrap();
+    let helper = Helper::new(HelperConfig::new(&path).deadline(DEADLINE));
+    let started = Instant::now();
+    let error = helper
+        .probe(&host, &[card(0x3b)], Duration::from_millis(200))
+        .unwrap_err();
+    assert!(
+        matches!(error, gpu_host_probe::LockError::Busy { .. }),
+        "{error}"
+    );
+    assert!(started.elapsed() >= Duration::from_millis(200));
+    assert!(!calls.exists(), "the helper ran while the lock was held");
 }

@@ -5,7 +5,9 @@ use crate::reason::GpuReason;
 use gpu_partition_types::PartitionMode;
 use serde::{Deserialize, Serialize};
 
-/// What the host keeps of one GPU (by address, in [`HostState`](crate::HostState)).
+/// What the host keeps of one GPU (by address, in [`HostState`](crate::HostState)). Every field
+/// is part of the store's contract ([`StateStore`](crate::StateStore)): a store keeps each one
+/// and gives it back unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct GpuRecord {
@@ -17,26 +19,50 @@ pub struct GpuRecord {
     pub driver: Option<String>,
     /// The partition mode.
     pub partition_mode: PartitionMode,
-    /// Why: the read's reason for `unknown`/`possibly_enabled`, why not read for `not_checked`,
-    /// otherwise none.
-    pub reason: GpuReason,
+    /// Why: the read's reason for `unknown`/`possibly_enabled`, why not read for `not_checked`;
+    /// `None` for a mode that needs no reason (`""` in the file).
+    #[serde(with = "crate::reason::token_or_empty")]
+    pub reason: Option<GpuReason>,
+    /// The why of the reason, for people: what the failed read did, with its causes. `None`
+    /// when there is no failure to explain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     /// The last mode read from the card itself, kept across the `unknown` written before each
     /// read, so that a failed read (or a crash) over a divided GPU still knows it was divided.
+    /// A store must keep it: it is what makes a crash during a read safe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_read: Option<PartitionMode>,
 }
 
 impl GpuRecord {
-    /// A GPU seen for the first time: `not_in_use`.
-    pub fn new(function: &PciFunction) -> Self {
+    /// A record as a store keeps it, from its stored fields; [`GpuRecord::reason`],
+    /// [`GpuRecord::message`] and [`GpuRecord::last_read`] start as `None` and are set as
+    /// fields.
+    pub fn new(
+        vendor: impl Into<String>,
+        device: impl Into<String>,
+        driver: Option<String>,
+        partition_mode: PartitionMode,
+    ) -> Self {
         Self {
-            vendor: function.vendor.clone(),
-            device: function.device.clone(),
-            driver: function.driver.clone(),
-            partition_mode: PartitionMode::NotInUse,
-            reason: GpuReason::None,
+            vendor: vendor.into(),
+            device: device.into(),
+            driver,
+            partition_mode,
+            reason: None,
+            message: None,
             last_read: None,
         }
+    }
+
+    /// A GPU seen for the first time: `not_in_use`.
+    pub fn first_seen(function: &PciFunction) -> Self {
+        Self::new(
+            function.vendor.clone(),
+            function.device.clone(),
+            function.driver.clone(),
+            PartitionMode::NotInUse,
+        )
     }
 
     /// Divided or possibly divided now, or last read so.
@@ -47,10 +73,11 @@ impl GpuRecord {
                 .is_some_and(PartitionMode::is_divided_or_possibly)
     }
 
-    /// Sets the mode and its reason.
-    pub fn set(&mut self, mode: PartitionMode, reason: GpuReason) {
+    /// Sets the mode and its reason, with no message.
+    pub fn set(&mut self, mode: PartitionMode, reason: Option<GpuReason>) {
         self.partition_mode = mode;
         self.reason = reason;
+        self.message = None;
     }
 
     /// Takes the ids and driver of the current scan.

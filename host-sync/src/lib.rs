@@ -4,38 +4,51 @@
 //! - [`pci::scan`] finds display-class PCI physical functions (NVIDIA by vendor `10de`,
 //!   never by driver); an entry it cannot read is skipped and named, never a failed scan.
 //! - [`classify()`] is a pure function over [`Facts`] and an ordered table of checks
-//!   ([`CHECKS`]), most specific first, giving a [`HostStatus`] and a [`Reason`].
+//!   ([`CHECKS`]), most specific first, giving a [`HostStatus`] and a [`HostReason`].
 //! - [`modes`] holds the partition-mode rules of a sync as pure functions over [`GpuRecord`]s.
-//! - [`StateStore`] is where the state lives; [`FileStore`] the embedded default (one JSON file
-//!   written atomically); [`MemoryStore`] keeps it in memory.
-//! - [`sync()`] runs the whole sync under the host GPU lock of `gpu-host-probe`; [`spawn_sync`] runs it
-//!   on a thread of its own, as a toolstack does at start, and its [`SyncHandle`] is told the
-//!   report.
-//! - `fake_sysfs` (feature `test-util`): a sysfs tree built on disk, for tests and examples.
+//! - [`StateStore`] is where the state lives, with the contract a store keeps written on it;
+//!   [`FileStore`] is the embedded default (one JSON file written atomically); [`MemoryStore`]
+//!   keeps it in memory.
+//! - [`sync()`] runs the whole sync on a [`Host`] (under its host GPU lock, reading the boot from
+//!   its procfs); [`spawn_sync`] runs it on a thread of its own, as a toolstack does at start,
+//!   and hands the store back with the report. Reports serialize to `mxctl --json`'s documents
+//!   ([`report`]), and every failed read carries its message next to its reason.
+//! - `fake_sysfs` and `conformance` (feature `test-util`): a sysfs tree built on disk, and the
+//!   conformance suite any [`StateStore`] runs in its tests. Enable them for your tests with
+//!   `host-sync = { version = "…", features = ["test-util"] }` under `[dev-dependencies]`.
+//!
+//! The rules of a sync are in the project's `docs/host-sync.md`.
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
-pub mod boot;
+pub mod after_boot;
 pub mod classify;
+#[cfg(feature = "test-util")]
+pub mod conformance;
 #[cfg(feature = "test-util")]
 pub mod fake_sysfs;
 pub mod gpu;
 pub mod modes;
 pub mod pci;
 pub mod reason;
+pub mod report;
 pub mod spawn;
 pub mod state;
 pub mod status;
 pub mod store;
 pub mod sync;
+pub mod warning;
 
-pub use boot::Boot;
 pub use classify::{CHECKS, Check, Facts, HelperState, classify};
 pub use gpu::GpuRecord;
+pub use gpu_host_probe::{Boot, DEFAULT_LOCK_WAIT, Host};
+pub use gpu_partition_types::Token;
 pub use pci::{NVIDIA_VENDOR, PciFunction, PciScan, ScanError, SkippedEntry, scan, scan_gpus};
-pub use reason::{GpuReason, NotRead};
-pub use spawn::{SyncHandle, SyncPanicked, spawn_sync};
+pub use reason::{GpuReason, NotRead, UnknownGpuReason};
+pub use report::StatusReport;
+pub use spawn::{SyncDone, SyncHandle, SyncPanicked, spawn_sync};
 pub use state::{HostState, SCHEMA};
-pub use status::{HostReason, HostStatus, Reason};
+pub use status::{BadReason, HostReason, HostStatus, StoredReason};
 pub use store::{FileStore, MemoryStore, STATE_FILE, StateStore, StoreError};
-pub use sync::{AfterBoot, DEFAULT_LOCK_WAIT, HostPaths, SyncError, SyncOptions, SyncReport, sync};
+pub use sync::{AfterBoot, SyncError, SyncOptions, SyncReport, sync};
+pub use warning::SyncWarning;

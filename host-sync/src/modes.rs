@@ -3,7 +3,8 @@
 use crate::gpu::GpuRecord;
 use crate::pci::PciFunction;
 use crate::reason::GpuReason;
-use gpu_partition_types::{Bdf, PartitionMode, UnreadableReason};
+use gpu_host_probe::helper::ReadFailure;
+use gpu_partition_types::{Bdf, PartitionMode};
 use std::collections::BTreeMap;
 
 /// The records of the GPUs found now, carried over from `stored` (ids and driver refreshed) or
@@ -26,7 +27,7 @@ pub fn carry_over(
                     record.refresh(gpu);
                     record
                 }
-                None => GpuRecord::new(gpu),
+                None => GpuRecord::first_seen(gpu),
             };
             (gpu.bdf, record)
         })
@@ -48,9 +49,17 @@ pub fn not_taking_part(records: &mut BTreeMap<Bdf, GpuRecord>, after_boot: bool)
     }
     for record in records.values_mut() {
         if !record.last_known_divided() {
-            record.set(PartitionMode::NotInUse, GpuReason::None);
+            record.set(PartitionMode::NotInUse, None);
         } else if record.partition_mode == PartitionMode::Unknown {
-            record.set(PartitionMode::PossiblyEnabled, GpuReason::ReadInterrupted);
+            record.set(
+                PartitionMode::PossiblyEnabled,
+                Some(GpuReason::ReadInterrupted),
+            );
+            record.message = Some(
+                "a read of this GPU never finished (the run that made it was stopped before \
+                 its answer), and it was last known divided: it may still be"
+                    .to_owned(),
+            );
         }
     }
 }
@@ -62,7 +71,7 @@ pub fn mark_not_checked(gpus: &[PciFunction], records: &mut BTreeMap<Bdf, GpuRec
     for gpu in gpus {
         match (gpu.not_read_reason(), records.get_mut(&gpu.bdf)) {
             (Some(reason), Some(record)) => {
-                record.set(PartitionMode::NotChecked, GpuReason::NotRead(reason));
+                record.set(PartitionMode::NotChecked, Some(GpuReason::NotRead(reason)));
             }
             (None, Some(_)) => to_read.push(gpu.bdf),
             (_, None) => {}
@@ -73,22 +82,23 @@ pub fn mark_not_checked(gpus: &[PciFunction], records: &mut BTreeMap<Bdf, GpuRec
 
 /// A GPU about to be read: `unknown`, so a crash during the read never leaves a stale answer.
 pub fn about_to_read(record: &mut GpuRecord) {
-    record.set(PartitionMode::Unknown, GpuReason::None);
+    record.set(PartitionMode::Unknown, None);
 }
 
 /// A read that failed (or was never made, after a host-wide failure): `unknown` with the
-/// reason, or `possibly_enabled` over a GPU last known divided.
-pub fn read_failed(record: &mut GpuRecord, reason: &UnreadableReason) {
+/// reason and its message, or `possibly_enabled` over a GPU last known divided.
+pub fn read_failed(record: &mut GpuRecord, failure: &ReadFailure) {
     let mode = if record.last_known_divided() {
         PartitionMode::PossiblyEnabled
     } else {
         PartitionMode::Unknown
     };
-    record.set(mode, GpuReason::Read(reason.clone()));
+    record.set(mode, Some(GpuReason::Read(failure.reason.clone())));
+    record.message = Some(failure.message.clone());
 }
 
 /// A read that answered: the mode the outcome maps to, remembered as the last one read.
 pub fn read_answered(record: &mut GpuRecord, mode: PartitionMode) {
-    record.set(mode, GpuReason::None);
+    record.set(mode, None);
     record.last_read = Some(mode);
 }

@@ -1,19 +1,18 @@
 //! [`GpuReason`]: why a GPU has the mode it has, a closed set the compiler checks, spelled as
-//! the tokens of the state file and the JSON (`""`, `timeout`, `helper:busy`, `not_nvidia`,
-//! `driver_vfio_pci`, …).
+//! the tokens of the state file and the JSON (`timeout`, `helper:busy`, `not_nvidia`,
+//! `driver_vfio_pci`, …). A mode that needs no reason has none (`Option<GpuReason>`, written
+//! `""`).
 
 use gpu_partition_types::UnreadableReason;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::str::FromStr;
 
-/// Why a GPU has its partition mode.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+/// Why a GPU has its partition mode, when the mode needs a reason (a mode read from the card,
+/// `not_in_use`, or `unknown` just before a read need none).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum GpuReason {
-    /// None needed: a mode read from the card, `not_in_use`, or `unknown` just before a read.
-    #[default]
-    None,
     /// `unknown` or `possibly_enabled`: why the read failed (the protocol's reasons, and
     /// `helper:<kind>` for the helper's own).
     Read(UnreadableReason),
@@ -63,7 +62,6 @@ const DRIVER: &str = "driver_";
 impl fmt::Display for GpuReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::None => Ok(()),
             Self::Read(reason) => write!(f, "{reason}"),
             Self::ReadInterrupted => f.write_str(READ_INTERRUPTED),
             Self::NotRead(NotRead::NotNvidia) => f.write_str(NOT_NVIDIA),
@@ -89,7 +87,6 @@ impl FromStr for GpuReason {
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
         };
         Ok(match text {
-            "" => Self::None,
             READ_INTERRUPTED => Self::ReadInterrupted,
             NOT_NVIDIA => Self::NotRead(NotRead::NotNvidia),
             NO_DRIVER => Self::NotRead(NotRead::NoDriver),
@@ -101,6 +98,33 @@ impl FromStr for GpuReason {
                 ),
             },
         })
+    }
+}
+
+/// A reason that may be absent, written as its token or as `""` (the state file's and the
+/// JSON's form).
+pub(crate) mod token_or_empty {
+    use super::GpuReason;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(
+        reason: &Option<GpuReason>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match reason {
+            Some(reason) => serializer.collect_str(reason),
+            None => serializer.serialize_str(""),
+        }
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<GpuReason>, D::Error> {
+        let text = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        if text.is_empty() {
+            return Ok(None);
+        }
+        text.parse().map(Some).map_err(serde::de::Error::custom)
     }
 }
 
@@ -124,7 +148,6 @@ mod tests {
     #[test]
     fn every_reason_reads_back_from_its_token() {
         let reasons = [
-            GpuReason::None,
             GpuReason::Read(UnreadableReason::Timeout),
             GpuReason::Read(UnreadableReason::Helper("busy".into())),
             GpuReason::ReadInterrupted,
@@ -148,6 +171,7 @@ mod tests {
     #[test]
     fn a_token_this_version_does_not_know_is_an_error() {
         assert!("cosmic_rays".parse::<GpuReason>().is_err());
+        assert!("".parse::<GpuReason>().is_err());
         assert!("driver_".parse::<GpuReason>().is_err());
     }
 }

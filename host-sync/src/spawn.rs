@@ -1,26 +1,38 @@
 //! Running the sync on a thread of its own, as a toolstack does at start, after its database
-//! sync: [`spawn_sync`] gives a [`SyncHandle`] to be told the report when it is done.
+//! sync: [`spawn_sync`] gives a [`SyncHandle`]; joined, it hands back the store with the
+//! report.
 
 use crate::store::StateStore;
-use crate::sync::{HostPaths, SyncError, SyncOptions, SyncReport, sync};
+use crate::sync::{SyncError, SyncOptions, SyncReport, sync};
+use gpu_host_probe::Host;
 use gpu_host_probe::helper::Helper;
 use std::thread::JoinHandle;
 
-/// A sync running on its own thread.
+/// A sync running on its own thread, with the store it was given.
 #[derive(Debug)]
-pub struct SyncHandle {
-    thread: JoinHandle<Result<SyncReport, SyncError>>,
+pub struct SyncHandle<S> {
+    thread: JoinHandle<SyncDone<S>>,
 }
 
-/// A sync thread that ended without a report: it panicked.
+/// A finished sync: the store, handed back, and how the sync ended.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct SyncDone<S> {
+    /// The store the sync was given.
+    pub store: S,
+    /// The report, or why the sync failed.
+    pub result: Result<SyncReport, SyncError>,
+}
+
+/// A sync thread that ended without a report: it panicked (the store is lost with it).
 #[derive(Debug, thiserror::Error)]
 #[error("the sync thread panicked")]
 #[non_exhaustive]
 pub struct SyncPanicked;
 
-impl SyncHandle {
-    /// Waits for the sync and answers its report (or why it failed).
-    pub fn join(self) -> Result<Result<SyncReport, SyncError>, SyncPanicked> {
+impl<S> SyncHandle<S> {
+    /// Waits for the sync: the store back, and the report (or why it failed).
+    pub fn join(self) -> Result<SyncDone<S>, SyncPanicked> {
         self.thread.join().map_err(|_| SyncPanicked)
     }
 
@@ -30,16 +42,20 @@ impl SyncHandle {
     }
 }
 
-/// Starts [`sync`] on a thread of its own. A second sync asked for while one runs waits its
-/// turn on the host lock (up to `options.lock_wait`), so two never interleave.
-pub fn spawn_sync(
-    host: HostPaths,
+/// Starts [`sync`] on a thread of its own with `store`, handed back by [`SyncHandle::join`]. A
+/// second sync asked for while one runs waits its turn on the host lock (up to
+/// `options.lock_wait`), so two never interleave.
+pub fn spawn_sync<S: StateStore + Send + 'static>(
+    host: Host,
     helper: Helper,
-    mut store: Box<dyn StateStore + Send>,
+    mut store: S,
     options: SyncOptions,
-) -> std::io::Result<SyncHandle> {
+) -> std::io::Result<SyncHandle<S>> {
     let thread = std::thread::Builder::new()
         .name("host-sync".to_owned())
-        .spawn(move || sync(&host, &helper, store.as_mut(), &options))?;
+        .spawn(move || {
+            let result = sync(&host, &helper, &mut store, &options);
+            SyncDone { store, result }
+        })?;
     Ok(SyncHandle { thread })
 }

@@ -1,27 +1,35 @@
 //! [`HostState`]: what a host keeps, as the store writes it.
 
-use crate::boot::Boot;
 use crate::gpu::GpuRecord;
-use crate::status::{HostStatus, Reason};
+use crate::status::{HostStatus, StoredReason};
+use gpu_host_probe::Boot;
 use gpu_partition_types::Bdf;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// The schema version the store writes; a file of a later schema is refused, not guessed at.
+/// The layout version of the state file ([`FileStore`](crate::FileStore)); a file of a later
+/// schema is refused, not guessed at. A database store keeps its own migrations and need not
+/// store it: it answers [`HostState::new`]'s (this one) on load.
 pub const SCHEMA: u32 = 1;
 
-/// The host fields, the boot id of the last sync, and each GPU's record.
+/// The host fields, the boot of the last sync, and each GPU's record. Every field is part of
+/// the store's contract ([`StateStore`](crate::StateStore)).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct HostState {
-    /// The schema version ([`SCHEMA`]).
+    /// The layout version of the state file ([`SCHEMA`]).
     pub schema: u32,
     /// `gpu_partitioning_status`.
     pub status: HostStatus,
-    /// `gpu_partitioning_reason`.
-    pub reason: Reason,
+    /// `gpu_partitioning_reason`: stored with the status, in the same write.
+    pub reason: StoredReason,
+    /// Why the host has its reason, for people (the helper that could not be used, say);
+    /// `None` when there is nothing to explain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
     /// The boot of the last sync: its boot id and boot time, each when it was readable
-    /// (`boot_id` and `boot_time` in the file).
+    /// (`boot_id` and `boot_time` in the file). A store must keep it: the next sync compares
+    /// it with the boot now to find the first start after a boot.
     #[serde(flatten)]
     pub boot: Boot,
     /// Each GPU, by address.
@@ -33,16 +41,25 @@ pub struct HostState {
     pub synced_at: Option<u64>,
 }
 
-impl Default for HostState {
-    /// A host that never synced: `not_reported`, no GPU.
-    fn default() -> Self {
+impl HostState {
+    /// A state as a store keeps it, from its host fields: schema [`SCHEMA`], no boot, no GPU,
+    /// no message, never synced. The other fields are set as fields.
+    pub fn new(status: HostStatus, reason: StoredReason) -> Self {
         Self {
             schema: SCHEMA,
-            status: HostStatus::NotReported,
-            reason: Reason::none(),
+            status,
+            reason,
+            message: None,
             boot: Boot::default(),
             gpus: BTreeMap::new(),
             synced_at: None,
         }
+    }
+}
+
+impl Default for HostState {
+    /// A host that never synced: `not_reported`, no GPU.
+    fn default() -> Self {
+        Self::new(HostStatus::NotReported, StoredReason::none())
     }
 }

@@ -20,18 +20,19 @@ gpu_partition_types::token_enum! {
     }
 }
 
-/// The reason as stored: a token `[a-z][a-z0-9_]*` of at most 64 bytes. An open set on the wire
-/// (new causes are new tokens, and a state file another version wrote may hold one this version
-/// does not give); this version gives only the [`HostReason`]s.
+/// The host's reason as stored: a token `[a-z][a-z0-9_]*` of at most 64 bytes, or empty. An
+/// open set on the wire (new causes are new tokens, and a state file another version wrote may
+/// hold one this version does not give); this version gives only the [`HostReason`]s. (Named
+/// apart from a reset's reasons, `warm_reset::ResetReason`.)
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct Reason(String);
+pub struct StoredReason(String);
 
 /// Text that is not a reason token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0:?} is not a reason token ([a-z][a-z0-9_]*, at most 64 bytes)")]
 pub struct BadReason(pub String);
 
-impl Reason {
+impl StoredReason {
     /// The empty reason (of a status that needs none, such as `not_reported`).
     pub fn none() -> Self {
         Self(String::new())
@@ -56,22 +57,22 @@ impl Reason {
     }
 }
 
-impl fmt::Display for Reason {
+impl fmt::Display for StoredReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
 }
 
-impl Serialize for Reason {
+impl Serialize for StoredReason {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.0)
     }
 }
 
-impl<'de> serde::Deserialize<'de> for Reason {
+impl<'de> serde::Deserialize<'de> for StoredReason {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let text = String::deserialize(deserializer)?;
-        Reason::new(&text).map_err(serde::de::Error::custom)
+        StoredReason::new(&text).map_err(serde::de::Error::custom)
     }
 }
 
@@ -96,7 +97,7 @@ gpu_partition_types::token_enum! {
     }
 }
 
-impl From<HostReason> for Reason {
+impl From<HostReason> for StoredReason {
     fn from(reason: HostReason) -> Self {
         Self(gpu_partition_types::Token::as_str(reason).to_owned())
     }
@@ -109,16 +110,19 @@ mod tests {
     #[test]
     fn every_host_reason_is_a_valid_stored_token() {
         for reason in <HostReason as gpu_partition_types::Token>::ALL {
-            assert_eq!(Reason::new(&reason.to_string()), Ok(Reason::from(*reason)));
+            assert_eq!(
+                StoredReason::new(&reason.to_string()),
+                Ok(StoredReason::from(*reason))
+            );
         }
     }
 
     #[test]
     fn reason_tokens_are_lower_case_words_of_at_most_64_bytes() {
-        assert!(Reason::new("driver_vfio_pci").is_ok());
-        assert!(Reason::new("a1_").is_ok());
+        assert!(StoredReason::new("driver_vfio_pci").is_ok());
+        assert!(StoredReason::new("a1_").is_ok());
         for bad in ["Ready", "1abc", "_x", "a-b", "helper:busy", &"a".repeat(65)] {
-            assert!(Reason::new(bad).is_err(), "{bad:?}");
+            assert!(StoredReason::new(bad).is_err(), "{bad:?}");
         }
     }
 }

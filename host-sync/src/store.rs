@@ -4,7 +4,33 @@
 use crate::state::{HostState, SCHEMA};
 use std::path::{Path, PathBuf};
 
-/// Where a host's state is kept.
+/// Where a host's state is kept: the embedded [`FileStore`], or a toolstack's own database.
+///
+/// # The contract a store keeps
+///
+/// - **What `load` answers.** Exactly what the last `save` stored, equal by `==` (every field
+///   of [`HostState`] and of each [`GpuRecord`](crate::GpuRecord)), also after the process
+///   restarts; `None` only when nothing was ever saved. A store never answers defaults for what
+///   it cannot read: it answers an error, and the sync stops before it writes anything.
+/// - **What `save` does.** Stores the whole state or nothing: a reader never sees half a save
+///   (a database writes it in one transaction). A GPU absent from `state.gpus` is gone from
+///   the store.
+/// - **What must survive** (the sync's safety rests on them): the status and its reason, stored
+///   together; `boot` (the boot of the last sync: without it every start looks like the first
+///   after a boot, or none does); each GPU's `partition_mode` and `last_read` (the last mode
+///   read from the card: the `unknown` written before each read hides the mode, and
+///   `last_read` is what still says the GPU was divided after a crash during the read); the
+///   reasons and messages (the why an administrator sees).
+/// - **`schema`** is the state file's layout version. A database keeps its own migrations and
+///   need not store it: it builds its answer with [`HostState::new`], which sets [`SCHEMA`].
+/// - **Values it cannot read back** (a status, mode or reason token a later version wrote, or
+///   a row edited by hand) are [`StoreError::UnknownValue`], never a default; its own failures
+///   (a database error) are [`StoreError::Backend`] with the error as the source.
+/// - **When it is called**: by a sync under the host lock, one call at a time; a reader such as
+///   `mxctl status` may `load` at any time.
+///
+/// The conformance suite `host_sync::conformance` (feature `test-util`) checks a store
+/// against this contract.
 pub trait StateStore {
     /// The stored state; `None` when nothing was ever stored.
     fn load(&mut self) -> Result<Option<HostState>, StoreError>;
@@ -66,6 +92,54 @@ pub enum StoreError {
         /// Its schema.
         found: u32,
     },
+    /// A store holds a value this version does not read (a token of a later version, a row
+    /// edited by hand): the store is left as it is, and nothing is replaced with a default.
+    #[error("the state store holds {value:?} as {what}, which this version does not read")]
+    UnknownValue {
+        /// What the value stands for, and where (`the status`, `the partition mode of
+        /// 0000:3b:00.0`, a column name).
+        what: String,
+        /// The value as stored.
+        value: String,
+        /// Why it does not read, when the parser said (the known spellings, say).
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// The store's own backend failed (a database error), with that error as the cause.
+    #[error("the state store {store} failed")]
+    Backend {
+        /// Which store, for people (`sqlite /var/lib/toolstack/db`, say).
+        store: String,
+        /// The backend's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl StoreError {
+    /// A value `value` stored as `what` that does not read, with the parser's error.
+    pub fn unknown_value(
+        what: impl Into<String>,
+        value: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::UnknownValue {
+            what: what.into(),
+            value: value.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// The backend of `store` failed with `source`.
+    pub fn backend(
+        store: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Self::Backend {
+            store: store.into(),
+            source: source.into(),
+        }
+    }
 }
 
 /// The state file's name inside the state directory.
@@ -187,7 +261,8 @@ impl StateStore for FileStore {
     }
 }
 
-/// A store in memory, for tests and for embedders that keep the state themselves.
+/// A store in memory, for tests and for embedders that keep the state themselves (it does not
+/// outlive the process, so it is no store for a host's real state).
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStore {
     /// What was last saved.

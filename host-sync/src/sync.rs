@@ -1,6 +1,6 @@
 //! The sync: under the host lock, gather the facts, apply the mode rules, classify, write.
 
-use crate::boot::{Boot, is_after_boot};
+use crate::after_boot::is_after_boot;
 use crate::classify::{Facts, HelperState, classify};
 use crate::gpu::GpuRecord;
 use crate::modes;
@@ -8,32 +8,13 @@ use crate::pci::{ScanError, scan, warn_skipped};
 use crate::state::HostState;
 use crate::status::{HostReason, HostStatus};
 use crate::store::{StateStore, StoreError};
-use gpu_host_probe::helper::Helper;
+use crate::warning::SyncWarning;
+use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_host_probe::lock::{HostLock, LockError};
+use gpu_host_probe::{Boot, DEFAULT_LOCK_WAIT, Host};
 use gpu_partition_types::{Bdf, Outcome};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::time::Duration;
-
-/// Where the host's facts are.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct HostPaths {
-    /// The state directory (the host lock lives there).
-    pub state_dir: PathBuf,
-    /// The root of sysfs (`/sys`).
-    pub sysfs_root: PathBuf,
-}
-
-impl HostPaths {
-    /// The host whose state is in `state_dir` and whose sysfs is at `sysfs_root`.
-    pub fn new(state_dir: impl Into<PathBuf>, sysfs_root: impl Into<PathBuf>) -> Self {
-        Self {
-            state_dir: state_dir.into(),
-            sysfs_root: sysfs_root.into(),
-        }
-    }
-}
 
 /// Whether a sync is the first start after a boot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,14 +24,12 @@ pub enum AfterBoot {
     Yes,
     /// The caller knows it is not.
     No,
-    /// Decided under the host lock by comparing the boot now with the stored one
-    /// ([`crate::boot::is_after_boot`]: the boot id, else the boot time), so only one caller per
-    /// boot sees `true`.
+    /// Decided under the host lock by comparing the boot now (read from the host's procfs, or
+    /// the one [`SyncOptions::boot`] gives) with the stored one
+    /// ([`crate::after_boot::is_after_boot`]: the boot id, else the boot time), so only one
+    /// caller per boot sees `true`.
     Auto,
 }
-
-/// How long a sync waits for another GPU operation to let go of the host lock.
-pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
 
 /// What the caller decides for one sync.
 #[derive(Debug, Clone)]
@@ -60,26 +39,27 @@ pub struct SyncOptions {
     pub pool_enabled: bool,
     /// Whether this is the first start after a boot.
     pub after_boot: AfterBoot,
-    /// The boot now (see [`Boot::read`]), stored for the next sync.
-    pub boot: Boot,
-    /// How long to wait for the host lock (default 10 s).
+    /// The boot now, for a caller that knows it another way; `None` (the default): read from
+    /// the host's procfs ([`Host::boot`]) by the sync itself. Stored for the next sync.
+    pub boot: Option<Boot>,
+    /// How long to wait for the host lock (default 10 s, [`DEFAULT_LOCK_WAIT`]).
     pub lock_wait: Duration,
 }
 
 impl SyncOptions {
-    /// A sync with this pool switch and after-boot rule.
+    /// A sync with this pool switch and after-boot rule; the boot is read from the host.
     pub fn new(pool_enabled: bool, after_boot: AfterBoot) -> Self {
         Self {
             pool_enabled,
             after_boot,
-            boot: Boot::default(),
+            boot: None,
             lock_wait: DEFAULT_LOCK_WAIT,
         }
     }
 
-    /// Sets the boot now.
+    /// Gives the boot now instead of reading it from the host's procfs.
     pub fn boot(mut self, boot: Boot) -> Self {
-        self.boot = boot;
+        self.boot = Some(boot);
         self
     }
 
@@ -90,7 +70,9 @@ impl SyncOptions {
     }
 }
 
-/// What a sync wrote.
+/// What a sync wrote, and what a person should know of it.
+///
+/// It serializes to the document of `mxctl --json sync` ([`crate::report`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SyncReport {
@@ -98,10 +80,14 @@ pub struct SyncReport {
     pub status: HostStatus,
     /// Its reason.
     pub reason: HostReason,
+    /// Why the host has its reason, for people; `None` when there is nothing to explain.
+    pub message: Option<String>,
     /// Whether the sync ran as the first after a boot.
     pub after_boot: bool,
-    /// Each GPU's record.
+    /// Each GPU's record (each failed read with its reason and message).
     pub gpus: BTreeMap<Bdf, GpuRecord>,
+    /// What did not change the course but a person should know.
+    pub warnings: Vec<SyncWarning>,
 }
 
 /// A sync that could not finish; what was written before stays consistent.
@@ -114,52 +100,61 @@ pub enum SyncError {
     /// The state store failed.
     #[error("cannot use the state store")]
     Store(#[from] StoreError),
-    /// sysfs could not be read.
+    /// sysfs could not be scanned.
     #[error("cannot scan the PCI devices")]
     Scan(#[from] ScanError),
 }
 
-/// Runs one sync (host-sync.md, "Rules of a sync"): takes the host lock (waiting up to
-/// `options.lock_wait`; a second sync asked for while one runs waits its turn there); gathers
-/// the facts; applies the mode rules (with the pool on, each card to read is written `unknown`
-/// first, then read through `helper`, then written with its answer; with no card to read, no
-/// helper runs at all, not even `--version`); classifies the host over the facts as they now
-/// stand and writes status and reason together.
+/// Runs one sync (the rules are in the project's `docs/host-sync.md`): takes the host lock of
+/// `host` (waiting up to `options.lock_wait`; a second sync asked for while one runs waits its
+/// turn there); gathers the facts (the PCI devices of the host's sysfs, the boot of its procfs);
+/// applies the mode rules (with the pool on, each card to read is written `unknown` first,
+/// then read through `helper`, then written with its answer; with no card to read, no helper
+/// runs at all, not even `--version`); classifies the host over the facts as they now stand and
+/// writes status and reason together.
 pub fn sync(
-    host: &HostPaths,
+    host: &Host,
     helper: &Helper,
     store: &mut dyn StateStore,
     options: &SyncOptions,
 ) -> Result<SyncReport, SyncError> {
-    let _lock = HostLock::acquire(&host.state_dir, options.lock_wait)?;
+    let lock = host.lock(options.lock_wait)?;
     let previous = store.load()?.unwrap_or_default();
+    let boot = options.boot.clone().unwrap_or_else(|| host.boot());
+    let mut warnings = Vec::new();
     let after_boot = match options.after_boot {
         AfterBoot::Yes => true,
         AfterBoot::No => false,
         AfterBoot::Auto => {
             let stored = previous.boot.is_known().then_some(&previous.boot);
-            let decision = is_after_boot(stored, &options.boot);
-            if let Some(warning) = &decision.warning {
+            let decision = is_after_boot(stored, &boot);
+            if let Some(warning) = decision.warning {
                 tracing::warn!("{warning}");
+                warnings.push(SyncWarning::BootUndecided(warning));
             }
             decision.after_boot
         }
     };
-    let found = scan(&host.sysfs_root)?;
+    let found = scan(host.sysfs_root())?;
     warn_skipped(&found.skipped);
+    warnings.extend(found.skipped.iter().map(SyncWarning::skipped));
     let unread: Vec<Bdf> = found.skipped.iter().filter_map(|entry| entry.bdf).collect();
     let gpus = found.gpus;
     let mut state = HostState {
         gpus: modes::carry_over(&gpus, &previous.gpus, &unread),
-        boot: options.boot.clone().or(&previous.boot),
+        boot: boot.or(&previous.boot),
+        message: None,
         ..previous
     };
     let takes_part = options.pool_enabled && gpus.iter().any(|gpu| gpu.is_nvidia());
     let mut helper_state = HelperState::NotChecked;
+    let mut host_wide = None;
     if takes_part {
         let to_read = modes::mark_not_checked(&gpus, &mut state.gpus);
         if !to_read.is_empty() {
-            helper_state = read_cards(helper, &to_read, &mut state, store)?;
+            let read = read_cards(&lock, helper, &to_read, &mut state, store)?;
+            helper_state = read.helper;
+            host_wide = read.host_wide;
         }
     } else {
         modes::not_taking_part(&mut state.gpus, after_boot);
@@ -172,39 +167,62 @@ pub fn sync(
     });
     state.status = status;
     state.reason = reason.into();
+    state.message = match reason {
+        HostReason::HelperUnavailable => host_wide.map(|failure| failure.to_string()),
+        HostReason::NoPartitionableGpu
+        | HostReason::GpusStillDivided
+        | HostReason::PoolDisabled
+        | HostReason::GpusPending
+        | HostReason::Ready => None,
+    };
     state.synced_at = Some(unix_now());
     store.save(&state)?;
+    drop(lock);
     tracing::debug!("sync_gpu_partitioning: {status} ({reason}), after boot: {after_boot}");
     Ok(SyncReport {
         status,
         reason,
+        message: state.message,
         after_boot,
         gpus: state.gpus,
+        warnings,
     })
 }
 
-/// Reads the cards `to_read` (at least one): `--version` once; then each card written
-/// `unknown` (one write), read, and written with its answer by the caller. A host-wide failure
-/// is given to every card without forking per card. Answers what was found of the helper.
+/// What reading the cards found.
+struct Cards {
+    helper: HelperState,
+    /// The failure found once for the whole host, when there was one.
+    host_wide: Option<ReadFailure>,
+}
+
+/// Reads the cards `to_read` (at least one) under `lock`: `--version` once; then each card
+/// written `unknown` (one write), read, and written with its answer by the caller. A host-wide
+/// failure is given to every card without forking per card.
 fn read_cards(
+    lock: &HostLock,
     helper: &Helper,
     to_read: &[Bdf],
     state: &mut HostState,
     store: &mut dyn StateStore,
-) -> Result<HelperState, SyncError> {
+) -> Result<Cards, SyncError> {
     let format = match helper.negotiate() {
         (Ok(format), _) => format,
-        (Err(reason), _) => {
-            tracing::debug!("helper: {reason}, found once for the host");
+        (Err(failure), _) => {
+            tracing::debug!("helper: {failure}, found once for the host");
             for bdf in to_read {
                 if let Some(record) = state.gpus.get_mut(bdf) {
-                    modes::read_failed(record, &reason);
+                    modes::read_failed(record, &failure);
                 }
             }
-            return Ok(if reason.is_host_wide() {
-                HelperState::Unavailable
-            } else {
-                HelperState::Available
+            let host_wide = failure.reason.is_host_wide();
+            return Ok(Cards {
+                helper: if host_wide {
+                    HelperState::Unavailable
+                } else {
+                    HelperState::Available
+                },
+                host_wide: host_wide.then_some(failure),
             });
         }
     };
@@ -214,7 +232,7 @@ fn read_cards(
         }
     }
     store.save(state)?;
-    for read in helper.read_all(to_read, format) {
+    for read in helper.read_all(lock, to_read, format) {
         let Some(record) = state.gpus.get_mut(&read.device) else {
             continue;
         };
@@ -222,11 +240,20 @@ fn read_cards(
             tracing::debug!("{}: lost {lost}", read.device);
         }
         match &read.outcome {
-            Outcome::Unreadable(reason) => modes::read_failed(record, reason),
+            Outcome::Unreadable(reason) => {
+                let message = read
+                    .message
+                    .clone()
+                    .unwrap_or_else(|| format!("{} is unreadable", read.device));
+                modes::read_failed(record, &ReadFailure::new(reason.clone(), message));
+            }
             outcome => modes::read_answered(record, outcome.partition_mode()),
         }
     }
-    Ok(HelperState::Available)
+    Ok(Cards {
+        helper: HelperState::Available,
+        host_wide: None,
+    })
 }
 
 /// Seconds since the Unix epoch now (0 on a clock set before it).

@@ -3,7 +3,7 @@
 
 use gpu_partition_types::{Bdf, PartitionMode};
 use host_sync::{
-    CHECKS, Facts, GpuReason, GpuRecord, HelperState, HostReason, HostStatus, PciFunction, classify,
+    CHECKS, Facts, GpuRecord, HelperState, HostReason, HostStatus, PciFunction, classify,
 };
 use std::collections::BTreeMap;
 
@@ -28,8 +28,8 @@ fn modes(gpus: &[PciFunction], modes: &[PartitionMode]) -> BTreeMap<Bdf, GpuReco
     gpus.iter()
         .zip(modes)
         .map(|(gpu, mode)| {
-            let mut record = GpuRecord::new(gpu);
-            record.set(*mode, GpuReason::None);
+            let mut record = GpuRecord::first_seen(gpu);
+            record.set(*mode, None);
             (gpu.bdf, record)
         })
         .collect()
@@ -234,7 +234,7 @@ fn a_gpu_not_read_by_design_does_not_hold_the_host_back() {
 #[test]
 fn a_gpu_left_unknown_over_a_division_still_holds_the_host_leaving() {
     let gpus = [nvidia(1, Some("nvidia"))];
-    let mut record = GpuRecord::new(&gpus[0]);
+    let mut record = GpuRecord::first_seen(&gpus[0]);
     host_sync::modes::read_answered(&mut record, PartitionMode::Enabled);
     host_sync::modes::about_to_read(&mut record);
     let modes = BTreeMap::from([(bdf(1), record)]);

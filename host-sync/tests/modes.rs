@@ -1,6 +1,7 @@
 //! The partition-mode rules, one named case per rule.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpu_host_probe::helper::ReadFailure;
 use gpu_partition_types::{Bdf, PartitionMode, UnreadableReason};
 use host_sync::{GpuReason, GpuRecord, PciFunction, modes};
 use std::collections::BTreeMap;
@@ -22,8 +23,8 @@ fn stored(entries: &[(u8, PartitionMode)]) -> BTreeMap<Bdf, GpuRecord> {
     entries
         .iter()
         .map(|(bus, mode)| {
-            let mut record = GpuRecord::new(&gpu(*bus, "10de", Some("nvidia")));
-            record.set(*mode, GpuReason::None);
+            let mut record = GpuRecord::first_seen(&gpu(*bus, "10de", Some("nvidia")));
+            record.set(*mode, None);
             (bdf(*bus), record)
         })
         .collect()
@@ -31,7 +32,7 @@ fn stored(entries: &[(u8, PartitionMode)]) -> BTreeMap<Bdf, GpuRecord> {
 
 fn mode_of(records: &BTreeMap<Bdf, GpuRecord>, bus: u8) -> (PartitionMode, String) {
     let record = &records[&bdf(bus)];
-    (record.partition_mode, record.reason.to_string())
+    (record.partition_mode, token(record))
 }
 
 #[test]
@@ -115,7 +116,7 @@ fn a_divided_gpu_survives_the_after_boot_reset() {
 
 #[test]
 fn a_gpu_left_unknown_by_an_interrupted_read_over_a_division_becomes_possibly_enabled_after_boot() {
-    let mut record = GpuRecord::new(&gpu(1, "10de", Some("nvidia")));
+    let mut record = GpuRecord::first_seen(&gpu(1, "10de", Some("nvidia")));
     modes::read_answered(&mut record, PartitionMode::Enabled);
     modes::about_to_read(&mut record);
     let mut records = BTreeMap::from([(bdf(1), record)]);
@@ -131,9 +132,12 @@ fn a_gpu_left_unknown_by_an_interrupted_read_over_a_division_becomes_possibly_en
 
 #[test]
 fn a_gpu_last_read_divided_keeps_its_mode_after_boot_whatever_it_now_holds() {
-    let mut record = GpuRecord::new(&gpu(1, "10de", Some("nvidia")));
+    let mut record = GpuRecord::first_seen(&gpu(1, "10de", Some("nvidia")));
     modes::read_answered(&mut record, PartitionMode::Enabled);
-    modes::read_failed(&mut record, &UnreadableReason::Timeout);
+    modes::read_failed(
+        &mut record,
+        &ReadFailure::new(UnreadableReason::Timeout, "the read failed"),
+    );
     let mut records = BTreeMap::from([(bdf(1), record)]);
     modes::not_taking_part(&mut records, true);
     assert_eq!(mode_of(&records, 1).0, PartitionMode::PossiblyEnabled);
@@ -197,18 +201,14 @@ fn a_gpu_about_to_be_read_is_unknown() {
 
 #[test]
 fn an_answer_sets_the_mode_clears_the_reason_and_is_remembered() {
-    let mut record = GpuRecord::new(&gpu(1, "10de", Some("nvidia")));
+    let mut record = GpuRecord::first_seen(&gpu(1, "10de", Some("nvidia")));
     record.set(
         PartitionMode::Unknown,
-        GpuReason::Read(UnreadableReason::Timeout),
+        Some(GpuReason::Read(UnreadableReason::Timeout)),
     );
     modes::read_answered(&mut record, PartitionMode::Enabled);
     assert_eq!(
-        (
-            record.partition_mode,
-            record.reason.to_string(),
-            record.last_read
-        ),
+        (record.partition_mode, token(&record), record.last_read),
         (
             PartitionMode::Enabled,
             String::new(),
@@ -219,24 +219,30 @@ fn an_answer_sets_the_mode_clears_the_reason_and_is_remembered() {
 
 #[test]
 fn a_failed_read_over_an_undivided_gpu_is_unknown_with_its_reason() {
-    let mut record = GpuRecord::new(&gpu(1, "10de", Some("nvidia")));
+    let mut record = GpuRecord::first_seen(&gpu(1, "10de", Some("nvidia")));
     modes::read_answered(&mut record, PartitionMode::Disabled);
     modes::about_to_read(&mut record);
-    modes::read_failed(&mut record, &UnreadableReason::Timeout);
+    modes::read_failed(
+        &mut record,
+        &ReadFailure::new(UnreadableReason::Timeout, "the read failed"),
+    );
     assert_eq!(
-        (record.partition_mode, record.reason.to_string().as_str()),
+        (record.partition_mode, token(&record).as_str()),
         (PartitionMode::Unknown, "timeout")
     );
 }
 
 #[test]
 fn a_failed_read_over_a_gpu_last_known_divided_is_possibly_enabled() {
-    let mut record = GpuRecord::new(&gpu(1, "10de", Some("nvidia")));
+    let mut record = GpuRecord::first_seen(&gpu(1, "10de", Some("nvidia")));
     modes::read_answered(&mut record, PartitionMode::Enabled);
     modes::about_to_read(&mut record);
-    modes::read_failed(&mut record, &UnreadableReason::Helper("busy".into()));
+    modes::read_failed(
+        &mut record,
+        &ReadFailure::new(UnreadableReason::Helper("busy".into()), "the read failed"),
+    );
     assert_eq!(
-        (record.partition_mode, record.reason.to_string().as_str()),
+        (record.partition_mode, token(&record).as_str()),
         (PartitionMode::PossiblyEnabled, "helper:busy")
     );
 }
@@ -245,16 +251,31 @@ fn a_failed_read_over_a_gpu_last_known_divided_is_possibly_enabled() {
 fn a_failed_read_over_a_gpu_possibly_enabled_stays_possibly_enabled() {
     let mut records = stored(&[(1, PartitionMode::PossiblyEnabled)]);
     let record = records.get_mut(&bdf(1)).unwrap();
-    modes::read_failed(record, &UnreadableReason::Crash);
+    modes::read_failed(
+        record,
+        &ReadFailure::new(UnreadableReason::Crash, "the read failed"),
+    );
     assert_eq!(record.partition_mode, PartitionMode::PossiblyEnabled);
 }
 
 #[test]
 fn a_gpu_never_read_that_fails_is_unknown() {
-    let mut record = GpuRecord::new(&gpu(1, "10de", Some("nvidia")));
-    modes::read_failed(&mut record, &UnreadableReason::HelperAbsent);
+    let mut record = GpuRecord::first_seen(&gpu(1, "10de", Some("nvidia")));
+    modes::read_failed(
+        &mut record,
+        &ReadFailure::new(UnreadableReason::HelperAbsent, "the read failed"),
+    );
     assert_eq!(
-        (record.partition_mode, record.reason.to_string().as_str()),
+        (record.partition_mode, token(&record).as_str()),
         (PartitionMode::Unknown, "helper_absent")
     );
+}
+
+/// The GPU's reason token, `""` when it has none (as the state file writes it).
+fn token(record: &host_sync::GpuRecord) -> String {
+    record
+        .reason
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default()
 }

@@ -5,7 +5,9 @@
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_host_probe::test_util::{Act, FakeHelper};
 use host_sync::fake_sysfs::FakeSysfs;
-use host_sync::{AfterBoot, FileStore, HostPaths, HostReason, HostStatus, SyncOptions, spawn_sync};
+use host_sync::{
+    AfterBoot, FileStore, Host, HostReason, HostStatus, MemoryStore, SyncOptions, spawn_sync,
+};
 use std::path::Path;
 
 /// A helper that logs `begin` and `end` around each read, 300 ms apart.
@@ -27,17 +29,37 @@ fn a_sync_on_its_own_thread_hands_its_report_to_join() {
     sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
     let state = dir.path().join("state");
     let handle = spawn_sync(
-        HostPaths::new(&state, sysfs.root()),
+        Host::new(&state).with_sysfs_root(sysfs.root()),
         Helper::new(HelperConfig::new(slow_helper(dir.path()))),
-        Box::new(FileStore::new(&state)),
+        FileStore::new(&state),
         SyncOptions::new(true, AfterBoot::Yes),
     )
     .unwrap();
-    let report = handle.join().unwrap().unwrap();
+    let report = handle.join().unwrap().result.unwrap();
     assert_eq!(
         (report.status, report.reason),
         (HostStatus::Active, HostReason::Ready)
     );
+}
+
+#[test]
+fn the_store_comes_back_with_the_report_holding_what_the_sync_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
+    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let handle = spawn_sync(
+        Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root()),
+        Helper::new(HelperConfig::new(slow_helper(dir.path()))),
+        MemoryStore::default(),
+        SyncOptions::new(true, AfterBoot::Yes),
+    )
+    .unwrap();
+    let done = handle.join().unwrap();
+    let report = done.result.unwrap();
+    let stored = done.store.state.unwrap();
+    assert_eq!((stored.status, stored.gpus), (report.status, report.gpus));
+    // One save with the card `unknown` before its read, one with the answer.
+    assert_eq!(done.store.saves, 2);
 }
 
 #[test]
@@ -49,16 +71,19 @@ fn a_second_sync_asked_for_while_one_runs_waits_its_turn() {
     let helper = slow_helper(dir.path());
     let start = || {
         spawn_sync(
-            HostPaths::new(&state, sysfs.root()),
+            Host::new(&state).with_sysfs_root(sysfs.root()),
             Helper::new(HelperConfig::new(&helper)),
-            Box::new(FileStore::new(&state)),
+            FileStore::new(&state),
             SyncOptions::new(true, AfterBoot::No),
         )
         .unwrap()
     };
     let (first, second) = (start(), start());
     for handle in [first, second] {
-        assert_eq!(handle.join().unwrap().unwrap().status, HostStatus::Active);
+        assert_eq!(
+            handle.join().unwrap().result.unwrap().status,
+            HostStatus::Active
+        );
     }
     assert_eq!(
         std::fs::read_to_string(dir.path().join("log")).unwrap(),

@@ -9,7 +9,6 @@ mod commands;
 mod config;
 mod failure;
 mod helper;
-mod host;
 mod output;
 mod paths;
 
@@ -17,7 +16,7 @@ use clap::Parser;
 use cli::{Cli, Command, ReplyCommand, ResetCommand};
 use config::Config;
 use failure::Failure;
-use host::Host;
+use gpu_host_probe::Host;
 use output::Output;
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -70,33 +69,28 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
         cli.command,
         Command::Sync(_) | Command::Probe(_) | Command::Reset(_)
     );
+    let host = Host::new(state_dir)
+        .with_sysfs_root(&cli.global.sysfs_root)
+        .with_proc_root(&cli.global.proc_root);
     if creates || matches!(cli.command, Command::Status | Command::Metrics(_)) {
-        gpu_host_probe::trust::check_private_dir(&state_dir, creates)?;
+        host.check_state_dir(creates)?;
     }
     match &cli.command {
-        Command::Gpus => commands::gpus::run(&cli.global.sysfs_root, output),
-        Command::Sync(args) => commands::sync::run(args, &config, &host(cli, state_dir), output),
-        Command::Status => commands::state::run(&state_dir, output),
-        Command::Probe(args) => commands::probe::run(args, &config, &host(cli, state_dir), output),
+        Command::Gpus => commands::gpus::run(host.sysfs_root(), output),
+        Command::Sync(args) => commands::sync::run(args, &config, &host, output),
+        Command::Status => commands::state::run(&host, output),
+        Command::Probe(args) => commands::probe::run(args, &config, &host, output),
         Command::Reply(ReplyCommand::Check(args)) => commands::reply_check::run(args, output),
-        Command::Metrics(args) => commands::metrics::run(args, &state_dir, output),
+        Command::Metrics(args) => commands::metrics::run(args, &host, output),
         Command::Generate(args) => commands::generate::run(args),
         Command::CheckTrust(args) => Ok(commands::check_trust::run(args)),
         Command::Reset(args) => match &args.command {
             Some(ResetCommand::Plan(plan)) => commands::reset_plan::plan(plan, &config),
             Some(ResetCommand::Step(step)) => {
-                commands::reset_plan::step(step, &config, &host(cli, state_dir), output)
+                commands::reset_plan::step(step, &config, &host, output)
             }
-            None => commands::reset::run(args, &config, &host(cli, state_dir), output),
+            None => commands::reset::run(args, &config, &host, output),
         },
-    }
-}
-
-fn host(cli: &Cli, state_dir: std::path::PathBuf) -> Host {
-    Host {
-        state_dir,
-        sysfs_root: cli.global.sysfs_root.clone(),
-        proc_root: cli.global.proc_root.clone(),
     }
 }
 

@@ -33,7 +33,11 @@ fn probe(args: &[&str]) -> (i32, serde_json::Value) {
             gpu["elapsed_ms"] = "[elapsed]".into();
         }
     }
-    (output.status.code().unwrap(), document)
+    let document = gpu_host_probe::test_util::redact_temp_dirs(&document.to_string());
+    (
+        output.status.code().unwrap(),
+        serde_json::from_str(&document).unwrap(),
+    )
 }
 
 #[test]

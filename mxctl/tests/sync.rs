@@ -32,9 +32,9 @@ fn a_host_without_gpu_is_inactive_with_no_partitionable_gpu() {
         .unwrap();
     let (code, sync) = host.run(&["sync", "--pool", "enabled"]);
     assert_eq!(code, 0);
-    insta::assert_json_snapshot!("no_gpu_sync", sync);
+    insta::assert_json_snapshot!("no_gpu_sync", redacted(&sync));
     let (_, status) = host.run(&["status"]);
-    insta::assert_json_snapshot!("no_gpu_status", status);
+    insta::assert_json_snapshot!("no_gpu_status", redacted(&status));
 }
 
 #[test]
@@ -42,7 +42,7 @@ fn an_nvidia_gpu_with_the_pool_off_is_pool_disabled_and_not_in_use() {
     let host = Host::new();
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
     let (_, sync) = host.run(&["sync"]);
-    insta::assert_json_snapshot!("pool_off_sync", sync);
+    insta::assert_json_snapshot!("pool_off_sync", redacted(&sync));
 }
 
 #[test]
@@ -70,9 +70,9 @@ fn with_the_pool_on_gpus_are_read_or_not_checked_by_design() {
         "--helper",
         helper.to_str().unwrap(),
     ]);
-    insta::assert_json_snapshot!("pool_on_sync", sync);
+    insta::assert_json_snapshot!("pool_on_sync", redacted(&sync));
     let (_, status) = host.run(&["status"]);
-    insta::assert_json_snapshot!("pool_on_status", status);
+    insta::assert_json_snapshot!("pool_on_status", redacted(&status));
 }
 
 #[test]
@@ -86,7 +86,7 @@ fn with_the_helper_absent_the_host_is_helper_unavailable() {
         "--helper",
         "/nonexistent/helper",
     ]);
-    insta::assert_json_snapshot!("helper_absent_sync", sync);
+    insta::assert_json_snapshot!("helper_absent_sync", redacted(&sync));
 }
 
 #[test]
@@ -109,7 +109,7 @@ fn a_helper_hanging_on_one_card_of_four_costs_that_card_only() {
         "{:?}",
         started.elapsed()
     );
-    insta::assert_json_snapshot!("one_hung_card_sync", sync);
+    insta::assert_json_snapshot!("one_hung_card_sync", redacted(&sync));
 }
 
 #[test]
@@ -136,7 +136,7 @@ fn status_before_any_sync_is_not_reported() {
     assert_eq!(code, 0);
     assert_eq!(
         status,
-        serde_json::json!({"status": "not_reported", "reason": "", "gpus": []})
+        serde_json::json!({"status": "not_reported", "reason": "", "message": null, "gpus": []})
     );
 }
 
@@ -309,7 +309,9 @@ fn two_syncs_at_once_never_interleave_their_reads_and_writes() {
 #[test]
 fn a_sync_waits_a_bounded_time_for_the_lock_then_says_busy() {
     let host = Host::new();
-    let _held = gpu_host_probe::lock::HostLock::try_acquire(&host.path("state")).unwrap();
+    let _held = gpu_host_probe::Host::new(host.path("state"))
+        .try_lock()
+        .unwrap();
     let started = Instant::now();
     let (code, document) = host.run(&["sync"]);
     assert_eq!(code, 1);
@@ -532,4 +534,10 @@ fn sync_with_the_pool_on_reads_each_card_through_the_real_helper_and_nvml() {
         (sync["status"].as_str(), sync["reason"].as_str()),
         (Some("entering"), Some("gpus_pending"))
     );
+}
+
+/// A document whose messages name a test's temporary files, made stable for a snapshot.
+fn redacted(document: &serde_json::Value) -> serde_json::Value {
+    let text = gpu_host_probe::test_util::redact_temp_dirs(&document.to_string());
+    serde_json::from_str(&text).unwrap()
 }

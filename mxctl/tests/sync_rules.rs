@@ -243,7 +243,9 @@ fn with_the_pool_off_no_helper_is_forked() {
 fn the_probe_waits_for_a_held_host_lock_before_it_reads_any_card() {
     let host = Host::new();
     let helper = host.helper(|h| h);
-    let held = gpu_host_probe::lock::HostLock::try_acquire(&host.path("state")).unwrap();
+    let held = gpu_host_probe::Host::new(host.path("state"))
+        .try_lock()
+        .unwrap();
     let probe = host
         .command(&[
             "probe",
@@ -271,7 +273,9 @@ fn the_probe_waits_for_a_held_host_lock_before_it_reads_any_card() {
 fn the_probe_refuses_a_lock_held_past_its_wait_and_runs_nothing() {
     let host = Host::new();
     let helper = host.helper(|h| h);
-    let _held = gpu_host_probe::lock::HostLock::try_acquire(&host.path("state")).unwrap();
+    let _held = gpu_host_probe::Host::new(host.path("state"))
+        .try_lock()
+        .unwrap();
     let started = Instant::now();
     let (code, document) = host.run(&[
         "probe",

@@ -12,6 +12,7 @@ use crate::pci::SysfsError;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::target::Target;
 use crate::tool::ToolError;
+use crate::warning::ResetWarning;
 use gpu_host_probe::chain::Chain;
 use gpu_host_probe::run::StartError;
 use std::time::Duration;
@@ -40,9 +41,15 @@ pub enum BackendError {
         "the {0} method cannot list the host's GPUs; a plan's verify step needs metax or nvidia"
     )]
     NoSurvey(Method),
-    /// A failure a simulated host was told to show (this description).
-    #[error("{0} (simulated)")]
-    Simulated(String),
+    /// A failure a simulated host was told to show: what the real host of its method would
+    /// block with, and what it would have said.
+    #[error("{what} (simulated)")]
+    Simulated {
+        /// The reason a run is blocked with, as the method's real host gives it.
+        reason: BlockedReason,
+        /// What failed.
+        what: String,
+    },
     /// A target another method resolved was given to this backend.
     #[error("the {backend} backend was given a target the {target} method resolved")]
     WrongMethod {
@@ -62,7 +69,8 @@ impl BackendError {
             | Self::Sysfs(SysfsError::Writer(StartError::Untrusted { .. })) => {
                 BlockedReason::UnsafeProgram
             }
-            Self::MxSmi(_) | Self::Simulated(_) => BlockedReason::MxSmiUnavailable,
+            Self::Simulated { reason, .. } => *reason,
+            Self::MxSmi(_) => BlockedReason::MxSmiUnavailable,
             Self::NvidiaSmi(_) => BlockedReason::NvidiaSmiUnavailable,
             Self::Sysfs(_) | Self::WrongMethod { .. } | Self::NoSurvey(_) => {
                 BlockedReason::UnknownDevice
@@ -127,7 +135,7 @@ pub enum Back {
     /// Every device is back as it was; with what a person should know.
     Yes {
         /// Warnings that do not change the course.
-        warnings: Vec<String>,
+        warnings: Vec<ResetWarning>,
     },
     /// Not yet: waited for until the window ends, then this reason.
     NotYet(NotBack),
@@ -165,13 +173,13 @@ pub trait Backend {
     fn is_root(&mut self) -> bool;
     /// What stops any reset on this host before a device is named: the tool, its driver, its
     /// versions. `Ok` holds warnings.
-    fn prepare(&mut self) -> Result<Vec<String>, Refusal>;
+    fn prepare(&mut self) -> Result<Vec<ResetWarning>, Refusal>;
     /// The group a reset of `id` touches: every device the reset may change, and what is
     /// verified after it; with warnings.
-    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<String>), Refusal>;
+    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<ResetWarning>), Refusal>;
     /// Whether anything uses the group (processes, a host driver, another device of a bus).
     /// `Ok` holds warnings.
-    fn check_use(&mut self, target: &Target) -> Result<Vec<String>, Refusal>;
+    fn check_use(&mut self, target: &Target) -> Result<Vec<ResetWarning>, Refusal>;
     /// Notes the end of the kernel log; `Err` when it cannot be opened or read.
     fn mark_kernel_log(&mut self) -> Result<(), BackendError>;
     /// Resets the group, stopping the reset if it has not ended `within`.

@@ -1,12 +1,13 @@
 //! The clock the executor runs on: the real one, or a virtual one that tests (and the
 //! simulator) advance instantly, so a 90 s window takes no real time.
 
-use std::cell::Cell;
-use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Time as the executor sees it.
-pub trait Clock {
+/// Time as the executor sees it. `Send + Sync`, so a backend that keeps one (the simulators)
+/// moves to a worker thread like the real backends.
+pub trait Clock: Send + Sync {
     /// Time since the clock started (monotonic).
     fn now(&self) -> Duration;
     /// Waits `duration`.
@@ -58,10 +59,11 @@ impl Clock for SystemClock {
     }
 }
 
-/// A virtual clock: `sleep` moves it forward at once. Clones share the same time.
+/// A virtual clock: `sleep` moves it forward at once. Clones share the same time (across
+/// threads too), to the nanosecond.
 #[derive(Debug, Clone, Default)]
 pub struct VirtualClock {
-    now: Rc<Cell<Duration>>,
+    now_ns: Arc<AtomicU64>,
     epoch_ms: u64,
 }
 
@@ -69,25 +71,31 @@ impl VirtualClock {
     /// A clock at 0, whose wall clock starts at `epoch_ms`.
     pub fn new(epoch_ms: u64) -> Self {
         Self {
-            now: Rc::new(Cell::new(Duration::ZERO)),
+            now_ns: Arc::new(AtomicU64::new(0)),
             epoch_ms,
         }
     }
 
-    /// Moves the clock forward.
+    /// Moves the clock forward (it stops at about 584 years).
     pub fn advance(&self, by: Duration) {
-        self.now.set(self.now.get() + by);
+        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        let _ = self
+            .now_ns
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |now| {
+                Some(now.saturating_add(by))
+            });
     }
 }
 
 impl Clock for VirtualClock {
     fn now(&self) -> Duration {
-        self.now.get()
+        Duration::from_nanos(self.now_ns.load(Ordering::SeqCst))
     }
     fn sleep(&self, duration: Duration) {
         self.advance(duration);
     }
     fn unix_ms(&self) -> u64 {
-        self.epoch_ms + u64::try_from(self.now.get().as_millis()).unwrap_or(u64::MAX)
+        self.epoch_ms
+            .saturating_add(u64::try_from(self.now().as_millis()).unwrap_or(u64::MAX))
     }
 }

@@ -1,27 +1,32 @@
 //! The executor: drives the machine, performing its actions through a [`Backend`], a
-//! [`Clock`], the host lock and the [`Journal`].
+//! [`Clock`], the host lock and the journal.
 
 use crate::backend::{Backend, ResetEnd};
-use crate::clock::Clock;
+use crate::clock::{Clock, SystemClock};
 use crate::journal::{InFlight, Journal, JournalError, LastReset};
 use crate::machine::{Action, Event, InvalidTransition, MachineConfig, State, step};
 use crate::method::Method;
-use crate::reasons::{OutcomeKind, Reason};
+use crate::reasons::ResetOutcome;
 use crate::target::Target;
-use gpu_host_probe::lock::{HostLock, LockError};
+use crate::warning::ResetWarning;
+use gpu_host_probe::{Host, HostLock, LockError};
 use gpu_partition_types::Bdf;
+use serde::ser::SerializeStruct;
 use std::collections::VecDeque;
 use std::time::Duration;
 
 /// How a run ended.
+///
+/// It serializes to the document of `mxctl --json reset`: `outcome`, `reason` (`""` when done
+/// or a dry run), `detail`, `target`, `gpus`, `verified`, `group`, `method`, `elapsed_ms` and
+/// `warnings` (their messages).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ResetReport {
-    /// The outcome.
-    pub outcome: OutcomeKind,
-    /// Why it was blocked or needs a cold reboot; `None` when done or a dry run.
-    pub reason: Option<Reason>,
-    /// What was found, for people.
+    /// How it ended, with its reason.
+    pub outcome: ResetOutcome,
+    /// What was found, for people: why it was blocked or needs a cold reboot, with its causes
+    /// (empty when done or a dry run).
     pub detail: String,
     /// The ID as given.
     pub target: String,
@@ -30,17 +35,35 @@ pub struct ResetReport {
     /// Every device verified after the reset (MetaX: every GPU listed before it).
     pub verified: Vec<Bdf>,
     /// The interconnect group reset together (MetaX node IDs from `mx-smi topo -m`, NVIDIA
-    /// indices with their NVLink peers); `None`
-    /// when it did not read.
+    /// indices with their NVLink peers); `None` when it did not read.
     pub group: Option<Vec<u32>>,
     /// The method of the run.
     pub method: Method,
     /// How long the run took.
     pub elapsed: Duration,
     /// Things that did not change the course but that a person should know.
-    pub warnings: Vec<String>,
-    /// The state where the run ended.
-    pub end: State,
+    pub warnings: Vec<ResetWarning>,
+}
+
+impl serde::Serialize for ResetReport {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let strings = |bdfs: &[Bdf]| bdfs.iter().map(ToString::to_string).collect::<Vec<_>>();
+        let mut report = serializer.serialize_struct("ResetReport", 10)?;
+        report.serialize_field("outcome", self.outcome.as_str())?;
+        report.serialize_field("reason", self.outcome.reason_str())?;
+        report.serialize_field("detail", &self.detail)?;
+        report.serialize_field("target", &self.target)?;
+        report.serialize_field("gpus", &strings(&self.gpus))?;
+        report.serialize_field("verified", &strings(&self.verified))?;
+        report.serialize_field("group", &self.group)?;
+        report.serialize_field("method", &self.method)?;
+        report.serialize_field(
+            "elapsed_ms",
+            &u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
+        )?;
+        report.serialize_field("warnings", &self.warnings)?;
+        report.end()
+    }
 }
 
 /// A run that could not go on; nothing was reset after such an error.
@@ -60,31 +83,118 @@ pub enum ExecuteError {
     /// The machine asked for nothing more before it reached an end.
     #[error("the reset machine stopped in state `{}` before an end", .0.name())]
     Unfinished(Box<State>),
+    /// The machine asked for the journal before the host lock was held (a fault of the
+    /// machine): nothing was written.
+    #[error("the reset machine asked for the journal before the host lock was held")]
+    JournalWithoutLock,
+}
+
+/// What sees every state a run enters, with the time.
+pub type Observer<'a> = &'a mut dyn FnMut(&State, Duration);
+
+/// One reset: what to reset, on which host, through which backend, on which clock.
+///
+/// The host's state directory holds the host lock (taken without waiting: held by another GPU
+/// operation, the reset is blocked `lock_busy`) and the journal, and the kernel's boot id is
+/// read from its procfs (a reset journalled under another boot is over).
+pub struct ResetRun<'a> {
+    config: &'a MachineConfig,
+    host: &'a Host,
+    backend: &'a mut dyn Backend,
+    clock: Option<&'a dyn Clock>,
+    observe: Option<Observer<'a>>,
+}
+
+impl std::fmt::Debug for ResetRun<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResetRun")
+            .field("config", self.config)
+            .field("host", self.host)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> ResetRun<'a> {
+    /// A run of `config` on `host` through `backend`, on the real clock.
+    pub fn new(config: &'a MachineConfig, host: &'a Host, backend: &'a mut dyn Backend) -> Self {
+        Self {
+            config,
+            host,
+            backend,
+            clock: None,
+            observe: None,
+        }
+    }
+
+    /// Runs on `clock` instead (a [`VirtualClock`](crate::VirtualClock) in tests and the
+    /// simulator).
+    pub fn clock(mut self, clock: &'a dyn Clock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Shows every state the machine enters, with the time, to `observe` (progress for people).
+    pub fn observe(mut self, observe: Observer<'a>) -> Self {
+        self.observe = Some(observe);
+        self
+    }
+}
+
+/// Where the run's host lock comes from.
+enum Lock<'a> {
+    /// Taken by the run when the machine asks, from the host.
+    Take(Option<HostLock>),
+    /// Already held by the caller (a plan step holds it for all its actions).
+    Held(&'a HostLock),
+}
+
+impl Lock<'_> {
+    fn held(&self) -> Option<&HostLock> {
+        match self {
+            Self::Take(lock) => lock.as_ref(),
+            Self::Held(lock) => Some(lock),
+        }
+    }
+}
+
+/// Runs the procedure to its end.
+pub fn execute(run: ResetRun<'_>) -> Result<ResetReport, ExecuteError> {
+    drive(run, Lock::Take(None))
+}
+
+/// Runs the procedure under a host lock the caller already holds.
+pub(crate) fn execute_held(
+    run: ResetRun<'_>,
+    lock: &HostLock,
+) -> Result<ResetReport, ExecuteError> {
+    drive(run, Lock::Held(lock))
 }
 
 /// Takes the host lock without waiting: `None` when another GPU operation holds it.
-pub(crate) fn try_lock(dir: &std::path::Path) -> Result<Option<HostLock>, LockError> {
-    match HostLock::try_acquire(dir) {
+pub(crate) fn try_lock(host: &Host) -> Result<Option<HostLock>, LockError> {
+    match host.try_lock() {
         Ok(held) => Ok(Some(held)),
         Err(LockError::Busy { .. }) => Ok(None),
         Err(error) => Err(error),
     }
 }
 
-/// Runs the procedure to its end. `observe` sees every state the machine enters, with the time.
-pub fn execute(
-    config: &MachineConfig,
-    backend: &mut dyn Backend,
-    clock: &dyn Clock,
-    journal: &Journal,
-    boot_id: Option<&str>,
-    observe: &mut dyn FnMut(&State, Duration),
-) -> Result<ResetReport, ExecuteError> {
+fn drive(run: ResetRun<'_>, mut lock: Lock<'_>) -> Result<ResetReport, ExecuteError> {
+    let ResetRun {
+        config,
+        host,
+        backend,
+        clock,
+        mut observe,
+    } = run;
+    let system = SystemClock::new();
+    let clock = clock.unwrap_or(&system);
+    let boot_id = gpu_host_probe::boot::read_boot_id(host.proc_root());
+    let boot_id = boot_id.as_deref();
     let started = clock.now();
     let mut state = State::Planned;
     let mut events = VecDeque::from([Event::Start]);
     let mut warnings = Vec::new();
-    let mut lock: Option<HostLock> = None;
     while let Some(event) = events.pop_front() {
         let before = state.name();
         let (next, actions) = match step(config, state, event, clock.now()) {
@@ -97,16 +207,25 @@ pub fn execute(
         if next.name() != before {
             tracing::debug!("{before} -> {}", next.name());
         }
-        observe(&next, clock.now());
+        if let Some(observe) = observe.as_mut() {
+            observe(&next, clock.now());
+        }
         state = next;
         for action in actions {
+            let writer = || {
+                lock.held()
+                    .map(Journal::new)
+                    .ok_or(ExecuteError::JournalWithoutLock)
+            };
             let event = match action {
                 Action::TakeLock => {
-                    lock = try_lock(journal.dir()).map_err(ExecuteError::Lock)?;
-                    Some(Event::Lock(lock.is_some()))
+                    if let Lock::Take(taken) = &mut lock {
+                        *taken = try_lock(host).map_err(ExecuteError::Lock)?;
+                    }
+                    Some(Event::Lock(lock.held().is_some()))
                 }
                 Action::ReadJournal => {
-                    Some(Event::Journal(journal.view(clock.unix_ms(), boot_id)?))
+                    Some(Event::Journal(writer()?.view(clock.unix_ms(), boot_id)?))
                 }
                 Action::CheckRoot => Some(Event::Root(backend.is_root())),
                 Action::CheckHost => Some(Event::Host(backend.prepare())),
@@ -114,12 +233,12 @@ pub fn execute(
                 Action::CheckUse { target } => Some(Event::Use(backend.check_use(&target))),
                 Action::MarkKernelLog => Some(Event::KernelLog(backend.mark_kernel_log())),
                 Action::WriteJournal { target } => {
-                    journal.begin(InFlight {
+                    writer()?.begin(InFlight::new(
                         target,
-                        started_unix_ms: clock.unix_ms(),
-                        window_ms: u64::try_from(config.window.as_millis()).unwrap_or(u64::MAX),
-                        boot_id: boot_id.map(str::to_owned),
-                    })?;
+                        clock.unix_ms(),
+                        u64::try_from(config.window.as_millis()).unwrap_or(u64::MAX),
+                        boot_id.map(str::to_owned),
+                    ))?;
                     None
                 }
                 Action::IssueReset { target, deadline } => {
@@ -146,16 +265,18 @@ pub fn execute(
                     Some(Event::KernelErrors(backend.kernel_errors(&target)))
                 }
                 Action::CloseJournal => {
-                    if let Err(error) = journal.close() {
+                    if let Err(error) = writer()?.close() {
                         warn(
                             &mut warnings,
-                            format!("the journal could not be closed: {error}"),
+                            ResetWarning::JournalNotClosed(
+                                gpu_host_probe::chain::Chain(&error).to_string(),
+                            ),
                         );
                     }
                     None
                 }
-                Action::Warn(message) => {
-                    warn(&mut warnings, message);
+                Action::Warn(warning) => {
+                    warn(&mut warnings, warning);
                     None
                 }
             };
@@ -165,50 +286,46 @@ pub fn execute(
     let mut report = report(config, state, warnings, clock.now().saturating_sub(started))?;
     // A run that reset (or verified an earlier run's reset) records how it ended; a blocked
     // run and a dry run change nothing, not even the journal.
-    let reset = matches!(
-        report.outcome,
-        OutcomeKind::Done | OutcomeKind::ColdRebootRequired
-    );
-    if reset && lock.is_some() {
-        let last = LastReset::new(
-            report.outcome,
-            report.reason,
-            &report.target,
-            clock.unix_ms(),
-        );
-        if let Err(error) = journal.record_last(last) {
-            warn(
-                &mut report.warnings,
-                format!(
-                    "the end of this run could not be recorded: {}",
-                    gpu_host_probe::chain::Chain(&error)
-                ),
-            );
+    if report.outcome.reset_issued() {
+        if let Some(held) = lock.held() {
+            let last = LastReset::new(report.outcome, &report.target, clock.unix_ms());
+            if let Err(error) = Journal::new(held).record_last(last) {
+                warn(
+                    &mut report.warnings,
+                    ResetWarning::EndNotRecorded(gpu_host_probe::chain::Chain(&error).to_string()),
+                );
+            }
         }
     }
     drop(lock);
     Ok(report)
 }
 
-fn warn(warnings: &mut Vec<String>, message: String) {
-    tracing::warn!("{message}");
-    warnings.push(message);
+fn warn(warnings: &mut Vec<ResetWarning>, warning: ResetWarning) {
+    tracing::warn!("{warning}");
+    warnings.push(warning);
 }
 
 fn report(
     config: &MachineConfig,
     end: State,
-    warnings: Vec<String>,
+    warnings: Vec<ResetWarning>,
     elapsed: Duration,
 ) -> Result<ResetReport, ExecuteError> {
-    let (outcome, detail, target): (OutcomeKind, &str, Option<&Target>) = match &end {
-        State::Done { target } => (OutcomeKind::Done, "", Some(target)),
-        State::DryRun { target } => (OutcomeKind::DryRun, "", Some(target)),
-        State::Blocked { detail, .. } => (OutcomeKind::Blocked, detail, None),
-        State::ColdRebootRequired { detail, target, .. } => {
-            (OutcomeKind::ColdRebootRequired, detail, Some(target))
-        }
-        State::Planned
+    let (outcome, detail, target): (ResetOutcome, String, Option<Target>) = match end {
+        State::Done { target } => (ResetOutcome::Done, String::new(), Some(target)),
+        State::DryRun { target } => (ResetOutcome::DryRun, String::new(), Some(target)),
+        State::Blocked { reason, detail } => (ResetOutcome::Blocked(reason), detail, None),
+        State::ColdRebootRequired {
+            reason,
+            detail,
+            target,
+        } => (
+            ResetOutcome::ColdRebootRequired(reason),
+            detail,
+            Some(target),
+        ),
+        unfinished @ (State::Planned
         | State::Locking
         | State::ReadingJournal
         | State::CheckingRoot
@@ -218,20 +335,20 @@ fn report(
         | State::CheckingKernelLog { .. }
         | State::Resetting { .. }
         | State::Verifying { .. }
-        | State::CheckingKernel { .. } => return Err(ExecuteError::Unfinished(Box::new(end))),
+        | State::CheckingKernel { .. }) => {
+            return Err(ExecuteError::Unfinished(Box::new(unfinished)));
+        }
     };
-    let group = target.and_then(Target::group);
+    let target = target.as_ref();
     Ok(ResetReport {
         outcome,
-        reason: end.reason(),
-        detail: detail.to_owned(),
+        detail,
         target: target.map_or_else(|| config.id.clone(), |target| target.id.clone()),
         gpus: target.map(Target::devices).unwrap_or_default(),
         verified: target.map(Target::verified).unwrap_or_default(),
-        group,
+        group: target.and_then(Target::group),
         method: config.method,
         elapsed,
         warnings,
-        end,
     })
 }

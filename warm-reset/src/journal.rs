@@ -1,10 +1,17 @@
-//! The journal: a reset in flight (target, start, boot id) in the state directory, so a
+//! The journal: a reset in flight (target, start, boot id) in the host's state directory, so a
 //! restarted run never issues a second reset inside the window; how the last run ended (for
 //! monitoring); and the results of plan steps, so a step run twice does its work once.
+//!
+//! It is written only under the host lock: the writer, [`Journal`], is made from a held
+//! [`HostLock`] and lives in the lock's own state directory, so no run can write another
+//! directory's journal, or write this one while another operation holds the lock. Anyone may
+//! read it ([`read_journal`], [`last_reset`]): it is replaced whole, so a read sees one whole
+//! file.
 
 use crate::machine::JournalView;
-use crate::reasons::{OutcomeKind, Reason};
+use crate::reasons::ResetOutcome;
 use crate::target::Target;
+use gpu_host_probe::{Host, HostLock};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -18,7 +25,7 @@ pub const JOURNAL_FILE: &str = "warm-reset-journal.json";
 pub struct InFlight {
     /// Its GPUs.
     pub target: Target,
-    /// When `mx-smi -r` was issued (Unix milliseconds).
+    /// When the reset was issued (Unix milliseconds).
     pub started_unix_ms: u64,
     /// Its window in milliseconds.
     pub window_ms: u64,
@@ -26,16 +33,8 @@ pub struct InFlight {
     pub boot_id: Option<String>,
 }
 
-impl StepRecord {
-    /// The record of a step that ended with `outcome`.
-    pub fn new(report: serde_json::Value, outcome: OutcomeKind) -> Self {
-        Self { report, outcome }
-    }
-}
-
 impl InFlight {
-    /// A reset of `target` issued at `started_unix_ms` with a window of `window_ms`.
-    pub fn new(
+    pub(crate) fn new(
         target: Target,
         started_unix_ms: u64,
         window_ms: u64,
@@ -57,20 +56,25 @@ pub struct StepRecord {
     /// The step's whole report, as `--json` printed it.
     pub report: serde_json::Value,
     /// How it ended.
-    pub outcome: OutcomeKind,
+    #[serde(flatten)]
+    pub outcome: ResetOutcome,
 }
 
-/// How the last reset on this host ended: `done` or `cold_reboot_required`, recorded by the run
+impl StepRecord {
+    pub(crate) fn new(report: serde_json::Value, outcome: ResetOutcome) -> Self {
+        Self { report, outcome }
+    }
+}
+
+/// How the last reset on this host ended: done or needing a cold reboot, recorded by the run
 /// that issued it (or that verified it after an earlier run died). A blocked run and a dry run
 /// record nothing.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct LastReset {
-    /// How it ended.
-    pub outcome: OutcomeKind,
-    /// Why, when blocked or needing a cold reboot (`""` in the file otherwise).
-    #[serde(with = "crate::reasons::token_or_empty")]
-    pub reason: Option<Reason>,
+    /// How it ended (`outcome` and `reason` in the file).
+    #[serde(flatten)]
+    pub outcome: ResetOutcome,
     /// The ID it was given.
     pub target: String,
     /// When it ended (Unix milliseconds).
@@ -78,23 +82,16 @@ pub struct LastReset {
 }
 
 impl LastReset {
-    /// A run on `target` that ended with `outcome` (and `reason`) at `ended_unix_ms`.
-    pub fn new(
-        outcome: OutcomeKind,
-        reason: Option<Reason>,
-        target: &str,
-        ended_unix_ms: u64,
-    ) -> Self {
+    pub(crate) fn new(outcome: ResetOutcome, target: &str, ended_unix_ms: u64) -> Self {
         Self {
             outcome,
-            reason,
             target: target.to_owned(),
             ended_unix_ms,
         }
     }
 }
 
-/// What the journal file holds.
+/// What the journal file holds (read with [`read_journal`]; written only by the runs).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct JournalFile {
@@ -139,46 +136,61 @@ pub enum JournalError {
     Write(#[from] gpu_host_probe::fs::WriteError),
 }
 
-/// The journal in a state directory.
-#[derive(Debug, Clone)]
-pub struct Journal {
-    dir: PathBuf,
+/// What the journal of `host` holds now (empty when there is none). It needs no lock: the file
+/// is replaced whole, so this is one whole file, as of some moment.
+pub fn read_journal(host: &Host) -> Result<JournalFile, JournalError> {
+    load(host.state_dir())
 }
 
-impl Journal {
-    /// The journal in `dir`.
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+/// How the last reset on `host` ended, once one has.
+pub fn last_reset(host: &Host) -> Result<Option<LastReset>, JournalError> {
+    Ok(read_journal(host)?.last)
+}
+
+fn load(dir: &Path) -> Result<JournalFile, JournalError> {
+    let path = dir.join(JOURNAL_FILE);
+    match gpu_host_probe::fs::read_own(&path) {
+        Ok(Some(bytes)) => {
+            serde_json::from_slice(&bytes).map_err(|source| JournalError::Corrupt { path, source })
+        }
+        Ok(None) => Ok(JournalFile::default()),
+        Err(source) => Err(JournalError::Read { path, source }),
+    }
+}
+
+/// The journal's writer: made only from the held host lock, in the lock's state directory.
+#[derive(Debug)]
+pub(crate) struct Journal<'lock> {
+    lock: &'lock HostLock,
+}
+
+impl<'lock> Journal<'lock> {
+    /// The journal of the host whose lock is `lock`.
+    pub(crate) fn new(lock: &'lock HostLock) -> Self {
+        Self { lock }
     }
 
-    /// The state directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    fn dir(&self) -> &Path {
+        self.lock.state_dir()
     }
 
     /// Reads the file (empty when there is none).
-    pub fn load(&self) -> Result<JournalFile, JournalError> {
-        let path = self.dir.join(JOURNAL_FILE);
-        match gpu_host_probe::fs::read_own(&path) {
-            Ok(Some(bytes)) => serde_json::from_slice(&bytes)
-                .map_err(|source| JournalError::Corrupt { path, source }),
-            Ok(None) => Ok(JournalFile::default()),
-            Err(source) => Err(JournalError::Read { path, source }),
-        }
+    pub(crate) fn load(&self) -> Result<JournalFile, JournalError> {
+        load(self.dir())
     }
 
     /// Writes the file whole.
-    pub fn store(&self, file: &JournalFile) -> Result<(), JournalError> {
+    fn store(&self, file: &JournalFile) -> Result<(), JournalError> {
         let mut bytes = serde_json::to_vec_pretty(file).map_err(JournalError::Encode)?;
         bytes.push(b'\n');
-        gpu_host_probe::fs::remove_stale_temporaries(&self.dir, JOURNAL_FILE);
-        gpu_host_probe::fs::write_atomic(&self.dir, JOURNAL_FILE, &bytes)?;
+        gpu_host_probe::fs::remove_stale_temporaries(self.dir(), JOURNAL_FILE);
+        gpu_host_probe::fs::write_atomic(self.dir(), JOURNAL_FILE, &bytes)?;
         Ok(())
     }
 
     /// What the journal says now. A reset recorded under another boot id is closed (the host
     /// was rebooted); without a readable boot id the record holds until its window ends.
-    pub fn view(
+    pub(crate) fn view(
         &self,
         now_unix_ms: u64,
         boot_id: Option<&str>,
@@ -209,21 +221,28 @@ impl Journal {
     }
 
     /// Records a reset in flight.
-    pub fn begin(&self, in_flight: InFlight) -> Result<(), JournalError> {
+    pub(crate) fn begin(&self, in_flight: InFlight) -> Result<(), JournalError> {
         let mut file = self.load()?;
         file.in_flight = Some(in_flight);
         self.store(&file)
     }
 
     /// Records how the last run ended.
-    pub fn record_last(&self, last: LastReset) -> Result<(), JournalError> {
+    pub(crate) fn record_last(&self, last: LastReset) -> Result<(), JournalError> {
         let mut file = self.load()?;
         file.last = Some(last);
         self.store(&file)
     }
 
+    /// Records a finished plan step, keeping everything else the file holds.
+    pub(crate) fn record_step(&self, key: String, record: StepRecord) -> Result<(), JournalError> {
+        let mut file = self.load()?;
+        file.steps.insert(key, record);
+        self.store(&file)
+    }
+
     /// Records that the reset in flight ended.
-    pub fn close(&self) -> Result<(), JournalError> {
+    pub(crate) fn close(&self) -> Result<(), JournalError> {
         let mut file = self.load()?;
         if file.in_flight.take().is_some() {
             self.store(&file)?;

@@ -1,19 +1,19 @@
 //! [`run_plan_step`]: one host's share of one phase of a [`Plan`], run through the same
 //! machine, backend, lock and journal as a local reset, and idempotent: the journal keeps each
-//! step's result, so a rerun reports the first result and changes nothing. (This was
-//! `step.rs`/`run_step`, renamed apart from [`machine::step`](crate::machine::step), the
-//! transition function.)
+//! step's result, so a rerun reports the first result and changes nothing. The step holds the
+//! host lock from its first action to the record of its result, so no other GPU operation runs
+//! between its actions and no record it writes can overwrite another run's.
 
 use crate::backend::Backend;
 use crate::clock::Clock;
-use crate::execute::{ExecuteError, execute, try_lock};
+use crate::execute::{ExecuteError, ResetRun, execute_held, try_lock};
 use crate::journal::{Journal, JournalError, StepRecord};
 use crate::machine::{LOCK_HELD, MachineConfig, said};
 use crate::method::Method;
 use crate::plan::{ActionKind, Plan, PlanAction};
-use crate::reasons::{BlockedReason, ColdRebootReason, OutcomeKind, Reason};
-use gpu_host_probe::lock::{HostLock, LockError};
+use crate::reasons::{BlockedReason, ColdRebootReason, ResetOutcome};
 use gpu_host_probe::run::{RunResult, RunSpec, StartError, check_program, run};
+use gpu_host_probe::{Host, LockError};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
@@ -30,11 +30,9 @@ pub struct ActionReport {
     /// The node reset, for a reset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<u32>,
-    /// How it ended.
-    pub outcome: OutcomeKind,
-    /// Why it was blocked or needs a cold reboot (`""` in JSON when neither).
-    #[serde(with = "crate::reasons::token_or_empty")]
-    pub reason: Option<Reason>,
+    /// How it ended, with its reason (`outcome` and `reason` in JSON).
+    #[serde(flatten)]
+    pub outcome: ResetOutcome,
     /// What was found, or the manual instruction.
     pub detail: String,
     /// How long it took.
@@ -53,8 +51,10 @@ pub struct PlanStepReport {
     pub host: String,
     /// Whether this is the recorded result of an earlier run of the same step.
     pub repeated: bool,
-    /// The step's outcome: that of its last action (done when it had none).
-    pub outcome: OutcomeKind,
+    /// The step's outcome: that of its last action (done when it had none); `outcome` and
+    /// `reason` in JSON.
+    #[serde(flatten)]
+    pub outcome: ResetOutcome,
     /// Its actions, in order, up to the first that did not succeed.
     pub actions: Vec<ActionReport>,
 }
@@ -83,6 +83,16 @@ pub enum PlanStepError {
     /// The host lock's file could not be opened.
     #[error("the host lock failed")]
     Lock(#[source] LockError),
+    /// The journal holds a record of this step that does not read: the step is not run again
+    /// on a guess; a person looks at the record.
+    #[error("the journal's record of step {key} does not read; look at it, then remove it")]
+    UnreadableRecord {
+        /// The step's key in the journal (`PLAN/phase-N/HOST`).
+        key: String,
+        /// What was wrong.
+        #[source]
+        source: serde_json::Error,
+    },
     /// A link command is empty.
     #[error("the {0} action has an empty command")]
     EmptyCommand(ActionKind),
@@ -97,27 +107,47 @@ pub enum PlanStepError {
 }
 
 /// What a step runs against.
+#[non_exhaustive]
 pub struct PlanStepHost<'a> {
+    /// The host: its state directory holds the host lock and the journal; its procfs gives the
+    /// boot id.
+    pub host: &'a Host,
     /// The host's backend.
     pub backend: &'a mut dyn Backend,
     /// The clock.
     pub clock: &'a dyn Clock,
-    /// The journal (and the host lock) in the host's state directory.
-    pub journal: &'a Journal,
-    /// The kernel's boot id now.
-    pub boot_id: Option<&'a str>,
     /// The reset window.
     pub window: Duration,
     /// The method of the host's resets.
     pub method: Method,
 }
 
+impl<'a> PlanStepHost<'a> {
+    /// A step on `host` through `backend` on `clock`, with a reset window of `window` by
+    /// `method`.
+    pub fn new(
+        host: &'a Host,
+        backend: &'a mut dyn Backend,
+        clock: &'a dyn Clock,
+        window: Duration,
+        method: Method,
+    ) -> Self {
+        Self {
+            host,
+            backend,
+            clock,
+            window,
+            method,
+        }
+    }
+}
+
 impl std::fmt::Debug for PlanStepHost<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PlanStepHost")
-            .field("journal", self.journal)
+            .field("host", self.host)
             .field("window", &self.window)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -148,61 +178,78 @@ pub fn run_plan_step(
         return Err(PlanStepError::UnknownHost(host.to_owned()));
     }
     let key = key(plan, phase, host);
-    if let Some(record) = env.journal.load()?.steps.get(&key) {
-        if let Ok(mut report) = serde_json::from_value::<PlanStepReport>(record.report.clone()) {
-            report.repeated = true;
-            tracing::info!("step {key} already ran: {}", report.outcome);
-            return Ok(report);
-        }
-    }
+    let mut actions = this_phase
+        .actions
+        .iter()
+        .filter(|a| a.host == host)
+        .peekable();
     let mut report = PlanStepReport {
         plan: plan.id.clone(),
         phase,
         host: host.to_owned(),
         repeated: false,
-        outcome: OutcomeKind::Done,
+        outcome: ResetOutcome::Done,
         actions: Vec::new(),
     };
-    for action in this_phase.actions.iter().filter(|a| a.host == host) {
+    // The lock is held from here to the record: a step never waits for it (a blocked step
+    // records nothing and runs again later).
+    let Some(lock) = try_lock(env.host).map_err(PlanStepError::Lock)? else {
+        if let Some(first) = actions.peek() {
+            let blocked = blocked_by_lock(first);
+            report.outcome = blocked.outcome;
+            report.actions.push(blocked);
+        }
+        return Ok(report);
+    };
+    let journal = Journal::new(&lock);
+    if let Some(record) = journal.load()?.steps.get(&key) {
+        let mut earlier =
+            serde_json::from_value::<PlanStepReport>(record.report.clone()).map_err(|source| {
+                PlanStepError::UnreadableRecord {
+                    key: key.clone(),
+                    source,
+                }
+            })?;
+        earlier.repeated = true;
+        tracing::info!("step {key} already ran: {}", earlier.outcome);
+        return Ok(earlier);
+    }
+    for action in actions {
         let started = env.clock.now();
-        let mut done = perform(action, env)?;
+        let mut done = perform(action, env, &lock)?;
         done.elapsed_ms =
             u64::try_from(env.clock.now().saturating_sub(started).as_millis()).unwrap_or(u64::MAX);
         report.outcome = done.outcome;
         report.actions.push(done);
         match report.outcome {
-            OutcomeKind::Done | OutcomeKind::DryRun => {}
-            OutcomeKind::Blocked | OutcomeKind::ColdRebootRequired => break,
+            ResetOutcome::Done | ResetOutcome::DryRun => {}
+            ResetOutcome::Blocked(_) | ResetOutcome::ColdRebootRequired(_) => break,
         }
     }
     // A blocked step changed nothing: it is not recorded, so it runs again once fixed.
-    if report.outcome != OutcomeKind::Blocked {
-        let mut file = env.journal.load()?;
+    if !matches!(report.outcome, ResetOutcome::Blocked(_)) {
         let value = serde_json::to_value(&report).map_err(JournalError::Encode)?;
-        file.steps
-            .insert(key, StepRecord::new(value, report.outcome));
-        env.journal.store(&file)?;
+        journal.record_step(key, StepRecord::new(value, report.outcome))?;
     }
+    drop(lock);
     Ok(report)
 }
 
-fn action_report(
-    action: &PlanAction,
-    outcome: OutcomeKind,
-    reason: Option<Reason>,
-    detail: String,
-) -> ActionReport {
+fn action_report(action: &PlanAction, outcome: ResetOutcome, detail: String) -> ActionReport {
     ActionReport {
         action: action.action,
         node: action.node,
         outcome,
-        reason,
         detail,
         elapsed_ms: 0,
     }
 }
 
-fn perform(action: &PlanAction, env: &mut PlanStepHost<'_>) -> Result<ActionReport, PlanStepError> {
+fn perform(
+    action: &PlanAction,
+    env: &mut PlanStepHost<'_>,
+    lock: &gpu_host_probe::HostLock,
+) -> Result<ActionReport, PlanStepError> {
     match action.action {
         ActionKind::Preflight | ActionKind::Reset => {
             let id = action
@@ -211,58 +258,31 @@ fn perform(action: &PlanAction, env: &mut PlanStepHost<'_>) -> Result<ActionRepo
             let mut config = MachineConfig::new(&id).method(env.method);
             config.window = env.window;
             config.dry_run = action.action == ActionKind::Preflight;
-            let result = execute(
-                &config,
-                env.backend,
-                env.clock,
-                env.journal,
-                env.boot_id,
-                &mut |_, _| {},
-            )?;
-            Ok(action_report(
+            let run = ResetRun::new(&config, env.host, &mut *env.backend).clock(env.clock);
+            let result = execute_held(run, lock)?;
+            Ok(action_report(action, result.outcome, result.detail))
+        }
+        ActionKind::Verify => Ok(match env.backend.survey() {
+            Err(why) => action_report(action, ColdRebootReason::GpuMissing.into(), said(&why)),
+            Ok(survey) if survey.not_available.is_empty() => action_report(
                 action,
-                result.outcome,
-                result.reason,
-                result.detail,
-            ))
-        }
-        ActionKind::Verify => {
-            let Some(_lock) = lock(env)? else {
-                return Ok(blocked_by_lock(action));
-            };
-            Ok(match env.backend.survey() {
-                Err(why) => action_report(
-                    action,
-                    OutcomeKind::ColdRebootRequired,
-                    Some(ColdRebootReason::GpuMissing.into()),
-                    said(&why),
-                ),
-                Ok(survey) if survey.not_available.is_empty() => action_report(
-                    action,
-                    OutcomeKind::Done,
-                    None,
-                    format!("{} GPU(s) available", survey.listed),
-                ),
-                Ok(survey) => action_report(
-                    action,
-                    OutcomeKind::ColdRebootRequired,
-                    Some(ColdRebootReason::GpuUnavailable.into()),
-                    survey.not_available.join(", "),
-                ),
-            })
-        }
+                ResetOutcome::Done,
+                format!("{} GPU(s) available", survey.listed),
+            ),
+            Ok(survey) => action_report(
+                action,
+                ColdRebootReason::GpuUnavailable.into(),
+                survey.not_available.join(", "),
+            ),
+        }),
         ActionKind::DisconnectLinks | ActionKind::ConnectLinks => {
             let Some(command) = &action.command else {
                 let manual = action.manual.clone().unwrap_or_default();
                 return Ok(action_report(
                     action,
-                    OutcomeKind::Done,
-                    None,
+                    ResetOutcome::Done,
                     format!("manual step: {manual}"),
                 ));
-            };
-            let Some(_lock) = lock(env)? else {
-                return Ok(blocked_by_lock(action));
             };
             let mut words = command.split_whitespace();
             let program = words
@@ -272,8 +292,7 @@ fn perform(action: &PlanAction, env: &mut PlanStepHost<'_>) -> Result<ActionRepo
             if let Err(error @ StartError::Untrusted { .. }) = check_program(Path::new(program)) {
                 return Ok(action_report(
                     action,
-                    OutcomeKind::Blocked,
-                    Some(BlockedReason::UnsafeProgram.into()),
+                    BlockedReason::UnsafeProgram.into(),
                     format!("the {} command was not run: {error}", action.action),
                 ));
             }
@@ -281,8 +300,7 @@ fn perform(action: &PlanAction, env: &mut PlanStepHost<'_>) -> Result<ActionRepo
             match output.result {
                 RunResult::Exited(0) => Ok(action_report(
                     action,
-                    OutcomeKind::Done,
-                    None,
+                    ResetOutcome::Done,
                     format!("ran `{command}`"),
                 )),
                 result => Err(PlanStepError::LinkCommand {
@@ -294,16 +312,6 @@ fn perform(action: &PlanAction, env: &mut PlanStepHost<'_>) -> Result<ActionRepo
     }
 }
 
-/// The host lock, taken as the executor takes it (never waiting).
-fn lock(env: &PlanStepHost<'_>) -> Result<Option<HostLock>, PlanStepError> {
-    try_lock(env.journal.dir()).map_err(PlanStepError::Lock)
-}
-
 fn blocked_by_lock(action: &PlanAction) -> ActionReport {
-    action_report(
-        action,
-        OutcomeKind::Blocked,
-        Some(BlockedReason::LockBusy.into()),
-        LOCK_HELD.to_owned(),
-    )
+    action_report(action, BlockedReason::LockBusy.into(), LOCK_HELD.to_owned())
 }

@@ -59,8 +59,9 @@ gpu_partition_types::token_enum! {
 }
 
 gpu_partition_types::token_enum! {
-    /// How a reset ended, as `--json` spells it.
-    pub enum OutcomeKind: "reset outcome" {
+    /// How a reset ended, as a token (`outcome` in `--json`); [`ResetOutcome`] carries the
+    /// reason with it.
+    enum OutcomeToken: "reset outcome" {
         /// Reset and verified.
         Done = "done",
         /// The preflight passed; nothing was reset.
@@ -72,31 +73,152 @@ gpu_partition_types::token_enum! {
     }
 }
 
-/// Why a reset did not end done: blocked before it, or a cold reboot after it. Typed here; a
-/// token only where it is written out ([`Reason::as_str`], `Display`, serde).
+/// How a reset ended, with its reason where it has one: the four ends of the `mxctl` contract,
+/// matched without a catch-all.
+///
+/// It serializes (and reads back) as two members, `"outcome"` and `"reason"` (`""` when done
+/// or a dry run), the form of `mxctl --json reset`, of the journal and of a plan step's report:
+/// `{"outcome": "blocked", "reason": "gpu_busy"}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(into = "OutcomeWire", try_from = "OutcomeWire")]
+pub enum ResetOutcome {
+    /// Reset and verified.
+    Done,
+    /// The preflight passed; nothing was reset.
+    DryRun,
+    /// Nothing was changed.
+    Blocked(BlockedReason),
+    /// The host must be cold-rebooted.
+    ColdRebootRequired(ColdRebootReason),
+}
+
+impl ResetOutcome {
+    /// The outcome's token: `done`, `dry_run`, `blocked`, `cold_reboot_required`.
+    pub fn as_str(self) -> &'static str {
+        self.token().as_str()
+    }
+
+    fn token(self) -> OutcomeToken {
+        match self {
+            Self::Done => OutcomeToken::Done,
+            Self::DryRun => OutcomeToken::DryRun,
+            Self::Blocked(_) => OutcomeToken::Blocked,
+            Self::ColdRebootRequired(_) => OutcomeToken::ColdRebootRequired,
+        }
+    }
+
+    /// Why it was blocked or needs a cold reboot; `None` when done or a dry run.
+    pub fn reason(self) -> Option<ResetReason> {
+        match self {
+            Self::Done | Self::DryRun => None,
+            Self::Blocked(reason) => Some(ResetReason::Blocked(reason)),
+            Self::ColdRebootRequired(reason) => Some(ResetReason::ColdReboot(reason)),
+        }
+    }
+
+    /// The reason's token, `""` when there is none.
+    pub fn reason_str(self) -> &'static str {
+        self.reason().map_or("", ResetReason::as_str)
+    }
+
+    /// Whether anything was reset (done, or needing a cold reboot after the reset).
+    pub fn reset_issued(self) -> bool {
+        match self {
+            Self::Done | Self::ColdRebootRequired(_) => true,
+            Self::DryRun | Self::Blocked(_) => false,
+        }
+    }
+}
+
+/// The outcome and its reason, for people: `done`, `blocked (gpu_busy)`.
+impl std::fmt::Display for ResetOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.reason() {
+            Some(reason) => write!(f, "{} ({reason})", self.as_str()),
+            None => f.write_str(self.as_str()),
+        }
+    }
+}
+
+impl From<BlockedReason> for ResetOutcome {
+    fn from(reason: BlockedReason) -> Self {
+        Self::Blocked(reason)
+    }
+}
+
+impl From<ColdRebootReason> for ResetOutcome {
+    fn from(reason: ColdRebootReason) -> Self {
+        Self::ColdRebootRequired(reason)
+    }
+}
+
+/// The wire form of [`ResetOutcome`].
+#[derive(serde::Serialize, serde::Deserialize)]
+struct OutcomeWire {
+    outcome: OutcomeToken,
+    #[serde(default)]
+    reason: String,
+}
+
+impl From<ResetOutcome> for OutcomeWire {
+    fn from(outcome: ResetOutcome) -> Self {
+        Self {
+            outcome: outcome.token(),
+            reason: outcome.reason_str().to_owned(),
+        }
+    }
+}
+
+/// An outcome and a reason that do not go together, or a reason this version does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a reset that ended `{outcome}` cannot have the reason {reason:?}")]
+pub struct BadOutcome {
+    /// The outcome's token.
+    pub outcome: &'static str,
+    /// The reason as written.
+    pub reason: String,
+}
+
+impl TryFrom<OutcomeWire> for ResetOutcome {
+    type Error = BadOutcome;
+
+    fn try_from(wire: OutcomeWire) -> Result<Self, BadOutcome> {
+        let bad = || BadOutcome {
+            outcome: wire.outcome.as_str(),
+            reason: wire.reason.clone(),
+        };
+        let none = wire.reason.is_empty();
+        match wire.outcome {
+            OutcomeToken::Done if none => Ok(Self::Done),
+            OutcomeToken::DryRun if none => Ok(Self::DryRun),
+            OutcomeToken::Blocked => BlockedReason::from_token(&wire.reason)
+                .map(Self::Blocked)
+                .ok_or_else(bad),
+            OutcomeToken::ColdRebootRequired => ColdRebootReason::from_token(&wire.reason)
+                .map(Self::ColdRebootRequired)
+                .ok_or_else(bad),
+            OutcomeToken::Done | OutcomeToken::DryRun => Err(bad()),
+        }
+    }
+}
+
+/// Why a reset did not end done: blocked before it, or a cold reboot after it. A token only
+/// where it is written out ([`ResetReason::as_str`], `Display`). (Named apart from a host's
+/// stored reason, `host_sync::StoredReason`.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Reason {
+pub enum ResetReason {
     /// Nothing was changed.
     Blocked(BlockedReason),
     /// The host must be cold-rebooted.
     ColdReboot(ColdRebootReason),
 }
 
-impl Reason {
+impl ResetReason {
     /// The reason's token.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Blocked(reason) => reason.as_str(),
             Self::ColdReboot(reason) => reason.as_str(),
-        }
-    }
-
-    /// The outcome a reason belongs to.
-    pub fn outcome(self) -> OutcomeKind {
-        match self {
-            Self::Blocked(_) => OutcomeKind::Blocked,
-            Self::ColdReboot(_) => OutcomeKind::ColdRebootRequired,
         }
     }
 
@@ -108,48 +230,21 @@ impl Reason {
     }
 }
 
-impl From<BlockedReason> for Reason {
+impl From<BlockedReason> for ResetReason {
     fn from(reason: BlockedReason) -> Self {
         Self::Blocked(reason)
     }
 }
 
-impl From<ColdRebootReason> for Reason {
+impl From<ColdRebootReason> for ResetReason {
     fn from(reason: ColdRebootReason) -> Self {
         Self::ColdReboot(reason)
     }
 }
 
-impl std::fmt::Display for Reason {
+impl std::fmt::Display for ResetReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
-    }
-}
-
-/// A reason that may be absent, written as its token or as `""` when there is none (the form
-/// the step reports and `--json` have always had).
-pub(crate) mod token_or_empty {
-    use super::Reason;
-    use serde::de::Error as _;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(crate) fn serialize<S: Serializer>(
-        reason: &Option<Reason>,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(reason.map_or("", Reason::as_str))
-    }
-
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Option<Reason>, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        if text.is_empty() {
-            return Ok(None);
-        }
-        Reason::from_token(&text)
-            .map(Some)
-            .ok_or_else(|| D::Error::custom(format!("unknown reset reason {text:?}")))
     }
 }
 
@@ -159,13 +254,49 @@ mod tests {
 
     #[test]
     fn every_reason_reads_back_from_its_token() {
-        let blocked = BlockedReason::ALL.iter().map(|r| Reason::from(*r));
-        let cold = ColdRebootReason::ALL.iter().map(|r| Reason::from(*r));
+        let blocked = BlockedReason::ALL.iter().map(|r| ResetReason::from(*r));
+        let cold = ColdRebootReason::ALL.iter().map(|r| ResetReason::from(*r));
         for reason in blocked.chain(cold) {
             assert_eq!(
-                Reason::from_token(reason.as_str()),
+                ResetReason::from_token(reason.as_str()),
                 Some(reason),
                 "{reason}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_outcome_reads_back_from_its_two_members() -> Result<(), serde_json::Error> {
+        let outcomes = [ResetOutcome::Done, ResetOutcome::DryRun]
+            .into_iter()
+            .chain(BlockedReason::ALL.iter().map(|r| ResetOutcome::Blocked(*r)))
+            .chain(
+                ColdRebootReason::ALL
+                    .iter()
+                    .map(|r| ResetOutcome::ColdRebootRequired(*r)),
+            );
+        for outcome in outcomes {
+            let json = serde_json::to_value(outcome)?;
+            assert_eq!(json["outcome"], outcome.as_str());
+            assert_eq!(json["reason"], outcome.reason_str());
+            assert_eq!(serde_json::from_value::<ResetOutcome>(json)?, outcome);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn an_outcome_with_a_reason_of_another_outcome_does_not_read() {
+        for (outcome, reason) in [
+            ("done", "gpu_busy"),
+            ("blocked", "reset_hung"),
+            ("blocked", ""),
+            ("cold_reboot_required", "lock_busy"),
+            ("dry_run", "not_root"),
+        ] {
+            let json = serde_json::json!({"outcome": outcome, "reason": reason});
+            assert!(
+                serde_json::from_value::<ResetOutcome>(json).is_err(),
+                "{outcome} {reason}"
             );
         }
     }

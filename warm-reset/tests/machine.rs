@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::time::Duration;
+use warm_reset::ResetWarning;
 use warm_reset::metax::MetaxTarget;
 use warm_reset::metax::mx_smi::{GpuRow, GpuState};
 use warm_reset::{
@@ -39,7 +40,10 @@ fn go(state: State, event: Event) -> (State, Vec<Action>) {
 
 /// What a host says when it does not answer.
 fn why(text: &str) -> BackendError {
-    BackendError::Simulated(text.into())
+    BackendError::Simulated {
+        reason: warm_reset::BlockedReason::MxSmiUnavailable,
+        what: text.into(),
+    }
 }
 
 fn refusal(reason: BlockedReason) -> Refusal {
@@ -187,10 +191,16 @@ fn not_root_blocks_with_not_root() {
 #[test]
 fn a_host_that_passes_its_checks_resolves_the_target_after_its_warnings() {
     assert_eq!(
-        go(State::CheckingHost, Event::Host(Ok(vec!["odd".into()]))),
+        go(
+            State::CheckingHost,
+            Event::Host(Ok(vec![ResetWarning::VersionUnchecked("odd".into())]))
+        ),
         (
             State::ResolvingTarget,
-            vec![Action::Warn("odd".into()), Action::Resolve]
+            vec![
+                Action::Warn(ResetWarning::VersionUnchecked("odd".into())),
+                Action::Resolve
+            ]
         )
     );
 }
@@ -214,13 +224,13 @@ fn a_host_that_refuses_blocks_with_its_reason_and_detail() {
 fn a_resolved_target_is_checked_for_use_after_its_warnings() {
     let (state, actions) = go(
         State::ResolvingTarget,
-        Event::Resolved(Ok((target(), vec!["no topology".into()]))),
+        Event::Resolved(Ok((target(), vec![ResetWarning::VerifyingEarlierReset]))),
     );
     assert_eq!(state, State::CheckingUse { target: target() });
     assert_eq!(
         actions,
         [
-            Action::Warn("no topology".into()),
+            Action::Warn(ResetWarning::VerifyingEarlierReset),
             Action::CheckUse { target: target() }
         ]
     );
@@ -359,14 +369,18 @@ fn a_reset_that_hangs_past_the_window_needs_a_cold_reboot() {
 #[test]
 fn a_group_back_leads_to_the_kernel_log_after_its_warnings() {
     let back = Event::Back(Back::Yes {
-        warnings: vec!["links not verified".into()],
+        warnings: vec![ResetWarning::KernelLogUnchecked(
+            "links not verified".into(),
+        )],
     });
     assert_eq!(
         go(verifying(NOW + Duration::from_secs(60)), back),
         (
             State::CheckingKernel { target: target() },
             vec![
-                Action::Warn("links not verified".into()),
+                Action::Warn(ResetWarning::KernelLogUnchecked(
+                    "links not verified".into()
+                )),
                 Action::ReadKernelErrors { target: target() }
             ]
         )

@@ -6,13 +6,14 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Duration;
-use warm_reset::kmsg::{KernelLogSource, KmsgRecord};
+use warm_reset::ResetWarning;
 use warm_reset::metax::mx_smi::{GpuRow, GpuState, Topology};
 use warm_reset::metax::{DriverUse, MetaxBackend, MetaxHost, RawReset};
 use warm_reset::{
     Back, Backend, BackendError, BlockedReason, ColdRebootReason, NotBack, Refusal, ResetEnd,
     Target,
 };
+use warm_reset::{KernelLogSource, KmsgRecord};
 
 const PLAIN_IDLE: &str = include_str!("data/mx-smi/plain-2.3.1-c500-idle.txt");
 const BUSY_SECTION: &str = include_str!("data/mx-smi/process-table-busy.txt");
@@ -29,7 +30,10 @@ struct Scripted {
 }
 
 fn why(text: &str) -> BackendError {
-    BackendError::Simulated(text.into())
+    BackendError::Simulated {
+        reason: BlockedReason::MxSmiUnavailable,
+        what: text.into(),
+    }
 }
 
 fn row(node: u32, bdf: &str, state: GpuState, uuid: &str) -> GpuRow {
@@ -117,7 +121,7 @@ impl MetaxHost for Scripted {
     }
 }
 
-fn refused(result: Result<Vec<String>, Refusal>) -> (BlockedReason, String) {
+fn refused(result: Result<Vec<ResetWarning>, Refusal>) -> (BlockedReason, String) {
     let refusal = result.expect_err("refused");
     (refusal.reason, refusal.detail)
 }
@@ -162,7 +166,7 @@ fn an_unreadable_version_is_a_warning_and_the_preflight_goes_on() {
     host.plain = Ok(PLAIN_IDLE.replace("BIOS Version: 1.33.5.0", "BIOS Version: N/A     "));
     let warnings = host.backend().prepare().unwrap();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(warnings[0].contains("BIOS"), "{warnings:?}");
+    assert!(warnings[0].to_string().contains("BIOS"), "{warnings:?}");
 }
 
 #[test]
@@ -196,7 +200,7 @@ fn another_vendors_mx_smi_blocks_with_mx_smi_unavailable_naming_it() {
     assert!(detail.contains("is not MetaX's"), "{detail}");
 }
 
-fn resolved(backend: &mut MetaxBackend<Scripted>) -> (Target, Vec<String>) {
+fn resolved(backend: &mut MetaxBackend<Scripted>) -> (Target, Vec<ResetWarning>) {
     backend.resolve("0").unwrap()
 }
 
@@ -204,7 +208,7 @@ fn resolved(backend: &mut MetaxBackend<Scripted>) -> (Target, Vec<String>) {
 fn a_resolved_target_keeps_the_topology_and_names_the_group() {
     let mut backend = Scripted::new().backend();
     let (target, warnings) = resolved(&mut backend);
-    assert_eq!(warnings, Vec::<String>::new());
+    assert_eq!(warnings, Vec::<ResetWarning>::new());
     assert_eq!(target.group(), Some(vec![0, 1]));
     assert_eq!(target.verified().len(), 2);
 }
@@ -216,7 +220,7 @@ fn a_topology_that_does_not_read_is_a_warning_and_the_group_stays_unknown() {
     let (target, warnings) = resolved(&mut host.backend());
     assert_eq!(target.group(), None);
     assert!(
-        warnings[0].contains("topology does not read"),
+        warnings[0].to_string().contains("topology does not read"),
         "{warnings:?}"
     );
 }
@@ -336,7 +340,10 @@ fn a_metaxlink_that_was_there_before_and_is_not_after_is_wrong() {
 fn a_topology_that_does_not_read_after_the_reset_is_back_with_a_warning() {
     match back_after(Ok(listing(&rows())), None) {
         Back::Yes { warnings } => {
-            assert!(warnings[0].contains("after the reset"), "{warnings:?}")
+            assert!(
+                warnings[0].to_string().contains("after the reset"),
+                "{warnings:?}"
+            )
         }
         other => panic!("{other:?}"),
     }

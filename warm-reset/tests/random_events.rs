@@ -14,7 +14,10 @@ use warm_reset::{
 
 /// What a host says when it does not answer.
 fn why(text: &str) -> BackendError {
-    BackendError::Simulated(text.into())
+    BackendError::Simulated {
+        reason: warm_reset::BlockedReason::MxSmiUnavailable,
+        what: text.into(),
+    }
 }
 
 /// Random choices, consumed one at a time (0 when exhausted).
@@ -51,10 +54,10 @@ fn refused(dice: &mut Dice) -> Refusal {
     Refusal::new(reasons[usize::from(dice.roll(5))], "refused")
 }
 
-fn checked(dice: &mut Dice) -> Result<Vec<String>, Refusal> {
+fn checked(dice: &mut Dice) -> Result<Vec<warm_reset::ResetWarning>, Refusal> {
     match dice.roll(5) {
         0 => Err(refused(dice)),
-        1 => Ok(vec!["a warning".into()]),
+        1 => Ok(vec![warm_reset::ResetWarning::VerifyingEarlierReset]),
         _ => Ok(vec![]),
     }
 }

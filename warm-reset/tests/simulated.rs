@@ -1,12 +1,12 @@
 //! The procedure against the simulated host on a virtual clock: every end, and how long.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
-use warm_reset::journal::InFlight;
 use warm_reset::metax::mx_smi::GpuProcess;
+use warm_reset::sim::{Fault, SimHost, interrupted_reset};
 use warm_reset::{
-    Fault, Journal, MachineConfig, OutcomeKind, ResetReport, SimHost, VirtualClock, execute,
+    Host, MachineConfig, ResetOutcome, ResetReport, ResetRun, VirtualClock, execute, read_journal,
 };
 
 struct Sim {
@@ -19,11 +19,16 @@ struct Sim {
 impl Sim {
     fn new() -> Sim {
         let clock = VirtualClock::new(1_700_000_000_000);
-        let host = SimHost::new(Rc::new(clock.clone()), &[2, 2]);
+        let host = SimHost::new(Arc::new(clock.clone()), &[2, 2]);
+        let dir = tempfile::tempdir().unwrap();
+        // The boot this host runs, as its procfs says.
+        let random = dir.path().join("proc/sys/kernel/random");
+        std::fs::create_dir_all(&random).unwrap();
+        std::fs::write(random.join("boot_id"), "boot-1\n").unwrap();
         Sim {
             clock,
             host,
-            dir: tempfile::tempdir().unwrap(),
+            dir,
             config: MachineConfig::new("1"),
         }
     }
@@ -33,49 +38,51 @@ impl Sim {
         self
     }
 
+    /// The host: its state directory and its procfs.
+    fn machine(&self) -> Host {
+        Host::new(self.dir.path().join("state")).with_proc_root(self.dir.path().join("proc"))
+    }
+
     /// Records a reset of node 0 in flight since `started_unix_ms`, under `boot_id`.
     fn journal_in_flight(&mut self, started_unix_ms: u64, boot_id: &str) {
-        let (target, _) = warm_reset::Backend::resolve(&mut self.host, "0").unwrap();
-        let record = InFlight::new(target, started_unix_ms, 90_000, Some(boot_id.to_owned()));
-        Journal::new(self.dir.path()).begin(record).unwrap();
+        let host = self.machine();
+        interrupted_reset(
+            &host,
+            &mut self.host,
+            "0",
+            started_unix_ms,
+            Duration::from_secs(90),
+            Some(boot_id),
+        )
+        .unwrap();
     }
 
     fn run(&mut self) -> ResetReport {
-        let journal = Journal::new(self.dir.path());
-        execute(
-            &self.config,
-            &mut self.host,
-            &self.clock,
-            &journal,
-            Some("boot-1"),
-            &mut |_, _| {},
-        )
-        .unwrap()
+        let host = self.machine();
+        execute(ResetRun::new(&self.config, &host, &mut self.host).clock(&self.clock)).unwrap()
     }
 }
 
 fn blocked(change: impl FnOnce(&mut SimHost)) -> (String, usize) {
     let mut sim = Sim::new().with(change);
     let report = sim.run();
-    assert_eq!(report.outcome, OutcomeKind::Blocked, "{report:?}");
+    assert!(
+        matches!(report.outcome, ResetOutcome::Blocked(_)),
+        "{report:?}"
+    );
     (token(&report), sim.host.resets.len())
 }
 
 /// The reason's token, as `--json` writes it.
 fn token(report: &ResetReport) -> String {
-    token_of(report.reason)
-}
-
-fn token_of(reason: Option<warm_reset::Reason>) -> String {
-    reason.map(|r| r.to_string()).unwrap_or_default()
+    report.outcome.reason_str().to_owned()
 }
 
 fn cold(change: impl FnOnce(&mut SimHost)) -> String {
     let mut sim = Sim::new().with(change);
     let report = sim.run();
-    assert_eq!(
-        report.outcome,
-        OutcomeKind::ColdRebootRequired,
+    assert!(
+        matches!(report.outcome, ResetOutcome::ColdRebootRequired(_)),
         "{report:?}"
     );
     assert_eq!(sim.host.resets.len(), 1);
@@ -86,10 +93,7 @@ fn cold(change: impl FnOnce(&mut SimHost)) -> String {
 fn a_healthy_reset_is_done_and_names_the_gpu_and_its_group() {
     let mut sim = Sim::new();
     let report = sim.run();
-    assert_eq!(
-        (report.outcome, token(&report).as_str()),
-        (OutcomeKind::Done, "")
-    );
+    assert_eq!(report.outcome, ResetOutcome::Done);
     assert_eq!(report.gpus, ["0000:07:00.0".parse().unwrap()]);
     assert_eq!(report.group, Some(vec![0, 1]));
     assert_eq!(report.verified.len(), 4);
@@ -116,21 +120,17 @@ fn a_fast_reset_of_two_seconds_finishes_in_about_two_seconds_not_ninety() {
 fn the_journal_is_closed_after_a_reset() {
     let mut sim = Sim::new();
     sim.run();
-    assert_eq!(Journal::new(sim.dir.path()).load().unwrap().in_flight, None);
+    assert_eq!(read_journal(&sim.machine()).unwrap().in_flight, None);
 }
 
 #[test]
 fn the_journal_keeps_how_the_last_run_ended_and_when() {
     let mut sim = Sim::new().with(|host| host.fault = Some(Fault::Error));
     sim.run();
-    let last = Journal::new(sim.dir.path()).load().unwrap().last.unwrap();
+    let last = read_journal(&sim.machine()).unwrap().last.unwrap();
     assert_eq!(
-        (last.outcome, token_of(last.reason), last.target.as_str()),
-        (
-            OutcomeKind::ColdRebootRequired,
-            "reset_error".to_owned(),
-            "1"
-        )
+        (last.outcome.to_string(), last.target.as_str()),
+        ("cold_reboot_required (reset_error)".to_owned(), "1")
     );
     assert_eq!(last.ended_unix_ms, warm_reset::Clock::unix_ms(&sim.clock));
 }
@@ -143,7 +143,7 @@ fn a_dry_run_and_a_blocked_run_record_no_last_reset() {
     sim.config.dry_run = false;
     sim.host.processes = vec![GpuProcess::new(0, 4242, "python3", 100)];
     assert_eq!(token(&sim.run()), "gpu_busy");
-    assert_eq!(Journal::new(sim.dir.path()).load().unwrap().last, None);
+    assert_eq!(read_journal(&sim.machine()).unwrap().last, None);
 }
 
 #[test]
@@ -151,7 +151,7 @@ fn a_dry_run_resolves_the_target_and_resets_nothing() {
     let mut sim = Sim::new();
     sim.config.dry_run = true;
     let report = sim.run();
-    assert_eq!(report.outcome, OutcomeKind::DryRun);
+    assert_eq!(report.outcome, ResetOutcome::DryRun);
     assert_eq!(report.group, Some(vec![0, 1]));
     assert!(sim.host.resets.is_empty());
 }
@@ -231,7 +231,7 @@ fn an_unknown_device_is_blocked_and_nothing_is_reset() {
 #[test]
 fn a_held_host_lock_is_blocked_and_nothing_is_reset() {
     let mut sim = Sim::new();
-    let _held = gpu_host_probe::lock::HostLock::try_acquire(sim.dir.path()).unwrap();
+    let _held = sim.machine().try_lock().unwrap();
     let report = sim.run();
     assert_eq!(
         (token(&report).as_str(), sim.host.resets.len()),
@@ -254,7 +254,7 @@ fn a_reset_in_flight_is_blocked_and_nothing_is_reset() {
 fn a_reset_in_flight_from_before_a_reboot_is_closed_and_the_reset_goes_ahead() {
     let mut sim = Sim::new();
     sim.journal_in_flight(warm_reset::Clock::unix_ms(&sim.clock), "boot-0");
-    assert_eq!(sim.run().outcome, OutcomeKind::Done);
+    assert_eq!(sim.run().outcome, ResetOutcome::Done);
     assert_eq!(sim.host.resets.len(), 1);
 }
 
@@ -266,7 +266,7 @@ fn a_reset_in_flight_past_its_window_is_verified_not_repeated() {
     let report = sim.run();
     assert_eq!(
         (report.outcome, sim.host.resets.len()),
-        (OutcomeKind::Done, 0)
+        (ResetOutcome::Done, 0)
     );
 }
 
@@ -341,7 +341,7 @@ fn gpus_slow_to_come_back_are_waited_for_within_the_window() {
         h.recovery = Duration::from_secs(30);
     });
     let report = sim.run();
-    assert_eq!(report.outcome, OutcomeKind::Done);
+    assert_eq!(report.outcome, ResetOutcome::Done);
     // Back at 60 s; seen by the next poll, at most one poll interval (1 s) later.
     assert!(
         report.elapsed >= Duration::from_secs(60) && report.elapsed <= Duration::from_secs(61),

@@ -2,36 +2,30 @@
 //! as MetaX: each scenario ends as the design says, with exactly the resets it should issue.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::rc::Rc;
-use warm_reset::sim::{NvidiaFault, PciFault};
+use std::sync::Arc;
+use warm_reset::sim::{NvidiaFault, PciFault, SimNvidia, SimPci};
 use warm_reset::{
-    Backend, Journal, MachineConfig, Method, OutcomeKind, ResetReport, SimNvidia, SimPci,
-    VirtualClock, execute,
+    Backend, Host, MachineConfig, Method, ResetOutcome, ResetReport, ResetRun, VirtualClock,
+    execute,
 };
 
 fn run(backend: &mut dyn Backend, clock: &VirtualClock, config: &MachineConfig) -> ResetReport {
     let dir = tempfile::tempdir().unwrap();
-    execute(
-        config,
-        backend,
-        clock,
-        &Journal::new(dir.path()),
-        None,
-        &mut |_, _| {},
-    )
-    .unwrap()
+    let host = Host::new(dir.path());
+    execute(ResetRun::new(config, &host, backend).clock(clock)).unwrap()
 }
 
-fn ended(report: &ResetReport) -> (OutcomeKind, String) {
+/// The outcome's and the reason's tokens, as `--json` writes them.
+fn ended(report: &ResetReport) -> (&'static str, String) {
     (
-        report.outcome,
-        report.reason.map(|r| r.to_string()).unwrap_or_default(),
+        report.outcome.as_str(),
+        report.outcome.reason_str().to_owned(),
     )
 }
 
 fn nvidia(change: impl FnOnce(&mut SimNvidia)) -> (ResetReport, Vec<String>) {
     let clock = VirtualClock::new(1_700_000_000_000);
-    let mut host = SimNvidia::new(Rc::new(clock.clone()), 4, &[(0, 1)]);
+    let mut host = SimNvidia::new(Arc::new(clock.clone()), 4, &[(0, 1)]);
     change(&mut host);
     let config = MachineConfig::new("0").method(Method::Nvidia);
     let report = run(&mut host, &clock, &config);
@@ -40,7 +34,7 @@ fn nvidia(change: impl FnOnce(&mut SimNvidia)) -> (ResetReport, Vec<String>) {
 
 fn pci(change: impl FnOnce(&mut SimPci)) -> (ResetReport, usize) {
     let clock = VirtualClock::new(1_700_000_000_000);
-    let mut host = SimPci::new(Rc::new(clock.clone()));
+    let mut host = SimPci::new(Arc::new(clock.clone()));
     change(&mut host);
     let config = MachineConfig::new("0000:3b:00.0").method(Method::Pci);
     let report = run(&mut host, &clock, &config);
@@ -50,7 +44,7 @@ fn pci(change: impl FnOnce(&mut SimPci)) -> (ResetReport, usize) {
 #[test]
 fn an_nvidia_gpu_is_reset_with_its_nvlink_peer_in_one_command() {
     let (report, resets) = nvidia(|_| {});
-    assert_eq!(ended(&report), (OutcomeKind::Done, String::new()));
+    assert_eq!(ended(&report), ("done", String::new()));
     assert_eq!(resets, ["00000000:18:00.0,00000000:19:00.0"]);
     assert_eq!(report.group, Some(vec![0, 1]));
     assert_eq!(report.verified.len(), 2);
@@ -59,7 +53,7 @@ fn an_nvidia_gpu_is_reset_with_its_nvlink_peer_in_one_command() {
 #[test]
 fn an_nvidia_peer_held_by_a_process_blocks_with_gpu_busy_naming_it() {
     let (report, resets) = nvidia(|host| host.holders = vec![(77, "dcgm".into(), 1)]);
-    assert_eq!(ended(&report), (OutcomeKind::Blocked, "gpu_busy".into()));
+    assert_eq!(ended(&report), ("blocked", "gpu_busy".into()));
     assert!(
         report.detail.contains("77 dcgm (/dev/nvidia1)"),
         "{}",
@@ -71,13 +65,13 @@ fn an_nvidia_peer_held_by_a_process_blocks_with_gpu_busy_naming_it() {
 #[test]
 fn a_gpu_outside_the_group_held_by_a_process_does_not_block() {
     let (report, _) = nvidia(|host| host.holders = vec![(77, "dcgm".into(), 3)]);
-    assert_eq!(report.outcome, OutcomeKind::Done);
+    assert_eq!(report.outcome, ResetOutcome::Done);
 }
 
 #[test]
 fn a_compute_app_on_the_group_blocks_with_gpu_busy() {
     let (report, resets) = nvidia(|host| host.compute_apps = vec![(31415, 1)]);
-    assert_eq!(ended(&report), (OutcomeKind::Blocked, "gpu_busy".into()));
+    assert_eq!(ended(&report), ("blocked", "gpu_busy".into()));
     assert!(report.detail.contains("31415"), "{}", report.detail);
     assert!(resets.is_empty());
 }
@@ -85,7 +79,7 @@ fn a_compute_app_on_the_group_blocks_with_gpu_busy() {
 #[test]
 fn the_nvidia_busy_block_is_blocked_and_leaves_nothing_in_flight() {
     let (report, resets) = nvidia(|host| host.fault = Some(NvidiaFault::BusyBlock));
-    assert_eq!(ended(&report), (OutcomeKind::Blocked, "gpu_busy".into()));
+    assert_eq!(ended(&report), ("blocked", "gpu_busy".into()));
     assert!(
         report.detail.contains("In use by another client"),
         "{}",
@@ -99,7 +93,7 @@ fn any_other_nvidia_failure_needs_a_cold_reboot() {
     let (report, _) = nvidia(|host| host.fault = Some(NvidiaFault::Error));
     assert_eq!(
         ended(&report),
-        (OutcomeKind::ColdRebootRequired, "reset_error".into())
+        ("cold_reboot_required", "reset_error".into())
     );
 }
 
@@ -108,7 +102,7 @@ fn an_nvidia_reset_that_hangs_is_killed_at_the_windows_end() {
     let (report, _) = nvidia(|host| host.fault = Some(NvidiaFault::Hang));
     assert_eq!(
         ended(&report),
-        (OutcomeKind::ColdRebootRequired, "reset_hung".into())
+        ("cold_reboot_required", "reset_hung".into())
     );
 }
 
@@ -117,7 +111,7 @@ fn an_nvidia_peer_gone_after_the_reset_is_gpu_missing() {
     let (report, _) = nvidia(|host| host.fault = Some(NvidiaFault::GpuMissing(1)));
     assert_eq!(
         ended(&report),
-        (OutcomeKind::ColdRebootRequired, "gpu_missing".into())
+        ("cold_reboot_required", "gpu_missing".into())
     );
 }
 
@@ -126,14 +120,14 @@ fn an_nvidia_gpu_the_kernel_gives_up_on_is_kernel_errors() {
     let (report, _) = nvidia(|host| host.fault = Some(NvidiaFault::KernelErrors));
     assert_eq!(
         ended(&report),
-        (OutcomeKind::ColdRebootRequired, "kernel_errors".into())
+        ("cold_reboot_required", "kernel_errors".into())
     );
 }
 
 #[test]
 fn a_pci_function_on_vfio_is_reset_once_and_verified() {
     let (report, resets) = pci(|_| {});
-    assert_eq!(ended(&report), (OutcomeKind::Done, String::new()));
+    assert_eq!(ended(&report), ("done", String::new()));
     assert_eq!(resets, 1);
     assert_eq!(report.verified.len(), 1);
     assert_eq!(report.group, None);
@@ -141,14 +135,9 @@ fn a_pci_function_on_vfio_is_reset_once_and_verified() {
 
 #[test]
 fn a_pci_function_whose_vfio_group_is_held_blocks_with_gpu_busy() {
-    let (report, resets) = pci(|host| {
-        host.holders = vec![warm_reset::holders::Holder::new(
-            4242,
-            "qemu",
-            "/dev/vfio/12",
-        )]
-    });
-    assert_eq!(ended(&report), (OutcomeKind::Blocked, "gpu_busy".into()));
+    let (report, resets) =
+        pci(|host| host.holders = vec![warm_reset::Holder::new(4242, "qemu", "/dev/vfio/12")]);
+    assert_eq!(ended(&report), ("blocked", "gpu_busy".into()));
     assert!(report.detail.contains("4242 qemu"), "{}", report.detail);
     assert_eq!(resets, 0);
 }
@@ -161,10 +150,7 @@ fn a_pci_bus_reset_with_a_sibling_in_use_blocks_with_group_in_use() {
         host.functions.get_mut(&gpu).unwrap().reset_methods = Some(vec!["bus".into()]);
         host.functions.get_mut(&audio).unwrap().driver = Some("snd_hda_intel".into());
     });
-    assert_eq!(
-        ended(&report),
-        (OutcomeKind::Blocked, "group_in_use".into())
-    );
+    assert_eq!(ended(&report), ("blocked", "group_in_use".into()));
     assert!(report.detail.contains("0000:3b:00.1"), "{}", report.detail);
     assert_eq!(resets, 0);
 }
@@ -180,7 +166,7 @@ fn the_pci_faults_end_as_the_design_says() {
         let (report, resets) = pci(|host| host.fault = Some(fault.clone()));
         assert_eq!(
             ended(&report),
-            (OutcomeKind::ColdRebootRequired, reason.to_owned()),
+            ("cold_reboot_required", reason.to_owned()),
             "{fault:?}"
         );
         assert_eq!(resets, 1);
@@ -188,28 +174,133 @@ fn the_pci_faults_end_as_the_design_says() {
 }
 
 #[test]
-fn every_named_scenario_of_every_method_runs_to_an_end() {
+fn every_named_scenario_of_every_method_ends_with_its_methods_reason() {
+    let expected: [(Method, &str, &str); 35] = [
+        (Method::Metax, "ok", "done"),
+        (Method::Metax, "slow", "done"),
+        (Method::Metax, "hang", "cold_reboot_required (reset_hung)"),
+        (Method::Metax, "error", "cold_reboot_required (reset_error)"),
+        (
+            Method::Metax,
+            "error-exit-0",
+            "cold_reboot_required (reset_error)",
+        ),
+        (
+            Method::Metax,
+            "gpu-missing",
+            "cold_reboot_required (gpu_missing)",
+        ),
+        (
+            Method::Metax,
+            "gpu-unavailable",
+            "cold_reboot_required (gpu_unavailable)",
+        ),
+        (
+            Method::Metax,
+            "kernel-errors",
+            "cold_reboot_required (kernel_errors)",
+        ),
+        (
+            Method::Metax,
+            "topology-wrong",
+            "cold_reboot_required (topology_wrong)",
+        ),
+        (
+            Method::Metax,
+            "link-lost",
+            "cold_reboot_required (topology_wrong)",
+        ),
+        (Method::Metax, "busy", "blocked (gpu_busy)"),
+        (Method::Metax, "driver-in-use", "blocked (driver_in_use)"),
+        (
+            Method::Metax,
+            "driver-not-loaded",
+            "blocked (driver_not_loaded)",
+        ),
+        (Method::Metax, "too-old", "blocked (driver_too_old)"),
+        (Method::Metax, "not-root", "blocked (not_root)"),
+        (Method::Metax, "no-mx-smi", "blocked (mx_smi_unavailable)"),
+        (
+            Method::Metax,
+            "kernel-log-unreadable",
+            "blocked (kernel_log_unreadable)",
+        ),
+        (Method::Nvidia, "ok", "done"),
+        (Method::Nvidia, "busy", "blocked (gpu_busy)"),
+        (Method::Nvidia, "compute-app", "blocked (gpu_busy)"),
+        (Method::Nvidia, "busy-block", "blocked (gpu_busy)"),
+        (
+            Method::Nvidia,
+            "error",
+            "cold_reboot_required (reset_error)",
+        ),
+        (Method::Nvidia, "hang", "cold_reboot_required (reset_hung)"),
+        (
+            Method::Nvidia,
+            "gpu-missing",
+            "cold_reboot_required (gpu_missing)",
+        ),
+        (
+            Method::Nvidia,
+            "kernel-errors",
+            "cold_reboot_required (kernel_errors)",
+        ),
+        (
+            Method::Nvidia,
+            "no-nvidia-smi",
+            "blocked (nvidia_smi_unavailable)",
+        ),
+        (Method::Pci, "ok", "done"),
+        (Method::Pci, "busy", "blocked (gpu_busy)"),
+        (Method::Pci, "host-driver", "blocked (driver_in_use)"),
+        (
+            Method::Pci,
+            "no-reset-method",
+            "blocked (reset_unsupported)",
+        ),
+        (Method::Pci, "bus-sibling-in-use", "blocked (group_in_use)"),
+        (Method::Pci, "hang", "cold_reboot_required (reset_hung)"),
+        (
+            Method::Pci,
+            "falls-off",
+            "cold_reboot_required (gpu_missing)",
+        ),
+        (Method::Pci, "gone", "cold_reboot_required (gpu_missing)"),
+        (
+            Method::Pci,
+            "gives-up",
+            "cold_reboot_required (kernel_errors)",
+        ),
+    ];
     for method in [Method::Metax, Method::Nvidia, Method::Pci] {
-        for (name, _) in warm_reset::sim::scenarios(method) {
-            let clock = VirtualClock::new(1_700_000_000_000);
-            let mut host = warm_reset::sim::scenario(method, name, Rc::new(clock.clone())).unwrap();
-            let id = if method == Method::Pci {
-                "0000:3b:00.0"
-            } else {
-                "0"
-            };
-            let report = run(
-                host.as_mut(),
-                &clock,
-                &MachineConfig::new(id).method(method),
-            );
-            assert!(report.end.is_end(), "{method} {name}");
-            let ok = matches!(*name, "ok" | "slow");
-            assert_eq!(
-                report.outcome == OutcomeKind::Done,
-                ok,
-                "{method} {name}: {report:?}"
-            );
-        }
+        let named: Vec<&str> = warm_reset::sim::scenarios(method)
+            .iter()
+            .map(|(name, _)| *name)
+            .collect();
+        let listed: Vec<&str> = expected
+            .iter()
+            .filter(|(m, _, _)| *m == method)
+            .map(|(_, name, _)| *name)
+            .collect();
+        assert_eq!(named, listed, "every {method} scenario is in the table");
+    }
+    for (method, name, end) in expected {
+        let clock = VirtualClock::new(1_700_000_000_000);
+        let mut host = warm_reset::sim::scenario(method, name, Arc::new(clock.clone())).unwrap();
+        let id = if method == Method::Pci {
+            "0000:3b:00.0"
+        } else {
+            "0"
+        };
+        let report = run(
+            host.as_mut(),
+            &clock,
+            &MachineConfig::new(id).method(method),
+        );
+        assert_eq!(
+            report.outcome.to_string(),
+            end,
+            "{method} {name}: {report:?}"
+        );
     }
 }

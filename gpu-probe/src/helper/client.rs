@@ -1,16 +1,24 @@
-//! The helper client: `--version` once per run, then `read` per card, several cards at once.
+//! The helper client: `--version` once per run, then `read` per card, several cards at once,
+//! and only under the host lock.
 
 use super::config::HelperConfig;
 use super::reason::reason_of;
+use crate::host::Host;
+use crate::lock::{HostLock, LockError};
 use crate::run::{self, Run};
 use gpu_partition_types::{
     Bdf, FormatVersion, JsonPointer, LostMember, Outcome, Reply, UnreadableReason, VersionReply,
 };
+use serde::ser::SerializeStruct;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// What reading one card gave.
+///
+/// It serializes to the shape of one card of `mxctl --json probe`: `device`, `outcome`,
+/// `partition_mode`, `reason` (`""` unless unreadable), `message` (why, `null` unless
+/// unreadable), `elapsed_ms`, `lost` and `unknown` (JSON Pointers).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CardRead {
@@ -18,6 +26,10 @@ pub struct CardRead {
     pub device: Bdf,
     /// What the read says of it.
     pub outcome: Outcome,
+    /// Why it is unreadable, for people: what the run did (with the end of its stderr), the
+    /// member that refused the reply, the helper's own message, or why the helper was not run.
+    /// `None` when the card was read.
+    pub message: Option<String>,
     /// How long its helper run took (for a host-wide failure: the `--version` run's time).
     pub elapsed: Duration,
     /// Lenient members the reply lost.
@@ -27,16 +39,67 @@ pub struct CardRead {
 }
 
 impl CardRead {
-    fn failed(device: Bdf, reason: UnreadableReason, elapsed: Duration) -> Self {
+    fn failed(device: Bdf, failure: ReadFailure, elapsed: Duration) -> Self {
         Self {
             device,
-            outcome: Outcome::Unreadable(reason),
+            outcome: Outcome::Unreadable(failure.reason),
+            message: Some(failure.message),
             elapsed,
             lost: Vec::new(),
             unknown: Vec::new(),
         }
     }
 }
+
+impl serde::Serialize for CardRead {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut card = serializer.serialize_struct("CardRead", 8)?;
+        card.serialize_field("device", &self.device.to_string())?;
+        card.serialize_field("outcome", &self.outcome.case())?;
+        card.serialize_field("partition_mode", &self.outcome.partition_mode())?;
+        let reason = self.outcome.reason().map(ToString::to_string);
+        card.serialize_field("reason", reason.as_deref().unwrap_or(""))?;
+        card.serialize_field("message", &self.message)?;
+        card.serialize_field(
+            "elapsed_ms",
+            &u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
+        )?;
+        let lost: Vec<String> = self.lost.iter().map(|l| l.pointer.to_string()).collect();
+        card.serialize_field("lost", &lost)?;
+        let unknown: Vec<String> = self.unknown.iter().map(ToString::to_string).collect();
+        card.serialize_field("unknown", &unknown)?;
+        card.end()
+    }
+}
+
+/// Why the helper gave no usable answer: the protocol's reason, and the message for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadFailure {
+    /// The reason (a token of the protocol).
+    pub reason: UnreadableReason,
+    /// What happened, with its causes.
+    pub message: String,
+}
+
+impl ReadFailure {
+    /// A failure for `reason`, explained by `message`.
+    pub fn new(reason: UnreadableReason, message: impl Into<String>) -> Self {
+        Self {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ReadFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.reason, self.message)
+    }
+}
+
+/// How much of a failed run's stderr a message keeps (its end, where the cause usually is).
+const STDERR_TAIL: usize = 512;
 
 /// Runs the helper.
 #[derive(Debug, Clone)]
@@ -56,27 +119,38 @@ impl Helper {
     }
 
     /// Runs `--version` and picks the `read` format: the highest of major 1. A failure here
-    /// holds for every card: the reason of the run, `undecodable`, or `incompatible`.
-    pub fn negotiate(&self) -> (Result<FormatVersion, UnreadableReason>, Duration) {
+    /// holds for every card: the reason of the run, `undecodable`, or `incompatible`, with
+    /// its message. (It reads no card, so it needs no lock.)
+    pub fn negotiate(&self) -> (Result<FormatVersion, ReadFailure>, Duration) {
         let run = self.run(vec!["--version".into()], "--version");
-        let negotiated = match reason_of(&run.result) {
-            Some(reason) => Err(reason),
+        let negotiated = match self.run_failure(&run, "--version") {
+            Some(failure) => Err(failure),
             None => match VersionReply::from_json(&run.stdout) {
-                Err(refusal) => {
-                    tracing::debug!("{}: --version reply undecodable: {refusal}", self.name());
-                    Err(UnreadableReason::Undecodable)
-                }
+                Err(refusal) => Err(ReadFailure::new(
+                    UnreadableReason::Undecodable,
+                    format!("{} --version: {refusal}", self.name()),
+                )),
                 Ok(version) => version.negotiate_read().map_err(|incompatible| {
-                    tracing::debug!("{}: {incompatible}", self.name());
-                    UnreadableReason::Incompatible
+                    ReadFailure::new(
+                        UnreadableReason::Incompatible,
+                        format!("{}: {incompatible}", self.name()),
+                    )
                 }),
             },
         };
+        if let Err(failure) = &negotiated {
+            tracing::debug!("{failure}");
+        }
         (negotiated, run.elapsed)
     }
 
-    /// Reads one card with the negotiated `format`.
-    pub fn read(&self, device: Bdf, format: FormatVersion) -> CardRead {
+    /// Reads one card with the negotiated `format`, under the host lock `_lock` (held, so the
+    /// card is never read inside a warm reset's window).
+    pub fn read(&self, _lock: &HostLock, device: Bdf, format: FormatVersion) -> CardRead {
+        self.read_one(device, format)
+    }
+
+    fn read_one(&self, device: Bdf, format: FormatVersion) -> CardRead {
         let args = vec![
             "read".into(),
             "--device".into(),
@@ -84,55 +158,90 @@ impl Helper {
             "--format".into(),
             format.major.to_string().into(),
         ];
-        let run = self.run(args, &device.to_string());
-        if let Some(reason) = reason_of(&run.result) {
-            return CardRead::failed(device, reason, run.elapsed);
+        let what = format!("read --device {device}");
+        let run = self.run(args, &what);
+        if let Some(failure) = self.run_failure(&run, &what) {
+            return CardRead::failed(device, failure, run.elapsed);
         }
         match Reply::from_json(&run.stdout, Some(&device)) {
             Ok(reply) => {
-                if let Some(unreadable) = &reply.unreadable {
-                    if let Some(message) = unreadable.message.read() {
-                        tracing::debug!("{device}: helper could not read it: {message}");
-                    }
+                let outcome = reply.outcome();
+                let message = match &outcome {
+                    Outcome::Unreadable(_) => Some(match reply.unreadable.as_ref() {
+                        Some(unreadable) => match unreadable.message.read() {
+                            Some(said) => format!("the helper could not read {device}: {said}"),
+                            None => {
+                                format!("the helper could not read {device} and gave no message")
+                            }
+                        },
+                        None => format!("the helper could not read {device}"),
+                    }),
+                    _ => None,
+                };
+                if let Some(message) = &message {
+                    tracing::debug!("{message}");
                 }
                 CardRead {
                     device,
-                    outcome: reply.outcome(),
+                    outcome,
+                    message,
                     elapsed: run.elapsed,
                     lost: reply.lost().into_iter().cloned().collect(),
                     unknown: reply.unknown(),
                 }
             }
             Err(refusal) => {
-                tracing::debug!("{device}: reply undecodable: {refusal}");
-                CardRead::failed(device, UnreadableReason::Undecodable, run.elapsed)
+                let failure = ReadFailure::new(
+                    UnreadableReason::Undecodable,
+                    format!("{} {what}: {refusal}", self.name()),
+                );
+                tracing::debug!("{failure}");
+                CardRead::failed(device, failure, run.elapsed)
             }
         }
     }
 
-    /// Reads every card in `devices`: `--version` once, then the cards several at once (up to
-    /// the configured concurrency). Each card gets its own outcome, in the order given; a
-    /// host-wide failure is given to every card without forking per card.
-    pub fn probe(&self, devices: &[Bdf]) -> Vec<CardRead> {
+    /// Reads every card in `devices` under the host lock of `host` (waiting up to `lock_wait`
+    /// for another GPU operation to let go, [`crate::DEFAULT_LOCK_WAIT`] as a sync does):
+    /// `--version` once, then the cards several at once (up to the configured concurrency).
+    /// Each card gets its own outcome, in the order given; a host-wide failure is given to
+    /// every card without forking per card.
+    pub fn probe(
+        &self,
+        host: &Host,
+        devices: &[Bdf],
+        lock_wait: Duration,
+    ) -> Result<Vec<CardRead>, LockError> {
+        let lock = host.lock(lock_wait)?;
+        Ok(self.probe_locked(&lock, devices))
+    }
+
+    /// [`Helper::probe`] for a caller that already holds the host lock.
+    pub fn probe_locked(&self, lock: &HostLock, devices: &[Bdf]) -> Vec<CardRead> {
         if devices.is_empty() {
             return Vec::new();
         }
         let format = match self.negotiate() {
             (Ok(format), _) => format,
-            (Err(reason), elapsed) => {
-                tracing::debug!("{}: every card is {reason}", self.name());
+            (Err(failure), elapsed) => {
                 return devices
                     .iter()
-                    .map(|device| CardRead::failed(*device, reason.clone(), elapsed))
+                    .map(|device| CardRead::failed(*device, failure.clone(), elapsed))
                     .collect();
             }
         };
-        self.read_all(devices, format)
+        self.read_all(lock, devices, format)
     }
 
-    /// Reads every card in `devices` with a `format` already negotiated, several at once (up to
-    /// the configured concurrency); each card gets its own outcome, in the order given.
-    pub fn read_all(&self, devices: &[Bdf], format: FormatVersion) -> Vec<CardRead> {
+    /// Reads every card in `devices` with a `format` already negotiated, under the host lock
+    /// `_lock`, several at once (up to the configured concurrency); each card gets its own
+    /// outcome, in the order given.
+    pub fn read_all(
+        &self,
+        _lock: &HostLock,
+        devices: &[Bdf],
+        format: FormatVersion,
+    ) -> Vec<CardRead> {
         if devices.is_empty() {
             return Vec::new();
         }
@@ -148,7 +257,7 @@ impl Helper {
                         let Some(device) = devices.get(index) else {
                             break;
                         };
-                        let read = self.read(*device, format);
+                        let read = self.read_one(*device, format);
                         if let Some(Ok(mut slot)) = reads.get(index).map(Mutex::lock) {
                             *slot = Some(read);
                         }
@@ -162,7 +271,11 @@ impl Helper {
             .map(|(slot, device)| {
                 slot.into_inner().ok().flatten().unwrap_or_else(|| {
                     // Only a panicking worker leaves a slot empty; the card is then unread.
-                    CardRead::failed(*device, UnreadableReason::Crash, Duration::ZERO)
+                    let failure = ReadFailure::new(
+                        UnreadableReason::Crash,
+                        format!("the reader of {device} panicked"),
+                    );
+                    CardRead::failed(*device, failure, Duration::ZERO)
                 })
             })
             .collect()
@@ -189,6 +302,34 @@ impl Helper {
             );
         }
         run
+    }
+
+    /// Why `run` gave no stdout to decode, as the protocol's reason and a message: what the
+    /// run did, with the end of its stderr when it wrote any.
+    fn run_failure(&self, run: &Run, what: &str) -> Option<ReadFailure> {
+        let reason = reason_of(&run.result)?;
+        let mut message = match &run.result {
+            run::RunResult::CouldNotStart(error) => format!("{error}"),
+            run::RunResult::TimedOut => format!(
+                "{} {what} did not answer within {:?}",
+                self.name(),
+                self.config.deadline
+            ),
+            result => format!("{} {what} {result}", self.name()),
+        };
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        let stderr = stderr.trim();
+        if !stderr.is_empty() {
+            let start = stderr
+                .char_indices()
+                .map(|(at, _)| at)
+                .find(|at| stderr.len() - at <= STDERR_TAIL)
+                .unwrap_or(stderr.len());
+            let tail = stderr.get(start..).unwrap_or_default();
+            let cut = if start > 0 { "…" } else { "" };
+            message.push_str(&format!("; stderr: {cut}{}", tail.replace('\n', " / ")));
+        }
+        Some(ReadFailure::new(reason, message))
     }
 
     fn name(&self) -> String {

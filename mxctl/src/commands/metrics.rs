@@ -5,28 +5,31 @@
 use crate::cli::Metrics;
 use crate::failure::Failure;
 use crate::output::Output;
+use gpu_host_probe::Host;
 use gpu_partition_types::{PartitionMode, Token};
 use host_sync::{FileStore, HostState, HostStatus, StateStore};
 use prometheus::{Encoder, Gauge, GaugeVec, Opts, Registry, TextEncoder};
 use std::io::Write;
 use std::path::Path;
-use warm_reset::{Journal, LastReset};
+use warm_reset::LastReset;
 
 /// The metrics file's permission bits: the collector runs as another user.
 const OUTPUT_MODE: u32 = 0o644;
 
 /// Prints the metrics, or writes them to `--output`.
-pub fn run(args: &Metrics, state_dir: &Path, output: Output) -> Result<u8, Failure> {
+pub fn run(args: &Metrics, host: &Host, output: Output) -> Result<u8, Failure> {
     if output.json {
         return Err(Failure::Usage(
             "metrics prints the Prometheus text format; --json does not apply".to_owned(),
         ));
     }
-    let state = FileStore::read_only(state_dir).load()?.unwrap_or_default();
+    let state = FileStore::read_only(host.state_dir())
+        .load()?
+        .unwrap_or_default();
     // The reset journal only adds a metric: one that does not read costs that metric, with a
     // warning, not the host's status.
-    let last = match Journal::new(state_dir).load() {
-        Ok(journal) => journal.last,
+    let last = match warm_reset::last_reset(host) {
+        Ok(last) => last,
         Err(error) => {
             tracing::warn!(
                 "the last warm reset is left out: {}",
@@ -122,7 +125,7 @@ pub fn render(state: &HostState, last: Option<&LastReset>) -> Result<Vec<u8>, pr
         gauge.set(seconds(synced_at));
     }
     if let Some(last) = last {
-        let reason = last.reason.map(|reason| reason.as_str()).unwrap_or("");
+        let reason = last.outcome.reason_str();
         family(
             &registry,
             "mxctl_warm_reset_last",

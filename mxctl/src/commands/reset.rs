@@ -5,52 +5,17 @@ use super::reset_backend::{exit_code, real_backend, window};
 use crate::cli::Reset;
 use crate::config::Config;
 use crate::failure::Failure;
-use crate::host::Host;
 use crate::output::Output;
+use gpu_host_probe::Host;
 use indicatif::{ProgressBar, ProgressStyle};
-use serde::Serialize;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 use warm_reset::{
-    Backend, Clock, Journal, MachineConfig, Method, OutcomeKind, ResetReport, State, SystemClock,
+    Backend, Clock, MachineConfig, Method, ResetOutcome, ResetReport, ResetRun, State, SystemClock,
     execute,
 };
-
-/// The `--json` document.
-#[derive(Debug, Serialize)]
-pub struct ResetJson {
-    outcome: OutcomeKind,
-    reason: String,
-    target: String,
-    gpus: Vec<String>,
-    elapsed_ms: u128,
-    detail: String,
-    group: Option<Vec<u32>>,
-    verified: Vec<String>,
-    warnings: Vec<String>,
-}
-
-impl ResetJson {
-    /// The document of a report.
-    pub fn new(report: &ResetReport) -> Self {
-        Self {
-            outcome: report.outcome,
-            reason: report
-                .reason
-                .map(|reason| reason.to_string())
-                .unwrap_or_default(),
-            target: report.target.clone(),
-            gpus: report.gpus.iter().map(ToString::to_string).collect(),
-            elapsed_ms: report.elapsed.as_millis(),
-            detail: report.detail.clone(),
-            group: report.group.clone(),
-            verified: report.verified.iter().map(ToString::to_string).collect(),
-            warnings: report.warnings.clone(),
-        }
-    }
-}
 
 /// Runs `mxctl reset` on this host (its `plan` and `step` are `reset_plan`'s).
 pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result<u8, Failure> {
@@ -63,7 +28,7 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
     machine.dry_run = args.dry_run;
     let report = match &args.simulate {
         Some(scenario) => {
-            let clock = Rc::new(SystemClock::new());
+            let clock = Arc::new(SystemClock::new());
             let Some(mut sim) = warm_reset::sim::scenario(method, scenario, clock.clone()) else {
                 let names: Vec<String> = warm_reset::sim::scenarios(method)
                     .iter()
@@ -75,26 +40,21 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
                 )));
             };
             // A simulation touches no GPU: its lock and journal live apart from the real ones.
-            let journal = Journal::new(host.state_dir.join("simulated"));
             run_machine(
                 &machine,
+                &host.simulated(),
                 sim.as_mut(),
                 clock.as_ref(),
-                &journal,
-                None,
                 output,
             )?
         }
         None => {
             let mut backend = real_backend(&args.backend, config, host);
-            let boot_id = host_sync::boot::read_boot_id(&host.proc_root);
-            let journal = Journal::new(&host.state_dir);
             run_machine(
                 &machine,
+                host,
                 backend.as_mut(),
                 &SystemClock::new(),
-                &journal,
-                boot_id.as_deref(),
                 output,
             )?
         }
@@ -106,10 +66,9 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
 /// Runs the machine, showing each step (and, on a terminal, a bar over the window).
 pub fn run_machine(
     machine: &MachineConfig,
+    host: &Host,
     backend: &mut dyn Backend,
     clock: &dyn Clock,
-    journal: &Journal,
-    boot_id: Option<&str>,
     output: Output,
 ) -> Result<ResetReport, Failure> {
     let mut bar: Option<ProgressBar> = None;
@@ -163,23 +122,16 @@ pub fn run_machine(
         }
     };
     Ok(execute(
-        machine,
-        backend,
-        clock,
-        journal,
-        boot_id,
-        &mut observe,
+        ResetRun::new(machine, host, backend)
+            .clock(clock)
+            .observe(&mut observe),
     )?)
 }
 
 /// Prints the result for people, or the `--json` document.
 pub fn print(report: &ResetReport, output: Output) -> Result<(), Failure> {
     let mut text = String::new();
-    let reason = report
-        .reason
-        .map(|reason| format!(" ({reason})"))
-        .unwrap_or_default();
-    let _ = writeln!(text, "outcome: {}{reason}", report.outcome);
+    let _ = writeln!(text, "outcome: {}", report.outcome);
     if !report.detail.is_empty() {
         let _ = writeln!(text, "detail:  {}", report.detail);
     }
@@ -195,7 +147,7 @@ pub fn print(report: &ResetReport, output: Output) -> Result<(), Failure> {
     }
     if !report.verified.is_empty() {
         let verified: Vec<String> = report.verified.iter().map(ToString::to_string).collect();
-        let verb = if report.outcome == OutcomeKind::DryRun {
+        let verb = if report.outcome == ResetOutcome::DryRun {
             "would verify"
         } else {
             "verified"
@@ -210,11 +162,12 @@ pub fn print(report: &ResetReport, output: Output) -> Result<(), Failure> {
         text,
         "{}",
         match report.outcome {
-            OutcomeKind::Done => "every GPU is back",
-            OutcomeKind::DryRun => "dry run: nothing was reset",
-            OutcomeKind::Blocked => "nothing was changed",
-            OutcomeKind::ColdRebootRequired => "the warm reset did not work: cold-reboot this host",
+            ResetOutcome::Done => "every GPU is back",
+            ResetOutcome::DryRun => "dry run: nothing was reset",
+            ResetOutcome::Blocked(_) => "nothing was changed",
+            ResetOutcome::ColdRebootRequired(_) =>
+                "the warm reset did not work: cold-reboot this host",
         }
     );
-    output.emit(&ResetJson::new(report), &text)
+    output.emit(report, &text)
 }

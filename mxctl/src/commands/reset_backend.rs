@@ -3,16 +3,16 @@
 
 use crate::cli::BackendArgs;
 use crate::config::Config;
-use crate::host::Host;
+use gpu_host_probe::Host;
 use std::time::Duration;
-use warm_reset::{Backend, Method, MxSmiBackend, NvidiaSmiBackend, OutcomeKind, SysfsBackend};
+use warm_reset::{Backend, Method, MxSmiBackend, NvidiaSmiBackend, ResetOutcome, SysfsBackend};
 
 /// The exit code of an outcome: 0 done or dry run, 3 blocked, 4 cold reboot.
-pub fn exit_code(outcome: OutcomeKind) -> u8 {
+pub fn exit_code(outcome: ResetOutcome) -> u8 {
     match outcome {
-        OutcomeKind::Done | OutcomeKind::DryRun => 0,
-        OutcomeKind::Blocked => 3,
-        OutcomeKind::ColdRebootRequired => 4,
+        ResetOutcome::Done | ResetOutcome::DryRun => 0,
+        ResetOutcome::Blocked(_) => 3,
+        ResetOutcome::ColdRebootRequired(_) => 4,
     }
 }
 
@@ -27,16 +27,16 @@ pub fn real_backend(args: &BackendArgs, config: &Config, host: &Host) -> Box<dyn
     match Method::from(args.method) {
         Method::Metax => Box::new(MxSmiBackend::new(
             args.mx_smi.clone().or_else(|| config.mx_smi.clone()),
-            &host.proc_root,
+            host.proc_root(),
             kmsg,
         )),
         Method::Nvidia => Box::new(NvidiaSmiBackend::new(
             args.nvidia_smi
                 .clone()
                 .or_else(|| config.nvidia_smi.clone()),
-            &host.proc_root,
+            host.proc_root(),
             kmsg,
         )),
-        Method::Pci => Box::new(SysfsBackend::new(&host.sysfs_root, &host.proc_root, kmsg)),
+        Method::Pci => Box::new(SysfsBackend::new(host.sysfs_root(), host.proc_root(), kmsg)),
     }
 }

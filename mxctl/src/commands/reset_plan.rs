@@ -5,11 +5,11 @@ use super::reset_backend::{exit_code, real_backend, window};
 use crate::cli::{PlanArgs, StepArgs, StrategyArg};
 use crate::config::Config;
 use crate::failure::Failure;
-use crate::host::Host;
 use crate::output::Output;
+use gpu_host_probe::Host;
 use std::fmt::Write as _;
 use std::path::Path;
-use warm_reset::{Group, Journal, Plan, PlanStepHost, Strategy, SystemClock, run_plan_step};
+use warm_reset::{Group, Plan, PlanStepHost, Strategy, SystemClock, run_plan_step};
 
 fn read(path: &Path) -> Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
     Ok(std::fs::read(path)?)
@@ -50,17 +50,14 @@ pub fn step(args: &StepArgs, config: &Config, host: &Host, output: Output) -> Re
     let bytes = read(&args.plan).map_err(bad)?;
     let plan: Plan = serde_json::from_slice(&bytes).map_err(|error| bad(Box::new(error)))?;
     let mut backend = real_backend(&args.backend, config, host);
-    let boot_id = host_sync::boot::read_boot_id(&host.proc_root);
-    let journal = Journal::new(&host.state_dir);
     let clock = SystemClock::new();
-    let mut env = PlanStepHost {
-        backend: backend.as_mut(),
-        clock: &clock,
-        journal: &journal,
-        boot_id: boot_id.as_deref(),
-        window: window(&args.backend, config),
-        method: args.backend.method.into(),
-    };
+    let mut env = PlanStepHost::new(
+        host,
+        backend.as_mut(),
+        &clock,
+        window(&args.backend, config),
+        args.backend.method.into(),
+    );
     let report = run_plan_step(&plan, &args.host, args.phase, &mut env)?;
     let mut text = String::new();
     let again = if report.repeated {
@@ -81,13 +78,9 @@ pub fn step(args: &StepArgs, config: &Config, host: &Host, output: Output) -> Re
             .node
             .map(|node| format!(" node {node}"))
             .unwrap_or_default();
-        let reason = action
-            .reason
-            .map(|reason| format!(" ({reason})"))
-            .unwrap_or_default();
         let _ = writeln!(
             text,
-            "  {}{node}: {}{reason} {}",
+            "  {}{node}: {} {}",
             action.action, action.outcome, action.detail
         );
     }

@@ -5,9 +5,9 @@ use crate::cli::{AfterBootArg, Switch, Sync};
 use crate::config::Config;
 use crate::failure::Failure;
 use crate::helper::helper;
-use crate::host::Host;
 use crate::output::Output;
-use host_sync::{AfterBoot, Boot, FileStore, HostPaths, SyncOptions};
+use gpu_host_probe::Host;
+use host_sync::{AfterBoot, FileStore, SyncOptions};
 
 /// Runs the sync and prints the state it wrote.
 pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<u8, Failure> {
@@ -21,16 +21,22 @@ pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<
         AfterBootArg::Yes => AfterBoot::Yes,
         AfterBootArg::No => AfterBoot::No,
     };
-    let options = SyncOptions::new(pool_enabled, after_boot).boot(Boot::read(&host.proc_root));
-    let paths = HostPaths::new(&host.state_dir, &host.sysfs_root);
-    let mut store = FileStore::new(&host.state_dir);
-    let report = host_sync::sync(&paths, &helper(&args.helper, config), &mut store, &options)?;
-    let report = StateReport::new(
-        report.status,
-        &report.reason.into(),
-        Some(report.after_boot),
-        &report.gpus,
-    );
-    output.emit(&report, &report.text())?;
+    let options = SyncOptions::new(pool_enabled, after_boot);
+    let mut store = FileStore::new(host.state_dir());
+    let report = host_sync::sync(host, &helper(&args.helper, config), &mut store, &options)?;
+    let text = StateReport {
+        status: report.status,
+        reason: &report.reason.into(),
+        message: report.message.as_deref(),
+        after_boot: Some(report.after_boot),
+        gpus: &report.gpus,
+        warnings: &report
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+    }
+    .text();
+    output.emit(&report, &text)?;
     Ok(0)
 }

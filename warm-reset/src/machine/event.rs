@@ -4,6 +4,7 @@
 use super::state::State;
 use crate::backend::{Back, BackendError, Refusal};
 use crate::target::Target;
+use crate::warning::ResetWarning;
 use std::time::Duration;
 
 /// What the journal says.
@@ -34,11 +35,11 @@ pub enum Event {
     /// Whether this runs as root.
     Root(bool),
     /// The host's own checks: warnings, or why no reset can run.
-    Host(Result<Vec<String>, Refusal>),
+    Host(Result<Vec<ResetWarning>, Refusal>),
     /// The group the ID names (with warnings), or why not.
-    Resolved(Result<(Target, Vec<String>), Refusal>),
+    Resolved(Result<(Target, Vec<ResetWarning>), Refusal>),
     /// Whether anything uses the group: warnings, or why it is in use.
-    Use(Result<Vec<String>, Refusal>),
+    Use(Result<Vec<ResetWarning>, Refusal>),
     /// The end of the kernel log was noted, or why it could not be read.
     KernelLog(Result<(), BackendError>),
     /// The reset ended: `Ok` on success, `Err` with what it reported.
@@ -140,5 +141,5 @@ pub enum Action {
     /// Record that the reset in flight ended (no event).
     CloseJournal,
     /// Tell the user something that does not change the course (no event).
-    Warn(String),
+    Warn(ResetWarning),
 }

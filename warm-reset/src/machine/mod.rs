@@ -18,6 +18,7 @@ use crate::backend::{BackendError, Refusal};
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::target::Target;
+use crate::warning::ResetWarning;
 use gpu_host_probe::chain::Chain;
 use std::time::Duration;
 
@@ -94,7 +95,7 @@ pub(crate) fn said(error: &BackendError) -> String {
 }
 
 /// The warnings, then the next action.
-fn warned(warnings: Vec<String>, then: Action) -> Vec<Action> {
+fn warned(warnings: Vec<ResetWarning>, then: Action) -> Vec<Action> {
     warnings
         .into_iter()
         .map(Action::Warn)
@@ -157,7 +158,7 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
                     deadline: now,
                 },
                 vec![
-                    Action::Warn("verifying a reset that an earlier run issued".to_owned()),
+                    Action::Warn(ResetWarning::VerifyingEarlierReset),
                     Action::CheckBack { target },
                 ],
             )
@@ -245,10 +246,7 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
         (S::CheckingKernel { target }, E::KernelErrors(Err(why))) => go(
             S::Done { target },
             vec![
-                Action::Warn(format!(
-                    "the kernel log could not be checked: {}",
-                    said(&why)
-                )),
+                Action::Warn(ResetWarning::KernelLogUnchecked(said(&why))),
                 Action::CloseJournal,
             ],
         ),

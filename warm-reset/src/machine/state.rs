@@ -1,12 +1,12 @@
 //! [`State`]: where the procedure is, and how it ended.
 
-use crate::reasons::{BlockedReason, ColdRebootReason, OutcomeKind, Reason};
+use crate::reasons::{BlockedReason, ColdRebootReason, ResetOutcome};
 use crate::target::Target;
 use std::time::Duration;
 
-/// Where the procedure is.
+/// Where the procedure is. Every state is listed: a match on it needs no catch-all, and a
+/// new state is a decision the compiler asks for wherever states are matched.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum State {
     /// Not started.
     Planned,
@@ -83,13 +83,15 @@ impl State {
         self.outcome().is_some()
     }
 
-    /// How the procedure ended, if it has.
-    pub fn outcome(&self) -> Option<OutcomeKind> {
+    /// How the procedure ended, with its reason, if it has.
+    pub fn outcome(&self) -> Option<ResetOutcome> {
         match self {
-            Self::Done { .. } => Some(OutcomeKind::Done),
-            Self::DryRun { .. } => Some(OutcomeKind::DryRun),
-            Self::Blocked { .. } => Some(OutcomeKind::Blocked),
-            Self::ColdRebootRequired { .. } => Some(OutcomeKind::ColdRebootRequired),
+            Self::Done { .. } => Some(ResetOutcome::Done),
+            Self::DryRun { .. } => Some(ResetOutcome::DryRun),
+            Self::Blocked { reason, .. } => Some(ResetOutcome::Blocked(*reason)),
+            Self::ColdRebootRequired { reason, .. } => {
+                Some(ResetOutcome::ColdRebootRequired(*reason))
+            }
             Self::Planned
             | Self::Locking
             | Self::ReadingJournal
@@ -101,27 +103,6 @@ impl State {
             | Self::Resetting { .. }
             | Self::Verifying { .. }
             | Self::CheckingKernel { .. } => None,
-        }
-    }
-
-    /// Why the procedure ended blocked or needing a cold reboot; `None` otherwise.
-    pub fn reason(&self) -> Option<Reason> {
-        match self {
-            Self::Blocked { reason, .. } => Some(Reason::Blocked(*reason)),
-            Self::ColdRebootRequired { reason, .. } => Some(Reason::ColdReboot(*reason)),
-            Self::Planned
-            | Self::Locking
-            | Self::ReadingJournal
-            | Self::CheckingRoot
-            | Self::CheckingHost
-            | Self::ResolvingTarget
-            | Self::CheckingUse { .. }
-            | Self::CheckingKernelLog { .. }
-            | Self::Resetting { .. }
-            | Self::Verifying { .. }
-            | Self::CheckingKernel { .. }
-            | Self::Done { .. }
-            | Self::DryRun { .. } => None,
         }
     }
 

@@ -13,6 +13,7 @@ use crate::machine::said;
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::target::{Target, TargetFacts};
+use crate::warning::ResetWarning;
 use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -100,7 +101,7 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
         self.host.is_root()
     }
 
-    fn prepare(&mut self) -> Result<Vec<String>, Refusal> {
+    fn prepare(&mut self) -> Result<Vec<ResetWarning>, Refusal> {
         self.host.find_mx_smi()?;
         match self.host.driver_use() {
             DriverUse::Loaded(0) => {}
@@ -146,10 +147,14 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
                 ),
             ));
         }
-        Ok(check.unreadable)
+        Ok(check
+            .unreadable
+            .into_iter()
+            .map(ResetWarning::VersionUnchecked)
+            .collect())
     }
 
-    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<String>), Refusal> {
+    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<ResetWarning>), Refusal> {
         let rows = self.rows()?;
         let Some(mut metax) = MetaxTarget::resolve(id, &rows) else {
             return Err(Refusal::new(
@@ -160,16 +165,15 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
         let mut warnings = Vec::new();
         match self.topology() {
             Ok(topology) => metax.topology = Some(topology),
-            Err(why) => warnings.push(format!(
-                "the MetaXLink topology does not read, so the interconnect groups are unknown \
-                 and the links are not verified: {}",
-                said(&why)
-            )),
+            Err(why) => warnings.push(ResetWarning::TopologyUnread {
+                after_reset: false,
+                why: said(&why),
+            }),
         }
         Ok((Target::new(id.trim(), TargetFacts::Metax(metax)), warnings))
     }
 
-    fn check_use(&mut self, _target: &Target) -> Result<Vec<String>, Refusal> {
+    fn check_use(&mut self, _target: &Target) -> Result<Vec<ResetWarning>, Refusal> {
         // The process check is host-wide and ran with the host's (the guide's order).
         Ok(Vec::new())
     }
@@ -218,11 +222,10 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
                 Some(before) => match self.topology() {
                     Ok(after) => links_back(before, &after),
                     Err(why) => Back::Yes {
-                        warnings: vec![format!(
-                            "the MetaXLink topology does not read after the reset, so the links \
-                             are not verified: {}",
-                            said(&why)
-                        )],
+                        warnings: vec![ResetWarning::TopologyUnread {
+                            after_reset: true,
+                            why: said(&why),
+                        }],
                     },
                 },
             },

@@ -4,7 +4,7 @@
 //! ([`metax_use`]), [`MetaxTarget`], and [`MxSmiError`] for what `mx-smi` did not answer.
 //!
 //! These were `warm_reset::real`, `warm_reset::host_files` and `warm_reset::mx_smi`; the kernel
-//! log, which any vendor's reset is verified against, is [`crate::kmsg`].
+//! log, which any vendor's reset is verified against, is [`crate::KernelLog`].
 
 mod backend;
 mod error;

@@ -15,6 +15,7 @@ use crate::machine::said;
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::target::{Target, TargetFacts};
+use crate::warning::ResetWarning;
 use gpu_partition_types::Bdf;
 use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
@@ -109,13 +110,13 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
         self.host.is_root()
     }
 
-    fn prepare(&mut self) -> Result<Vec<String>, Refusal> {
+    fn prepare(&mut self) -> Result<Vec<ResetWarning>, Refusal> {
         // The `nvidia` module's use count is no idle test: dependent modules keep it above 0.
         self.host.find_nvidia_smi()?;
         Ok(Vec::new())
     }
 
-    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<String>), Refusal> {
+    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<ResetWarning>), Refusal> {
         let gpus = self.gpus()?;
         let named = named(id, &gpus);
         if named.is_empty() {
@@ -150,21 +151,19 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
             .collect();
         let mut warnings = Vec::new();
         if group.len() > named.len() {
-            warnings.push(format!(
-                "NVLink peers are reset with the GPU: {}",
-                group
+            warnings.push(ResetWarning::PeersResetToo {
+                peers: group
                     .iter()
                     .filter(|gpu| !named.contains(gpu))
                     .map(|gpu| format!("GPU {} ({})", gpu.index, gpu.bus_id))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+                    .collect(),
+            });
         }
         let facts = NvidiaTarget { named, group };
         Ok((Target::new(id.trim(), TargetFacts::Nvidia(facts)), warnings))
     }
 
-    fn check_use(&mut self, target: &Target) -> Result<Vec<String>, Refusal> {
+    fn check_use(&mut self, target: &Target) -> Result<Vec<ResetWarning>, Refusal> {
         let nvidia = facts(target)?.clone();
         let mut files = Vec::new();
         for gpu in &nvidia.group {

@@ -13,6 +13,7 @@ use crate::machine::said;
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::target::{Target, TargetFacts};
+use crate::warning::ResetWarning;
 use gpu_partition_types::Bdf;
 use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
@@ -126,13 +127,13 @@ impl<H: PciHost> Backend for PciBackend<H> {
         self.host.is_root()
     }
 
-    fn prepare(&mut self) -> Result<Vec<String>, Refusal> {
+    fn prepare(&mut self) -> Result<Vec<ResetWarning>, Refusal> {
         // No vendor tool and no module; only the shell that will write `reset` must be safe.
         self.host.check_writer()?;
         Ok(Vec::new())
     }
 
-    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<String>), Refusal> {
+    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<ResetWarning>), Refusal> {
         let Ok(device) = id.trim().parse::<Bdf>() else {
             return Err(Refusal::new(
                 BlockedReason::UnknownDevice,
@@ -173,7 +174,7 @@ impl<H: PciHost> Backend for PciBackend<H> {
         ))
     }
 
-    fn check_use(&mut self, target: &Target) -> Result<Vec<String>, Refusal> {
+    fn check_use(&mut self, target: &Target) -> Result<Vec<ResetWarning>, Refusal> {
         let pci = facts(target)?.clone();
         for member in &pci.members {
             let function = self.present(member.bdf)?;

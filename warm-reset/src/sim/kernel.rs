@@ -2,6 +2,7 @@
 
 use crate::backend::BackendError;
 use crate::kmsg::KmsgRecord;
+use crate::reasons::BlockedReason;
 
 /// A kernel log in memory: records appended by the simulated host, a mark, and whether it can
 /// be read at all.
@@ -37,7 +38,10 @@ impl SimKernelLog {
     }
 
     fn denied() -> BackendError {
-        BackendError::Simulated("/dev/kmsg: Permission denied".to_owned())
+        BackendError::Simulated {
+            reason: BlockedReason::KernelLogUnreadable,
+            what: "/dev/kmsg: Permission denied".to_owned(),
+        }
     }
 
     /// Notes where the log ends now.

@@ -12,10 +12,11 @@ use crate::clock::Clock;
 use crate::kmsg::{KernelLogSource, KmsgRecord};
 use crate::metax::mx_smi::{GpuProcess, GpuRow, GpuState, Topology, Versions};
 use crate::metax::{DriverUse, MetaxBackend, MetaxHost, RawReset};
+use crate::reasons::BlockedReason;
 use gpu_partition_types::Bdf;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What goes wrong on the simulated host.
@@ -47,7 +48,7 @@ pub type SimHost = MetaxBackend<MetaxSim>;
 /// The simulated MetaX host itself.
 #[derive(Debug)]
 pub struct MetaxSim {
-    clock: Rc<dyn Clock>,
+    clock: Arc<dyn Clock>,
     gpus: Vec<(GpuRow, u32)>,
     /// Processes using the GPUs.
     pub processes: Vec<GpuProcess>,
@@ -75,14 +76,14 @@ pub struct MetaxSim {
 impl SimHost {
     /// A host with `groups`: each inner list is an interconnect group of that many GPUs. Node
     /// IDs count from 0, PCI addresses from `0000:06:00.0`.
-    pub fn new(clock: Rc<dyn Clock>, groups: &[usize]) -> Self {
+    pub fn new(clock: Arc<dyn Clock>, groups: &[usize]) -> Self {
         MetaxBackend::of(MetaxSim::new(clock, groups))
     }
 }
 
 impl MetaxSim {
     /// See [`SimHost::new`].
-    pub fn new(clock: Rc<dyn Clock>, groups: &[usize]) -> Self {
+    pub fn new(clock: Arc<dyn Clock>, groups: &[usize]) -> Self {
         let mut gpus = Vec::new();
         for (group, size) in groups.iter().enumerate() {
             for _ in 0..*size {
@@ -301,7 +302,10 @@ impl MetaxHost for MetaxSim {
         if self.mx_smi {
             Ok(())
         } else {
-            Err(BackendError::Simulated("no usable mx-smi".to_owned()))
+            Err(BackendError::Simulated {
+                reason: BlockedReason::MxSmiUnavailable,
+                what: "no usable mx-smi".to_owned(),
+            })
         }
     }
 
@@ -349,9 +353,10 @@ impl MetaxHost for MetaxSim {
         }
         let command = "mx-smi -r".to_owned();
         match self.fault {
-            Some(Fault::Error) => RawReset::Failed(BackendError::Simulated(
-                "mx-smi -r exited with code 1: reset failed: device 0 timed out".to_owned(),
-            )),
+            Some(Fault::Error) => RawReset::Failed(BackendError::Simulated {
+                reason: BlockedReason::MxSmiUnavailable,
+                what: "mx-smi -r exited with code 1: reset failed: device 0 timed out".to_owned(),
+            }),
             Some(Fault::SaysFailed) => RawReset::Exited {
                 command,
                 said: format!("GPU#{mx_smi_id}: warm reset failed (simulated)\n"),
@@ -402,7 +407,7 @@ pub const SCENARIOS: [(&str, &str); 17] = [
 
 impl SimHost {
     /// The host of a named scenario (see [`SCENARIOS`]); `None` for an unknown name.
-    pub fn scenario(name: &str, clock: Rc<dyn Clock>) -> Option<SimHost> {
+    pub fn scenario(name: &str, clock: Arc<dyn Clock>) -> Option<SimHost> {
         let mut host = SimHost::new(clock, &[2, 2]);
         match name {
             "ok" => {}

@@ -9,9 +9,10 @@ use crate::holders::Holder;
 use crate::kmsg::{KernelLogSource, KmsgRecord};
 use crate::nvidia::nvidia_smi::{NvidiaGpu, parse_bus_id};
 use crate::nvidia::{NvidiaBackend, NvidiaHost, ToolReset};
+use crate::reasons::BlockedReason;
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What goes wrong on the simulated NVIDIA host.
@@ -36,7 +37,7 @@ pub type SimNvidia = NvidiaBackend<NvidiaSim>;
 /// The simulated NVIDIA host itself.
 #[derive(Debug)]
 pub struct NvidiaSim {
-    clock: Rc<dyn Clock>,
+    clock: Arc<dyn Clock>,
     /// The GPUs, by index.
     pub gpus: Vec<NvidiaGpu>,
     /// The NVLink links (pairs of indices).
@@ -63,7 +64,7 @@ pub struct NvidiaSim {
 impl SimNvidia {
     /// A host with `count` GPUs (indices from 0, bus IDs from `00000000:18:00.0`) and these
     /// NVLink links.
-    pub fn new(clock: Rc<dyn Clock>, count: u32, links: &[(u32, u32)]) -> Self {
+    pub fn new(clock: Arc<dyn Clock>, count: u32, links: &[(u32, u32)]) -> Self {
         let gpus = (0..count)
             .filter_map(|index| {
                 NvidiaGpu::new(
@@ -159,7 +160,10 @@ impl NvidiaHost for NvidiaSim {
         if self.nvidia_smi {
             Ok(())
         } else {
-            Err(BackendError::Simulated("no usable nvidia-smi".to_owned()))
+            Err(BackendError::Simulated {
+                reason: BlockedReason::NvidiaSmiUnavailable,
+                what: "no usable nvidia-smi".to_owned(),
+            })
         }
     }
 
@@ -186,8 +190,9 @@ impl NvidiaHost for NvidiaSim {
     }
 
     fn information(&mut self, bdf: Bdf) -> Result<String, BackendError> {
-        let gpu = self.gpu_at(bdf).ok_or_else(|| {
-            BackendError::Simulated(format!("no /proc/driver/nvidia/gpus/{bdf}/information"))
+        let gpu = self.gpu_at(bdf).ok_or_else(|| BackendError::Simulated {
+            reason: BlockedReason::NvidiaSmiUnavailable,
+            what: format!("no /proc/driver/nvidia/gpus/{bdf}/information"),
         })?;
         Ok(format!(
             "Model:           {}\nGPU UUID:        {}\nBus Location:    {bdf}\nDevice Minor:    {}\n",
@@ -291,7 +296,7 @@ pub const NVIDIA_SCENARIOS: [(&str, &str); 9] = [
 
 impl SimNvidia {
     /// The host of a named scenario (see [`NVIDIA_SCENARIOS`]); `None` for an unknown name.
-    pub fn scenario(name: &str, clock: Rc<dyn Clock>) -> Option<SimNvidia> {
+    pub fn scenario(name: &str, clock: Arc<dyn Clock>) -> Option<SimNvidia> {
         let mut host = SimNvidia::new(clock, 4, &[(0, 1)]);
         match name {
             "ok" => {}

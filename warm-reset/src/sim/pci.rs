@@ -11,7 +11,7 @@ use crate::pci::{GONE_VENDOR, Identity, PciBackend, PciFunction, PciHost};
 use gpu_partition_types::Bdf;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// What goes wrong on the simulated PCI host.
@@ -34,7 +34,7 @@ pub type SimPci = PciBackend<PciSim>;
 /// The simulated PCI host itself.
 #[derive(Debug)]
 pub struct PciSim {
-    clock: Rc<dyn Clock>,
+    clock: Arc<dyn Clock>,
     /// The functions, by address.
     pub functions: BTreeMap<Bdf, PciFunction>,
     /// Processes holding a VFIO group file.
@@ -88,7 +88,7 @@ fn bdf(text: &str) -> Bdf {
 impl SimPci {
     /// A host with a GPU at `0000:3b:00.0` bound to `vfio-pci` (FLR, then bus) and its audio
     /// function at `0000:3b:00.1`, in IOMMU group 12.
-    pub fn new(clock: Rc<dyn Clock>) -> Self {
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
         let gpu = bdf("0000:3b:00.0");
         let audio = bdf("0000:3b:00.1");
         let functions = BTreeMap::from([
@@ -205,7 +205,7 @@ pub const PCI_SCENARIOS: [(&str, &str); 9] = [
 
 impl SimPci {
     /// The host of a named scenario (see [`PCI_SCENARIOS`]); `None` for an unknown name.
-    pub fn scenario(name: &str, clock: Rc<dyn Clock>) -> Option<SimPci> {
+    pub fn scenario(name: &str, clock: Arc<dyn Clock>) -> Option<SimPci> {
         let mut host = SimPci::new(clock);
         let gpu = bdf("0000:3b:00.0");
         let audio = bdf("0000:3b:00.1");

@@ -1,0 +1,107 @@
+//! [`Host`]: one host as every GPU operation sees it. Its state directory holds the host GPU
+//! lock, the state file, the reset journal and the simulated sub-state; beside it are the roots
+//! of sysfs and procfs. The sync, the probe, a reset and a plan step all take a `Host`, and the
+//! lock, the state file and the journal all live in its one directory: there is no second path
+//! to hand any of them, so two operations on one host always meet at the same lock.
+
+use crate::boot::Boot;
+use crate::lock::{HostLock, LockError};
+use crate::trust::{UnsafeDir, check_private_dir};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where the state of simulations lives inside a state directory: a simulated reset touches no
+/// GPU, so its lock and journal stay apart from the real ones.
+pub const SIMULATED_DIR: &str = "simulated";
+
+/// One host: its state directory, and where its sysfs and procfs are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Host {
+    state_dir: PathBuf,
+    sysfs_root: PathBuf,
+    proc_root: PathBuf,
+}
+
+impl Host {
+    /// The host whose state is kept in `state_dir`, with the real `/sys` and `/proc`.
+    pub fn new(state_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            state_dir: state_dir.into(),
+            sysfs_root: PathBuf::from("/sys"),
+            proc_root: PathBuf::from("/proc"),
+        }
+    }
+
+    /// The same host with sysfs at `root` (a built tree in tests).
+    pub fn with_sysfs_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.sysfs_root = root.into();
+        self
+    }
+
+    /// The same host with procfs at `root`.
+    pub fn with_proc_root(mut self, root: impl Into<PathBuf>) -> Self {
+        self.proc_root = root.into();
+        self
+    }
+
+    /// The state directory.
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// The root of sysfs (`/sys`).
+    pub fn sysfs_root(&self) -> &Path {
+        &self.sysfs_root
+    }
+
+    /// The root of procfs (`/proc`).
+    pub fn proc_root(&self) -> &Path {
+        &self.proc_root
+    }
+
+    /// The simulated host beside this one: its state directory is [`SIMULATED_DIR`] inside
+    /// this one's, so a simulation never takes the real lock nor writes the real journal.
+    pub fn simulated(&self) -> Host {
+        Self {
+            state_dir: self.state_dir.join(SIMULATED_DIR),
+            ..self.clone()
+        }
+    }
+
+    /// Takes the host GPU lock, waiting up to `wait` for a holder to let go (a zero `wait`
+    /// tries once). The state directory is created private (0700) when absent, and refused
+    /// when another user could change it.
+    pub fn lock(&self, wait: Duration) -> Result<HostLock, LockError> {
+        HostLock::acquire(&self.state_dir, wait)
+    }
+
+    /// Takes the host GPU lock without waiting: held by another, it is [`LockError::Busy`].
+    pub fn try_lock(&self) -> Result<HostLock, LockError> {
+        self.lock(Duration::ZERO)
+    }
+
+    /// The boot the host runs now, read from its procfs.
+    pub fn boot(&self) -> Boot {
+        Boot::read(&self.proc_root)
+    }
+
+    /// Checks that the state directory is private, creating it (0700) when `create` and it is
+    /// absent; an absent directory not to be created passes (there is nothing in it to read).
+    pub fn check_state_dir(&self, create: bool) -> Result<(), UnsafeDir> {
+        check_private_dir(&self.state_dir, create)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_simulated_host_keeps_its_state_inside_the_real_one_and_its_roots() {
+        let host = Host::new("/var/lib/x").with_sysfs_root("/t/sys");
+        let simulated = host.simulated();
+        assert_eq!(simulated.state_dir(), Path::new("/var/lib/x/simulated"));
+        assert_eq!(simulated.sysfs_root(), Path::new("/t/sys"));
+        assert_eq!(simulated.proc_root(), Path::new("/proc"));
+    }
+}

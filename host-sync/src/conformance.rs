@@ -1,0 +1,217 @@
+//! The conformance suite of [`StateStore`] (feature `test-util`): what any store must do to
+//! keep the contract written on the trait. A toolstack runs it in its own tests over its own
+//! store:
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let dir = tempfile::tempdir()?;
+//! host_sync::conformance::check_store(|| host_sync::FileStore::new(dir.path()))?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! `open` is called once per check and must give a store over the same backing each time
+//! (the same file, the same database), the first time over an empty one: what one store saved,
+//! the next one opened must load, as after a restart.
+
+use crate::gpu::GpuRecord;
+use crate::reason::{GpuReason, NotRead};
+use crate::state::HostState;
+use crate::status::{HostStatus, StoredReason};
+use crate::store::StateStore;
+use gpu_host_probe::Boot;
+use gpu_partition_types::{Bdf, PartitionMode, Token, UnreadableReason};
+use std::fmt;
+
+/// A check of the suite that the store did not pass.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ConformanceFailure {
+    /// The check, as a sentence.
+    pub check: &'static str,
+    /// What it found, for people.
+    pub found: String,
+}
+
+impl fmt::Display for ConformanceFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the store fails the check \"{}\": {}",
+            self.check, self.found
+        )
+    }
+}
+
+impl std::error::Error for ConformanceFailure {}
+
+/// Runs every check in turn over stores from `open`; the first that fails is the error.
+pub fn check_store<S: StateStore>(mut open: impl FnMut() -> S) -> Result<(), ConformanceFailure> {
+    expect("a store that never saved loads nothing", &mut open, None)?;
+    for (check, state) in [
+        (
+            "every field of a full state survives a save and a reopen",
+            full_state(),
+        ),
+        (
+            "a state without GPUs, boot or message survives",
+            HostState::new(HostStatus::Inactive, reason("no_partitionable_gpu")),
+        ),
+        (
+            "a reason token of a later version is kept as it is",
+            later_version(),
+        ),
+    ] {
+        save(check, &mut open, &state)?;
+        expect(check, &mut open, Some(&state))?;
+    }
+    let check = "a save replaces the whole state: a GPU left out is gone";
+    let mut fewer = full_state();
+    let first = fewer.gpus.keys().next().copied();
+    fewer.gpus.retain(|bdf, _| Some(*bdf) != first);
+    fewer.status = HostStatus::Leaving;
+    fewer.reason = reason("gpus_still_divided");
+    fewer.message = None;
+    save(check, &mut open, &full_state())?;
+    save(check, &mut open, &fewer)?;
+    expect(check, &mut open, Some(&fewer))?;
+    let check = "every status and every partition mode reads back";
+    for status in HostStatus::ALL {
+        let mut state = HostState::new(*status, reason("ready"));
+        for (n, mode) in PartitionMode::ALL.iter().enumerate() {
+            state
+                .gpus
+                .insert(bdf(n), GpuRecord::new("10de", "2335", None, *mode));
+        }
+        save(check, &mut open, &state)?;
+        expect(check, &mut open, Some(&state))?;
+    }
+    let check = "loading twice answers the same";
+    let state = full_state();
+    save(check, &mut open, &state)?;
+    let mut store = open();
+    let once = store.load();
+    let twice = store.load();
+    match (&once, &twice) {
+        (Ok(Some(a)), Ok(Some(b))) if a == &state && b == &state => Ok(()),
+        _ => Err(failure(check, format!("first {once:?}, then {twice:?}"))),
+    }
+}
+
+fn failure(check: &'static str, found: String) -> ConformanceFailure {
+    ConformanceFailure { check, found }
+}
+
+fn save<S: StateStore>(
+    check: &'static str,
+    open: &mut impl FnMut() -> S,
+    state: &HostState,
+) -> Result<(), ConformanceFailure> {
+    open().save(state).map_err(|error| {
+        failure(
+            check,
+            format!("save failed: {}", gpu_host_probe::chain::Chain(&error)),
+        )
+    })
+}
+
+fn expect<S: StateStore>(
+    check: &'static str,
+    open: &mut impl FnMut() -> S,
+    want: Option<&HostState>,
+) -> Result<(), ConformanceFailure> {
+    match open().load() {
+        Ok(found) if found.as_ref() == want => Ok(()),
+        Ok(found) => Err(failure(
+            check,
+            format!("loaded {found:#?}, where {want:#?} was saved"),
+        )),
+        Err(error) => Err(failure(
+            check,
+            format!("load failed: {}", gpu_host_probe::chain::Chain(&error)),
+        )),
+    }
+}
+
+fn reason(token: &str) -> StoredReason {
+    StoredReason::new(token).unwrap_or_default()
+}
+
+fn bdf(n: usize) -> Bdf {
+    Bdf {
+        domain: 0,
+        bus: u8::try_from(n + 1).unwrap_or(u8::MAX),
+        device: 0,
+        function: 0,
+    }
+}
+
+/// A state with every field set, and a GPU for each kind of reason.
+fn full_state() -> HostState {
+    let mut state = HostState::new(HostStatus::Entering, reason("gpus_pending"));
+    state.message = Some("a message for people: ünïcode, \"quotes\"\nand a newline".to_owned());
+    state.boot = Boot::new(
+        Some("5a3c9f0e-8a1b-4c2d-9e7f-0123456789ab".to_owned()),
+        Some(1_767_225_600),
+    );
+    state.synced_at = Some(1_767_229_200);
+    let reasons: [(PartitionMode, Option<GpuReason>, Option<PartitionMode>); 7] = [
+        (PartitionMode::Enabled, None, Some(PartitionMode::Enabled)),
+        (
+            PartitionMode::PossiblyEnabled,
+            Some(GpuReason::Read(UnreadableReason::Timeout)),
+            Some(PartitionMode::DisableOnReboot),
+        ),
+        (
+            PartitionMode::Unknown,
+            Some(GpuReason::Read(UnreadableReason::Helper(
+                "driver_error".to_owned(),
+            ))),
+            None,
+        ),
+        (
+            PartitionMode::PossiblyEnabled,
+            Some(GpuReason::ReadInterrupted),
+            Some(PartitionMode::EnableOnReboot),
+        ),
+        (
+            PartitionMode::NotChecked,
+            Some(GpuReason::NotRead(NotRead::NotNvidia)),
+            None,
+        ),
+        (
+            PartitionMode::NotChecked,
+            Some(GpuReason::NotRead(NotRead::NoDriver)),
+            None,
+        ),
+        (
+            PartitionMode::NotChecked,
+            Some(GpuReason::NotRead(NotRead::driver("vfio-pci"))),
+            Some(PartitionMode::Disabled),
+        ),
+    ];
+    for (n, (mode, why, last_read)) in reasons.into_iter().enumerate() {
+        let driver = (n % 3 != 0).then(|| "nvidia".to_owned());
+        let mut record = GpuRecord::new("10de", format!("23{n:02x}"), driver, mode);
+        record.message = why.as_ref().map(|why| format!("why {why}"));
+        record.reason = why;
+        record.last_read = last_read;
+        state.gpus.insert(bdf(n), record);
+    }
+    state
+}
+
+/// A state another version wrote: a host reason this one does not give.
+fn later_version() -> HostState {
+    let mut state = HostState::new(HostStatus::Entering, reason("layout_failed_elsewhere"));
+    state.gpus.insert(
+        bdf(0),
+        GpuRecord::new(
+            "10de",
+            "20b0",
+            Some("nvidia".to_owned()),
+            PartitionMode::Enabled,
+        ),
+    );
+    state
+}

@@ -1,0 +1,83 @@
+//! The documents of `mxctl --json sync` and `mxctl --json status`, so that an embedder prints
+//! what `mxctl` prints: [`SyncReport`] serializes to the first, [`StatusReport`] to the second.
+//!
+//! ```json
+//! {"status": "inactive", "reason": "helper_unavailable",
+//!  "message": "helper_absent: /opt/xensource/libexec/gpu-partition-helper does not exist",
+//!  "after_boot": true,
+//!  "gpus": [{"device": "0000:3b:00.0", "vendor": "10de", "device_id": "2335",
+//!            "driver": "nvidia", "partition_mode": "unknown", "reason": "helper_absent",
+//!            "message": "/opt/xensource/libexec/gpu-partition-helper does not exist"}],
+//!  "warnings": []}
+//! ```
+//!
+//! `after_boot` and `warnings` are the sync's only; `message` is `null` when there is nothing
+//! to explain; `reason` is `""` when the mode needs none.
+
+use crate::gpu::GpuRecord;
+use crate::state::HostState;
+use crate::sync::SyncReport;
+use gpu_partition_types::Bdf;
+use serde::ser::{SerializeSeq, SerializeStruct};
+use serde::{Serialize, Serializer};
+use std::collections::BTreeMap;
+
+/// The stored state as `mxctl --json status` prints it.
+#[derive(Debug, Clone, Copy)]
+pub struct StatusReport<'a>(pub &'a HostState);
+
+impl Serialize for StatusReport<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let state = self.0;
+        let mut document = serializer.serialize_struct("StatusReport", 4)?;
+        document.serialize_field("status", &state.status)?;
+        document.serialize_field("reason", &state.reason)?;
+        document.serialize_field("message", &state.message)?;
+        document.serialize_field("gpus", &Gpus(&state.gpus))?;
+        document.end()
+    }
+}
+
+impl Serialize for SyncReport {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut document = serializer.serialize_struct("SyncReport", 6)?;
+        document.serialize_field("status", &self.status)?;
+        document.serialize_field("reason", &self.reason)?;
+        document.serialize_field("message", &self.message)?;
+        document.serialize_field("after_boot", &self.after_boot)?;
+        document.serialize_field("gpus", &Gpus(&self.gpus))?;
+        document.serialize_field("warnings", &self.warnings)?;
+        document.end()
+    }
+}
+
+/// The GPUs, in address order, each with its address.
+struct Gpus<'a>(&'a BTreeMap<Bdf, GpuRecord>);
+
+impl Serialize for Gpus<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut list = serializer.serialize_seq(Some(self.0.len()))?;
+        for (bdf, record) in self.0 {
+            list.serialize_element(&Gpu(bdf, record))?;
+        }
+        list.end()
+    }
+}
+
+struct Gpu<'a>(&'a Bdf, &'a GpuRecord);
+
+impl Serialize for Gpu<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Gpu(bdf, record) = self;
+        let reason = record.reason.as_ref().map(ToString::to_string);
+        let mut gpu = serializer.serialize_struct("Gpu", 7)?;
+        gpu.serialize_field("device", &bdf.to_string())?;
+        gpu.serialize_field("vendor", &record.vendor)?;
+        gpu.serialize_field("device_id", &record.device)?;
+        gpu.serialize_field("driver", &record.driver)?;
+        gpu.serialize_field("partition_mode", &record.partition_mode)?;
+        gpu.serialize_field("reason", reason.as_deref().unwrap_or(""))?;
+        gpu.serialize_field("message", &record.message)?;
+        gpu.end()
+    }
+}

@@ -1,0 +1,123 @@
+//! The crates composed as a toolstack composes them, without `mxctl`: one host, one lock, by
+//! construction. The sync and a reset both take a `Host`; the lock and the journal live in its
+//! one state directory, so there is no second path to hand either of them.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use gpu_host_probe::Host;
+use gpu_host_probe::helper::{Helper, HelperConfig};
+use gpu_host_probe::test_util::{Act, FakeHelper};
+use host_sync::fake_sysfs::FakeSysfs;
+use host_sync::{AfterBoot, MemoryStore, SyncOptions, spawn_sync};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use warm_reset::sim::SimHost;
+use warm_reset::{
+    BlockedReason, MachineConfig, ResetOutcome, ResetRun, VirtualClock, execute, read_journal,
+};
+
+/// A host with one NVIDIA GPU whose helper takes 600 ms to read it, and a marker file that says
+/// when the read began.
+fn slow_host(dir: &std::path::Path) -> (FakeSysfs, std::path::PathBuf) {
+    let sysfs = FakeSysfs::new(dir.join("sys")).unwrap();
+    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let began = dir.join("read-began");
+    let helper = FakeHelper::new(dir)
+        .every_read(Act::Shell(format!("touch {}; sleep 0.6", began.display())))
+        .write()
+        .unwrap();
+    (sysfs, helper)
+}
+
+fn wait_for(path: &std::path::Path) {
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while !path.exists() {
+        assert!(
+            Instant::now() < give_up,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn reset(host: &Host) -> (ResetOutcome, Vec<String>) {
+    let clock = VirtualClock::new(1_700_000_000_000);
+    let mut sim = SimHost::new(Arc::new(clock.clone()), &[2, 2]);
+    let config = MachineConfig::new("0");
+    let report = execute(ResetRun::new(&config, host, &mut sim).clock(&clock)).unwrap();
+    (report.outcome, sim.resets.clone())
+}
+
+#[test]
+fn a_reset_while_a_sync_holds_the_host_lock_is_blocked_lock_busy_however_the_directory_is_spelled()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let (sysfs, helper) = slow_host(dir.path());
+    let state = dir.path().join("state");
+    // The embedder keeps the state in its own store (here memory): the lock still lives in the
+    // host's state directory, which the reset takes too.
+    let sync = spawn_sync(
+        Host::new(&state).with_sysfs_root(sysfs.root()),
+        Helper::new(HelperConfig::new(&helper)),
+        MemoryStore::default(),
+        SyncOptions::new(true, AfterBoot::Yes),
+    )
+    .unwrap();
+    wait_for(&dir.path().join("read-began"));
+    // The same directory by another spelling: the lock is the file's, not the name's.
+    for spelled in [
+        state.clone(),
+        state.join("."),
+        dir.path().join("sys/../state"),
+    ] {
+        let (outcome, resets) = reset(&Host::new(&spelled));
+        assert_eq!(
+            outcome,
+            ResetOutcome::Blocked(BlockedReason::LockBusy),
+            "{}",
+            spelled.display()
+        );
+        assert!(resets.is_empty(), "a reset ran inside the sync's read");
+    }
+    assert!(
+        read_journal(&Host::new(&state))
+            .unwrap()
+            .in_flight
+            .is_none()
+    );
+    let done = sync.join().unwrap();
+    assert!(done.result.is_ok());
+    // The sync over, the reset goes ahead on the same host.
+    assert_eq!(reset(&Host::new(&state)).0, ResetOutcome::Done);
+}
+
+#[test]
+fn a_sync_waits_for_a_reset_that_holds_the_host_lock_and_then_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sysfs, helper) = slow_host(dir.path());
+    let host = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
+    let held = host.try_lock().unwrap();
+    let sync = spawn_sync(
+        host.clone(),
+        Helper::new(HelperConfig::new(&helper)),
+        MemoryStore::default(),
+        SyncOptions::new(true, AfterBoot::Yes).lock_wait(Duration::from_secs(10)),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !dir.path().join("read-began").exists(),
+        "the card was read while another operation held the lock"
+    );
+    drop(held);
+    let done = sync.join().unwrap();
+    assert_eq!(
+        done.result
+            .unwrap()
+            .gpus
+            .values()
+            .next()
+            .map(|gpu| gpu.partition_mode),
+        Some(gpu_partition_types::PartitionMode::Enabled)
+    );
+}
