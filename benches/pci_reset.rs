@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use warm_reset::pci::{PciBackend, PciFunction, PciHost, SysfsHost};
+use warm_reset::pci::{FunctionState, PciBackend, PciHost, SysfsHost};
 use warm_reset::{
     BackendError, Holder, Host, KernelLogSource, KmsgRecord, MachineConfig, Method, ResetEnd,
     ResetOutcome, ResetRun, execute,
@@ -42,7 +42,7 @@ impl PciHost for Rooted {
     fn check_writer(&mut self) -> Result<(), BackendError> {
         self.0.check_writer()
     }
-    fn function(&mut self, bdf: Bdf) -> Result<Option<PciFunction>, BackendError> {
+    fn function(&mut self, bdf: Bdf) -> Result<Option<FunctionState>, BackendError> {
         self.0.function(bdf)
     }
     fn bus_functions(&mut self, bdf: Bdf) -> Result<Vec<Bdf>, BackendError> {

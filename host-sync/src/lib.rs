@@ -17,7 +17,7 @@
 //!   conformance suite any [`StateStore`] runs in its tests. Enable them for your tests with
 //!   `host-sync = { version = "…", features = ["test-util"] }` under `[dev-dependencies]`.
 //!
-//! The rules of a sync are in the project's `docs/host-sync.md`.
+//! The rules of a sync are in the project's `docs/sync.md`.
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 

@@ -105,7 +105,7 @@ pub enum SyncError {
     Scan(#[from] ScanError),
 }
 
-/// Runs one sync (the rules are in the project's `docs/host-sync.md`): takes the host lock of
+/// Runs one sync (the rules are in the project's `docs/sync.md`): takes the host lock of
 /// `host` (waiting up to `options.lock_wait`; a second sync asked for while one runs waits its
 /// turn there); gathers the facts (the PCI devices of the host's sysfs, the boot of its procfs);
 /// applies the mode rules (with the pool on, each card to read is written `unknown` first,

@@ -3,7 +3,6 @@
 //! CI reads it again with the Prometheus project's own Python parser (`.ci/check_metrics.py`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[macro_use]
 mod common;
 
 use common::Host as ResetHost;
@@ -169,8 +168,9 @@ fn after_a_sync_with_the_pool_on_each_of_four_gpus_has_its_mode_out_of_nine() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn after_a_warm_reset_the_last_reset_is_given_with_its_outcome_and_end() {
-    needs_root!();
+    common::require_root();
     let host = ResetHost::new();
     let before = unix_now().floor();
     let (code, document) = host.reset(&["--device", "1"]);
@@ -184,8 +184,9 @@ fn after_a_warm_reset_the_last_reset_is_given_with_its_outcome_and_end() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_reset_that_needs_a_cold_reboot_is_the_last_reset_with_its_reason() {
-    needs_root!();
+    common::require_root();
     let host = ResetHost::new();
     host.write("bin/reset-mode", "error");
     let (code, document) = host.reset(&["--device", "1"]);
@@ -200,8 +201,9 @@ fn a_reset_that_needs_a_cold_reboot_is_the_last_reset_with_its_reason() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_blocked_reset_leaves_no_last_reset() {
-    needs_root!();
+    common::require_root();
     let host = ResetHost::new();
     let (code, document) = host.reset(&["--device", "99"]);
     assert_eq!((code, &document["reason"]), (3, &"unknown_device".into()));

@@ -39,8 +39,9 @@ fn assert_nothing_changed(host: &Host) {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_healthy_reset_is_done_with_exactly_one_reset_call_in_both_published_layouts() {
-    needs_root!();
+    common::require_root();
     for (name, layout) in LAYOUTS {
         let host = Host::of(layout);
         let (code, document) = host.reset(&["--device", "1"]);
@@ -60,8 +61,9 @@ fn a_healthy_reset_is_done_with_exactly_one_reset_call_in_both_published_layouts
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_healthy_reset_reports_the_target_its_group_and_every_gpu_verified() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     let (code, mut document) = host.reset(&["--device", "1"]);
     assert_eq!(code, 0, "{document}");
@@ -71,8 +73,9 @@ fn a_healthy_reset_reports_the_target_its_group_and_every_gpu_verified() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_pci_address_is_reset_by_its_node_id() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     let (code, _) = host.reset(&["--device", "0000:0f:00.0"]);
     assert_eq!(code, 0);
@@ -80,8 +83,9 @@ fn a_pci_address_is_reset_by_its_node_id() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_process_whose_name_has_spaces_blocks_with_gpu_busy_naming_it() {
-    needs_root!();
+    common::require_root();
     for (name, layout) in LAYOUTS {
         let host = Host::of(layout);
         host.edit(
@@ -105,8 +109,9 @@ fn a_process_whose_name_has_spaces_blocks_with_gpu_busy_naming_it() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_driver_in_use_blocks_and_resets_nothing() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     host.write(
         "proc/modules",
@@ -121,8 +126,9 @@ fn a_driver_in_use_blocks_and_resets_nothing() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_driver_not_loaded_blocks_and_resets_nothing() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     host.write("proc/modules", "nvme 61440 3 - Live 0x0\n");
     let (code, document) = host.reset(&["--device", "1"]);
@@ -134,8 +140,9 @@ fn a_driver_not_loaded_blocks_and_resets_nothing() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_kernel_driver_older_than_2_4_1_blocks_with_driver_too_old_in_both_layouts() {
-    needs_root!();
+    common::require_root();
     for (name, layout, from) in [
         (
             "board",
@@ -167,8 +174,9 @@ fn a_kernel_driver_older_than_2_4_1_blocks_with_driver_too_old_in_both_layouts()
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_bios_older_than_1_12_blocks_with_driver_too_old() {
-    needs_root!();
+    common::require_root();
     let host = Host::of(GPU_NAME_BANNER);
     host.edit(
         "bin/plain",
@@ -185,8 +193,9 @@ fn a_bios_older_than_1_12_blocks_with_driver_too_old() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn another_vendors_mx_smi_blocks_with_mx_smi_unavailable() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     host.write("bin/plain", OTHER_VENDOR);
     let (code, document) = host.reset(&["--device", "1"]);
@@ -199,8 +208,9 @@ fn another_vendors_mx_smi_blocks_with_mx_smi_unavailable() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_process_section_that_does_not_read_blocks_and_is_never_idle() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     host.edit(
         "bin/plain",
@@ -227,8 +237,9 @@ fn a_process_section_that_does_not_read_blocks_and_is_never_idle() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn an_absent_mx_smi_blocks_with_mx_smi_unavailable() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     std::fs::remove_file(host.path("bin/mx-smi")).unwrap();
     let (code, document) = host.reset(&["--device", "1"]);
@@ -240,8 +251,9 @@ fn an_absent_mx_smi_blocks_with_mx_smi_unavailable() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn an_unknown_device_blocks_and_resets_nothing() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     let (code, document) = host.reset(&["--device", "9"]);
     assert_eq!(
@@ -252,8 +264,9 @@ fn an_unknown_device_blocks_and_resets_nothing() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_listing_without_gpu_rows_blocks_instead_of_finding_no_gpus() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     host.write("bin/listing", "mx-smi  version: 2.2.9\n");
     let (code, document) = host.reset(&["--device", "all"]);
@@ -265,8 +278,9 @@ fn a_listing_without_gpu_rows_blocks_instead_of_finding_no_gpus() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn an_unreadable_kernel_log_blocks_in_the_preflight_and_changes_nothing() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     std::fs::remove_file(host.path("bin/kmsg")).unwrap();
     let (code, document) = host.reset(&["--device", "1"]);
@@ -279,8 +293,9 @@ fn an_unreadable_kernel_log_blocks_in_the_preflight_and_changes_nothing() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_dry_run_records_no_reset_call_and_names_the_group() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     let (code, document) = host.reset(&["--device", "5", "--dry-run"]);
     assert_eq!((code, outcome(&document)), (0, ("dry_run", "")));
@@ -290,8 +305,9 @@ fn a_dry_run_records_no_reset_call_and_names_the_group() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_topology_that_does_not_read_is_a_warning_and_the_group_stays_unknown() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     host.write("bin/topo", "mx-smi: topo is not supported on this device\n");
     let (code, document) = host.reset(&["--device", "1"]);
@@ -303,8 +319,9 @@ fn a_topology_that_does_not_read_is_a_warning_and_the_group_stays_unknown() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_hung_reset_is_killed_at_the_windows_end_and_needs_a_cold_reboot() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     host.write("bin/reset-mode", "hang");
     let started = Instant::now();
@@ -322,8 +339,9 @@ fn a_hung_reset_is_killed_at_the_windows_end_and_needs_a_cold_reboot() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_reset_that_exits_1_needs_a_cold_reboot() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     host.write("bin/reset-mode", "error");
     let (code, document) = host.reset(&["--device", "1"]);
@@ -335,8 +353,9 @@ fn a_reset_that_exits_1_needs_a_cold_reboot() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_reset_that_exits_0_but_says_it_failed_needs_a_cold_reboot() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     host.write("bin/reset-mode", "says-failed");
     let (code, document) = host.reset(&["--device", "1"]);
@@ -352,8 +371,9 @@ fn a_reset_that_exits_0_but_says_it_failed_needs_a_cold_reboot() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_gpu_missing_after_the_reset_needs_a_cold_reboot() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     let listing: Vec<String> = host
         .read("bin/listing")
@@ -374,8 +394,9 @@ fn a_gpu_missing_after_the_reset_needs_a_cold_reboot() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_gpu_not_available_when_the_window_ends_needs_a_cold_reboot() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     host.edit(
         "bin/listing",
@@ -399,8 +420,9 @@ fn a_gpu_not_available_when_the_window_ends_needs_a_cold_reboot() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn kernel_errors_after_the_reset_need_a_cold_reboot() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     host.write("bin/reset-mode", "kernel-errors");
     let (code, document) = host.reset(&["--device", "1"]);
@@ -412,8 +434,9 @@ fn kernel_errors_after_the_reset_need_a_cold_reboot() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_metaxlink_that_does_not_come_back_needs_a_cold_reboot() {
-    needs_root!();
+    common::require_root();
     for (name, layout) in LAYOUTS {
         let host = Host::of(layout);
         // After the reset, GPU1 no longer reaches GPU2 by MetaXLink (both sides of the matrix).
@@ -443,8 +466,9 @@ fn a_metaxlink_that_does_not_come_back_needs_a_cold_reboot() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn two_resets_started_at_once_issue_exactly_one_reset() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     host.write("bin/reset-mode", "slow1");
     let (first, second) = (
@@ -462,8 +486,9 @@ fn two_resets_started_at_once_issue_exactly_one_reset() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_restart_after_sigkill_inside_the_window_issues_no_second_reset() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     host.write("bin/reset-mode", "slow3");
     let mut first = host.spawn(&["--device", "1", "--window", "30"]);
@@ -486,8 +511,9 @@ fn a_restart_after_sigkill_inside_the_window_issues_no_second_reset() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn the_text_output_shows_each_step_and_the_outcome() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
         .args(["--config", "/dev/null", "--proc-root"])
@@ -525,8 +551,9 @@ fn the_text_output_shows_each_step_and_the_outcome() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn two_resets_of_the_same_gpu_at_once_reset_it_exactly_once() {
-    needs_root!();
+    common::require_root();
     let host = Host::new();
     host.write("bin/reset-mode", "slow1");
     let outcomes = common::two_at_once(

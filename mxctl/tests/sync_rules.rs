@@ -1,5 +1,5 @@
 //! The rules of a sync that a crash, a boot, a lock or a missing boot id put to the test, each
-//! through `mxctl` (host-sync.md, "Rules of a sync").
+//! through `mxctl` (`docs/sync.md`, "The rules of one sync").
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
@@ -293,8 +293,9 @@ fn the_probe_refuses_a_lock_held_past_its_wait_and_runs_nothing() {
 }
 
 #[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn the_probe_never_reads_a_card_inside_a_warm_resets_window() {
-    needs_root!();
+    common::require_root();
     let reset = common::Host::new();
     reset.write("bin/reset-mode", "slow2");
     let host = Host::new();

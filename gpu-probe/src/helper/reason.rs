@@ -4,7 +4,7 @@ use crate::run::{RunResult, StartError, Termination};
 use gpu_partition_types::{EXIT_BUSY, UnreadableReason};
 
 /// `None` when the run's stdout is to be decoded; otherwise why there is no usable reply, as
-/// the protocol's table says.
+/// `docs/helper-protocol.md` says ("Why a read has no answer").
 pub fn reason_of(result: &RunResult) -> Option<UnreadableReason> {
     let by_exit = |termination: &Termination| match termination {
         Termination::Exited(0) => None,

@@ -1,5 +1,5 @@
-//! NVIDIA GPUs through `nvidia-smi` (the published messages and rules are in
-//! `../shared/real-world/nvidia-smi/README.md`), with the checks `nvidia-smi -r` leaves to its
+//! NVIDIA GPUs through `nvidia-smi` (the published messages and the man page's rules are in
+//! `warm-reset/tests/data/nvidia-smi/README.md`), with the checks `nvidia-smi -r` leaves to its
 //! operator:
 //!
 //! - preflight: `nvidia-smi` present; the GPU listed by `--query-gpu`; its NVLink peers from

@@ -3,7 +3,7 @@
 //! them makes all of: a reset method exists, no host driver is bound, no process holds the
 //! VFIO group, and for a bus reset every other function on the bus passes the same checks.
 
-use super::function::{GONE_VENDOR, PciFunction};
+use super::function::{FunctionState, GONE_VENDOR};
 use super::host::{PciHost, SysfsHost};
 use super::target::{Member, PciTarget};
 use crate::backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
@@ -74,7 +74,7 @@ fn facts(target: &Target) -> Result<&PciTarget, BackendError> {
 }
 
 impl<H: PciHost> PciBackend<H> {
-    fn present(&mut self, bdf: Bdf) -> Result<PciFunction, Refusal> {
+    fn present(&mut self, bdf: Bdf) -> Result<FunctionState, Refusal> {
         self.host.function(bdf)?.ok_or_else(|| {
             Refusal::new(
                 BlockedReason::UnknownDevice,
@@ -85,7 +85,7 @@ impl<H: PciHost> PciBackend<H> {
 
     /// Why `function` may not be reset now, if anything: a host driver, or a holder of its
     /// VFIO group. `named` tells the device asked for from another function of its bus.
-    fn in_use(&mut self, function: &PciFunction, named: Bdf) -> Result<Option<Refusal>, Refusal> {
+    fn in_use(&mut self, function: &FunctionState, named: Bdf) -> Result<Option<Refusal>, Refusal> {
         let sibling = |what: String| {
             Refusal::new(
                 BlockedReason::GroupInUse,

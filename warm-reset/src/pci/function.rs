@@ -1,4 +1,4 @@
-//! [`PciFunction`]: what sysfs says of one PCI function (`<sysfs>/bus/pci/devices/<bdf>/`):
+//! [`FunctionState`]: what sysfs says of one PCI function now (`<sysfs>/bus/pci/devices/<bdf>/`):
 //! its IDs, its driver, its reset methods and its IOMMU group.
 
 use super::error::SysfsError;
@@ -38,7 +38,7 @@ impl std::fmt::Display for Identity {
 /// One PCI function, as sysfs shows it now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct PciFunction {
+pub struct FunctionState {
     /// Its address.
     pub bdf: Bdf,
     /// Its IDs.
@@ -52,7 +52,7 @@ pub struct PciFunction {
     pub iommu_group: Option<u32>,
 }
 
-impl PciFunction {
+impl FunctionState {
     /// Whether a host driver is bound (not a stub, not none).
     pub fn host_driver(&self) -> Option<&str> {
         self.driver
@@ -103,7 +103,7 @@ fn link_name(path: &Path) -> Result<Option<String>, SysfsError> {
 }
 
 /// Reads the function at `dir` (a `bus/pci/devices/<bdf>` entry); `None` when it is not there.
-pub fn read_function(dir: &Path, bdf: Bdf) -> Result<Option<PciFunction>, SysfsError> {
+pub fn read_function(dir: &Path, bdf: Bdf) -> Result<Option<FunctionState>, SysfsError> {
     if !dir.exists() {
         return Ok(None);
     }
@@ -138,7 +138,7 @@ pub fn read_function(dir: &Path, bdf: Bdf) -> Result<Option<PciFunction>, SysfsE
             expected: "a link to an IOMMU group number",
         })?),
     };
-    Ok(Some(PciFunction {
+    Ok(Some(FunctionState {
         bdf,
         identity,
         driver: link_name(&dir.join("driver"))?,

@@ -3,7 +3,7 @@
 //! in a child process under the window's deadline (the kernel may hold that write for a minute).
 
 use super::error::SysfsError;
-use super::function::{PciFunction, read_function};
+use super::function::{FunctionState, read_function};
 use crate::backend::{BackendError, ResetEnd};
 use crate::holders::{Holder, holders};
 use crate::kmsg::{KernelLog, KernelLogSource, KmsgRecord};
@@ -19,7 +19,7 @@ pub trait PciHost: KernelLogSource {
     /// Whether the program that writes `reset` may be run (present, executable, trusted).
     fn check_writer(&mut self) -> Result<(), BackendError>;
     /// The function at `bdf` now; `None` when it is not there.
-    fn function(&mut self, bdf: Bdf) -> Result<Option<PciFunction>, BackendError>;
+    fn function(&mut self, bdf: Bdf) -> Result<Option<FunctionState>, BackendError>;
     /// Every function on the bus of `bdf` (itself included).
     fn bus_functions(&mut self, bdf: Bdf) -> Result<Vec<Bdf>, BackendError>;
     /// The processes holding one of `files`.
@@ -93,7 +93,7 @@ impl PciHost for SysfsHost {
         Ok(())
     }
 
-    fn function(&mut self, bdf: Bdf) -> Result<Option<PciFunction>, BackendError> {
+    fn function(&mut self, bdf: Bdf) -> Result<Option<FunctionState>, BackendError> {
         Ok(read_function(&self.device_dir(bdf), bdf)?)
     }
 

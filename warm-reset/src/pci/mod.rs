@@ -1,6 +1,6 @@
 //! Any PCI function through the kernel's sysfs `reset` file, with the checks a toolstack should
-//! make and none makes all of (the published rules and log lines are in
-//! `../shared/real-world/pci-reset/README.md`):
+//! make and none makes all of (the kernel's rules and published log lines are in
+//! `warm-reset/tests/data/pci-reset/README.md`):
 //!
 //! - preflight: the function exists; its `reset_method` lists a method (else
 //!   `reset_unsupported`); it is bound to a stub driver (`vfio-pci`, `pciback`, `xen-pciback`,
@@ -21,6 +21,6 @@ mod target;
 
 pub use backend::{PciBackend, SysfsBackend};
 pub use error::SysfsError;
-pub use function::{GONE_VENDOR, Identity, PciFunction, STUB_DRIVERS, read_function};
+pub use function::{FunctionState, GONE_VENDOR, Identity, STUB_DRIVERS, read_function};
 pub use host::{PciHost, SysfsHost};
 pub use target::{Member, PciTarget};

@@ -7,7 +7,7 @@ use crate::backend::{BackendError, ResetEnd};
 use crate::clock::Clock;
 use crate::holders::Holder;
 use crate::kmsg::{KernelLogSource, KmsgRecord};
-use crate::pci::{GONE_VENDOR, Identity, PciBackend, PciFunction, PciHost};
+use crate::pci::{FunctionState, GONE_VENDOR, Identity, PciBackend, PciHost};
 use gpu_partition_types::Bdf;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -36,7 +36,7 @@ pub type SimPci = PciBackend<PciSim>;
 pub struct PciSim {
     clock: Arc<dyn Clock>,
     /// The functions, by address.
-    pub functions: BTreeMap<Bdf, PciFunction>,
+    pub functions: BTreeMap<Bdf, FunctionState>,
     /// Processes holding a VFIO group file.
     pub holders: Vec<Holder>,
     /// Whether the run is root.
@@ -58,8 +58,8 @@ pub fn sim_function(
     driver: Option<&str>,
     methods: &[&str],
     group: u32,
-) -> PciFunction {
-    let mut function = PciFunction {
+) -> FunctionState {
+    let mut function = FunctionState {
         bdf,
         identity: Identity {
             vendor: 0x10de,
@@ -133,7 +133,7 @@ impl PciHost for PciSim {
         Ok(())
     }
 
-    fn function(&mut self, bdf: Bdf) -> Result<Option<PciFunction>, BackendError> {
+    fn function(&mut self, bdf: Bdf) -> Result<Option<FunctionState>, BackendError> {
         Ok(self.functions.get(&bdf).cloned())
     }
 
@@ -238,7 +238,7 @@ impl SimPci {
     }
 }
 
-fn set(host: &mut SimPci, bdf: Bdf, change: impl FnOnce(&mut PciFunction)) {
+fn set(host: &mut SimPci, bdf: Bdf, change: impl FnOnce(&mut FunctionState)) {
     if let Some(function) = host.functions.get_mut(&bdf) {
         change(function);
     }
