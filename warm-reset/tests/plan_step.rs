@@ -25,11 +25,15 @@ fn one_host_plan() -> warm_reset::Plan {
     .unwrap()
 }
 
-fn step(
+/// Runs `h1`'s step of `phase` on a simulated host; answers it with the resets it issued.
+fn run(
     host: &Host,
     plan: &warm_reset::Plan,
     phase: usize,
-) -> Result<warm_reset::PlanStepReport, PlanStepError> {
+) -> (
+    Result<warm_reset::PlanStepReport, PlanStepError>,
+    Vec<String>,
+) {
     let clock = VirtualClock::new(1_700_000_000_000);
     let mut sim = SimHost::new(Arc::new(clock.clone()), &[2]);
     let mut env = PlanStepHost::new(
@@ -39,7 +43,17 @@ fn step(
         Duration::from_secs(90),
         Method::Metax,
     );
-    run_plan_step(plan, "h1", phase, &mut env)
+    let report = run_plan_step(plan, "h1", phase, &mut env);
+    let resets = sim.resets.clone();
+    (report, resets)
+}
+
+fn step(
+    host: &Host,
+    plan: &warm_reset::Plan,
+    phase: usize,
+) -> Result<warm_reset::PlanStepReport, PlanStepError> {
+    run(host, plan, phase).0
 }
 
 #[test]
@@ -103,16 +117,8 @@ fn a_step_record_that_does_not_read_is_an_error_naming_it_and_the_step_is_not_ru
     journal["steps"]["p/phase-1/h1"]["report"]["actions"] = "lost".into();
     std::fs::write(&path, serde_json::to_vec(&journal).unwrap()).unwrap();
 
-    let clock = VirtualClock::new(1_700_000_000_000);
-    let mut sim = SimHost::new(Arc::new(clock.clone()), &[2]);
-    let mut env = PlanStepHost::new(
-        &host,
-        &mut sim,
-        &clock,
-        Duration::from_secs(90),
-        Method::Metax,
-    );
-    let error = run_plan_step(&plan, "h1", 1, &mut env).unwrap_err();
+    let (again, resets) = run(&host, &plan, 1);
+    let error = again.unwrap_err();
     assert!(
         matches!(&error, PlanStepError::UnreadableRecord { key, .. } if key == "p/phase-1/h1"),
         "{error}"
@@ -123,11 +129,7 @@ fn a_step_record_that_does_not_read_is_an_error_naming_it_and_the_step_is_not_ru
             .starts_with("the journal's record of step p/phase-1/h1 does not read"),
         "{error}"
     );
-    assert!(
-        sim.resets.is_empty(),
-        "the step ran again: {:?}",
-        sim.resets
-    );
+    assert!(resets.is_empty(), "the step ran again: {resets:?}");
 }
 
 #[test]
@@ -136,16 +138,7 @@ fn a_step_that_ran_reports_its_first_result_and_resets_nothing_more() {
     let host = Host::new(dir.path());
     let plan = one_host_plan();
     assert_eq!(step(&host, &plan, 1).unwrap().outcome, ResetOutcome::Done);
-    let clock = VirtualClock::new(1_700_000_000_000);
-    let mut sim = SimHost::new(Arc::new(clock.clone()), &[2]);
-    let mut env = PlanStepHost::new(
-        &host,
-        &mut sim,
-        &clock,
-        Duration::from_secs(90),
-        Method::Metax,
-    );
-    let again = run_plan_step(&plan, "h1", 1, &mut env).unwrap();
-    assert!(again.repeated);
-    assert!(sim.resets.is_empty());
+    let (again, resets) = run(&host, &plan, 1);
+    assert!(again.unwrap().repeated);
+    assert!(resets.is_empty());
 }
