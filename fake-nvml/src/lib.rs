@@ -2,8 +2,13 @@
 //! on its way) calls, with NVML's C ABI, answering from a JSON scenario named by the environment
 //! variable `FAKE_NVML_SCENARIO`. It lets the helper's real NVML path run in CI without a GPU.
 //!
-//! - [`scenario`]: the scenario file (driver versions, devices, MIG mode, GPU-instance
-//!   profiles by index and ID, GPU and compute instances, vGPUs, and per-device failures).
+//! - [`scenario`]: the scenario file (driver versions, devices, MIG mode and how a change of it
+//!   takes effect, GPU-instance profiles by index and ID with their placements, GPU and compute
+//!   instances, vGPUs, clients, and per-device failures).
+//! - [`rules`]: the driver's rules the fake enforces on writes (free placements, capacity,
+//!   what fits, what is in use, what a GPU reset does), pure and unit-tested.
+//! - [`store`]: the state that outlives a process (`FAKE_NVML_STATE`), written whole under a
+//!   lock; `fake-nvml reset --device BDF` (the crate's binary) resets a GPU in it.
 //! - [`exports`]: the C functions. Handles are numbers, never pointers to memory: a handle
 //!   this library did not give out is `NVML_ERROR_INVALID_ARGUMENT`.
 //! - [`support`]: for tests and benchmarks, where the built library is, and a helper wrapper
@@ -21,6 +26,8 @@
 
 pub mod exports;
 mod out;
+pub mod rules;
 pub mod scenario;
 mod state;
+pub mod store;
 pub mod support;

@@ -1,31 +1,39 @@
-//! The scenario a fake NVML answers from (`FAKE_NVML_SCENARIO` names the file):
+//! The scenario a fake NVML answers from (`FAKE_NVML_SCENARIO` names the file), which is also
+//! the shape of its state file (`FAKE_NVML_STATE`):
 //!
 //! ```json
 //! {"driver_version": "570.172.08", "nvml_version": "12.570.172.08",
 //!  "devices": [{
 //!    "pci_bus_id": "00000000:3B:00.0", "name": "NVIDIA A100-SXM4-40GB",
-//!    "mig_mode": {"current": 1, "pending": 1},
+//!    "mig_mode": {"current": 1, "pending": 1}, "mig_mode_change": "reset",
 //!    "gpu_instance_profiles": [{"index": 0, "id": 19, "name": "1g.5gb", "slice_count": 1,
 //!       "instance_count": 7, "multiprocessor_count": 14, "copy_engine_count": 1,
 //!       "decoder_count": 0, "encoder_count": 0, "jpeg_count": 0, "ofa_count": 0,
-//!       "memory_size_mb": 4864, "p2p": false, "gfx": false, "remaining": 7}],
+//!       "memory_size_mb": 4864, "p2p": false, "gfx": false,
+//!       "placements": [{"start": 0, "size": 1}, {"start": 1, "size": 1}]}],
 //!    "gpu_instances": [{"id": 1, "profile_id": 9, "placement": {"start": 0, "size": 4},
 //!       "compute_instances": [{"id": 0, "profile_id": 2, "placement": {"start": 0, "size": 3}}]}],
 //!    "vgpus": [{"uuid": "…", "type": "NVIDIA A100-3-20C", "type_id": 1123,
 //!       "gpu_instance_id": 1, "vm": null}],
+//!    "clients": [{"pid": 4242, "name": "python3"}],
+//!    "write_delay_ms": 0,
 //!    "fail": {"nvmlDeviceGetGpuInstances": "NO_PERMISSION"}}]}
 //! ```
 //!
-//! Members may be added; absent lists are empty. `mig_mode` may be `"not_supported"`. `fail`
-//! maps an NVML function to the error it answers on that device (an `NVML_ERROR_*` name without
-//! its prefix).
+//! Members may be added; absent lists are empty. `mig_mode` may be `"not_supported"`.
+//! `mig_mode_change` is `"immediate"` (Hopper and later; the default) or `"reset"` (Ampere: a
+//! change stays pending until a GPU reset). A profile's `placements` are NVML's possible
+//! placements; its remaining capacity is computed from them and what is placed. `clients` hold
+//! the card (every destroy is `IN_USE`, a mode change's activation too), and NVML lists them as
+//! running processes. `write_delay_ms` delays every write (for crash tests). `fail` maps an NVML
+//! function to the error it answers on that device (an `NVML_ERROR_*` name without its prefix).
 
 use nvml_wrapper_sys::bindings as nvml;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The whole scenario.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[non_exhaustive]
 pub struct Scenario {
     /// `nvmlSystemGetDriverVersion`.
@@ -38,7 +46,7 @@ pub struct Scenario {
 }
 
 /// One card.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[non_exhaustive]
 pub struct Device {
     /// Its bus ID, in either form NVML knows (`00000000:3B:00.0`, `0000:3b:00.0`).
@@ -48,6 +56,9 @@ pub struct Device {
     pub name: String,
     /// `nvmlDeviceGetMigMode`.
     pub mig_mode: MigMode,
+    /// How a mode change takes effect.
+    #[serde(default)]
+    pub mig_mode_change: MigModeChange,
     /// The GPU-instance profiles, by index.
     #[serde(default)]
     pub gpu_instance_profiles: Vec<Profile>,
@@ -57,9 +68,37 @@ pub struct Device {
     /// The active vGPUs.
     #[serde(default)]
     pub vgpus: Vec<Vgpu>,
+    /// Processes holding the card.
+    #[serde(default)]
+    pub clients: Vec<Client>,
+    /// How long each write waits before it is stored (milliseconds).
+    #[serde(default)]
+    pub write_delay_ms: u64,
     /// Function name → the `NVML_ERROR_*` name it answers on this device.
     #[serde(default)]
     pub fail: BTreeMap<String, String>,
+}
+
+/// How a MIG mode change takes effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum MigModeChange {
+    /// At once (Hopper and later).
+    #[default]
+    Immediate,
+    /// Pending until a GPU reset (Ampere).
+    Reset,
+}
+
+/// A process holding the card.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[non_exhaustive]
+pub struct Client {
+    /// Its pid.
+    pub pid: u32,
+    /// Its name, as `nvmlSystemGetProcessName` answers.
+    pub name: String,
 }
 
 /// MIG mode, or not supported: `{"current": 1, "pending": 0}` or `"not_supported"`.
@@ -109,8 +148,19 @@ impl TryFrom<serde_json::Value> for MigMode {
     }
 }
 
+impl Serialize for MigMode {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Mode { current, pending } => {
+                serde_json::json!({"current": current, "pending": pending}).serialize(serializer)
+            }
+            Self::NotSupported => serializer.serialize_str("not_supported"),
+        }
+    }
+}
+
 /// A GPU-instance profile.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[non_exhaustive]
 #[allow(missing_docs)]
 pub struct Profile {
@@ -130,12 +180,17 @@ pub struct Profile {
     pub memory_size_mb: u64,
     pub p2p: bool,
     pub gfx: bool,
-    /// `nvmlDeviceGetGpuInstanceRemainingCapacity`.
-    pub remaining: u32,
+    /// `nvmlDeviceGetGpuInstancePossiblePlacements_v2`: where its instances may go.
+    #[serde(default)]
+    pub placements: Vec<Placement>,
+    /// The compute instance profile IDs a GPU instance of it offers; absent: NVML's by slice
+    /// count ([`crate::rules::compute_profiles`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_profiles: Option<Vec<u32>>,
 }
 
 /// A placement (`start`, `size`).
-#[derive(Debug, Clone, Copy, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[non_exhaustive]
 #[allow(missing_docs)]
 pub struct Placement {
@@ -144,7 +199,7 @@ pub struct Placement {
 }
 
 /// A GPU instance.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[non_exhaustive]
 #[allow(missing_docs)]
 pub struct GpuInstance {
@@ -157,7 +212,7 @@ pub struct GpuInstance {
 }
 
 /// A compute instance.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[non_exhaustive]
 #[allow(missing_docs)]
 pub struct ComputeInstance {
@@ -167,7 +222,7 @@ pub struct ComputeInstance {
 }
 
 /// An active vGPU.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[non_exhaustive]
 #[allow(missing_docs)]
 pub struct Vgpu {

@@ -1,7 +1,10 @@
-//! What the library holds between calls: the scenario read at `nvmlInit_v2`, the handles it
-//! gave out (numbers, decoded and checked on every call), and the call log.
+//! What the library holds between calls: the scenario read at `nvmlInit_v2` (or the state file
+//! of [`crate::store`]), the handles it gave out (numbers made of IDs, decoded and checked on
+//! every call, so a handle of a destroyed instance answers `NVML_ERROR_INVALID_ARGUMENT` and
+//! never names another), and the call log.
 
 use crate::scenario::{Device, GpuInstance, Scenario, error_code};
+use crate::store::{self, ChangeError};
 use nvml_wrapper_sys::bindings as nvml;
 use std::io::Write;
 use std::sync::{Mutex, MutexGuard};
@@ -42,16 +45,28 @@ pub(crate) fn device_handle(device: usize) -> nvml::nvmlDevice_t {
     handle(DEVICE_BASE + device)
 }
 
-pub(crate) fn gpu_instance_handle(device: usize, instance: usize) -> nvml::nvmlGpuInstance_t {
-    handle(GPU_INSTANCE_BASE + (device << 12) + instance)
+/// IDs are below this (a card holds a handful of instances).
+const ID_LIMIT: u32 = 0x1000;
+
+fn id_bits(id: u32) -> usize {
+    usize::try_from(id.min(ID_LIMIT - 1)).unwrap_or(0)
+}
+
+pub(crate) fn gpu_instance_handle(device: usize, gpu_instance_id: u32) -> nvml::nvmlGpuInstance_t {
+    handle(GPU_INSTANCE_BASE + (device << 12) + id_bits(gpu_instance_id))
 }
 
 pub(crate) fn compute_instance_handle(
     device: usize,
-    instance: usize,
-    compute: usize,
+    gpu_instance_id: u32,
+    compute_instance_id: u32,
 ) -> nvml::nvmlComputeInstance_t {
-    handle(COMPUTE_INSTANCE_BASE + (device << 24) + (instance << 12) + compute)
+    handle(
+        COMPUTE_INSTANCE_BASE
+            + (device << 24)
+            + (id_bits(gpu_instance_id) << 12)
+            + id_bits(compute_instance_id),
+    )
 }
 
 /// vGPU instances are numbers in NVML already.
@@ -92,13 +107,8 @@ pub(crate) fn device<'a>(
     Ok((index, device))
 }
 
-/// The GPU instance of a GPU-instance handle (with its device's index), failing as the
-/// scenario says for `function`.
-pub(crate) fn gpu_instance<'a>(
-    scenario: &'a Scenario,
-    handle: nvml::nvmlGpuInstance_t,
-    function: &str,
-) -> Answer<(usize, usize, &'a GpuInstance)> {
+/// The device index and GPU instance ID of a GPU-instance handle.
+fn decode_gpu_instance(handle: nvml::nvmlGpuInstance_t) -> Answer<(usize, u32)> {
     let value = handle
         .addr()
         .checked_sub(GPU_INSTANCE_BASE)
@@ -106,33 +116,99 @@ pub(crate) fn gpu_instance<'a>(
     if value >= COMPUTE_INSTANCE_BASE - GPU_INSTANCE_BASE {
         return Err(INVALID);
     }
-    let (device_index, instance_index) = (value >> 12, value & 0xfff);
-    let device = scenario.devices.get(device_index).ok_or(INVALID)?;
-    failure(device, function)?;
-    let instance = device.gpu_instances.get(instance_index).ok_or(INVALID)?;
-    Ok((device_index, instance_index, instance))
+    let id = u32::try_from(value & 0xfff).map_err(|_| INVALID)?;
+    Ok((value >> 12, id))
 }
 
-/// The indices (device, GPU instance, compute instance) of a compute-instance handle.
+/// The GPU instance of a GPU-instance handle (with its device's index), failing as the
+/// scenario says for `function`; a handle of an instance that is gone is invalid.
+pub(crate) fn gpu_instance<'a>(
+    scenario: &'a Scenario,
+    handle: nvml::nvmlGpuInstance_t,
+    function: &str,
+) -> Answer<(usize, &'a GpuInstance)> {
+    let (device_index, id) = decode_gpu_instance(handle)?;
+    let device = scenario.devices.get(device_index).ok_or(INVALID)?;
+    failure(device, function)?;
+    let instance = device
+        .gpu_instances
+        .iter()
+        .find(|gi| gi.id == id)
+        .ok_or(INVALID)?;
+    Ok((device_index, instance))
+}
+
+/// The device index, GPU instance ID and compute instance ID of a compute-instance handle,
+/// failing as the scenario says for `function`; one that is gone is invalid.
 pub(crate) fn compute_instance(
     scenario: &Scenario,
     handle: nvml::nvmlComputeInstance_t,
     function: &str,
-) -> Answer<(usize, usize, usize)> {
+) -> Answer<(usize, u32, u32)> {
     let value = handle
         .addr()
         .checked_sub(COMPUTE_INSTANCE_BASE)
         .ok_or(INVALID)?;
-    let (device_index, instance_index, compute_index) =
-        (value >> 24, (value >> 12) & 0xfff, value & 0xfff);
+    let (device_index, gi_id, ci_id) = (value >> 24, (value >> 12) & 0xfff, value & 0xfff);
+    let (gi_id, ci_id) = (
+        u32::try_from(gi_id).map_err(|_| INVALID)?,
+        u32::try_from(ci_id).map_err(|_| INVALID)?,
+    );
     let device = scenario.devices.get(device_index).ok_or(INVALID)?;
     failure(device, function)?;
     device
         .gpu_instances
-        .get(instance_index)
-        .and_then(|instance| instance.compute_instances.get(compute_index))
+        .iter()
+        .find(|gi| gi.id == gi_id)
+        .and_then(|gi| gi.compute_instances.iter().find(|ci| ci.id == ci_id))
         .ok_or(INVALID)?;
-    Ok((device_index, instance_index, compute_index))
+    Ok((device_index, gi_id, ci_id))
+}
+
+/// The device index of a GPU-instance handle, for a change (which finds the instance itself).
+pub(crate) fn gpu_instance_of(handle: nvml::nvmlGpuInstance_t) -> Answer<(usize, u32)> {
+    decode_gpu_instance(handle)
+}
+
+/// Changes the state: the device at `device_index` (failing as the scenario says for
+/// `function`), through `change`. With a state file the change is made to the file as it is now,
+/// under its lock, and written back whole; without one, in memory. A refused change writes
+/// nothing.
+pub(crate) fn change<T>(
+    device_index: usize,
+    function: &str,
+    change: impl FnOnce(&mut Device) -> Answer<T>,
+) -> Answer<T> {
+    let mut guard = scenario();
+    let Some(memory) = guard.as_mut() else {
+        return Err(nvml::nvmlReturn_enum_NVML_ERROR_UNINITIALIZED);
+    };
+    let on = |scenario: &mut Scenario| -> Answer<T> {
+        let device = scenario.devices.get_mut(device_index).ok_or(INVALID)?;
+        failure(device, function)?;
+        change(device)
+    };
+    let Some(path) = store::state_path() else {
+        return on(memory);
+    };
+    let delay = |state: &Scenario| {
+        let ms = state
+            .devices
+            .get(device_index)
+            .map_or(0, |device| device.write_delay_ms);
+        std::time::Duration::from_millis(ms)
+    };
+    match store::change(&path, delay, on) {
+        Ok((state, answer)) => {
+            *memory = state;
+            Ok(answer)
+        }
+        Err(ChangeError::Refused(code)) => Err(code),
+        Err(ChangeError::State(error)) => {
+            eprintln!("fake-nvml: {error}");
+            Err(nvml::nvmlReturn_enum_NVML_ERROR_UNKNOWN)
+        }
+    }
 }
 
 /// The device and vGPU of a vGPU instance number.

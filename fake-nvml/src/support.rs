@@ -137,6 +137,31 @@ fn quoted(path: &Path) -> String {
     format!("'{}'", path.display().to_string().replace('\'', r"'\''"))
 }
 
+/// The built `fake-nvml` binary (`fake-nvml reset --device BDF`).
+pub fn fake_nvml_binary() -> Result<PathBuf, SupportError> {
+    const NAME: &str = "fake-nvml";
+    let profile = profile_dir()?;
+    if let Some(found) = first(&[profile], &[NAME]) {
+        return Ok(found);
+    }
+    let built = build(NAME, &[], "fake-nvml-support")?;
+    first(&[built], &[NAME]).ok_or_else(|| SupportError(format!("no {NAME} after the build")))
+}
+
+/// A helper wrapper in `dir` whose fake keeps its state in `dir/state.json` (made from
+/// `scenario` by the first run): consecutive runs see each other's writes, and `fake-nvml
+/// reset` with the same `FAKE_NVML_STATE` resets a GPU in it. Answers the wrapper's path and
+/// the state file.
+pub fn stateful_helper_wrapper(
+    dir: &Path,
+    scenario: &str,
+    log: Option<&Path>,
+) -> Result<(PathBuf, PathBuf), SupportError> {
+    let state = dir.join("state.json");
+    let wrapper = wrapper(dir, scenario, Build::Current, log, Some(&state))?;
+    Ok((wrapper, state))
+}
+
 /// A helper wrapper in `dir`: the fake library of `build_of` installed as
 /// `dir/lib/libnvidia-ml.so.1`, `scenario` written to `dir/scenario.json`, and `dir/helper`, a
 /// script that runs the real helper binary with `LD_LIBRARY_PATH` and `FAKE_NVML_SCENARIO` set
@@ -146,6 +171,16 @@ pub fn helper_wrapper(
     scenario: &str,
     build_of: Build,
     log: Option<&Path>,
+) -> Result<PathBuf, SupportError> {
+    wrapper(dir, scenario, build_of, log, None)
+}
+
+fn wrapper(
+    dir: &Path,
+    scenario: &str,
+    build_of: Build,
+    log: Option<&Path>,
+    state: Option<&Path>,
 ) -> Result<PathBuf, SupportError> {
     let io = |what: &str, path: &Path, error: std::io::Error| {
         SupportError(format!("cannot {what} {}: {error}", path.display()))
@@ -157,9 +192,12 @@ pub fn helper_wrapper(
     std::fs::copy(&library, &installed).map_err(|e| io("copy the library to", &installed, e))?;
     let scenario_path = dir.join("scenario.json");
     std::fs::write(&scenario_path, scenario).map_err(|e| io("write", &scenario_path, e))?;
-    let log_line = log
+    let mut log_line = log
         .map(|log| format!("export FAKE_NVML_LOG={}\n", quoted(log)))
         .unwrap_or_default();
+    if let Some(state) = state {
+        log_line.push_str(&format!("export FAKE_NVML_STATE={}\n", quoted(state)));
+    }
     let script = format!(
         "#!/bin/sh\nexport LD_LIBRARY_PATH={}\nexport FAKE_NVML_SCENARIO={}\n{log_line}exec {} \"$@\"\n",
         quoted(&lib_dir),

@@ -1,5 +1,6 @@
 //! The NVML calls the helper makes, behind two small traits, so the mapping to a reply is tested
-//! with recorded answers and run for real through `nvml-wrapper`.
+//! with recorded answers and run for real through `nvml-wrapper`: the reads, and the five
+//! writes of `apply` (each one NVML call, made only when a step asks for it).
 
 use std::fmt;
 
@@ -11,6 +12,11 @@ pub enum NvmlFailure {
     InUse(String),
     /// The card or driver does not support the call (`NVML_ERROR_NOT_SUPPORTED`).
     NotSupported,
+    /// No room for what a write asks (`NVML_ERROR_INSUFFICIENT_RESOURCES`, 23): a placement
+    /// taken, a profile with no instance left.
+    InsufficientResources(String),
+    /// The change needs a reset this environment does not expose (`NVML_ERROR_RESET_REQUIRED`).
+    ResetRequired(String),
     /// `NVML_ERROR_INVALID_ARGUMENT`: past the last profile index when enumerating; on a read
     /// (a bad handle, a struct version the driver refuses) a failed read, never "not
     /// applicable".
@@ -33,6 +39,8 @@ impl fmt::Display for NvmlFailure {
         match self {
             Self::InUse(why) => write!(f, "in use: {why}"),
             Self::NotSupported => f.write_str("not supported"),
+            Self::InsufficientResources(why) => write!(f, "insufficient resources: {why}"),
+            Self::ResetRequired(why) => write!(f, "reset required: {why}"),
             Self::InvalidArgument => f.write_str("invalid argument"),
             Self::FunctionMissing(name) => write!(f, "the driver lacks {name}"),
             Self::NoPermission(why) => write!(f, "no permission: {why}"),
@@ -98,6 +106,15 @@ pub struct VgpuInfo {
     pub vm: Option<String>,
 }
 
+/// A process holding the card.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct ProcessInfo {
+    pub pid: u32,
+    /// `nvmlSystemGetProcessName`.
+    pub name: Nvml<String>,
+}
+
 /// NVML, opened.
 pub trait NvmlHost {
     /// The driver's and NVML's versions.
@@ -131,4 +148,25 @@ pub trait NvmlCard {
     ) -> Nvml<Vec<ComputeInstanceInfo>>;
     /// The vGPUs on the card.
     fn vgpus(&self) -> Nvml<Vec<VgpuInfo>>;
+    /// Every possible placement `(start, size)` of the GPU-instance profile with this ID
+    /// (`nvmlDeviceGetGpuInstancePossiblePlacements_v2`), MIG on or off.
+    fn placements(&self, profile_id: u32) -> Nvml<Vec<(u32, u32)>>;
+    /// The processes holding the card (`nvmlDeviceGetComputeRunningProcesses_v3`).
+    fn processes(&self) -> Nvml<Vec<ProcessInfo>>;
+
+    /// `nvmlDeviceSetMigMode`: `Err` for the call's own failure, else the activation status.
+    fn set_mig_mode(&self, enabled: bool) -> Nvml<Nvml<()>>;
+    /// `nvmlDeviceCreateGpuInstanceWithPlacement`: the new GPU instance's ID.
+    fn create_gpu_instance(&self, profile_id: u32, start: u32, size: u32) -> Nvml<u32>;
+    /// `nvmlGpuInstanceCreateComputeInstance(WithPlacement)`: the new compute instance's ID.
+    fn create_compute_instance(
+        &self,
+        gpu_instance_id: u32,
+        profile_id: u32,
+        placement: Option<(u32, u32)>,
+    ) -> Nvml<u32>;
+    /// `nvmlComputeInstanceDestroy`.
+    fn destroy_compute_instance(&self, gpu_instance_id: u32, compute_instance_id: u32) -> Nvml<()>;
+    /// `nvmlGpuInstanceDestroy`.
+    fn destroy_gpu_instance(&self, gpu_instance_id: u32) -> Nvml<()>;
 }

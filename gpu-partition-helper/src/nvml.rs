@@ -1,11 +1,13 @@
 //! The real NVML backend: `nvml-wrapper` loads `libnvidia-ml.so.1` at run time; the calls its
-//! safe wrapper lacks (GPU-instance profiles v3, remaining capacity, GPU and compute instances)
-//! go through the raw functions of the library it loaded.
+//! safe wrapper lacks (GPU-instance profiles v3, remaining capacity, possible placements, GPU and
+//! compute instances, the writes) go through the raw functions of the library it loaded.
 //!
-//! Everything here only reads: no call creates, destroys or changes anything on the card.
+//! Only the five write methods change the card (the mode, a GPU instance, a compute instance),
+//! each one NVML call, and only `apply` calls them; everything else reads.
 // The raw NVML calls need `unsafe`; each block says why it is sound.
 #![allow(unsafe_code)]
 
+use crate::api::ProcessInfo;
 use crate::api::{
     ComputeInstanceInfo, GpuInstanceInfo, Nvml as Answer, NvmlCard, NvmlFailure, NvmlHost,
     ProfileInfo, VgpuInfo,
@@ -15,10 +17,11 @@ use nvml_wrapper::enum_wrappers::vgpu::VmId;
 use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
 use nvml_wrapper::{Device, Nvml};
 use nvml_wrapper_sys::bindings::{
-    INVALID_GPU_INSTANCE_ID, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, nvmlComputeInstance_t,
-    nvmlComputeInstanceInfo_t, nvmlComputeInstanceProfileInfo_t, nvmlDevice_t, nvmlGpuInstance_t,
-    nvmlGpuInstanceInfo_t, nvmlGpuInstanceProfileInfo_t, nvmlGpuInstanceProfileInfo_v2_t,
-    nvmlGpuInstanceProfileInfo_v3_t,
+    self as sys, INVALID_GPU_INSTANCE_ID, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
+    nvmlComputeInstance_t, nvmlComputeInstanceInfo_t, nvmlComputeInstancePlacement_t,
+    nvmlComputeInstanceProfileInfo_t, nvmlDevice_t, nvmlGpuInstance_t, nvmlGpuInstanceInfo_t,
+    nvmlGpuInstancePlacement_t, nvmlGpuInstanceProfileInfo_t, nvmlGpuInstanceProfileInfo_v2_t,
+    nvmlGpuInstanceProfileInfo_v3_t, nvmlProcessInfo_t, nvmlReturn_t,
 };
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -49,6 +52,50 @@ pub fn failure(error: NvmlError) -> NvmlFailure {
         }
         NvmlError::LibraryNotFound => NvmlFailure::LibraryMissing(format!("{LIBRARY} not found")),
         other => NvmlFailure::Driver(format!("NVML: {other}")),
+    }
+}
+
+/// Maps a raw NVML return code, for the calls the safe wrapper does not make (its error type
+/// has no variant for `NVML_ERROR_INSUFFICIENT_RESOURCES`).
+pub fn check(code: nvmlReturn_t) -> Answer<()> {
+    let named = |what: &str| format!("NVML: {what} ({code})");
+    match code {
+        sys::nvmlReturn_enum_NVML_SUCCESS => Ok(()),
+        sys::nvmlReturn_enum_NVML_ERROR_IN_USE => Err(NvmlFailure::InUse(named("in use"))),
+        sys::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_RESOURCES => Err(
+            NvmlFailure::InsufficientResources(named("insufficient resources")),
+        ),
+        sys::nvmlReturn_enum_NVML_ERROR_RESET_REQUIRED => {
+            Err(NvmlFailure::ResetRequired(named("reset required")))
+        }
+        sys::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED => Err(NvmlFailure::NotSupported),
+        sys::nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT => Err(NvmlFailure::InvalidArgument),
+        sys::nvmlReturn_enum_NVML_ERROR_NO_PERMISSION => {
+            Err(NvmlFailure::NoPermission(named("no permission")))
+        }
+        sys::nvmlReturn_enum_NVML_ERROR_NOT_FOUND => Err(NvmlFailure::NotFound(named("not found"))),
+        sys::nvmlReturn_enum_NVML_ERROR_FUNCTION_NOT_FOUND => Err(NvmlFailure::FunctionMissing(
+            "NVML_ERROR_FUNCTION_NOT_FOUND".to_owned(),
+        )),
+        other => Err(match nvml_try(other) {
+            Err(error) => failure(error),
+            Ok(()) => NvmlFailure::Driver(format!("NVML: return code {other}")),
+        }),
+    }
+}
+
+/// NVML that could not be loaded: every card answers the failure (so `apply` refuses every
+/// step with it, and its reply says why).
+#[derive(Debug)]
+pub struct Unavailable(pub NvmlFailure);
+
+impl NvmlHost for Unavailable {
+    fn versions(&self) -> Answer<(String, String)> {
+        Err(self.0.clone())
+    }
+
+    fn card<'a>(&'a self, _pci_bus_id: &str) -> Answer<Box<dyn NvmlCard + 'a>> {
+        Err(self.0.clone())
     }
 }
 
@@ -281,6 +328,163 @@ impl NvmlCard for RealCard<'_> {
             });
         }
         Ok(found)
+    }
+
+    fn placements(&self, profile_id: u32) -> Answer<Vec<(u32, u32)>> {
+        let lib = self.nvml.lib();
+        let sym = nvml_sym(lib.nvmlDeviceGetGpuInstancePossiblePlacements_v2.as_ref())
+            .map_err(failure)?;
+        let mut count = 0;
+        // SAFETY: a null array asks NVML for the number of placements only.
+        check(unsafe { sym(self.handle(), profile_id, std::ptr::null_mut(), &mut count) })?;
+        let room = (count as usize).min(MAX_INSTANCES);
+        // SAFETY: zeroed plain-old-data NVML overwrites.
+        let mut placements: Vec<nvmlGpuInstancePlacement_t> =
+            vec![unsafe { std::mem::zeroed() }; room];
+        let mut filled = u32::try_from(room).unwrap_or(0);
+        if room > 0 {
+            // SAFETY: `placements` has room for `filled` entries, the count NVML gave; it says
+            // how many it wrote in `filled`. (The safe wrapper of 0.12 forgot to set the
+            // vector's length and answered an empty list: this call sizes it itself.)
+            check(unsafe {
+                sym(
+                    self.handle(),
+                    profile_id,
+                    placements.as_mut_ptr(),
+                    &mut filled,
+                )
+            })?;
+        }
+        placements.truncate((filled as usize).min(room));
+        Ok(placements.into_iter().map(|p| (p.start, p.size)).collect())
+    }
+
+    fn processes(&self) -> Answer<Vec<ProcessInfo>> {
+        let lib = self.nvml.lib();
+        let list =
+            nvml_sym(lib.nvmlDeviceGetComputeRunningProcesses_v3.as_ref()).map_err(failure)?;
+        let name_of = nvml_sym(lib.nvmlSystemGetProcessName.as_ref()).map_err(failure)?;
+        let mut count = 0;
+        // SAFETY: a null array with a count of 0 asks NVML how many there are.
+        let code = unsafe { list(self.handle(), &mut count, std::ptr::null_mut()) };
+        if code != sys::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_SIZE {
+            check(code)?;
+        }
+        // Room for a few more: processes may start between the two calls.
+        let room = (count as usize + 8).min(4 * MAX_INSTANCES);
+        // SAFETY: zeroed plain-old-data NVML overwrites.
+        let mut infos: Vec<nvmlProcessInfo_t> = vec![unsafe { std::mem::zeroed() }; room];
+        let mut filled = u32::try_from(room).unwrap_or(0);
+        if count > 0 {
+            // SAFETY: `infos` has room for `filled` entries; NVML says how many it wrote.
+            check(unsafe { list(self.handle(), &mut filled, infos.as_mut_ptr()) })?;
+        } else {
+            filled = 0;
+        }
+        infos.truncate((filled as usize).min(room));
+        Ok(infos
+            .into_iter()
+            .map(|info| {
+                let mut name = [0 as std::ffi::c_char; 256];
+                // SAFETY: a local buffer of 256 chars, as the length says.
+                let answer = check(unsafe { name_of(info.pid, name.as_mut_ptr(), 256) });
+                ProcessInfo {
+                    pid: info.pid,
+                    name: answer.map(|()| c_string(&name)),
+                }
+            })
+            .collect())
+    }
+
+    fn set_mig_mode(&self, enabled: bool) -> Answer<Answer<()>> {
+        let lib = self.nvml.lib();
+        let sym = nvml_sym(lib.nvmlDeviceSetMigMode.as_ref()).map_err(failure)?;
+        let mut activation: nvmlReturn_t = sys::nvmlReturn_enum_NVML_SUCCESS;
+        let mode = if enabled {
+            sys::NVML_DEVICE_MIG_ENABLE
+        } else {
+            sys::NVML_DEVICE_MIG_DISABLE
+        };
+        // SAFETY: a valid device handle and a pointer to a local out-parameter.
+        check(unsafe { sym(self.handle(), mode, &mut activation) })?;
+        Ok(check(activation))
+    }
+
+    fn create_gpu_instance(&self, profile_id: u32, start: u32, size: u32) -> Answer<u32> {
+        let lib = self.nvml.lib();
+        let create =
+            nvml_sym(lib.nvmlDeviceCreateGpuInstanceWithPlacement.as_ref()).map_err(failure)?;
+        let info_of = nvml_sym(lib.nvmlGpuInstanceGetInfo.as_ref()).map_err(failure)?;
+        let placement = nvmlGpuInstancePlacement_t { start, size };
+        let mut instance: nvmlGpuInstance_t = std::ptr::null_mut();
+        // SAFETY: a valid device handle, a local placement to read and an out-parameter.
+        check(unsafe { create(self.handle(), profile_id, &placement, &mut instance) })?;
+        // SAFETY: zeroed plain-old-data filled by NVML from the handle it just gave.
+        let mut info: nvmlGpuInstanceInfo_t = unsafe { std::mem::zeroed() };
+        check(unsafe { info_of(instance, &mut info) })?;
+        self.instances.borrow_mut().insert(info.id, instance);
+        Ok(info.id)
+    }
+
+    fn create_compute_instance(
+        &self,
+        gpu_instance_id: u32,
+        profile_id: u32,
+        placement: Option<(u32, u32)>,
+    ) -> Answer<u32> {
+        let lib = self.nvml.lib();
+        let instance = self.gpu_instance(gpu_instance_id).map_err(failure)?;
+        let info_of = nvml_sym(lib.nvmlComputeInstanceGetInfo_v2.as_ref()).map_err(failure)?;
+        let mut compute: nvmlComputeInstance_t = std::ptr::null_mut();
+        match placement {
+            Some((start, size)) => {
+                let create = nvml_sym(
+                    lib.nvmlGpuInstanceCreateComputeInstanceWithPlacement
+                        .as_ref(),
+                )
+                .map_err(failure)?;
+                let at = nvmlComputeInstancePlacement_t { start, size };
+                // SAFETY: a GPU-instance handle NVML gave, a local placement, an out-parameter.
+                check(unsafe { create(instance, profile_id, &at, &mut compute) })?;
+            }
+            None => {
+                let create =
+                    nvml_sym(lib.nvmlGpuInstanceCreateComputeInstance.as_ref()).map_err(failure)?;
+                // SAFETY: a GPU-instance handle NVML gave and an out-parameter.
+                check(unsafe { create(instance, profile_id, &mut compute) })?;
+            }
+        }
+        // SAFETY: zeroed plain-old-data filled by NVML from the handle it just gave.
+        let mut info: nvmlComputeInstanceInfo_t = unsafe { std::mem::zeroed() };
+        check(unsafe { info_of(compute, &mut info) })?;
+        Ok(info.id)
+    }
+
+    fn destroy_compute_instance(
+        &self,
+        gpu_instance_id: u32,
+        compute_instance_id: u32,
+    ) -> Answer<()> {
+        let lib = self.nvml.lib();
+        let instance = self.gpu_instance(gpu_instance_id).map_err(failure)?;
+        let by_id =
+            nvml_sym(lib.nvmlGpuInstanceGetComputeInstanceById.as_ref()).map_err(failure)?;
+        let destroy = nvml_sym(lib.nvmlComputeInstanceDestroy.as_ref()).map_err(failure)?;
+        let mut compute: nvmlComputeInstance_t = std::ptr::null_mut();
+        // SAFETY: a GPU-instance handle NVML gave and an out-parameter.
+        check(unsafe { by_id(instance, compute_instance_id, &mut compute) })?;
+        // SAFETY: a compute-instance handle NVML just gave.
+        check(unsafe { destroy(compute) })
+    }
+
+    fn destroy_gpu_instance(&self, gpu_instance_id: u32) -> Answer<()> {
+        let lib = self.nvml.lib();
+        let instance = self.gpu_instance(gpu_instance_id).map_err(failure)?;
+        let destroy = nvml_sym(lib.nvmlGpuInstanceDestroy.as_ref()).map_err(failure)?;
+        // SAFETY: a GPU-instance handle NVML gave; it is forgotten once destroyed.
+        check(unsafe { destroy(instance) })?;
+        self.instances.borrow_mut().remove(&gpu_instance_id);
+        Ok(())
     }
 
     fn vgpus(&self) -> Answer<Vec<VgpuInfo>> {

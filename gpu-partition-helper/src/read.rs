@@ -1,10 +1,10 @@
 //! From NVML's answers to a reply: the mapping, pure over the [`NvmlHost`] trait.
 
-use crate::api::{NvmlCard, NvmlFailure, NvmlHost, ProfileInfo, VgpuInfo};
+use crate::api::{NvmlCard, NvmlFailure, NvmlHost, ProcessInfo, ProfileInfo, VgpuInfo};
 use crate::catalogue;
 use gpu_partition_types::{
     Bdf, Capability, Case, ComputeInstance, Driver, Enumerated, FormatVersion, GpuInstance,
-    JsonPointer, Lenient, LostMember, MigState, Mode, Nullable, Placement, Profile, Reply,
+    JsonPointer, Lenient, LostMember, MigState, Mode, Nullable, Placement, Process, Profile, Reply,
     Signature, Unreadable, Vgpu,
 };
 
@@ -53,6 +53,8 @@ pub fn kind_of(failure: &NvmlFailure) -> Option<&'static str> {
         NvmlFailure::LibraryMissing(_)
         | NvmlFailure::NotSupported
         | NvmlFailure::InvalidArgument
+        | NvmlFailure::InsufficientResources(_)
+        | NvmlFailure::ResetRequired(_)
         | NvmlFailure::FunctionMissing(_)
         | NvmlFailure::Driver(_) => Some("driver_error"),
     }
@@ -98,6 +100,13 @@ fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Res
         Err(NvmlFailure::InUse(why)) => return Err(stop("listing vGPUs", NvmlFailure::InUse(why))),
         Err(failure) => lost("vgpus", failure.to_string()),
     };
+    let processes = match card.processes() {
+        Ok(found) => Lenient::Read(found.into_iter().map(to_process).collect()),
+        Err(NvmlFailure::InUse(why)) => {
+            return Err(stop("listing processes", NvmlFailure::InUse(why)));
+        }
+        Err(failure) => lost("processes", failure.to_string()),
+    };
     let (current, pending) = match card.mig_mode() {
         Ok(mode) => mode,
         Err(NvmlFailure::NotSupported) => {
@@ -109,6 +118,7 @@ fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Res
             );
             reply.driver = driver;
             reply.vgpus = vgpus;
+            reply.processes = processes;
             return Ok(reply);
         }
         Err(failure) => return Err(stop("reading the MIG mode", failure)),
@@ -192,7 +202,15 @@ fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Res
     reply.profiles = profiles;
     reply.gpu_instances = Lenient::Read(gpu_instances);
     reply.vgpus = vgpus;
+    reply.processes = processes;
     Ok(reply)
+}
+
+/// A process: its pid, and its name when the driver gives it.
+fn to_process(info: ProcessInfo) -> Lenient<Process> {
+    let mut process = Process::new(info.pid);
+    process.name = keep(info.name);
+    Lenient::Read(process)
 }
 
 fn to_profile(card: &dyn NvmlCard, info: ProfileInfo) -> Profile {
@@ -206,6 +224,12 @@ fn to_profile(card: &dyn NvmlCard, info: ProfileInfo) -> Profile {
     let mut profile = Profile::new(info.id);
     profile.name = Lenient::Read(info.name);
     profile.free_instances = keep(card.remaining_capacity(info.id));
+    profile.placements = keep(card.placements(info.id).map(|found| {
+        found
+            .into_iter()
+            .map(|(start, size)| Placement::new(start, size))
+            .collect()
+    }));
     profile.signature = Lenient::Read(Signature::new(
         info.slice_count,
         info.instance_count,

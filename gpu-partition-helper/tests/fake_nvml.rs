@@ -340,12 +340,23 @@ fn one_read_inits_nvml_once_and_asks_nothing_twice() {
         .filter(|c| !seen.insert(*c))
         .map(String::as_str)
         .collect();
-    // Both from nvml-wrapper: the driver version inside its init, and the count query before
-    // the list of active vGPUs.
+    // Two from nvml-wrapper: the driver version inside its init, and the count query before
+    // the list of active vGPUs; and each profile's placements, asked for their number first,
+    // then listed (once each, seven profiles).
+    let placements =
+        |call: &str| call.starts_with("nvmlDeviceGetGpuInstancePossiblePlacements_v2 ");
     assert_eq!(
-        repeated,
+        repeated
+            .iter()
+            .filter(|c| !placements(c))
+            .copied()
+            .collect::<Vec<_>>(),
         ["nvmlSystemGetDriverVersion", "nvmlDeviceGetActiveVgpus"]
     );
+    assert_eq!(repeated.iter().filter(|c| placements(c)).count(), 7);
+    for call in repeated.iter().filter(|c| placements(c)) {
+        assert_eq!(calls.iter().filter(|c| c == call).count(), 2, "{call}");
+    }
 }
 
 #[test]

@@ -2,8 +2,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use gpu_partition_helper::api::{
-    ComputeInstanceInfo, GpuInstanceInfo, Nvml, NvmlCard, NvmlFailure, NvmlHost, ProfileInfo,
-    VgpuInfo,
+    ComputeInstanceInfo, GpuInstanceInfo, Nvml, NvmlCard, NvmlFailure, NvmlHost, ProcessInfo,
+    ProfileInfo, VgpuInfo,
 };
 use gpu_partition_helper::read::{Answer, read_card};
 use gpu_partition_types::{Bdf, Case, PartitionMode, Reply};
@@ -109,6 +109,42 @@ impl NvmlCard for Recorded {
     }
     fn vgpus(&self) -> Nvml<Vec<VgpuInfo>> {
         self.vgpus.clone()
+    }
+    fn placements(&self, profile_id: u32) -> Nvml<Vec<(u32, u32)>> {
+        Ok(self
+            .profiles
+            .iter()
+            .find(|(_, p)| p.id == profile_id)
+            .map(|(_, p)| {
+                (0..p.instance_count)
+                    .map(|at| (at * p.slice_count, p.slice_count))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+    fn processes(&self) -> Nvml<Vec<ProcessInfo>> {
+        Ok(Vec::new())
+    }
+    // The mapping only reads: a recorded card refuses every write.
+    fn set_mig_mode(&self, _enabled: bool) -> Nvml<Nvml<()>> {
+        Err(NvmlFailure::NotSupported)
+    }
+    fn create_gpu_instance(&self, _profile_id: u32, _start: u32, _size: u32) -> Nvml<u32> {
+        Err(NvmlFailure::NotSupported)
+    }
+    fn create_compute_instance(
+        &self,
+        _gpu_instance_id: u32,
+        _profile_id: u32,
+        _placement: Option<(u32, u32)>,
+    ) -> Nvml<u32> {
+        Err(NvmlFailure::NotSupported)
+    }
+    fn destroy_compute_instance(&self, _gi: u32, _ci: u32) -> Nvml<()> {
+        Err(NvmlFailure::NotSupported)
+    }
+    fn destroy_gpu_instance(&self, _gi: u32) -> Nvml<()> {
+        Err(NvmlFailure::NotSupported)
     }
 }
 

@@ -96,11 +96,13 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
     let mut profiles = Vec::new();
     let mut gpu_instances = Vec::new();
     let mut vgpus = Vec::new();
+    let mut processes = Vec::new();
     for &position in &order {
         let page = &mut pages[position];
         profiles.push(page.profiles.take());
         gpu_instances.push(page.gpu_instances.take());
         vgpus.push(page.vgpus.take());
+        processes.push(page.processes.take());
     }
     let base = pages.swap_remove(first);
     Ok(Reply {
@@ -113,6 +115,7 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
         profiles: join("profiles", profiles),
         gpu_instances: join("gpu_instances", gpu_instances),
         vgpus: join("vgpus", vgpus),
+        processes: join("processes", processes),
     })
 }
 

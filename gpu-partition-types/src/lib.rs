@@ -12,7 +12,9 @@
 //! - the fold of a stream of pages into one reply;
 //! - the strict reading of `mode` and `case` into an [`Outcome`] and its [`PartitionMode`];
 //! - the profile [`Signature`] and [`renumbered`] to match two catalogues;
-//! - writers whose output reads back equal.
+//! - writers whose output reads back equal;
+//! - the `apply` command's [`ApplyRequest`] of [`Step`]s (read strictly: a write never
+//!   guesses) and its [`ApplyAnswer`] (a [`StepResult`] per step, and the card read after them).
 //!
 //! ```
 //! use gpu_partition_types::{Bdf, PartitionMode, Reply};
@@ -24,13 +26,15 @@
 //! let reply = Reply::from_json(text, Some(&device))?;
 //! assert_eq!(reply.outcome().partition_mode(), PartitionMode::Enabled);
 //! let lost: Vec<String> = reply.lost().iter().map(|l| l.pointer.to_string()).collect();
-//! assert_eq!(lost, ["/driver", "/gpu_instances", "/profiles/0/free_instances",
+//! assert_eq!(lost, ["/driver", "/gpu_instances", "/processes", "/profiles/0/free_instances",
+//!                   "/profiles/0/placements",
 //!                   "/profiles/0/signature", "/vgpus"]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+mod apply;
 mod bdf;
 mod catalogue;
 mod enumerated;
@@ -54,10 +58,14 @@ pub mod format;
 pub mod instance;
 pub mod mode;
 pub mod partition_mode;
+pub mod process;
 pub mod profile;
 pub mod version;
 pub mod vgpu;
 
+pub use apply::{
+    ApplyAnswer, ApplyRequest, Op, RefusalKind, Refused, Step, StepOutcome, StepResult,
+};
 pub use bdf::{Bdf, BdfError};
 pub use case::{Case, Unreadable};
 pub use catalogue::{Renumbered, renumbered};
@@ -74,6 +82,7 @@ pub use outcome::{Outcome, UnknownReason, UnreadableReason};
 pub use page::PageNumber;
 pub use partition_mode::PartitionMode;
 pub use pointer::{JsonPointer, PointerToken};
+pub use process::Process;
 pub use profile::{Capability, Profile, Signature};
 pub use reply::Reply;
 pub use token::{Token, UnknownToken, expected_list};

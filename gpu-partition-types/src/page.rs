@@ -1,5 +1,6 @@
 //! One page of a reply as read, before the pages are folded into a [`Reply`](crate::Reply).
 
+use crate::Process;
 use crate::read::{Decode, Fault, Field, Path, members, required, value};
 use crate::{
     Bdf, Case, Driver, FormatVersion, GpuInstance, Lenient, Mode, Profile, Unreadable, Vgpu,
@@ -43,6 +44,7 @@ pub(crate) struct RawPage {
     profiles: Option<Field<Lenient<Vec<Lenient<Profile>>>>>,
     gpu_instances: Option<Field<Lenient<Vec<Lenient<GpuInstance>>>>>,
     vgpus: Option<Field<Lenient<Vec<Lenient<Vgpu>>>>>,
+    processes: Option<Field<Lenient<Vec<Lenient<Process>>>>>,
 }
 
 /// A page whose strict members all read.
@@ -58,6 +60,7 @@ pub(crate) struct Page {
     pub(crate) profiles: PageList<Profile>,
     pub(crate) gpu_instances: PageList<GpuInstance>,
     pub(crate) vgpus: PageList<Vgpu>,
+    pub(crate) processes: PageList<Process>,
 }
 
 impl RawPage {
@@ -104,6 +107,7 @@ impl RawPage {
             profiles: present(self.profiles),
             gpu_instances: present(self.gpu_instances),
             vgpus: present(self.vgpus),
+            processes: present(self.processes),
         })
     }
 }
@@ -129,6 +133,7 @@ impl Decode for RawPage {
             profiles: None,
             gpu_instances: None,
             vgpus: None,
+            processes: None,
         };
         members(map, |name, map| {
             match name {
@@ -142,6 +147,7 @@ impl Decode for RawPage {
                 "profiles" => page.profiles = Some(value(map, at, name)?),
                 "gpu_instances" => page.gpu_instances = Some(value(map, at, name)?),
                 "vgpus" => page.vgpus = Some(value(map, at, name)?),
+                "processes" => page.processes = Some(value(map, at, name)?),
                 _ => return Ok(false),
             }
             Ok(true)

@@ -1,6 +1,6 @@
 //! The profile catalogue: `profiles`, each with its signature.
 
-use crate::Enumerated;
+use crate::{Enumerated, Placement};
 
 crate::token_enum! {
     /// A profile capability (NVML's capability bits).
@@ -24,6 +24,9 @@ crate::record::record! {
         free_instances: lenient u32 = "free_instances",
         /// What the driver reports for it apart from name and number (lenient).
         signature: lenient Signature = "signature",
+        /// Where its GPU instances may be placed, in memory slices (lenient; format 1.1: a
+        /// reply of 1.0 has none, and reads with this member lost).
+        placements: lenient Vec<Placement> = "placements",
     }
 }
 

@@ -1,5 +1,6 @@
 //! [`Reply`]: the folded reply of `read`, its reader and writer.
 
+use crate::Process;
 use crate::fold::fold;
 use crate::page::RawPage;
 use crate::read;
@@ -34,6 +35,8 @@ pub struct Reply {
     pub gpu_instances: Lenient<Vec<Lenient<GpuInstance>>>,
     /// The vGPUs on the card.
     pub vgpus: Lenient<Vec<Lenient<Vgpu>>>,
+    /// The processes holding the card (format 1.1; a reply of 1.0 reads with it lost).
+    pub processes: Lenient<Vec<Lenient<Process>>>,
 }
 
 impl Reply {
@@ -70,6 +73,7 @@ impl Reply {
             profiles: Lenient::Read(Vec::new()),
             gpu_instances: Lenient::Read(Vec::new()),
             vgpus: Lenient::Read(Vec::new()),
+            processes: Lenient::Read(Vec::new()),
         }
     }
 
@@ -104,6 +108,7 @@ impl Reply {
         collect_lost(&self.profiles, &mut lost, Profile::lost_into);
         collect_lost(&self.gpu_instances, &mut lost, GpuInstance::lost_into);
         collect_lost(&self.vgpus, &mut lost, Vgpu::lost_into);
+        collect_lost(&self.processes, &mut lost, Process::lost_into);
         lost.sort_by(|a, b| a.pointer.cmp(&b.pointer));
         lost
     }

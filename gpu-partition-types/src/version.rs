@@ -27,11 +27,15 @@ crate::record::record! {
     }
 }
 
-/// The helper serves no `read` format this reader can read.
+/// The helper serves no format of a command (`read`, `apply`) that this reader can read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the helper serves no `read` format with major {SUPPORTED_MAJOR} (it lists: {offered})")]
+#[error(
+    "the helper serves no `{command}` format with major {SUPPORTED_MAJOR} (it lists: {offered})"
+)]
 #[non_exhaustive]
 pub struct Incompatible {
+    /// The command.
+    pub command: String,
     /// The `read` formats the helper listed, comma separated (empty when none).
     pub offered: String,
 }
@@ -55,10 +59,16 @@ impl VersionReply {
 
     /// The `read` format to ask for: the highest minor of major [`SUPPORTED_MAJOR`] listed.
     pub fn negotiate_read(&self) -> Result<FormatVersion, Incompatible> {
+        self.negotiate("read")
+    }
+
+    /// The format of `command` (`read`, `apply`) to ask for: the highest minor of major
+    /// [`SUPPORTED_MAJOR`] the helper lists for it.
+    pub fn negotiate(&self, command: &str) -> Result<FormatVersion, Incompatible> {
         let offered: Vec<FormatVersion> = self
             .commands
             .iter()
-            .filter(|command| command.name == "read")
+            .filter(|listed| listed.name == command)
             .flat_map(|command| command.formats.iter().copied())
             .collect();
         offered
@@ -67,6 +77,7 @@ impl VersionReply {
             .filter(|format| format.check_supported().is_ok())
             .max()
             .ok_or_else(|| Incompatible {
+                command: command.to_owned(),
                 offered: offered
                     .iter()
                     .map(ToString::to_string)

@@ -37,7 +37,8 @@ impl Serialize for Wire<'_> {
             &reply.gpu_instances,
             range.clone(),
         )?;
-        write_list(&mut map, "vgpus", &reply.vgpus, range)?;
+        write_list(&mut map, "vgpus", &reply.vgpus, range.clone())?;
+        write_list(&mut map, "processes", &reply.processes, range)?;
         map.end()
     }
 }
@@ -109,7 +110,8 @@ impl Reply {
         let size = page_size.max(1);
         let longest = length(&self.profiles)
             .max(length(&self.gpu_instances))
-            .max(length(&self.vgpus));
+            .max(length(&self.vgpus))
+            .max(length(&self.processes));
         let count = longest.div_ceil(size).max(1);
         (0..count)
             .map(|index| {

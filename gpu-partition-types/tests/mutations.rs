@@ -321,6 +321,41 @@ loses!(
     |v| set(v, "/profiles/0/free_instances", json!(4_294_967_296_u64))
 );
 loses!(
+    missing_placements_are_lost_as_in_a_reply_of_format_1_0,
+    ["/profiles/0/placements"],
+    |v| remove(v, "/profiles/0/placements")
+);
+loses!(
+    a_placement_without_its_size_loses_every_placement_of_the_profile_only,
+    ["/profiles/1/placements"],
+    |v| remove(v, "/profiles/1/placements/2/size")
+);
+loses!(
+    placements_that_are_not_a_list_are_lost,
+    ["/profiles/0/placements"],
+    |v| set(v, "/profiles/0/placements", json!({"start": 0, "size": 4}))
+);
+loses!(
+    a_negative_placement_start_loses_the_placements,
+    ["/profiles/0/placements"],
+    |v| set(v, "/profiles/0/placements/1/start", json!(-4))
+);
+loses!(
+    missing_processes_are_lost_as_in_a_reply_of_format_1_0,
+    ["/processes"],
+    |v| remove(v, "/processes")
+);
+loses!(
+    a_process_without_its_pid_loses_that_process,
+    ["/processes/0"],
+    |v| remove(v, "/processes/0/pid")
+);
+loses!(
+    a_numeric_process_name_loses_the_name,
+    ["/processes/0/name"],
+    |v| set(v, "/processes/0/name", json!(7))
+);
+loses!(
     a_missing_signature_loses_it,
     ["/profiles/0/signature"],
     |v| remove(v, "/profiles/0/signature")

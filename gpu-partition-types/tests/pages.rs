@@ -161,7 +161,7 @@ fn pages_that_disagree_on_the_mode_refuse_the_reply_naming_mode_and_page() {
 #[test]
 fn pages_that_disagree_on_the_format_minor_refuse_the_reply() {
     let mut pages = pages(1);
-    pages[0]["format"] = json!("1.1");
+    pages[0]["format"] = json!("1.0");
     let refusal = read_pages(&pages).unwrap_err();
     assert_eq!(
         (refusal.pointer.to_string(), refusal.page),

@@ -43,13 +43,21 @@ fn signature() -> impl Strategy<Value = Signature> {
 }
 
 fn profile() -> impl Strategy<Value = Profile> {
-    (any::<u32>(), text(), any::<u32>(), signature()).prop_map(|(id, name, free, signature)| {
-        let mut profile = Profile::new(id);
-        profile.name = Lenient::Read(name);
-        profile.free_instances = Lenient::Read(free);
-        profile.signature = Lenient::Read(signature);
-        profile
-    })
+    (
+        any::<u32>(),
+        text(),
+        any::<u32>(),
+        signature(),
+        vec(placement(), 0..4),
+    )
+        .prop_map(|(id, name, free, signature, placements)| {
+            let mut profile = Profile::new(id);
+            profile.name = Lenient::Read(name);
+            profile.free_instances = Lenient::Read(free);
+            profile.signature = Lenient::Read(signature);
+            profile.placements = Lenient::Read(placements);
+            profile
+        })
 }
 
 fn placement() -> impl Strategy<Value = Placement> {
@@ -110,6 +118,7 @@ prop_compose! {
         profiles in vec(profile(), 0..5),
         instances in vec(instance(), 0..5),
         vgpus in vec(vgpu(), 0..6),
+        processes in vec((any::<u32>(), text()), 0..4),
     ) -> Reply {
         let case = match (capable, case_pick) {
             (true, 0) => Case::Partitions,
@@ -136,6 +145,16 @@ prop_compose! {
         reply.profiles = reads(profiles);
         reply.gpu_instances = reads(instances);
         reply.vgpus = reads(vgpus);
+        reply.processes = reads(
+            processes
+                .into_iter()
+                .map(|(pid, name)| {
+                    let mut process = Process::new(pid);
+                    process.name = Lenient::Read(name);
+                    process
+                })
+                .collect(),
+        );
         reply
     }
 }

@@ -222,3 +222,26 @@ fn a_child_that_closes_its_pipes_but_keeps_running_still_times_out() {
         run.elapsed
     );
 }
+
+#[test]
+fn the_input_given_is_what_the_child_reads_on_stdin() {
+    let run = run(&RunSpec::new("/bin/cat", SECOND).stdin(&b"{\"steps\": []}\n"[..]));
+    assert_eq!(run.result, RunResult::Exited(0));
+    assert_eq!(run.stdout, b"{\"steps\": []}\n");
+}
+
+#[test]
+fn a_child_that_never_reads_its_large_input_does_not_hang_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = script(dir.path(), "p", "echo done");
+    let started = std::time::Instant::now();
+    let run = run(&RunSpec::new(program, SECOND).stdin(vec![b'x'; 4 << 20]));
+    assert_eq!(run.result, RunResult::Exited(0));
+    assert!(started.elapsed() < SECOND, "{:?}", started.elapsed());
+}
+
+#[test]
+fn without_input_stdin_is_empty() {
+    let run = run(&RunSpec::new("/bin/cat", SECOND));
+    assert_eq!((run.result, run.stdout), (RunResult::Exited(0), Vec::new()));
+}

@@ -3,7 +3,7 @@
 //! `reply`, `refused` or `version`; then `key=value` words).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use gpu_partition_types::{Bdf, Outcome, Reply, VersionReply};
+use gpu_partition_types::{ApplyAnswer, ApplyRequest, Bdf, Outcome, Reply, VersionReply};
 use std::collections::BTreeMap;
 
 const DOC: &str = include_str!("../../docs/helper-protocol.md");
@@ -99,7 +99,14 @@ fn check_reply(example: &Example) {
 fn every_example_of_the_protocol_decodes_as_the_document_says() {
     let examples = examples();
     let kinds: Vec<&str> = examples.iter().map(|e| e.kind.as_str()).collect();
-    for kind in ["version", "reply", "refused"] {
+    for kind in [
+        "version",
+        "reply",
+        "refused",
+        "request",
+        "request-refused",
+        "answer",
+    ] {
         assert!(kinds.contains(&kind), "no {kind} example in the document");
     }
     for example in &examples {
@@ -121,6 +128,41 @@ fn every_example_of_the_protocol_decodes_as_the_document_says() {
                 let version = VersionReply::from_json(example.text.as_bytes()).unwrap();
                 let read = version.negotiate_read().unwrap();
                 assert_eq!(read.to_string(), example.expect["read"], "line {at}");
+            }
+            "request" => {
+                let request = ApplyRequest::from_json(example.text.as_bytes())
+                    .unwrap_or_else(|refused| panic!("line {at}: {refused}"));
+                assert_eq!(
+                    request.steps.len().to_string(),
+                    example.expect["steps"],
+                    "line {at}"
+                );
+            }
+            "request-refused" => {
+                let refused = ApplyRequest::from_json(example.text.as_bytes())
+                    .err()
+                    .unwrap_or_else(|| panic!("line {at}: the request was accepted"));
+                assert_eq!(
+                    refused.pointer.to_string(),
+                    example.expect["pointer"],
+                    "line {at}"
+                );
+            }
+            "answer" => {
+                let device: Bdf = example.expect["device"].parse().unwrap();
+                let answer = ApplyAnswer::from_json(example.text.as_bytes(), &device)
+                    .unwrap_or_else(|refused| panic!("line {at}: {refused}"));
+                let results: Vec<String> = answer
+                    .results
+                    .iter()
+                    .map(|r| format!("{}:{}", r.op, r.outcome.as_str()))
+                    .collect();
+                assert_eq!(results, list(example.expect.get("results")), "line {at}");
+                assert_eq!(
+                    answer.reply.outcome().partition_mode().to_string(),
+                    example.expect["mode"],
+                    "line {at}"
+                );
             }
             other => panic!("line {at}: an example of unknown kind {other}"),
         }

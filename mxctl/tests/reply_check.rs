@@ -189,3 +189,25 @@ fn debug_logging_shows_every_setting_with_its_description() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_reply_of_format_1_0_is_accepted_with_the_members_of_1_1_lost() {
+    let (code, document) = check_json("format-1.0-none-carved.json");
+    assert_eq!(code, 0);
+    assert_eq!(document["accepted"], true);
+    assert_eq!(
+        document["lost"],
+        serde_json::json!(["/processes", "/profiles/0/placements"])
+    );
+}
+
+#[test]
+fn a_reply_of_format_1_1_is_accepted_with_its_placements_and_processes() {
+    let (code, document) = check_json("format-1.1-none-carved.json");
+    assert_eq!(code, 0);
+    assert_eq!(
+        (document["accepted"].clone(), document["lost"].clone()),
+        (serde_json::json!(true), serde_json::json!([]))
+    );
+    assert_eq!(document["partition_mode"], "disabled");
+}

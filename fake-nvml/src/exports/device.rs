@@ -1,6 +1,8 @@
-//! A card: its handle by bus ID, name, MIG mode, GPU-instance profiles and GPU instances.
+//! A card: its handle by bus ID, name, MIG mode (read and set), GPU-instance profiles and their
+//! placements, GPU instances (listed and created), and the processes holding it.
 
-use crate::out::{write, write_found, write_str};
+use crate::out::{write, write_found, write_list, write_str};
+use crate::rules;
 use crate::scenario::{MigMode, Profile, parse_bus_id};
 use crate::state::{self, Answer, INVALID, code, device, failure, log, with};
 use nvml_wrapper_sys::bindings as nvml;
@@ -217,7 +219,8 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceProfileInfo(
     }))
 }
 
-/// How many more instances of the profile with this ID fit (`remaining`).
+/// How many more instances of the profile with this ID fit: computed from its instance count,
+/// its placements and what is placed ([`rules::remaining`]).
 ///
 /// # Safety
 ///
@@ -235,7 +238,7 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceRemainingCapacity(
         let (_, card) = device(s, handle, "nvmlDeviceGetGpuInstanceRemainingCapacity")?;
         let found = profile_by_id(&card.gpu_instance_profiles, profile_id)?;
         // SAFETY: passed on from this function's own contract.
-        unsafe { write(count, found.remaining) }
+        unsafe { write(count, rules::remaining(card, found)) }
     }))
 }
 
@@ -262,9 +265,8 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuInstances(
         let found: Vec<nvml::nvmlGpuInstance_t> = card
             .gpu_instances
             .iter()
-            .enumerate()
-            .filter(|(_, gi)| gi.profile_id == profile_id)
-            .map(|(at, _)| state::gpu_instance_handle(index, at))
+            .filter(|gi| gi.profile_id == profile_id)
+            .map(|gi| state::gpu_instance_handle(index, gi.id))
             .collect();
         // SAFETY: passed on from this function's own contract.
         unsafe { write_found(instances, count, &found) }
@@ -285,12 +287,147 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceById(
     log(format_args!("nvmlDeviceGetGpuInstanceById {id}"));
     code(with(|s| {
         let (index, card) = device(s, handle, "nvmlDeviceGetGpuInstanceById")?;
-        let at = card
-            .gpu_instances
-            .iter()
-            .position(|gi| gi.id == id)
-            .ok_or(nvml::nvmlReturn_enum_NVML_ERROR_NOT_FOUND)?;
+        let found = rules::gpu_instance(card, id)?;
         // SAFETY: passed on from this function's own contract.
-        unsafe { write(instance, state::gpu_instance_handle(index, at)) }
+        unsafe { write(instance, state::gpu_instance_handle(index, found.id)) }
+    }))
+}
+
+/// Every possible placement of the profile with this ID, MIG on or off (its `placements`).
+/// With `placements` null, `*count` says how many there are.
+///
+/// # Safety
+///
+/// `count` is null or valid for a read and a write; `placements` is null or valid for `*count`
+/// writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetGpuInstancePossiblePlacements_v2(
+    handle: nvml::nvmlDevice_t,
+    profile_id: c_uint,
+    placements: *mut nvml::nvmlGpuInstancePlacement_t,
+    count: *mut c_uint,
+) -> nvml::nvmlReturn_t {
+    log(format_args!(
+        "nvmlDeviceGetGpuInstancePossiblePlacements_v2 {profile_id}"
+    ));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetGpuInstancePossiblePlacements_v2")?;
+        let found = profile_by_id(&card.gpu_instance_profiles, profile_id)?;
+        let list: Vec<nvml::nvmlGpuInstancePlacement_t> = found
+            .placements
+            .iter()
+            .map(|p| nvml::nvmlGpuInstancePlacement_t {
+                start: p.start,
+                size: p.size,
+            })
+            .collect();
+        if placements.is_null() {
+            let needed = u32::try_from(list.len()).map_err(|_| INVALID)?;
+            // SAFETY: passed on from this function's own contract.
+            return unsafe { write(count, needed) };
+        }
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write_list(placements, count, &list) }
+    }))
+}
+
+/// Sets the MIG mode ([`rules::set_mig_mode`]): the call's return, and the activation status
+/// through `activation_status`.
+///
+/// # Safety
+///
+/// `activation_status` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceSetMigMode(
+    handle: nvml::nvmlDevice_t,
+    mode: c_uint,
+    activation_status: *mut nvml::nvmlReturn_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceSetMigMode {mode}"));
+    if activation_status.is_null() || mode > 1 {
+        return INVALID;
+    }
+    let index = match with(|s| device(s, handle, "nvmlDeviceSetMigMode").map(|(at, _)| at)) {
+        Ok(index) => index,
+        Err(call) => return call,
+    };
+    let activation = state::change(index, "nvmlDeviceSetMigMode", |card| {
+        rules::set_mig_mode(card, mode == 1)
+    });
+    match activation {
+        Ok(status) => {
+            // SAFETY: checked not null above; valid by the caller's contract.
+            unsafe { activation_status.write(code(status)) };
+            nvml::nvmlReturn_enum_NVML_SUCCESS
+        }
+        Err(call) => call,
+    }
+}
+
+/// Creates a GPU instance of the profile with this ID at `placement` ([`rules::
+/// create_gpu_instance`]).
+///
+/// # Safety
+///
+/// `placement` is null or valid for a read; `instance` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceCreateGpuInstanceWithPlacement(
+    handle: nvml::nvmlDevice_t,
+    profile_id: c_uint,
+    placement: *const nvml::nvmlGpuInstancePlacement_t,
+    instance: *mut nvml::nvmlGpuInstance_t,
+) -> nvml::nvmlReturn_t {
+    if placement.is_null() || instance.is_null() {
+        return INVALID;
+    }
+    // SAFETY: not null; valid for a read by the caller's contract.
+    let asked = unsafe { placement.read() };
+    log(format_args!(
+        "nvmlDeviceCreateGpuInstanceWithPlacement {profile_id} {}+{}",
+        asked.start, asked.size
+    ));
+    let function = "nvmlDeviceCreateGpuInstanceWithPlacement";
+    code(
+        with(|s| device(s, handle, function).map(|(index, _)| index)).and_then(|index| {
+            let at = crate::scenario::Placement {
+                start: asked.start,
+                size: asked.size,
+            };
+            let id = state::change(index, function, |card| {
+                rules::create_gpu_instance(card, profile_id, at)
+            })?;
+            // SAFETY: passed on from this function's own contract.
+            unsafe { write(instance, state::gpu_instance_handle(index, id)) }
+        }),
+    )
+}
+
+/// The processes holding the card (its `clients`), as NVML's running compute processes; `*count`
+/// is the room in, the number out.
+///
+/// # Safety
+///
+/// `count` is null or valid for a read and a write; `infos` is null or valid for `*count`
+/// writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
+    handle: nvml::nvmlDevice_t,
+    count: *mut c_uint,
+    infos: *mut nvml::nvmlProcessInfo_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetComputeRunningProcesses_v3"));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetComputeRunningProcesses_v3")?;
+        let list: Vec<nvml::nvmlProcessInfo_t> = rules::clients(card)
+            .iter()
+            .map(|client| nvml::nvmlProcessInfo_t {
+                pid: client.pid,
+                usedGpuMemory: 0,
+                gpuInstanceId: u32::MAX,
+                computeInstanceId: u32::MAX,
+            })
+            .collect();
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write_list(infos, count, &list) }
     }))
 }

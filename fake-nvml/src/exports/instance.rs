@@ -1,12 +1,13 @@
-//! GPU instances and their compute instances.
+//! GPU instances and their compute instances: listed, described, created and destroyed.
 
 use crate::out::{write, write_found};
-use crate::state::{self, INVALID, code, compute_instance, gpu_instance, log, with};
+use crate::rules;
+use crate::scenario::Placement;
+use crate::state::{
+    self, INVALID, code, compute_instance, gpu_instance, gpu_instance_of, log, with,
+};
 use nvml_wrapper_sys::bindings as nvml;
 use std::ffi::c_uint;
-
-/// Compute-instance profiles answer for indices 0 to 8, with ID = index.
-const COMPUTE_PROFILES: u32 = 9;
 
 /// The GPU instance's ID, profile ID and placement.
 ///
@@ -20,7 +21,7 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetInfo(
 ) -> nvml::nvmlReturn_t {
     log(format_args!("nvmlGpuInstanceGetInfo {:#x}", handle.addr()));
     code(with(|s| {
-        let (device, _, gi) = gpu_instance(s, handle, "nvmlGpuInstanceGetInfo")?;
+        let (device, gi) = gpu_instance(s, handle, "nvmlGpuInstanceGetInfo")?;
         let answer = nvml::nvmlGpuInstanceInfo_t {
             device: state::device_handle(device),
             id: gi.id,
@@ -35,8 +36,9 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetInfo(
     }))
 }
 
-/// The compute-instance profile at index `profile` (0 to 8, ID = index; past 8,
-/// `NVML_ERROR_INVALID_ARGUMENT`).
+/// The compute-instance profile at index `profile` (NVML's `NVML_COMPUTE_INSTANCE_PROFILE_*`,
+/// whose ID is the index): one the GPU instance offers ([`rules::compute_profiles`]), else
+/// `NVML_ERROR_NOT_SUPPORTED`, and past the last index `NVML_ERROR_INVALID_ARGUMENT`.
 ///
 /// # Safety
 ///
@@ -53,20 +55,20 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceProfileInfo(
         handle.addr()
     ));
     code(with(|s| {
-        gpu_instance(s, handle, "nvmlGpuInstanceGetComputeInstanceProfileInfo")?;
-        if profile >= COMPUTE_PROFILES {
-            return Err(INVALID);
-        }
+        let (device, gi) = gpu_instance(s, handle, "nvmlGpuInstanceGetComputeInstanceProfileInfo")?;
+        let card = &s.devices[device];
+        let gi_profile = rules::profile(card, gi.profile_id)?;
+        let slices = rules::compute_profile_slices(gi_profile, profile)?;
         let answer = nvml::nvmlComputeInstanceProfileInfo_t {
             id: profile,
-            sliceCount: profile + 1,
-            instanceCount: 1,
-            multiprocessorCount: 14 * (profile + 1),
-            sharedCopyEngineCount: 1,
-            sharedDecoderCount: 0,
-            sharedEncoderCount: 0,
-            sharedJpegCount: 0,
-            sharedOfaCount: 0,
+            sliceCount: slices,
+            instanceCount: gi_profile.slice_count / slices.max(1),
+            multiprocessorCount: 14 * slices,
+            sharedCopyEngineCount: gi_profile.copy_engine_count,
+            sharedDecoderCount: gi_profile.decoder_count,
+            sharedEncoderCount: gi_profile.encoder_count,
+            sharedJpegCount: gi_profile.jpeg_count,
+            sharedOfaCount: gi_profile.ofa_count,
         };
         // SAFETY: passed on from this function's own contract.
         unsafe { write(info, answer) }
@@ -91,16 +93,15 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstances(
         handle.addr()
     ));
     code(with(|s| {
-        let (device, at, gi) = gpu_instance(s, handle, "nvmlGpuInstanceGetComputeInstances")?;
-        if profile_id >= COMPUTE_PROFILES {
+        let (device, gi) = gpu_instance(s, handle, "nvmlGpuInstanceGetComputeInstances")?;
+        if profile_id >= rules::COMPUTE_PROFILE_COUNT {
             return Err(INVALID);
         }
         let found: Vec<nvml::nvmlComputeInstance_t> = gi
             .compute_instances
             .iter()
-            .enumerate()
-            .filter(|(_, ci)| ci.profile_id == profile_id)
-            .map(|(ci, _)| state::compute_instance_handle(device, at, ci))
+            .filter(|ci| ci.profile_id == profile_id)
+            .map(|ci| state::compute_instance_handle(device, gi.id, ci.id))
             .collect();
         // SAFETY: passed on from this function's own contract.
         unsafe { write_found(instances, count, &found) }
@@ -122,11 +123,15 @@ pub unsafe extern "C" fn nvmlComputeInstanceGetInfo_v2(
         handle.addr()
     ));
     code(with(|s| {
-        let (device, at, ci) = compute_instance(s, handle, "nvmlComputeInstanceGetInfo_v2")?;
-        let compute = &s.devices[device].gpu_instances[at].compute_instances[ci];
+        let (device, gi_id, ci_id) = compute_instance(s, handle, "nvmlComputeInstanceGetInfo_v2")?;
+        let compute = rules::gpu_instance(&s.devices[device], gi_id)?
+            .compute_instances
+            .iter()
+            .find(|ci| ci.id == ci_id)
+            .ok_or(INVALID)?;
         let answer = nvml::nvmlComputeInstanceInfo_t {
             device: state::device_handle(device),
-            gpuInstance: state::gpu_instance_handle(device, at),
+            gpuInstance: state::gpu_instance_handle(device, gi_id),
             id: compute.id,
             profileId: compute.profile_id,
             placement: nvml::nvmlComputeInstancePlacement_t {
@@ -136,5 +141,158 @@ pub unsafe extern "C" fn nvmlComputeInstanceGetInfo_v2(
         };
         // SAFETY: passed on from this function's own contract.
         unsafe { write(info, answer) }
+    }))
+}
+
+/// Creates a compute instance in the GPU instance ([`rules::create_compute_instance`]), placed
+/// by `placement` or, when it is null, at the first free placement of its profile.
+///
+/// # Safety
+///
+/// `placement` is null or valid for a read; `instance` is null or valid for a write.
+unsafe fn create_compute_instance(
+    function: &str,
+    handle: nvml::nvmlGpuInstance_t,
+    profile_id: c_uint,
+    placement: *const nvml::nvmlComputeInstancePlacement_t,
+    instance: *mut nvml::nvmlComputeInstance_t,
+) -> nvml::nvmlReturn_t {
+    if instance.is_null() {
+        return INVALID;
+    }
+    let asked = if placement.is_null() {
+        None
+    } else {
+        // SAFETY: not null; valid for a read by the caller's contract.
+        let asked = unsafe { placement.read() };
+        Some(Placement {
+            start: asked.start,
+            size: asked.size,
+        })
+    };
+    log(format_args!(
+        "{function} {:#x} {profile_id}{}",
+        handle.addr(),
+        asked
+            .map(|p| format!(" {}+{}", p.start, p.size))
+            .unwrap_or_default()
+    ));
+    code(gpu_instance_of(handle).and_then(|(device, gi_id)| {
+        let id = state::change(device, function, |card| {
+            rules::create_compute_instance(card, gi_id, profile_id, asked)
+        })?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(instance, state::compute_instance_handle(device, gi_id, id)) }
+    }))
+}
+
+/// Creates a compute instance placed by NVML (the first free placement of its profile).
+///
+/// # Safety
+///
+/// `instance` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlGpuInstanceCreateComputeInstance(
+    handle: nvml::nvmlGpuInstance_t,
+    profile_id: c_uint,
+    instance: *mut nvml::nvmlComputeInstance_t,
+) -> nvml::nvmlReturn_t {
+    // SAFETY: passed on from this function's own contract (no placement).
+    unsafe {
+        create_compute_instance(
+            "nvmlGpuInstanceCreateComputeInstance",
+            handle,
+            profile_id,
+            std::ptr::null(),
+            instance,
+        )
+    }
+}
+
+/// Creates a compute instance at `placement` (compute slices within the GPU instance).
+///
+/// # Safety
+///
+/// `placement` is null or valid for a read; `instance` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlGpuInstanceCreateComputeInstanceWithPlacement(
+    handle: nvml::nvmlGpuInstance_t,
+    profile_id: c_uint,
+    placement: *const nvml::nvmlComputeInstancePlacement_t,
+    instance: *mut nvml::nvmlComputeInstance_t,
+) -> nvml::nvmlReturn_t {
+    if placement.is_null() {
+        return INVALID;
+    }
+    // SAFETY: passed on from this function's own contract.
+    unsafe {
+        create_compute_instance(
+            "nvmlGpuInstanceCreateComputeInstanceWithPlacement",
+            handle,
+            profile_id,
+            placement,
+            instance,
+        )
+    }
+}
+
+/// Destroys a compute instance ([`rules::destroy_compute_instance`]).
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlComputeInstanceDestroy(
+    handle: nvml::nvmlComputeInstance_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!(
+        "nvmlComputeInstanceDestroy {:#x}",
+        handle.addr()
+    ));
+    let function = "nvmlComputeInstanceDestroy";
+    code(
+        with(|s| compute_instance(s, handle, function)).and_then(|(device, gi_id, ci_id)| {
+            state::change(device, function, |card| {
+                rules::destroy_compute_instance(card, gi_id, ci_id)
+            })
+        }),
+    )
+}
+
+/// Destroys a GPU instance ([`rules::destroy_gpu_instance`]).
+#[unsafe(no_mangle)]
+pub extern "C" fn nvmlGpuInstanceDestroy(handle: nvml::nvmlGpuInstance_t) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlGpuInstanceDestroy {:#x}", handle.addr()));
+    let function = "nvmlGpuInstanceDestroy";
+    code(
+        with(|s| gpu_instance(s, handle, function).map(|(device, gi)| (device, gi.id))).and_then(
+            |(device, gi_id)| {
+                state::change(device, function, |card| {
+                    rules::destroy_gpu_instance(card, gi_id)
+                })
+            },
+        ),
+    )
+}
+
+/// The compute instance with this ID in the GPU instance; `NVML_ERROR_NOT_FOUND` for none.
+///
+/// # Safety
+///
+/// `instance` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceById(
+    handle: nvml::nvmlGpuInstance_t,
+    id: c_uint,
+    instance: *mut nvml::nvmlComputeInstance_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!(
+        "nvmlGpuInstanceGetComputeInstanceById {:#x} {id}",
+        handle.addr()
+    ));
+    code(with(|s| {
+        let (device, gi) = gpu_instance(s, handle, "nvmlGpuInstanceGetComputeInstanceById")?;
+        gi.compute_instances
+            .iter()
+            .find(|ci| ci.id == id)
+            .ok_or(nvml::nvmlReturn_enum_NVML_ERROR_NOT_FOUND)?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(instance, state::compute_instance_handle(device, gi.id, id)) }
     }))
 }

@@ -6,12 +6,17 @@ use crate::state::{code, log, scenario, with};
 use nvml_wrapper_sys::bindings as nvml;
 use std::ffi::{c_char, c_uint};
 
-/// Reads the scenario `FAKE_NVML_SCENARIO` names; a missing or bad one answers
+/// Reads the state file `FAKE_NVML_STATE` names (made from the scenario when absent), else the
+/// scenario `FAKE_NVML_SCENARIO` names; a missing or bad one answers
 /// `NVML_ERROR_UNINITIALIZED`, with why on stderr.
 #[unsafe(no_mangle)]
 pub extern "C" fn nvmlInit_v2() -> nvml::nvmlReturn_t {
     log(format_args!("nvmlInit_v2"));
-    match Scenario::from_env() {
+    let loaded = match crate::store::state_path() {
+        Some(path) => crate::store::load(&path),
+        None => Scenario::from_env(),
+    };
+    match loaded {
         Ok(loaded) => {
             *scenario() = Some(loaded);
             nvml::nvmlReturn_enum_NVML_SUCCESS
@@ -83,5 +88,30 @@ pub unsafe extern "C" fn nvmlSystemGetNVMLVersion(
     // SAFETY: passed on from this function's own contract.
     code(with(|s| unsafe {
         write_str(version, length, &s.nvml_version)
+    }))
+}
+
+/// The name of a process holding a card (a scenario's `clients`); `NVML_ERROR_NOT_FOUND` for
+/// another pid.
+///
+/// # Safety
+///
+/// `name` is null or valid for `length` chars.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlSystemGetProcessName(
+    pid: c_uint,
+    name: *mut c_char,
+    length: c_uint,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlSystemGetProcessName {pid}"));
+    code(with(|s| {
+        let client = s
+            .devices
+            .iter()
+            .flat_map(|device| &device.clients)
+            .find(|client| client.pid == pid)
+            .ok_or(nvml::nvmlReturn_enum_NVML_ERROR_NOT_FOUND)?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write_str(name, length, &client.name) }
     }))
 }

@@ -33,6 +33,13 @@ pub fn profile(id: u32, name: &str, slices: u32) -> Profile {
     profile.name = Lenient::Read(name.to_owned());
     profile.free_instances = Lenient::Read(1);
     profile.signature = Lenient::Read(signature(slices, &["p2p"]));
+    // Where an instance of `slices` may go on an 8-slice card (a 3g instance takes 4).
+    let size = if slices == 3 { 4 } else { slices.max(1) };
+    profile.placements = Lenient::Read(
+        (0..8 / size)
+            .map(|at| Placement::new(at * size, size))
+            .collect(),
+    );
     profile
 }
 
@@ -52,7 +59,7 @@ pub fn vgpu(
 /// A card with MIG on, two profiles, one GPU instance with a compute instance, two vGPUs.
 pub fn sample() -> Reply {
     let mode = Mode::new(true, MigState::Enabled, Nullable::Null);
-    let mut reply = Reply::new(FormatVersion::new(1, 0), device(), mode, Case::Partitions);
+    let mut reply = Reply::new(FormatVersion::new(1, 1), device(), mode, Case::Partitions);
     reply.driver = Lenient::Read(Driver::new("570.124.06".into(), "12.570.124.06".into()));
     reply.profiles = Lenient::Read(vec![
         Lenient::Read(profile(9, "3g.71gb", 3)),
@@ -79,6 +86,9 @@ pub fn sample() -> Reply {
             Nullable::Value("vm-7".into()),
         )),
     ]);
+    let mut process = Process::new(4242);
+    process.name = Lenient::Read("python3".to_owned());
+    reply.processes = Lenient::Read(vec![Lenient::Read(process)]);
     reply
 }
 

@@ -7,7 +7,8 @@ use crate::host::Host;
 use crate::lock::{HostLock, LockError};
 use crate::run::{self, Run};
 use gpu_partition_types::{
-    Bdf, FormatVersion, JsonPointer, LostMember, Outcome, Reply, UnreadableReason, VersionReply,
+    ApplyAnswer, ApplyRequest, Bdf, FormatVersion, JsonPointer, LostMember, Outcome, Reply,
+    UnreadableReason, VersionReply,
 };
 use serde::ser::SerializeStruct;
 use std::sync::Mutex;
@@ -122,6 +123,16 @@ impl Helper {
     /// holds for every card: the reason of the run, `undecodable`, or `incompatible`, with
     /// its message. (It reads no card, so it needs no lock.)
     pub fn negotiate(&self) -> (Result<FormatVersion, ReadFailure>, Duration) {
+        self.negotiate_command("read")
+    }
+
+    /// Runs `--version` and picks the `apply` format: the highest of major 1 (`incompatible`
+    /// for a helper that only reads).
+    pub fn negotiate_apply(&self) -> Result<FormatVersion, ReadFailure> {
+        self.negotiate_command("apply").0
+    }
+
+    fn negotiate_command(&self, command: &str) -> (Result<FormatVersion, ReadFailure>, Duration) {
         let run = self.run(vec!["--version".into()], "--version");
         let negotiated = match self.run_failure(&run, "--version") {
             Some(failure) => Err(failure),
@@ -130,7 +141,7 @@ impl Helper {
                     UnreadableReason::Undecodable,
                     format!("{} --version: {refusal}", self.name()),
                 )),
-                Ok(version) => version.negotiate_read().map_err(|incompatible| {
+                Ok(version) => version.negotiate(command).map_err(|incompatible| {
                     ReadFailure::new(
                         UnreadableReason::Incompatible,
                         format!("{}: {incompatible}", self.name()),
@@ -199,6 +210,39 @@ impl Helper {
                 CardRead::failed(device, failure, run.elapsed)
             }
         }
+    }
+
+    /// Runs `apply` on `device` with `request` (the `format` of [`Helper::negotiate_apply`]),
+    /// under the host lock `_lock`: the helper's answer, or why there is none (the reasons of
+    /// a read: `timeout`, `busy` for exit 75, `crash` for any other failure — a request the
+    /// helper refuses exits 2 —, `undecodable` for an answer that does not read), with its
+    /// message.
+    pub fn apply(
+        &self,
+        _lock: &HostLock,
+        device: Bdf,
+        format: FormatVersion,
+        request: &ApplyRequest,
+    ) -> Result<ApplyAnswer, ReadFailure> {
+        let args = vec![
+            "apply".into(),
+            "--device".into(),
+            device.to_string().into(),
+            "--format".into(),
+            format.major.to_string().into(),
+        ];
+        let what = format!("apply --device {device}");
+        let spec = self.config.spec(args).stdin(request.to_json());
+        let run = self.run_spec(spec, &what);
+        if let Some(failure) = self.run_failure(&run, &what) {
+            return Err(failure);
+        }
+        ApplyAnswer::from_json(&run.stdout, &device).map_err(|refused| {
+            ReadFailure::new(
+                UnreadableReason::Undecodable,
+                format!("{} {what}: {refused}", self.name()),
+            )
+        })
     }
 
     /// Reads every card in `devices` under the host lock of `host` (waiting up to `lock_wait`
@@ -282,7 +326,10 @@ impl Helper {
     }
 
     fn run(&self, args: Vec<std::ffi::OsString>, what: &str) -> Run {
-        let spec = self.config.spec(args);
+        self.run_spec(self.config.spec(args), what)
+    }
+
+    fn run_spec(&self, spec: run::RunSpec, what: &str) -> Run {
         // With a wrapper the runner checks the wrapper; the helper must exist all the same.
         let run = match (&self.config.wrapper, run::check_program(&self.config.path)) {
             (Some(_), Err(error)) => Run::not_started(error),

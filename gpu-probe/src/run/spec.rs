@@ -50,6 +50,9 @@ pub struct RunSpec {
     pub eof_grace: Duration,
     /// Output caps.
     pub limits: OutputLimits,
+    /// What the child reads on stdin (written by a thread of its own, then closed); `None`
+    /// (the default): stdin is `/dev/null`.
+    pub stdin: Option<Vec<u8>>,
 }
 
 impl RunSpec {
@@ -63,7 +66,14 @@ impl RunSpec {
             grace: Duration::from_millis(500),
             eof_grace: Duration::from_millis(200),
             limits: OutputLimits::default(),
+            stdin: None,
         }
+    }
+
+    /// Gives the child `input` on stdin.
+    pub fn stdin(mut self, input: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Some(input.into());
+        self
     }
 
     /// Adds arguments.

@@ -36,7 +36,11 @@ pub fn run(spec: &RunSpec) -> Run {
         .env_clear()
         .env("PATH", CHILD_PATH)
         .env("LANG", "C")
-        .stdin(Stdio::null())
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
@@ -52,6 +56,16 @@ pub fn run(spec: &RunSpec) -> Run {
     };
     let pid = child.id();
     let group = Pid::from_raw(i32::try_from(pid).unwrap_or(i32::MAX));
+    // The input goes in from a thread of its own, so a child that does not read it never
+    // blocks the watch; the write ends (EPIPE) once the child is gone.
+    if let (Some(input), Some(mut pipe)) = (spec.stdin.clone(), child.stdin.take()) {
+        std::thread::spawn(move || {
+            use std::io::Write;
+            if let Err(error) = pipe.write_all(&input) {
+                tracing::debug!("stdin of pid {pid}: {error}");
+            }
+        });
+    }
     let mut pipes = [
         Pipe::new(
             child.stdout.take().map(OwnedFd::from),

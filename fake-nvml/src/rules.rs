@@ -1,0 +1,483 @@
+//! The driver's rules the fake enforces, as pure functions over a device of the scenario: what
+//! is free, what fits, what may be destroyed, what a GPU reset does. The C functions of
+//! [`crate::exports`] only decode their arguments and call these.
+
+use crate::scenario::{
+    Client, ComputeInstance, Device, GpuInstance, MigMode, MigModeChange, Placement, Profile,
+};
+use nvml_wrapper_sys::bindings as nvml;
+
+/// An NVML error code.
+pub type Code = nvml::nvmlReturn_t;
+
+const NOT_SUPPORTED: Code = nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
+const INVALID: Code = nvml::nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
+const INSUFFICIENT: Code = nvml::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_RESOURCES;
+const IN_USE: Code = nvml::nvmlReturn_enum_NVML_ERROR_IN_USE;
+const NOT_FOUND: Code = nvml::nvmlReturn_enum_NVML_ERROR_NOT_FOUND;
+
+/// Compute instance profile IDs by their slice count (NVML's `NVML_COMPUTE_INSTANCE_PROFILE_*`):
+/// 1 → 0, 2 → 1, 3 → 2, 4 → 3, 7 → 4, 8 → 5, 6 → 6. IDs 7 and 8 are the `REV1` and `NVL`
+/// variants, which the cards modelled here do not offer.
+pub const COMPUTE_PROFILE_SLICES: [(u32, u32); 7] =
+    [(0, 1), (1, 2), (2, 3), (3, 4), (4, 7), (5, 8), (6, 6)];
+
+/// How many compute instance profile indices NVML's headers define (0 to 8).
+pub const COMPUTE_PROFILE_COUNT: u32 = 9;
+
+fn overlaps(a: Placement, b: Placement) -> bool {
+    a.start < b.start.saturating_add(b.size) && b.start < a.start.saturating_add(a.size)
+}
+
+/// Whether MIG is on now.
+pub fn mig_on(device: &Device) -> bool {
+    matches!(device.mig_mode, MigMode::Mode { current: 1, .. })
+}
+
+/// The profile with this ID.
+pub fn profile(device: &Device, id: u32) -> Result<&Profile, Code> {
+    device
+        .gpu_instance_profiles
+        .iter()
+        .find(|profile| profile.id == id)
+        .ok_or(INVALID)
+}
+
+/// The GPU instance with this ID.
+pub fn gpu_instance(device: &Device, id: u32) -> Result<&GpuInstance, Code> {
+    device
+        .gpu_instances
+        .iter()
+        .find(|gi| gi.id == id)
+        .ok_or(NOT_FOUND)
+}
+
+/// The profile's placements that no GPU instance overlaps now.
+pub fn free_placements(device: &Device, profile: &Profile) -> Vec<Placement> {
+    profile
+        .placements
+        .iter()
+        .copied()
+        .filter(|p| {
+            !device
+                .gpu_instances
+                .iter()
+                .any(|gi| overlaps(*p, gi.placement))
+        })
+        .collect()
+}
+
+/// The most intervals of `free` that fit together (interval scheduling: by end, greedily).
+fn most_disjoint(mut free: Vec<Placement>) -> u32 {
+    free.sort_by_key(|p| p.start.saturating_add(p.size));
+    let mut taken: Vec<Placement> = Vec::new();
+    for placement in free {
+        if !taken.iter().any(|t| overlaps(*t, placement)) {
+            taken.push(placement);
+        }
+    }
+    u32::try_from(taken.len()).unwrap_or(u32::MAX)
+}
+
+/// `nvmlDeviceGetGpuInstanceRemainingCapacity`: how many more instances of the profile fit,
+/// computed from what is placed — the profile's instance count less those it has, and no more
+/// than its free placements can hold at once. A profile the scenario gives no placements is
+/// bounded by its count alone.
+pub fn remaining(device: &Device, profile: &Profile) -> u32 {
+    let existing = device
+        .gpu_instances
+        .iter()
+        .filter(|gi| gi.profile_id == profile.id)
+        .count();
+    let by_count = profile
+        .instance_count
+        .saturating_sub(u32::try_from(existing).unwrap_or(u32::MAX));
+    if profile.placements.is_empty() {
+        return by_count;
+    }
+    by_count.min(most_disjoint(free_placements(device, profile)))
+}
+
+/// The lowest ID from `first` that `taken` does not hold.
+fn next_id(first: u32, taken: impl Iterator<Item = u32> + Clone) -> u32 {
+    (first..)
+        .find(|id| !taken.clone().any(|t| t == *id))
+        .unwrap_or(u32::MAX)
+}
+
+/// `nvmlDeviceCreateGpuInstanceWithPlacement`: MIG off (or a profile the card has not) is
+/// refused; the placement must be one of the profile's and overlap no instance; the profile's
+/// instance count bounds it. Answers the new instance's ID.
+pub fn create_gpu_instance(
+    device: &mut Device,
+    profile_id: u32,
+    placement: Placement,
+) -> Result<u32, Code> {
+    if !mig_on(device) {
+        return Err(NOT_SUPPORTED);
+    }
+    let profile = profile(device, profile_id)?;
+    if !profile.placements.contains(&placement) {
+        return Err(INVALID);
+    }
+    if remaining(device, profile) == 0
+        || device
+            .gpu_instances
+            .iter()
+            .any(|gi| overlaps(gi.placement, placement))
+    {
+        return Err(INSUFFICIENT);
+    }
+    let id = next_id(1, device.gpu_instances.iter().map(|gi| gi.id));
+    device.gpu_instances.push(GpuInstance {
+        id,
+        profile_id,
+        placement,
+        compute_instances: Vec::new(),
+    });
+    Ok(id)
+}
+
+/// The compute instance profiles a GPU instance of `profile` offers, as (ID, slices): those the
+/// scenario lists for it, else NVML's by slice count (1c to the GPU instance's own slices;
+/// a 4-slice instance offers no 3-slice compute instance, as on an A100).
+pub fn compute_profiles(profile: &Profile) -> Vec<(u32, u32)> {
+    let slices_of = |id: u32| {
+        COMPUTE_PROFILE_SLICES
+            .iter()
+            .find(|(known, _)| *known == id)
+            .map(|(_, slices)| *slices)
+    };
+    match &profile.compute_profiles {
+        Some(ids) => ids
+            .iter()
+            .filter_map(|id| slices_of(*id).map(|slices| (*id, slices)))
+            .collect(),
+        None => COMPUTE_PROFILE_SLICES
+            .iter()
+            .copied()
+            .filter(|(_, slices)| {
+                *slices <= profile.slice_count && !(profile.slice_count == 4 && *slices == 3)
+            })
+            .filter(|(_, slices)| *slices != 6 && *slices != 8 || *slices == profile.slice_count)
+            .collect(),
+    }
+}
+
+/// The slices of a compute instance profile inside a GPU instance of `profile`; `Err` with
+/// NVML's answer when the GPU instance does not offer it.
+pub fn compute_profile_slices(profile: &Profile, compute_profile: u32) -> Result<u32, Code> {
+    if compute_profile >= COMPUTE_PROFILE_COUNT {
+        return Err(INVALID);
+    }
+    compute_profiles(profile)
+        .into_iter()
+        .find(|(id, _)| *id == compute_profile)
+        .map(|(_, slices)| slices)
+        .ok_or(NOT_SUPPORTED)
+}
+
+/// `nvmlGpuInstanceCreateComputeInstance(WithPlacement)`: the profile must be one the GPU
+/// instance offers; the placement (in compute slices) must lie on a multiple of its size within
+/// the GPU instance and overlap no compute instance; without one, the first free such placement
+/// is taken. Answers the new compute instance's ID.
+pub fn create_compute_instance(
+    device: &mut Device,
+    gpu_instance_id: u32,
+    compute_profile: u32,
+    placement: Option<Placement>,
+) -> Result<u32, Code> {
+    if !mig_on(device) {
+        return Err(NOT_SUPPORTED);
+    }
+    let gi = gpu_instance(device, gpu_instance_id)?;
+    let gi_profile = profile(device, gi.profile_id)?;
+    let slices = compute_profile_slices(gi_profile, compute_profile)?;
+    let room = gi_profile.slice_count;
+    let possible: Vec<Placement> = (0..room)
+        .step_by(usize::try_from(slices.max(1)).unwrap_or(1))
+        .map(|start| Placement {
+            start,
+            size: slices,
+        })
+        .filter(|p| p.start.saturating_add(p.size) <= room)
+        .collect();
+    let free = |p: &Placement| {
+        !gi.compute_instances
+            .iter()
+            .any(|ci| overlaps(ci.placement, *p))
+    };
+    let chosen = match placement {
+        Some(asked) if !possible.contains(&asked) => return Err(INVALID),
+        Some(asked) if !free(&asked) => return Err(INSUFFICIENT),
+        Some(asked) => asked,
+        None => possible.into_iter().find(free).ok_or(INSUFFICIENT)?,
+    };
+    let id = next_id(0, gi.compute_instances.iter().map(|ci| ci.id));
+    let Some(gi) = device
+        .gpu_instances
+        .iter_mut()
+        .find(|gi| gi.id == gpu_instance_id)
+    else {
+        return Err(NOT_FOUND);
+    };
+    gi.compute_instances.push(ComputeInstance {
+        id,
+        profile_id: compute_profile,
+        placement: chosen,
+    });
+    Ok(id)
+}
+
+/// A device with clients refuses every destroy (`NVML_ERROR_IN_USE`): processes, or a
+/// monitoring daemon holding handles.
+fn check_no_clients(device: &Device) -> Result<(), Code> {
+    if device.clients.is_empty() {
+        Ok(())
+    } else {
+        Err(IN_USE)
+    }
+}
+
+/// `nvmlComputeInstanceDestroy`.
+pub fn destroy_compute_instance(
+    device: &mut Device,
+    gpu_instance_id: u32,
+    compute_instance_id: u32,
+) -> Result<(), Code> {
+    check_no_clients(device)?;
+    let gi = device
+        .gpu_instances
+        .iter_mut()
+        .find(|gi| gi.id == gpu_instance_id)
+        .ok_or(NOT_FOUND)?;
+    let before = gi.compute_instances.len();
+    gi.compute_instances
+        .retain(|ci| ci.id != compute_instance_id);
+    if gi.compute_instances.len() == before {
+        return Err(NOT_FOUND);
+    }
+    Ok(())
+}
+
+/// `nvmlGpuInstanceDestroy`: refused (`NVML_ERROR_IN_USE`) while it has compute instances or
+/// a vGPU placed on it, or while the device has clients.
+pub fn destroy_gpu_instance(device: &mut Device, gpu_instance_id: u32) -> Result<(), Code> {
+    check_no_clients(device)?;
+    let gi = gpu_instance(device, gpu_instance_id)?;
+    let vgpu_on_it = device
+        .vgpus
+        .iter()
+        .any(|vgpu| vgpu.gpu_instance_id == Some(gpu_instance_id));
+    if !gi.compute_instances.is_empty() || vgpu_on_it {
+        return Err(IN_USE);
+    }
+    device.gpu_instances.retain(|gi| gi.id != gpu_instance_id);
+    Ok(())
+}
+
+/// `nvmlDeviceSetMigMode`: the call's return, then the activation status. With clients the
+/// activation is `NVML_ERROR_IN_USE` and nothing changes; a device whose change needs a reset
+/// (`"mig_mode_change": "reset"`, Ampere) keeps it pending; otherwise (Hopper and later) it
+/// takes effect at once. Turning MIG off with instances left is refused in use.
+pub fn set_mig_mode(device: &mut Device, enabled: bool) -> Result<Result<(), Code>, Code> {
+    let MigMode::Mode { current, .. } = device.mig_mode else {
+        return Err(NOT_SUPPORTED);
+    };
+    let wanted = u32::from(enabled);
+    if !device.clients.is_empty() || (!enabled && !device.gpu_instances.is_empty()) {
+        return Ok(Err(IN_USE));
+    }
+    device.mig_mode = match device.mig_mode_change {
+        MigModeChange::Immediate => MigMode::Mode {
+            current: wanted,
+            pending: wanted,
+        },
+        MigModeChange::Reset => MigMode::Mode {
+            current,
+            pending: wanted,
+        },
+    };
+    Ok(Ok(()))
+}
+
+/// What a GPU reset does to the device: a pending mode becomes current, and every instance is
+/// gone (with the vGPUs placed on them).
+pub fn gpu_reset(device: &mut Device) {
+    if let MigMode::Mode { pending, .. } = device.mig_mode {
+        device.mig_mode = MigMode::Mode {
+            current: pending,
+            pending,
+        };
+    }
+    device.gpu_instances.clear();
+    device.vgpus.retain(|vgpu| vgpu.gpu_instance_id.is_none());
+}
+
+/// The device's clients, as NVML lists running processes.
+pub fn clients(device: &Device) -> &[Client] {
+    &device.clients
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::scenario::Scenario;
+
+    fn a100(mig: u32, change: &str) -> Device {
+        let text = format!(
+            r#"{{"driver_version": "1", "nvml_version": "1", "devices": [{{
+            "pci_bus_id": "0000:3b:00.0", "mig_mode": {{"current": {mig}, "pending": {mig}}},
+            "mig_mode_change": "{change}",
+            "gpu_instance_profiles": [
+              {{"index": 0, "id": 19, "name": "1g.5gb", "slice_count": 1, "instance_count": 7,
+                "multiprocessor_count": 14, "copy_engine_count": 1, "decoder_count": 0,
+                "encoder_count": 0, "jpeg_count": 0, "ofa_count": 0, "memory_size_mb": 4864,
+                "p2p": false, "gfx": false,
+                "placements": [{{"start": 0, "size": 1}}, {{"start": 1, "size": 1}},
+                  {{"start": 2, "size": 1}}, {{"start": 3, "size": 1}}, {{"start": 4, "size": 1}},
+                  {{"start": 5, "size": 1}}, {{"start": 6, "size": 1}}]}},
+              {{"index": 2, "id": 9, "name": "3g.20gb", "slice_count": 3, "instance_count": 2,
+                "multiprocessor_count": 42, "copy_engine_count": 3, "decoder_count": 2,
+                "encoder_count": 0, "jpeg_count": 0, "ofa_count": 0, "memory_size_mb": 19968,
+                "p2p": false, "gfx": false,
+                "placements": [{{"start": 0, "size": 4}}, {{"start": 4, "size": 4}}]}}]}}]}}"#
+        );
+        Scenario::from_json(text.as_bytes())
+            .unwrap()
+            .devices
+            .remove(0)
+    }
+
+    fn at(start: u32, size: u32) -> Placement {
+        Placement { start, size }
+    }
+
+    #[test]
+    fn a_gpu_instance_takes_a_free_placement_and_the_capacity_follows_from_it() {
+        let mut card = a100(1, "immediate");
+        assert_eq!(remaining(&card, profile(&card, 9).unwrap()), 2);
+        assert_eq!(create_gpu_instance(&mut card, 9, at(0, 4)), Ok(1));
+        assert_eq!(remaining(&card, profile(&card, 9).unwrap()), 1);
+        // The 1g profile keeps 3 places of its 7: slices 4, 5 and 6.
+        assert_eq!(remaining(&card, profile(&card, 19).unwrap()), 3);
+    }
+
+    #[test]
+    fn an_overlapping_placement_is_insufficient_resources_and_one_that_is_none_is_invalid() {
+        let mut card = a100(1, "immediate");
+        create_gpu_instance(&mut card, 9, at(0, 4)).unwrap();
+        assert_eq!(
+            create_gpu_instance(&mut card, 19, at(2, 1)),
+            Err(INSUFFICIENT)
+        );
+        assert_eq!(create_gpu_instance(&mut card, 9, at(2, 4)), Err(INVALID));
+        assert_eq!(create_gpu_instance(&mut card, 19, at(4, 1)), Ok(2));
+    }
+
+    #[test]
+    fn a_profile_past_its_instance_count_is_insufficient_resources() {
+        let mut card = a100(1, "immediate");
+        for start in 0..7 {
+            create_gpu_instance(&mut card, 19, at(start, 1)).unwrap();
+        }
+        assert_eq!(remaining(&card, profile(&card, 19).unwrap()), 0);
+        assert_eq!(card.gpu_instances.len(), 7);
+    }
+
+    #[test]
+    fn with_mig_off_creates_are_not_supported() {
+        let mut card = a100(0, "immediate");
+        assert_eq!(
+            create_gpu_instance(&mut card, 19, at(0, 1)),
+            Err(NOT_SUPPORTED)
+        );
+    }
+
+    #[test]
+    fn a_compute_instance_fits_its_gpu_instance_or_is_refused() {
+        let mut card = a100(1, "immediate");
+        let gi = create_gpu_instance(&mut card, 9, at(0, 4)).unwrap();
+        // A 3g instance offers 1c, 2c and 3c (IDs 0, 1, 2), not 4c.
+        assert_eq!(
+            create_compute_instance(&mut card, gi, 3, None),
+            Err(NOT_SUPPORTED)
+        );
+        assert_eq!(
+            create_compute_instance(&mut card, gi, 2, Some(at(1, 3))),
+            Err(INVALID)
+        );
+        assert_eq!(create_compute_instance(&mut card, gi, 2, None), Ok(0));
+        assert_eq!(
+            create_compute_instance(&mut card, gi, 0, None),
+            Err(INSUFFICIENT)
+        );
+    }
+
+    #[test]
+    fn a_gpu_instance_with_a_compute_instance_or_a_vgpu_is_in_use() {
+        let mut card = a100(1, "immediate");
+        let gi = create_gpu_instance(&mut card, 19, at(0, 1)).unwrap();
+        create_compute_instance(&mut card, gi, 0, None).unwrap();
+        assert_eq!(destroy_gpu_instance(&mut card, gi), Err(IN_USE));
+        destroy_compute_instance(&mut card, gi, 0).unwrap();
+        assert_eq!(destroy_gpu_instance(&mut card, gi), Ok(()));
+        assert!(card.gpu_instances.is_empty());
+    }
+
+    #[test]
+    fn an_ampere_mode_change_stays_pending_until_a_reset_and_a_hopper_one_is_at_once() {
+        let mut ampere = a100(0, "reset");
+        assert_eq!(set_mig_mode(&mut ampere, true), Ok(Ok(())));
+        assert_eq!(
+            ampere.mig_mode,
+            MigMode::Mode {
+                current: 0,
+                pending: 1
+            }
+        );
+        gpu_reset(&mut ampere);
+        assert_eq!(
+            ampere.mig_mode,
+            MigMode::Mode {
+                current: 1,
+                pending: 1
+            }
+        );
+        let mut hopper = a100(0, "immediate");
+        set_mig_mode(&mut hopper, true).unwrap().unwrap();
+        assert_eq!(
+            hopper.mig_mode,
+            MigMode::Mode {
+                current: 1,
+                pending: 1
+            }
+        );
+    }
+
+    #[test]
+    fn with_clients_a_mode_change_is_in_use_and_changes_nothing() {
+        let mut card = a100(0, "immediate");
+        card.clients.push(Client {
+            pid: 4242,
+            name: "python3".to_owned(),
+        });
+        assert_eq!(set_mig_mode(&mut card, true), Ok(Err(IN_USE)));
+        assert_eq!(
+            card.mig_mode,
+            MigMode::Mode {
+                current: 0,
+                pending: 0
+            }
+        );
+    }
+
+    #[test]
+    fn a_reset_leaves_no_instance() {
+        let mut card = a100(1, "immediate");
+        create_gpu_instance(&mut card, 19, at(0, 1)).unwrap();
+        gpu_reset(&mut card);
+        assert!(card.gpu_instances.is_empty());
+    }
+}
