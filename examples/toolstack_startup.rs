@@ -142,6 +142,13 @@ impl StateStore for DbStore {
             None => None,
             Some(_) => Some(parsed(host, "synced_at", "the time of the last sync")?),
         };
+        // The last layout apply: one JSON column (the record is serde, as the state file is).
+        state.layout = match optional(host, "layout") {
+            None => None,
+            Some(text) => Some(serde_json::from_str(&text).map_err(|error| {
+                StoreError::unknown_value("the last layout apply", text.clone(), error)
+            })?),
+        };
         for (bdf, row) in &db.gpus {
             let address: Bdf = bdf.parse().map_err(|error| {
                 StoreError::unknown_value("a GPU's address", bdf.clone(), error)
@@ -163,6 +170,14 @@ impl StateStore for DbStore {
                 text(state.boot.boot_time.map(|t| t.to_string())),
             ),
             ("synced_at", text(state.synced_at.map(|t| t.to_string()))),
+            (
+                "layout",
+                match &state.layout {
+                    None => String::new(),
+                    Some(record) => serde_json::to_string(record)
+                        .map_err(|error| StoreError::backend("the toolstack database", error))?,
+                },
+            ),
         ]);
         let gpus = state
             .gpus

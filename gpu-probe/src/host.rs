@@ -72,7 +72,7 @@ impl Host {
     /// tries once). The state directory is created private (0700) when absent, and refused
     /// when another user could change it.
     pub fn lock(&self, wait: Duration) -> Result<HostLock, LockError> {
-        HostLock::acquire(&self.state_dir, wait)
+        HostLock::acquire(self, wait)
     }
 
     /// Takes the host GPU lock without waiting: held by another, it is [`LockError::Busy`].

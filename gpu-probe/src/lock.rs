@@ -10,6 +10,7 @@
 //! [`Host::lock`]: crate::host::Host::lock
 //! [`Host::try_lock`]: crate::host::Host::try_lock
 
+use crate::host::Host;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
@@ -32,7 +33,7 @@ pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
 pub struct HostLock {
     _held: Flock<File>,
     path: PathBuf,
-    state_dir: PathBuf,
+    host: Host,
 }
 
 /// The lock could not be taken.
@@ -72,7 +73,8 @@ pub enum LockError {
 
 impl HostLock {
     /// Takes the lock, waiting up to `wait` for a holder to let go; a zero `wait` tries once.
-    pub(crate) fn acquire(state_dir: &Path, wait: Duration) -> Result<HostLock, LockError> {
+    pub(crate) fn acquire(host: &Host, wait: Duration) -> Result<HostLock, LockError> {
+        let state_dir = host.state_dir();
         let path = state_dir.join(LOCK_FILE);
         let io = |source| LockError::Io {
             path: path.clone(),
@@ -100,7 +102,7 @@ impl HostLock {
                     return Ok(HostLock {
                         _held: held,
                         path,
-                        state_dir: state_dir.to_path_buf(),
+                        host: host.clone(),
                     });
                 }
                 Err((mut file, Errno::EWOULDBLOCK)) => {
@@ -128,7 +130,13 @@ impl HostLock {
     /// The state directory the lock guards: the one where whatever must be written under it
     /// (the reset journal, the state file) lives.
     pub fn state_dir(&self) -> &Path {
-        &self.state_dir
+        self.host.state_dir()
+    }
+
+    /// The host whose lock this is: what runs under the lock (a sync, a reset, a layout) takes
+    /// its sysfs, procfs and state directory from here, so it cannot be handed another host's.
+    pub fn host(&self) -> &Host {
+        &self.host
     }
 }
 

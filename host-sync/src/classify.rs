@@ -2,6 +2,7 @@
 //! specific first, so a later check slots in without touching the others.
 
 use crate::gpu::GpuRecord;
+use crate::layout::{Direction, LayoutRecord};
 use crate::pci::PciFunction;
 use crate::status::{HostReason, HostStatus};
 use gpu_partition_types::{Bdf, PartitionMode};
@@ -30,6 +31,8 @@ pub struct Facts<'a> {
     pub modes: &'a BTreeMap<Bdf, GpuRecord>,
     /// The helper.
     pub helper: HelperState,
+    /// The last MIG layout apply, as stored (`None` when none ever ran).
+    pub layout: Option<&'a LayoutRecord>,
 }
 
 /// One row of the table: when it applies, and what it says.
@@ -56,17 +59,31 @@ fn last_known_divided(facts: &Facts<'_>, bdf: &Bdf) -> bool {
         .is_some_and(GpuRecord::last_known_divided)
 }
 
+/// Whether the last layout apply going `direction` left a failure no apply has healed.
+fn layout_failed(facts: &Facts<'_>, direction: Direction) -> bool {
+    facts
+        .layout
+        .and_then(LayoutRecord::failure)
+        .is_some_and(|failure| failure.direction == direction)
+}
+
 fn nvidia<'a>(facts: &'a Facts<'_>) -> impl Iterator<Item = &'a PciFunction> {
     facts.gpus.iter().filter(|gpu| gpu.is_nvidia())
 }
 
 /// The checks, most specific first; the last always applies.
-pub const CHECKS: [Check; 6] = [
+pub const CHECKS: [Check; 8] = [
     Check {
         name: "no NVIDIA display-class physical function",
         applies: |facts| nvidia(facts).next().is_none(),
         status: HostStatus::Inactive,
         reason: HostReason::NoPartitionableGpu,
+    },
+    Check {
+        name: "pool switch off, the last layout leaving partitioning failed",
+        applies: |facts| !facts.pool_enabled && layout_failed(facts, Direction::Leaving),
+        status: HostStatus::Leaving,
+        reason: HostReason::LayoutFailed,
     },
     // Last known divided: its mode, or the last mode read from it (a GPU left `unknown` by an
     // interrupted read over a division may still be divided).
@@ -89,6 +106,12 @@ pub const CHECKS: [Check; 6] = [
         applies: |facts| facts.helper == HelperState::Unavailable,
         status: HostStatus::Inactive,
         reason: HostReason::HelperUnavailable,
+    },
+    Check {
+        name: "pool switch on, the last layout entering partitioning failed",
+        applies: |facts| facts.pool_enabled && layout_failed(facts, Direction::Entering),
+        status: HostStatus::Entering,
+        reason: HostReason::LayoutFailed,
     },
     Check {
         name: "some NVIDIA GPU to be read is not settled",

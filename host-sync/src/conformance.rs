@@ -15,6 +15,7 @@
 //! the next one opened must load, as after a restart.
 
 use crate::gpu::GpuRecord;
+use crate::layout::{Direction, LayoutOutcome, LayoutRecord};
 use crate::reason::{GpuReason, NotRead};
 use crate::state::HostState;
 use crate::status::{HostStatus, StoredReason};
@@ -61,6 +62,7 @@ pub fn check_store<S: StateStore>(mut open: impl FnMut() -> S) -> Result<(), Con
             "a reason token of a later version is kept as it is",
             later_version(),
         ),
+        ("a layout apply still running survives", applying()),
     ] {
         save(check, &mut open, &state)?;
         expect(check, &mut open, Some(&state))?;
@@ -155,6 +157,27 @@ fn full_state() -> HostState {
         Some(1_767_225_600),
     );
     state.synced_at = Some(1_767_229_200);
+    let failed = LayoutRecord::applying("all-1g.5gb", Direction::Entering, 1_767_229_000, None)
+        .finish(
+            LayoutOutcome::Failed,
+            reason("step_refused"),
+            Some("GPU 0000:3b:00.0: creating a GPU instance: insufficient resources".to_owned()),
+            1_767_229_010,
+        );
+    state.layout = Some(
+        LayoutRecord::applying(
+            "all-balanced",
+            Direction::Entering,
+            1_767_229_100,
+            Some(&failed),
+        )
+        .finish(
+            LayoutOutcome::Blocked,
+            reason("gpu_busy"),
+            Some("pid 4242 (python3) holds 0000:3b:00.0".to_owned()),
+            1_767_229_101,
+        ),
+    );
     let reasons: [(PartitionMode, Option<GpuReason>, Option<PartitionMode>); 7] = [
         (PartitionMode::Enabled, None, Some(PartitionMode::Enabled)),
         (
@@ -198,6 +221,18 @@ fn full_state() -> HostState {
         record.last_read = last_read;
         state.gpus.insert(bdf(n), record);
     }
+    state
+}
+
+/// A state saved while a layout is applied.
+fn applying() -> HostState {
+    let mut state = HostState::new(HostStatus::Leaving, reason("layout_applying"));
+    state.layout = Some(LayoutRecord::applying(
+        "all-disabled",
+        Direction::Leaving,
+        1_767_229_300,
+        None,
+    ));
     state
 }
 

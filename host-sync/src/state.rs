@@ -1,6 +1,7 @@
 //! [`HostState`]: what a host keeps, as the store writes it.
 
 use crate::gpu::GpuRecord;
+use crate::layout::LayoutRecord;
 use crate::status::{HostStatus, StoredReason};
 use gpu_host_probe::Boot;
 use gpu_partition_types::Bdf;
@@ -39,6 +40,11 @@ pub struct HostState {
     /// versions that did not write it (`synced_at` in the file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub synced_at: Option<u64>,
+    /// The last MIG layout apply, while it runs and after it ended; `None` before the first
+    /// (and in files of versions that did not write it). A store must keep it: an unhealed
+    /// failure in it is what keeps the host `entering (layout_failed)`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<LayoutRecord>,
 }
 
 impl HostState {
@@ -53,6 +59,7 @@ impl HostState {
             boot: Boot::default(),
             gpus: BTreeMap::new(),
             synced_at: None,
+            layout: None,
         }
     }
 }

@@ -90,6 +90,13 @@ gpu_partition_types::token_enum! {
         /// Pool switch on, some GPU to be read, the helper absent, not executable, unsafe or
         /// incompatible.
         HelperUnavailable = "helper_unavailable",
+        /// A MIG layout is being applied (written by the layout executor when it starts, under
+        /// the host lock; no check gives it, since a sync that holds the lock finds no apply
+        /// running).
+        LayoutApplying = "layout_applying",
+        /// The last layout apply failed, needed a cold reboot or was interrupted, and none has
+        /// healed it since; the message says what happened.
+        LayoutFailed = "layout_failed",
         /// Pool switch on, some NVIDIA GPU to be read is not settled.
         GpusPending = "gpus_pending",
         /// Partitioning is in use.

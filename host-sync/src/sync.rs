@@ -3,6 +3,7 @@
 use crate::after_boot::is_after_boot;
 use crate::classify::{Facts, HelperState, classify};
 use crate::gpu::GpuRecord;
+use crate::layout::LayoutRecord;
 use crate::modes;
 use crate::pci::{ScanError, scan, warn_skipped};
 use crate::state::HostState;
@@ -119,7 +120,25 @@ pub fn sync(
     options: &SyncOptions,
 ) -> Result<SyncReport, SyncError> {
     let lock = host.lock(options.lock_wait)?;
-    let previous = store.load()?.unwrap_or_default();
+    let report = sync_under(&lock, helper, store, options);
+    drop(lock);
+    report
+}
+
+/// Runs one sync as [`sync()`] does, under the host lock the caller already holds, on the
+/// lock's host (`options.lock_wait` is not used): for an operation that ends with a sync and
+/// must not let go of the lock before it (a MIG layout apply classifies the host it leaves).
+pub fn sync_under(
+    lock: &HostLock,
+    helper: &Helper,
+    store: &mut dyn StateStore,
+    options: &SyncOptions,
+) -> Result<SyncReport, SyncError> {
+    let host = lock.host();
+    let now = unix_now();
+    let mut previous = store.load()?.unwrap_or_default();
+    // Under the lock no apply runs: a record still `applying` is an interrupted one.
+    previous.layout = previous.layout.map(|record| record.settled(now));
     let boot = options.boot.clone().unwrap_or_else(|| host.boot());
     let mut warnings = Vec::new();
     let after_boot = match options.after_boot {
@@ -152,7 +171,7 @@ pub fn sync(
     if takes_part {
         let to_read = modes::mark_not_checked(&gpus, &mut state.gpus);
         if !to_read.is_empty() {
-            let read = read_cards(&lock, helper, &to_read, &mut state, store)?;
+            let read = read_cards(lock, helper, &to_read, &mut state, store)?;
             helper_state = read.helper;
             host_wide = read.host_wide;
         }
@@ -164,20 +183,26 @@ pub fn sync(
         pool_enabled: options.pool_enabled,
         modes: &state.gpus,
         helper: helper_state,
+        layout: state.layout.as_ref(),
     });
     state.status = status;
     state.reason = reason.into();
     state.message = match reason {
         HostReason::HelperUnavailable => host_wide.map(|failure| failure.to_string()),
+        HostReason::LayoutFailed => state
+            .layout
+            .as_ref()
+            .and_then(LayoutRecord::failure)
+            .map(|failure| failure.message),
         HostReason::NoPartitionableGpu
+        | HostReason::LayoutApplying
         | HostReason::GpusStillDivided
         | HostReason::PoolDisabled
         | HostReason::GpusPending
         | HostReason::Ready => None,
     };
-    state.synced_at = Some(unix_now());
+    state.synced_at = Some(now);
     store.save(&state)?;
-    drop(lock);
     tracing::debug!("sync_gpu_partitioning: {status} ({reason}), after boot: {after_boot}");
     Ok(SyncReport {
         status,
@@ -257,7 +282,7 @@ fn read_cards(
 }
 
 /// Seconds since the Unix epoch now (0 on a clock set before it).
-fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|since| since.as_secs())

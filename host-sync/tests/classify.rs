@@ -3,7 +3,8 @@
 
 use gpu_partition_types::{Bdf, PartitionMode};
 use host_sync::{
-    CHECKS, Facts, GpuRecord, HelperState, HostReason, HostStatus, PciFunction, classify,
+    CHECKS, Direction, Facts, GpuRecord, HelperState, HostReason, HostStatus, LayoutOutcome,
+    LayoutRecord, PciFunction, StoredReason, classify,
 };
 use std::collections::BTreeMap;
 
@@ -47,6 +48,7 @@ fn run(
         pool_enabled: pool,
         modes: &modes,
         helper,
+        layout: None,
     });
     (status, reason.to_string())
 }
@@ -56,9 +58,9 @@ fn says(status: HostStatus, reason: &str) -> (HostStatus, String) {
 }
 
 #[test]
-fn the_table_has_six_checks_ending_with_one_that_always_applies() {
-    assert_eq!(CHECKS.len(), 6);
-    assert_eq!(CHECKS[5].reason, HostReason::Ready);
+fn the_table_has_eight_checks_ending_with_one_that_always_applies() {
+    assert_eq!(CHECKS.len(), 8);
+    assert_eq!(CHECKS[7].reason, HostReason::Ready);
 }
 
 #[test]
@@ -194,6 +196,7 @@ fn pool_on_with_a_gpu_never_read_is_entering() {
         pool_enabled: true,
         modes: &BTreeMap::new(),
         helper: HelperState::Available,
+        layout: None,
     });
     assert_eq!(
         (status, reason.to_string()),
@@ -243,9 +246,121 @@ fn a_gpu_left_unknown_over_a_division_still_holds_the_host_leaving() {
         pool_enabled: false,
         modes: &modes,
         helper: HelperState::NotChecked,
+        layout: None,
     });
     assert_eq!(
         (status, reason),
         (HostStatus::Leaving, HostReason::GpusStillDivided)
+    );
+}
+
+fn with_layout(pool: bool, record: &LayoutRecord, mode: PartitionMode) -> (HostStatus, String) {
+    let gpus = [nvidia(1, Some("nvidia"))];
+    let modes = modes(&gpus, &[mode]);
+    let (status, reason) = classify(&Facts {
+        gpus: &gpus,
+        pool_enabled: pool,
+        modes: &modes,
+        helper: HelperState::Available,
+        layout: Some(record),
+    });
+    (status, reason.to_string())
+}
+
+fn ended(direction: Direction, outcome: LayoutOutcome) -> LayoutRecord {
+    LayoutRecord::applying("all-1g.5gb", direction, 1, None).finish(
+        outcome,
+        StoredReason::new("step_refused").unwrap(),
+        Some("GPU 0000:01:00.0: refused".to_owned()),
+        2,
+    )
+}
+
+#[test]
+fn pool_on_after_a_failed_layout_stays_entering_with_layout_failed_though_every_gpu_is_settled() {
+    for outcome in [LayoutOutcome::Failed, LayoutOutcome::ColdRebootRequired] {
+        assert_eq!(
+            with_layout(
+                true,
+                &ended(Direction::Entering, outcome),
+                PartitionMode::Enabled
+            ),
+            says(HostStatus::Entering, "layout_failed"),
+            "{outcome}"
+        );
+    }
+}
+
+#[test]
+fn pool_on_after_an_interrupted_layout_stays_entering_with_layout_failed() {
+    let record = LayoutRecord::applying("all-1g.5gb", Direction::Entering, 1, None);
+    assert_eq!(
+        with_layout(true, &record, PartitionMode::Enabled),
+        says(HostStatus::Entering, "layout_failed")
+    );
+}
+
+#[test]
+fn a_layout_that_held_or_was_blocked_over_nothing_leaves_the_host_to_the_other_checks() {
+    for outcome in [LayoutOutcome::Done, LayoutOutcome::Blocked] {
+        assert_eq!(
+            with_layout(
+                true,
+                &ended(Direction::Entering, outcome),
+                PartitionMode::Enabled
+            ),
+            says(HostStatus::Active, "ready"),
+            "{outcome}"
+        );
+    }
+}
+
+#[test]
+fn pool_off_after_a_failed_leave_stays_leaving_with_layout_failed_though_no_gpu_is_divided() {
+    assert_eq!(
+        with_layout(
+            false,
+            &ended(Direction::Leaving, LayoutOutcome::Failed),
+            PartitionMode::Disabled
+        ),
+        says(HostStatus::Leaving, "layout_failed")
+    );
+}
+
+#[test]
+fn a_failure_going_the_other_way_than_the_pool_is_moot() {
+    assert_eq!(
+        with_layout(
+            false,
+            &ended(Direction::Entering, LayoutOutcome::Failed),
+            PartitionMode::Disabled
+        ),
+        says(HostStatus::Inactive, "pool_disabled")
+    );
+    assert_eq!(
+        with_layout(
+            true,
+            &ended(Direction::Leaving, LayoutOutcome::Failed),
+            PartitionMode::Disabled
+        ),
+        says(HostStatus::Active, "ready")
+    );
+}
+
+#[test]
+fn a_host_without_an_nvidia_gpu_has_no_partitionable_gpu_whatever_its_last_layout() {
+    let gpus = [other(1)];
+    let modes = modes(&gpus, &[PartitionMode::NotChecked]);
+    let record = ended(Direction::Leaving, LayoutOutcome::Failed);
+    let (status, reason) = classify(&Facts {
+        gpus: &gpus,
+        pool_enabled: false,
+        modes: &modes,
+        helper: HelperState::NotChecked,
+        layout: Some(&record),
+    });
+    assert_eq!(
+        (status, reason),
+        (HostStatus::Inactive, HostReason::NoPartitionableGpu)
     );
 }

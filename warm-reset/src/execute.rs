@@ -100,6 +100,7 @@ pub type Observer<'a> = &'a mut dyn FnMut(&State, Duration);
 pub struct ResetRun<'a> {
     config: &'a MachineConfig,
     host: &'a Host,
+    held: Option<&'a HostLock>,
     backend: &'a mut dyn Backend,
     clock: Option<&'a dyn Clock>,
     observe: Option<Observer<'a>>,
@@ -120,9 +121,25 @@ impl<'a> ResetRun<'a> {
         Self {
             config,
             host,
+            held: None,
             backend,
             clock: None,
             observe: None,
+        }
+    }
+
+    /// A run of `config` under the host lock the caller already holds, on the lock's host,
+    /// through `backend`: for an operation that resets as one of its steps (a plan step, a MIG
+    /// layout whose mode change waits for a reset) and must not let go of the lock between
+    /// them. The journal is written in the lock's state directory, as for any run.
+    pub fn under(
+        config: &'a MachineConfig,
+        lock: &'a HostLock,
+        backend: &'a mut dyn Backend,
+    ) -> Self {
+        Self {
+            held: Some(lock),
+            ..Self::new(config, lock.host(), backend)
         }
     }
 
@@ -157,17 +174,14 @@ impl Lock<'_> {
     }
 }
 
-/// Runs the procedure to its end.
+/// Runs the procedure to its end: taking the host lock without waiting when the machine asks
+/// for it, or under the lock the run was made with ([`ResetRun::under`]).
 pub fn execute(run: ResetRun<'_>) -> Result<ResetReport, ExecuteError> {
-    drive(run, Lock::Take(None))
-}
-
-/// Runs the procedure under a host lock the caller already holds.
-pub(crate) fn execute_held(
-    run: ResetRun<'_>,
-    lock: &HostLock,
-) -> Result<ResetReport, ExecuteError> {
-    drive(run, Lock::Held(lock))
+    let lock = match run.held {
+        Some(held) => Lock::Held(held),
+        None => Lock::Take(None),
+    };
+    drive(run, lock)
 }
 
 /// Takes the host lock without waiting: `None` when another GPU operation holds it.
@@ -183,6 +197,7 @@ fn drive(run: ResetRun<'_>, mut lock: Lock<'_>) -> Result<ResetReport, ExecuteEr
     let ResetRun {
         config,
         host,
+        held: _,
         backend,
         clock,
         mut observe,

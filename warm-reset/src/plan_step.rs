@@ -6,7 +6,7 @@
 
 use crate::backend::Backend;
 use crate::clock::Clock;
-use crate::execute::{ExecuteError, ResetRun, execute_held, try_lock};
+use crate::execute::{ExecuteError, ResetRun, execute, try_lock};
 use crate::journal::{Journal, JournalError, StepRecord};
 use crate::machine::{LOCK_HELD, MachineConfig, said};
 use crate::method::Method;
@@ -258,8 +258,8 @@ fn perform(
             let mut config = MachineConfig::new(&id).method(env.method);
             config.window = env.window;
             config.dry_run = action.action == ActionKind::Preflight;
-            let run = ResetRun::new(&config, env.host, &mut *env.backend).clock(env.clock);
-            let result = execute_held(run, lock)?;
+            let run = ResetRun::under(&config, lock, &mut *env.backend).clock(env.clock);
+            let result = execute(run)?;
             Ok(action_report(action, result.outcome, result.detail))
         }
         ActionKind::Verify => Ok(match env.backend.survey() {

@@ -162,6 +162,54 @@ impl Helper {
     }
 
     fn read_one(&self, device: Bdf, format: FormatVersion) -> CardRead {
+        match self.run_read(device, format) {
+            Err((failure, elapsed)) => CardRead::failed(device, failure, elapsed),
+            Ok((reply, elapsed)) => {
+                let outcome = reply.outcome();
+                let message = unreadable_message(&reply, &outcome);
+                if let Some(message) = &message {
+                    tracing::debug!("{message}");
+                }
+                CardRead {
+                    device,
+                    outcome,
+                    message,
+                    elapsed,
+                    lost: reply.lost().into_iter().cloned().collect(),
+                    unknown: reply.unknown(),
+                }
+            }
+        }
+    }
+
+    /// Reads one card with the negotiated `format`, under the host lock `_lock`, and gives the
+    /// whole reply (its instances with their placements and compute instances, the catalogue,
+    /// the vGPUs, the processes): what a planner diffs. A run that gives no reply, and a reply
+    /// whose case is `unreadable`, are the failure, with its reason and message.
+    pub fn read_reply(
+        &self,
+        _lock: &HostLock,
+        device: Bdf,
+        format: FormatVersion,
+    ) -> Result<Reply, ReadFailure> {
+        let (reply, _) = self
+            .run_read(device, format)
+            .map_err(|(failure, _)| failure)?;
+        let outcome = reply.outcome();
+        match (&outcome, unreadable_message(&reply, &outcome)) {
+            (Outcome::Unreadable(reason), Some(message)) => {
+                Err(ReadFailure::new(reason.clone(), message))
+            }
+            _ => Ok(reply),
+        }
+    }
+
+    /// Runs `read` and decodes its reply (of any case), or why there is none.
+    fn run_read(
+        &self,
+        device: Bdf,
+        format: FormatVersion,
+    ) -> Result<(Reply, Duration), (ReadFailure, Duration)> {
         let args = vec![
             "read".into(),
             "--device".into(),
@@ -172,42 +220,17 @@ impl Helper {
         let what = format!("read --device {device}");
         let run = self.run(args, &what);
         if let Some(failure) = self.run_failure(&run, &what) {
-            return CardRead::failed(device, failure, run.elapsed);
+            return Err((failure, run.elapsed));
         }
         match Reply::from_json(&run.stdout, Some(&device)) {
-            Ok(reply) => {
-                let outcome = reply.outcome();
-                let message = match &outcome {
-                    Outcome::Unreadable(_) => Some(match reply.unreadable.as_ref() {
-                        Some(unreadable) => match unreadable.message.read() {
-                            Some(said) => format!("the helper could not read {device}: {said}"),
-                            None => {
-                                format!("the helper could not read {device} and gave no message")
-                            }
-                        },
-                        None => format!("the helper could not read {device}"),
-                    }),
-                    _ => None,
-                };
-                if let Some(message) = &message {
-                    tracing::debug!("{message}");
-                }
-                CardRead {
-                    device,
-                    outcome,
-                    message,
-                    elapsed: run.elapsed,
-                    lost: reply.lost().into_iter().cloned().collect(),
-                    unknown: reply.unknown(),
-                }
-            }
+            Ok(reply) => Ok((reply, run.elapsed)),
             Err(refusal) => {
                 let failure = ReadFailure::new(
                     UnreadableReason::Undecodable,
                     format!("{} {what}: {refusal}", self.name()),
                 );
                 tracing::debug!("{failure}");
-                CardRead::failed(device, failure, run.elapsed)
+                Err((failure, run.elapsed))
             }
         }
     }
@@ -381,5 +404,20 @@ impl Helper {
 
     fn name(&self) -> String {
         self.config.path.display().to_string()
+    }
+}
+
+/// The message of a reply whose case is `unreadable`: the helper's own words when it gave some.
+fn unreadable_message(reply: &Reply, outcome: &Outcome) -> Option<String> {
+    let device = reply.device;
+    match outcome {
+        Outcome::Unreadable(_) => Some(match reply.unreadable.as_ref() {
+            Some(unreadable) => match unreadable.message.read() {
+                Some(said) => format!("the helper could not read {device}: {said}"),
+                None => format!("the helper could not read {device} and gave no message"),
+            },
+            None => format!("the helper could not read {device}"),
+        }),
+        _ => None,
     }
 }
