@@ -11,8 +11,9 @@
 //!  "warnings": []}
 //! ```
 //!
-//! `after_boot` and `warnings` are the sync's only; `message` is `null` when there is nothing
-//! to explain; `reason` is `""` when the mode needs none.
+//! `after_boot` and `warnings` are the sync's only; `layout` (the last MIG layout apply, as the
+//! state keeps it, `null` before the first) is the status's only; `message` is `null` when there
+//! is nothing to explain; `reason` is `""` when the mode needs none.
 
 use crate::gpu::GpuRecord;
 use crate::state::HostState;
@@ -29,11 +30,12 @@ pub struct StatusReport<'a>(pub &'a HostState);
 impl Serialize for StatusReport<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let state = self.0;
-        let mut document = serializer.serialize_struct("StatusReport", 4)?;
+        let mut document = serializer.serialize_struct("StatusReport", 5)?;
         document.serialize_field("status", &state.status)?;
         document.serialize_field("reason", &state.reason)?;
         document.serialize_field("message", &state.message)?;
         document.serialize_field("gpus", &Gpus(&state.gpus))?;
+        document.serialize_field("layout", &state.layout)?;
         document.end()
     }
 }

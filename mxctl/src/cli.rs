@@ -56,6 +56,10 @@ pub enum Command {
     Reply(ReplyCommand),
     /// Warm-reset MetaX GPUs on this host (or plan and step a reset across hosts).
     Reset(Box<Reset>),
+    /// Enter and leave GPU partitioning: apply a MIG layout (mig-parted's v1 files) by diff,
+    /// assert it, export the host's, leave.
+    #[command(subcommand)]
+    Partition(PartitionCommand),
     /// Print the stored state and the last warm reset as Prometheus metrics (text format
     /// 0.0.4, as node_exporter's textfile collector reads it); writes nothing else.
     Metrics(Metrics),
@@ -284,4 +288,94 @@ pub struct ReplyCheck {
     /// The device the reply must be for (dddd:bb:dd.f).
     #[arg(long, value_name = "BDF")]
     pub device: Option<Bdf>,
+}
+
+/// `mxctl partition …`
+#[derive(Debug, Subcommand)]
+pub enum PartitionCommand {
+    /// Apply a layout: the plan per GPU, then what was done (exit 0 done or dry run, 1 failed,
+    /// 3 blocked, 4 cold reboot).
+    Apply(Box<PartitionApply>),
+    /// Say whether a layout is applied: exit 0, or 1 with every difference.
+    Assert(PartitionAssert),
+    /// Print the host's layout as a mig-parted v1 document that apply takes back.
+    Export(PartitionExport),
+    /// Leave partitioning: every GPU's instances destroyed, MIG off, reset where pending.
+    Leave(Box<PartitionLeave>),
+}
+
+/// The layout file and the label in it.
+#[derive(Debug, Args)]
+pub struct LayoutArgs {
+    /// The layout file: mig-parted's v1 config, YAML or JSON (`-` reads standard input).
+    /// (`--config` names mxctl's own config file, before or after any command.)
+    #[arg(short = 'f', long = "layout", value_name = "FILE")]
+    pub layout: PathBuf,
+    /// The layout's label in the file (mig-parted's `-c`).
+    #[arg(short = 'c', long = "select", value_name = "LABEL")]
+    pub select: String,
+}
+
+/// How a layout is written: the GPUs, the pool switch, the helper and the reset.
+#[derive(Debug, Args)]
+pub struct WriteArgs {
+    /// Only this GPU of the layout (dddd:bb:dd.f); repeat for several.
+    #[arg(long = "device", value_name = "BDF")]
+    pub devices: Vec<Bdf>,
+    /// Plan and print; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The pool switch for this run only [default: from the config, disabled].
+    #[arg(long, value_enum, value_name = "SWITCH")]
+    pub pool: Option<Switch>,
+    #[command(flatten)]
+    pub helper: HelperArgs,
+    /// The nvidia-smi program that resets a GPU whose mode change is pending [default: from
+    /// the config, else /usr/bin/nvidia-smi, else PATH].
+    #[arg(long, value_name = "PATH")]
+    pub nvidia_smi: Option<PathBuf>,
+    /// The kernel log [default: from the config, /dev/kmsg].
+    #[arg(long, value_name = "PATH")]
+    pub kmsg: Option<PathBuf>,
+    /// Seconds a reset and its verification may take [default: from the config, 90].
+    #[arg(long, value_name = "SECS", value_parser = parse_window)]
+    pub window: Option<std::time::Duration>,
+}
+
+/// `mxctl partition apply --layout FILE --select LABEL [--device BDF]… [--dry-run]`
+#[derive(Debug, Args)]
+pub struct PartitionApply {
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// `mxctl partition leave [--device BDF]… [--dry-run]`
+#[derive(Debug, Args)]
+pub struct PartitionLeave {
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// `mxctl partition assert --layout FILE --select LABEL`
+#[derive(Debug, Args)]
+pub struct PartitionAssert {
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    /// Only this GPU of the layout; repeat for several.
+    #[arg(long = "device", value_name = "BDF")]
+    pub devices: Vec<Bdf>,
+    #[command(flatten)]
+    pub helper: HelperArgs,
+}
+
+/// `mxctl partition export [--label NAME]`
+#[derive(Debug, Args)]
+pub struct PartitionExport {
+    /// The label of the exported layout.
+    #[arg(long, value_name = "NAME", default_value = "current")]
+    pub label: String,
+    #[command(flatten)]
+    pub helper: HelperArgs,
 }

@@ -16,6 +16,12 @@ pub enum Failure {
     /// The config file is one another user could change: refused, nothing done.
     #[error("refusing the config file")]
     UnsafeConfig(#[source] gpu_host_probe::trust::Untrusted),
+    /// A layout file another user could change: refused, nothing done.
+    #[error("refusing the layout file")]
+    UnsafeLayout(#[source] gpu_host_probe::trust::Untrusted),
+    /// A layout could not be applied (its lock, the store, the sync after it, the reset).
+    #[error("the layout could not be applied")]
+    Apply(#[source] mig_layout::ApplyError),
     /// The state directory is one another user could change: refused, nothing written.
     #[error("refusing the state directory")]
     UnsafeStateDir(#[from] gpu_host_probe::trust::UnsafeDir),
@@ -96,6 +102,8 @@ impl Failure {
         match self {
             Self::ConfigUnreadable { .. } | Self::ConfigValue { .. } => "config",
             Self::UnsafeConfig(_) => "unsafe_config",
+            Self::UnsafeLayout(_) => "unsafe_layout",
+            Self::Apply(_) => "apply",
             Self::UnsafeStateDir(_)
             | Self::Lock(gpu_host_probe::lock::LockError::UnsafeDir(_))
             | Self::Sync(host_sync::SyncError::Lock(gpu_host_probe::lock::LockError::UnsafeDir(

@@ -13,7 +13,7 @@ mod output;
 mod paths;
 
 use clap::Parser;
-use cli::{Cli, Command, ReplyCommand, ResetCommand};
+use cli::{Cli, Command, PartitionCommand, ReplyCommand, ResetCommand};
 use config::Config;
 use failure::Failure;
 use gpu_host_probe::Host;
@@ -67,7 +67,7 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
     // it, mode 0700).
     let creates = matches!(
         cli.command,
-        Command::Sync(_) | Command::Probe(_) | Command::Reset(_)
+        Command::Sync(_) | Command::Probe(_) | Command::Reset(_) | Command::Partition(_)
     );
     let host = Host::new(state_dir)
         .with_sysfs_root(&cli.global.sysfs_root)
@@ -84,6 +84,20 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
         Command::Metrics(args) => commands::metrics::run(args, &host, output),
         Command::Generate(args) => commands::generate::run(args),
         Command::CheckTrust(args) => Ok(commands::check_trust::run(args)),
+        Command::Partition(command) => match command {
+            PartitionCommand::Apply(args) => {
+                commands::partition::apply::run(args, &config, &host, output)
+            }
+            PartitionCommand::Leave(args) => {
+                commands::partition::apply::leave(args, &config, &host, output)
+            }
+            PartitionCommand::Assert(args) => {
+                commands::partition::assert::run(args, &config, &host, output)
+            }
+            PartitionCommand::Export(args) => {
+                commands::partition::export::run(args, &config, &host, output)
+            }
+        },
         Command::Reset(args) => match &args.command {
             Some(ResetCommand::Plan(plan)) => commands::reset_plan::plan(plan, &config),
             Some(ResetCommand::Step(step)) => {

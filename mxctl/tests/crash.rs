@@ -80,3 +80,60 @@ fn a_sync_killed_at_random_points_never_leaves_a_torn_state_file() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn a_helper_dies_with_the_mxctl_that_started_it_so_no_write_outlives_its_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("helper.pid");
+    let helper = dir.path().join("helper");
+    gpu_host_probe::test_util::write_executable(
+        &helper,
+        &format!(
+            "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{{\"commands\": [{{\"name\": \"read\", \"formats\": [\"1.0\"]}}]}}'; exit 0; fi\necho $$ > '{}'\nexec sleep 30\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    let mut probe = Command::new(env!("CARGO_BIN_EXE_mxctl"))
+        .args(["--config", "/dev/null", "-q", "--state-dir"])
+        .arg(dir.path().join("state"))
+        .args([
+            "probe",
+            "--device",
+            "0000:3b:00.0",
+            "--deadline",
+            "60",
+            "--helper",
+        ])
+        .arg(&helper)
+        .spawn()
+        .unwrap();
+    let waited = Instant::now();
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|text| text.trim().parse::<u32>().ok())
+        {
+            break pid;
+        }
+        assert!(
+            waited.elapsed() < Duration::from_secs(10),
+            "the helper never started"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    probe.kill().unwrap();
+    probe.wait().unwrap();
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|stat| !stat.contains(") Z "))
+    };
+    let killed = Instant::now();
+    while alive(pid) && killed.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(
+        !alive(pid),
+        "the helper {pid} outlived the mxctl that started it"
+    );
+}

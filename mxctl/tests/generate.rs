@@ -32,6 +32,11 @@ fn every_visible_command_has_a_man_page_and_the_hidden_one_has_none() {
         [
             "mxctl-gpus.1",
             "mxctl-metrics.1",
+            "mxctl-partition-apply.1",
+            "mxctl-partition-assert.1",
+            "mxctl-partition-export.1",
+            "mxctl-partition-leave.1",
+            "mxctl-partition.1",
             "mxctl-probe.1",
             "mxctl-reply-check.1",
             "mxctl-reply.1",

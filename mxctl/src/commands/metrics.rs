@@ -136,6 +136,21 @@ pub fn render(state: &HostState, last: Option<&LastReset>) -> Result<Vec<u8>, pr
         .with_label_values(&[last.outcome.as_str(), reason])
         .set(last.ended_unix_ms as f64 / 1000.0);
     }
+    if let Some(layout) = &state.layout {
+        family(
+            &registry,
+            "mxctl_layout_last_apply",
+            "When the last MIG layout apply ended (seconds since the Unix epoch; when it started, \
+             while it runs), by its label, outcome and reason.",
+            &["label", "outcome", "reason"],
+        )?
+        .with_label_values(&[
+            layout.label.as_str(),
+            layout.outcome.as_str(),
+            layout.reason.as_str(),
+        ])
+        .set(seconds(layout.finished_at.unwrap_or(layout.started_at)));
+    }
     let mut text = Vec::new();
     TextEncoder::new().encode(&registry.gather(), &mut text)?;
     Ok(text)

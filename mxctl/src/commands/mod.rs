@@ -4,6 +4,7 @@ pub mod check_trust;
 pub mod generate;
 pub mod gpus;
 pub mod metrics;
+pub mod partition;
 pub mod probe;
 pub mod reply_check;
 pub mod reset;

@@ -5,7 +5,10 @@ use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
 use gpu_partition_types::Bdf;
-use host_sync::{FileStore, GpuRecord, HostStatus, StateStore, StatusReport, StoredReason};
+use host_sync::{
+    FileStore, GpuRecord, HostStatus, LayoutOutcome, LayoutRecord, StateStore, StatusReport,
+    StoredReason,
+};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -24,6 +27,8 @@ pub struct StateReport<'a> {
     pub gpus: &'a BTreeMap<Bdf, GpuRecord>,
     /// What a person should know.
     pub warnings: &'a [String],
+    /// `status` only: the last layout apply.
+    pub layout: Option<&'a LayoutRecord>,
 }
 
 impl StateReport<'_> {
@@ -59,6 +64,25 @@ impl StateReport<'_> {
                 let _ = writeln!(text, "  why: {message}");
             }
         }
+        if let Some(layout) = self.layout {
+            let reason = match layout.reason.as_str() {
+                "" => String::new(),
+                reason => format!(" ({reason})"),
+            };
+            let _ = writeln!(
+                text,
+                "last layout: {} {}{reason}",
+                layout.label, layout.outcome
+            );
+            let blocked = layout.outcome == LayoutOutcome::Blocked;
+            if let Some(failure) = layout.unhealed.as_ref().filter(|_| blocked) {
+                let _ = writeln!(
+                    text,
+                    "  still unhealed: {} ({}): {}",
+                    failure.label, failure.reason, failure.message
+                );
+            }
+        }
         for warning in self.warnings {
             let _ = writeln!(text, "warning: {warning}");
         }
@@ -79,6 +103,7 @@ pub fn run(host: &Host, output: Output) -> Result<u8, Failure> {
         after_boot: None,
         gpus: &state.gpus,
         warnings: &[],
+        layout: state.layout.as_ref(),
     }
     .text();
     output.emit(&StatusReport(&state), &text)?;

@@ -35,6 +35,7 @@ pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<
             .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>(),
+        layout: None,
     }
     .text();
     output.emit(&report, &text)?;

@@ -3,6 +3,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod nvidia_host;
+pub mod partition_host;
 pub mod pci_host;
 pub mod pool;
 pub mod sync_host;

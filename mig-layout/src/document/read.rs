@@ -1,0 +1,403 @@
+//! The reader: the text parsed (YAML 1.2, so JSON too) with positions, then walked with
+//! mig-parted's rules, each fault named by line and member.
+
+use super::error::LayoutError;
+use super::node::{Entry, Key, Node};
+use super::{DeviceId, DeviceRef, Devices, Document, ProfileKey, Spec};
+use gpu_partition_types::{Bdf, JsonPointer};
+use saphyr::{LoadableYamlNode, MarkedYaml};
+use saphyr_parser::{Event, Parser, ScanError};
+
+/// The largest document read (1 MiB): a layout file is a few kilobytes.
+pub const MAX_DOCUMENT: usize = 1 << 20;
+
+/// How deep lists and mappings may nest: a layout needs five levels; past this the text is
+/// refused before it is built into a tree.
+const MAX_DEPTH: usize = 32;
+
+/// The only version of the format.
+const VERSION: &str = "v1";
+
+fn at_scan(error: &ScanError) -> LayoutError {
+    let marker = error.marker();
+    LayoutError::new(
+        Some(marker.line()),
+        JsonPointer::root(),
+        error.info().to_owned(),
+    )
+    .column(marker.col() + 1)
+}
+
+/// Checks the shape of the text before building it: one document, nesting bounded.
+fn check_events(text: &str) -> Result<(), LayoutError> {
+    let mut depth = 0usize;
+    let mut documents = 0usize;
+    for event in Parser::new_from_str(text) {
+        let (event, span) = event.map_err(|error| at_scan(&error))?;
+        match event {
+            Event::DocumentStart(_) => {
+                documents += 1;
+                if documents > 1 {
+                    return Err(LayoutError::new(
+                        Some(span.start.line()),
+                        JsonPointer::root(),
+                        "a second YAML document: a layout file holds one",
+                    ));
+                }
+            }
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(LayoutError::new(
+                        Some(span.start.line()),
+                        JsonPointer::root(),
+                        format!("lists and mappings nest deeper than {MAX_DEPTH} levels"),
+                    ));
+                }
+            }
+            Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn document(text: &str) -> Result<Document, LayoutError> {
+    if text.len() > MAX_DOCUMENT {
+        return Err(LayoutError::new(
+            None,
+            JsonPointer::root(),
+            format!(
+                "{} bytes, more than the {MAX_DOCUMENT} a layout document may have",
+                text.len()
+            ),
+        ));
+    }
+    check_events(text)?;
+    let documents = MarkedYaml::load_from_str(text).map_err(|error| at_scan(&error))?;
+    let Some(root) = documents.first() else {
+        return Err(LayoutError::new(
+            Some(1),
+            JsonPointer::root(),
+            "the document is empty: it needs `version: v1` and `mig-configs`",
+        ));
+    };
+    let at = JsonPointer::root();
+    top(Node::new(root, &at))
+}
+
+fn top(node: Node<'_, '_>) -> Result<Document, LayoutError> {
+    let entries = node.mapping("the document")?;
+    // The version first, as mig-parted reads it: a document of another version is refused
+    // for that, whatever else it holds.
+    let version = entries
+        .iter()
+        .find(|entry| entry.key == Key::Text("version".to_owned()))
+        .ok_or_else(|| node.refuse("missing `version` (it must be `v1`)"))?;
+    let at = node.at.clone().member("version");
+    let text = Node::new(version.value, &at)
+        .string("`version`")?
+        .to_owned();
+    if text != VERSION {
+        return Err(LayoutError::new(
+            Some(version.line),
+            at,
+            format!("unknown version {text:?}: this reader knows `v1`"),
+        ));
+    }
+    let mut configs = Vec::new();
+    for entry in &entries {
+        let at = node.at.clone().member(&entry.key.text());
+        match entry.key.text().as_str() {
+            "version" => {}
+            "mig-configs" => configs = mig_configs(Node::new(entry.value, &at))?,
+            other => {
+                return Err(LayoutError::new(
+                    Some(entry.line),
+                    at.clone(),
+                    format!(
+                        "unexpected member {other:?}: a v1 document has only `version` and \
+                         `mig-configs`"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(Document { configs })
+}
+
+fn mig_configs(node: Node<'_, '_>) -> Result<Vec<(String, Vec<Spec>)>, LayoutError> {
+    let entries = node.mapping("`mig-configs`")?;
+    if entries.is_empty() {
+        return Err(node.refuse("`mig-configs` needs at least one label"));
+    }
+    entries
+        .iter()
+        .map(|entry| {
+            let label = entry.key.text();
+            let at = node.at.clone().member(&label);
+            let value = Node::new(entry.value, &at);
+            let items = value.sequence(&format!("the layout {label:?}"))?;
+            if items.is_empty() {
+                return Err(LayoutError::new(
+                    Some(entry.line),
+                    at.clone(),
+                    format!("the layout {label:?} needs at least one entry"),
+                ));
+            }
+            let specs = items
+                .iter()
+                .enumerate()
+                .map(|(index, item)| {
+                    let at = at.clone().index(index);
+                    spec(Node::new(item, &at))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((label, specs))
+        })
+        .collect()
+}
+
+fn spec(node: Node<'_, '_>) -> Result<Spec, LayoutError> {
+    let entries = node.mapping("an entry of a layout")?;
+    let mut devices = None;
+    let mut enabled = None;
+    let mut mig_devices: Option<Vec<(ProfileKey, u32)>> = None;
+    let mut filter = Vec::new();
+    for entry in &entries {
+        let name = entry.key.text();
+        let at = node.at.clone().member(&name);
+        let value = Node::new(entry.value, &at);
+        match name.as_str() {
+            "devices" => devices = Some(devices_of(value)?),
+            "mig-enabled" => enabled = Some(value.boolean("`mig-enabled`")?),
+            "mig-devices" if value.is_null() => {}
+            "mig-devices" => mig_devices = Some(mig_devices_of(value)?),
+            "device-filter" => filter = device_filter(value)?,
+            other => return Err(unexpected(entry, at.clone(), other)),
+        }
+    }
+    let devices = devices.ok_or_else(|| node.refuse("missing required member `devices`"))?;
+    let mig_enabled =
+        enabled.ok_or_else(|| node.refuse("missing required member `mig-enabled`"))?;
+    let mig_devices = match (mig_enabled, mig_devices) {
+        (true, None) => {
+            return Err(node.refuse(
+                "missing `mig-devices`, which `mig-enabled: true` needs (`{}` for MIG on \
+                 with no instance)",
+            ));
+        }
+        (false, Some(listed)) if !listed.is_empty() => {
+            return Err(node.refuse("`mig-devices` lists instances, but `mig-enabled` is false"));
+        }
+        (_, listed) => listed.unwrap_or_default(),
+    };
+    Ok(Spec {
+        devices,
+        device_filter: filter,
+        mig_enabled,
+        mig_devices,
+        line: node.line(),
+        at: node.at.clone(),
+    })
+}
+
+fn unexpected(entry: &Entry<'_, '_>, at: JsonPointer, name: &str) -> LayoutError {
+    LayoutError::new(
+        Some(entry.line),
+        at,
+        format!(
+            "unexpected member {name:?}: an entry has `devices`, `mig-enabled`, `mig-devices` \
+             and `device-filter`"
+        ),
+    )
+}
+
+fn devices_of(node: Node<'_, '_>) -> Result<Devices, LayoutError> {
+    if let Ok(text) = node.string("`devices`") {
+        return if text == "all" {
+            Ok(Devices::All)
+        } else {
+            Err(node.refuse(format!(
+                "`devices` must be `all` or a list of GPU indices or PCI addresses, not \
+                 {text:?}"
+            )))
+        };
+    }
+    let items = node.sequence("`devices`").map_err(|_| {
+        node.refuse(format!(
+            "`devices` must be `all` or a list of GPU indices or PCI addresses, not {}",
+            node.describe()
+        ))
+    })?;
+    let mut listed = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let at = node.at.clone().index(index);
+        let item = Node::new(item, &at);
+        let device =
+            match item.string("a device") {
+                Ok(text) => DeviceRef::Address(text.parse::<Bdf>().map_err(|error| {
+                    item.refuse(format!("{text:?} is not a PCI address: {error}"))
+                })?),
+                Err(_) => DeviceRef::Index(item.count("a GPU index").map_err(|_| {
+                    item.refuse(format!(
+                        "a device is a GPU index (0, 1, …) or a PCI address (\"0000:3b:00.0\"), \
+                     not {}",
+                        item.describe()
+                    ))
+                })?),
+            };
+        if !listed.contains(&device) {
+            listed.push(device);
+        }
+    }
+    Ok(Devices::Listed(listed))
+}
+
+fn mig_devices_of(node: Node<'_, '_>) -> Result<Vec<(ProfileKey, u32)>, LayoutError> {
+    let entries = node.mapping("`mig-devices`")?;
+    let mut listed: Vec<(ProfileKey, u32)> = Vec::with_capacity(entries.len());
+    for entry in &entries {
+        let name = entry.key.text();
+        let at = node.at.clone().member(&name);
+        let refuse = |message: String| LayoutError::new(Some(entry.line), at.clone(), message);
+        let key = match &entry.key {
+            Key::Integer(id) => ProfileKey::Id(
+                u32::try_from(*id).map_err(|_| refuse(format!("{id} is not a profile ID")))?,
+            ),
+            Key::Text(text) if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) => {
+                ProfileKey::Id(
+                    text.parse()
+                        .map_err(|_| refuse(format!("{text} is not a profile ID")))?,
+                )
+            }
+            Key::Text(text) => profile_name(text).map_err(refuse)?,
+        };
+        if listed.iter().any(|(known, _)| *known == key) {
+            return Err(refuse(format!("{key} is named twice")));
+        }
+        let count = Node::new(entry.value, &at).count(&format!("the count of {name}"))?;
+        listed.push((key, count));
+    }
+    Ok(listed)
+}
+
+/// A profile name: as a catalogue writes them (`1g.10gb`, `1g.10gb+me`); mig-parted's compute
+/// instance form (`1c.3g.40gb`) is refused, since each GPU instance here gets one compute
+/// instance that fills it.
+fn profile_name(text: &str) -> Result<ProfileKey, String> {
+    if text.trim().is_empty() || text.trim() != text {
+        return Err(format!("{text:?} is not a profile name"));
+    }
+    let mut parts = text.split('.');
+    let first = parts.next().unwrap_or_default();
+    let compute = first.len() > 1
+        && first.ends_with('c')
+        && first[..first.len() - 1].bytes().all(|b| b.is_ascii_digit())
+        && parts.next().is_some_and(|second| second.contains('g'));
+    if compute {
+        return Err(format!(
+            "{text:?} names compute instances: here each GPU instance has one compute instance \
+             that fills it, so name the GPU instance profile (\"{}\")",
+            text.split_once('.').map_or(text, |(_, rest)| rest)
+        ));
+    }
+    Ok(ProfileKey::Name(text.to_owned()))
+}
+
+fn device_filter(node: Node<'_, '_>) -> Result<Vec<DeviceId>, LayoutError> {
+    if let Ok(text) = node.string("`device-filter`") {
+        if text.is_empty() {
+            return Ok(Vec::new());
+        }
+        return Ok(vec![device_id(text).map_err(|why| node.refuse(why))?]);
+    }
+    let items = node.sequence("`device-filter`").map_err(|_| {
+        node.refuse(format!(
+            "`device-filter` must be a device ID (\"0x20B010DE\") or a list of them, not {}",
+            node.describe()
+        ))
+    })?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let at = node.at.clone().index(index);
+            let item = Node::new(item, &at);
+            let text = item.string("a device ID")?;
+            device_id(text).map_err(|why| item.refuse(why))
+        })
+        .collect()
+}
+
+/// `0xDDDDVVVV` or `0xDDDDVVVV:0xSSSSVVVV`, each part a 32-bit number (hex with `0x`, else
+/// decimal, as mig-parted parses it), device in the high half, vendor in the low.
+fn device_id(text: &str) -> Result<DeviceId, String> {
+    let split = |raw: &str| -> Result<(u16, u16), String> {
+        let raw = raw.trim();
+        let number = match raw.strip_prefix("0x").or_else(|| raw.strip_prefix("0X")) {
+            Some(hex) => u32::from_str_radix(hex, 16),
+            None => raw.parse::<u32>(),
+        }
+        .map_err(|_| {
+            format!(
+                "{text:?} is not a PCI device ID: expected `0xDDDDVVVV` (device, then vendor), \
+                 optionally `:0xSSSSVVVV` for the subsystem"
+            )
+        })?;
+        let device = u16::try_from(number >> 16).unwrap_or(u16::MAX);
+        let vendor = u16::try_from(number & 0xffff).unwrap_or(u16::MAX);
+        Ok((device, vendor))
+    };
+    let mut parts = text.split(':');
+    let (device, vendor) = split(parts.next().unwrap_or_default())?;
+    let subsystem = parts.next().map(split).transpose()?;
+    if parts.next().is_some() {
+        return Err(format!(
+            "{text:?} is not a PCI device ID: expected `0xDDDDVVVV` or `0xDDDDVVVV:0xSSSSVVVV`"
+        ));
+    }
+    Ok(DeviceId {
+        device,
+        vendor,
+        subsystem,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_device_id_is_device_then_vendor_with_an_optional_subsystem() {
+        assert_eq!(
+            device_id("0x233010DE").unwrap(),
+            DeviceId {
+                device: 0x2330,
+                vendor: 0x10de,
+                subsystem: None
+            }
+        );
+        assert_eq!(
+            device_id("0x20B010DE:0x134F10DE").unwrap().subsystem,
+            Some((0x134f, 0x10de))
+        );
+        assert!(device_id("H100").is_err());
+        assert!(device_id("0x1:0x2:0x3").is_err());
+    }
+
+    #[test]
+    fn a_compute_instance_profile_is_refused_and_a_gpu_instance_one_read() {
+        assert!(
+            profile_name("1c.3g.40gb")
+                .unwrap_err()
+                .contains("\"3g.40gb\"")
+        );
+        assert_eq!(
+            profile_name("1g.10gb+me").unwrap(),
+            ProfileKey::Name("1g.10gb+me".to_owned())
+        );
+        assert!(profile_name(" 1g.5gb").is_err());
+    }
+}

@@ -1,0 +1,128 @@
+//! The writer: a document as mig-parted's v1 YAML, which the reader reads back equal.
+
+use super::{DeviceRef, Devices, Document, ProfileKey, Spec};
+use std::fmt::Write as _;
+
+/// A double-quoted scalar: JSON's string syntax is YAML's double-quoted style.
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| format!("{text:?}"))
+}
+
+/// The document as YAML: labels and profile names always quoted, so any name reads back as
+/// the same string.
+pub fn to_yaml(document: &Document) -> String {
+    let mut text = String::from("version: v1\nmig-configs:\n");
+    if document.configs.is_empty() {
+        // `mig-configs` with no label does not read; say so in a way that does.
+        text = String::from("version: v1\n");
+    }
+    for (label, specs) in &document.configs {
+        let _ = writeln!(text, "  {}:", quoted(label));
+        for spec in specs {
+            write_spec(&mut text, spec);
+        }
+    }
+    text
+}
+
+fn write_spec(text: &mut String, spec: &Spec) {
+    let mut first = true;
+    let mut line = |text: &mut String, body: String| {
+        let lead = if first { "    - " } else { "      " };
+        first = false;
+        let _ = writeln!(text, "{lead}{body}");
+    };
+    if !spec.device_filter.is_empty() {
+        let ids: Vec<String> = spec
+            .device_filter
+            .iter()
+            .map(|id| quoted(&id.to_string()))
+            .collect();
+        line(text, format!("device-filter: [{}]", ids.join(", ")));
+    }
+    let devices = match &spec.devices {
+        Devices::All => "all".to_owned(),
+        Devices::Listed(listed) => {
+            let items: Vec<String> = listed
+                .iter()
+                .map(|device| match device {
+                    DeviceRef::Index(index) => index.to_string(),
+                    DeviceRef::Address(bdf) => quoted(&bdf.to_string()),
+                })
+                .collect();
+            format!("[{}]", items.join(", "))
+        }
+    };
+    line(text, format!("devices: {devices}"));
+    line(text, format!("mig-enabled: {}", spec.mig_enabled));
+    if spec.mig_enabled {
+        if spec.mig_devices.is_empty() {
+            line(text, "mig-devices: {}".to_owned());
+        } else {
+            line(text, "mig-devices:".to_owned());
+            for (key, count) in &spec.mig_devices {
+                let key = match key {
+                    ProfileKey::Name(name) => quoted(name),
+                    ProfileKey::Id(id) => id.to_string(),
+                };
+                let _ = writeln!(text, "        {key}: {count}");
+            }
+        }
+    }
+}
+
+/// The document as JSON (the same members as the YAML), which the reader reads back equal.
+pub fn to_json(document: &Document) -> serde_json::Value {
+    use serde_json::{Map, Value, json};
+    let mut configs = Map::new();
+    for (label, specs) in &document.configs {
+        let specs: Vec<Value> = specs
+            .iter()
+            .map(|spec| {
+                let mut entry = Map::new();
+                if !spec.device_filter.is_empty() {
+                    entry.insert(
+                        "device-filter".to_owned(),
+                        spec.device_filter.iter().map(ToString::to_string).collect(),
+                    );
+                }
+                entry.insert(
+                    "devices".to_owned(),
+                    match &spec.devices {
+                        Devices::All => json!("all"),
+                        Devices::Listed(listed) => listed
+                            .iter()
+                            .map(|device| match device {
+                                DeviceRef::Index(index) => json!(index),
+                                DeviceRef::Address(bdf) => json!(bdf.to_string()),
+                            })
+                            .collect(),
+                    },
+                );
+                entry.insert("mig-enabled".to_owned(), json!(spec.mig_enabled));
+                if spec.mig_enabled {
+                    let devices: Map<String, Value> = spec
+                        .mig_devices
+                        .iter()
+                        .map(|(key, count)| {
+                            let key = match key {
+                                ProfileKey::Name(name) => name.clone(),
+                                ProfileKey::Id(id) => id.to_string(),
+                            };
+                            (key, json!(count))
+                        })
+                        .collect();
+                    entry.insert("mig-devices".to_owned(), Value::Object(devices));
+                }
+                Value::Object(entry)
+            })
+            .collect();
+        configs.insert(label.clone(), Value::Array(specs));
+    }
+    let mut top = Map::new();
+    top.insert("version".to_owned(), json!("v1"));
+    if !configs.is_empty() {
+        top.insert("mig-configs".to_owned(), Value::Object(configs));
+    }
+    Value::Object(top)
+}

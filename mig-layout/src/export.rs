@@ -1,0 +1,104 @@
+//! The host's layout as a mig-parted v1 document, which `apply` takes back as zero steps: each
+//! GPU's mode and its GPU instances counted by the profile names its card gives (the ID where a
+//! name did not read); GPUs alike share one entry (`devices: all` when every GPU is alike).
+
+use crate::document::{DeviceRef, Devices, Document, ProfileKey, Spec};
+use crate::plan::Card;
+use crate::select::HostGpu;
+use gpu_partition_types::Reply;
+
+/// What `export` wrote, and what it could not say in the format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Exported {
+    /// The document.
+    pub document: Document,
+    /// What the format cannot carry (a GPU instance without its filling compute instance, a
+    /// pending mode change, a card that did not read), for people.
+    pub warnings: Vec<String>,
+}
+
+/// A GPU's layout: MIG on or off, and its instances counted by profile.
+type GpuLayout = (bool, Vec<(ProfileKey, u32)>);
+
+fn spec_of(gpu: &HostGpu, reply: &Reply, warnings: &mut Vec<String>) -> Option<GpuLayout> {
+    let card = match Card::of(reply) {
+        Ok(card) => card,
+        Err(impossible) => {
+            warnings.push(format!("{gpu} is left out: {impossible}"));
+            return None;
+        }
+    };
+    if let Some(pending) = card.pending {
+        warnings.push(format!(
+            "{gpu}: MIG is {} now and {} after the next reset; exported as it is now",
+            if card.current { "on" } else { "off" },
+            if pending { "on" } else { "off" },
+        ));
+    }
+    if !card.current {
+        return Some((false, Vec::new()));
+    }
+    let mut counts: Vec<(ProfileKey, u32)> = Vec::new();
+    for instance in &card.instances {
+        if !card.complete(instance) {
+            warnings.push(format!(
+                "{gpu}: GPU instance {} ({}) lacks the compute instance that fills it; \
+                 applying this document creates it",
+                instance.id,
+                card.name(instance.profile_id)
+            ));
+        }
+        let key = match card.profile(instance.profile_id) {
+            Some(profile) if !profile.name.starts_with("profile ") => {
+                ProfileKey::Name(profile.name.clone())
+            }
+            _ => ProfileKey::Id(instance.profile_id),
+        };
+        match counts.iter_mut().find(|(known, _)| *known == key) {
+            Some((_, count)) => *count += 1,
+            None => counts.push((key, 1)),
+        }
+    }
+    counts.sort();
+    Some((true, counts))
+}
+
+/// The layout of `gpus` (each with its card's read reply) under `label`.
+pub fn export(label: &str, gpus: &[(HostGpu, Reply)]) -> Exported {
+    let mut warnings = Vec::new();
+    let mut groups: Vec<(GpuLayout, Vec<u32>)> = Vec::new();
+    for (gpu, reply) in gpus {
+        let Some(layout) = spec_of(gpu, reply, &mut warnings) else {
+            continue;
+        };
+        match groups.iter_mut().find(|(known, _)| *known == layout) {
+            Some((_, indices)) => indices.push(gpu.index),
+            None => groups.push((layout, vec![gpu.index])),
+        }
+    }
+    let every = groups.len() == 1
+        && groups
+            .first()
+            .is_some_and(|(_, indices)| indices.len() == gpus.len());
+    let specs = groups
+        .into_iter()
+        .map(|((enabled, instances), indices)| {
+            let devices = if every {
+                Devices::All
+            } else {
+                Devices::Listed(indices.into_iter().map(DeviceRef::Index).collect())
+            };
+            Spec::new(devices, enabled, instances)
+        })
+        .collect::<Vec<_>>();
+    let configs = if specs.is_empty() {
+        Vec::new()
+    } else {
+        vec![(label.to_owned(), specs)]
+    };
+    Exported {
+        document: Document::new(configs),
+        warnings,
+    }
+}

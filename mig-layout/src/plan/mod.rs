@@ -1,0 +1,617 @@
+//! The planner, pure (sans-IO): from a card's read reply and what the card should be, either
+//! the steps of the helper's `apply`, or a refusal before anything is touched.
+//!
+//! It diffs. GPU instances that already match (profile wanted, placement free of the others)
+//! stay, with their compute instance; only what differs is destroyed — compute instances
+//! before their GPU instances, both before the mode changes, the mode before anything is
+//! created. A card already as wanted gets no step at all. Placements are chosen explicitly
+//! from the reply's possible placements by an exhaustive search ([`fit`]): a fit is found
+//! whenever one exists, keeping as many of the card's instances as any fit can, and the same
+//! card and layout always give the same placements.
+//!
+//! ```
+//! use gpu_partition_types::Reply;
+//! use mig_layout::{ProfileKey, Want, plan};
+//!
+//! // An A100 with MIG on and nothing carved; its 1g.5gb profile has seven placements.
+//! let slots: Vec<String> = (0..7).map(|s| format!(r#"{{"start": {s}, "size": 1}}"#)).collect();
+//! let text = format!(r#"{{"format": "1.1", "device": "0000:3b:00.0",
+//!     "mode": {{"capable": true, "current": "enabled", "pending": null}},
+//!     "case": "none_carved", "gpu_instances": [], "vgpus": [], "processes": [],
+//!     "profiles": [{{"id": 19, "name": "1g.5gb", "placements": [{}],
+//!       "signature": {{"slice_count": 1, "instance_count": 7, "multiprocessor_count": 14,
+//!         "copy_engine_count": 1, "decoder_count": 0, "encoder_count": 0, "jpeg_count": 0,
+//!         "ofa_count": 0, "memory_size_mb": 4864, "capabilities": []}}}}]}}"#,
+//!     slots.join(", "));
+//! let reply = Reply::from_json(text.as_bytes(), None)?;
+//! let want = Want::enabled(vec![(ProfileKey::Name("1g.5gb".into()), 7)]);
+//! let plan = plan::plan(&reply, &want)?;
+//! assert_eq!(plan.create.len(), 7);
+//! assert!(plan.destroy.is_empty() && plan.set_mode.is_none());
+//! assert_eq!(plan.create[6].placement.start, 6);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod card;
+pub mod fit;
+
+pub use card::{Card, CardInstance, CardProfile, filling_compute_profile};
+
+use crate::select::Want;
+use fit::{Candidate, Demand};
+use gpu_partition_types::{Bdf, Placement, Reply, Step};
+use std::fmt;
+
+gpu_partition_types::token_enum! {
+    /// Why a layout cannot be planned on a card.
+    pub enum ImpossibleKind: "impossible layout" {
+        /// The layout names a profile the card's catalogue does not have.
+        UnknownProfile = "unknown_profile",
+        /// More instances of a profile than the card holds.
+        TooMany = "too_many",
+        /// The instances fit no placement of the card together.
+        NoFit = "no_fit",
+        /// The card cannot be partitioned (no MIG), and the layout turns MIG on.
+        NotPartitionable = "not_partitionable",
+        /// A profile is named twice (by name and by ID).
+        NamedTwice = "named_twice",
+        /// A profile whose placements or compute slices the card did not give.
+        ProfileUnknown = "profile_unknown",
+        /// A member of the reply the plan depends on did not read.
+        Unreadable = "unreadable",
+    }
+}
+
+/// A layout that cannot be planned on a card: refused before anything is written, naming the
+/// card and the profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Impossible {
+    /// The card.
+    pub device: Bdf,
+    /// The profile at fault, when one is.
+    pub profile: Option<String>,
+    /// Why.
+    pub kind: ImpossibleKind,
+    /// What is wrong, for people (the card, the profile, the numbers).
+    pub message: String,
+}
+
+impl Impossible {
+    pub(crate) fn new(
+        device: Bdf,
+        profile: Option<String>,
+        kind: ImpossibleKind,
+        message: String,
+    ) -> Self {
+        Self {
+            device,
+            profile,
+            kind,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for Impossible {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Impossible {}
+
+/// A GPU instance to create, with the compute instance that fills it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Create {
+    /// The GPU instance profile's ID.
+    pub profile_id: u32,
+    /// Its name, for people.
+    pub profile: String,
+    /// Where, in memory slices.
+    pub placement: Placement,
+    /// The compute instance profile that fills it.
+    pub compute_profile_id: u32,
+}
+
+/// A GPU instance the plan keeps that needs its compute instance (created anew).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Fill {
+    /// The GPU instance.
+    pub gpu_instance_id: u32,
+    /// The compute instance profile that fills it.
+    pub compute_profile_id: u32,
+}
+
+/// A GPU instance as the layout leaves the card: the read-back must find exactly these, each
+/// with its filling compute instance.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Instance {
+    /// The profile's ID.
+    pub profile_id: u32,
+    /// Where.
+    pub placement: Placement,
+}
+
+impl Instance {
+    fn key(&self) -> (u32, u32, u32) {
+        (self.profile_id, self.placement.start, self.placement.size)
+    }
+}
+
+impl PartialOrd for Instance {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Instance {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(&other.key())
+    }
+}
+
+/// What a card needs to become as wanted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Plan {
+    /// The card.
+    pub device: Bdf,
+    /// Destroys: every compute instance to go, then every GPU instance to go.
+    pub destroy: Vec<Step>,
+    /// The mode to set, when it must change.
+    pub set_mode: Option<bool>,
+    /// The card already holds the wanted mode pending: a reset completes it before anything is
+    /// created.
+    pub reset: bool,
+    /// GPU instances to create, each then with its compute instance.
+    pub create: Vec<Create>,
+    /// GPU instances kept that need their compute instance.
+    pub fill: Vec<Fill>,
+    /// GPU instances kept as they are.
+    pub kept: Vec<u32>,
+    /// The GPU instances as the layout leaves the card.
+    pub target: Vec<Instance>,
+    /// MIG is off and the card lists no profile: the instances are planned once the mode is on.
+    pub deferred: bool,
+}
+
+impl Plan {
+    fn empty(device: Bdf) -> Self {
+        Self {
+            device,
+            destroy: Vec::new(),
+            set_mode: None,
+            reset: false,
+            create: Vec::new(),
+            fill: Vec::new(),
+            kept: Vec::new(),
+            target: Vec::new(),
+            deferred: false,
+        }
+    }
+
+    /// Whether the card is already as wanted: no step, no reset.
+    pub fn is_empty(&self) -> bool {
+        self.destroy.is_empty()
+            && self.set_mode.is_none()
+            && !self.reset
+            && self.create.is_empty()
+            && self.fill.is_empty()
+            && !self.deferred
+    }
+
+    /// The first batch: the destroys, then the mode.
+    pub fn first_batch(&self) -> Vec<Step> {
+        let mut steps = self.destroy.clone();
+        steps.extend(self.set_mode.map(|enabled| Step::SetMigMode { enabled }));
+        steps
+    }
+
+    /// The GPU instances to create, at their placements.
+    pub fn create_batch(&self) -> Vec<Step> {
+        self.create
+            .iter()
+            .map(|create| Step::CreateGpuInstance {
+                profile_id: create.profile_id,
+                placement: create.placement,
+            })
+            .collect()
+    }
+
+    /// The compute instances: one in each GPU instance `created` made (in the order of
+    /// [`Plan::create`]), and one in each kept instance that lacks it.
+    pub fn compute_batch(&self, created: &[u32]) -> Vec<Step> {
+        let new = self
+            .create
+            .iter()
+            .zip(created)
+            .map(|(create, id)| (*id, create.compute_profile_id));
+        let kept = self
+            .fill
+            .iter()
+            .map(|fill| (fill.gpu_instance_id, fill.compute_profile_id));
+        new.chain(kept)
+            .map(
+                |(gpu_instance_id, profile_id)| Step::CreateComputeInstance {
+                    gpu_instance_id,
+                    profile_id,
+                    placement: None,
+                },
+            )
+            .collect()
+    }
+
+    /// The plan as lines for people, in the order it runs.
+    pub fn describe(&self, card: &Card) -> Vec<String> {
+        let mut lines = Vec::new();
+        let instance = |id: u32| {
+            card.instances
+                .iter()
+                .find(|instance| instance.id == id)
+                .map(|instance| {
+                    format!(
+                        "{} at {}+{}",
+                        card.name(instance.profile_id),
+                        instance.placement.start,
+                        instance.placement.size
+                    )
+                })
+                .unwrap_or_default()
+        };
+        for step in &self.destroy {
+            lines.push(match step {
+                Step::DestroyComputeInstance {
+                    gpu_instance_id,
+                    compute_instance_id,
+                } => format!(
+                    "destroy compute instance {compute_instance_id} of GPU instance \
+                     {gpu_instance_id} ({})",
+                    instance(*gpu_instance_id)
+                ),
+                Step::DestroyGpuInstance { gpu_instance_id } => format!(
+                    "destroy GPU instance {gpu_instance_id} ({})",
+                    instance(*gpu_instance_id)
+                ),
+                other => format!("{}", other.op()),
+            });
+        }
+        if let Some(enabled) = self.set_mode {
+            lines.push(format!(
+                "set MIG {} (a reset follows if the card holds the change pending)",
+                if enabled { "on" } else { "off" }
+            ));
+        }
+        if self.reset {
+            lines.push(
+                "warm-reset the GPU (with its NVLink peers) to complete the pending mode change"
+                    .to_owned(),
+            );
+        }
+        for create in &self.create {
+            lines.push(format!(
+                "create GPU instance {} at {}+{}, with its compute instance (profile {})",
+                create.profile,
+                create.placement.start,
+                create.placement.size,
+                create.compute_profile_id
+            ));
+        }
+        for fill in &self.fill {
+            lines.push(format!(
+                "create the compute instance (profile {}) of GPU instance {} ({})",
+                fill.compute_profile_id,
+                fill.gpu_instance_id,
+                instance(fill.gpu_instance_id)
+            ));
+        }
+        if self.deferred {
+            lines.push(
+                "then create the instances: the card lists its profiles once MIG is on".to_owned(),
+            );
+        }
+        lines
+    }
+}
+
+/// Plans `want` on the card of `reply`.
+pub fn plan(reply: &Reply, want: &Want) -> Result<Plan, Impossible> {
+    let card = Card::of(reply)?;
+    plan_card(&card, want)
+}
+
+/// Plans `want` on `card` (what [`plan`] does once the reply is read).
+pub fn plan_card(card: &Card, want: &Want) -> Result<Plan, Impossible> {
+    let device = card.device;
+    let mut plan = Plan::empty(device);
+    if !card.capable {
+        return if want.enabled {
+            Err(Impossible::new(
+                device,
+                None,
+                ImpossibleKind::NotPartitionable,
+                format!(
+                    "{device} cannot be partitioned (it has no MIG mode), and the layout turns MIG on"
+                ),
+            ))
+        } else {
+            Ok(plan)
+        };
+    }
+    // The mode: set it unless it is already so and nothing else is pending; a change the card
+    // holds pending completes with a reset.
+    match (card.current == want.enabled, card.pending) {
+        (true, None) => {}
+        (true, Some(_)) => plan.set_mode = Some(want.enabled),
+        (false, Some(pending)) if pending == want.enabled => plan.reset = true,
+        (false, _) => plan.set_mode = Some(want.enabled),
+    }
+    if !want.enabled {
+        destroy_all(card, &mut plan, |_| true);
+        return Ok(plan);
+    }
+    let any = want.instances.iter().any(|(_, count)| *count > 0);
+    if any && card.profiles.is_empty() && !card.current {
+        plan.deferred = true;
+        return Ok(plan);
+    }
+    let wanted = resolve(card, want)?;
+    if wanted.is_empty() {
+        destroy_all(card, &mut plan, |_| true);
+        return Ok(plan);
+    }
+    let existing: &[CardInstance] = if card.current { &card.instances } else { &[] };
+    let mut demands = Vec::with_capacity(wanted.len());
+    for (profile, count) in &wanted {
+        demands.push(demand(card, profile, *count, existing)?);
+    }
+    let Some((chosen, _)) = fit::fit(&demands) else {
+        let asked: Vec<String> = wanted
+            .iter()
+            .map(|(profile, count)| format!("{count} × {}", profile.name))
+            .collect();
+        return Err(Impossible::new(
+            device,
+            wanted
+                .iter()
+                .max_by_key(|(profile, count)| {
+                    profile
+                        .placements
+                        .as_ref()
+                        .and_then(|p| p.first())
+                        .map_or(0, |p| p.size)
+                        .saturating_mul(*count)
+                })
+                .map(|(profile, _)| profile.name.clone()),
+            ImpossibleKind::NoFit,
+            format!(
+                "{device}: {} do not fit together on the card's memory slices",
+                asked.join(", ")
+            ),
+        ));
+    };
+    let mut kept = Vec::new();
+    for ((profile, _), (demand, picks)) in wanted.iter().zip(demands.iter().zip(&chosen)) {
+        let (compute_profile_id, _) = profile
+            .filling()
+            .ok_or_else(|| slices_unknown(card, profile))?;
+        for pick in picks {
+            let Some(candidate) = demand.candidates.get(*pick) else {
+                continue;
+            };
+            plan.target.push(Instance {
+                profile_id: profile.id,
+                placement: candidate.placement,
+            });
+            match candidate.existing {
+                Some((id, _)) => kept.push(id),
+                None => plan.create.push(Create {
+                    profile_id: profile.id,
+                    profile: profile.name.clone(),
+                    placement: candidate.placement,
+                    compute_profile_id,
+                }),
+            }
+        }
+    }
+    plan.target.sort();
+    // Instances not kept go; kept ones keep a compute instance that fills them, and lose any
+    // other.
+    destroy_all(card, &mut plan, |instance| !kept.contains(&instance.id));
+    let mut compute_destroys = Vec::new();
+    for instance in existing.iter().filter(|i| kept.contains(&i.id)) {
+        if card.complete(instance) {
+            plan.kept.push(instance.id);
+            continue;
+        }
+        for compute in &instance.compute {
+            compute_destroys.push(Step::DestroyComputeInstance {
+                gpu_instance_id: instance.id,
+                compute_instance_id: compute.id,
+            });
+        }
+        let profile = card.profile(instance.profile_id);
+        if let Some((compute_profile_id, _)) = profile.and_then(CardProfile::filling) {
+            plan.fill.push(Fill {
+                gpu_instance_id: instance.id,
+                compute_profile_id,
+            });
+        }
+    }
+    // Compute instances first: they go before any GPU instance.
+    compute_destroys.append(&mut plan.destroy);
+    plan.destroy = compute_destroys;
+    plan.destroy.sort_by_key(|step| match step {
+        Step::DestroyComputeInstance { .. } => 0,
+        _ => 1,
+    });
+    Ok(plan)
+}
+
+/// Destroys every instance `which` picks: their compute instances first, then the instances.
+fn destroy_all(card: &Card, plan: &mut Plan, which: impl Fn(&CardInstance) -> bool) {
+    if !card.current {
+        return;
+    }
+    let going: Vec<&CardInstance> = card.instances.iter().filter(|i| which(i)).collect();
+    for instance in &going {
+        for compute in &instance.compute {
+            plan.destroy.push(Step::DestroyComputeInstance {
+                gpu_instance_id: instance.id,
+                compute_instance_id: compute.id,
+            });
+        }
+    }
+    for instance in going {
+        plan.destroy.push(Step::DestroyGpuInstance {
+            gpu_instance_id: instance.id,
+        });
+    }
+}
+
+fn slices_unknown(card: &Card, profile: &CardProfile) -> Impossible {
+    Impossible::new(
+        card.device,
+        Some(profile.name.clone()),
+        ImpossibleKind::ProfileUnknown,
+        format!(
+            "{}: the card did not say how many compute slices {} has, so its compute \
+             instance cannot be chosen",
+            card.device, profile.name
+        ),
+    )
+}
+
+/// The wanted profiles with their counts (counts of 0 left out), each resolved in the card's
+/// catalogue.
+fn resolve<'c>(card: &'c Card, want: &Want) -> Result<Vec<(&'c CardProfile, u32)>, Impossible> {
+    let device = card.device;
+    let mut wanted: Vec<(&CardProfile, u32)> = Vec::new();
+    for (key, count) in &want.instances {
+        if *count == 0 {
+            continue;
+        }
+        let Some(profile) = card.resolve(key) else {
+            let known: Vec<&str> = card.profiles.iter().map(|p| p.name.as_str()).collect();
+            return Err(Impossible::new(
+                device,
+                Some(key.to_string()),
+                ImpossibleKind::UnknownProfile,
+                format!(
+                    "{device} has no profile {key}; its catalogue has: {}",
+                    if known.is_empty() {
+                        "nothing".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        };
+        if wanted.iter().any(|(known, _)| known.id == profile.id) {
+            return Err(Impossible::new(
+                device,
+                Some(profile.name.clone()),
+                ImpossibleKind::NamedTwice,
+                format!(
+                    "{device}: {} (profile {}) is named twice in the layout",
+                    profile.name, profile.id
+                ),
+            ));
+        }
+        if let Some(most) = profile.instance_count {
+            if *count > most {
+                return Err(Impossible::new(
+                    device,
+                    Some(profile.name.clone()),
+                    ImpossibleKind::TooMany,
+                    format!(
+                        "{device}: {count} × {} asked, and the card holds at most {most}",
+                        profile.name
+                    ),
+                ));
+            }
+        }
+        wanted.push((profile, *count));
+    }
+    Ok(wanted)
+}
+
+/// The instances of `profile` to place: its possible placements and the card's own instances
+/// of it, each placement once, by start.
+fn demand(
+    card: &Card,
+    profile: &CardProfile,
+    count: u32,
+    existing: &[CardInstance],
+) -> Result<Demand, Impossible> {
+    let device = card.device;
+    profile
+        .filling()
+        .ok_or_else(|| slices_unknown(card, profile))?;
+    let own: Vec<&CardInstance> = existing
+        .iter()
+        .filter(|instance| instance.profile_id == profile.id)
+        .collect();
+    let Some(possible) = profile.placements.as_ref() else {
+        if own.is_empty() {
+            return Err(Impossible::new(
+                device,
+                Some(profile.name.clone()),
+                ImpossibleKind::ProfileUnknown,
+                format!(
+                    "{device}: the card did not give the placements of {}, so none can be \
+                     chosen",
+                    profile.name
+                ),
+            ));
+        }
+        return finish_demand(
+            card,
+            profile,
+            count,
+            own.iter().map(|i| i.placement).collect(),
+            &own,
+        );
+    };
+    let mut placements: Vec<Placement> = possible.clone();
+    placements.extend(own.iter().map(|instance| instance.placement));
+    finish_demand(card, profile, count, placements, &own)
+}
+
+fn finish_demand(
+    card: &Card,
+    profile: &CardProfile,
+    count: u32,
+    mut placements: Vec<Placement>,
+    own: &[&CardInstance],
+) -> Result<Demand, Impossible> {
+    let device = card.device;
+    placements.retain(|placement| fit::representable(*placement));
+    placements.sort_by_key(|placement| (placement.start, placement.size));
+    placements.dedup();
+    if usize::try_from(count).unwrap_or(usize::MAX) > placements.len() {
+        return Err(Impossible::new(
+            device,
+            Some(profile.name.clone()),
+            ImpossibleKind::TooMany,
+            format!(
+                "{device}: {count} × {} asked, and the card has {} placements for it",
+                profile.name,
+                placements.len()
+            ),
+        ));
+    }
+    let candidates = placements
+        .into_iter()
+        .map(|placement| Candidate {
+            placement,
+            existing: own
+                .iter()
+                .find(|instance| instance.placement == placement)
+                .map(|instance| (instance.id, card.complete(instance))),
+        })
+        .collect();
+    Ok(Demand { count, candidates })
+}

@@ -1,0 +1,199 @@
+//! How an apply ended and what it did: [`ApplyOutcome`] (matched without a catch-all, as a
+//! reset's), [`ApplyReport`] with a [`GpuReport`] per GPU. The report serializes to the
+//! document of `mxctl --json partition apply`.
+
+use crate::compare::Difference;
+use gpu_partition_types::{Bdf, Op};
+use host_sync::{HostReason, HostStatus};
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
+use std::time::Duration;
+use warm_reset::{ColdRebootReason, ResetReport};
+
+pub(crate) fn bdf<S: Serializer>(bdf: &Bdf, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&bdf.to_string())
+}
+
+gpu_partition_types::token_enum! {
+    /// Why an apply was blocked (nothing was written) or failed (the host is between layouts).
+    pub enum ApplyReason: "apply reason" {
+        /// Another GPU operation holds the host lock.
+        LockBusy = "lock_busy",
+        /// The pool switch is off and the layout turns MIG on.
+        PoolDisabled = "pool_disabled",
+        /// The helper is absent, unsafe, or cannot apply.
+        HelperUnavailable = "helper_unavailable",
+        /// A card did not read (or not whole).
+        GpuUnreadable = "gpu_unreadable",
+        /// Something uses what the layout would change: processes on the card, a vGPU on an
+        /// instance to destroy (named in the detail).
+        GpuBusy = "gpu_busy",
+        /// The layout cannot be planned on a card (named with the profile in the detail).
+        LayoutImpossible = "layout_impossible",
+        /// The helper refused a step (NVML's answer in the detail), or its run failed.
+        StepRefused = "step_refused",
+        /// The warm reset that completes a mode change was blocked (its reason in the detail).
+        ResetBlocked = "reset_blocked",
+        /// The mode change was still pending after its reset.
+        ModePending = "mode_pending",
+        /// After the mode change the card needed more than instances created.
+        DidNotConverge = "did_not_converge",
+        /// The read-back differs from the layout (the differences in the report).
+        ReadBackDiffers = "read_back_differs",
+    }
+}
+
+/// How an apply ended, with its reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApplyOutcome {
+    /// Every GPU named is as the layout wants, read back.
+    Done,
+    /// The plan was made and shown; nothing was written.
+    DryRun,
+    /// Refused before anything was written.
+    Blocked(ApplyReason),
+    /// Something failed after writes began: the host is between layouts (`entering` or
+    /// `leaving` with `layout_failed`); run the apply again once the cause is fixed.
+    Failed(ApplyReason),
+    /// The warm reset that completes a mode change did not work: cold-reboot the host.
+    ColdRebootRequired(ColdRebootReason),
+}
+
+impl ApplyOutcome {
+    /// The outcome's token.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Done => "done",
+            Self::DryRun => "dry_run",
+            Self::Blocked(_) => "blocked",
+            Self::Failed(_) => "failed",
+            Self::ColdRebootRequired(_) => "cold_reboot_required",
+        }
+    }
+
+    /// The reason's token (`""` when done or a dry run).
+    pub fn reason_str(self) -> &'static str {
+        use gpu_partition_types::Token;
+        match self {
+            Self::Done | Self::DryRun => "",
+            Self::Blocked(reason) | Self::Failed(reason) => reason.as_str(),
+            Self::ColdRebootRequired(reason) => reason.as_str(),
+        }
+    }
+}
+
+impl std::fmt::Display for ApplyOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.reason_str() {
+            "" => f.write_str(self.as_str()),
+            reason => write!(f, "{} ({reason})", self.as_str()),
+        }
+    }
+}
+
+/// One step the helper ran, as it answered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct StepDone {
+    /// The step.
+    pub op: Op,
+    /// `done`, `refused` or `skipped`.
+    pub result: &'static str,
+    /// What it made or why it was refused, for people.
+    pub detail: String,
+}
+
+/// What an apply planned and did on one GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct GpuReport {
+    /// The card.
+    #[serde(serialize_with = "bdf")]
+    pub device: Bdf,
+    /// Its index.
+    pub index: u32,
+    /// The line of the layout's entry that names it.
+    pub line: usize,
+    /// The plan, as lines for people (empty: already as wanted).
+    pub plan: Vec<String>,
+    /// The steps run, in order, each as the helper answered.
+    pub steps: Vec<StepDone>,
+    /// How it differs from the layout after the apply (the read-back; empty when it holds).
+    pub differences: Vec<Difference>,
+}
+
+impl GpuReport {
+    /// How many writes the helper made on it (steps done).
+    pub fn writes(&self) -> usize {
+        self.steps
+            .iter()
+            .filter(|step| step.result == "done")
+            .count()
+    }
+}
+
+/// The host after the apply, as the sync that ended it classified it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[non_exhaustive]
+pub struct HostAfter {
+    /// Its status.
+    pub status: HostStatus,
+    /// Its reason.
+    pub reason: HostReason,
+    /// The why, for people.
+    pub message: Option<String>,
+}
+
+/// How an apply ended and what it did.
+///
+/// It serializes to the document of `mxctl --json partition apply`: `label`, `outcome`,
+/// `reason` (`""` when done or a dry run), `detail`, `gpus` (each with `device`, `index`,
+/// `line`, `plan`, `steps` and `differences`), `resets` (each reset's own document), `host`
+/// (the status after, `null` when none was written), `warnings`, `elapsed_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ApplyReport {
+    /// The layout's label.
+    pub label: String,
+    /// How it ended.
+    pub outcome: ApplyOutcome,
+    /// Why it was blocked or failed, for people (the GPU, the profile, the step, NVML's words);
+    /// empty when done or a dry run.
+    pub detail: String,
+    /// Each GPU the layout names, in index order.
+    pub gpus: Vec<GpuReport>,
+    /// The warm resets run to complete mode changes.
+    pub resets: Vec<ResetReport>,
+    /// The host's status after, when the apply wrote one.
+    pub host: Option<HostAfter>,
+    /// What did not change the course but a person should know.
+    pub warnings: Vec<String>,
+    /// How long it took.
+    pub elapsed: Duration,
+}
+
+impl ApplyReport {
+    /// How many writes the helper made, over every GPU.
+    pub fn writes(&self) -> usize {
+        self.gpus.iter().map(GpuReport::writes).sum()
+    }
+}
+
+impl Serialize for ApplyReport {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut report = serializer.serialize_struct("ApplyReport", 10)?;
+        report.serialize_field("label", &self.label)?;
+        report.serialize_field("outcome", self.outcome.as_str())?;
+        report.serialize_field("reason", self.outcome.reason_str())?;
+        report.serialize_field("detail", &self.detail)?;
+        report.serialize_field("gpus", &self.gpus)?;
+        report.serialize_field("resets", &self.resets)?;
+        report.serialize_field("host", &self.host)?;
+        report.serialize_field("warnings", &self.warnings)?;
+        report.serialize_field(
+            "elapsed_ms",
+            &u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
+        )?;
+        report.end()
+    }
+}

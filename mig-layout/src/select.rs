@@ -1,0 +1,210 @@
+//! Which GPUs of the host a layout is for, and what each should be.
+//!
+//! An index is a GPU's position among the host's NVIDIA GPUs bound to `nvidia`, in PCI
+//! address order, from 0 ([`host_gpus`]): what `nvidia-smi` numbers them on a host whose
+//! GPUs are all bound to it (mig-parted's indices are NVML's, which follow the same order). A
+//! GPU bound to another driver (`vfio-pci` for pass-through) has no index and is never touched.
+
+use crate::document::{DeviceId, DeviceRef, Devices, ProfileKey, Spec};
+use gpu_partition_types::Bdf;
+use host_sync::{ScanError, scan_gpus};
+use std::fmt;
+use std::path::Path;
+
+/// An NVIDIA GPU bound to `nvidia`, with its index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HostGpu {
+    /// Its position among the host's NVIDIA GPUs bound to `nvidia`, in PCI address order.
+    pub index: u32,
+    /// Its address.
+    pub bdf: Bdf,
+    /// Its PCI IDs (the subsystem's when sysfs gives them), for `device-filter`.
+    pub id: DeviceId,
+}
+
+impl HostGpu {
+    /// A GPU at `index` and `bdf` with these IDs (for tests and embedders that scan another
+    /// way).
+    pub fn new(index: u32, bdf: Bdf, id: DeviceId) -> Self {
+        Self { index, bdf, id }
+    }
+}
+
+impl fmt::Display for HostGpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "GPU {} ({})", self.index, self.bdf)
+    }
+}
+
+fn hex_id(text: &str) -> Option<u16> {
+    let text = text.trim();
+    u16::from_str_radix(text.strip_prefix("0x").unwrap_or(text), 16).ok()
+}
+
+/// The host's NVIDIA GPUs bound to `nvidia`, in PCI address order, numbered from 0; their
+/// subsystem IDs are read from `<sysfs>/bus/pci/devices/<address>/subsystem_{device,vendor}`
+/// where sysfs has them.
+pub fn host_gpus(sysfs_root: &Path) -> Result<Vec<HostGpu>, ScanError> {
+    let mut gpus = scan_gpus(sysfs_root)?;
+    gpus.retain(host_sync::PciFunction::is_to_be_read);
+    gpus.sort_by_key(|gpu| gpu.bdf);
+    let dir = sysfs_root.join("bus/pci/devices");
+    Ok(gpus
+        .into_iter()
+        .zip(0u32..)
+        .map(|(gpu, index)| {
+            let read = |name: &str| {
+                std::fs::read_to_string(dir.join(gpu.bdf.to_string()).join(name))
+                    .ok()
+                    .and_then(|text| hex_id(&text))
+            };
+            let subsystem = read("subsystem_device").zip(read("subsystem_vendor"));
+            HostGpu {
+                index,
+                bdf: gpu.bdf,
+                id: DeviceId {
+                    device: hex_id(&gpu.device).unwrap_or_default(),
+                    vendor: hex_id(&gpu.vendor).unwrap_or_default(),
+                    subsystem,
+                },
+            }
+        })
+        .collect())
+}
+
+/// What one GPU should be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Want {
+    /// MIG on or off.
+    pub enabled: bool,
+    /// The GPU instances by profile, with their counts (each with one compute instance filling
+    /// it); empty with MIG off.
+    pub instances: Vec<(ProfileKey, u32)>,
+}
+
+impl Want {
+    /// MIG on with these instances.
+    pub fn enabled(instances: Vec<(ProfileKey, u32)>) -> Self {
+        Self {
+            enabled: true,
+            instances,
+        }
+    }
+
+    /// MIG off, no instance: what leaving partitioning wants of every GPU.
+    pub fn disabled() -> Self {
+        Self {
+            enabled: false,
+            instances: Vec::new(),
+        }
+    }
+}
+
+/// A GPU the layout names, with what it should be and the spec that says so.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Wanted {
+    /// The GPU.
+    pub gpu: HostGpu,
+    /// What it should be.
+    pub want: Want,
+    /// The line of the spec that names it.
+    pub line: usize,
+}
+
+/// The GPUs a layout names, and what did not match.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct Selection {
+    /// The GPUs, in index order.
+    pub wanted: Vec<Wanted>,
+    /// Devices the layout lists that the host does not have (as mig-parted, a spec for GPU 7
+    /// on a host of two GPUs names nothing), for people.
+    pub absent: Vec<String>,
+}
+
+/// Why a layout does not select.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SelectError {
+    /// Two specs name the same GPU.
+    #[error(
+        "{gpu} is named by two entries, at lines {first} and {second}; each GPU may be named once"
+    )]
+    Twice {
+        /// The GPU.
+        gpu: String,
+        /// The first entry's line.
+        first: usize,
+        /// The second's.
+        second: usize,
+    },
+}
+
+fn matches_filter(spec: &Spec, gpu: &HostGpu) -> bool {
+    spec.device_filter.is_empty()
+        || spec.device_filter.iter().any(|filter| {
+            filter.device == gpu.id.device
+                && filter.vendor == gpu.id.vendor
+                && filter
+                    .subsystem
+                    .is_none_or(|subsystem| Some(subsystem) == gpu.id.subsystem)
+        })
+}
+
+fn names(spec: &Spec, gpu: &HostGpu) -> bool {
+    let listed = match &spec.devices {
+        Devices::All => true,
+        Devices::Listed(devices) => devices.iter().any(|device| match device {
+            DeviceRef::Index(index) => *index == gpu.index,
+            DeviceRef::Address(bdf) => *bdf == gpu.bdf,
+        }),
+    };
+    listed && matches_filter(spec, gpu)
+}
+
+/// The GPUs of `gpus` that `specs` name, each with what it should be; a GPU no spec names is
+/// left out (and left alone).
+pub fn select(specs: &[Spec], gpus: &[HostGpu]) -> Result<Selection, SelectError> {
+    let mut selection = Selection::default();
+    for gpu in gpus {
+        let mut naming = specs.iter().filter(|spec| names(spec, gpu));
+        let Some(spec) = naming.next() else {
+            continue;
+        };
+        if let Some(second) = naming.next() {
+            return Err(SelectError::Twice {
+                gpu: gpu.to_string(),
+                first: spec.line,
+                second: second.line,
+            });
+        }
+        selection.wanted.push(Wanted {
+            gpu: gpu.clone(),
+            want: Want {
+                enabled: spec.mig_enabled,
+                instances: spec.mig_devices.clone(),
+            },
+            line: spec.line,
+        });
+    }
+    for spec in specs {
+        if let Devices::Listed(devices) = &spec.devices {
+            for device in devices {
+                let present = gpus.iter().any(|gpu| match device {
+                    DeviceRef::Index(index) => *index == gpu.index,
+                    DeviceRef::Address(bdf) => *bdf == gpu.bdf,
+                });
+                if !present {
+                    selection.absent.push(format!(
+                        "line {}: {device} is not an NVIDIA GPU bound to nvidia on this host",
+                        spec.line
+                    ));
+                }
+            }
+        }
+    }
+    Ok(selection)
+}

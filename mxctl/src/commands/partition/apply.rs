@@ -1,0 +1,177 @@
+//! `mxctl partition apply` and `mxctl partition leave`: a layout applied by diff under the
+//! host lock (`mig_layout::apply`), its plan per GPU, then what was done.
+
+use super::{layout, pool, reset_backend};
+use crate::cli::{PartitionApply, PartitionLeave, WriteArgs};
+use crate::config::Config;
+use crate::failure::Failure;
+use crate::helper::helper;
+use crate::output::Output;
+use gpu_host_probe::Host;
+use host_sync::FileStore;
+use mig_layout::{
+    ApplyError, ApplyOptions, ApplyOutcome, ApplyReport, ApplyRun, Progress, ResetWith, Spec,
+};
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::time::Instant;
+
+/// The exit code of an outcome: 0 done or dry run, 1 failed, 3 blocked, 4 cold reboot (as
+/// `reset`'s).
+pub fn exit_code(outcome: ApplyOutcome) -> u8 {
+    match outcome {
+        ApplyOutcome::Done | ApplyOutcome::DryRun => 0,
+        ApplyOutcome::Failed(_) => 1,
+        ApplyOutcome::Blocked(_) => 3,
+        ApplyOutcome::ColdRebootRequired(_) => 4,
+    }
+}
+
+/// `partition apply`.
+pub fn run(
+    args: &PartitionApply,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<u8, Failure> {
+    let specs = layout(&args.layout)?;
+    write(
+        &specs,
+        &args.layout.select,
+        &args.write,
+        config,
+        host,
+        output,
+    )
+}
+
+/// `partition leave`: the layout with MIG off on every GPU.
+pub fn leave(
+    args: &PartitionLeave,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<u8, Failure> {
+    write(
+        &mig_layout::leave(),
+        "leave",
+        &args.write,
+        config,
+        host,
+        output,
+    )
+}
+
+fn write(
+    specs: &[Spec],
+    label: &str,
+    args: &WriteArgs,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<u8, Failure> {
+    let helper = helper(&args.helper, config);
+    let mut store = FileStore::new(host.state_dir());
+    let mut backend = reset_backend(args, config, host);
+    let reset = ResetWith {
+        backend: &mut backend,
+        window: args.window.unwrap_or(config.reset_window),
+        clock: None,
+    };
+    let options = ApplyOptions::new(label, pool(args.pool, config))
+        .devices(args.devices.clone())
+        .dry_run(args.dry_run);
+    let started = Instant::now();
+    // A line per step as it runs, on a terminal (the report names every step anyway).
+    let live = !output.json && std::io::stdout().is_terminal();
+    let mut show = |progress: &Progress| {
+        if live {
+            println!(
+                "{:>7.1}s  {}  {}",
+                started.elapsed().as_secs_f64(),
+                progress.device,
+                progress.what
+            );
+        }
+    };
+    let run = ApplyRun::new(host, &helper, &mut store, reset).observe(&mut show);
+    let report = mig_layout::apply(run, specs, &options).map_err(|error| match error {
+        ApplyError::NotNamed { .. } | ApplyError::Select(_) => Failure::Usage(error.to_string()),
+        other => Failure::Apply(other),
+    })?;
+    output.emit(&report, &text(&report))?;
+    Ok(exit_code(report.outcome))
+}
+
+/// The report for people: each GPU's plan and steps, the resets, how it ended, the host after.
+pub fn text(report: &ApplyReport) -> String {
+    let mut text = String::new();
+    let _ = writeln!(text, "layout: {}", report.label);
+    for gpu in &report.gpus {
+        let _ = writeln!(
+            text,
+            "GPU {}  {}  (line {})",
+            gpu.index, gpu.device, gpu.line
+        );
+        if gpu.plan.is_empty() && gpu.steps.is_empty() {
+            let _ = writeln!(text, "  as the layout wants: no step");
+        }
+        for line in &gpu.plan {
+            let _ = writeln!(text, "  plan: {line}");
+        }
+        for step in &gpu.steps {
+            let detail = if step.detail.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", step.detail)
+            };
+            let _ = writeln!(text, "  {} {}{detail}", step.result, step.op);
+        }
+        for difference in &gpu.differences {
+            let _ = writeln!(
+                text,
+                "  differs ({}): {}",
+                difference.kind, difference.message
+            );
+        }
+    }
+    for reset in &report.resets {
+        let group = reset
+            .group
+            .as_ref()
+            .map(|group| {
+                let named: Vec<String> = group.iter().map(|index| format!("GPU {index}")).collect();
+                format!(" (group {})", named.join(", "))
+            })
+            .unwrap_or_default();
+        let _ = writeln!(text, "reset: {} {}{group}", reset.target, reset.outcome);
+    }
+    for warning in &report.warnings {
+        let _ = writeln!(text, "warning: {warning}");
+    }
+    let _ = writeln!(text, "outcome: {}", report.outcome);
+    if !report.detail.is_empty() {
+        let _ = writeln!(text, "detail:  {}", report.detail);
+    }
+    if let Some(host) = &report.host {
+        let _ = writeln!(text, "host:    {} ({})", host.status, host.reason);
+        if let Some(message) = &host.message {
+            let _ = writeln!(text, "why:     {message}");
+        }
+    }
+    let _ = writeln!(text, "writes:  {}", report.writes());
+    let _ = writeln!(text, "elapsed: {:.1} s", report.elapsed.as_secs_f64());
+    let _ = writeln!(
+        text,
+        "{}",
+        match report.outcome {
+            ApplyOutcome::Done => "the layout holds, read back",
+            ApplyOutcome::DryRun => "dry run: nothing was written",
+            ApplyOutcome::Blocked(_) => "nothing was changed",
+            ApplyOutcome::Failed(_) => "the host is between layouts: fix the cause and apply again",
+            ApplyOutcome::ColdRebootRequired(_) =>
+                "the warm reset did not work: cold-reboot this host, then apply again",
+        }
+    );
+    text
+}

@@ -1,0 +1,317 @@
+//! A host for `mxctl partition`: a built sysfs tree of NVIDIA GPUs bound to `nvidia`, the real
+//! helper over the fake NVML keeping its state in a file (consecutive runs see each other's
+//! writes), and a fake `nvidia-smi` that lists the GPUs, prints a published topology and the
+//! published reset message, and resets through `fake-nvml reset` (each reset logged with its
+//! time).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use fake_nvml::support;
+use host_sync::fake_sysfs::FakeSysfs;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// NVML scenarios of the helper's tests: an A100-SXM4-40GB with MIG off whose mode change
+/// waits for a reset (Ampere), and an H100 80GB whose mode change is immediate (Hopper).
+pub const A100_OFF: &str =
+    include_str!("../../../gpu-partition-helper/tests/nvml-scenarios/a100-mig-off.json");
+pub const H100_OFF: &str =
+    include_str!("../../../gpu-partition-helper/tests/nvml-scenarios/h100-mig-off.json");
+
+/// Two GPUs on PCIe without NVLink, as published (`topo -m`, tab-separated).
+pub const TOPOLOGY_TWO: &str =
+    include_str!("../../../warm-reset/tests/data/nvidia-smi/topo-m-2x5090-tabs.txt");
+
+/// The fake `nvidia-smi`: every call logged to `calls`; `--gpu-reset -i IDS` resets each
+/// through `fake-nvml reset`, logs `reset IDS MILLIS` to `resets`, and prints the published
+/// success line for each.
+const FAKE: &str = r#"#!/bin/sh
+d=$(dirname "$0")
+echo "$*" >> "$d/calls"
+case "$*" in
+  "--query-gpu=index,pci.bus_id,uuid,name --format=csv,noheader") cat "$d/gpus" ;;
+  "topo -m") cat "$d/topo" ;;
+  "--query-compute-apps=pid,gpu_bus_id --format=csv,noheader") cat "$d/apps" ;;
+  "--gpu-reset -i "*)
+    echo "reset $3 $(date +%s%3N)" >> "$d/resets"
+    for id in $(echo "$3" | tr ',' ' '); do
+      FAKE_NVML_STATE="$(cat "$d/state-path")" FAKE_NVML_LOG="$(cat "$d/log-path")" "$(cat "$d/fake-nvml-path")" reset --device "$id" || exit 3
+      echo "GPU $id was successfully reset."
+    done ;;
+  *) echo "nvidia-smi: unknown option $*" >&2; exit 2 ;;
+esac
+"#;
+
+pub struct PartitionHost {
+    pub dir: tempfile::TempDir,
+    pub sysfs: FakeSysfs,
+    /// The GPUs: bus ID (`0000:3b:00.0`) and device ID (`0x20b0`).
+    pub gpus: Vec<(String, String)>,
+    pub helper: PathBuf,
+    pub state: PathBuf,
+    pub log: PathBuf,
+}
+
+impl PartitionHost {
+    /// A host of these GPUs, each `(bus id, template scenario, device id)`.
+    pub fn new(cards: &[(&str, &str, &str)]) -> PartitionHost {
+        let dir = tempfile::tempdir().unwrap();
+        let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
+        let path = |name: &str| dir.path().join(name);
+        for (bdf, _, device) in cards {
+            sysfs
+                .function(bdf, "0x10de", device, "0x030200", Some("nvidia"))
+                .unwrap();
+        }
+        let scenario = support::scenario_of(
+            &cards
+                .iter()
+                .map(|(bdf, template, _)| (*bdf, *template))
+                .collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let nvml = path("nvml");
+        std::fs::create_dir_all(&nvml).unwrap();
+        let log = path("nvml.log");
+        let (helper, state) =
+            support::stateful_helper_wrapper(&nvml, &scenario, Some(&log)).unwrap();
+        let host = PartitionHost {
+            gpus: cards
+                .iter()
+                .map(|(bdf, _, device)| ((*bdf).to_owned(), (*device).to_owned()))
+                .collect(),
+            dir,
+            sysfs,
+            helper,
+            state,
+            log,
+        };
+        host.write_nvidia_smi();
+        host
+    }
+
+    /// Two A100s, MIG off (Ampere: a mode change waits for a reset).
+    pub fn two_a100s() -> PartitionHost {
+        Self::new(&[
+            ("0000:3b:00.0", A100_OFF, "0x20b0"),
+            ("0000:3c:00.0", A100_OFF, "0x20b0"),
+        ])
+    }
+
+    /// One H100, MIG off (Hopper: a mode change is immediate).
+    pub fn one_h100() -> PartitionHost {
+        Self::new(&[("0000:3b:00.0", H100_OFF, "0x2330")])
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn write(&self, name: &str, text: &str) {
+        let path = self.path(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn write_nvidia_smi(&self) {
+        std::fs::create_dir_all(self.path("bin")).unwrap();
+        gpu_host_probe::test_util::write_executable(&self.path("bin/nvidia-smi"), FAKE).unwrap();
+        let lines: String = self
+            .gpus
+            .iter()
+            .enumerate()
+            .map(|(index, (bdf, _))| {
+                format!(
+                    "{index}, 0000{}, GPU-5a3c9f0e-8a1b-4c2d-9e7f-00000000000{index}, NVIDIA A100-SXM4-40GB\n",
+                    bdf.to_ascii_uppercase()
+                )
+            })
+            .collect();
+        self.write("bin/gpus", &lines);
+        self.write("bin/topo", TOPOLOGY_TWO);
+        self.write("bin/apps", "");
+        self.write("bin/state-path", &self.state.display().to_string());
+        self.write("bin/log-path", &self.log.display().to_string());
+        self.write(
+            "bin/fake-nvml-path",
+            &support::fake_nvml_binary().unwrap().display().to_string(),
+        );
+        self.write("kmsg", "6,1,100,-;nvidia: module loaded\n");
+        self.write(
+            "proc/sys/kernel/random/boot_id",
+            "11111111-2222-3333-4444-555555555555\n",
+        );
+        for (minor, (bdf, _)) in self.gpus.iter().enumerate() {
+            self.write(
+                &format!("proc/driver/nvidia/gpus/{bdf}/information"),
+                &format!(
+                    "Model:           NVIDIA A100-SXM4-40GB\nGPU UUID:        GPU-5a3c9f0e-8a1b-4c2d-9e7f-00000000000{minor}\nBus Location:    {bdf}\nDevice Minor:    {minor}\nGPU Excluded:    No\n"
+                ),
+            );
+        }
+    }
+
+    /// `mxctl --json … partition ARGS…` on this host, with its helper, nvidia-smi, kernel log
+    /// and a 5 s window.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mxctl"));
+        command
+            .args(["--config", "/dev/null", "--json"])
+            .arg("--sysfs-root")
+            .arg(self.sysfs.root())
+            .arg("--proc-root")
+            .arg(self.path("proc"))
+            .arg("--state-dir")
+            .arg(self.path("state"))
+            .arg("partition")
+            .args(args);
+        let sub = args.first().copied().unwrap_or_default();
+        command.arg("--helper").arg(&self.helper);
+        if matches!(sub, "apply" | "leave") {
+            command
+                .arg("--nvidia-smi")
+                .arg(self.path("bin/nvidia-smi"))
+                .arg("--kmsg")
+                .arg(self.path("kmsg"));
+            if !args.contains(&"--window") {
+                command.args(["--window", "5"]);
+            }
+        }
+        command
+    }
+
+    /// `partition apply --layout FILE --select LABEL --pool enabled` and more.
+    pub fn apply(&self, layout: &str, label: &str, more: &[&str]) -> (i32, serde_json::Value) {
+        let file = self.path("layout.yaml");
+        std::fs::write(&file, layout).unwrap();
+        let mut args = vec![
+            "apply",
+            "--layout",
+            file.to_str().unwrap(),
+            "--select",
+            label,
+        ];
+        if !more.contains(&"--pool") {
+            args.extend(["--pool", "enabled"]);
+        }
+        args.extend(more);
+        super::run_json(self.command(&args))
+    }
+
+    /// `mxctl --json status`.
+    pub fn status(&self) -> serde_json::Value {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mxctl"));
+        command
+            .args(["--config", "/dev/null", "--json", "--state-dir"])
+            .arg(self.path("state"))
+            .arg("status");
+        super::run_json(command).1
+    }
+
+    /// `mxctl --json sync --pool SWITCH`.
+    pub fn sync(&self, pool: &str) -> serde_json::Value {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_mxctl"));
+        command
+            .args(["--config", "/dev/null", "--json"])
+            .arg("--sysfs-root")
+            .arg(self.sysfs.root())
+            .arg("--proc-root")
+            .arg(self.path("proc"))
+            .arg("--state-dir")
+            .arg(self.path("state"))
+            .args(["sync", "--after-boot", "no", "--pool", pool, "--helper"])
+            .arg(&self.helper);
+        super::run_json(command).1
+    }
+
+    /// The fake's state (after the first helper run).
+    pub fn nvml(&self) -> serde_json::Value {
+        serde_json::from_slice(&std::fs::read(&self.state).unwrap()).unwrap()
+    }
+
+    /// Changes the fake's state (as the driver or an operator would).
+    pub fn change_nvml(&self, change: impl FnOnce(&mut serde_json::Value)) {
+        let mut state = self.nvml();
+        change(&mut state);
+        std::fs::write(&self.state, serde_json::to_vec(&state).unwrap()).unwrap();
+    }
+
+    /// One device of the fake's state by bus ID.
+    pub fn card(&self, bdf: &str) -> serde_json::Value {
+        let state = self.nvml();
+        state["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| {
+                d["pci_bus_id"]
+                    .as_str()
+                    .unwrap()
+                    .to_ascii_lowercase()
+                    .ends_with(&bdf[5..])
+            })
+            .cloned()
+            .unwrap()
+    }
+
+    /// The fake's call log, line by line.
+    pub fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// The writes in the fake's call log (NVML's write calls and resets).
+    pub fn writes(&self) -> Vec<String> {
+        const WRITES: [&str; 7] = [
+            "nvmlDeviceSetMigMode",
+            "nvmlDeviceCreateGpuInstance",
+            "nvmlGpuInstanceCreateComputeInstance",
+            "nvmlComputeInstanceDestroy",
+            "nvmlGpuInstanceDestroy",
+            "reset ",
+            "nvmlDeviceCreateGpuInstanceWithPlacement",
+        ];
+        self.calls()
+            .into_iter()
+            .filter(|line| WRITES.iter().any(|write| line.starts_with(write)))
+            .collect()
+    }
+
+    /// Forgets the calls logged so far.
+    pub fn clear_calls(&self) {
+        let _ = std::fs::remove_file(&self.log);
+    }
+
+    /// The fake nvidia-smi's resets: `IDS MILLIS`.
+    pub fn resets(&self) -> Vec<(String, u64)> {
+        std::fs::read_to_string(self.path("bin/resets"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| {
+                let mut parts = line.split_whitespace().skip(1);
+                Some((parts.next()?.to_owned(), parts.next()?.parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// Runs the real helper's `apply` on `bdf` with these steps, as an operator would by hand.
+    pub fn by_hand(&self, bdf: &str, steps: &str) {
+        use std::io::Write;
+        let mut child = Command::new(&self.helper)
+            .args(["apply", "--device", bdf, "--format", "1"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{{\"steps\": {steps}}}").as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+    }
+}
