@@ -99,7 +99,9 @@ impl HelperConfig {
                 .args([self.path.clone().into_os_string()])
                 .args(helper_args),
         };
-        spec.limits(self.limits)
+        // A helper run dies with the process that started it: a write of a run killed
+        // half-way never goes on under the next run's lock.
+        spec.limits(self.limits).die_with_parent()
     }
 }
 

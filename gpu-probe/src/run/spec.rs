@@ -53,6 +53,10 @@ pub struct RunSpec {
     /// What the child reads on stdin (written by a thread of its own, then closed); `None`
     /// (the default): stdin is `/dev/null`.
     pub stdin: Option<Vec<u8>>,
+    /// The child is killed (SIGKILL) when the thread that started it dies — the whole
+    /// process killed with `kill -9` included — so no write of a dead run goes on under the
+    /// next one (`PR_SET_PDEATHSIG`). Off by default: a reset command is left to finish.
+    pub die_with_parent: bool,
 }
 
 impl RunSpec {
@@ -67,7 +71,14 @@ impl RunSpec {
             eof_grace: Duration::from_millis(200),
             limits: OutputLimits::default(),
             stdin: None,
+            die_with_parent: false,
         }
+    }
+
+    /// Kills the child when the thread that started it dies ([`RunSpec::die_with_parent`]).
+    pub fn die_with_parent(mut self) -> Self {
+        self.die_with_parent = true;
+        self
     }
 
     /// Gives the child `input` on stdin.

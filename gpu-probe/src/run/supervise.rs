@@ -23,6 +23,26 @@ const EXIT_CHECK: Duration = Duration::from_millis(10);
 /// How long a child may take to end after SIGKILL before the caller stops waiting for it.
 const STUCK: Duration = Duration::from_secs(2);
 
+/// Has the child ask the kernel for SIGKILL when its parent thread dies, and end at once if
+/// the parent is already gone (it died between the fork and the request).
+#[allow(unsafe_code)]
+fn die_with_parent(command: &mut Command) {
+    let parent = nix::unistd::getpid();
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe calls are allowed: it makes two system calls (prctl and getppid) and
+    // touches no lock, no allocation and no shared state.
+    unsafe {
+        command.pre_exec(move || {
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
+                .map_err(|errno| std::io::Error::from_raw_os_error(errno as i32))?;
+            if nix::unistd::getppid() != parent {
+                return Err(std::io::Error::other("the parent is gone"));
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Runs `spec` to its end and reports what happened. Never panics, never leaves a zombie.
 pub fn run(spec: &RunSpec) -> Run {
     let started = Instant::now();
@@ -44,6 +64,9 @@ pub fn run(spec: &RunSpec) -> Run {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    if spec.die_with_parent {
+        die_with_parent(&mut command);
+    }
     let mut child = match spawn(&mut command) {
         Ok(child) => child,
         Err(error) => {
