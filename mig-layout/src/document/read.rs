@@ -18,8 +18,24 @@ const MAX_DEPTH: usize = 32;
 /// The only version of the format.
 const VERSION: &str = "v1";
 
-fn at_scan(error: &ScanError) -> LayoutError {
+/// The lines of `text` as YAML counts them (LF, CR LF and a lone CR break a line); its end may
+/// be on the line after the last break.
+fn line_count(text: &str) -> usize {
+    text.matches('\n').count() + text.matches('\r').count() - text.matches("\r\n").count() + 1
+}
+
+/// A parser's error at its marker; one the parser places past the end of the text (inside an
+/// unterminated scalar, say) is named at the text's last line.
+fn at_scan(text: &str, error: &ScanError) -> LayoutError {
     let marker = error.marker();
+    let last = line_count(text);
+    if marker.line() > last {
+        return LayoutError::new(
+            Some(last),
+            JsonPointer::root(),
+            format!("{} (at the end of the text)", error.info()),
+        );
+    }
     LayoutError::new(
         Some(marker.line()),
         JsonPointer::root(),
@@ -33,7 +49,7 @@ fn check_events(text: &str) -> Result<(), LayoutError> {
     let mut depth = 0usize;
     let mut documents = 0usize;
     for event in Parser::new_from_str(text) {
-        let (event, span) = event.map_err(|error| at_scan(&error))?;
+        let (event, span) = event.map_err(|error| at_scan(text, &error))?;
         match event {
             Event::DocumentStart(_) => {
                 documents += 1;
@@ -74,7 +90,7 @@ pub(super) fn document(text: &str) -> Result<Document, LayoutError> {
         ));
     }
     check_events(text)?;
-    let documents = MarkedYaml::load_from_str(text).map_err(|error| at_scan(&error))?;
+    let documents = MarkedYaml::load_from_str(text).map_err(|error| at_scan(text, &error))?;
     let Some(root) = documents.first() else {
         return Err(LayoutError::new(
             Some(1),
@@ -83,7 +99,16 @@ pub(super) fn document(text: &str) -> Result<Document, LayoutError> {
         ));
     };
     let at = JsonPointer::root();
-    top(Node::new(root, &at))
+    top(Node::new(root, &at)).map_err(|mut error| {
+        // An empty node (an explicit key with no text, say) has its position after the text's
+        // end: named at the last line.
+        let last = line_count(text);
+        if error.line.is_some_and(|line| line > last) {
+            error.line = Some(last);
+            error.column = None;
+        }
+        error
+    })
 }
 
 fn top(node: Node<'_, '_>) -> Result<Document, LayoutError> {

@@ -96,7 +96,9 @@ fn write(
     };
     let run = ApplyRun::new(host, &helper, &mut store, reset).observe(&mut show);
     let report = mig_layout::apply(run, specs, &options).map_err(|error| match error {
-        ApplyError::NotNamed { .. } | ApplyError::Select(_) => Failure::Usage(error.to_string()),
+        ApplyError::NotNamed { .. } | ApplyError::Select(_) => {
+            Failure::Usage(gpu_host_probe::chain::Chain(&error).to_string())
+        }
         other => Failure::Apply(other),
     })?;
     output.emit(&report, &text(&report))?;
