@@ -441,3 +441,49 @@ fn a_dry_run_plans_every_gpu_and_writes_nothing() {
     assert!(host.writes().is_empty());
     assert_eq!(host.status()["status"], "not_reported");
 }
+
+#[test]
+fn while_a_layout_is_applied_the_host_is_entering_with_layout_applying() {
+    let host = PartitionHost::one_h100();
+    host.sync("enabled");
+    // Each write takes a while, so the apply is seen running.
+    host.change_nvml(|state| {
+        state["devices"][0]["write_delay_ms"] = serde_json::json!(150);
+    });
+    let file = host.path("layout.yaml");
+    std::fs::write(&file, BALANCED).unwrap();
+    let mut apply = host
+        .command(&[
+            "apply",
+            "--layout",
+            file.to_str().unwrap(),
+            "--select",
+            "balanced",
+            "--pool",
+            "enabled",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut seen = None;
+    while started.elapsed() < std::time::Duration::from_secs(20) {
+        let status = host.status();
+        if status["reason"] == "layout_applying" {
+            seen = Some(status);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(apply.wait().unwrap().success());
+    let seen = seen.expect("the host never showed the apply running");
+    assert_eq!(seen["status"], "entering");
+    assert_eq!(seen["layout"]["outcome"], "applying");
+    assert_eq!(seen["layout"]["label"], "balanced");
+    let after = host.status();
+    assert_eq!(
+        (after["status"].as_str(), after["reason"].as_str()),
+        (Some("active"), Some("ready"))
+    );
+    assert_eq!(after["layout"]["outcome"], "done");
+}
