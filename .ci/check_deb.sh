@@ -12,14 +12,17 @@ listing=$(dpkg-deb -c "$deb")
 printf '%s\n' "$listing"
 for file in \
     ./usr/bin/mxctl \
-    ./opt/xensource/libexec/gpu-partition-helper \
+    ./usr/libexec/mxctl/gpu-partition-helper \
+    ./lib/udev/rules.d/60-mxctl.rules \
+    ./usr/share/doc/mxctl/changelog.Debian.gz \
     ./etc/mxctl.conf \
     ./usr/lib/systemd/system/mxctl-sync.service \
     ./usr/lib/systemd/system/mxctl-sync.timer \
-    ./usr/share/man/man1/mxctl.1 \
-    ./usr/share/man/man1/mxctl-sync.1 \
-    ./usr/share/man/man1/mxctl-metrics.1 \
-    ./usr/share/man/man1/mxctl-reset.1 \
+    ./usr/share/man/man1/mxctl.1.gz \
+    ./usr/share/man/man1/mxctl-sync.1.gz \
+    ./usr/share/man/man1/mxctl-metrics.1.gz \
+    ./usr/share/man/man1/mxctl-reset.1.gz \
+    ./usr/share/man/man1/mxctl-partition-apply.1.gz \
     ./usr/share/bash-completion/completions/mxctl \
     ./usr/share/zsh/vendor-completions/_mxctl \
     ./usr/share/fish/vendor_completions.d/mxctl.fish; do
@@ -42,14 +45,16 @@ grep -qx 'ExecStart=/usr/bin/mxctl sync --after-boot auto' "$root/usr/lib/system
 # What the package installs passes the rule mxctl applies to its config and its programs.
 "$root/usr/bin/mxctl" check-trust \
     "$root/usr/bin/mxctl" \
-    "$root/opt/xensource/libexec/gpu-partition-helper" \
+    "$root/usr/libexec/mxctl/gpu-partition-helper" \
     "$root/etc/mxctl.conf"
 dpkg-deb -I "$deb" postinst | grep -q 'install -d -m 0700 -o root -g root /var/lib/mxctl'
 
-"$root/opt/xensource/libexec/gpu-partition-helper" --version
+"$root/usr/libexec/mxctl/gpu-partition-helper" --version
+# The conffile names the helper where the package puts it.
+grep -qx 'gpu-partition-helper = /usr/libexec/mxctl/gpu-partition-helper' "$root/etc/mxctl.conf"
 
-echo "-- man -l mxctl-metrics.1"
-MANWIDTH=80 man -l "$root/usr/share/man/man1/mxctl-metrics.1" | cat
+echo "-- man -l mxctl-metrics.1.gz"
+MANWIDTH=80 man -l "$root/usr/share/man/man1/mxctl-metrics.1.gz" | cat
 
 echo "-- bash: mxctl re<TAB>"
 completions=$(bash -c '
@@ -62,4 +67,12 @@ printf '%s\n' "$completions"
     echo "bash completion of 'mxctl re': $completions" >&2
     exit 1
 }
+echo "-- lintian (no error, no warning)"
+# Lintian refuses to run as root without this; it reads the package only.
+lintian_out=$(lintian --allow-root --fail-on error,warning --display-level '>=warning' "$deb" 2>&1) || {
+    printf '%s\n' "$lintian_out" >&2
+    echo "lintian found errors or warnings" >&2
+    exit 1
+}
+printf '%s\n' "${lintian_out:-lintian: nothing at error or warning level}"
 echo "package: ok"

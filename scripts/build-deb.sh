@@ -12,4 +12,12 @@ target_dir=${CARGO_TARGET_DIR:-target}
 assets="$target_dir/release/assets"
 rm -rf "$assets"
 "$target_dir/release/mxctl" generate --out-dir "$assets"
+# Debian keeps man pages and changelogs compressed, reproducibly (no name, no time stamp).
+gzip -9n "$assets"/man/*.1
+gzip -9n <CHANGELOG.md >"$assets/changelog.gz"
+# The package installs the helper under /usr/libexec (Debian keeps /opt for add-ons), and its
+# conffile names it there; every other key stays the sample's, commented out.
+sed 's|^# gpu-partition-helper = .*|gpu-partition-helper = /usr/libexec/mxctl/gpu-partition-helper|' \
+    mxctl.conf >"$assets/mxctl.conf"
+grep -qx 'gpu-partition-helper = /usr/libexec/mxctl/gpu-partition-helper' "$assets/mxctl.conf"
 "$cargo_deb" -p mxctl --no-build --strip "$@"

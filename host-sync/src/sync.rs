@@ -112,7 +112,10 @@ pub enum SyncError {
 /// applies the mode rules (with the pool on, each card to read is written `unknown` first,
 /// then read through `helper`, then written with its answer; with no card to read, no helper
 /// runs at all, not even `--version`); classifies the host over the facts as they now stand and
-/// writes status and reason together.
+/// writes status and reason together. When the host's GPUs changed while it ran (a GPU bound,
+/// unbound, added or removed), it runs again under the same lock, up to [`SETTLE_ROUNDS`]
+/// times, so the state stored last is the one after the change (with a
+/// [`SyncWarning::GpusChanged`]).
 pub fn sync(
     host: &Host,
     helper: &Helper,
@@ -120,9 +123,54 @@ pub fn sync(
     options: &SyncOptions,
 ) -> Result<SyncReport, SyncError> {
     let lock = host.lock(options.lock_wait)?;
-    let report = sync_under(&lock, helper, store, options);
+    let mut before = drivers(&scan(host.sysfs_root())?.gpus);
+    let mut report = sync_under(&lock, helper, store, options)?;
+    // A GPU bound, unbound, added or removed while the sync ran (the udev events of a rebind
+    // start a sync, and one started while this runs is merged into it): sync again, so the
+    // state stored last is the one after the change.
+    let mut changed = Vec::new();
+    for _ in 0..SETTLE_ROUNDS {
+        let after = drivers(&scan(host.sysfs_root())?.gpus);
+        let differ: Vec<Bdf> = after
+            .iter()
+            .filter(|(bdf, driver)| before.get(bdf) != Some(driver))
+            .map(|(bdf, _)| *bdf)
+            .chain(
+                before
+                    .keys()
+                    .filter(|bdf| !after.contains_key(bdf))
+                    .copied(),
+            )
+            .collect();
+        if differ.is_empty() {
+            break;
+        }
+        tracing::debug!("the GPUs changed during the sync ({differ:?}): syncing again");
+        changed.extend(differ);
+        before = after;
+        let warnings = std::mem::take(&mut report.warnings);
+        report = sync_under(&lock, helper, store, options)?;
+        report.warnings = warnings.into_iter().chain(report.warnings).collect();
+    }
+    if !changed.is_empty() {
+        changed.sort();
+        changed.dedup();
+        report
+            .warnings
+            .push(SyncWarning::GpusChanged { gpus: changed });
+    }
     drop(lock);
-    report
+    Ok(report)
+}
+
+/// How many times a sync runs again when the GPUs changed while it ran.
+pub const SETTLE_ROUNDS: usize = 3;
+
+/// Each display function's driver, by address.
+fn drivers(gpus: &[crate::pci::PciFunction]) -> BTreeMap<Bdf, Option<String>> {
+    gpus.iter()
+        .map(|gpu| (gpu.bdf, gpu.driver.clone()))
+        .collect()
 }
 
 /// Runs one sync as [`sync()`] does, under the host lock the caller already holds, on the

@@ -22,6 +22,13 @@ pub enum SyncWarning {
         /// What could not be read, with its causes.
         message: String,
     },
+    /// The host's GPUs changed while the sync ran (one added, removed, bound or unbound, as a
+    /// rebind for pass-through does): the sync ran again, so what it stored is what the host
+    /// has after the change.
+    GpusChanged {
+        /// The GPUs whose presence or driver changed.
+        gpus: Vec<Bdf>,
+    },
 }
 
 impl SyncWarning {
@@ -40,6 +47,14 @@ impl fmt::Display for SyncWarning {
             Self::BootUndecided(why) => f.write_str(why),
             Self::SkippedPciEntry { path, message, .. } => {
                 write!(f, "PCI scan: skipped {}: {message}", path.display())
+            }
+            Self::GpusChanged { gpus } => {
+                let named: Vec<String> = gpus.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    "the GPUs changed while the sync ran ({}): synced again",
+                    named.join(", ")
+                )
             }
         }
     }

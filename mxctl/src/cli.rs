@@ -63,6 +63,9 @@ pub enum Command {
     /// Print the stored state and the last warm reset as Prometheus metrics (text format
     /// 0.0.4, as node_exporter's textfile collector reads it); writes nothing else.
     Metrics(Metrics),
+    /// Print the stored state as node labels: a node-feature-discovery local feature file
+    /// (`--output` writes it whole, for nfd-worker's `features.d`).
+    Labels(Labels),
     /// Write the man pages and the shell completions into a directory (for packaging).
     #[command(hide = true)]
     Generate(Generate),
@@ -86,6 +89,24 @@ pub struct Metrics {
     /// collector never reads half a file; readable by everyone (mode 0644).
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// `mxctl labels [--output FILE] [--expiry SECS]`
+#[derive(Debug, Args)]
+pub struct Labels {
+    /// Write the feature file to FILE whole (a dot-file beside it, which nfd-worker skips, then
+    /// a rename), readable by everyone (mode 0644), e.g.
+    /// /etc/kubernetes/node-feature-discovery/features.d/mxctl.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Seconds until nfd-worker drops the labels if no later sync rewrites them (an
+    /// `# +expiry-time=` line).
+    #[arg(long, value_name = "SECS", default_value = "3600", value_parser = parse_expiry)]
+    pub expiry: std::time::Duration,
+}
+
+fn parse_expiry(text: &str) -> Result<std::time::Duration, String> {
+    crate::config::seconds("--expiry", text)
 }
 
 /// `mxctl generate --out-dir DIR`

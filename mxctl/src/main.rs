@@ -72,7 +72,12 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
     let host = Host::new(state_dir)
         .with_sysfs_root(&cli.global.sysfs_root)
         .with_proc_root(&cli.global.proc_root);
-    if creates || matches!(cli.command, Command::Status | Command::Metrics(_)) {
+    if creates
+        || matches!(
+            cli.command,
+            Command::Status | Command::Metrics(_) | Command::Labels(_)
+        )
+    {
         host.check_state_dir(creates)?;
     }
     match &cli.command {
@@ -82,6 +87,7 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
         Command::Probe(args) => commands::probe::run(args, &config, &host, output),
         Command::Reply(ReplyCommand::Check(args)) => commands::reply_check::run(args, output),
         Command::Metrics(args) => commands::metrics::run(args, &host, output),
+        Command::Labels(args) => commands::labels::run(args, &host, output),
         Command::Generate(args) => commands::generate::run(args),
         Command::CheckTrust(args) => Ok(commands::check_trust::run(args)),
         Command::Partition(command) => match command {

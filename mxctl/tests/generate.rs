@@ -31,6 +31,7 @@ fn every_visible_command_has_a_man_page_and_the_hidden_one_has_none() {
         names(&dir.path().join("man")),
         [
             "mxctl-gpus.1",
+            "mxctl-labels.1",
             "mxctl-metrics.1",
             "mxctl-partition-apply.1",
             "mxctl-partition-assert.1",

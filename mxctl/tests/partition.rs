@@ -403,6 +403,10 @@ fn the_metrics_give_the_last_applys_outcome_and_reason() {
         .arg(host.path("state"))
         .arg("metrics");
     let text = String::from_utf8(command.output().unwrap().stdout).unwrap();
+    // A sample for CI's readers (promtool, prometheus_client, node_exporter).
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("metrics-samples");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("after-layout.prom"), &text).unwrap();
     let line = text
         .lines()
         .find(|line| line.starts_with("mxctl_layout_last_apply{"))

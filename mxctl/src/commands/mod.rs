@@ -3,6 +3,7 @@
 pub mod check_trust;
 pub mod generate;
 pub mod gpus;
+pub mod labels;
 pub mod metrics;
 pub mod partition;
 pub mod probe;

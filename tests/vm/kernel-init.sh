@@ -1,0 +1,98 @@
+#!/bin/sh
+# The init of the kernel test bed (busybox, in an initramfs): mxctl against Debian's kernel
+# and QEMU's emulated PCI functions. Every check prints `VMTEST <name> pass|fail <detail>`;
+# then the machine powers off.
+export PATH=/bin:/sbin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /run /tmp
+mount -t tmpfs tmpfs /run
+mount -t tmpfs tmpfs /tmp
+for module in $(cat /etc/modules.order); do
+    insmod "/lib/modules/$module" 2>/dev/null || echo "VMTEST modules fail insmod $module"
+done
+
+M="/bin/mxctl --config /dev/null --state-dir /run/mxctl --json -q"
+check() { # check NAME EXPECTED-SUBSTRING OUTPUT
+    if printf '%s' "$3" | grep -q -- "$2"; then
+        echo "VMTEST $1 pass $2"
+    else
+        echo "VMTEST $1 fail expected $2 in: $(printf '%s' "$3" | tr '\n' ' ' | cut -c1-600)"
+    fi
+}
+to_vfio() { # bind a function to vfio-pci
+    d=/sys/bus/pci/devices/$1
+    echo vfio-pci > "$d/driver_override"
+    [ -e "$d/driver" ] && echo "$1" > "$d/driver/unbind"
+    echo "$1" > /sys/bus/pci/drivers_probe
+}
+function_of() { # the address of the function with this vendor:device and class prefix
+    for d in /sys/bus/pci/devices/*; do
+        if [ "$(cat "$d/vendor"):$(cat "$d/device")" = "$1" ] && grep -q "^$2" "$d/class"; then
+            echo "${d##*/}"
+        fi
+    done
+}
+
+echo "VMTEST-LISTING $(for d in /sys/bus/pci/devices/*; do printf '%s=%s:%s/%s/%s ' "${d##*/}" "$(cat $d/vendor)" "$(cat $d/device)" "$(cat $d/class)" "$(cat $d/reset_method 2>/dev/null | tr ' ' ,)"; done)"
+
+VGA=$(function_of 0x1234:0x1111 0x0300 | head -n 1)
+NVME=$(function_of 0x1b36:0x0010 0x0108 | head -n 1)
+NICS=$(function_of 0x8086:0x10d3 0x0200)
+NIC_ROOT=""; NIC_PORT=""; MF0=""; MF1=""
+for nic in $NICS; do
+    case "$nic" in
+        0000:00:*) NIC_ROOT=$nic ;;
+        *.1) MF1=$nic ;;
+        *)
+            if [ -e "/sys/bus/pci/devices/${nic%.0}.1" ]; then MF0=$nic; else NIC_PORT=$nic; fi ;;
+    esac
+done
+
+out=$($M gpus 2>/tmp/stderr); check gpus_lists_the_display_function "\"device\": \"$VGA\"" "$out"
+check gpus_reads_its_class "\"class\": \"030000\"" "$out"
+out=$($M sync --pool enabled --after-boot yes 2>/tmp/stderr)
+check sync_on_real_sysfs_has_no_partitionable_gpu '"reason": "no_partitionable_gpu"' "$out"
+
+to_vfio "$NVME"
+out=$($M reset --method pci --device "$NVME" --dry-run 2>/tmp/stderr)
+check reset_dry_run_on_a_vfio_function '"outcome": "dry_run"' "$out"
+out=$($M reset --method pci --device "$NVME" 2>/tmp/stderr)
+check reset_of_a_vfio_function_with_flr_is_done '"outcome": "done"' "$out"
+
+group=$(basename "$(readlink /sys/bus/pci/devices/$NVME/iommu_group)")
+sleep 600 3<>"/dev/vfio/$group" &
+holder=$!
+sleep 1
+out=$($M reset --method pci --device "$NVME" 2>/tmp/stderr)
+check reset_with_its_vfio_group_held_is_gpu_busy '"reason": "gpu_busy"' "$out"
+check reset_with_its_vfio_group_held_names_the_pid "$holder" "$out"
+kill "$holder"
+
+out=$($M reset --method pci --device "$NIC_ROOT" 2>/tmp/stderr)
+check reset_of_a_function_bound_to_a_host_driver_is_driver_in_use '"reason": "driver_in_use"' "$out"
+out=$($M reset --method pci --device "$VGA" 2>/tmp/stderr)
+check reset_of_a_function_without_a_reset_method_is_reset_unsupported '"reason": "reset_unsupported"' "$out"
+out=$($M reset --method pci --device 0000:00:1f.7 2>/tmp/stderr)
+check reset_of_an_absent_address_is_unknown_device '"reason": "unknown_device"' "$out"
+
+to_vfio "$MF0"; to_vfio "$MF1"
+out=$($M reset --method pci --device "$MF0" 2>/tmp/stderr)
+check reset_of_one_of_two_functions_on_a_bus_is_done '"outcome": "done"' "$out"
+if printf '%s' "$out" | grep -q "$MF1"; then
+    echo "VMTEST reset_of_one_of_two_functions_touches_it_alone fail $MF1 in: $(printf '%s' "$out" | tr '\n' ' ')"
+else
+    echo "VMTEST reset_of_one_of_two_functions_touches_it_alone pass $MF1 not in the group"
+fi
+
+to_vfio "$NIC_PORT"
+methods=$(cat "/sys/bus/pci/devices/$NIC_PORT/reset_method")
+check a_function_alone_behind_a_root_port_offers_pm_and_bus "pm bus" "$methods"
+echo bus > "/sys/bus/pci/devices/$NIC_PORT/reset_method"
+out=$($M reset --method pci --device "$NIC_PORT" --window 10 2>/tmp/stderr)
+check a_bus_reset_the_root_port_never_completes_needs_a_cold_reboot '"reason": "reset_error"' "$out"
+check a_bus_reset_is_refused_by_the_kernel_with_enotty 'Inappropriate ioctl for device' "$out"
+
+echo "VMTEST-DONE"
+poweroff -f
