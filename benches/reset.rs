@@ -6,8 +6,8 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::sync::Arc;
 use std::time::Duration;
-use warm_reset::sim::SimHost;
-use warm_reset::{Host, MachineConfig, ResetOutcome, ResetRun, SystemClock, execute};
+use warm_reset::sim::{SimHost, SimNvidia, SimPci};
+use warm_reset::{Host, MachineConfig, Method, ResetOutcome, ResetRun, SystemClock, execute};
 
 fn overhead(c: &mut Criterion) {
     let Ok(dir) = tempfile::tempdir() else { return };
@@ -30,6 +30,30 @@ fn overhead(c: &mut Criterion) {
             })
         });
     }
+    // The same for the other methods: `nvidia-smi --gpu-reset` and the sysfs write, each 500 ms,
+    // their GPUs back 300 ms after it ends.
+    let nvidia = MachineConfig::new("0").method(Method::Nvidia);
+    group.bench_function("nvidia_reset_500ms_back_after_300ms", |b| {
+        b.iter(|| {
+            let clock = Arc::new(SystemClock::new());
+            let mut sim = SimNvidia::new(clock.clone(), 2, &[]);
+            sim.reset_duration = Duration::from_millis(500);
+            sim.recovery = Duration::from_millis(300);
+            let report = execute(ResetRun::new(&nvidia, &host, &mut sim).clock(clock.as_ref()));
+            assert!(report.is_ok_and(|report| report.outcome == ResetOutcome::Done));
+        })
+    });
+    let pci = MachineConfig::new("0000:3b:00.0").method(Method::Pci);
+    group.bench_function("pci_reset_500ms_back_after_300ms", |b| {
+        b.iter(|| {
+            let clock = Arc::new(SystemClock::new());
+            let mut sim = SimPci::new(clock.clone());
+            sim.reset_duration = Duration::from_millis(500);
+            sim.recovery = Duration::from_millis(300);
+            let report = execute(ResetRun::new(&pci, &host, &mut sim).clock(clock.as_ref()));
+            assert!(report.is_ok_and(|report| report.outcome == ResetOutcome::Done));
+        })
+    });
     group.finish();
 }
 

@@ -33,6 +33,9 @@ fn overhead(c: &mut Criterion) {
     });
     let spec = RunSpec::new("/bin/true", Duration::from_secs(5));
     group.bench_function("gpu_host_probe_run", |b| b.iter(|| run(&spec).result));
+    group.bench_function("trust_check_only", |b| {
+        b.iter(|| gpu_host_probe::trust::check_trusted(Path::new("/bin/true")).is_ok())
+    });
     group.finish();
 }
 

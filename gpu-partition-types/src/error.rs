@@ -48,6 +48,7 @@ impl fmt::Display for RefusedReply {
 
 impl From<crate::read::Fault> for RefusedReply {
     fn from(fault: crate::read::Fault) -> Self {
-        Self::new(fault.at, fault.problem)
+        let (at, problem) = fault.into_parts();
+        Self::new(at, problem)
     }
 }

@@ -128,20 +128,22 @@ fn join<T: Reindex>(name: &str, parts: Vec<PageList<T>>) -> Lenient<Vec<Lenient<
             "missing member",
         ));
     }
-    let mut joined = Vec::new();
+    let mut joined: Option<Vec<Lenient<T>>> = None;
     for part in parts.into_iter().flatten() {
-        match part {
-            Lenient::Lost(lost) => return Lenient::Lost(lost),
-            Lenient::Read(items) => {
-                let offset = joined.len();
+        match (part, joined.as_mut()) {
+            (Lenient::Lost(lost), _) => return Lenient::Lost(lost),
+            // The first page's list is the joined list as it is: a reply of one page (the
+            // common case) is never copied element by element.
+            (Lenient::Read(items), None) => joined = Some(items),
+            (Lenient::Read(items), Some(list)) => {
+                let offset = list.len();
+                list.reserve(items.len());
                 for (local, mut item) in items.into_iter().enumerate() {
-                    if offset > 0 {
-                        item.reindex(offset + local);
-                    }
-                    joined.push(item);
+                    item.reindex(offset + local);
+                    list.push(item);
                 }
             }
         }
     }
-    Lenient::Read(joined)
+    Lenient::Read(joined.unwrap_or_default())
 }

@@ -15,11 +15,16 @@ pub enum Lenient<T> {
     Lost(LostMember),
 }
 
-/// Why a lenient member was lost, and where it is.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
-#[error("{pointer}: {problem}")]
+/// Why a lenient member was lost, and where it is: its [`Lost`] (the pointer and the
+/// problem), boxed, so that a lenient member costs no more room than its value (a reply holds
+/// thousands; losses are rare). Its fields read through it: `lost.pointer`, `lost.problem`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LostMember(Box<Lost>);
+
+/// What a [`LostMember`] says.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
-pub struct LostMember {
+pub struct Lost {
     /// The lenient unit that was lost (RFC 6901), never a leaf inside it.
     pub pointer: JsonPointer,
     /// What was wrong; it may name a leaf inside the unit.
@@ -29,12 +34,34 @@ pub struct LostMember {
 impl LostMember {
     /// A lost member at `pointer` for the reason `problem`.
     pub fn new(pointer: JsonPointer, problem: impl Into<String>) -> Self {
-        Self {
+        Self(Box::new(Lost {
             pointer,
             problem: problem.into(),
-        }
+        }))
     }
 }
+
+impl std::ops::Deref for LostMember {
+    type Target = Lost;
+
+    fn deref(&self) -> &Lost {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for LostMember {
+    fn deref_mut(&mut self) -> &mut Lost {
+        &mut self.0
+    }
+}
+
+impl std::fmt::Display for LostMember {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.pointer, self.problem)
+    }
+}
+
+impl std::error::Error for LostMember {}
 
 impl<T> Lenient<T> {
     /// The member, if it was read.

@@ -75,7 +75,7 @@ pub use error::RefusedReply;
 pub use exit::EXIT_BUSY;
 pub use format::{FormatError, FormatVersion, SUPPORTED_MAJOR};
 pub use instance::{ComputeInstance, GpuInstance, Placement};
-pub use lenient::{Lenient, LostMember};
+pub use lenient::{Lenient, Lost, LostMember};
 pub use mode::{MigState, Mode};
 pub use nullable::Nullable;
 pub use outcome::{Outcome, UnknownReason, UnreadableReason};

@@ -11,9 +11,12 @@
 //! directory's rule: owned by this user, writable by nobody else.
 
 use nix::unistd::{Uid, geteuid};
+use std::collections::HashMap;
 use std::fmt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 const GROUP_WRITE: u32 = 0o020;
 const OTHER_WRITE: u32 = 0o002;
@@ -83,6 +86,39 @@ fn metadata(path: &Path) -> Result<std::fs::Metadata, TrustFault> {
     std::fs::symlink_metadata(path).map_err(|error| TrustFault::Unreadable(error.to_string()))
 }
 
+/// How long a directory judged safe stays judged, in this process: the directories on a
+/// program's path do not change under one run (a probe of many cards, a reset's many tool
+/// runs), and a process that lives longer (a toolstack) judges them again after this.
+pub const DIR_VERDICT_TTL: Duration = Duration::from_secs(5);
+
+/// The directories judged safe lately, with when. Only safe verdicts are kept (a refused
+/// directory is judged again at once, so fixing it takes effect), and the file itself is never
+/// kept: it is checked on every call.
+fn safe_dirs() -> &'static Mutex<HashMap<PathBuf, Instant>> {
+    static SAFE: OnceLock<Mutex<HashMap<PathBuf, Instant>>> = OnceLock::new();
+    SAFE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// [`check_dir`], once per directory per [`DIR_VERDICT_TTL`].
+fn check_dir_cached(dir: &Path) -> Result<(), TrustFault> {
+    let now = Instant::now();
+    let fresh = safe_dirs().lock().ok().is_some_and(|safe| {
+        safe.get(dir)
+            .is_some_and(|at| now.saturating_duration_since(*at) < DIR_VERDICT_TTL)
+    });
+    if fresh {
+        return Ok(());
+    }
+    check_dir(dir)?;
+    if let Ok(mut safe) = safe_dirs().lock() {
+        if safe.len() > 1024 {
+            safe.clear();
+        }
+        safe.insert(dir.to_path_buf(), now);
+    }
+    Ok(())
+}
+
 /// Checks one directory on the way to a file. A link on the way (`/bin` → `usr/bin`) has no
 /// permissions of its own: the directories it leads to are checked on the resolved path.
 fn check_dir(dir: &Path) -> Result<(), TrustFault> {
@@ -131,8 +167,14 @@ pub fn check_trusted(path: &Path) -> Result<(), Untrusted> {
         .map_err(|error| untrusted(TrustFault::Unreadable(error.to_string())))?;
     let resolved = std::fs::canonicalize(&absolute)
         .map_err(|error| untrusted(TrustFault::Unreadable(error.to_string())))?;
-    for dir in ancestors(&absolute).iter().chain(&ancestors(&resolved)) {
-        check_dir(dir).map_err(untrusted)?;
+    let mut dirs = ancestors(&absolute);
+    for dir in ancestors(&resolved) {
+        if !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    for dir in &dirs {
+        check_dir_cached(dir).map_err(untrusted)?;
     }
     let metadata = std::fs::metadata(&resolved)
         .map_err(|error| untrusted(TrustFault::Unreadable(error.to_string())))?;
@@ -246,6 +288,37 @@ mod tests {
         std::fs::write(&file, "#!/bin/sh\n").unwrap();
         chmod(&file, 0o755);
         assert_eq!(check_trusted(&file), Ok(()));
+    }
+
+    #[test]
+    fn a_directory_refused_is_judged_again_at_once_so_fixing_it_takes_effect() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("bin");
+        std::fs::create_dir(&sub).unwrap();
+        let file = sub.join("tool");
+        std::fs::write(&file, "#!/bin/sh\n").unwrap();
+        chmod(&file, 0o755);
+        chmod(&sub, 0o777);
+        assert_eq!(
+            check_trusted(&file).unwrap_err().fault,
+            TrustFault::InDirectoryWritableByOthers(sub.clone())
+        );
+        chmod(&sub, 0o755);
+        assert_eq!(check_trusted(&file), Ok(()));
+    }
+
+    #[test]
+    fn the_file_itself_is_checked_on_every_call_though_its_directories_were_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tool");
+        std::fs::write(&file, "#!/bin/sh\n").unwrap();
+        chmod(&file, 0o755);
+        assert_eq!(check_trusted(&file), Ok(()));
+        chmod(&file, 0o775);
+        assert_eq!(
+            check_trusted(&file).unwrap_err().fault,
+            TrustFault::WritableByGroup
+        );
     }
 
     #[test]

@@ -375,3 +375,33 @@ fn a_probe_waits_for_a_held_host_lock_and_gives_up_with_busy_without_running_the
     assert!(started.elapsed() >= Duration::from_millis(200));
     assert!(!calls.exists(), "the helper ran while the lock was held");
 }
+
+#[test]
+fn floods_in_a_fan_out_share_one_budget_and_cost_only_their_own_cards() {
+    // Sixteen cards, eight at once; every other one floods stdout. Each run may capture its
+    // share of the 4 MiB budget (512 KiB): the floods are cut there (undecodable, as over the
+    // whole cap), the replies of the others read.
+    let dir = tempfile::tempdir().unwrap();
+    let body = r#"case "$dev" in *[02468ace]:00.0) exec yes ;; esac; printf '%s\n' "$reply""#;
+    let cards: Vec<Bdf> = (1..=16).map(card).collect();
+    let reads = probe(&helper(dir.path(), &v1(), body), &cards);
+    for read in &reads {
+        let flooding = read.device.bus % 2 == 0;
+        assert_eq!(
+            reason(read).as_deref(),
+            flooding.then_some("undecodable"),
+            "{}: {:?}",
+            read.device,
+            read.message
+        );
+        if flooding {
+            assert!(
+                read.message
+                    .as_deref()
+                    .is_some_and(|m| m.contains("stdout passed its cap")),
+                "{:?}",
+                read.message
+            );
+        }
+    }
+}

@@ -85,6 +85,7 @@ fn verifying(deadline: Duration) -> State {
     State::Verifying {
         target: target(),
         deadline,
+        interval: warm_reset::machine::FIRST_POLL,
     }
 }
 
@@ -388,17 +389,23 @@ fn a_group_back_leads_to_the_kernel_log_after_its_warnings() {
 }
 
 #[test]
-fn a_group_not_back_with_time_left_waits_a_poll_and_asks_again() {
-    let state = verifying(NOW + Duration::from_secs(60));
-    let (next, actions) = go(state.clone(), not_yet(ColdRebootReason::GpuUnavailable));
-    assert_eq!(
-        (&next, actions.as_slice()),
-        (&state, &[Action::Wait(Duration::from_secs(1))][..])
-    );
-    assert_eq!(
-        go(next, Event::Tick).1,
-        [Action::CheckBack { target: target() }]
-    );
+fn a_group_not_back_with_time_left_waits_and_asks_again_backing_off_from_100_ms_to_the_poll() {
+    // The first check comes as the reset ends; then 100 ms, doubling to the 1 s poll.
+    let mut state = verifying(NOW + Duration::from_secs(60));
+    let mut waits = Vec::new();
+    for _ in 0..7 {
+        let (next, actions) = go(state, not_yet(ColdRebootReason::GpuUnavailable));
+        let [Action::Wait(wait)] = actions.as_slice() else {
+            panic!("{actions:?}");
+        };
+        waits.push(wait.as_millis());
+        assert_eq!(
+            go(next.clone(), Event::Tick).1,
+            [Action::CheckBack { target: target() }]
+        );
+        state = next;
+    }
+    assert_eq!(waits, [100, 200, 400, 800, 1000, 1000, 1000]);
 }
 
 #[test]
@@ -561,4 +568,34 @@ fn ended_states_refuse_every_event_and_stay_ended() {
             assert_eq!(invalid.from, state);
         }
     }
+}
+
+#[test]
+fn a_full_90_s_window_of_a_group_never_back_makes_at_most_94_checks() {
+    // The machine alone, on its own time: every wait taken, every check answered not yet.
+    let config = config();
+    let mut now = NOW;
+    let mut state = verifying(NOW + Duration::from_secs(90));
+    let mut checks = 1; // the one made as the reset ended
+    loop {
+        let (next, actions) = step(&config, state, not_yet(ColdRebootReason::GpuMissing), now)
+            .unwrap_or_else(|invalid| panic!("{invalid}"));
+        match actions.as_slice() {
+            [Action::Wait(wait)] => {
+                now += *wait;
+                let (again, actions) =
+                    step(&config, next, Event::Tick, now).unwrap_or_else(|e| panic!("{e}"));
+                assert_eq!(actions, [Action::CheckBack { target: target() }]);
+                checks += 1;
+                state = again;
+            }
+            _ => {
+                assert!(next.is_end(), "{next:?}");
+                break;
+            }
+        }
+    }
+    assert!(checks <= 94, "{checks} checks");
+    assert!(checks >= 90, "{checks} checks: the window was not used");
+    assert!(now <= NOW + Duration::from_secs(90));
 }

@@ -99,6 +99,10 @@ impl std::fmt::Display for ReadFailure {
     }
 }
 
+/// The least stdout a run of a fan-out may capture, however many share the budget: a reply of a
+/// card with many instances and vGPUs is some hundreds of kilobytes.
+pub const MIN_SHARE: usize = 512 << 10;
+
 /// How much of a failed run's stderr a message keeps (its end, where the cause usually is).
 const STDERR_TAIL: usize = 512;
 
@@ -162,7 +166,12 @@ impl Helper {
     }
 
     fn read_one(&self, device: Bdf, format: FormatVersion) -> CardRead {
-        match self.run_read(device, format) {
+        self.read_within(device, format, self.config.limits.stdout)
+    }
+
+    /// Reads one card, its captured output bounded by `stdout_cap`.
+    fn read_within(&self, device: Bdf, format: FormatVersion, stdout_cap: usize) -> CardRead {
+        match self.run_read(device, format, stdout_cap) {
             Err((failure, elapsed)) => CardRead::failed(device, failure, elapsed),
             Ok((reply, elapsed)) => {
                 let outcome = reply.outcome();
@@ -193,7 +202,7 @@ impl Helper {
         format: FormatVersion,
     ) -> Result<Reply, ReadFailure> {
         let (reply, _) = self
-            .run_read(device, format)
+            .run_read(device, format, self.config.limits.stdout)
             .map_err(|(failure, _)| failure)?;
         let outcome = reply.outcome();
         match (&outcome, unreadable_message(&reply, &outcome)) {
@@ -209,6 +218,7 @@ impl Helper {
         &self,
         device: Bdf,
         format: FormatVersion,
+        stdout_cap: usize,
     ) -> Result<(Reply, Duration), (ReadFailure, Duration)> {
         let args = vec![
             "read".into(),
@@ -218,7 +228,9 @@ impl Helper {
             format.major.to_string().into(),
         ];
         let what = format!("read --device {device}");
-        let run = self.run(args, &what);
+        let mut spec = self.config.spec(args);
+        spec.limits.stdout = stdout_cap;
+        let run = self.run_spec(spec, &what);
         if let Some(failure) = self.run_failure(&run, &what) {
             return Err((failure, run.elapsed));
         }
@@ -316,6 +328,10 @@ impl Helper {
         let reads: Vec<Mutex<Option<CardRead>>> =
             devices.iter().map(|_| Mutex::new(None)).collect();
         let workers = self.config.concurrency.clamp(1, devices.len());
+        // One budget for the captured output of every run in flight: each has its share, so
+        // the memory a fan-out holds does not grow with it; a run over its share is output too
+        // large, as over the whole cap, and the others are unharmed.
+        let share = share_of(self.config.limits.stdout, workers);
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 scope.spawn(|| {
@@ -324,7 +340,7 @@ impl Helper {
                         let Some(device) = devices.get(index) else {
                             break;
                         };
-                        let read = self.read_one(*device, format);
+                        let read = self.read_within(*device, format, share);
                         if let Some(Ok(mut slot)) = reads.get(index).map(Mutex::lock) {
                             *slot = Some(read);
                         }
@@ -407,6 +423,12 @@ impl Helper {
     }
 }
 
+/// Each run's share of a fan-out's stdout budget, with `workers` runs in flight: the budget
+/// divided among them, at least [`MIN_SHARE`], never more than the budget.
+fn share_of(budget: usize, workers: usize) -> usize {
+    (budget / workers.max(1)).max(MIN_SHARE).min(budget)
+}
+
 /// The message of a reply whose case is `unreadable`: the helper's own words when it gave some.
 fn unreadable_message(reply: &Reply, outcome: &Outcome) -> Option<String> {
     let device = reply.device;
@@ -419,5 +441,23 @@ fn unreadable_message(reply: &Reply, outcome: &Outcome) -> Option<String> {
             None => format!("the helper could not read {device}"),
         }),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fan_out_divides_its_stdout_budget_among_the_runs_in_flight() {
+        const MIB: usize = 1 << 20;
+        assert_eq!(share_of(4 * MIB, 1), 4 * MIB);
+        assert_eq!(share_of(4 * MIB, 8), MIB / 2);
+        assert_eq!(share_of(4 * MIB, 16), MIN_SHARE);
+        assert_eq!(share_of(256 << 10, 8), 256 << 10);
+        // Whatever the fan-out, the runs in flight hold at most the budget (or their minimum).
+        for workers in 1..64 {
+            assert!(share_of(4 * MIB, workers) * workers <= (4 * MIB).max(MIN_SHARE * workers));
+        }
     }
 }

@@ -37,7 +37,9 @@ pub struct HelperConfig {
     pub path: PathBuf,
     /// How long one run may take (default 5 s).
     pub deadline: Duration,
-    /// Output caps (default 4 MiB stdout, 64 KiB stderr).
+    /// Output caps (default 4 MiB stdout, 64 KiB stderr). The stdout cap is one read's, and the
+    /// budget of a fan-out ([`Helper::read_all`](crate::helper::Helper::read_all)), shared by its
+    /// runs in flight (each at least [`MIN_SHARE`](crate::helper::MIN_SHARE)).
     pub limits: OutputLimits,
     /// How many cards are read at once (default 8).
     pub concurrency: usize,

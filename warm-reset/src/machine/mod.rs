@@ -37,8 +37,12 @@ pub struct MachineConfig {
     pub method: Method,
     /// The window from the reset to the end of the verification (default 90 s).
     pub window: Duration,
-    /// How long between two checks while verifying (about 1 s).
+    /// The longest wait between two checks while verifying (the guide's 1 s): the first check
+    /// comes as soon as the reset command ends, the next [`MachineConfig::first_poll`] later,
+    /// and each wait doubles up to this one.
     pub poll: Duration,
+    /// The wait before the second check (100 ms).
+    pub first_poll: Duration,
     /// Run the preflight and resolve the target, change nothing.
     pub dry_run: bool,
 }
@@ -46,14 +50,21 @@ pub struct MachineConfig {
 /// The guide's window from `mx-smi -r` to the end of the verification.
 pub const DEFAULT_WINDOW: Duration = Duration::from_secs(90);
 
+/// The wait before the second check of a verification; each next wait doubles, up to
+/// [`MachineConfig::poll`]. In a full 90 s window with a 1 s poll that is at most 94 checks
+/// (at 0, 0.1, 0.3, 0.7, 1.5 s, then every second), against 91 with a flat 1 s poll.
+pub const FIRST_POLL: Duration = Duration::from_millis(100);
+
 impl MachineConfig {
-    /// A MetaX reset of `id` with the guide's window ([`DEFAULT_WINDOW`]) and a 1 s poll.
+    /// A MetaX reset of `id` with the guide's window ([`DEFAULT_WINDOW`]), checked back as
+    /// soon as the reset ends, then after 100 ms, doubling to the guide's 1 s.
     pub fn new(id: &str) -> Self {
         Self {
             id: id.to_owned(),
             method: Method::Metax,
             window: DEFAULT_WINDOW,
             poll: Duration::from_secs(1),
+            first_poll: FIRST_POLL,
             dry_run: false,
         }
     }
@@ -156,6 +167,7 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
                 S::Verifying {
                     target: target.clone(),
                     deadline: now,
+                    interval: config.first_poll,
                 },
                 vec![
                     Action::Warn(ResetWarning::VerifyingEarlierReset),
@@ -208,6 +220,7 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
             S::Verifying {
                 target: target.clone(),
                 deadline,
+                interval: config.first_poll,
             },
             vec![Action::CheckBack { target }],
         ),
@@ -227,13 +240,26 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
             "the reset did not end within the window",
             target,
         ),
-        (S::Verifying { target, deadline }, E::Back(back)) => {
-            verify::back(config, target, deadline, back, now)
-        }
-        (S::Verifying { target, deadline }, E::Tick) => go(
+        (
+            S::Verifying {
+                target,
+                deadline,
+                interval,
+            },
+            E::Back(back),
+        ) => verify::back(config, target, deadline, interval, back, now),
+        (
+            S::Verifying {
+                target,
+                deadline,
+                interval,
+            },
+            E::Tick,
+        ) => go(
             S::Verifying {
                 target: target.clone(),
                 deadline,
+                interval,
             },
             vec![Action::CheckBack { target }],
         ),

@@ -43,6 +43,9 @@ pub enum State {
         target: Target,
         /// The end of the window.
         deadline: Duration,
+        /// The wait before the next check when this one finds the group not back yet (it
+        /// doubles each time, up to the poll).
+        interval: Duration,
     },
     /// Every device is back; reading the kernel log.
     CheckingKernel {

@@ -9,14 +9,17 @@ use crate::target::Target;
 use std::time::Duration;
 
 /// An answer while verifying: back → the kernel log; wrong → a cold reboot now; not yet →
-/// wait and ask again while the window lasts, then a cold reboot for its reason.
+/// wait `interval` (then twice as long, up to the poll) and ask again while the window lasts,
+/// then a cold reboot for its reason.
 pub(super) fn back(
     config: &MachineConfig,
     target: Target,
     deadline: Duration,
+    interval: Duration,
     back: Back,
     now: Duration,
 ) -> Transition {
+    let wait = interval.min(config.poll).max(Duration::from_millis(1));
     match back {
         Back::Yes { warnings } => {
             let read = Action::ReadKernelErrors {
@@ -28,9 +31,13 @@ pub(super) fn back(
             ))
         }
         Back::Wrong(not_back) => cold(not_back.reason, not_back.detail, target),
-        Back::NotYet(_) if now + config.poll <= deadline => Ok((
-            State::Verifying { target, deadline },
-            vec![Action::Wait(config.poll)],
+        Back::NotYet(_) if now + wait <= deadline => Ok((
+            State::Verifying {
+                target,
+                deadline,
+                interval: wait.saturating_mul(2).min(config.poll),
+            },
+            vec![Action::Wait(wait)],
         )),
         Back::NotYet(not_back) => cold(not_back.reason, not_back.detail, target),
     }

@@ -59,6 +59,10 @@ pub struct NvidiaSim {
     reset_done: bool,
     /// Every `--gpu-reset -i` the host received, in order.
     pub resets: Vec<String>,
+    /// How long after the reset command ends the reset GPUs are listed again (0: at once).
+    pub recovery: Duration,
+    /// When the reset GPUs are listed again, and which (by bus ID).
+    back_at: Option<(Duration, Vec<String>)>,
 }
 
 impl SimNvidia {
@@ -88,14 +92,22 @@ impl SimNvidia {
             fault: None,
             reset_done: false,
             resets: Vec::new(),
+            recovery: Duration::ZERO,
+            back_at: None,
         })
     }
 }
 
 impl NvidiaSim {
     fn listed(&self) -> impl Iterator<Item = &NvidiaGpu> {
+        let now = self.clock.now();
         self.gpus.iter().filter(move |gpu| {
-            !(self.reset_done && self.fault == Some(NvidiaFault::GpuMissing(gpu.index)))
+            let recovering = self
+                .back_at
+                .as_ref()
+                .is_some_and(|(at, ids)| now < *at && ids.contains(&gpu.bus_id));
+            let missing = self.reset_done && self.fault == Some(NvidiaFault::GpuMissing(gpu.index));
+            !(recovering || missing)
         })
     }
 
@@ -246,6 +258,10 @@ impl NvidiaHost for NvidiaSim {
             return ToolReset::Hung;
         }
         self.reset_done = true;
+        self.back_at = Some((
+            self.clock.now() + self.recovery,
+            ids.split(',').map(str::to_owned).collect(),
+        ));
         if self.fault == Some(NvidiaFault::KernelErrors) {
             if let Some(first) = bdfs.first() {
                 self.kernel_log.push(

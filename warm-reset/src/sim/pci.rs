@@ -49,6 +49,11 @@ pub struct PciSim {
     pub fault: Option<PciFault>,
     /// Every function whose `reset` was written, in order.
     pub resets: Vec<Bdf>,
+    /// How long after the write to `reset` ends the function reads its IDs again (until then
+    /// it reads vendor 0xffff, as a function not yet back does); 0: at once.
+    pub recovery: Duration,
+    /// When the reset function reads its IDs again.
+    back_at: Option<(Duration, Bdf)>,
 }
 
 /// A function of the simulated host.
@@ -110,6 +115,8 @@ impl SimPci {
             reset_duration: Duration::from_millis(500),
             fault: None,
             resets: Vec::new(),
+            recovery: Duration::ZERO,
+            back_at: None,
         })
     }
 }
@@ -134,7 +141,15 @@ impl PciHost for PciSim {
     }
 
     fn function(&mut self, bdf: Bdf) -> Result<Option<FunctionState>, BackendError> {
-        Ok(self.functions.get(&bdf).cloned())
+        let recovering = self
+            .back_at
+            .is_some_and(|(at, reset)| reset == bdf && self.clock.now() < at);
+        Ok(self.functions.get(&bdf).cloned().map(|mut function| {
+            if recovering {
+                function.identity.vendor = GONE_VENDOR;
+            }
+            function
+        }))
     }
 
     fn bus_functions(&mut self, bdf: Bdf) -> Result<Vec<Bdf>, BackendError> {
@@ -162,6 +177,7 @@ impl PciHost for PciSim {
             return ResetEnd::Hung;
         }
         self.clock.sleep(self.reset_duration);
+        self.back_at = Some((self.clock.now() + self.recovery, bdf));
         match self.fault {
             Some(PciFault::FallsOff) => {
                 if let Some(function) = self.functions.get_mut(&bdf) {
