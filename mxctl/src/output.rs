@@ -65,3 +65,20 @@ pub fn table(rows: &[Vec<String>]) -> String {
     }
     text
 }
+
+/// Writes `text` to `path` whole (a dot-file beside it, then a rename), with `mode`: what
+/// `metrics --output` and `labels --output` leave for a collector that runs as another user.
+pub fn write_file(path: &std::path::Path, text: &[u8], mode: u32) -> Result<(), Failure> {
+    let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
+        return Err(Failure::Usage(format!(
+            "--output needs a file name, not {}",
+            path.display()
+        )));
+    };
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    gpu_host_probe::fs::write_atomic_mode(dir, name, text, mode)?;
+    Ok(())
+}

@@ -11,7 +11,6 @@ use gpu_host_probe::Host;
 use host_sync::{FileStore, HostState, StateStore};
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The labels' namespace: a sub-namespace of `feature.node.kubernetes.io`, which nfd-master
@@ -116,19 +115,7 @@ pub fn run(args: &Labels, host: &Host, output: Output) -> Result<u8, Failure> {
             .lock()
             .write_all(text.as_bytes())
             .map_err(|source| Failure::Output { source })?,
-        Some(path) => {
-            let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
-                return Err(Failure::Usage(format!(
-                    "--output needs a file name, not {}",
-                    path.display()
-                )));
-            };
-            let dir = match path.parent() {
-                Some(dir) if !dir.as_os_str().is_empty() => dir,
-                _ => Path::new("."),
-            };
-            gpu_host_probe::fs::write_atomic_mode(dir, name, text.as_bytes(), OUTPUT_MODE)?;
-        }
+        Some(path) => crate::output::write_file(path, text.as_bytes(), OUTPUT_MODE)?,
     }
     Ok(0)
 }

@@ -10,7 +10,6 @@ use gpu_partition_types::{PartitionMode, Token};
 use host_sync::{FileStore, HostState, HostStatus, StateStore};
 use prometheus::{Encoder, Gauge, GaugeVec, Opts, Registry, TextEncoder};
 use std::io::Write;
-use std::path::Path;
 use warm_reset::LastReset;
 
 /// The metrics file's permission bits: the collector runs as another user.
@@ -44,24 +43,9 @@ pub fn run(args: &Metrics, host: &Host, output: Output) -> Result<u8, Failure> {
             .lock()
             .write_all(&text)
             .map_err(|source| Failure::Output { source })?,
-        Some(path) => write_output(path, &text)?,
+        Some(path) => crate::output::write_file(path, &text, OUTPUT_MODE)?,
     }
     Ok(0)
-}
-
-fn write_output(path: &Path, text: &[u8]) -> Result<(), Failure> {
-    let Some(name) = path.file_name().and_then(|name| name.to_str()) else {
-        return Err(Failure::Usage(format!(
-            "--output needs a file name, not {}",
-            path.display()
-        )));
-    };
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    gpu_host_probe::fs::write_atomic_mode(dir, name, text, OUTPUT_MODE)?;
-    Ok(())
 }
 
 /// One gauge family with these label names, registered in `registry`.

@@ -150,9 +150,8 @@ impl PartitionHost {
         }
     }
 
-    /// `mxctl --json … partition ARGS…` on this host, with its helper, nvidia-smi, kernel log
-    /// and a 5 s window.
-    pub fn command(&self, args: &[&str]) -> Command {
+    /// `mxctl --json` on this host's sysfs, procfs and state directory.
+    fn mxctl(&self) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_mxctl"));
         command
             .args(["--config", "/dev/null", "--json"])
@@ -161,9 +160,15 @@ impl PartitionHost {
             .arg("--proc-root")
             .arg(self.path("proc"))
             .arg("--state-dir")
-            .arg(self.path("state"))
-            .arg("partition")
-            .args(args);
+            .arg(self.path("state"));
+        command
+    }
+
+    /// `mxctl --json … partition ARGS…` on this host, with its helper, nvidia-smi, kernel log
+    /// and a 5 s window.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = self.mxctl();
+        command.arg("partition").args(args);
         let sub = args.first().copied().unwrap_or_default();
         command.arg("--helper").arg(&self.helper);
         if matches!(sub, "apply" | "leave") {
@@ -199,25 +204,15 @@ impl PartitionHost {
 
     /// `mxctl --json status`.
     pub fn status(&self) -> serde_json::Value {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mxctl"));
-        command
-            .args(["--config", "/dev/null", "--json", "--state-dir"])
-            .arg(self.path("state"))
-            .arg("status");
+        let mut command = self.mxctl();
+        command.arg("status");
         super::run_json(command).1
     }
 
     /// `mxctl --json sync --pool SWITCH`.
     pub fn sync(&self, pool: &str) -> serde_json::Value {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mxctl"));
+        let mut command = self.mxctl();
         command
-            .args(["--config", "/dev/null", "--json"])
-            .arg("--sysfs-root")
-            .arg(self.sysfs.root())
-            .arg("--proc-root")
-            .arg(self.path("proc"))
-            .arg("--state-dir")
-            .arg(self.path("state"))
             .args(["sync", "--after-boot", "no", "--pool", pool, "--helper"])
             .arg(&self.helper);
         super::run_json(command).1
