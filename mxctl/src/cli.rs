@@ -4,6 +4,10 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;
 
+mod spelling;
+
+pub use spelling::layout_spelling;
+
 /// Manage GPU hosts: GPU partitioning status, partition helper replies, MetaX warm reset.
 #[derive(Debug, Parser)]
 #[command(name = "mxctl", version, about, propagate_version = true)]
@@ -17,7 +21,8 @@ pub struct Cli {
 /// Options that every command takes, before or after the command's name.
 #[derive(Debug, Args)]
 pub struct Global {
-    /// Config file [default: /etc/mxctl.conf when it exists].
+    /// Config file [default: /etc/mxctl.conf when it exists]. After `partition apply` or
+    /// `partition assert`, `--config` names the layout: give this one before `partition` there.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// State directory [default: /var/lib/mxctl as root, else the user's state directory].
@@ -328,8 +333,8 @@ pub enum PartitionCommand {
 /// The layout file and the label in it.
 #[derive(Debug, Args)]
 pub struct LayoutArgs {
-    /// The layout file: mig-parted's v1 config, YAML or JSON (`-` reads standard input).
-    /// (`--config` names mxctl's own config file, before or after any command.)
+    /// The layout file: mig-parted's v1 config, YAML or JSON (`-` reads standard input);
+    /// `--config FILE` here says the same (mxctl's own config file then goes before `partition`).
     #[arg(short = 'f', long = "layout", value_name = "FILE")]
     pub layout: PathBuf,
     /// The layout's label in the file (mig-parted's `-c`).
@@ -363,8 +368,9 @@ pub struct WriteArgs {
     pub window: Option<std::time::Duration>,
 }
 
-/// `mxctl partition apply --layout FILE --select LABEL [--device BDF]… [--dry-run]`
+/// `mxctl partition apply --config FILE --select LABEL [--device BDF]… [--dry-run]`
 #[derive(Debug, Args)]
+#[command(override_usage = "mxctl partition apply [OPTIONS] --config <FILE> --select <LABEL>")]
 pub struct PartitionApply {
     #[command(flatten)]
     pub layout: LayoutArgs,
@@ -379,8 +385,9 @@ pub struct PartitionLeave {
     pub write: WriteArgs,
 }
 
-/// `mxctl partition assert --layout FILE --select LABEL`
+/// `mxctl partition assert --config FILE --select LABEL`
 #[derive(Debug, Args)]
+#[command(override_usage = "mxctl partition assert [OPTIONS] --config <FILE> --select <LABEL>")]
 pub struct PartitionAssert {
     #[command(flatten)]
     pub layout: LayoutArgs,

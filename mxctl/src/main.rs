@@ -27,7 +27,7 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("mxctl: internal error: {info}");
     }));
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(cli::layout_spelling(std::env::args_os())) {
         Ok(cli) => cli,
         Err(error) => error.exit(),
     };

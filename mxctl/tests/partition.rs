@@ -309,13 +309,40 @@ fn leave_destroys_the_instances_turns_mig_off_and_the_host_is_inactive_with_the_
 }
 
 #[test]
+fn config_after_apply_names_the_layout_while_mxctls_own_config_before_partition_still_counts() {
+    let host = PartitionHost::one_h100();
+    let own = host.path("mxctl.conf");
+    std::fs::write(&own, "gpu-partitioning = enabled\n").unwrap();
+    let layout = host.path("layout.yaml");
+    std::fs::write(&layout, BALANCED).unwrap();
+    let apply = [
+        "apply",
+        "--config",
+        layout.to_str().unwrap(),
+        "-c",
+        "balanced",
+    ];
+    let (code, report) = common::run_json(host.command_configured(&own, &apply));
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["outcome"], "done");
+    // The pool switch came from mxctl's own config: no --pool was given.
+    assert_eq!(report["host"]["status"], "active");
+    assert_eq!(report["host"]["reason"], "ready");
+    // Both spellings at once are one option given twice: a usage error.
+    let twice = [&apply[..], &["--layout", layout.to_str().unwrap()]].concat();
+    let out = host.command(&twice).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used multiple times"));
+}
+
+#[test]
 fn assert_exits_0_after_apply_and_1_naming_the_difference_after_an_instance_is_destroyed_by_hand() {
     let host = balanced_h100();
     let file = host.path("layout.yaml");
     let assert = |host: &PartitionHost| {
         common::run_json(host.command(&[
             "assert",
-            "--layout",
+            "--config",
             file.to_str().unwrap(),
             "--select",
             "balanced",
@@ -459,9 +486,9 @@ fn while_a_layout_is_applied_the_host_is_entering_with_layout_applying() {
     let mut apply = host
         .command(&[
             "apply",
-            "--layout",
+            "-f",
             file.to_str().unwrap(),
-            "--select",
+            "-c",
             "balanced",
             "--pool",
             "enabled",

@@ -7,7 +7,7 @@
 
 use fake_nvml::support;
 use host_sync::fake_sysfs::FakeSysfs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// NVML scenarios of the helper's tests: an A100-SXM4-40GB with MIG off whose mode change
@@ -150,11 +150,18 @@ impl PartitionHost {
         }
     }
 
-    /// `mxctl --json` on this host's sysfs, procfs and state directory.
+    /// `mxctl --json` on this host's sysfs, procfs and state directory, with no config file.
     fn mxctl(&self) -> Command {
+        self.mxctl_configured(Path::new("/dev/null"))
+    }
+
+    /// `mxctl --config CONFIG --json` on this host's sysfs, procfs and state directory.
+    fn mxctl_configured(&self, config: &Path) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_mxctl"));
         command
-            .args(["--config", "/dev/null", "--json"])
+            .arg("--config")
+            .arg(config)
+            .arg("--json")
             .arg("--sysfs-root")
             .arg(self.sysfs.root())
             .arg("--proc-root")
@@ -167,7 +174,12 @@ impl PartitionHost {
     /// `mxctl --json … partition ARGS…` on this host, with its helper, nvidia-smi, kernel log
     /// and a 5 s window.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut command = self.mxctl();
+        self.command_configured(Path::new("/dev/null"), args)
+    }
+
+    /// [`command`](Self::command) with mxctl's own config file (given before `partition`).
+    pub fn command_configured(&self, config: &Path, args: &[&str]) -> Command {
+        let mut command = self.mxctl_configured(config);
         command.arg("partition").args(args);
         let sub = args.first().copied().unwrap_or_default();
         command.arg("--helper").arg(&self.helper);
@@ -184,13 +196,13 @@ impl PartitionHost {
         command
     }
 
-    /// `partition apply --layout FILE --select LABEL --pool enabled` and more.
+    /// `partition apply --config FILE --select LABEL --pool enabled` and more.
     pub fn apply(&self, layout: &str, label: &str, more: &[&str]) -> (i32, serde_json::Value) {
         let file = self.path("layout.yaml");
         std::fs::write(&file, layout).unwrap();
         let mut args = vec![
             "apply",
-            "--layout",
+            "--config",
             file.to_str().unwrap(),
             "--select",
             label,
