@@ -518,3 +518,56 @@ fn while_a_layout_is_applied_the_host_is_entering_with_layout_applying() {
     );
     assert_eq!(after["layout"]["outcome"], "done");
 }
+
+/// The lines of a run's output that are progress lines: `  12.3s  BDF  what`.
+fn progress_lines(shown: &str) -> Vec<String> {
+    shown
+        .lines()
+        .filter_map(|line| {
+            let (seconds, rest) = line.trim_start().split_once("s  ")?;
+            seconds.parse::<f64>().ok()?;
+            let (device, what) = rest.split_once("  ")?;
+            (device == GPU0).then(|| what.trim_end().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn on_a_terminal_each_step_is_a_line_as_it_runs_and_piped_only_the_report_is_printed() {
+    let run = |terminal: bool| {
+        let host = PartitionHost::one_h100();
+        let layout = host.path("layout.yaml");
+        std::fs::write(&layout, BALANCED).unwrap();
+        let file = layout.to_str().unwrap();
+        let args = [
+            "apply", "--config", file, "-c", "balanced", "--pool", "enabled",
+        ];
+        let command = host.command_for_people(&args);
+        let out = if terminal {
+            // script(1) gives mxctl a pseudo-terminal for its standard output.
+            let quoted: Vec<String> = std::iter::once(command.get_program())
+                .chain(command.get_args())
+                .map(|word| format!("'{}'", word.to_str().unwrap().replace('\'', r"'\''")))
+                .collect();
+            std::process::Command::new("script")
+                .args(["-qec", &quoted.join(" "), "/dev/null"])
+                .output()
+                .unwrap()
+        } else {
+            let mut command = command;
+            command.output().unwrap()
+        };
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().replace('\r', "")
+    };
+    let live = progress_lines(&run(true));
+    let steps: Vec<&String> = live.iter().filter(|what| what.contains(" done")).collect();
+    // The mode, four GPU instances and their four compute instances, each as it ran.
+    assert_eq!(steps.len(), 9, "{live:#?}");
+    assert!(steps[0].starts_with("set_mig_mode done"), "{live:#?}");
+    assert!(live.first().unwrap().starts_with("plan: "), "{live:#?}");
+    assert_eq!(live.last().unwrap(), "read back: as the layout wants");
+    let piped = run(false);
+    assert!(progress_lines(&piped).is_empty(), "{piped}");
+    assert!(piped.contains("done create_gpu_instance"), "{piped}");
+}

@@ -152,16 +152,17 @@ impl PartitionHost {
 
     /// `mxctl --json` on this host's sysfs, procfs and state directory, with no config file.
     fn mxctl(&self) -> Command {
-        self.mxctl_configured(Path::new("/dev/null"))
+        let mut command = self.mxctl_configured(Path::new("/dev/null"));
+        command.arg("--json");
+        command
     }
 
-    /// `mxctl --config CONFIG --json` on this host's sysfs, procfs and state directory.
+    /// `mxctl --config CONFIG` on this host's sysfs, procfs and state directory.
     fn mxctl_configured(&self, config: &Path) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_mxctl"));
         command
             .arg("--config")
             .arg(config)
-            .arg("--json")
             .arg("--sysfs-root")
             .arg(self.sysfs.root())
             .arg("--proc-root")
@@ -179,6 +180,17 @@ impl PartitionHost {
 
     /// [`command`](Self::command) with mxctl's own config file (given before `partition`).
     pub fn command_configured(&self, config: &Path, args: &[&str]) -> Command {
+        let mut command = self.partition(config, args);
+        command.arg("--json");
+        command
+    }
+
+    /// [`command`](Self::command) printing for people (no `--json`).
+    pub fn command_for_people(&self, args: &[&str]) -> Command {
+        self.partition(Path::new("/dev/null"), args)
+    }
+
+    fn partition(&self, config: &Path, args: &[&str]) -> Command {
         let mut command = self.mxctl_configured(config);
         command.arg("partition").args(args);
         let sub = args.first().copied().unwrap_or_default();
