@@ -18,6 +18,7 @@ for file in \
     ./etc/mxctl.conf \
     ./usr/lib/systemd/system/mxctl-sync.service \
     ./usr/lib/systemd/system/mxctl-sync.timer \
+    ./usr/lib/systemd/system/mxctl-sync.path \
     ./usr/share/man/man1/mxctl.1.gz \
     ./usr/share/man/man1/mxctl-sync.1.gz \
     ./usr/share/man/man1/mxctl-metrics.1.gz \
@@ -35,11 +36,15 @@ for script in postinst prerm postrm; do
 done
 
 dpkg-deb -x "$deb" "$root"
-# The units name targets of systemd itself: verify them beside the host's own unit files.
+# The units name targets of systemd itself and programs of the base system: verify them beside
+# the host's own unit files and programs.
 cp -rn /usr/lib/systemd/system/. "$root/usr/lib/systemd/system/"
+mkdir -p "$root/bin"
+cp /bin/rm /bin/sh "$root/bin/"
 systemd-analyze verify --man=no --root="$root" \
     "$root/usr/lib/systemd/system/mxctl-sync.service" \
-    "$root/usr/lib/systemd/system/mxctl-sync.timer"
+    "$root/usr/lib/systemd/system/mxctl-sync.timer" \
+    "$root/usr/lib/systemd/system/mxctl-sync.path"
 grep -qx 'ExecStart=/usr/bin/mxctl sync --after-boot auto' "$root/usr/lib/systemd/system/mxctl-sync.service"
 "$root/usr/bin/mxctl" --version
 # What the package installs passes the rule mxctl applies to its config and its programs.

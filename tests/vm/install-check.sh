@@ -33,6 +33,9 @@ started=$(systemctl show -p ExecMainStartTimestampMonotonic --value mxctl-sync.s
 [ "$result" = success ] && [ "$code" = 0 ] && [ "${started:-0}" -gt 0 ]
 ok the_boot_time_sync_ran_and_succeeded $? "Result=$result ExecMainStatus=$code started at ${started}us"
 
+systemctl -q is-active mxctl-sync.path && systemctl -q is-enabled mxctl-sync.path
+ok the_udev_mark_is_watched $? "mxctl-sync.path $(systemctl is-active mxctl-sync.path), $(systemctl is-enabled mxctl-sync.path)"
+
 status=$(mxctl --json status)
 echo "$status" | grep -q '"reason": "no_partitionable_gpu"' && [ -s /var/lib/mxctl/state.json ]
 ok the_state_is_stored $? "$(echo "$status" | head -n 3 | tr '\n' ' ')"
@@ -47,6 +50,23 @@ ok a_rebind_to_vfio_pci_is_stored_through_udev $? "$first stored with $(stored_d
 to_none "$first"
 within back 15 driver_is "$first" -
 ok a_rebind_back_is_stored_through_udev $? "$first stored with $(stored_driver "$first")"
+
+# An event while a sync is finishing (its own read of the GPUs done, its ExecStartPost still
+# running) must not be lost: a start of a unit whose start job runs is merged into it, so only
+# a sync run after this one can see the event. A drop-in holds the sync in ExecStartPost.
+mkdir -p /run/systemd/system/mxctl-sync.service.d
+printf '[Service]\nExecStartPost=/bin/sleep 4\n' >/run/systemd/system/mxctl-sync.service.d/slow.conf
+systemctl daemon-reload
+systemctl --no-block start mxctl-sync.service
+in_post() { [ "$(systemctl show -p SubState --value mxctl-sync.service)" = start-post ]; }
+within post 20 in_post
+to_vfio "$first"
+within late 30 driver_is "$first" vfio-pci
+ok an_event_while_a_sync_finishes_is_synced_after_it $? "$first stored with $(stored_driver "$first") after a rebind in the sync's ExecStartPost"
+rm -rf /run/systemd/system/mxctl-sync.service.d
+systemctl daemon-reload
+to_none "$first"
+within back 15 driver_is "$first" -
 
 before=$(journalctl -q -u mxctl-sync.service -o cat | grep -c 'Finished')
 # Eight GPUs rebound at once, back and forth, as a pool moving them to pass-through does:
