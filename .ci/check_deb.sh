@@ -45,7 +45,7 @@ systemd-analyze verify --man=no --root="$root" \
     "$root/usr/lib/systemd/system/mxctl-sync.service" \
     "$root/usr/lib/systemd/system/mxctl-sync.timer" \
     "$root/usr/lib/systemd/system/mxctl-sync.path"
-grep -qx 'ExecStart=/usr/bin/mxctl sync --after-boot auto' "$root/usr/lib/systemd/system/mxctl-sync.service"
+grep -qx 'ExecStart=/usr/bin/mxctl sync --after-boot auto --lock-wait 900' "$root/usr/lib/systemd/system/mxctl-sync.service"
 "$root/usr/bin/mxctl" --version
 # What the package installs passes the rule mxctl applies to its config and its programs.
 "$root/usr/bin/mxctl" check-trust \

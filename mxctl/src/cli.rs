@@ -259,8 +259,16 @@ pub struct Sync {
     /// the stored one.
     #[arg(long, value_enum, default_value = "auto")]
     pub after_boot: AfterBootArg,
+    /// Seconds to wait for the host lock while a reset, a layout apply or another sync holds
+    /// it, then fail with lock_busy [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
     #[command(flatten)]
     pub helper: HelperArgs,
+}
+
+fn parse_lock_wait(text: &str) -> Result<std::time::Duration, String> {
+    crate::config::seconds("--lock-wait", text)
 }
 
 /// `enabled` or `disabled`.

@@ -321,6 +321,39 @@ fn a_sync_waits_a_bounded_time_for_the_lock_then_says_busy() {
 }
 
 #[test]
+fn a_sync_with_a_shorter_lock_wait_says_busy_after_it() {
+    let host = Host::new();
+    let _held = gpu_host_probe::Host::new(host.path("state"))
+        .try_lock()
+        .unwrap();
+    let started = Instant::now();
+    let (code, document) = host.run(&["sync", "--lock-wait", "0.5"]);
+    assert_eq!(code, 1);
+    assert_eq!(document["error"]["kind"], "lock_busy");
+    assert!(started.elapsed() >= Duration::from_millis(500));
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn a_sync_with_a_longer_lock_wait_runs_once_the_holder_lets_go_after_ten_seconds() {
+    let host = Host::new();
+    let held = gpu_host_probe::Host::new(host.path("state"))
+        .try_lock()
+        .unwrap();
+    // Held past the default wait of 10 s, as a warm reset's window holds it.
+    let holder = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(11));
+        drop(held);
+    });
+    let started = Instant::now();
+    let (code, document) = host.run(&["sync", "--lock-wait", "60"]);
+    holder.join().unwrap();
+    assert_eq!(code, 0, "{document:#}");
+    assert!(started.elapsed() >= Duration::from_secs(11));
+    assert_eq!(document["status"], "inactive");
+}
+
+#[test]
 fn probe_without_devices_reads_every_nvidia_gpu_bound_to_nvidia() {
     let host = Host::new();
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();

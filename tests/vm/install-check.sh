@@ -68,6 +68,20 @@ systemctl daemon-reload
 to_none "$first"
 within back 15 driver_is "$first" -
 
+# A rebind while a reset holds the host lock for longer than a sync's default wait (10 s): the
+# sync waits for the lock (--lock-wait in the unit) instead of failing, and then stores it.
+flock /var/lib/mxctl/host-gpu.lock sleep 15 &
+holder=$!
+sleep 1
+to_vfio "$first"
+sleep 12
+held=$(stored_driver "$first")
+within after_lock 30 driver_is "$first" vfio-pci
+ok a_rebind_while_the_lock_is_held_is_synced_once_it_is_let_go $? "$first stored with $held while the lock was held 13 s, then with $(stored_driver "$first")"
+wait "$holder"
+to_none "$first"
+within back 15 driver_is "$first" -
+
 before=$(journalctl -q -u mxctl-sync.service -o cat | grep -c 'Finished')
 # Eight GPUs rebound at once, back and forth, as a pool moving them to pass-through does:
 # syncs start many times in a few seconds (more than a default start limit allows), and the

@@ -21,7 +21,10 @@ pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<
         AfterBootArg::Yes => AfterBoot::Yes,
         AfterBootArg::No => AfterBoot::No,
     };
-    let options = SyncOptions::new(pool_enabled, after_boot);
+    let mut options = SyncOptions::new(pool_enabled, after_boot);
+    if let Some(wait) = args.lock_wait {
+        options = options.lock_wait(wait);
+    }
     let mut store = FileStore::new(host.state_dir());
     let report = host_sync::sync(host, &helper(&args.helper, config), &mut store, &options)?;
     let text = StateReport {
