@@ -571,3 +571,48 @@ fn on_a_terminal_each_step_is_a_line_as_it_runs_and_piped_only_the_report_is_pri
     assert!(progress_lines(&piped).is_empty(), "{piped}");
     assert!(piped.contains("done create_gpu_instance"), "{piped}");
 }
+
+#[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
+fn a_rerun_after_a_run_killed_inside_its_reset_waits_the_window_out_and_resets_nothing_more() {
+    common::require_root();
+    let host = PartitionHost::two_a100s();
+    // The reset takes effect half a second after it is issued, as a real one takes a while.
+    std::fs::write(host.path("bin/reset-delay"), "0.5").unwrap();
+    let layout = host.path("layout.yaml");
+    std::fs::write(&layout, SEVEN_ON_GPU0).unwrap();
+    let file = layout.to_str().unwrap();
+    let args = [
+        "apply",
+        "--config",
+        file,
+        "-c",
+        "gpu0-1g.5gb",
+        "--pool",
+        "enabled",
+    ];
+    let mut killed = host
+        .command(&args)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once its reset is issued (the fake nvidia-smi goes on, as a real one would).
+    let started = std::time::Instant::now();
+    while host.resets().is_empty() && started.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert_eq!(host.resets().len(), 1);
+    let (code, report) = common::run_json(host.command(&args));
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["outcome"], "done", "{report:#}");
+    // The killed run's reset, verified once its window ended: no second one.
+    assert_eq!(host.resets().len(), 1, "{:?}", host.resets());
+    assert_eq!(
+        report["resets"][0]["warnings"][0], "verifying a reset that an earlier run issued",
+        "{report:#}"
+    );
+    assert_eq!(mig(&host.card(GPU0)), (1, 1));
+    assert_eq!(instances(&host.card(GPU0)).len(), 7);
+}

@@ -4,8 +4,9 @@
 //!
 //! Before the reset: a reset still in flight in the journal (a run killed inside its window) is
 //! waited out, so the machine verifies it instead of refusing, and two resets never fall inside
-//! one window; a dry run names the group, and a peer the layout does not name that carries GPU
-//! instances refuses the reset (they would be lost).
+//! one window; when that reset completed the mode change, none is issued at all. A dry run
+//! names the group, and a peer the layout does not name that carries GPU instances refuses the
+//! reset (they would be lost).
 
 use super::phases::{Ctx, Stop};
 use crate::plan::Card;
@@ -116,6 +117,20 @@ pub(super) fn reset_one(
                 waited.as_secs_f64()
             ),
         );
+        // The machine verifies the earlier reset and closes its record; when that reset (a
+        // killed run's) already completed the mode change, there is nothing left to reset.
+        let verified = run(ctx.lock, with, device, false).map_err(machine)?;
+        let reply = ctx.reread(device, "after an earlier reset")?;
+        if matches!(verified.outcome, ResetOutcome::Done)
+            && Card::of(&reply).is_ok_and(|card| card.pending.is_none())
+        {
+            ctx.say(
+                device,
+                "the earlier reset completed the mode change".to_owned(),
+            );
+            resets.push(verified.clone());
+            return Ok(verified);
+        }
     }
     let dry = run(ctx.lock, with, device, true).map_err(machine)?;
     if let ResetOutcome::Blocked(reason) = dry.outcome {

@@ -21,9 +21,9 @@ pub const H100_OFF: &str =
 pub const TOPOLOGY_TWO: &str =
     include_str!("../../../warm-reset/tests/data/nvidia-smi/topo-m-2x5090-tabs.txt");
 
-/// The fake `nvidia-smi`: every call logged to `calls`; `--gpu-reset -i IDS` resets each
-/// through `fake-nvml reset`, logs `reset IDS MILLIS` to `resets`, and prints the published
-/// success line for each.
+/// The fake `nvidia-smi`: every call logged to `calls`; `--gpu-reset -i IDS` logs `reset IDS
+/// MILLIS` to `resets`, waits `reset-delay` seconds where that file exists, resets each through
+/// `fake-nvml reset`, and prints the published success line for each.
 const FAKE: &str = r#"#!/bin/sh
 d=$(dirname "$0")
 echo "$*" >> "$d/calls"
@@ -33,6 +33,8 @@ case "$*" in
   "--query-compute-apps=pid,gpu_bus_id --format=csv,noheader") cat "$d/apps" ;;
   "--gpu-reset -i "*)
     echo "reset $3 $(date +%s%3N)" >> "$d/resets"
+    # A real reset takes a while: `reset-delay` (seconds) before it takes effect.
+    [ ! -f "$d/reset-delay" ] || sleep "$(cat "$d/reset-delay")"
     for id in $(echo "$3" | tr ',' ' '); do
       FAKE_NVML_STATE="$(cat "$d/state-path")" FAKE_NVML_LOG="$(cat "$d/log-path")" "$(cat "$d/fake-nvml-path")" reset --device "$id" || exit 3
       echo "GPU $id was successfully reset."
