@@ -110,6 +110,20 @@ mod tests {
     }
 
     #[test]
+    fn the_globals_that_take_a_value_are_the_cli_s_own() {
+        use clap::CommandFactory;
+        let mut taking: Vec<String> = crate::cli::Cli::command()
+            .get_arguments()
+            .filter(|arg| arg.is_global_set() && arg.get_action().takes_values())
+            .filter_map(|arg| arg.get_long().map(|long| format!("--{long}")))
+            .collect();
+        taking.sort();
+        let mut listed = super::GLOBAL_WITH_VALUE.map(str::to_owned).to_vec();
+        listed.sort();
+        assert_eq!(taking, listed);
+    }
+
+    #[test]
     fn words_after_a_double_dash_are_left_alone() {
         assert_eq!(
             spelled("mxctl partition apply -- --config"),
