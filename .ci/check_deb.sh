@@ -52,7 +52,10 @@ grep -qx 'ExecStart=/usr/bin/mxctl sync --after-boot auto --lock-wait 900' "$roo
     "$root/usr/bin/mxctl" \
     "$root/usr/libexec/mxctl/gpu-partition-helper" \
     "$root/etc/mxctl.conf"
-dpkg-deb -I "$deb" postinst | grep -q 'install -d -m 0700 -o root -g root /var/lib/mxctl'
+# Read whole, then matched: `| grep -q` stops reading at the match, and under pipefail the
+# writer's SIGPIPE would fail the check by chance.
+postinst=$(dpkg-deb -I "$deb" postinst)
+grep -q 'install -d -m 0700 -o root -g root /var/lib/mxctl' <<<"$postinst"
 
 "$root/usr/libexec/mxctl/gpu-partition-helper" --version
 # The conffile names the helper where the package puts it.
