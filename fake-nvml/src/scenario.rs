@@ -54,6 +54,12 @@ pub struct Device {
     /// `nvmlDeviceGetName`.
     #[serde(default)]
     pub name: String,
+    /// `nvmlDeviceGetSerial`; `None`: the board has none (`NVML_ERROR_NOT_SUPPORTED`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    /// `nvmlDeviceGetUUID`; `None`: one made of the bus ID ([`Device::uuid_or_derived`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
     /// `nvmlDeviceGetMigMode`.
     pub mig_mode: MigMode,
     /// How a mode change takes effect.
@@ -77,6 +83,20 @@ pub struct Device {
     /// Function name → the `NVML_ERROR_*` name it answers on this device.
     #[serde(default)]
     pub fail: BTreeMap<String, String>,
+}
+
+impl Device {
+    /// The card's UUID: the scenario's, else `GPU-00000000-0000-0000-0000-DDDDDDBBddff` made of
+    /// the bus ID's domain (its low 24 bits), bus, device and function, so that two cards of one
+    /// template stay apart.
+    pub fn uuid_or_derived(&self) -> String {
+        if let Some(uuid) = &self.uuid {
+            return uuid.clone();
+        }
+        let (domain, bus, device, function) = parse_bus_id(&self.pci_bus_id).unwrap_or_default();
+        let domain = domain & 0x00ff_ffff;
+        format!("GPU-00000000-0000-0000-0000-{domain:06x}{bus:02x}{device:02x}{function:02x}")
+    }
 }
 
 /// How a MIG mode change takes effect.

@@ -126,6 +126,12 @@ pub trait NvmlHost {
 /// One card. Each method is one NVML call (or one listing); the enumeration and the fallbacks
 /// are in [`crate::catalogue`], pure over this trait.
 pub trait NvmlCard {
+    /// The model's name (`nvmlDeviceGetName`).
+    fn name(&self) -> Nvml<String>;
+    /// The board's serial number (`nvmlDeviceGetSerial`); `NotSupported` on a board without one.
+    fn serial(&self) -> Nvml<String>;
+    /// The GPU's UUID (`nvmlDeviceGetUUID`).
+    fn uuid(&self) -> Nvml<String>;
     /// MIG mode `(current, pending)`, `true` for enabled; `NotSupported` for a card without MIG.
     fn mig_mode(&self) -> Nvml<(bool, bool)>;
     /// The GPU-instance profile at `index` through `nvmlDeviceGetGpuInstanceProfileInfoV`

@@ -182,6 +182,18 @@ fn c_string(bytes: &[std::ffi::c_char]) -> String {
 }
 
 impl NvmlCard for RealCard<'_> {
+    fn name(&self) -> Answer<String> {
+        self.device.name().map_err(failure)
+    }
+
+    fn serial(&self) -> Answer<String> {
+        self.device.serial().map_err(failure)
+    }
+
+    fn uuid(&self) -> Answer<String> {
+        self.device.uuid().map_err(failure)
+    }
+
     fn mig_mode(&self) -> Answer<(bool, bool)> {
         let mode = self.device.mig_mode().map_err(failure)?;
         Ok((mode.current == 1, mode.pending == 1))

@@ -3,9 +3,9 @@
 use crate::api::{NvmlCard, NvmlFailure, NvmlHost, ProcessInfo, ProfileInfo, VgpuInfo};
 use crate::catalogue;
 use gpu_partition_types::{
-    Bdf, Capability, Case, ComputeInstance, Driver, Enumerated, FormatVersion, GpuInstance,
-    JsonPointer, Lenient, LostMember, MigState, Mode, Nullable, Placement, Process, Profile, Reply,
-    Signature, Unreadable, Vgpu,
+    Bdf, Capability, CardIdentity, Case, ComputeInstance, Driver, Enumerated, FormatVersion,
+    GpuInstance, JsonPointer, Lenient, LostMember, MigState, Mode, Nullable, Placement, Process,
+    Profile, Reply, Signature, Unreadable, Vgpu,
 };
 
 /// NVML's capability bit for peer-to-peer (`NVML_GPU_INSTANCE_PROFILE_CAPS_P2P`).
@@ -92,8 +92,34 @@ pub fn read_card(host: &dyn NvmlHost, device: Bdf) -> Answer {
     }
 }
 
+/// The board: its model, serial (`null` where the board has none) and UUID, each lost alone
+/// with NVML's reason when the call fails.
+fn identity(card: &dyn NvmlCard) -> Lenient<CardIdentity> {
+    let at = JsonPointer::root().member("card");
+    let member = |name: &str, value: Result<String, NvmlFailure>| match value {
+        Ok(value) => Lenient::Read(value),
+        Err(failure) => Lenient::Lost(LostMember::new(
+            at.clone().member(name),
+            failure.to_string(),
+        )),
+    };
+    let mut identity = CardIdentity::new();
+    identity.name = member("name", card.name());
+    identity.serial = match card.serial() {
+        Ok(serial) => Lenient::Read(Nullable::Value(serial)),
+        Err(NvmlFailure::NotSupported) => Lenient::Read(Nullable::Null),
+        Err(failure) => Lenient::Lost(LostMember::new(
+            at.clone().member("serial"),
+            failure.to_string(),
+        )),
+    };
+    identity.uuid = member("uuid", card.uuid());
+    Lenient::Read(identity)
+}
+
 fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Result<Reply, Answer> {
     let stop = |what: &str, failure: NvmlFailure| failed(device, what, &failure);
+    let board = identity(card);
     let vgpus = match card.vgpus() {
         Ok(vgpus) => Lenient::Read(vgpus.into_iter().enumerate().map(to_vgpu).collect()),
         Err(NvmlFailure::NotSupported) => Lenient::Read(Vec::new()),
@@ -117,6 +143,7 @@ fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Res
                 Case::NotApplicable,
             );
             reply.driver = driver;
+            reply.card = board;
             reply.vgpus = vgpus;
             reply.processes = processes;
             return Ok(reply);
@@ -199,6 +226,7 @@ fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Res
     };
     let mut reply = Reply::new(FormatVersion::CURRENT, device, mode, case);
     reply.driver = driver;
+    reply.card = board;
     reply.profiles = profiles;
     reply.gpu_instances = Lenient::Read(gpu_instances);
     reply.vgpus = vgpus;

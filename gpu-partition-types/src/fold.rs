@@ -112,6 +112,7 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
         case: base.case,
         unreadable: base.unreadable,
         driver: base.driver,
+        card: base.card,
         profiles: join("profiles", profiles),
         gpu_instances: join("gpu_instances", gpu_instances),
         vgpus: join("vgpus", vgpus),

@@ -49,8 +49,9 @@ impl FormatVersion {
         Self { major, minor }
     }
 
-    /// The version this crate writes: 1.1 (1.0 had no profile placements, and no `apply`).
-    pub const CURRENT: FormatVersion = FormatVersion::new(SUPPORTED_MAJOR, 1);
+    /// The version this crate writes: 1.2 (1.0 had no profile placements, and no `apply`; 1.1
+    /// no `card`).
+    pub const CURRENT: FormatVersion = FormatVersion::new(SUPPORTED_MAJOR, 2);
 
     /// Whether this crate reads replies of this version (major [`SUPPORTED_MAJOR`], any minor).
     pub fn check_supported(self) -> Result<(), FormatError> {

@@ -26,7 +26,7 @@
 //! let reply = Reply::from_json(text, Some(&device))?;
 //! assert_eq!(reply.outcome().partition_mode(), PartitionMode::Enabled);
 //! let lost: Vec<String> = reply.lost().iter().map(|l| l.pointer.to_string()).collect();
-//! assert_eq!(lost, ["/driver", "/gpu_instances", "/processes", "/profiles/0/free_instances",
+//! assert_eq!(lost, ["/card", "/driver", "/gpu_instances", "/processes", "/profiles/0/free_instances",
 //!                   "/profiles/0/placements",
 //!                   "/profiles/0/signature", "/vgpus"]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -52,6 +52,7 @@ mod reply;
 mod token;
 mod write;
 
+pub mod card;
 pub mod case;
 pub mod driver;
 pub mod format;
@@ -67,6 +68,7 @@ pub use apply::{
     ApplyAnswer, ApplyRequest, Op, RefusalKind, Refused, Step, StepOutcome, StepResult,
 };
 pub use bdf::{Bdf, BdfError};
+pub use card::CardIdentity;
 pub use case::{Case, Unreadable};
 pub use catalogue::{Renumbered, renumbered};
 pub use driver::Driver;

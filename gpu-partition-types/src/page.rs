@@ -3,7 +3,8 @@
 use crate::Process;
 use crate::read::{Decode, Fault, Field, Path, members, required, value};
 use crate::{
-    Bdf, Case, Driver, FormatVersion, GpuInstance, Lenient, Mode, Profile, Unreadable, Vgpu,
+    Bdf, CardIdentity, Case, Driver, FormatVersion, GpuInstance, Lenient, Mode, Profile,
+    Unreadable, Vgpu,
 };
 use serde::de::MapAccess;
 
@@ -41,6 +42,7 @@ pub(crate) struct RawPage {
     case: Option<Field<Case>>,
     unreadable: Option<Field<Unreadable>>,
     driver: Option<Field<Lenient<Driver>>>,
+    card: Option<Field<Lenient<CardIdentity>>>,
     profiles: Option<Field<Lenient<Vec<Lenient<Profile>>>>>,
     gpu_instances: Option<Field<Lenient<Vec<Lenient<GpuInstance>>>>>,
     vgpus: Option<Field<Lenient<Vec<Lenient<Vgpu>>>>>,
@@ -57,6 +59,7 @@ pub(crate) struct Page {
     pub(crate) case: Case,
     pub(crate) unreadable: Option<Unreadable>,
     pub(crate) driver: Lenient<Driver>,
+    pub(crate) card: Lenient<CardIdentity>,
     pub(crate) profiles: PageList<Profile>,
     pub(crate) gpu_instances: PageList<GpuInstance>,
     pub(crate) vgpus: PageList<Vgpu>,
@@ -104,6 +107,7 @@ impl RawPage {
             case,
             unreadable,
             driver: crate::read::lenient(self.driver, &root, "driver"),
+            card: crate::read::lenient(self.card, &root, "card"),
             profiles: present(self.profiles),
             gpu_instances: present(self.gpu_instances),
             vgpus: present(self.vgpus),
@@ -130,6 +134,7 @@ impl Decode for RawPage {
             case: None,
             unreadable: None,
             driver: None,
+            card: None,
             profiles: None,
             gpu_instances: None,
             vgpus: None,
@@ -144,6 +149,7 @@ impl Decode for RawPage {
                 "case" => page.case = Some(value(map, at, name)?),
                 "unreadable" => page.unreadable = Some(value(map, at, name)?),
                 "driver" => page.driver = Some(value(map, at, name)?),
+                "card" => page.card = Some(value(map, at, name)?),
                 "profiles" => page.profiles = Some(value(map, at, name)?),
                 "gpu_instances" => page.gpu_instances = Some(value(map, at, name)?),
                 "vgpus" => page.vgpus = Some(value(map, at, name)?),

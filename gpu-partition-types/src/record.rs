@@ -78,7 +78,9 @@ macro_rules! record {
                     Ok(true)
                 })?;
                 // The required members first, in the list's order (the first fault named is the
-                // first in the protocol's order), then the lenient ones, which never fault.
+                // first in the protocol's order), then the lenient ones, which never fault. (A
+                // record of lenient members only has no `?` in it, and is called all the same.)
+                #[allow(clippy::redundant_closure_call)]
                 let record = (|| {
                     $( $crate::record::take_required!($kind, $field, at, $wire); )+
                     $( $crate::record::take_lenient!($kind, $field, at, $wire); )+
@@ -175,7 +177,7 @@ macro_rules! constructor {
         impl $name {
             /// A record with these required members; every lenient member is unset (not
             /// written) until assigned.
-            #[allow(clippy::too_many_arguments)]
+            #[allow(clippy::too_many_arguments, clippy::new_without_default)]
             pub fn new($($arg: $arg_ty),*) -> Self {
                 Self { $($init)* }
             }

@@ -5,8 +5,8 @@ use crate::fold::fold;
 use crate::page::RawPage;
 use crate::read;
 use crate::{
-    Bdf, Case, Driver, FormatVersion, GpuInstance, JsonPointer, Lenient, LostMember, Mode, Outcome,
-    Profile, RefusedReply, Unreadable, UnreadableReason, Vgpu,
+    Bdf, CardIdentity, Case, Driver, FormatVersion, GpuInstance, JsonPointer, Lenient, LostMember,
+    Mode, Outcome, Profile, RefusedReply, Unreadable, UnreadableReason, Vgpu,
 };
 
 /// The reply of `HELPER read`, with its pages folded into one.
@@ -29,6 +29,9 @@ pub struct Reply {
     pub unreadable: Option<Unreadable>,
     /// Driver versions.
     pub driver: Lenient<Driver>,
+    /// Which board was read: its model, serial and UUID (format 1.2; a reply of an earlier
+    /// minor reads with it lost).
+    pub card: Lenient<CardIdentity>,
     /// The profile catalogue.
     pub profiles: Lenient<Vec<Lenient<Profile>>>,
     /// The GPU instances.
@@ -70,6 +73,7 @@ impl Reply {
             case,
             unreadable: None,
             driver: crate::record::unset(),
+            card: crate::record::unset(),
             profiles: Lenient::Read(Vec::new()),
             gpu_instances: Lenient::Read(Vec::new()),
             vgpus: Lenient::Read(Vec::new()),
@@ -105,6 +109,10 @@ impl Reply {
     pub fn lost(&self) -> Vec<&LostMember> {
         let mut lost: Vec<&LostMember> = Vec::new();
         lost.extend(self.driver.lost());
+        match &self.card {
+            Lenient::Read(card) => card.lost_into(&mut lost),
+            Lenient::Lost(member) => lost.push(member),
+        }
         collect_lost(&self.profiles, &mut lost, Profile::lost_into);
         collect_lost(&self.gpu_instances, &mut lost, GpuInstance::lost_into);
         collect_lost(&self.vgpus, &mut lost, Vgpu::lost_into);

@@ -29,6 +29,9 @@ impl Serialize for Wire<'_> {
         if let Lenient::Read(driver) = &reply.driver {
             map.serialize_entry("driver", driver)?;
         }
+        if let Lenient::Read(card) = &reply.card {
+            map.serialize_entry("card", card)?;
+        }
         let range = self.page.as_ref().map(|(_, range)| range.clone());
         write_list(&mut map, "profiles", &reply.profiles, range.clone())?;
         write_list(

@@ -562,3 +562,35 @@ fn a_new_capability_is_kept_as_unknown_and_written_back_unchanged() {
         "{rewritten}"
     );
 }
+
+loses!(
+    a_missing_card_is_lost_as_in_a_reply_of_format_1_1,
+    ["/card"],
+    |v| remove(v, "/card")
+);
+loses!(a_card_that_is_not_an_object_is_lost, ["/card"], |v| set(
+    v,
+    "/card",
+    json!("NVIDIA H200")
+));
+loses!(
+    a_numeric_card_name_loses_the_name_only,
+    ["/card/name"],
+    |v| set(v, "/card/name", json!(7))
+);
+loses!(
+    a_card_without_a_uuid_loses_the_uuid_only,
+    ["/card/uuid"],
+    |v| remove(v, "/card/uuid")
+);
+
+#[test]
+fn a_board_without_a_serial_says_null_and_loses_nothing() {
+    let read = edited(|v| set(v, "/card/serial", json_null())).unwrap();
+    let card = read.card.read().unwrap();
+    assert_eq!(
+        card.serial.read(),
+        Some(&gpu_partition_types::Nullable::Null)
+    );
+    assert!(read.lost().is_empty(), "{:?}", read.lost());
+}

@@ -103,6 +103,10 @@ fn vgpu() -> impl Strategy<Value = Vgpu> {
         })
 }
 
+fn missing<T>(at: JsonPointer) -> Lenient<T> {
+    Lenient::Lost(LostMember::new(at, "missing member"))
+}
+
 fn reads<T>(items: Vec<T>) -> Lenient<Vec<Lenient<T>>> {
     Lenient::Read(items.into_iter().map(Lenient::Read).collect())
 }
@@ -115,6 +119,7 @@ prop_compose! {
         case_pick in 0usize..4,
         kind in "[a-z_]{1,12}", message in text(),
         driver in option::of((text(), text())),
+        card in option::of((option::of(text()), option::of(option::of(text())), option::of(text()))),
         profiles in vec(profile(), 0..5),
         instances in vec(instance(), 0..5),
         vgpus in vec(vgpu(), 0..6),
@@ -141,6 +146,20 @@ prop_compose! {
         reply.driver = match driver {
             Some((version, nvml_version)) => Lenient::Read(Driver::new(version, nvml_version)),
             None => Lenient::Lost(LostMember::new(JsonPointer::root().member("driver"), "missing member")),
+        };
+        let card_at = JsonPointer::root().member("card");
+        reply.card = match card {
+            Some((name, serial, uuid)) => {
+                let mut card = CardIdentity::new();
+                card.name = name.map_or_else(|| missing(card_at.clone().member("name")), Lenient::Read);
+                card.serial = serial.map_or_else(
+                    || missing(card_at.clone().member("serial")),
+                    |serial| Lenient::Read(serial.into()),
+                );
+                card.uuid = uuid.map_or_else(|| missing(card_at.clone().member("uuid")), Lenient::Read);
+                Lenient::Read(card)
+            }
+            None => missing(card_at),
         };
         reply.profiles = reads(profiles);
         reply.gpu_instances = reads(instances);

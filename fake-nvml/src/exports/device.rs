@@ -58,6 +58,47 @@ pub unsafe extern "C" fn nvmlDeviceGetName(
     }))
 }
 
+/// The card's `serial`; `NVML_ERROR_NOT_SUPPORTED` for a card whose scenario gives none (as
+/// NVML answers for a board without a serial number).
+///
+/// # Safety
+///
+/// `serial` is null or valid for `length` chars.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetSerial(
+    handle: nvml::nvmlDevice_t,
+    serial: *mut c_char,
+    length: c_uint,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetSerial"));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetSerial")?;
+        let text = card.serial.as_deref().ok_or(NOT_SUPPORTED)?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write_str(serial, length, text) }
+    }))
+}
+
+/// The card's `uuid` (for a scenario that gives none, one made of its bus ID:
+/// [`crate::scenario::Device::uuid_or_derived`]).
+///
+/// # Safety
+///
+/// `uuid` is null or valid for `length` chars.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetUUID(
+    handle: nvml::nvmlDevice_t,
+    uuid: *mut c_char,
+    length: c_uint,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetUUID"));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetUUID")?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write_str(uuid, length, &card.uuid_or_derived()) }
+    }))
+}
+
 /// The card's MIG mode; `NVML_ERROR_NOT_SUPPORTED` for `"not_supported"`.
 ///
 /// # Safety
