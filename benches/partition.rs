@@ -10,7 +10,8 @@ use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_partition_types::Reply;
 use host_sync::MemoryStore;
 use host_sync::fake_sysfs::FakeSysfs;
-use mig_layout::{ApplyOptions, ApplyRun, Document, ResetWith, Want, plan::plan};
+use host_sync::{ProfileKey, Want};
+use mig_layout::{ApplyOptions, ApplyRun, Document, ResetWith, plan::plan};
 use serde_json::json;
 use std::hint::black_box;
 use std::io::Write;
@@ -40,7 +41,7 @@ fn planning(c: &mut Criterion) {
         return;
     };
     let want = Want::enabled(spec.mig_devices.clone());
-    let sevens = Want::enabled(vec![(mig_layout::ProfileKey::Name("1g.10gb".into()), 7)]);
+    let sevens = Want::enabled(vec![(ProfileKey::Name("1g.10gb".into()), 7)]);
     let cards: Vec<Reply> = (0..8)
         .map(|n| {
             let mut card = reply.clone();

@@ -149,6 +149,13 @@ impl StateStore for DbStore {
                 StoreError::unknown_value("the last layout apply", text.clone(), error)
             })?),
         };
+        // What the host is declared to be, with its last check: one JSON column too.
+        state.declared = match optional(host, "declared") {
+            None => None,
+            Some(text) => Some(serde_json::from_str(&text).map_err(|error| {
+                StoreError::unknown_value("the declared layout", text.clone(), error)
+            })?),
+        };
         for (bdf, row) in &db.gpus {
             let address: Bdf = bdf.parse().map_err(|error| {
                 StoreError::unknown_value("a GPU's address", bdf.clone(), error)
@@ -175,6 +182,14 @@ impl StateStore for DbStore {
                 match &state.layout {
                     None => String::new(),
                     Some(record) => serde_json::to_string(record)
+                        .map_err(|error| StoreError::backend("the toolstack database", error))?,
+                },
+            ),
+            (
+                "declared",
+                match &state.declared {
+                    None => String::new(),
+                    Some(declared) => serde_json::to_string(declared)
                         .map_err(|error| StoreError::backend("the toolstack database", error))?,
                 },
             ),

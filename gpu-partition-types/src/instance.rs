@@ -42,3 +42,18 @@ crate::record::record! {
         placement: required Placement = "placement",
     }
 }
+
+/// A placement as a store keeps it (`{"start": N, "size": N}`): the same shape as on the wire,
+/// read strictly (a store answers what it was given, or an error).
+impl<'de> serde::Deserialize<'de> for Placement {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Stored {
+            start: u32,
+            size: u32,
+        }
+        let Stored { start, size } = Stored::deserialize(deserializer)?;
+        Ok(Placement::new(start, size))
+    }
+}

@@ -1,6 +1,7 @@
 //! The host classifier: a pure function over facts and an ordered table of checks, most
 //! specific first, so a later check slots in without touching the others.
 
+use crate::compare::Difference;
 use crate::gpu::GpuRecord;
 use crate::layout::{Direction, LayoutRecord};
 use crate::pci::PciFunction;
@@ -33,6 +34,9 @@ pub struct Facts<'a> {
     pub helper: HelperState,
     /// The last MIG layout apply, as stored (`None` when none ever ran).
     pub layout: Option<&'a LayoutRecord>,
+    /// How the declared GPUs this sync read differ from the declaration (empty: none differs,
+    /// or none was read).
+    pub drift: &'a [Difference],
 }
 
 /// One row of the table: when it applies, and what it says.
@@ -72,7 +76,7 @@ fn nvidia<'a>(facts: &'a Facts<'_>) -> impl Iterator<Item = &'a PciFunction> {
 }
 
 /// The checks, most specific first; the last always applies.
-pub const CHECKS: [Check; 8] = [
+pub const CHECKS: [Check; 9] = [
     Check {
         name: "no NVIDIA display-class physical function",
         applies: |facts| nvidia(facts).next().is_none(),
@@ -112,6 +116,12 @@ pub const CHECKS: [Check; 8] = [
         applies: |facts| facts.pool_enabled && layout_failed(facts, Direction::Entering),
         status: HostStatus::Entering,
         reason: HostReason::LayoutFailed,
+    },
+    Check {
+        name: "pool switch on, a declared GPU differs from its declared layout",
+        applies: |facts| facts.pool_enabled && !facts.drift.is_empty(),
+        status: HostStatus::Entering,
+        reason: HostReason::LayoutDrifted,
     },
     Check {
         name: "some NVIDIA GPU to be read is not settled",

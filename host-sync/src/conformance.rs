@@ -63,6 +63,14 @@ pub fn check_store<S: StateStore>(mut open: impl FnMut() -> S) -> Result<(), Con
             later_version(),
         ),
         ("a layout apply still running survives", applying()),
+        (
+            "a declaration that holds (checked in this boot) survives",
+            declared(true),
+        ),
+        (
+            "a declaration whose check found differences and unread GPUs survives",
+            declared(false),
+        ),
     ] {
         save(check, &mut open, &state)?;
         expect(check, &mut open, Some(&state))?;
@@ -221,6 +229,73 @@ fn full_state() -> HostState {
         record.last_read = last_read;
         state.gpus.insert(bdf(n), record);
     }
+    state
+}
+
+/// A state with a declared layout on two GPUs (one placed with its compute instances, one by
+/// counts only, on boards with and without a serial) and the check of a sync: holding, or
+/// drifted with a difference of every kind and an unread GPU.
+fn declared(holds: bool) -> HostState {
+    use crate::compare::{Difference, DifferenceKind};
+    use crate::declared::{Board, Declaration, DeclaredGpu, LayoutCheck};
+    use crate::want::{Placed, ProfileKey, Want};
+    use gpu_partition_types::Placement;
+    let mut state = full_state();
+    let placed = Want::enabled(vec![
+        (ProfileKey::Name("1g.5gb".to_owned()), 2),
+        (ProfileKey::Id(9), 1),
+    ])
+    .placed(vec![
+        Placed::new(19, Placement::new(0, 1)),
+        Placed::new(19, Placement::new(1, 1)),
+        Placed::new(9, Placement::new(4, 4)),
+    ]);
+    let fill = |profile: u32| match profile {
+        19 => Some((0, Placement::new(0, 1))),
+        _ => Some((2, Placement::new(0, 3))),
+    };
+    let mut gpus = std::collections::BTreeMap::new();
+    gpus.insert(
+        bdf(0),
+        DeclaredGpu::new(
+            &placed,
+            Board {
+                model: Some("NVIDIA A100-SXM4-40GB".to_owned()),
+                serial: Some("1564720004631".to_owned()),
+                uuid: Some("GPU-5a3c9f0e-8a1b-4c2d-9e7f-0a1b2c3d4e5f".to_owned()),
+            },
+            fill,
+        ),
+    );
+    gpus.insert(
+        bdf(1),
+        DeclaredGpu::new(
+            &Want::enabled(vec![(ProfileKey::Name("7g.40gb".to_owned()), 1)]),
+            Board {
+                model: Some("NVIDIA A100-SXM4-40GB".to_owned()),
+                serial: None,
+                uuid: None,
+            },
+            fill,
+        ),
+    );
+    gpus.insert(bdf(2), DeclaredGpu::disabled(Board::default()));
+    let mut declaration = Declaration::new("all-balanced", 1_767_229_050, None, gpus);
+    let differences = if holds {
+        Vec::new()
+    } else {
+        DifferenceKind::ALL
+            .iter()
+            .map(|kind| Difference::new(bdf(0), *kind, format!("a {kind} difference")))
+            .collect()
+    };
+    declaration.check = Some(LayoutCheck {
+        checked_at: 1_767_229_200,
+        boot: state.boot.clone(),
+        differences,
+        unread: if holds { Vec::new() } else { vec![bdf(1)] },
+    });
+    state.declared = Some(declaration);
     state
 }
 

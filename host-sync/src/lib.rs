@@ -22,9 +22,12 @@
 #![deny(missing_docs)]
 
 pub mod after_boot;
+pub mod card;
 pub mod classify;
+pub mod compare;
 #[cfg(feature = "test-util")]
 pub mod conformance;
+pub mod declared;
 #[cfg(feature = "test-util")]
 pub mod fake_sysfs;
 pub mod gpu;
@@ -38,9 +41,16 @@ pub mod state;
 pub mod status;
 pub mod store;
 pub mod sync;
+pub mod want;
 pub mod warning;
 
+pub use card::{Card, CardInstance, CardProfile, CardUnreadable, filling_compute_profile};
 pub use classify::{CHECKS, Check, Facts, HelperState, classify};
+pub use compare::{Difference, DifferenceKind, card_differences, differences};
+pub use declared::{
+    Board, BoardChange, Declaration, DeclaredCount, DeclaredGpu, DeclaredInstance, Holding,
+    LayoutCheck, Unchecked,
+};
 pub use gpu::GpuRecord;
 pub use gpu_host_probe::{Boot, DEFAULT_LOCK_WAIT, Host};
 pub use gpu_partition_types::Token;
@@ -53,4 +63,5 @@ pub use state::{HostState, SCHEMA};
 pub use status::{BadReason, HostReason, HostStatus, StoredReason};
 pub use store::{FileStore, MemoryStore, STATE_FILE, StateStore, StoreError};
 pub use sync::{AfterBoot, SyncError, SyncOptions, SyncReport, sync, sync_under};
+pub use want::{Placed, ProfileKey, Want};
 pub use warning::SyncWarning;

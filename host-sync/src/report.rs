@@ -11,43 +11,118 @@
 //!  "warnings": []}
 //! ```
 //!
-//! `after_boot` and `warnings` are the sync's only; `layout` (the last MIG layout apply, as the
-//! state keeps it, `null` before the first) is the status's only; `message` is `null` when there
-//! is nothing to explain; `reason` is `""` when the mode needs none.
+//! `after_boot`, `drift` (how the declared GPUs read differ from the declaration, each with
+//! `device`, `kind` and `message`) and `warnings` are the sync's only; `layout` (the last MIG
+//! layout apply, as the state keeps it, `null` before the first) and `declared` (what the host
+//! is declared to be and whether the cards hold it, `null` before the first apply) are the
+//! status's only; `message` is `null` when there is nothing to explain; `reason` is `""` when
+//! the mode needs none.
 
+use crate::declared::{Declaration, Holding};
 use crate::gpu::GpuRecord;
 use crate::state::HostState;
 use crate::sync::SyncReport;
+use gpu_host_probe::Boot;
 use gpu_partition_types::Bdf;
 use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 
-/// The stored state as `mxctl --json status` prints it.
+/// The stored state as `mxctl --json status` prints it, in the boot the host runs now (a
+/// check of the declared layout made in an earlier boot says nothing of this one).
 #[derive(Debug, Clone, Copy)]
-pub struct StatusReport<'a>(pub &'a HostState);
+pub struct StatusReport<'a> {
+    state: &'a HostState,
+    boot: &'a Boot,
+}
+
+impl<'a> StatusReport<'a> {
+    /// The report of `state` in the boot `boot` (the host's now: [`crate::Host::boot`]).
+    pub fn new(state: &'a HostState, boot: &'a Boot) -> Self {
+        Self { state, boot }
+    }
+}
 
 impl Serialize for StatusReport<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let state = self.0;
-        let mut document = serializer.serialize_struct("StatusReport", 5)?;
+        let state = self.state;
+        let mut document = serializer.serialize_struct("StatusReport", 6)?;
         document.serialize_field("status", &state.status)?;
         document.serialize_field("reason", &state.reason)?;
         document.serialize_field("message", &state.message)?;
         document.serialize_field("gpus", &Gpus(&state.gpus))?;
         document.serialize_field("layout", &state.layout)?;
+        document.serialize_field(
+            "declared",
+            &state
+                .declared
+                .as_ref()
+                .map(|declared| Declared(declared, self.boot)),
+        )?;
         document.end()
+    }
+}
+
+/// The declaration as the status shows it: `label`, `declared_at`, `holds` (`holds`, `drifted`
+/// or `unknown`), `why` (for people), `differences`, `unread`, `checked_at`, and `gpus` (each
+/// with its `device`).
+struct Declared<'a>(&'a Declaration, &'a Boot);
+
+impl Serialize for Declared<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let Declared(declared, boot) = self;
+        let holding = declared.holding(boot);
+        let check = declared.check.as_ref();
+        let mut document = serializer.serialize_struct("Declared", 8)?;
+        document.serialize_field("label", &declared.label)?;
+        document.serialize_field("declared_at", &declared.declared_at)?;
+        document.serialize_field("holds", holding.token())?;
+        document.serialize_field("why", &holding.to_string())?;
+        let differences = match holding {
+            Holding::Drifted(found) => found,
+            Holding::Holds | Holding::Unknown(_) => &[],
+        };
+        document.serialize_field("differences", differences)?;
+        document.serialize_field(
+            "unread",
+            &check.map(|check| check.unread.clone()).unwrap_or_default(),
+        )?;
+        document.serialize_field("checked_at", &check.map(|check| check.checked_at))?;
+        document.serialize_field("gpus", &DeclaredGpus(declared))?;
+        document.end()
+    }
+}
+
+struct DeclaredGpus<'a>(&'a Declaration);
+
+impl Serialize for DeclaredGpus<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut list = serializer.serialize_seq(Some(self.0.gpus.len()))?;
+        for (bdf, gpu) in &self.0.gpus {
+            #[derive(Serialize)]
+            struct Gpu<'a> {
+                device: String,
+                #[serde(flatten)]
+                gpu: &'a crate::declared::DeclaredGpu,
+            }
+            list.serialize_element(&Gpu {
+                device: bdf.to_string(),
+                gpu,
+            })?;
+        }
+        list.end()
     }
 }
 
 impl Serialize for SyncReport {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut document = serializer.serialize_struct("SyncReport", 6)?;
+        let mut document = serializer.serialize_struct("SyncReport", 7)?;
         document.serialize_field("status", &self.status)?;
         document.serialize_field("reason", &self.reason)?;
         document.serialize_field("message", &self.message)?;
         document.serialize_field("after_boot", &self.after_boot)?;
         document.serialize_field("gpus", &Gpus(&self.gpus))?;
+        document.serialize_field("drift", &self.drift)?;
         document.serialize_field("warnings", &self.warnings)?;
         document.end()
     }

@@ -1,5 +1,6 @@
 //! [`HostState`]: what a host keeps, as the store writes it.
 
+use crate::declared::Declaration;
 use crate::gpu::GpuRecord;
 use crate::layout::LayoutRecord;
 use crate::status::{HostStatus, StoredReason};
@@ -45,6 +46,12 @@ pub struct HostState {
     /// failure in it is what keeps the host `entering (layout_failed)`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<LayoutRecord>,
+    /// What the host is declared to be (the last apply or leave that wrote), with how the cards
+    /// compared with it at the last sync that read them; `None` before the first. A store must
+    /// keep it: it is what a restore brings the cards back to, and its check is what keeps the
+    /// host `entering (layout_drifted)` while the cards differ.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declared: Option<Declaration>,
 }
 
 impl HostState {
@@ -60,6 +67,7 @@ impl HostState {
             gpus: BTreeMap::new(),
             synced_at: None,
             layout: None,
+            declared: None,
         }
     }
 }

@@ -97,6 +97,11 @@ gpu_partition_types::token_enum! {
         /// The last layout apply failed, needed a cold reboot or was interrupted, and none has
         /// healed it since; the message says what happened.
         LayoutFailed = "layout_failed",
+        /// Pool switch on, and some declared GPU the sync read differs from the declared layout
+        /// (instances destroyed by a reboot, a driver reload or by hand; the MIG mode lost; another
+        /// card in the slot): the message names every difference; `partition restore` brings it
+        /// back.
+        LayoutDrifted = "layout_drifted",
         /// Pool switch on, some NVIDIA GPU to be read is not settled.
         GpusPending = "gpus_pending",
         /// Partitioning is in use.

@@ -2,6 +2,8 @@
 
 use crate::after_boot::is_after_boot;
 use crate::classify::{Facts, HelperState, classify};
+use crate::compare::{Difference, DifferenceKind};
+use crate::declared::{Declaration, LayoutCheck};
 use crate::gpu::GpuRecord;
 use crate::layout::LayoutRecord;
 use crate::modes;
@@ -13,7 +15,7 @@ use crate::warning::SyncWarning;
 use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_host_probe::lock::{HostLock, LockError};
 use gpu_host_probe::{Boot, DEFAULT_LOCK_WAIT, Host};
-use gpu_partition_types::{Bdf, Outcome};
+use gpu_partition_types::{Bdf, Outcome, Reply};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -87,6 +89,10 @@ pub struct SyncReport {
     pub after_boot: bool,
     /// Each GPU's record (each failed read with its reason and message).
     pub gpus: BTreeMap<Bdf, GpuRecord>,
+    /// How the declared GPUs this sync read differ from what the host is declared to be
+    /// ([`HostState::declared`]), by GPU in address order; empty when they hold it, when nothing
+    /// is declared, or when no card was read (with the pool off no helper runs).
+    pub drift: Vec<Difference>,
     /// What did not change the course but a person should know.
     pub warnings: Vec<SyncWarning>,
 }
@@ -218,20 +224,37 @@ pub fn sync_under(
     let mut host_wide = None;
     if takes_part {
         let to_read = modes::mark_not_checked(&gpus, &mut state.gpus);
+        let mut replies = BTreeMap::new();
         if !to_read.is_empty() {
             let read = read_cards(lock, helper, &to_read, &mut state, store)?;
             helper_state = read.helper;
             host_wide = read.host_wide;
+            replies = read.replies;
+        }
+        // Every sync that reads the cards compares them with what the host is declared to be.
+        if let Some(declared) = state.declared.as_mut() {
+            declared.check = Some(check(declared, &gpus, &replies, now, &state.boot));
         }
     } else {
         modes::not_taking_part(&mut state.gpus, after_boot);
     }
+    // Only what this sync found: with the pool off no card was read, and nothing is drift.
+    let drift: Vec<Difference> = match (&state.declared, takes_part) {
+        (
+            Some(Declaration {
+                check: Some(check), ..
+            }),
+            true,
+        ) => check.differences.clone(),
+        _ => Vec::new(),
+    };
     let (status, reason) = classify(&Facts {
         gpus: &gpus,
         pool_enabled: options.pool_enabled,
         modes: &state.gpus,
         helper: helper_state,
         layout: state.layout.as_ref(),
+        drift: &drift,
     });
     state.status = status;
     state.reason = reason.into();
@@ -242,6 +265,7 @@ pub fn sync_under(
             .as_ref()
             .and_then(LayoutRecord::failure)
             .map(|failure| failure.message),
+        HostReason::LayoutDrifted => Some(drift_message(&drift)),
         HostReason::NoPartitionableGpu
         | HostReason::LayoutApplying
         | HostReason::GpusStillDivided
@@ -258,8 +282,51 @@ pub fn sync_under(
         message: state.message,
         after_boot,
         gpus: state.gpus,
+        drift,
         warnings,
     })
+}
+
+/// The message of a host whose cards differ from their declaration: every difference.
+fn drift_message(drift: &[Difference]) -> String {
+    let each: Vec<String> = drift.iter().map(ToString::to_string).collect();
+    format!(
+        "the cards differ from the declared layout ({}): {}; `partition restore` brings it back",
+        drift.len(),
+        each.join("; ")
+    )
+}
+
+/// Compares each declared GPU with what this sync read of it: a GPU read is compared (the
+/// board, then the rules of `partition assert`); one on the host that was not read (bound to
+/// another driver, or its read failed) is unread, not drift — its own reason says why; one no
+/// longer on the host at all differs (`card`).
+fn check(
+    declared: &Declaration,
+    gpus: &[crate::pci::PciFunction],
+    replies: &BTreeMap<Bdf, Box<Reply>>,
+    now: u64,
+    boot: &Boot,
+) -> LayoutCheck {
+    let mut differences = Vec::new();
+    let mut unread = Vec::new();
+    for (bdf, gpu) in &declared.gpus {
+        match replies.get(bdf) {
+            Some(reply) => differences.extend(gpu.drift(reply)),
+            None if gpus.iter().any(|found| found.bdf == *bdf) => unread.push(*bdf),
+            None => differences.push(Difference::new(
+                *bdf,
+                DifferenceKind::Card,
+                "no GPU is at this address any more; the layout was declared on one",
+            )),
+        }
+    }
+    LayoutCheck {
+        checked_at: now,
+        boot: boot.clone(),
+        differences,
+        unread,
+    }
 }
 
 /// What reading the cards found.
@@ -267,6 +334,8 @@ struct Cards {
     helper: HelperState,
     /// The failure found once for the whole host, when there was one.
     host_wide: Option<ReadFailure>,
+    /// The reply of each card read whole (its case not `unreadable`).
+    replies: BTreeMap<Bdf, Box<Reply>>,
 }
 
 /// Reads the cards `to_read` (at least one) under `lock`: `--version` once; then each card
@@ -296,6 +365,7 @@ fn read_cards(
                     HelperState::Available
                 },
                 host_wide: host_wide.then_some(failure),
+                replies: BTreeMap::new(),
             });
         }
     };
@@ -305,6 +375,7 @@ fn read_cards(
         }
     }
     store.save(state)?;
+    let mut replies = BTreeMap::new();
     for read in helper.read_all(lock, to_read, format) {
         let Some(record) = state.gpus.get_mut(&read.device) else {
             continue;
@@ -320,12 +391,18 @@ fn read_cards(
                     .unwrap_or_else(|| format!("{} is unreadable", read.device));
                 modes::read_failed(record, &ReadFailure::new(reason.clone(), message));
             }
-            outcome => modes::read_answered(record, outcome.partition_mode()),
+            outcome => {
+                modes::read_answered(record, outcome.partition_mode());
+                if let Some(reply) = read.reply {
+                    replies.insert(read.device, reply);
+                }
+            }
         }
     }
     Ok(Cards {
         helper: HelperState::Available,
         host_wide: None,
+        replies,
     })
 }
 

@@ -3,8 +3,8 @@
 
 use gpu_partition_types::{Bdf, PartitionMode};
 use host_sync::{
-    CHECKS, Direction, Facts, GpuRecord, HelperState, HostReason, HostStatus, LayoutOutcome,
-    LayoutRecord, PciFunction, StoredReason, classify,
+    CHECKS, Difference, DifferenceKind, Direction, Facts, GpuRecord, HelperState, HostReason,
+    HostStatus, LayoutOutcome, LayoutRecord, PciFunction, StoredReason, classify,
 };
 use std::collections::BTreeMap;
 
@@ -49,6 +49,7 @@ fn run(
         modes: &modes,
         helper,
         layout: None,
+        drift: &[],
     });
     (status, reason.to_string())
 }
@@ -58,9 +59,9 @@ fn says(status: HostStatus, reason: &str) -> (HostStatus, String) {
 }
 
 #[test]
-fn the_table_has_eight_checks_ending_with_one_that_always_applies() {
-    assert_eq!(CHECKS.len(), 8);
-    assert_eq!(CHECKS[7].reason, HostReason::Ready);
+fn the_table_has_nine_checks_ending_with_one_that_always_applies() {
+    assert_eq!(CHECKS.len(), 9);
+    assert_eq!(CHECKS[8].reason, HostReason::Ready);
 }
 
 #[test]
@@ -197,6 +198,7 @@ fn pool_on_with_a_gpu_never_read_is_entering() {
         modes: &BTreeMap::new(),
         helper: HelperState::Available,
         layout: None,
+        drift: &[],
     });
     assert_eq!(
         (status, reason.to_string()),
@@ -247,6 +249,7 @@ fn a_gpu_left_unknown_over_a_division_still_holds_the_host_leaving() {
         modes: &modes,
         helper: HelperState::NotChecked,
         layout: None,
+        drift: &[],
     });
     assert_eq!(
         (status, reason),
@@ -263,6 +266,7 @@ fn with_layout(pool: bool, record: &LayoutRecord, mode: PartitionMode) -> (HostS
         modes: &modes,
         helper: HelperState::Available,
         layout: Some(record),
+        drift: &[],
     });
     (status, reason.to_string())
 }
@@ -358,9 +362,54 @@ fn a_host_without_an_nvidia_gpu_has_no_partitionable_gpu_whatever_its_last_layou
         modes: &modes,
         helper: HelperState::NotChecked,
         layout: Some(&record),
+        drift: &[],
     });
     assert_eq!(
         (status, reason),
         (HostStatus::Inactive, HostReason::NoPartitionableGpu)
+    );
+}
+
+fn drifted(pool: bool, layout: Option<&LayoutRecord>, mode: PartitionMode) -> (HostStatus, String) {
+    let gpus = [nvidia(1, Some("nvidia"))];
+    let modes = modes(&gpus, &[mode]);
+    let drift = [Difference::new(
+        bdf(1),
+        DifferenceKind::GpuInstances,
+        "no GPU instance of 1g.5gb at 0+1, where the layout places one",
+    )];
+    let (status, reason) = classify(&Facts {
+        gpus: &gpus,
+        pool_enabled: pool,
+        modes: &modes,
+        helper: HelperState::Available,
+        layout,
+        drift: &drift,
+    });
+    (status, reason.to_string())
+}
+
+#[test]
+fn pool_on_with_a_declared_gpu_that_differs_is_entering_layout_drifted() {
+    assert_eq!(
+        drifted(true, None, PartitionMode::Enabled),
+        says(HostStatus::Entering, "layout_drifted")
+    );
+}
+
+#[test]
+fn an_unhealed_failure_is_named_before_the_drift() {
+    let failed = ended(Direction::Entering, LayoutOutcome::Failed);
+    assert_eq!(
+        drifted(true, Some(&failed), PartitionMode::Enabled),
+        says(HostStatus::Entering, "layout_failed")
+    );
+}
+
+#[test]
+fn with_the_pool_off_a_drift_changes_nothing() {
+    assert_eq!(
+        drifted(false, None, PartitionMode::Disabled),
+        says(HostStatus::Inactive, "pool_disabled")
     );
 }

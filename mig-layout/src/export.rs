@@ -2,10 +2,10 @@
 //! GPU's mode and its GPU instances counted by the profile names its card gives (the ID where a
 //! name did not read); GPUs alike share one entry (`devices: all` when every GPU is alike).
 
-use crate::document::{DeviceRef, Devices, Document, ProfileKey, Spec};
-use crate::plan::Card;
+use crate::document::{DeviceRef, Devices, Document, Spec};
 use crate::select::HostGpu;
 use gpu_partition_types::Reply;
+use host_sync::{Card, ProfileKey};
 
 /// What `export` wrote, and what it could not say in the format.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,14 +46,15 @@ fn spec_of(gpu: &HostGpu, reply: &Reply, warnings: &mut Vec<String>) -> Option<G
                 "{gpu}: GPU instance {} ({}) lacks the compute instance that fills it; \
                  applying this document creates it",
                 instance.id,
-                card.name(instance.profile_id)
+                card.label(instance.profile_id)
             ));
         }
-        let key = match card.profile(instance.profile_id) {
-            Some(profile) if !profile.name.starts_with("profile ") => {
-                ProfileKey::Name(profile.name.clone())
-            }
-            _ => ProfileKey::Id(instance.profile_id),
+        let key = match card
+            .profile(instance.profile_id)
+            .and_then(|p| p.name.clone())
+        {
+            Some(name) => ProfileKey::Name(name),
+            None => ProfileKey::Id(instance.profile_id),
         };
         match counts.iter_mut().find(|(known, _)| *known == key) {
             Some((_, count)) => *count += 1,

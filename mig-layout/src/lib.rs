@@ -5,13 +5,14 @@
 //!   JSON), with its validation rules; every fault names its line and member
 //!   ([`LayoutError`]). [`to_yaml`] writes one back.
 //! - [`select()`] resolves a layout against the host's GPUs ([`host_gpus`]: NVIDIA GPUs bound
-//!   to `nvidia`, indexed in PCI address order) into a [`Want`] per GPU.
+//!   to `nvidia`, indexed in PCI address order) into a `host_sync::Want` per GPU.
 //! - [`plan()`](plan::plan) is the pure planner (sans-IO): from a card's read reply and its
-//!   [`Want`], the helper's steps in the order the driver needs, or an [`Impossible`] naming
+//!   `Want`, the helper's steps in the order the driver needs, or an [`Impossible`] naming
 //!   the GPU and profile before anything is touched. It diffs, and places instances
 //!   explicitly by an exhaustive search ([`plan::fit`]).
-//! - [`differences`] and [`read_back`] compare a card with its layout (GPU instances, compute
-//!   instances and placements apart): what `assert` and the executor's read-back report.
+//! - A card is compared with its layout by `host_sync::differences` (GPU instances, compute
+//!   instances and placements apart): what `assert`, the executor's read-back and the drift a
+//!   sync finds all report, by one set of rules.
 //! - [`apply()`] runs a layout under the host lock ([`ApplyRun`]): preflight every GPU, then
 //!   destroys and the mode, a warm reset where a mode change is pending, creates, the
 //!   read-back; the host status says `entering`/`leaving` (`layout_applying`) while it runs
@@ -24,7 +25,6 @@
 #![deny(missing_docs)]
 
 pub mod apply;
-pub mod compare;
 pub mod document;
 pub mod export;
 pub mod plan;
@@ -34,12 +34,10 @@ pub mod select;
 pub use apply::{
     ApplyError, ApplyOptions, ApplyRun, Observer, Progress, ResetWith, STEP_DEADLINE, apply, leave,
 };
-pub use compare::{Difference, DifferenceKind, differences, read_back};
 pub use document::{
-    DeviceId, DeviceRef, Devices, Document, LayoutError, MAX_DOCUMENT, ProfileKey, Spec, to_json,
-    to_yaml,
+    DeviceId, DeviceRef, Devices, Document, LayoutError, MAX_DOCUMENT, Spec, to_json, to_yaml,
 };
 pub use export::{Exported, export};
 pub use plan::{Impossible, ImpossibleKind, Plan};
 pub use report::{ApplyOutcome, ApplyReason, ApplyReport, GpuReport, HostAfter, StepDone};
-pub use select::{HostGpu, SelectError, Selection, Want, Wanted, host_gpus, select};
+pub use select::{HostGpu, SelectError, Selection, Wanted, host_gpus, select};

@@ -2,9 +2,8 @@
 //! reset's), [`ApplyReport`] with a [`GpuReport`] per GPU. The report serializes to the
 //! document of `mxctl --json partition apply`.
 
-use crate::compare::Difference;
 use gpu_partition_types::{Bdf, Op};
-use host_sync::{HostReason, HostStatus};
+use host_sync::{Difference, HostReason, HostStatus};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use std::time::Duration;

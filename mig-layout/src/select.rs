@@ -5,9 +5,9 @@
 //! GPUs are all bound to it (mig-parted's indices are NVML's, which follow the same order). A
 //! GPU bound to another driver (`vfio-pci` for pass-through) has no index and is never touched.
 
-use crate::document::{DeviceId, DeviceRef, Devices, ProfileKey, Spec};
+use crate::document::{DeviceId, DeviceRef, Devices, Spec};
 use gpu_partition_types::Bdf;
-use host_sync::{ScanError, scan_gpus};
+use host_sync::{ScanError, Want, scan_gpus};
 use std::fmt;
 use std::path::Path;
 
@@ -71,35 +71,6 @@ pub fn host_gpus(sysfs_root: &Path) -> Result<Vec<HostGpu>, ScanError> {
             }
         })
         .collect())
-}
-
-/// What one GPU should be.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Want {
-    /// MIG on or off.
-    pub enabled: bool,
-    /// The GPU instances by profile, with their counts (each with one compute instance filling
-    /// it); empty with MIG off.
-    pub instances: Vec<(ProfileKey, u32)>,
-}
-
-impl Want {
-    /// MIG on with these instances.
-    pub fn enabled(instances: Vec<(ProfileKey, u32)>) -> Self {
-        Self {
-            enabled: true,
-            instances,
-        }
-    }
-
-    /// MIG off, no instance: what leaving partitioning wants of every GPU.
-    pub fn disabled() -> Self {
-        Self {
-            enabled: false,
-            instances: Vec::new(),
-        }
-    }
 }
 
 /// A GPU the layout names, with what it should be and the spec that says so.
@@ -183,9 +154,10 @@ pub fn select(specs: &[Spec], gpus: &[HostGpu]) -> Result<Selection, SelectError
         }
         selection.wanted.push(Wanted {
             gpu: gpu.clone(),
-            want: Want {
-                enabled: spec.mig_enabled,
-                instances: spec.mig_devices.clone(),
+            want: if spec.mig_enabled {
+                Want::enabled(spec.mig_devices.clone())
+            } else {
+                Want::disabled()
             },
             line: spec.line,
         });

@@ -5,7 +5,8 @@
 mod common;
 
 use common::document;
-use mig_layout::{DeviceId, DeviceRef, Devices, Document, ProfileKey, to_yaml};
+use host_sync::ProfileKey;
+use mig_layout::{DeviceId, DeviceRef, Devices, Document, to_yaml};
 
 fn name(text: &str) -> ProfileKey {
     ProfileKey::Name(text.to_owned())

@@ -6,8 +6,9 @@ mod common;
 
 use common::{carry_out, document, reply};
 use gpu_partition_types::{Placement, Step};
+use host_sync::{ProfileKey, Want, differences};
 use mig_layout::plan::plan;
-use mig_layout::{DeviceId, HostGpu, ImpossibleKind, ProfileKey, Want, differences, select};
+use mig_layout::{DeviceId, HostGpu, ImpossibleKind, select};
 
 fn want(pairs: &[(&str, u32)]) -> Want {
     Want::enabled(

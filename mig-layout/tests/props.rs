@@ -6,9 +6,10 @@ mod common;
 
 use common::{carry_out, reply};
 use gpu_partition_types::Placement;
+use host_sync::{ProfileKey, Want, differences};
 use mig_layout::plan::fit::{Candidate, Demand, Score, fit};
 use mig_layout::plan::plan;
-use mig_layout::{DeviceRef, Devices, Document, ProfileKey, Spec, Want, differences, to_yaml};
+use mig_layout::{DeviceRef, Devices, Document, Spec, to_yaml};
 use proptest::prelude::*;
 
 fn mask(placement: Placement) -> u32 {

@@ -136,7 +136,7 @@ fn status_before_any_sync_is_not_reported() {
     assert_eq!(code, 0);
     assert_eq!(
         status,
-        serde_json::json!({"status": "not_reported", "reason": "", "message": null, "gpus": [], "layout": null})
+        serde_json::json!({"status": "not_reported", "reason": "", "message": null, "gpus": [], "layout": null, "declared": null})
     );
 }
 

@@ -37,6 +37,9 @@ pub struct CardRead {
     pub lost: Vec<LostMember>,
     /// Enumeration values the reply held that this reader does not know.
     pub unknown: Vec<JsonPointer>,
+    /// The whole reply, when one was decoded (whatever its case): what a caller that compares
+    /// the card with a layout reads.
+    pub reply: Option<Box<Reply>>,
 }
 
 impl CardRead {
@@ -48,6 +51,7 @@ impl CardRead {
             elapsed,
             lost: Vec::new(),
             unknown: Vec::new(),
+            reply: None,
         }
     }
 }
@@ -186,6 +190,7 @@ impl Helper {
                     elapsed,
                     lost: reply.lost().into_iter().cloned().collect(),
                     unknown: reply.unknown(),
+                    reply: Some(Box::new(reply)),
                 }
             }
         }

@@ -3,8 +3,7 @@
 //! from what the card says now (only creates may remain), the creates, and the read-back.
 
 use super::reset::{ResetWith, reset_one};
-use crate::compare::read_back;
-use crate::plan::{Card, Plan, plan};
+use crate::plan::{Plan, plan};
 use crate::report::{ApplyOutcome, ApplyReason, ApplyReport, GpuReport, StepDone};
 use crate::select::Wanted;
 use gpu_host_probe::HostLock;
@@ -12,6 +11,7 @@ use gpu_host_probe::helper::Helper;
 use gpu_partition_types::{
     ApplyAnswer, ApplyRequest, Bdf, FormatVersion, Reply, Step, StepOutcome,
 };
+use host_sync::{Card, differences};
 use std::time::Duration;
 
 /// How long one step of a batch may add to the helper's deadline: NVML takes about a second
@@ -188,7 +188,9 @@ fn resets(
             .get(at)
             .map(|gpu| Card::of(&gpu.reply))
             .transpose()
-            .map_err(|impossible| Stop::failed(ApplyReason::GpuUnreadable, impossible.message))?;
+            .map_err(|unreadable| {
+                Stop::failed(ApplyReason::GpuUnreadable, unreadable.to_string())
+            })?;
         if let Some(card) = card {
             if card.pending.is_some() || card.current != enabled {
                 return Err(Stop::failed(
@@ -227,7 +229,9 @@ fn finish(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu) -> Result<(), Stop> {
         ));
     }
     create(ctx, gpu, &planned)?;
-    let differences = read_back(&gpu.reply, &gpu.wanted.want, &planned.target);
+    // The read-back: what the layout wants, at the placements the plan chose.
+    let placed = gpu.wanted.want.clone().placed(planned.target.clone());
+    let differences = differences(&gpu.reply, &placed);
     if !differences.is_empty() {
         let detail = differences
             .iter()

@@ -3,12 +3,13 @@
 
 use super::busy;
 use super::phases::Gpu;
-use crate::plan::{Card, plan};
+use crate::plan::plan;
 use crate::report::{ApplyReason, GpuReport};
 use crate::select::{HostGpu, Wanted};
 use gpu_host_probe::HostLock;
 use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_partition_types::{FormatVersion, UnreadableReason};
+use host_sync::Card;
 
 /// Every GPU planned, or why not (with the reports of all, for the blocked report).
 pub(super) enum Preflight {

@@ -9,10 +9,10 @@
 //! reset (they would be lost).
 
 use super::phases::{Ctx, Stop};
-use crate::plan::Card;
 use crate::report::{ApplyOutcome, ApplyReason};
 use gpu_host_probe::HostLock;
 use gpu_partition_types::Bdf;
+use host_sync::Card;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use warm_reset::{
     Backend, Clock, ExecuteError, MachineConfig, Method, ResetOutcome, ResetReport, ResetRun,

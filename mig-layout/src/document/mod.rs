@@ -34,6 +34,7 @@ pub use read::MAX_DOCUMENT;
 pub use write::{to_json, to_yaml};
 
 use gpu_partition_types::{Bdf, JsonPointer};
+use host_sync::ProfileKey;
 use std::fmt;
 
 /// A layout document: labelled layouts, in the order the document gives them.
@@ -118,24 +119,6 @@ impl fmt::Display for DeviceId {
             write!(f, ":0x{device:04X}{vendor:04X}")?;
         }
         Ok(())
-    }
-}
-
-/// A GPU instance profile as `mig-devices` names it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ProfileKey {
-    /// By the name the card's catalogue gives it (`1g.10gb`, `3g.40gb+gfx`).
-    Name(String),
-    /// By its profile ID (what NVML's instance calls take).
-    Id(u32),
-}
-
-impl fmt::Display for ProfileKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Name(name) => f.write_str(name),
-            Self::Id(id) => write!(f, "profile {id}"),
-        }
     }
 }
 

@@ -3,8 +3,9 @@
 
 use super::error::LayoutError;
 use super::node::{Entry, Key, Node};
-use super::{DeviceId, DeviceRef, Devices, Document, ProfileKey, Spec};
+use super::{DeviceId, DeviceRef, Devices, Document, Spec};
 use gpu_partition_types::{Bdf, JsonPointer};
+use host_sync::ProfileKey;
 use saphyr::{LoadableYamlNode, MarkedYaml};
 use saphyr_parser::{Event, Parser, ScanError};
 

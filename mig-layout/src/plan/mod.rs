@@ -11,7 +11,8 @@
 //!
 //! ```
 //! use gpu_partition_types::Reply;
-//! use mig_layout::{ProfileKey, Want, plan};
+//! use host_sync::{ProfileKey, Want};
+//! use mig_layout::plan;
 //!
 //! // An A100 with MIG on and nothing carved; its 1g.5gb profile has seven placements.
 //! let slots: Vec<String> = (0..7).map(|s| format!(r#"{{"start": {s}, "size": 1}}"#)).collect();
@@ -32,14 +33,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod card;
 pub mod fit;
 
-pub use card::{Card, CardInstance, CardProfile, filling_compute_profile};
-
-use crate::select::Want;
 use fit::{Candidate, Demand};
 use gpu_partition_types::{Bdf, Placement, Reply, Step};
+use host_sync::{Card, CardInstance, CardProfile, Placed, Want};
 use std::fmt;
 
 gpu_partition_types::token_enum! {
@@ -125,34 +123,6 @@ pub struct Fill {
     pub compute_profile_id: u32,
 }
 
-/// A GPU instance as the layout leaves the card: the read-back must find exactly these, each
-/// with its filling compute instance.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Instance {
-    /// The profile's ID.
-    pub profile_id: u32,
-    /// Where.
-    pub placement: Placement,
-}
-
-impl Instance {
-    fn key(&self) -> (u32, u32, u32) {
-        (self.profile_id, self.placement.start, self.placement.size)
-    }
-}
-
-impl PartialOrd for Instance {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Instance {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.key().cmp(&other.key())
-    }
-}
-
 /// What a card needs to become as wanted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -172,8 +142,9 @@ pub struct Plan {
     pub fill: Vec<Fill>,
     /// GPU instances kept as they are.
     pub kept: Vec<u32>,
-    /// The GPU instances as the layout leaves the card.
-    pub target: Vec<Instance>,
+    /// The GPU instances as the layout leaves the card (the read-back must find exactly these,
+    /// each with its filling compute instance).
+    pub target: Vec<Placed>,
     /// MIG is off and the card lists no profile: the instances are planned once the mode is on.
     pub deferred: bool,
 }
@@ -254,7 +225,7 @@ impl Plan {
                 .map(|instance| {
                     format!(
                         "{} at {}+{}",
-                        card.name(instance.profile_id),
+                        card.label(instance.profile_id),
                         instance.placement.start,
                         instance.placement.size
                     )
@@ -318,7 +289,14 @@ impl Plan {
 
 /// Plans `want` on the card of `reply`.
 pub fn plan(reply: &Reply, want: &Want) -> Result<Plan, Impossible> {
-    let card = Card::of(reply)?;
+    let card = Card::of(reply).map_err(|unreadable| {
+        Impossible::new(
+            unreadable.device,
+            None,
+            ImpossibleKind::Unreadable,
+            unreadable.to_string(),
+        )
+    })?;
     plan_card(&card, want)
 }
 
@@ -365,12 +343,19 @@ pub fn plan_card(card: &Card, want: &Want) -> Result<Plan, Impossible> {
     let existing: &[CardInstance] = if card.current { &card.instances } else { &[] };
     let mut demands = Vec::with_capacity(wanted.len());
     for (profile, count) in &wanted {
-        demands.push(demand(card, profile, *count, existing)?);
+        let decided = want.placements.as_ref().map(|placed| {
+            placed
+                .iter()
+                .filter(|placed| placed.profile_id == profile.id)
+                .map(|placed| placed.placement)
+                .collect::<Vec<_>>()
+        });
+        demands.push(demand(card, profile, *count, existing, decided)?);
     }
     let Some((chosen, _)) = fit::fit(&demands) else {
         let asked: Vec<String> = wanted
             .iter()
-            .map(|(profile, count)| format!("{count} × {}", profile.name))
+            .map(|(profile, count)| format!("{count} × {}", profile.label()))
             .collect();
         return Err(Impossible::new(
             device,
@@ -384,7 +369,7 @@ pub fn plan_card(card: &Card, want: &Want) -> Result<Plan, Impossible> {
                         .map_or(0, |p| p.size)
                         .saturating_mul(*count)
                 })
-                .map(|(profile, _)| profile.name.clone()),
+                .map(|(profile, _)| profile.label()),
             ImpossibleKind::NoFit,
             format!(
                 "{device}: {} do not fit together on the card's memory slices",
@@ -401,15 +386,13 @@ pub fn plan_card(card: &Card, want: &Want) -> Result<Plan, Impossible> {
             let Some(candidate) = demand.candidates.get(*pick) else {
                 continue;
             };
-            plan.target.push(Instance {
-                profile_id: profile.id,
-                placement: candidate.placement,
-            });
+            plan.target
+                .push(Placed::new(profile.id, candidate.placement));
             match candidate.existing {
                 Some((id, _)) => kept.push(id),
                 None => plan.create.push(Create {
                     profile_id: profile.id,
-                    profile: profile.name.clone(),
+                    profile: profile.label(),
                     placement: candidate.placement,
                     compute_profile_id,
                 }),
@@ -474,12 +457,13 @@ fn destroy_all(card: &Card, plan: &mut Plan, which: impl Fn(&CardInstance) -> bo
 fn slices_unknown(card: &Card, profile: &CardProfile) -> Impossible {
     Impossible::new(
         card.device,
-        Some(profile.name.clone()),
+        Some(profile.label()),
         ImpossibleKind::ProfileUnknown,
         format!(
             "{}: the card did not say how many compute slices {} has, so its compute \
              instance cannot be chosen",
-            card.device, profile.name
+            card.device,
+            profile.label()
         ),
     )
 }
@@ -494,7 +478,7 @@ fn resolve<'c>(card: &'c Card, want: &Want) -> Result<Vec<(&'c CardProfile, u32)
             continue;
         }
         let Some(profile) = card.resolve(key) else {
-            let known: Vec<&str> = card.profiles.iter().map(|p| p.name.as_str()).collect();
+            let known: Vec<String> = card.profiles.iter().map(CardProfile::label).collect();
             return Err(Impossible::new(
                 device,
                 Some(key.to_string()),
@@ -512,11 +496,12 @@ fn resolve<'c>(card: &'c Card, want: &Want) -> Result<Vec<(&'c CardProfile, u32)
         if wanted.iter().any(|(known, _)| known.id == profile.id) {
             return Err(Impossible::new(
                 device,
-                Some(profile.name.clone()),
+                Some(profile.label()),
                 ImpossibleKind::NamedTwice,
                 format!(
                     "{device}: {} (profile {}) is named twice in the layout",
-                    profile.name, profile.id
+                    profile.label(),
+                    profile.id
                 ),
             ));
         }
@@ -524,11 +509,11 @@ fn resolve<'c>(card: &'c Card, want: &Want) -> Result<Vec<(&'c CardProfile, u32)
             if *count > most {
                 return Err(Impossible::new(
                     device,
-                    Some(profile.name.clone()),
+                    Some(profile.label()),
                     ImpossibleKind::TooMany,
                     format!(
                         "{device}: {count} × {} asked, and the card holds at most {most}",
-                        profile.name
+                        profile.label()
                     ),
                 ));
             }
@@ -539,12 +524,14 @@ fn resolve<'c>(card: &'c Card, want: &Want) -> Result<Vec<(&'c CardProfile, u32)
 }
 
 /// The instances of `profile` to place: its possible placements and the card's own instances
-/// of it, each placement once, by start.
+/// of it, each placement once, by start; or, where the placements are decided (`decided`, a
+/// declaration's), exactly those, each of which must be one of the card's.
 fn demand(
     card: &Card,
     profile: &CardProfile,
     count: u32,
     existing: &[CardInstance],
+    decided: Option<Vec<Placement>>,
 ) -> Result<Demand, Impossible> {
     let device = card.device;
     profile
@@ -554,16 +541,41 @@ fn demand(
         .iter()
         .filter(|instance| instance.profile_id == profile.id)
         .collect();
+    if let Some(decided) = decided {
+        let offered = |placement: &Placement| {
+            profile
+                .placements
+                .as_ref()
+                .is_none_or(|possible| possible.contains(placement))
+                || own.iter().any(|instance| instance.placement == *placement)
+        };
+        if let Some(off) = decided.iter().find(|placement| !offered(placement)) {
+            return Err(Impossible::new(
+                device,
+                Some(profile.label()),
+                ImpossibleKind::NoFit,
+                format!(
+                    "{device}: the layout places {} at {}+{}, which is none of the card's \
+                     placements for it",
+                    profile.label(),
+                    off.start,
+                    off.size
+                ),
+            ));
+        }
+        let count = u32::try_from(decided.len()).unwrap_or(u32::MAX);
+        return finish_demand(card, profile, count, decided, &own);
+    }
     let Some(possible) = profile.placements.as_ref() else {
         if own.is_empty() {
             return Err(Impossible::new(
                 device,
-                Some(profile.name.clone()),
+                Some(profile.label()),
                 ImpossibleKind::ProfileUnknown,
                 format!(
                     "{device}: the card did not give the placements of {}, so none can be \
                      chosen",
-                    profile.name
+                    profile.label()
                 ),
             ));
         }
@@ -594,11 +606,11 @@ fn finish_demand(
     if usize::try_from(count).unwrap_or(usize::MAX) > placements.len() {
         return Err(Impossible::new(
             device,
-            Some(profile.name.clone()),
+            Some(profile.label()),
             ImpossibleKind::TooMany,
             format!(
                 "{device}: {count} × {} asked, and the card has {} placements for it",
-                profile.name,
+                profile.label(),
                 placements.len()
             ),
         ));

@@ -6,7 +6,7 @@
 use gpu_partition_types::{
     Case, ComputeInstance, GpuInstance, Lenient, MigState, Nullable, Placement, Reply, Step,
 };
-use mig_layout::plan::Card;
+use host_sync::Card;
 use mig_layout::{Document, Plan};
 use std::path::PathBuf;
 

@@ -106,6 +106,6 @@ pub fn run(host: &Host, output: Output) -> Result<u8, Failure> {
         layout: state.layout.as_ref(),
     }
     .text();
-    output.emit(&StatusReport(&state), &text)?;
+    output.emit(&StatusReport::new(&state, &host.boot()), &text)?;
     Ok(0)
 }

@@ -9,7 +9,8 @@ use crate::helper::helper;
 use crate::output::Output;
 use gpu_host_probe::Host;
 use gpu_partition_types::Bdf;
-use mig_layout::{Difference, DifferenceKind, differences, host_gpus, select};
+use host_sync::{Difference, DifferenceKind, differences};
+use mig_layout::{host_gpus, select};
 use serde::Serialize;
 use std::fmt::Write as _;
 

@@ -1,11 +1,13 @@
-//! What the planner needs of a card's read reply: its mode, its catalogue (profiles by ID, with
-//! their names, counts and placements) and its GPU instances, each read whole or refused.
+//! [`Card`]: a card's read reply as the layout rules see it — its mode, its catalogue (profiles
+//! by ID, with their names, counts and placements) and its GPU instances, each read whole or
+//! refused. The planner (`mig-layout`), `partition assert` and the drift a sync finds all judge
+//! a card through it, so one reading of a reply serves them all.
 
-use super::{Impossible, ImpossibleKind};
-use crate::document::ProfileKey;
+use crate::want::ProfileKey;
 use gpu_partition_types::{
     Bdf, Case, ComputeInstance, GpuInstance, Lenient, MigState, Placement, Profile, Reply,
 };
+use std::fmt;
 
 /// NVML's compute instance profile IDs by slice count (`NVML_COMPUTE_INSTANCE_PROFILE_*`):
 /// the one that fills a GPU instance of that many slices.
@@ -20,13 +22,26 @@ pub fn filling_compute_profile(slices: u32) -> Option<u32> {
         .map(|(_, id)| *id)
 }
 
-/// A profile of the catalogue, as the planner uses it.
+/// A member of a reply that the layout rules depend on did not read, so nothing can be judged
+/// over it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{device}: {what} did not read, so nothing can be planned over it")]
+#[non_exhaustive]
+pub struct CardUnreadable {
+    /// The card.
+    pub device: Bdf,
+    /// What did not read (`the profile catalogue`, `the placement of GPU instance 3`).
+    pub what: String,
+}
+
+/// A profile of the catalogue, as the layout rules use it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CardProfile {
     /// Its ID.
     pub id: u32,
-    /// Its name, when it read; else `profile ID`.
-    pub name: String,
+    /// Its name, when it read.
+    pub name: Option<String>,
     /// Its compute slices (the signature's, else the `Ng` of its name).
     pub slices: Option<u32>,
     /// How many instances of it the whole card holds, when the signature read.
@@ -45,11 +60,18 @@ impl CardProfile {
         });
         Self {
             id: profile.id,
-            name: name.unwrap_or_else(|| format!("profile {}", profile.id)),
+            name,
             slices: signature.map(|s| s.slice_count).or(from_name),
             instance_count: signature.map(|s| s.instance_count),
             placements: profile.placements.read().cloned(),
         }
+    }
+
+    /// Its name for people: the name, else `profile ID`.
+    pub fn label(&self) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("profile {}", self.id))
     }
 
     /// The compute instance profile that fills one of its GPU instances, and its placement.
@@ -59,8 +81,9 @@ impl CardProfile {
     }
 }
 
-/// A GPU instance of the card, as the planner uses it.
+/// A GPU instance of the card, as the layout rules use it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CardInstance {
     /// Its ID.
     pub id: u32,
@@ -72,8 +95,9 @@ pub struct CardInstance {
     pub compute: Vec<ComputeInstance>,
 }
 
-/// The card as the planner sees it.
+/// The card as the layout rules see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Card {
     /// The card.
     pub device: Bdf,
@@ -83,8 +107,11 @@ pub struct Card {
     pub current: bool,
     /// The mode after the next reset, when it differs from now.
     pub pending: Option<bool>,
-    /// The catalogue.
+    /// The catalogue: the profiles that read.
     pub profiles: Vec<CardProfile>,
+    /// The positions in the reply's catalogue of the profiles that did not read (each lost
+    /// whole: it cannot be planned with, and a layout naming it finds no such profile).
+    pub unread_profiles: Vec<usize>,
     /// The GPU instances.
     pub instances: Vec<CardInstance>,
 }
@@ -93,21 +120,16 @@ fn on(state: MigState) -> bool {
     state == MigState::Enabled
 }
 
-fn unreadable(device: Bdf, what: &str) -> Impossible {
-    Impossible::new(
-        device,
-        None,
-        ImpossibleKind::Unreadable,
-        format!("{device}: {what} did not read, so nothing can be planned over it"),
-    )
-}
-
 impl Card {
-    /// The card of `reply`; refused when a member the plan depends on did not read.
-    pub fn of(reply: &Reply) -> Result<Card, Impossible> {
+    /// The card of `reply`; refused when a member the rules depend on did not read.
+    pub fn of(reply: &Reply) -> Result<Card, CardUnreadable> {
         let device = reply.device;
+        let unreadable = |what: &str| CardUnreadable {
+            device,
+            what: what.to_owned(),
+        };
         match reply.case {
-            Case::Unreadable => return Err(unreadable(device, "the card")),
+            Case::Unreadable => return Err(unreadable("the card")),
             Case::NotApplicable => {
                 return Ok(Card {
                     device,
@@ -115,6 +137,7 @@ impl Card {
                     current: false,
                     pending: None,
                     profiles: Vec::new(),
+                    unread_profiles: Vec::new(),
                     instances: Vec::new(),
                 });
             }
@@ -127,23 +150,29 @@ impl Card {
             .into_option()
             .map(on)
             .filter(|pending| *pending != current);
-        let profiles = match &reply.profiles {
-            Lenient::Read(profiles) => profiles
-                .iter()
-                .filter_map(Lenient::read)
-                .map(CardProfile::of)
-                .collect(),
-            Lenient::Lost(_) => return Err(unreadable(device, "the profile catalogue")),
+        let (profiles, unread_profiles) = match &reply.profiles {
+            Lenient::Read(profiles) => {
+                let mut read = Vec::with_capacity(profiles.len());
+                let mut unread = Vec::new();
+                for (at, profile) in profiles.iter().enumerate() {
+                    match profile {
+                        Lenient::Read(profile) => read.push(CardProfile::of(profile)),
+                        Lenient::Lost(_) => unread.push(at),
+                    }
+                }
+                (read, unread)
+            }
+            Lenient::Lost(_) => return Err(unreadable("the profile catalogue")),
         };
         let instances = match &reply.gpu_instances {
             Lenient::Read(instances) => instances
                 .iter()
                 .map(|instance| match instance {
                     Lenient::Read(instance) => instance_of(device, instance),
-                    Lenient::Lost(_) => Err(unreadable(device, "a GPU instance")),
+                    Lenient::Lost(_) => Err(unreadable("a GPU instance")),
                 })
                 .collect::<Result<Vec<_>, _>>()?,
-            Lenient::Lost(_) => return Err(unreadable(device, "the GPU instances")),
+            Lenient::Lost(_) => return Err(unreadable("the GPU instances")),
         };
         Ok(Card {
             device,
@@ -151,6 +180,7 @@ impl Card {
             current,
             pending,
             profiles,
+            unread_profiles,
             instances,
         })
     }
@@ -160,17 +190,17 @@ impl Card {
         self.profiles.iter().find(|profile| profile.id == id)
     }
 
-    /// A profile's name for people.
-    pub fn name(&self, id: u32) -> String {
+    /// A profile's name for people: its name, else `profile ID`.
+    pub fn label(&self, id: u32) -> String {
         self.profile(id)
-            .map_or_else(|| format!("profile {id}"), |profile| profile.name.clone())
+            .map_or_else(|| format!("profile {id}"), CardProfile::label)
     }
 
     /// The profile a key names.
     pub fn resolve(&self, key: &ProfileKey) -> Option<&CardProfile> {
         self.profiles.iter().find(|profile| match key {
             ProfileKey::Id(id) => profile.id == *id,
-            ProfileKey::Name(name) => profile.name == *name,
+            ProfileKey::Name(name) => profile.name.as_ref() == Some(name),
         })
     }
 
@@ -186,23 +216,38 @@ impl Card {
             _ => false,
         }
     }
+
+    /// The GPU instances as they are now (none with MIG off, whatever the reply lists).
+    pub fn instances_now(&self) -> &[CardInstance] {
+        if self.current { &self.instances } else { &[] }
+    }
 }
 
-fn instance_of(device: Bdf, instance: &GpuInstance) -> Result<CardInstance, Impossible> {
-    let what = |member: &str| format!("the {member} of GPU instance {}", instance.id);
-    let placement = *instance
-        .placement
-        .read()
-        .ok_or_else(|| unreadable(device, &what("placement")))?;
+fn instance_of(device: Bdf, instance: &GpuInstance) -> Result<CardInstance, CardUnreadable> {
+    let what = |member: &str| CardUnreadable {
+        device,
+        what: format!("the {member} of GPU instance {}", instance.id),
+    };
+    let placement = *instance.placement.read().ok_or_else(|| what("placement"))?;
     let compute = instance
         .compute_instances
         .read()
         .cloned()
-        .ok_or_else(|| unreadable(device, &what("compute instances")))?;
+        .ok_or_else(|| what("compute instances"))?;
     Ok(CardInstance {
         id: instance.id,
         profile_id: instance.profile_id,
         placement,
         compute,
     })
+}
+
+/// Where a GPU instance is, for people: `START+SIZE` in memory slices.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct At(pub Placement);
+
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}+{}", self.0.start, self.0.size)
+    }
 }
