@@ -34,6 +34,29 @@ fn the_child_sees_only_path_and_lang() {
 }
 
 #[test]
+fn variables_given_are_added_and_path_and_lang_stay_the_runners() {
+    let spec = RunSpec::new("/usr/bin/env", SECOND)
+        .env("MXCTL_HOOK", "pre-apply-mode")
+        .env("PATH", "/tmp/evil")
+        .env("LANG", "xx");
+    let run = run(&spec);
+    let mut env: Vec<String> = String::from_utf8(run.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    env.sort();
+    assert_eq!(
+        env,
+        [
+            "LANG=C",
+            "MXCTL_HOOK=pre-apply-mode",
+            "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
+        ]
+    );
+}
+
+#[test]
 fn the_child_runs_in_its_own_process_group() {
     let dir = tempfile::tempdir().unwrap();
     let program = script(dir.path(), "p", "cut -d' ' -f5 /proc/$$/stat; echo $$");

@@ -36,9 +36,9 @@ pub struct Board {
     pub uuid: Option<String>,
 }
 
-/// How the board in a slot differs from the one declared there.
+/// How the board in a slot differs from the one declared there (a closed set: a board is of
+/// the same model or not).
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum BoardChange {
     /// A card of another model: its layout may not even exist on it.
     OtherModel {
@@ -341,9 +341,9 @@ impl LayoutCheck {
     }
 }
 
-/// Whether the cards hold the declaration, as far as the stored check knows now.
+/// Whether the cards hold the declaration, as far as the stored check knows now (a closed
+/// set: they hold it, they do not, or it is not known).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Holding<'a> {
     /// Every declared GPU was read in this boot and holds it.
     Holds,
@@ -365,7 +365,15 @@ pub enum Unchecked<'a> {
     Unread(&'a [Bdf]),
 }
 
-impl Holding<'_> {
+impl<'a> Holding<'a> {
+    /// The differences found (none unless drifted).
+    pub fn differences(&self) -> &'a [Difference] {
+        match self {
+            Self::Drifted(found) => found,
+            Self::Holds | Self::Unknown(_) => &[],
+        }
+    }
+
     /// The state's token for labels and metrics: `holds`, `drifted` or `unknown`.
     pub fn token(&self) -> &'static str {
         match self {

@@ -54,7 +54,10 @@ pub use declared::{
 pub use gpu::GpuRecord;
 pub use gpu_host_probe::{Boot, DEFAULT_LOCK_WAIT, Host};
 pub use gpu_partition_types::Token;
-pub use layout::{Direction, LayoutFailure, LayoutOutcome, LayoutRecord};
+pub use layout::{
+    ApplyEnd, Direction, LayoutFailure, LayoutOutcome, LayoutRecord, begin_apply, end_apply,
+    start_apply,
+};
 pub use pci::{NVIDIA_VENDOR, PciFunction, PciScan, ScanError, SkippedEntry, scan, scan_gpus};
 pub use reason::{GpuReason, NotRead, UnknownGpuReason};
 pub use report::StatusReport;

@@ -18,7 +18,7 @@
 //! status's only; `message` is `null` when there is nothing to explain; `reason` is `""` when
 //! the mode needs none.
 
-use crate::declared::{Declaration, Holding};
+use crate::declared::Declaration;
 use crate::gpu::GpuRecord;
 use crate::state::HostState;
 use crate::sync::SyncReport;
@@ -78,11 +78,7 @@ impl Serialize for Declared<'_> {
         document.serialize_field("declared_at", &declared.declared_at)?;
         document.serialize_field("holds", holding.token())?;
         document.serialize_field("why", &holding.to_string())?;
-        let differences = match holding {
-            Holding::Drifted(found) => found,
-            Holding::Holds | Holding::Unknown(_) => &[],
-        };
-        document.serialize_field("differences", differences)?;
+        document.serialize_field("differences", holding.differences())?;
         document.serialize_field(
             "unread",
             &check.map(|check| check.unread.clone()).unwrap_or_default(),

@@ -16,8 +16,10 @@
 //! - [`apply()`] runs a layout under the host lock ([`ApplyRun`]): preflight every GPU, then
 //!   destroys and the mode, a warm reset where a mode change is pending, creates, the
 //!   read-back; the host status says `entering`/`leaving` (`layout_applying`) while it runs
-//!   and `layout_failed` with the message while a failure is unhealed. [`leave()`] is the
-//!   layout that leaves partitioning.
+//!   and `layout_failed` with the message while a failure is unhealed; it records what the
+//!   host is declared to be (`host_sync::Declaration`). [`leave()`] is the layout that leaves
+//!   partitioning. [`restore()`] brings the host back to its declaration by the same executor;
+//!   [`Hooks`] run around the writes as mig-parted's do.
 //! - [`export()`] writes the host's layout as a document `apply` takes back as zero steps.
 //!
 //! The rules are in the project's `docs/partition.md`.
@@ -25,6 +27,7 @@
 #![deny(missing_docs)]
 
 pub mod apply;
+pub mod assert;
 pub mod document;
 pub mod export;
 pub mod plan;
@@ -32,12 +35,16 @@ pub mod report;
 pub mod select;
 
 pub use apply::{
-    ApplyError, ApplyOptions, ApplyRun, Observer, Progress, ResetWith, STEP_DEADLINE, apply, leave,
+    ApplyError, ApplyOptions, ApplyRun, HOOK_DEADLINE, Hook, HookPoint, HookRun, Hooks, Observer,
+    Progress, ResetWith, Restore, RestoreOptions, STEP_DEADLINE, apply, leave, restore,
 };
+pub use assert::{AssertReport, GpuAssert, assert_applied};
 pub use document::{
     DeviceId, DeviceRef, Devices, Document, LayoutError, MAX_DOCUMENT, Spec, to_json, to_yaml,
 };
-pub use export::{Exported, export};
+pub use export::{Exported, export, export_declared, export_host};
 pub use plan::{Impossible, ImpossibleKind, Plan};
-pub use report::{ApplyOutcome, ApplyReason, ApplyReport, GpuReport, HostAfter, StepDone};
-pub use select::{HostGpu, SelectError, Selection, Wanted, host_gpus, select};
+pub use report::{
+    ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, GpuReport, HostAfter, StepDone,
+};
+pub use select::{Absent, HostGpu, SelectError, Selection, Wanted, host_gpus, select};

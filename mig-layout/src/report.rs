@@ -2,6 +2,8 @@
 //! reset's), [`ApplyReport`] with a [`GpuReport`] per GPU. The report serializes to the
 //! document of `mxctl --json partition apply`.
 
+use crate::apply::HookRun;
+use crate::select::Absent;
 use gpu_partition_types::{Bdf, Op};
 use host_sync::{Difference, HostReason, HostStatus};
 use serde::ser::SerializeStruct;
@@ -29,6 +31,12 @@ gpu_partition_types::token_enum! {
         GpuBusy = "gpu_busy",
         /// The layout cannot be planned on a card (named with the profile in the detail).
         LayoutImpossible = "layout_impossible",
+        /// A hook before the writes (`apply-start`, `pre-apply-mode`, `pre-apply-config`) did
+        /// not exit 0 (the detail names it and how it ended).
+        HookFailed = "hook_failed",
+        /// A restore found a card of another model in a declared slot (the detail names the
+        /// slot and both models).
+        CardChanged = "card_changed",
         /// The helper refused a step (NVML's answer in the detail), or its run failed.
         StepRefused = "step_refused",
         /// The warm reset that completes a mode change was blocked (its reason in the detail).
@@ -143,12 +151,69 @@ pub struct HostAfter {
     pub message: Option<String>,
 }
 
+/// What did not change an apply's course but a person should know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ApplyWarning {
+    /// A device the layout lists is not on this host (as mig-parted, a spec for GPU 7 on a host
+    /// of two names nothing).
+    Absent(Absent),
+    /// The layout names no GPU of this host: nothing to do.
+    NothingNamed,
+    /// A declared GPU is not an NVIDIA GPU bound to `nvidia` on this host now: the restore
+    /// left it alone.
+    DeclaredAbsent {
+        /// The GPU.
+        device: Bdf,
+    },
+    /// Another board of the same model is in a declared slot: restored all the same.
+    OtherBoard {
+        /// The slot.
+        device: Bdf,
+        /// How it differs.
+        change: host_sync::BoardChange,
+    },
+    /// The `apply-exit` hook did not exit 0 (the apply had ended).
+    ExitHookFailed(HookRun),
+}
+
+impl std::fmt::Display for ApplyWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Absent(absent) => write!(f, "{absent}"),
+            Self::NothingNamed => {
+                f.write_str("the layout names no GPU of this host; nothing to do")
+            }
+            Self::DeclaredAbsent { device } => write!(
+                f,
+                "{device} is declared but is not an NVIDIA GPU bound to nvidia on this host now; \
+                 left alone"
+            ),
+            Self::OtherBoard { device, change } => {
+                write!(
+                    f,
+                    "{device}: {change}; its declared layout is restored on it"
+                )
+            }
+            Self::ExitHookFailed(run) => write!(f, "{run}"),
+        }
+    }
+}
+
+impl Serialize for ApplyWarning {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
 /// How an apply ended and what it did.
 ///
 /// It serializes to the document of `mxctl --json partition apply`: `label`, `outcome`,
 /// `reason` (`""` when done or a dry run), `detail`, `gpus` (each with `device`, `index`,
 /// `line`, `plan`, `steps` and `differences`), `resets` (each reset's own document), `host`
-/// (the status after, `null` when none was written), `warnings`, `elapsed_ms`.
+/// (the status after, `null` when none was written), `hooks` (each hook command as it ran:
+/// `point`, `command`, `ok`, `ended`, `stdout`, `stderr`, `elapsed_ms`), `warnings` (their
+/// messages), `elapsed_ms`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ApplyReport {
@@ -165,13 +230,30 @@ pub struct ApplyReport {
     pub resets: Vec<ResetReport>,
     /// The host's status after, when the apply wrote one.
     pub host: Option<HostAfter>,
+    /// Each hook command as it ran, in order.
+    pub hooks: Vec<HookRun>,
     /// What did not change the course but a person should know.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<ApplyWarning>,
     /// How long it took.
     pub elapsed: Duration,
 }
 
 impl ApplyReport {
+    /// An apply of `label` that has done nothing yet (done, so far).
+    pub(crate) fn new(label: &str) -> Self {
+        Self {
+            label: label.to_owned(),
+            outcome: ApplyOutcome::Done,
+            detail: String::new(),
+            gpus: Vec::new(),
+            resets: Vec::new(),
+            host: None,
+            hooks: Vec::new(),
+            warnings: Vec::new(),
+            elapsed: Duration::ZERO,
+        }
+    }
+
     /// How many writes the helper made, over every GPU.
     pub fn writes(&self) -> usize {
         self.gpus.iter().map(GpuReport::writes).sum()
@@ -180,7 +262,7 @@ impl ApplyReport {
 
 impl Serialize for ApplyReport {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut report = serializer.serialize_struct("ApplyReport", 10)?;
+        let mut report = serializer.serialize_struct("ApplyReport", 11)?;
         report.serialize_field("label", &self.label)?;
         report.serialize_field("outcome", self.outcome.as_str())?;
         report.serialize_field("reason", self.outcome.reason_str())?;
@@ -188,6 +270,7 @@ impl Serialize for ApplyReport {
         report.serialize_field("gpus", &self.gpus)?;
         report.serialize_field("resets", &self.resets)?;
         report.serialize_field("host", &self.host)?;
+        report.serialize_field("hooks", &self.hooks)?;
         report.serialize_field("warnings", &self.warnings)?;
         report.serialize_field(
             "elapsed_ms",

@@ -85,6 +85,26 @@ pub struct Wanted {
     pub line: usize,
 }
 
+/// A device a layout lists that the host does not have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Absent {
+    /// The line of the spec that lists it.
+    pub line: usize,
+    /// The device as the spec names it.
+    pub device: DeviceRef,
+}
+
+impl fmt::Display for Absent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "line {}: {} is not an NVIDIA GPU bound to nvidia on this host",
+            self.line, self.device
+        )
+    }
+}
+
 /// The GPUs a layout names, and what did not match.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -93,7 +113,7 @@ pub struct Selection {
     pub wanted: Vec<Wanted>,
     /// Devices the layout lists that the host does not have (as mig-parted, a spec for GPU 7
     /// on a host of two GPUs names nothing), for people.
-    pub absent: Vec<String>,
+    pub absent: Vec<Absent>,
 }
 
 /// Why a layout does not select.
@@ -170,10 +190,10 @@ pub fn select(specs: &[Spec], gpus: &[HostGpu]) -> Result<Selection, SelectError
                     DeviceRef::Address(bdf) => *bdf == gpu.bdf,
                 });
                 if !present {
-                    selection.absent.push(format!(
-                        "line {}: {device} is not an NVIDIA GPU bound to nvidia on this host",
-                        spec.line
-                    ));
+                    selection.absent.push(Absent {
+                        line: spec.line,
+                        device: *device,
+                    });
                 }
             }
         }

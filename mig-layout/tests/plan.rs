@@ -355,8 +355,9 @@ fn an_index_the_host_does_not_have_names_nothing_and_is_said() {
     assert_eq!(selection.wanted.len(), 2);
     assert!(selection.wanted.iter().all(|w| !w.want.enabled));
     assert_eq!(selection.absent.len(), 6, "{:?}", selection.absent);
+    assert_eq!(selection.absent[0].device, mig_layout::DeviceRef::Index(2));
     assert!(
-        selection.absent[0].contains("GPU 2"),
+        selection.absent[0].to_string().contains("GPU 2"),
         "{:?}",
         selection.absent
     );

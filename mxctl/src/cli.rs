@@ -336,6 +336,9 @@ pub enum PartitionCommand {
     Export(PartitionExport),
     /// Leave partitioning: every GPU's instances destroyed, MIG off, reset where pending.
     Leave(Box<PartitionLeave>),
+    /// Bring the cards back to what the host is declared to be (the last apply or leave), by
+    /// diff: zero steps when they hold it.
+    Restore(Box<PartitionRestore>),
 }
 
 /// The layout file and the label in it.
@@ -393,6 +396,17 @@ pub struct PartitionLeave {
     pub write: WriteArgs,
 }
 
+/// `mxctl partition restore [--device BDF]… [--dry-run] [--at-boot]`
+#[derive(Debug, Args)]
+pub struct PartitionRestore {
+    #[command(flatten)]
+    pub write: WriteArgs,
+    /// As the boot unit runs it: nothing when the config says `restore-at-boot = disabled`, and
+    /// a host with nothing declared is not a failure.
+    #[arg(long)]
+    pub at_boot: bool,
+}
+
 /// `mxctl partition assert --config FILE --select LABEL`
 #[derive(Debug, Args)]
 #[command(override_usage = "mxctl partition assert [OPTIONS] --config <FILE> --select <LABEL>")]
@@ -406,12 +420,16 @@ pub struct PartitionAssert {
     pub helper: HelperArgs,
 }
 
-/// `mxctl partition export [--label NAME]`
+/// `mxctl partition export [--label NAME] [--declared]`
 #[derive(Debug, Args)]
 pub struct PartitionExport {
-    /// The label of the exported layout.
-    #[arg(long, value_name = "NAME", default_value = "current")]
-    pub label: String,
+    /// The label of the exported layout [default: current].
+    #[arg(long, value_name = "NAME", conflicts_with = "declared")]
+    pub label: Option<String>,
+    /// Print what the host is declared to be (each GPU by PCI address, under the declared
+    /// label), read from the state, instead of what the cards hold.
+    #[arg(long)]
+    pub declared: bool,
     #[command(flatten)]
     pub helper: HelperArgs,
 }

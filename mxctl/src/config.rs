@@ -2,6 +2,7 @@
 
 use crate::failure::Failure;
 use gpu_host_probe::helper::HelperConfig;
+use mig_layout::{Hook, HookPoint, Hooks};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use warm_reset::LinkCommands;
@@ -29,10 +30,16 @@ pub struct Config {
     pub kmsg: PathBuf,
     /// `disconnect-links-command` and `connect-links-command` (`None`: a manual step).
     pub links: LinkCommands,
+    /// `restore-at-boot`: whether `partition restore --at-boot` (the boot unit) restores the
+    /// declared layout.
+    pub restore_at_boot: bool,
+    /// `hook-apply-start`, `hook-pre-apply-mode`, `hook-pre-apply-config`, `hook-apply-exit`
+    /// (each line one more command, in order) and `hook-deadline`.
+    pub hooks: Hooks,
 }
 
 /// Every key, with the one-line description logged at start and written in the sample file.
-pub const KEYS: [(&str, &str); 9] = [
+pub const KEYS: [(&str, &str); 15] = [
     (
         "gpu-partition-helper",
         "Reads the partitions of the host's GPUs",
@@ -57,6 +64,27 @@ pub const KEYS: [(&str, &str); 9] = [
         "connect-links-command",
         "Multi-host reset: connects the cross-host links again",
     ),
+    (
+        "restore-at-boot",
+        "The boot unit restores the declared MIG layout: enabled or disabled",
+    ),
+    (
+        "hook-apply-start",
+        "A command run when a layout apply, leave or restore starts (one per line)",
+    ),
+    (
+        "hook-pre-apply-mode",
+        "A command run before a MIG mode change and its reset (one per line)",
+    ),
+    (
+        "hook-pre-apply-config",
+        "A command run before GPU instances are destroyed or created (one per line)",
+    ),
+    (
+        "hook-apply-exit",
+        "A command run when a layout apply, leave or restore ends (one per line)",
+    ),
+    ("hook-deadline", "Seconds one hook command may run"),
 ];
 
 impl Default for Config {
@@ -69,6 +97,8 @@ impl Default for Config {
             reset_window: warm_reset::DEFAULT_WINDOW,
             kmsg: PathBuf::from(warm_reset::DEFAULT_KMSG),
             links: LinkCommands::default(),
+            restore_at_boot: true,
+            hooks: Hooks::default(),
         }
     }
 }
@@ -138,6 +168,29 @@ impl Config {
                 "kmsg" => config.kmsg = PathBuf::from(value),
                 "disconnect-links-command" => config.links.disconnect = value.to_owned(),
                 "connect-links-command" => config.links.connect = Some(value.to_owned()),
+                "restore-at-boot" => {
+                    config.restore_at_boot = match value {
+                        "enabled" => true,
+                        "disabled" => false,
+                        _ => {
+                            return Err(bad(format!(
+                                "`{key}` must be enabled or disabled, not {value:?}"
+                            )));
+                        }
+                    }
+                }
+                "hook-deadline" => config.hooks.deadline = seconds(key, value).map_err(bad)?,
+                hook if hook.starts_with("hook-") => {
+                    let point: HookPoint = hook["hook-".len()..].parse().map_err(|_| {
+                        bad(format!(
+                            "unknown hook `{hook}`: the hooks are hook-apply-start, \
+                             hook-pre-apply-mode, hook-pre-apply-config and hook-apply-exit"
+                        ))
+                    })?;
+                    let command =
+                        Hook::parse(value).ok_or_else(|| bad(format!("`{key}` has no command")))?;
+                    config.hooks = std::mem::take(&mut config.hooks).with(point, command);
+                }
                 _ => tracing::warn!("{}:{line_no}: unknown key `{key}` ignored", path.display()),
             }
         }
@@ -145,7 +198,19 @@ impl Config {
     }
 
     /// Each setting's value as written in the file, in the order of [`KEYS`].
-    pub fn values(&self) -> [String; 9] {
+    pub fn values(&self) -> [String; 15] {
+        let hooks = |point: HookPoint| {
+            let commands = self.hooks.at(point);
+            if commands.is_empty() {
+                "(none)".to_owned()
+            } else {
+                commands
+                    .iter()
+                    .map(Hook::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" ; ")
+            }
+        };
         [
             self.helper.path.display().to_string(),
             format_seconds(self.helper.deadline),
@@ -170,6 +235,17 @@ impl Config {
                 .connect
                 .clone()
                 .unwrap_or_else(|| "(none: a manual step)".to_owned()),
+            if self.restore_at_boot {
+                "enabled"
+            } else {
+                "disabled"
+            }
+            .to_owned(),
+            hooks(HookPoint::ApplyStart),
+            hooks(HookPoint::PreApplyMode),
+            hooks(HookPoint::PreApplyConfig),
+            hooks(HookPoint::ApplyExit),
+            format_seconds(self.hooks.deadline),
         ]
     }
 

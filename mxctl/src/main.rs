@@ -103,6 +103,9 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
             PartitionCommand::Export(args) => {
                 commands::partition::export::run(args, &config, &host, output)
             }
+            PartitionCommand::Restore(args) => {
+                commands::partition::apply::restore(args, &config, &host, output)
+            }
         },
         Command::Reset(args) => match &args.command {
             Some(ResetCommand::Plan(plan)) => commands::reset_plan::plan(plan, &config),

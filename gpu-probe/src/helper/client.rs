@@ -43,6 +43,23 @@ pub struct CardRead {
 }
 
 impl CardRead {
+    /// The whole reply, or why there is none: a run that gave no reply, or a reply whose case
+    /// is `unreadable`, is the failure with its reason and message (as [`Helper::read_reply`]).
+    pub fn into_reply(self) -> Result<Reply, ReadFailure> {
+        match (self.outcome, self.reply) {
+            (Outcome::Unreadable(reason), _) => Err(ReadFailure::new(
+                reason,
+                self.message
+                    .unwrap_or_else(|| format!("{} is unreadable", self.device)),
+            )),
+            (_, Some(reply)) => Ok(*reply),
+            (_, None) => Err(ReadFailure::new(
+                UnreadableReason::Undecodable,
+                format!("{}: the read gave no reply", self.device),
+            )),
+        }
+    }
+
     fn failed(device: Bdf, failure: ReadFailure, elapsed: Duration) -> Self {
         Self {
             device,

@@ -41,6 +41,9 @@ pub struct RunSpec {
     pub program: PathBuf,
     /// Its arguments.
     pub args: Vec<OsString>,
+    /// Variables the child gets besides `PATH` and `LANG` (which it always gets, and which these
+    /// cannot replace); empty by default.
+    pub env: Vec<(OsString, OsString)>,
     /// How long it may run before its process group gets SIGTERM.
     pub deadline: Duration,
     /// How long after SIGTERM before SIGKILL (default 500 ms).
@@ -66,6 +69,7 @@ impl RunSpec {
         Self {
             program: program.into(),
             args: Vec::new(),
+            env: Vec::new(),
             deadline,
             grace: Duration::from_millis(500),
             eof_grace: Duration::from_millis(200),
@@ -94,6 +98,13 @@ impl RunSpec {
         S: Into<OsString>,
     {
         self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Gives the child the variable `name` = `value` (a `PATH` or `LANG` here is ignored: the
+    /// child always gets the runner's).
+    pub fn env(mut self, name: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((name.into(), value.into()));
         self
     }
 

@@ -60,6 +60,12 @@ pub fn run(spec: &RunSpec) -> Run {
     command
         .args(&spec.args)
         .env_clear()
+        .envs(
+            spec.env
+                .iter()
+                .filter(|(name, _)| name != "PATH" && name != "LANG")
+                .map(|(name, value)| (name, value)),
+        )
         .env("PATH", CHILD_PATH)
         .env("LANG", "C")
         .stdin(if spec.stdin.is_some() {

@@ -1,46 +1,60 @@
-//! The executor: a layout applied under the host lock, GPU by GPU, by diff.
+//! The executor: a layout applied under the host lock, GPU by GPU, by diff — and what the host
+//! is declared to be, kept and restored.
 //!
 //! 1. Under the host lock (not waited for by default: held by another GPU operation, the apply
-//!    is blocked `lock_busy`), the layout is resolved against the host's GPUs and every GPU it
-//!    names is read and planned. Before anything is written, a plan is refused — for the whole
-//!    apply — when it cannot be made (`layout_impossible`, naming the GPU and profile), when
-//!    the card has processes or a vGPU sits on an instance to destroy (`gpu_busy`, naming
-//!    them), or when a card does not read (`gpu_unreadable`).
-//! 2. The host is written `entering` (or `leaving`) with `layout_applying`, and the apply is
+//!    is blocked `lock_busy`), the `apply-start` hooks run, the layout is resolved against the
+//!    host's GPUs and every GPU it names is read and planned. Before anything is written, a
+//!    plan is refused — for the whole apply — when it cannot be made (`layout_impossible`,
+//!    naming the GPU and profile), when the card has processes or a vGPU sits on an instance
+//!    to destroy (`gpu_busy`, naming them), when a card does not read (`gpu_unreadable`), or
+//!    (a restore) when a declared slot holds a card of another model (`card_changed`).
+//! 2. The `pre-apply-mode` hooks run when a mode changes, the `pre-apply-config` hooks when
+//!    instances are destroyed or created; one that fails blocks the apply (`hook_failed`).
+//! 3. The host is written `entering` (or `leaving`) with `layout_applying`, and the apply is
 //!    recorded as running.
-//! 3. Each GPU's destroys and mode change run as one batch of the helper's `apply`.
-//! 4. A mode change the card holds pending is completed by a warm reset of that GPU (and its
+//! 4. Each GPU's destroys and mode change run as one batch of the helper's `apply`.
+//! 5. A mode change the card holds pending is completed by a warm reset of that GPU (and its
 //!    NVLink peers) through `warm-reset`.
-//! 5. Each GPU is planned again from what it now says (only creates may remain); its GPU
+//! 6. Each GPU is planned again from what it now says (only creates may remain); its GPU
 //!    instances are created at the plan's placements, then their compute instances.
-//! 6. The read-back must equal the layout (GPU instances, compute instances, placements);
+//! 7. The read-back must equal the layout (GPU instances, compute instances, placements);
 //!    anything else is `failed` with the difference.
-//! 7. The apply is recorded as it ended and a sync classifies the host under the same lock:
-//!    `active (ready)` when the layout holds with the pool on; `entering (layout_failed)` with
-//!    the message while a failure is unhealed.
+//! 8. The apply is recorded as it ended, with what the host is now declared to be (each GPU
+//!    it named, its mode and its instances where the plan placed them, the board), and a sync
+//!    classifies the host under the same lock: `active (ready)` when the layout holds with the
+//!    pool on; `entering (layout_failed)` with the message while a failure is unhealed.
+//! 9. The `apply-exit` hooks run, with the outcome.
+//!
+//! [`restore()`] runs the same executor on the declaration: zero steps when the cards hold it.
 //!
 //! Every helper run has a deadline (the helper's, and for a batch one more per step). Since
 //! every plan is a diff of what the card says now, a crash at any point leaves a host a second
 //! run brings to the layout.
 
 mod busy;
+mod hooks;
 mod phases;
 mod preflight;
-mod record;
 mod reset;
 
+pub use hooks::{HOOK_DEADLINE, Hook, HookPoint, HookRun, Hooks};
 pub use phases::STEP_DEADLINE;
 pub use reset::ResetWith;
 
 use crate::document::{Devices, Spec};
-use crate::report::{ApplyOutcome, ApplyReason, ApplyReport, HostAfter};
-use crate::select::{Wanted, host_gpus, select};
+use crate::report::{ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, HostAfter};
+use crate::select::{HostGpu, Wanted, host_gpus, select};
 use gpu_host_probe::helper::Helper;
 use gpu_host_probe::{Host, HostLock, LockError};
-use gpu_partition_types::Bdf;
-use host_sync::{AfterBoot, Direction, StateStore, SyncOptions, sync_under};
+use gpu_partition_types::{Bdf, Token};
+use hooks::HookEnv;
+use host_sync::{
+    AfterBoot, ApplyEnd, Board, Declaration, Direction, LayoutOutcome, StateStore, StoredReason,
+    SyncOptions, sync_under,
+};
 use phases::Ctx;
 use preflight::Preflight;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// What the caller decides for one apply.
@@ -51,13 +65,15 @@ pub struct ApplyOptions {
     pub label: String,
     /// Only these GPUs of the layout (none: every GPU it names).
     pub devices: Vec<Bdf>,
-    /// Plan and show; write nothing.
+    /// Plan and show; write nothing (and run no hook).
     pub dry_run: bool,
     /// The pool switch: the sync that ends the apply classifies with it, and a layout that
     /// turns MIG on is refused with it off.
     pub pool_enabled: bool,
     /// How long to wait for the host lock (default zero: held, the apply is blocked).
     pub lock_wait: Duration,
+    /// The commands run around the writes.
+    pub hooks: Hooks,
 }
 
 impl ApplyOptions {
@@ -69,6 +85,7 @@ impl ApplyOptions {
             dry_run: false,
             pool_enabled,
             lock_wait: Duration::ZERO,
+            hooks: Hooks::none(),
         }
     }
 
@@ -81,6 +98,18 @@ impl ApplyOptions {
     /// Plan and show only.
     pub fn dry_run(mut self, dry_run: bool) -> Self {
         self.dry_run = dry_run;
+        self
+    }
+
+    /// Waits up to `wait` for the host lock.
+    pub fn lock_wait(mut self, wait: Duration) -> Self {
+        self.lock_wait = wait;
+        self
+    }
+
+    /// Runs `hooks` around the writes.
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
         self
     }
 }
@@ -180,88 +209,150 @@ pub fn apply(
     options: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
     let started = Instant::now();
-    let mut report = ApplyReport {
-        label: options.label.clone(),
-        outcome: ApplyOutcome::Done,
-        detail: String::new(),
-        gpus: Vec::new(),
-        resets: Vec::new(),
-        host: None,
-        warnings: Vec::new(),
-        elapsed: Duration::ZERO,
+    let mut report = ApplyReport::new(&options.label);
+    let Some(lock) = take_lock(run.host, options.lock_wait, &mut report)? else {
+        report.elapsed = started.elapsed();
+        return Ok(report);
     };
-    let ApplyRun {
-        host,
-        helper,
-        store,
-        mut reset,
-        mut observe,
-    } = run;
-    let lock = match host.lock(options.lock_wait) {
-        Ok(lock) => lock,
-        Err(busy @ LockError::Busy { .. }) => {
-            report.outcome = ApplyOutcome::Blocked(ApplyReason::LockBusy);
-            report.detail = busy.to_string();
-            report.elapsed = started.elapsed();
-            return Ok(report);
-        }
-        Err(error) => return Err(ApplyError::Lock(error)),
-    };
-    let wanted = resolve(host, specs, options, &mut report)?;
-    let direction = if wanted.iter().any(|w| w.want.enabled) {
-        Direction::Entering
-    } else {
-        Direction::Leaving
-    };
-    let mut progress = |device: Bdf, what: String| {
-        tracing::debug!("{device}: {what}");
-        if let Some(observe) = observe.as_mut() {
-            observe(&Progress { device, what });
-        }
-    };
-    if direction == Direction::Entering && !options.pool_enabled {
-        report.outcome = ApplyOutcome::Blocked(ApplyReason::PoolDisabled);
-        report.detail =
-            "the pool switch is off, and the layout turns MIG on: switch the pool on first"
-                .to_owned();
-    } else if wanted.is_empty() {
-        report
-            .warnings
-            .push("the layout names no GPU of this host; nothing to do".to_owned());
-    } else {
-        match helper.negotiate_apply() {
-            Err(failure) => {
-                report.outcome = ApplyOutcome::Blocked(ApplyReason::HelperUnavailable);
-                report.detail = failure.to_string();
-            }
-            Ok(format) => {
-                let mut ctx = Ctx {
-                    lock: &lock,
-                    helper,
-                    format,
-                    progress: &mut progress,
-                };
-                go(
-                    &mut ctx,
-                    store,
-                    &mut reset,
-                    wanted,
-                    direction,
-                    options,
-                    &mut report,
-                )?;
-            }
-        }
-    }
-    if matches!(report.outcome, ApplyOutcome::Blocked(_)) && report.host.is_none() {
-        // A blocked apply is recorded too (for monitoring), and the host classified.
-        let record = record::started(store, &options.label, direction)?;
-        record::end(store, record, report.outcome, &report.detail, &[])?;
-        report.host = Some(classify(&lock, helper, store, options)?);
-    }
+    let wanted = resolve(run.host, specs, options, &mut report)?;
+    run_locked(run, &lock, Job::new(wanted, None), options, &mut report)?;
     drop(lock);
     report.elapsed = started.elapsed();
     Ok(report)
+}
+
+/// What the caller decides for one restore: [`ApplyOptions`] without a label (the label is
+/// the declaration's).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RestoreOptions {
+    /// Only these declared GPUs (none: every one).
+    pub devices: Vec<Bdf>,
+    /// Plan and show; write nothing (and run no hook).
+    pub dry_run: bool,
+    /// The pool switch.
+    pub pool_enabled: bool,
+    /// How long to wait for the host lock.
+    pub lock_wait: Duration,
+    /// The commands run around the writes.
+    pub hooks: Hooks,
+}
+
+impl RestoreOptions {
+    /// A restore with this pool switch, of every declared GPU, not waiting for the lock.
+    pub fn new(pool_enabled: bool) -> Self {
+        Self {
+            devices: Vec::new(),
+            dry_run: false,
+            pool_enabled,
+            lock_wait: Duration::ZERO,
+            hooks: Hooks::none(),
+        }
+    }
+
+    /// Only these declared GPUs.
+    pub fn devices(mut self, devices: Vec<Bdf>) -> Self {
+        self.devices = devices;
+        self
+    }
+
+    /// Plan and show only.
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
+
+    /// Waits up to `wait` for the host lock.
+    pub fn lock_wait(mut self, wait: Duration) -> Self {
+        self.lock_wait = wait;
+        self
+    }
+
+    /// Runs `hooks` around the writes.
+    pub fn hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+}
+
+/// How a restore went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Restore {
+    /// Nothing is declared on this host (no apply or leave has written): nothing was done.
+    NothingDeclared,
+    /// The declaration was applied by diff (zero steps when the cards hold it), recorded as an
+    /// apply of its label.
+    Ran(Box<ApplyReport>),
+}
+
+/// Brings the host back to what it is declared to be ([`host_sync::Declaration`]): the same
+/// executor as [`apply()`], over each declared GPU at its declared placements; a card of
+/// another model in a declared slot blocks before any write (`card_changed`), another board of
+/// the same model is restored with a warning, and a declared GPU not on the host (or not bound
+/// to `nvidia`) is left alone with a warning. What a toolstack runs at start, after its
+/// database sync, on its own thread (the package's boot unit runs `mxctl partition restore`).
+pub fn restore(run: ApplyRun<'_>, options: &RestoreOptions) -> Result<Restore, ApplyError> {
+    let started = Instant::now();
+    // The label, for a report of a lock held by another operation; read again under the lock.
+    let Some(first) = run.store.load()?.and_then(|state| state.declared) else {
+        return Ok(Restore::NothingDeclared);
+    };
+    let mut report = ApplyReport::new(&first.label);
+    let Some(lock) = take_lock(run.host, options.lock_wait, &mut report)? else {
+        report.elapsed = started.elapsed();
+        return Ok(Restore::Ran(Box::new(report)));
+    };
+    let Some(declared) = run.store.load()?.and_then(|state| state.declared) else {
+        return Ok(Restore::NothingDeclared);
+    };
+    report.label.clone_from(&declared.label);
+    let job = declared_job(run.host, &declared, &options.devices, &mut report)?;
+    let settings = ApplyOptions {
+        label: declared.label.clone(),
+        devices: options.devices.clone(),
+        dry_run: options.dry_run,
+        pool_enabled: options.pool_enabled,
+        lock_wait: options.lock_wait,
+        hooks: options.hooks.clone(),
+    };
+    run_locked(run, &lock, job, &settings, &mut report)?;
+    drop(lock);
+    report.elapsed = started.elapsed();
+    Ok(Restore::Ran(Box::new(report)))
+}
+
+/// The layout that leaves partitioning: MIG off on every NVIDIA GPU bound to `nvidia`.
+pub fn leave() -> Vec<Spec> {
+    vec![Spec::new(Devices::All, false, Vec::new())]
+}
+
+/// The GPUs an apply writes, and (a restore) the boards declared in their slots.
+struct Job {
+    wanted: Vec<Wanted>,
+    boards: Option<BTreeMap<Bdf, Board>>,
+}
+
+impl Job {
+    fn new(wanted: Vec<Wanted>, boards: Option<BTreeMap<Bdf, Board>>) -> Self {
+        Self { wanted, boards }
+    }
+}
+
+/// The host lock, or `None` with the report blocked `lock_busy` (nothing else is done then).
+fn take_lock(
+    host: &Host,
+    wait: Duration,
+    report: &mut ApplyReport,
+) -> Result<Option<HostLock>, ApplyError> {
+    match host.lock(wait) {
+        Ok(lock) => Ok(Some(lock)),
+        Err(busy @ LockError::Busy { .. }) => {
+            report.outcome = ApplyOutcome::Blocked(ApplyReason::LockBusy);
+            report.detail = busy.to_string();
+            Ok(None)
+        }
+        Err(error) => Err(ApplyError::Lock(error)),
+    }
 }
 
 /// The GPUs the layout names on this host (only those of `options.devices` when given).
@@ -273,7 +364,9 @@ fn resolve(
 ) -> Result<Vec<Wanted>, ApplyError> {
     let gpus = host_gpus(host.sysfs_root())?;
     let selection = select(specs, &gpus)?;
-    report.warnings.extend(selection.absent.iter().cloned());
+    report
+        .warnings
+        .extend(selection.absent.into_iter().map(ApplyWarning::Absent));
     let mut wanted = selection.wanted;
     if !options.devices.is_empty() {
         for device in &options.devices {
@@ -287,6 +380,173 @@ fn resolve(
         wanted.retain(|w| options.devices.contains(&w.gpu.bdf));
     }
     Ok(wanted)
+}
+
+/// Each declared GPU (of `devices`, when given) that is an NVIDIA GPU bound to `nvidia` on the
+/// host now, wanting what it is declared to be; the others are warned about and left alone.
+fn declared_job(
+    host: &Host,
+    declared: &Declaration,
+    devices: &[Bdf],
+    report: &mut ApplyReport,
+) -> Result<Job, ApplyError> {
+    let gpus: Vec<HostGpu> = host_gpus(host.sysfs_root())?;
+    for device in devices {
+        if !declared.gpus.contains_key(device) {
+            return Err(ApplyError::NotNamed {
+                device: *device,
+                label: declared.label.clone(),
+            });
+        }
+    }
+    let mut wanted = Vec::new();
+    let mut boards = BTreeMap::new();
+    for (bdf, gpu) in &declared.gpus {
+        if !devices.is_empty() && !devices.contains(bdf) {
+            continue;
+        }
+        match gpus.iter().find(|found| found.bdf == *bdf) {
+            Some(found) => {
+                wanted.push(Wanted {
+                    gpu: found.clone(),
+                    want: gpu.want(),
+                    line: 0,
+                });
+                boards.insert(*bdf, gpu.board.clone());
+            }
+            None => report
+                .warnings
+                .push(ApplyWarning::DeclaredAbsent { device: *bdf }),
+        }
+    }
+    wanted.sort_by_key(|w| w.gpu.index);
+    Ok(Job::new(wanted, Some(boards)))
+}
+
+/// An apply under the lock: the hooks around it, the preflight, the writes, the record.
+fn run_locked(
+    run: ApplyRun<'_>,
+    lock: &HostLock,
+    job: Job,
+    options: &ApplyOptions,
+    report: &mut ApplyReport,
+) -> Result<(), ApplyError> {
+    let ApplyRun {
+        host: _,
+        helper,
+        store,
+        mut reset,
+        mut observe,
+    } = run;
+    let direction = if job.wanted.iter().any(|w| w.want.enabled) {
+        Direction::Entering
+    } else {
+        Direction::Leaving
+    };
+    let mut progress = |device: Bdf, what: String| {
+        tracing::debug!("{device}: {what}");
+        if let Some(observe) = observe.as_mut() {
+            observe(&Progress { device, what });
+        }
+    };
+    let hooked = !options.dry_run;
+    let mut env = HookEnv {
+        label: options.label.clone(),
+        devices: job
+            .wanted
+            .iter()
+            .map(|w| w.gpu.bdf.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+        outcome: None,
+    };
+    let started_hook = if hooked {
+        hooks::run_point(
+            &options.hooks,
+            HookPoint::ApplyStart,
+            &env,
+            &mut report.hooks,
+        )
+    } else {
+        None
+    };
+    if let Some(failed) = started_hook {
+        block_on_hook(report, &failed);
+    } else if direction == Direction::Entering && !options.pool_enabled {
+        report.outcome = ApplyOutcome::Blocked(ApplyReason::PoolDisabled);
+        report.detail =
+            "the pool switch is off, and the layout turns MIG on: switch the pool on first"
+                .to_owned();
+    } else if job.wanted.is_empty() {
+        report.warnings.push(ApplyWarning::NothingNamed);
+    } else {
+        match helper.negotiate_apply() {
+            Err(failure) => {
+                report.outcome = ApplyOutcome::Blocked(ApplyReason::HelperUnavailable);
+                report.detail = failure.to_string();
+            }
+            Ok(format) => {
+                let mut ctx = Ctx {
+                    lock,
+                    helper,
+                    format,
+                    progress: &mut progress,
+                };
+                go(
+                    &mut ctx, store, &mut reset, job, direction, options, &env, report,
+                )?;
+            }
+        }
+    }
+    if matches!(report.outcome, ApplyOutcome::Blocked(_)) && report.host.is_none() {
+        // A blocked apply is recorded too (for monitoring), and the host classified.
+        let record = host_sync::start_apply(lock, store, &options.label, direction)?;
+        let (outcome, reason) = ended(report.outcome);
+        let end = ApplyEnd::new(outcome, reason, message(&report.detail), false);
+        host_sync::end_apply(lock, store, record, end)?;
+        report.host = Some(classify(lock, helper, store, options)?);
+    }
+    if hooked {
+        env.outcome = Some((
+            report.outcome.as_str().to_owned(),
+            report.outcome.reason_str().to_owned(),
+        ));
+        let mut runs = Vec::new();
+        if let Some(failed) =
+            hooks::run_point(&options.hooks, HookPoint::ApplyExit, &env, &mut runs)
+        {
+            report.warnings.push(ApplyWarning::ExitHookFailed(failed));
+        }
+        report.hooks.extend(runs);
+    }
+    Ok(())
+}
+
+fn block_on_hook(report: &mut ApplyReport, failed: &HookRun) {
+    report.outcome = ApplyOutcome::Blocked(ApplyReason::HookFailed);
+    let said = failed.stderr.trim();
+    report.detail = if said.is_empty() {
+        format!("{failed}; nothing was changed")
+    } else {
+        format!("{failed} ({said}); nothing was changed")
+    };
+}
+
+fn message(detail: &str) -> Option<String> {
+    (!detail.is_empty()).then(|| detail.to_owned())
+}
+
+/// The record's outcome and reason of an apply's.
+fn ended(outcome: ApplyOutcome) -> (LayoutOutcome, StoredReason) {
+    let token = |text: &str| StoredReason::new(text).unwrap_or_default();
+    match outcome {
+        ApplyOutcome::Done | ApplyOutcome::DryRun => (LayoutOutcome::Done, StoredReason::none()),
+        ApplyOutcome::Blocked(why) => (LayoutOutcome::Blocked, token(why.as_str())),
+        ApplyOutcome::Failed(why) => (LayoutOutcome::Failed, token(why.as_str())),
+        ApplyOutcome::ColdRebootRequired(why) => {
+            (LayoutOutcome::ColdRebootRequired, token(why.as_str()))
+        }
+    }
 }
 
 /// The sync that ends an apply, under its lock.
@@ -309,17 +569,26 @@ fn classify(
     })
 }
 
-/// The preflight, then (unless it refused, or this is a dry run) the writes, recorded.
+/// The preflight, then (unless it refused, or this is a dry run) the pre-hooks and the writes,
+/// recorded with what the host is now declared to be.
+#[allow(clippy::too_many_arguments)]
 fn go(
     ctx: &mut Ctx<'_, '_>,
     store: &mut dyn StateStore,
     reset: &mut ResetWith<'_>,
-    wanted: Vec<Wanted>,
+    job: Job,
     direction: Direction,
     options: &ApplyOptions,
+    env: &HookEnv,
     report: &mut ApplyReport,
 ) -> Result<(), ApplyError> {
-    let mut cards = match preflight::preflight(ctx.lock, ctx.helper, ctx.format, wanted) {
+    let (mut cards, warnings) = match preflight::preflight(
+        ctx.lock,
+        ctx.helper,
+        ctx.format,
+        job.wanted,
+        job.boards.as_ref(),
+    ) {
         Preflight::Refused {
             reason,
             detail,
@@ -330,8 +599,9 @@ fn go(
             report.gpus = gpus;
             return Ok(());
         }
-        Preflight::Go(cards) => cards,
+        Preflight::Go(cards, warnings) => (cards, warnings),
     };
+    report.warnings.extend(warnings);
     for gpu in &cards {
         for line in &gpu.report.plan {
             ctx.say(gpu.report.device, format!("plan: {line}"));
@@ -342,24 +612,43 @@ fn go(
         report.gpus = cards.into_iter().map(|gpu| gpu.report).collect();
         return Ok(());
     }
+    // The hooks before the writes: a mode change (and its reset), then the instances.
+    let changes_mode = cards.iter().any(|gpu| gpu.changes_mode());
+    let changes_instances = cards.iter().any(|gpu| gpu.changes_instances());
+    for (point, due) in [
+        (HookPoint::PreApplyMode, changes_mode),
+        (HookPoint::PreApplyConfig, changes_instances),
+    ] {
+        if !due {
+            continue;
+        }
+        if let Some(failed) = hooks::run_point(&options.hooks, point, env, &mut report.hooks) {
+            block_on_hook(report, &failed);
+            report.gpus = cards.into_iter().map(|gpu| gpu.report).collect();
+            return Ok(());
+        }
+    }
     // From here on the host is between layouts until the record says how the apply ended.
-    let record = record::started(store, &options.label, direction)?;
-    record::begin(store, &record)?;
+    let record = host_sync::start_apply(ctx.lock, store, &options.label, direction)?;
+    host_sync::begin_apply(ctx.lock, store, &record)?;
     if let Err(stop) = phases::run(ctx, reset, &mut cards, report) {
         report.outcome = stop.outcome;
         report.detail = stop.detail;
     }
-    let read: Vec<_> = cards
+    let modes = cards
         .iter()
-        .map(|gpu| (gpu.wanted.gpu.clone(), gpu.reply.outcome().partition_mode()))
+        .map(|gpu| (gpu.wanted.gpu.bdf, gpu.reply.outcome().partition_mode()))
+        .collect();
+    let declared = cards
+        .iter()
+        .map(|gpu| (gpu.wanted.gpu.bdf, gpu.declared.clone()))
         .collect();
     report.gpus = cards.into_iter().map(|gpu| gpu.report).collect();
-    record::end(store, record, report.outcome, &report.detail, &read)?;
+    let (outcome, reason) = ended(report.outcome);
+    let mut end = ApplyEnd::new(outcome, reason, message(&report.detail), true);
+    end.modes = modes;
+    end.declared = Some(declared);
+    host_sync::end_apply(ctx.lock, store, record, end)?;
     report.host = Some(classify(ctx.lock, ctx.helper, store, options)?);
     Ok(())
-}
-
-/// The layout that leaves partitioning: MIG off on every NVIDIA GPU bound to `nvidia`.
-pub fn leave() -> Vec<Spec> {
-    vec![Spec::new(Devices::All, false, Vec::new())]
 }

@@ -11,7 +11,7 @@ use gpu_host_probe::helper::Helper;
 use gpu_partition_types::{
     ApplyAnswer, ApplyRequest, Bdf, FormatVersion, Reply, Step, StepOutcome,
 };
-use host_sync::{Card, differences};
+use host_sync::{Board, Card, CardProfile, DeclaredGpu, differences};
 use std::time::Duration;
 
 /// How long one step of a batch may add to the helper's deadline: NVML takes about a second
@@ -52,6 +52,41 @@ pub(super) struct Gpu {
     pub report: GpuReport,
     /// A reset completes its mode change.
     pub needs_reset: bool,
+    /// The plan the preflight made.
+    pub first: Plan,
+    /// The board found in the slot at the preflight.
+    pub board: Board,
+    /// What the GPU is declared to be, as far as the last plan of it decided (the placements
+    /// once a plan chose them).
+    pub declared: DeclaredGpu,
+}
+
+impl Gpu {
+    /// Whether the preflight's plan changes the MIG mode (set, or completed by a reset).
+    pub fn changes_mode(&self) -> bool {
+        self.first.set_mode.is_some() || self.first.reset
+    }
+
+    /// Whether the preflight's plan destroys or creates instances.
+    pub fn changes_instances(&self) -> bool {
+        !self.first.destroy.is_empty()
+            || !self.first.create.is_empty()
+            || !self.first.fill.is_empty()
+            || self.first.deferred
+    }
+
+    /// Keeps what `planned` (made over `card`) decides of the GPU's declaration: its placements,
+    /// each with the compute instance that fills it (a deferred plan decides none).
+    pub fn decided(&mut self, planned: &Plan, card: &Card) {
+        let want = if planned.deferred {
+            self.wanted.want.clone()
+        } else {
+            self.wanted.want.clone().placed(planned.target.clone())
+        };
+        self.declared = DeclaredGpu::new(&want, self.board.clone(), |profile| {
+            card.profile(profile).and_then(CardProfile::filling)
+        });
+    }
 }
 
 /// Why the apply stopped once writes began.
@@ -227,6 +262,9 @@ fn finish(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu) -> Result<(), Stop> {
                 "{device}: after the destroys and the mode change the card still needs: {still}"
             ),
         ));
+    }
+    if let Ok(card) = Card::of(&gpu.reply) {
+        gpu.decided(&planned, &card);
     }
     create(ctx, gpu, &planned)?;
     // The read-back: what the layout wants, at the placements the plan chose.

@@ -1,20 +1,23 @@
 //! The preflight: every GPU the layout names read and planned under the lock before anything
-//! is written; the first refusal (in index order) blocks the whole apply.
+//! is written; the first refusal (in index order) blocks the whole apply. A restore also holds
+//! each card against the board declared in its slot: another model blocks, another board of
+//! the same model is a warning.
 
 use super::busy;
 use super::phases::Gpu;
 use crate::plan::plan;
-use crate::report::{ApplyReason, GpuReport};
+use crate::report::{ApplyReason, ApplyWarning, GpuReport};
 use crate::select::{HostGpu, Wanted};
 use gpu_host_probe::HostLock;
 use gpu_host_probe::helper::{Helper, ReadFailure};
-use gpu_partition_types::{FormatVersion, UnreadableReason};
-use host_sync::Card;
+use gpu_partition_types::{Bdf, FormatVersion, UnreadableReason};
+use host_sync::{Board, BoardChange, Card, DeclaredGpu};
+use std::collections::BTreeMap;
 
 /// Every GPU planned, or why not (with the reports of all, for the blocked report).
 pub(super) enum Preflight {
-    /// Every GPU may go on.
-    Go(Vec<Gpu>),
+    /// Every GPU may go on (and what a person should know).
+    Go(Vec<Gpu>, Vec<ApplyWarning>),
     /// Refused: why, and each GPU's plan as far as it got.
     Refused {
         reason: ApplyReason,
@@ -36,10 +39,12 @@ pub(super) fn preflight(
     helper: &Helper,
     format: FormatVersion,
     wanted: Vec<Wanted>,
+    boards: Option<&BTreeMap<Bdf, Board>>,
 ) -> Preflight {
     let mut cards: Vec<Gpu> = Vec::with_capacity(wanted.len());
     let mut others: Vec<GpuReport> = Vec::new();
     let mut refusal: Option<(ApplyReason, String)> = None;
+    let mut warnings = Vec::new();
     for wanted in wanted {
         let device = wanted.gpu.bdf;
         let mut report = GpuReport {
@@ -58,20 +63,49 @@ pub(super) fn preflight(
                 continue;
             }
         };
+        let board = Board::of(&reply);
+        let declared = boards.and_then(|boards| boards.get(&device));
+        match declared.and_then(|declared| declared.change(&board)) {
+            Some(change @ BoardChange::OtherModel { .. }) => {
+                refusal.get_or_insert((
+                    ApplyReason::CardChanged,
+                    format!(
+                        "{}: {change}; nothing is restored on a card of another model: apply a \
+                         layout for it",
+                        wanted.gpu
+                    ),
+                ));
+                others.push(report);
+                continue;
+            }
+            Some(change @ BoardChange::OtherBoard { .. }) => {
+                warnings.push(ApplyWarning::OtherBoard { device, change });
+            }
+            None => {}
+        }
         match plan(&reply, &wanted.want) {
             Ok(planned) => {
-                if let Ok(card) = Card::of(&reply) {
-                    report.plan = planned.describe(&card);
+                let card = Card::of(&reply).ok();
+                if let Some(card) = &card {
+                    report.plan = planned.describe(card);
                 }
                 if let Some(why) = busy::refusal(&reply, &planned) {
                     refusal.get_or_insert(why);
                 }
-                cards.push(Gpu {
+                let mut gpu = Gpu {
+                    declared: DeclaredGpu::new(&wanted.want, board.clone(), |_| None),
                     wanted,
                     reply,
                     report,
                     needs_reset: planned.reset,
-                });
+                    board,
+                    first: planned,
+                };
+                if let Some(card) = &card {
+                    let planned = gpu.first.clone();
+                    gpu.decided(&planned, card);
+                }
+                cards.push(gpu);
             }
             Err(impossible) => {
                 refusal.get_or_insert((ApplyReason::LayoutImpossible, impossible.message));
@@ -80,7 +114,7 @@ pub(super) fn preflight(
         }
     }
     match refusal {
-        None => Preflight::Go(cards),
+        None => Preflight::Go(cards, warnings),
         Some((reason, detail)) => {
             let mut gpus: Vec<GpuReport> = cards.into_iter().map(|gpu| gpu.report).collect();
             gpus.append(&mut others);

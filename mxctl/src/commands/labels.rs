@@ -60,9 +60,9 @@ pub fn rfc3339(secs: u64) -> String {
     )
 }
 
-/// The feature file of `state`, expiring at `expires` (Unix seconds). A value that is no valid
-/// label value (a layout label with a `+`, say) is left out, with a warning.
-pub fn render(state: &HostState, expires: u64) -> String {
+/// The feature file of `state` in the boot `boot`, expiring at `expires` (Unix seconds). A value
+/// that is no valid label value (a layout label with a `+`, say) is left out, with a warning.
+pub fn render(state: &HostState, expires: u64, boot: &host_sync::Boot) -> String {
     let mut text = String::new();
     let _ = writeln!(text, "# mxctl: this host's GPU partitioning (mxctl labels)");
     let _ = writeln!(text, "# +expiry-time={}", rfc3339(expires));
@@ -85,8 +85,13 @@ pub fn render(state: &HostState, expires: u64) -> String {
         }
     }
     if let Some(layout) = &state.layout {
-        label("layout", &layout.label);
         label("layout-outcome", &layout.outcome.to_string());
+    }
+    // What the host is declared to be, and whether the cards hold it: never `holds` unless a
+    // sync of this boot read every declared card and found it so.
+    if let Some(declared) = &state.declared {
+        label("layout", &declared.label);
+        label("layout-state", declared.holding(boot).token());
     }
     text
 }
@@ -109,7 +114,7 @@ pub fn run(args: &Labels, host: &Host, output: Output) -> Result<u8, Failure> {
         .load()?
         .unwrap_or_default();
     let expires = unix_now().saturating_add(args.expiry.as_secs().max(1));
-    let text = render(&state, expires);
+    let text = render(&state, expires, &host.boot());
     match &args.output {
         None => std::io::stdout()
             .lock()

@@ -7,7 +7,7 @@ use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
 use gpu_partition_types::{PartitionMode, Token};
-use host_sync::{FileStore, HostState, HostStatus, StateStore};
+use host_sync::{Boot, DifferenceKind, FileStore, HostState, HostStatus, StateStore};
 use prometheus::{Encoder, Gauge, GaugeVec, Opts, Registry, TextEncoder};
 use std::io::Write;
 use warm_reset::LastReset;
@@ -37,7 +37,7 @@ pub fn run(args: &Metrics, host: &Host, output: Output) -> Result<u8, Failure> {
             None
         }
     };
-    let text = render(&state, last.as_ref()).map_err(Failure::Metrics)?;
+    let text = render(&state, last.as_ref(), &host.boot()).map_err(Failure::Metrics)?;
     match &args.output {
         None => std::io::stdout()
             .lock()
@@ -64,8 +64,12 @@ fn one_if(is: bool) -> f64 {
     if is { 1.0 } else { 0.0 }
 }
 
-/// The metrics of `state` and `last`, in the text format.
-pub fn render(state: &HostState, last: Option<&LastReset>) -> Result<Vec<u8>, prometheus::Error> {
+/// The metrics of `state` and `last` in the boot `boot`, in the text format.
+pub fn render(
+    state: &HostState,
+    last: Option<&LastReset>,
+    boot: &Boot,
+) -> Result<Vec<u8>, prometheus::Error> {
     let registry = Registry::new();
     let status = family(
         &registry,
@@ -134,6 +138,32 @@ pub fn render(state: &HostState, last: Option<&LastReset>) -> Result<Vec<u8>, pr
             layout.reason.as_str(),
         ])
         .set(seconds(layout.finished_at.unwrap_or(layout.started_at)));
+    }
+    if let Some(declared) = &state.declared {
+        let holding = declared.holding(boot);
+        let held = family(
+            &registry,
+            "mxctl_layout_declared",
+            "Whether the cards hold the declared MIG layout, as the last sync that read them \
+             found in this boot: 1 for the state (holds, drifted, unknown), 0 for the others.",
+            &["label", "state"],
+        )?;
+        for value in ["holds", "drifted", "unknown"] {
+            held.with_label_values(&[declared.label.as_str(), value])
+                .set(one_if(value == holding.token()));
+        }
+        let found = holding.differences();
+        let drift = family(
+            &registry,
+            "mxctl_layout_drift",
+            "How many differences from the declared MIG layout the last sync found, by kind \
+             (0 for every kind when the cards hold it, or when it is not known).",
+            &["kind"],
+        )?;
+        for kind in DifferenceKind::ALL {
+            let count = found.iter().filter(|d| d.kind == *kind).count();
+            drift.with_label_values(&[kind.as_str()]).set(count as f64);
+        }
     }
     let mut text = Vec::new();
     TextEncoder::new().encode(&registry.gather(), &mut text)?;

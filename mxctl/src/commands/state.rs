@@ -6,8 +6,8 @@ use crate::output::Output;
 use gpu_host_probe::Host;
 use gpu_partition_types::Bdf;
 use host_sync::{
-    FileStore, GpuRecord, HostStatus, LayoutOutcome, LayoutRecord, StateStore, StatusReport,
-    StoredReason,
+    Declaration, Difference, FileStore, GpuRecord, Holding, HostStatus, LayoutOutcome,
+    LayoutRecord, StateStore, StatusReport, StoredReason,
 };
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -29,6 +29,10 @@ pub struct StateReport<'a> {
     pub warnings: &'a [String],
     /// `status` only: the last layout apply.
     pub layout: Option<&'a LayoutRecord>,
+    /// `status` only: what the host is declared to be, and whether the cards hold it now.
+    pub declared: Option<(&'a Declaration, Holding<'a>)>,
+    /// `sync` only: how the declared GPUs it read differ.
+    pub drift: &'a [Difference],
 }
 
 impl StateReport<'_> {
@@ -83,6 +87,22 @@ impl StateReport<'_> {
                 );
             }
         }
+        if let Some((declared, holding)) = &self.declared {
+            let _ = writeln!(
+                text,
+                "declared layout: {} ({} GPU(s)): {holding}",
+                declared.label,
+                declared.gpus.len()
+            );
+            if let Holding::Drifted(found) = holding {
+                for difference in *found {
+                    let _ = writeln!(text, "  differs: {difference}");
+                }
+            }
+        }
+        for difference in self.drift {
+            let _ = writeln!(text, "differs from the declared layout: {difference}");
+        }
         for warning in self.warnings {
             let _ = writeln!(text, "warning: {warning}");
         }
@@ -96,6 +116,7 @@ pub fn run(host: &Host, output: Output) -> Result<u8, Failure> {
     let state = FileStore::read_only(host.state_dir())
         .load()?
         .unwrap_or_default();
+    let boot = host.boot();
     let text = StateReport {
         status: state.status,
         reason: &state.reason,
@@ -104,8 +125,13 @@ pub fn run(host: &Host, output: Output) -> Result<u8, Failure> {
         gpus: &state.gpus,
         warnings: &[],
         layout: state.layout.as_ref(),
+        declared: state
+            .declared
+            .as_ref()
+            .map(|declared| (declared, declared.holding(&boot))),
+        drift: &[],
     }
     .text();
-    output.emit(&StatusReport::new(&state, &host.boot()), &text)?;
+    output.emit(&StatusReport::new(&state, &boot), &text)?;
     Ok(0)
 }

@@ -39,6 +39,8 @@ pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<
             .map(ToString::to_string)
             .collect::<Vec<_>>(),
         layout: None,
+        declared: None,
+        drift: &report.drift,
     }
     .text();
     output.emit(&report, &text)?;

@@ -1,8 +1,8 @@
-//! `mxctl partition apply` and `mxctl partition leave`: a layout applied by diff under the
-//! host lock (`mig_layout::apply`), its plan per GPU, then what was done.
+//! `mxctl partition apply`, `leave` and `restore`: a layout applied by diff under the host lock
+//! (`mig_layout::apply`, `mig_layout::restore`), its plan per GPU, then what was done.
 
-use super::{layout, pool, reset_backend};
-use crate::cli::{PartitionApply, PartitionLeave, WriteArgs};
+use super::{layout, layout_failure, pool, reset_backend};
+use crate::cli::{PartitionApply, PartitionLeave, PartitionRestore, WriteArgs};
 use crate::config::Config;
 use crate::failure::Failure;
 use crate::helper::helper;
@@ -10,7 +10,8 @@ use crate::output::Output;
 use gpu_host_probe::Host;
 use host_sync::FileStore;
 use mig_layout::{
-    ApplyError, ApplyOptions, ApplyOutcome, ApplyReport, ApplyRun, Progress, ResetWith, Spec,
+    ApplyOptions, ApplyOutcome, ApplyReport, ApplyRun, Progress, ResetWith, Restore,
+    RestoreOptions, Spec,
 };
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -36,12 +37,12 @@ pub fn run(
 ) -> Result<u8, Failure> {
     let specs = layout(&args.layout)?;
     write(
-        &specs,
-        &args.layout.select,
+        What::Layout(&specs, &args.layout.select),
         &args.write,
         config,
         host,
         output,
+        false,
     )
 }
 
@@ -53,22 +54,52 @@ pub fn leave(
     output: Output,
 ) -> Result<u8, Failure> {
     write(
-        &mig_layout::leave(),
-        "leave",
+        What::Layout(&mig_layout::leave(), "leave"),
         &args.write,
         config,
         host,
         output,
+        false,
+    )
+}
+
+/// What to write: a layout, or the host's declaration.
+enum What<'a> {
+    Layout(&'a [Spec], &'a str),
+    Declared,
+}
+
+/// `partition restore`: the declaration applied by diff. `--at-boot` (the boot unit): nothing
+/// when `restore-at-boot` is disabled, and nothing declared is not a failure.
+pub fn restore(
+    args: &PartitionRestore,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<u8, Failure> {
+    if args.at_boot && !config.restore_at_boot {
+        let said = "restore-at-boot is disabled in the config: the declared layout is not restored";
+        tracing::info!("{said}");
+        output.emit(&serde_json::json!({"restored": false, "why": said}), said)?;
+        return Ok(0);
+    }
+    write(
+        What::Declared,
+        &args.write,
+        config,
+        host,
+        output,
+        args.at_boot,
     )
 }
 
 fn write(
-    specs: &[Spec],
-    label: &str,
+    what: What<'_>,
     args: &WriteArgs,
     config: &Config,
     host: &Host,
     output: Output,
+    at_boot: bool,
 ) -> Result<u8, Failure> {
     let helper = helper(&args.helper, config);
     let mut store = FileStore::new(host.state_dir());
@@ -78,9 +109,6 @@ fn write(
         window: args.window.unwrap_or(config.reset_window),
         clock: None,
     };
-    let options = ApplyOptions::new(label, pool(args.pool, config))
-        .devices(args.devices.clone())
-        .dry_run(args.dry_run);
     let started = Instant::now();
     // A line per step as it runs, on a terminal (the report names every step anyway).
     let live = !output.json && std::io::stdout().is_terminal();
@@ -95,12 +123,30 @@ fn write(
         }
     };
     let run = ApplyRun::new(host, &helper, &mut store, reset).observe(&mut show);
-    let report = mig_layout::apply(run, specs, &options).map_err(|error| match error {
-        ApplyError::NotNamed { .. } | ApplyError::Select(_) => {
-            Failure::Usage(gpu_host_probe::chain::Chain(&error).to_string())
+    let report = match what {
+        What::Layout(specs, label) => {
+            let options = ApplyOptions::new(label, pool(args.pool, config))
+                .devices(args.devices.clone())
+                .dry_run(args.dry_run)
+                .hooks(config.hooks.clone());
+            mig_layout::apply(run, specs, &options).map_err(layout_failure)?
         }
-        other => Failure::Apply(other),
-    })?;
+        What::Declared => {
+            let options = RestoreOptions::new(pool(args.pool, config))
+                .devices(args.devices.clone())
+                .dry_run(args.dry_run)
+                .hooks(config.hooks.clone());
+            match mig_layout::restore(run, &options).map_err(layout_failure)? {
+                Restore::Ran(report) => *report,
+                Restore::NothingDeclared => {
+                    let said = "nothing is declared on this host: no partition apply or leave \
+                                has written, so there is nothing to restore";
+                    output.emit(&serde_json::json!({"restored": false, "why": said}), said)?;
+                    return Ok(if at_boot { 0 } else { 3 });
+                }
+            }
+        }
+    };
     output.emit(&report, &text(&report))?;
     Ok(exit_code(report.outcome))
 }
@@ -147,6 +193,9 @@ pub fn text(report: &ApplyReport) -> String {
             })
             .unwrap_or_default();
         let _ = writeln!(text, "reset: {} {}{group}", reset.target, reset.outcome);
+    }
+    for hook in &report.hooks {
+        let _ = writeln!(text, "hook: {hook}");
     }
     for warning in &report.warnings {
         let _ = writeln!(text, "warning: {warning}");

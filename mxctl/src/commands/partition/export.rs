@@ -1,13 +1,17 @@
 //! `mxctl partition export`: the host's layout as a mig-parted v1 document (YAML, or JSON with
-//! `--json`) that `partition apply` takes back as zero steps; reads only, under the host lock.
+//! `--json`) that `partition apply` takes back as zero steps, read from the cards under the host
+//! lock (`mig_layout::export_host`); with `--declared`, what the host is declared to be
+//! (`mig_layout::export_declared`), read from the state.
 
+use super::layout_failure;
 use crate::cli::PartitionExport;
 use crate::config::Config;
 use crate::failure::Failure;
 use crate::helper::helper;
 use crate::output::Output;
 use gpu_host_probe::Host;
-use mig_layout::{export, host_gpus, to_json, to_yaml};
+use host_sync::{FileStore, StateStore};
+use mig_layout::{to_json, to_yaml};
 
 /// Prints the document; what the format cannot say goes to the log as warnings.
 pub fn run(
@@ -16,22 +20,25 @@ pub fn run(
     host: &Host,
     output: Output,
 ) -> Result<u8, Failure> {
-    let gpus = host_gpus(host.sysfs_root())?;
-    let helper = helper(&args.helper, config);
-    let lock = host.lock(host_sync::DEFAULT_LOCK_WAIT)?;
-    let format = helper
-        .negotiate()
-        .0
-        .map_err(|failure| Failure::Usage(format!("the helper cannot read: {failure}")))?;
-    let mut read = Vec::with_capacity(gpus.len());
-    for gpu in gpus {
-        match helper.read_reply(&lock, gpu.bdf, format) {
-            Ok(reply) => read.push((gpu, reply)),
-            Err(failure) => tracing::warn!("{gpu} is left out: {failure}"),
-        }
-    }
-    drop(lock);
-    let exported = export(&args.label, &read);
+    let exported = if args.declared {
+        let state = FileStore::read_only(host.state_dir()).load()?;
+        let Some(declared) = state.and_then(|state| state.declared) else {
+            return Err(Failure::Usage(
+                "nothing is declared on this host: no partition apply or leave has written"
+                    .to_owned(),
+            ));
+        };
+        mig_layout::export_declared(&declared)
+    } else {
+        let label = args.label.as_deref().unwrap_or("current");
+        mig_layout::export_host(
+            host,
+            &helper(&args.helper, config),
+            label,
+            host_sync::DEFAULT_LOCK_WAIT,
+        )
+        .map_err(layout_failure)?
+    };
     for warning in &exported.warnings {
         tracing::warn!("{warning}");
     }

@@ -51,6 +51,17 @@ pub fn layout(args: &LayoutArgs) -> Result<Vec<Spec>, Failure> {
     }
 }
 
+/// A failure of the layout executor as mxctl reports it: what the command line asked that the
+/// host does not have is a usage error (exit 2), the rest a failure (exit 1).
+pub fn layout_failure(error: mig_layout::ApplyError) -> Failure {
+    match error {
+        mig_layout::ApplyError::NotNamed { .. } | mig_layout::ApplyError::Select(_) => {
+            Failure::Usage(gpu_host_probe::chain::Chain(&error).to_string())
+        }
+        other => Failure::Apply(other),
+    }
+}
+
 /// The pool switch: `--pool`, else the config's.
 pub fn pool(switch: Option<Switch>, config: &Config) -> bool {
     match switch {
