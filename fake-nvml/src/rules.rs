@@ -3,7 +3,8 @@
 //! [`crate::exports`] only decode their arguments and call these.
 
 use crate::scenario::{
-    Client, ComputeInstance, Device, GpuInstance, MigMode, MigModeChange, Placement, Profile,
+    Client, ComputeInstance, Device, GpuInstance, MigMode, MigModeAtBoot, MigModeChange, Placement,
+    Profile,
 };
 use nvml_wrapper_sys::bindings as nvml;
 
@@ -314,6 +315,28 @@ pub fn gpu_reset(device: &mut Device) {
     device.vgpus.retain(|vgpu| vgpu.gpu_instance_id.is_none());
 }
 
+/// What a reboot (or a driver reload) does to the device: GPU instances never survive (nor the
+/// vGPUs and processes on it); the MIG mode survives where the part keeps it (Ampere: the
+/// pending mode then holds) and is off where the driver held it (Hopper and later).
+pub fn reboot(device: &mut Device) {
+    let at_boot = device
+        .mig_mode_at_boot
+        .unwrap_or_else(|| device.mig_mode_change.reboot_default());
+    if let MigMode::Mode { pending, .. } = device.mig_mode {
+        let mode = match at_boot {
+            MigModeAtBoot::Kept => pending,
+            MigModeAtBoot::Disabled => 0,
+        };
+        device.mig_mode = MigMode::Mode {
+            current: mode,
+            pending: mode,
+        };
+    }
+    device.gpu_instances.clear();
+    device.vgpus.clear();
+    device.clients.clear();
+}
+
 /// The device's clients, as NVML lists running processes.
 pub fn clients(device: &Device) -> &[Client] {
     &device.clients
@@ -471,6 +494,40 @@ mod tests {
                 pending: 0
             }
         );
+    }
+
+    #[test]
+    fn a_reboot_keeps_an_ampere_mode_and_loses_a_hopper_one_and_every_instance() {
+        let mut ampere = a100(0, "reset");
+        set_mig_mode(&mut ampere, true).unwrap().unwrap();
+        reboot(&mut ampere);
+        assert_eq!(
+            ampere.mig_mode,
+            MigMode::Mode {
+                current: 1,
+                pending: 1
+            }
+        );
+        let mut hopper = a100(0, "immediate");
+        set_mig_mode(&mut hopper, true).unwrap().unwrap();
+        create_gpu_instance(&mut hopper, 19, at(0, 1)).unwrap();
+        reboot(&mut hopper);
+        assert_eq!(
+            hopper.mig_mode,
+            MigMode::Mode {
+                current: 0,
+                pending: 0
+            }
+        );
+        assert!(hopper.gpu_instances.is_empty());
+    }
+
+    #[test]
+    fn a_part_that_says_what_a_reboot_keeps_is_taken_at_its_word() {
+        let mut card = a100(1, "immediate");
+        card.mig_mode_at_boot = Some(MigModeAtBoot::Kept);
+        reboot(&mut card);
+        assert!(mig_on(&card));
     }
 
     #[test]

@@ -65,6 +65,10 @@ pub struct Device {
     /// How a mode change takes effect.
     #[serde(default)]
     pub mig_mode_change: MigModeChange,
+    /// What a reboot (or a driver reload) leaves of the MIG mode; absent: what the part's
+    /// generation does ([`MigModeChange::reboot_default`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig_mode_at_boot: Option<MigModeAtBoot>,
     /// The GPU-instance profiles, by index.
     #[serde(default)]
     pub gpu_instance_profiles: Vec<Profile>,
@@ -109,6 +113,32 @@ pub enum MigModeChange {
     Immediate,
     /// Pending until a GPU reset (Ampere).
     Reset,
+}
+
+impl MigModeChange {
+    /// What a reboot leaves of the mode on a part whose mode changes so: Ampere (a change
+    /// waits for a reset) keeps it in an InfoROM bit, so it survives; from Hopper on (a change
+    /// is immediate) the driver holds it, and it is gone. NVIDIA's GPU operator PR 2603: "MIG
+    /// mode survives a reboot on Ampere via an InfoROM status bit, and from Hopper on, enabling
+    /// it no longer needs a reset"; NVIDIA's gpu-admin-tools issue 2: "On H100 the MIG
+    /// enablement is controlled by driver and it's all gone by the time [...] GPU resets".
+    pub fn reboot_default(self) -> MigModeAtBoot {
+        match self {
+            Self::Reset => MigModeAtBoot::Kept,
+            Self::Immediate => MigModeAtBoot::Disabled,
+        }
+    }
+}
+
+/// What a reboot leaves of a part's MIG mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum MigModeAtBoot {
+    /// The mode survives (the pending one, completed by the reboot's reset): Ampere.
+    Kept,
+    /// MIG is off after the reboot: Hopper and later.
+    Disabled,
 }
 
 /// A process holding the card.

@@ -149,3 +149,115 @@ fn an_apply_killed_at_random_points_200_times_always_converges_and_never_resets_
         resets.len()
     );
 }
+
+const RESTORE_KILLS: usize = 100;
+
+/// `partition restore --pool enabled --window 1`, quiet.
+fn restore(host: &PartitionHost) -> Command {
+    let window = WINDOW_S.to_string();
+    let mut command = host.command(&["restore", "--pool", "enabled", "--window", &window]);
+    command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    command
+}
+
+/// Both A100s as `all-balanced` declares them: MIG on, four GPU instances each filled by its
+/// compute instance.
+fn restored(host: &PartitionHost) -> bool {
+    ["0000:3b:00.0", "0000:3c:00.0"].iter().all(|bdf| {
+        let card = host.card(bdf);
+        let on = card["mig_mode"]["current"] == 1 && card["mig_mode"]["pending"] == 1;
+        let instances = card["gpu_instances"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        on && instances.len() == 4
+            && instances.iter().all(|gi| {
+                gi["compute_instances"]
+                    .as_array()
+                    .is_some_and(|c| c.len() == 1)
+            })
+    })
+}
+
+#[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
+fn a_restore_killed_at_random_points_100_times_always_converges_and_never_resets_twice_in_a_window()
+{
+    common::require_root();
+    let host = PartitionHost::two_a100s();
+    let balanced =
+        include_str!("../../mig-layout/tests/data/mig-parted/gpu-operator-h100-excerpt.yaml");
+    std::fs::write(host.path("layout.yaml"), balanced).unwrap();
+    std::fs::write(host.path("bin/reset-delay"), "0.2").unwrap();
+    let (code, report) = host.apply(balanced, "all-balanced", &["--window", "1"]);
+    assert_eq!(code, 0, "{report:#}");
+    // How long a restore that resets takes here, so the kills land inside one.
+    let off_by_hand = |host: &PartitionHost| {
+        host.change_nvml(|state| {
+            let card = &mut state["devices"][0];
+            card["mig_mode"] = serde_json::json!({"current": 0, "pending": 0});
+            card["gpu_instances"] = serde_json::json!([]);
+        });
+    };
+    off_by_hand(&host);
+    let started = Instant::now();
+    assert!(restore(&host).status().unwrap().success());
+    let span = started.elapsed().as_micros().max(1000) as u64;
+    assert!(restored(&host));
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut killed = 0;
+    let mut resets_before = host.resets().len();
+    for round in 0..RESTORE_KILLS {
+        // What the restore finds: after a reboot (instances gone, the mode kept), or with MIG
+        // turned off by hand on GPU 0 (its change back waits for a reset).
+        if round % 2 == 0 {
+            host.reboot(&format!("{round:08x}-2222-3333-4444-555555555555"));
+        } else {
+            off_by_hand(&host);
+        }
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let mut child = restore(&host).spawn().unwrap();
+        std::thread::sleep(Duration::from_micros(seed % span));
+        let _ = child.kill();
+        if child.wait().unwrap().signal() == Some(9) {
+            killed += 1;
+        }
+        let rerun = restore(&host).status().unwrap();
+        assert!(rerun.success(), "round {round}: rerun exited {rerun:?}");
+        assert!(
+            restored(&host),
+            "round {round}: {:#} {:#}",
+            host.card("0000:3b:00.0"),
+            host.card("0000:3c:00.0")
+        );
+        let resets = host.resets();
+        for pair in resets[resets_before..].windows(2) {
+            assert!(
+                pair[0].0 != pair[1].0
+                    || pair[1].1.saturating_sub(pair[0].1) >= WINDOW_S * 1000 - 500,
+                "round {round}: two resets of one GPU inside one window: {pair:?}"
+            );
+        }
+        // Only GPU 0's mode ever waits for a reset.
+        assert!(
+            resets[resets_before..]
+                .iter()
+                .all(|(ids, _)| ids == "00000000:3B:00.0"),
+            "round {round}: {:?}",
+            &resets[resets_before..]
+        );
+        resets_before = resets.len();
+    }
+    assert!(
+        killed > RESTORE_KILLS / 2,
+        "only {killed} of {RESTORE_KILLS} kills landed inside a restore"
+    );
+    eprintln!(
+        "{killed} of {RESTORE_KILLS} restores killed mid-run; {} resets in all",
+        host.resets().len()
+    );
+}

@@ -43,11 +43,37 @@ case "$*" in
 esac
 "#;
 
+/// The published two-GPU matrix's form, widened to `count` GPUs joined by no NVLink (`PHB`
+/// between every pair): what `topo -m` prints on a host of PCIe cards (for two, exactly
+/// [`TOPOLOGY_TWO`]'s rows).
+pub fn topology_without_nvlink(count: usize) -> String {
+    let mut text = String::from("\t");
+    for index in 0..count {
+        text.push_str(&format!("GPU{index}\t"));
+    }
+    text.push_str("CPU Affinity\tNUMA Affinity\tGPU NUMA ID\n");
+    for row in 0..count {
+        text.push_str(&format!("GPU{row}"));
+        for column in 0..count {
+            text.push_str(if row == column { "\t X " } else { "\tPHB" });
+        }
+        text.push_str("\t0-63\t0\t\tN/A\n");
+    }
+    let legend = TOPOLOGY_TWO
+        .split_once("\nLegend:")
+        .map_or("", |(_, legend)| legend);
+    text.push_str("\nLegend:");
+    text.push_str(legend);
+    text
+}
+
 pub struct PartitionHost {
     pub dir: tempfile::TempDir,
     pub sysfs: FakeSysfs,
     /// The GPUs: bus ID (`0000:3b:00.0`) and device ID (`0x20b0`).
     pub gpus: Vec<(String, String)>,
+    /// Each GPU's model, as its template names it.
+    pub names: Vec<String>,
     pub helper: PathBuf,
     pub state: PathBuf,
     pub log: PathBuf,
@@ -80,6 +106,13 @@ impl PartitionHost {
             gpus: cards
                 .iter()
                 .map(|(bdf, _, device)| ((*bdf).to_owned(), (*device).to_owned()))
+                .collect(),
+            names: cards
+                .iter()
+                .map(|(_, template, _)| {
+                    let parsed: serde_json::Value = serde_json::from_str(template).unwrap();
+                    parsed["devices"][0]["name"].as_str().unwrap().to_owned()
+                })
                 .collect(),
             dir,
             sysfs,
@@ -123,13 +156,18 @@ impl PartitionHost {
             .enumerate()
             .map(|(index, (bdf, _))| {
                 format!(
-                    "{index}, 0000{}, GPU-5a3c9f0e-8a1b-4c2d-9e7f-00000000000{index}, NVIDIA A100-SXM4-40GB\n",
-                    bdf.to_ascii_uppercase()
+                    "{index}, 0000{}, GPU-5a3c9f0e-8a1b-4c2d-9e7f-00000000000{index}, {}\n",
+                    bdf.to_ascii_uppercase(),
+                    self.names[index]
                 )
             })
             .collect();
         self.write("bin/gpus", &lines);
-        self.write("bin/topo", TOPOLOGY_TWO);
+        if self.gpus.len() == 2 {
+            self.write("bin/topo", TOPOLOGY_TWO);
+        } else {
+            self.write("bin/topo", &topology_without_nvlink(self.gpus.len()));
+        }
         self.write("bin/apps", "");
         self.write("bin/state-path", &self.state.display().to_string());
         self.write("bin/log-path", &self.log.display().to_string());
@@ -146,7 +184,8 @@ impl PartitionHost {
             self.write(
                 &format!("proc/driver/nvidia/gpus/{bdf}/information"),
                 &format!(
-                    "Model:           NVIDIA A100-SXM4-40GB\nGPU UUID:        GPU-5a3c9f0e-8a1b-4c2d-9e7f-00000000000{minor}\nBus Location:    {bdf}\nDevice Minor:    {minor}\nGPU Excluded:    No\n"
+                    "Model:           {}\nGPU UUID:        GPU-5a3c9f0e-8a1b-4c2d-9e7f-00000000000{minor}\nBus Location:    {bdf}\nDevice Minor:    {minor}\nGPU Excluded:    No\n",
+                    self.names[minor]
                 ),
             );
         }
@@ -197,7 +236,7 @@ impl PartitionHost {
         command.arg("partition").args(args);
         let sub = args.first().copied().unwrap_or_default();
         command.arg("--helper").arg(&self.helper);
-        if matches!(sub, "apply" | "leave") {
+        if matches!(sub, "apply" | "leave" | "restore") {
             command
                 .arg("--nvidia-smi")
                 .arg(self.path("bin/nvidia-smi"))
@@ -226,6 +265,86 @@ impl PartitionHost {
         }
         args.extend(more);
         super::run_json(self.command(&args))
+    }
+
+    /// `mxctl --json partition restore --pool enabled` and more.
+    pub fn restore(&self, more: &[&str]) -> (i32, serde_json::Value) {
+        let mut args = vec!["restore"];
+        if !more.contains(&"--pool") {
+            args.extend(["--pool", "enabled"]);
+        }
+        args.extend(more);
+        super::run_json(self.command(&args))
+    }
+
+    /// `mxctl --json partition assert --config FILE --select LABEL`.
+    pub fn assert(&self, layout: &str, label: &str) -> (i32, serde_json::Value) {
+        let file = self.path("layout.yaml");
+        std::fs::write(&file, layout).unwrap();
+        super::run_json(self.command(&[
+            "assert",
+            "--config",
+            file.to_str().unwrap(),
+            "--select",
+            label,
+        ]))
+    }
+
+    /// A reboot of the host: a new boot id, and what a reboot does to the cards (`fake-nvml
+    /// reboot`: no GPU instance survives; the MIG mode only where the part keeps it).
+    pub fn reboot(&self, boot_id: &str) {
+        self.write("proc/sys/kernel/random/boot_id", &format!("{boot_id}\n"));
+        let status = Command::new(support::fake_nvml_binary().unwrap())
+            .arg("reboot")
+            .env("FAKE_NVML_STATE", &self.state)
+            .env("FAKE_NVML_LOG", &self.log)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// `mxctl --json sync --after-boot auto --pool enabled`: the boot's sync.
+    pub fn boot_sync(&self) -> serde_json::Value {
+        let mut command = self.mxctl();
+        command
+            .args([
+                "sync",
+                "--after-boot",
+                "auto",
+                "--pool",
+                "enabled",
+                "--helper",
+            ])
+            .arg(&self.helper);
+        super::run_json(command).1
+    }
+
+    /// `mxctl labels` (the node-feature-discovery file), line by line.
+    pub fn labels(&self) -> Vec<String> {
+        let mut command = self.mxctl_configured(Path::new("/dev/null"));
+        command.arg("labels");
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .filter(|line| !line.starts_with('#'))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// `mxctl metrics`, the samples (no comment lines).
+    pub fn metrics(&self) -> Vec<String> {
+        let mut command = self.mxctl_configured(Path::new("/dev/null"));
+        command.arg("metrics");
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .lines()
+            .filter(|line| !line.starts_with('#'))
+            .map(str::to_owned)
+            .collect()
     }
 
     /// `mxctl --json status`.
