@@ -19,6 +19,9 @@ for file in \
     ./usr/lib/systemd/system/mxctl-sync.service \
     ./usr/lib/systemd/system/mxctl-sync.timer \
     ./usr/lib/systemd/system/mxctl-sync.path \
+    ./usr/lib/systemd/system/mxctl-restore.service \
+    ./usr/lib/systemd/system/mxctl-layout.target \
+    ./usr/share/man/man1/mxctl-partition-restore.1.gz \
     ./usr/share/man/man1/mxctl.1.gz \
     ./usr/share/man/man1/mxctl-sync.1.gz \
     ./usr/share/man/man1/mxctl-metrics.1.gz \
@@ -44,7 +47,10 @@ cp /bin/rm /bin/sh "$root/bin/"
 systemd-analyze verify --man=no --root="$root" \
     "$root/usr/lib/systemd/system/mxctl-sync.service" \
     "$root/usr/lib/systemd/system/mxctl-sync.timer" \
-    "$root/usr/lib/systemd/system/mxctl-sync.path"
+    "$root/usr/lib/systemd/system/mxctl-sync.path" \
+    "$root/usr/lib/systemd/system/mxctl-restore.service" \
+    "$root/usr/lib/systemd/system/mxctl-layout.target"
+grep -qx 'ExecStart=/usr/bin/mxctl partition restore --at-boot --lock-wait 900' "$root/usr/lib/systemd/system/mxctl-restore.service"
 grep -qx 'ExecStart=/usr/bin/mxctl sync --after-boot auto --lock-wait 900' "$root/usr/lib/systemd/system/mxctl-sync.service"
 "$root/usr/bin/mxctl" --version
 # What the package installs passes the rule mxctl applies to its config and its programs.

@@ -12,6 +12,11 @@
 //! 4. A warm reset on a simulated host of the same `Host`: tried while the sync holds the host
 //!    lock it is blocked (`lock_busy`), since both take the one lock of the host's state
 //!    directory; tried after, it runs. Its end is matched without a catch-all.
+//! 5. The declared MIG layout restored at start, after the sync, on a thread of its own: on an
+//!    H100 (the real helper over the fake NVML) a layout was applied before the host rebooted,
+//!    which destroyed its instances and, on Hopper, its MIG mode; the sync at start says
+//!    `entering (layout_drifted)` with every difference, and `mig_layout::restore` brings the
+//!    card back by diff, recorded in the toolstack's own store.
 //!
 //! ```text
 //! cargo run -p examples --example toolstack-startup                 # a built host, 2 GPUs
@@ -35,6 +40,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use warm_reset::sim::SimHost;
 use warm_reset::{MachineConfig, ResetOutcome, ResetRun, SystemClock, execute};
+
+/// The GPU operator's `all-balanced` layout, as published (H100 80GB among others).
+const ALL_BALANCED: &str =
+    include_str!("../mig-layout/tests/data/mig-parted/gpu-operator-h100-excerpt.yaml");
 
 /// The toolstack's database: a host row and a table of GPU rows, every column text.
 #[derive(Debug, Default)]
@@ -308,6 +317,116 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     // 5. With the sync done, the reset runs.
     reset(&host)?;
+    // 6. The declared layout, restored at start on its own thread.
+    restore_at_start(work.path())?;
+    Ok(())
+}
+
+/// An H100 whose declared layout a reboot undid: the sync at start sees the drift, the
+/// restore on the start-up thread brings it back.
+fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
+    use mig_layout::{ApplyOptions, ApplyRun, Document, ResetWith, Restore, RestoreOptions};
+    let dir = work.join("h100");
+    let sysfs = FakeSysfs::new(dir.join("sys"))?;
+    sysfs.function(
+        "0000:3b:00.0",
+        "0x10de",
+        "0x2330",
+        "0x030200",
+        Some("nvidia"),
+    )?;
+    let proc_root = dir.join("proc");
+    let boot_id = proc_root.join("sys/kernel/random/boot_id");
+    std::fs::create_dir_all(boot_id.parent().ok_or("no parent")?)?;
+    std::fs::write(&boot_id, "11111111-2222-3333-4444-555555555555\n")?;
+    let nvml = dir.join("nvml");
+    std::fs::create_dir_all(&nvml)?;
+    let scenario = fake_nvml::support::scenario_of(&[(
+        "0000:3b:00.0",
+        include_str!("../gpu-partition-helper/tests/nvml-scenarios/h100-mig-off.json"),
+    )])?;
+    let (wrapper, state) = fake_nvml::support::stateful_helper_wrapper(&nvml, &scenario, None)?;
+    let host = Host::new(dir.join("state"))
+        .with_sysfs_root(sysfs.root())
+        .with_proc_root(&proc_root);
+    let helper = Helper::new(HelperConfig::new(wrapper));
+    let mut store = DbStore::default();
+    // Before the restart: the toolstack applied `all-balanced` (a Hopper part changes its mode
+    // at once, so no reset is needed; the backend is the real one, and not called).
+    let mut backend = warm_reset::NvidiaSmiBackend::new(None, &proc_root, dir.join("kmsg"));
+    let specs = Document::from_text(ALL_BALANCED)?
+        .label("all-balanced")
+        .ok_or("no all-balanced")?
+        .to_vec();
+    let reset = ResetWith {
+        backend: &mut backend,
+        window: warm_reset::DEFAULT_WINDOW,
+        clock: None,
+    };
+    let applied = mig_layout::apply(
+        ApplyRun::new(&host, &helper, &mut store, reset),
+        &specs,
+        &ApplyOptions::new("all-balanced", true),
+    )?;
+    println!("before the restart: all-balanced {}", applied.outcome);
+    // The host reboots: a new boot id, and the card as a reboot leaves it.
+    std::fs::write(&boot_id, "99999999-2222-3333-4444-555555555555\n")?;
+    fake_nvml::store::change(
+        &state,
+        |_| Duration::ZERO,
+        |nvml| {
+            nvml.devices.iter_mut().for_each(fake_nvml::rules::reboot);
+            Ok::<(), String>(())
+        },
+    )
+    .map_err(|_| "the fake's state did not change")?;
+    // At start, after the database sync, on its own thread: the host sync, then the restore.
+    let start = std::thread::spawn(move || -> Result<DbStore, String> {
+        let report = host_sync::sync(
+            &host,
+            &helper,
+            &mut store,
+            &SyncOptions::new(true, AfterBoot::Auto),
+        )
+        .map_err(|error| error.to_string())?;
+        println!(
+            "host sync after the reboot: {} ({}), {} difference(s) from the declared layout",
+            report.status,
+            report.reason,
+            report.drift.len()
+        );
+        let mut backend = warm_reset::NvidiaSmiBackend::new(None, host.proc_root(), "/dev/null");
+        let reset = ResetWith {
+            backend: &mut backend,
+            window: warm_reset::DEFAULT_WINDOW,
+            clock: None,
+        };
+        let run = ApplyRun::new(&host, &helper, &mut store, reset);
+        match mig_layout::restore(run, &RestoreOptions::new(true)).map_err(|e| e.to_string())? {
+            Restore::NothingDeclared => println!("restore: nothing declared"),
+            Restore::Ran(report) => println!(
+                "restore of {}: {}, {} write(s); host {}",
+                report.label,
+                report.outcome,
+                report.writes(),
+                report
+                    .host
+                    .as_ref()
+                    .map(|host| format!("{} ({})", host.status, host.reason))
+                    .unwrap_or_default()
+            ),
+        }
+        Ok(store)
+    });
+    let mut store = start.join().map_err(|_| "the start-up thread panicked")??;
+    let holds = store
+        .load()?
+        .and_then(|state| state.declared)
+        .map(|declared| {
+            let now = Boot::new(Some("99999999-2222-3333-4444-555555555555".into()), None);
+            declared.holding(&now).token().to_owned()
+        });
+    println!("declared layout, in the toolstack's store: {holds:?}");
     Ok(())
 }
 

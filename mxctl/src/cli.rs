@@ -377,6 +377,10 @@ pub struct WriteArgs {
     /// Seconds a reset and its verification may take [default: from the config, 90].
     #[arg(long, value_name = "SECS", value_parser = parse_window)]
     pub window: Option<std::time::Duration>,
+    /// Seconds to wait for the host lock while a sync, a reset or another apply holds it
+    /// [default: 0: held, the apply is blocked lock_busy].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
 }
 
 /// `mxctl partition apply --config FILE --select LABEL [--device BDF]… [--dry-run]`

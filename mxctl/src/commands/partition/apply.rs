@@ -128,6 +128,7 @@ fn write(
             let options = ApplyOptions::new(label, pool(args.pool, config))
                 .devices(args.devices.clone())
                 .dry_run(args.dry_run)
+                .lock_wait(args.lock_wait.unwrap_or_default())
                 .hooks(config.hooks.clone());
             mig_layout::apply(run, specs, &options).map_err(layout_failure)?
         }
@@ -135,6 +136,7 @@ fn write(
             let options = RestoreOptions::new(pool(args.pool, config))
                 .devices(args.devices.clone())
                 .dry_run(args.dry_run)
+                .lock_wait(args.lock_wait.unwrap_or_default())
                 .hooks(config.hooks.clone());
             match mig_layout::restore(run, &options).map_err(layout_failure)? {
                 Restore::Ran(report) => *report,
