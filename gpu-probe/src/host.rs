@@ -1,8 +1,10 @@
-//! [`Host`]: one host as every GPU operation sees it. Its state directory holds the host GPU
-//! lock, the state file, the reset journal and the simulated sub-state; beside it are the roots
-//! of sysfs and procfs. The sync, the probe, a reset and a plan step all take a `Host`, and the
-//! lock, the state file and the journal all live in its one directory: there is no second path
-//! to hand any of them, so two operations on one host always meet at the same lock.
+//! [`Host`]: one host as every GPU operation sees it. Its state directory holds the state-
+//! directory lock, the state file, the reset journal and the simulated sub-state; beside it are
+//! the roots of sysfs and procfs, and the machine's one GPU lock is named after its sysfs root
+//! ([`crate::lock`]). The sync, the probe, a reset, a plan step and a layout apply all take a
+//! `Host`, and the lock is taken only through it: however many `Host` values a process or
+//! several processes make of one machine, whatever their state directories, two operations on
+//! its GPUs always meet at the same lock.
 
 use crate::boot::Boot;
 use crate::lock::{HostLock, LockError};
@@ -20,6 +22,8 @@ pub struct Host {
     state_dir: PathBuf,
     sysfs_root: PathBuf,
     proc_root: PathBuf,
+    /// A simulation of the machine: its machine lock is apart from the real one.
+    simulated: bool,
 }
 
 impl Host {
@@ -29,6 +33,7 @@ impl Host {
             state_dir: state_dir.into(),
             sysfs_root: PathBuf::from("/sys"),
             proc_root: PathBuf::from("/proc"),
+            simulated: false,
         }
     }
 
@@ -60,22 +65,31 @@ impl Host {
     }
 
     /// The simulated host beside this one: its state directory is [`SIMULATED_DIR`] inside
-    /// this one's, so a simulation never takes the real lock nor writes the real journal.
+    /// this one's, and its machine lock is the simulated machine's, so a simulation never takes
+    /// the real lock nor writes the real journal.
     pub fn simulated(&self) -> Host {
         Self {
             state_dir: self.state_dir.join(SIMULATED_DIR),
+            simulated: true,
             ..self.clone()
         }
     }
 
-    /// Takes the host GPU lock, waiting up to `wait` for a holder to let go (a zero `wait`
-    /// tries once). The state directory is created private (0700) when absent, and refused
-    /// when another user could change it.
+    /// Whether this is a simulated host ([`Host::simulated`]).
+    pub fn is_simulated(&self) -> bool {
+        self.simulated
+    }
+
+    /// Takes the host GPU lock — the machine's one GPU lock, then the state directory's —,
+    /// waiting up to `wait` for a holder to let go (a zero `wait` tries once). The state
+    /// directory is created private (0700) when absent, and refused when another user could
+    /// change it; so is the directory of machine locks ([`crate::lock::machine_lock_path`]).
     pub fn lock(&self, wait: Duration) -> Result<HostLock, LockError> {
         HostLock::acquire(self, wait)
     }
 
-    /// Takes the host GPU lock without waiting: held by another, it is [`LockError::Busy`].
+    /// Takes the host GPU lock without waiting: held by another, it is [`LockError::Busy`] (or
+    /// [`LockError::MachineBusy`], held for another state directory of the machine).
     pub fn try_lock(&self) -> Result<HostLock, LockError> {
         self.lock(Duration::ZERO)
     }

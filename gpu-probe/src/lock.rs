@@ -1,10 +1,24 @@
-//! The host GPU lock: an exclusive `flock` on a file in a [`Host`]'s state directory, taken
-//! only through [`Host::lock`] and [`Host::try_lock`]. Every operation on the host's GPUs (a
-//! sync, a probe, a reset, a plan step) holds it, so none runs inside another's window; what
-//! must only happen under it (a read of a card, a write of the reset journal) asks for a
-//! `&HostLock`. The state directory must be private ([`crate::trust::check_private_dir`];
-//! created 0700), and the lock file is opened without following a link and only when it is a
-//! regular file of this user.
+//! The host GPU lock, taken only through [`Host::lock`] and [`Host::try_lock`]: two exclusive
+//! `flock`s, always in this order —
+//!
+//! 1. **the machine's**: a file named after the host's sysfs root in the directory of machine
+//!    locks ([`machine_lock_path`]: `/run/gpu-host-probe/sys.lock` for root on the real `/sys`),
+//!    so however many [`Host`] values a process or several processes make of one machine,
+//!    whatever their state directories, they meet at one lock;
+//! 2. **the state directory's** (`host-gpu.lock` in it), so two machines that share one state
+//!    directory never write its state and journal at once.
+//!
+//! Every operation on the host's GPUs (a sync, a probe, a reset, a plan step, a layout apply)
+//! holds it, so none runs inside another's window; what must only happen under it (a read of a
+//! card, a write of the reset journal) asks for a `&HostLock`. Both directories must be private
+//! ([`crate::trust::check_private_dir`]; created 0700), and each lock file is opened without
+//! following a link and only when it is a regular file of this user. The machine lock's file
+//! names its holder (pid and state directory), so a refusal says who holds the machine.
+//!
+//! Root's machine locks live in `/run/gpu-host-probe`, which only root can write: another user
+//! can neither hold nor plant them. Another user's live in `$XDG_RUNTIME_DIR/gpu-host-probe`
+//! (else a private directory of theirs in the temporary directory): such a user reads cards but
+//! resets and layouts need root, so the operations that change a GPU all meet at root's.
 //!
 //! [`Host`]: crate::host::Host
 //! [`Host::lock`]: crate::host::Host::lock
@@ -21,6 +35,62 @@ use std::time::{Duration, Instant};
 /// The lock file's name inside the state directory.
 pub const LOCK_FILE: &str = "host-gpu.lock";
 
+/// Root's directory of machine locks.
+pub const MACHINE_LOCK_DIR: &str = "/run/gpu-host-probe";
+
+/// The directory of this user's machine locks: [`MACHINE_LOCK_DIR`] for root, else
+/// `$XDG_RUNTIME_DIR/gpu-host-probe` when that is set to an absolute path, else
+/// `gpu-host-probe-<uid>` in the temporary directory.
+pub fn machine_lock_dir() -> PathBuf {
+    let uid = nix::unistd::geteuid();
+    if uid.is_root() {
+        return PathBuf::from(MACHINE_LOCK_DIR);
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(runtime) if runtime.is_absolute() => runtime.join("gpu-host-probe"),
+        _ => std::env::temp_dir().join(format!("gpu-host-probe-{uid}")),
+    }
+}
+
+/// The machine lock of a host: in [`machine_lock_dir`], named after the host's sysfs root
+/// (resolved when it exists: `/sys` on a real machine is `sys.lock`, `/tmp/x/sys` is
+/// `tmp-x-sys.lock`; `/` becomes `-`, any byte outside `[A-Za-z0-9._]` `\xNN`, as
+/// systemd-escape writes paths; a name too long for a file ends in a hash of the whole), with
+/// `simulated-` before it for a simulated host.
+pub fn machine_lock_path(host: &Host) -> PathBuf {
+    let root = std::fs::canonicalize(host.sysfs_root()).unwrap_or_else(|_| {
+        std::path::absolute(host.sysfs_root()).unwrap_or_else(|_| host.sysfs_root().to_path_buf())
+    });
+    let mut name = String::new();
+    if host.is_simulated() {
+        name.push_str("simulated-");
+    }
+    let text = root.to_string_lossy();
+    let trimmed = text.trim_matches('/');
+    if trimmed.is_empty() {
+        name.push('-');
+    }
+    for (at, byte) in trimmed.bytes().enumerate() {
+        match byte {
+            b'/' => name.push('-'),
+            b'.' if at == 0 => name.push_str("\\x2e"),
+            b if b.is_ascii_alphanumeric() || b == b'.' || b == b'_' => name.push(char::from(b)),
+            b => name.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    if name.len() > 200 {
+        // FNV-1a over the whole path: stable across builds (a toolstack and mxctl, built apart,
+        // must name one machine alike).
+        let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        });
+        name.truncate(180);
+        name.push_str(&format!("-{hash:016x}"));
+    }
+    name.push_str(".lock");
+    machine_lock_dir().join(name)
+}
+
 /// How long a sync or a probe waits for another GPU operation to let go of the host lock (a
 /// reset never waits: held, it is blocked).
 pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
@@ -31,8 +101,11 @@ pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
 /// [`Host::lock`]: crate::host::Host::lock
 #[derive(Debug)]
 pub struct HostLock {
+    // Dropped in this order: the state directory's, then the machine's.
     _held: Flock<File>,
+    _machine: Flock<File>,
     path: PathBuf,
+    machine: PathBuf,
     host: Host,
 }
 
@@ -40,13 +113,32 @@ pub struct HostLock {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LockError {
-    /// Another process holds it (past the bounded wait, if there was one).
+    /// Another operation holds it (past the bounded wait, if there was one).
     #[error("the host GPU lock {} is held{}", path.display(), holder.map(|pid| format!(" by pid {pid}")).unwrap_or_default())]
     Busy {
         /// The lock file.
         path: PathBuf,
         /// The holder's pid, as it wrote it in the file, when it reads.
         holder: Option<u32>,
+    },
+    /// Another operation holds this machine's GPU lock for another state directory (another
+    /// `Host` of the same machine): its GPUs are in use (past the bounded wait).
+    #[error(
+        "the GPUs of this machine (sysfs {}) are held{}{}: the machine lock {} is taken",
+        sysfs_root.display(),
+        holder.map(|pid| format!(" by pid {pid}")).unwrap_or_default(),
+        state_dir.as_ref().map(|dir| format!(" for the state directory {}", dir.display())).unwrap_or_default(),
+        path.display()
+    )]
+    MachineBusy {
+        /// The machine lock file.
+        path: PathBuf,
+        /// The machine's sysfs root.
+        sysfs_root: PathBuf,
+        /// The holder's pid, when its note reads.
+        holder: Option<u32>,
+        /// The state directory the holder works for, when its note reads.
+        state_dir: Option<PathBuf>,
     },
     /// The state directory is not private (another user could change what is in it).
     #[error(transparent)]
@@ -71,55 +163,63 @@ pub enum LockError {
     },
 }
 
+impl LockError {
+    /// Whether another operation holds the lock (of the state directory or of the machine):
+    /// what a caller that does not wait reports as `lock_busy`.
+    pub fn is_busy(&self) -> bool {
+        matches!(self, Self::Busy { .. } | Self::MachineBusy { .. })
+    }
+}
+
 impl HostLock {
     /// Takes the lock, waiting up to `wait` for a holder to let go; a zero `wait` tries once.
     pub(crate) fn acquire(host: &Host, wait: Duration) -> Result<HostLock, LockError> {
         let state_dir = host.state_dir();
         let path = state_dir.join(LOCK_FILE);
-        let io = |source| LockError::Io {
-            path: path.clone(),
-            source,
-        };
         crate::trust::check_private_dir(state_dir, true)?;
-        let give_up = Instant::now() + wait;
-        let mut pause = Duration::from_millis(5);
-        loop {
-            let file = open_lock(&path)?;
-            match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-                Ok(mut held) => {
-                    // Who holds it, for the message another process gives when it is busy.
-                    let pid = std::process::id();
-                    let noted = held
-                        .set_len(0)
-                        .and_then(|()| held.rewind())
-                        .and_then(|()| writeln!(held, "{pid}"));
-                    if let Err(error) = noted {
-                        tracing::debug!(
-                            "cannot note the lock holder in {}: {error}",
-                            path.display()
-                        );
-                    }
-                    return Ok(HostLock {
-                        _held: held,
-                        path,
-                        host: host.clone(),
-                    });
-                }
-                Err((mut file, Errno::EWOULDBLOCK)) => {
-                    if Instant::now() >= give_up {
-                        return Err(LockError::Busy {
-                            holder: holder(&mut file),
-                            path,
-                        });
-                    }
-                    std::thread::sleep(
-                        pause.min(give_up.saturating_duration_since(Instant::now())),
-                    );
-                    pause = (pause * 2).min(Duration::from_millis(100));
-                }
-                Err((_, errno)) => return Err(io(std::io::Error::from(errno))),
-            }
+        let machine = machine_lock_path(host);
+        if let Some(dir) = machine.parent() {
+            crate::trust::check_private_dir(dir, true)?;
         }
+        let give_up = Instant::now() + wait;
+        let note = format!("{}\n{}\n", std::process::id(), state_dir.display());
+        let machine_held = match take(&machine, give_up, &note)? {
+            Ok(held) => held,
+            Err(mut file) => {
+                let (holder, dir) = machine_holder(&mut file);
+                return Err(if dir.as_deref() == Some(state_dir) {
+                    LockError::Busy { path, holder }
+                } else {
+                    LockError::MachineBusy {
+                        path: machine,
+                        sysfs_root: host.sysfs_root().to_path_buf(),
+                        holder,
+                        state_dir: dir,
+                    }
+                });
+            }
+        };
+        let held = match take(&path, give_up, &format!("{}\n", std::process::id()))? {
+            Ok(held) => held,
+            Err(mut file) => {
+                return Err(LockError::Busy {
+                    holder: holder(&mut file),
+                    path,
+                });
+            }
+        };
+        Ok(HostLock {
+            _held: held,
+            _machine: machine_held,
+            path,
+            machine,
+            host: host.clone(),
+        })
+    }
+
+    /// The machine's lock file (see [`machine_lock_path`]).
+    pub fn machine_path(&self) -> &Path {
+        &self.machine
     }
 
     /// The lock file.
@@ -138,6 +238,60 @@ impl HostLock {
     pub fn host(&self) -> &Host {
         &self.host
     }
+}
+
+/// Takes the lock of `path`, trying until `give_up`, and notes `note` in it once taken; the
+/// open file of a lock still held at `give_up`, to read its holder from.
+fn take(path: &Path, give_up: Instant, note: &str) -> Result<Result<Flock<File>, File>, LockError> {
+    let mut pause = Duration::from_millis(5);
+    loop {
+        let file = open_lock(path)?;
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(mut held) => {
+                // Who holds it, for the message another process gives when it is busy.
+                let noted = held
+                    .set_len(0)
+                    .and_then(|()| held.rewind())
+                    .and_then(|()| held.write_all(note.as_bytes()));
+                if let Err(error) = noted {
+                    tracing::debug!("cannot note the lock holder in {}: {error}", path.display());
+                }
+                return Ok(Ok(held));
+            }
+            Err((file, Errno::EWOULDBLOCK)) => {
+                if Instant::now() >= give_up {
+                    return Ok(Err(file));
+                }
+                std::thread::sleep(pause.min(give_up.saturating_duration_since(Instant::now())));
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            Err((_, errno)) => {
+                return Err(LockError::Io {
+                    path: path.to_path_buf(),
+                    source: std::io::Error::from(errno),
+                });
+            }
+        }
+    }
+}
+
+/// The holder a machine lock's note names: its pid, and the state directory it works for.
+fn machine_holder(file: &mut File) -> (Option<u32>, Option<PathBuf>) {
+    let mut text = String::new();
+    if file
+        .rewind()
+        .and_then(|()| file.read_to_string(&mut text))
+        .is_err()
+    {
+        return (None, None);
+    }
+    let mut lines = text.lines();
+    let pid = lines.next().and_then(|line| line.trim().parse().ok());
+    let dir = lines
+        .next()
+        .filter(|line| !line.is_empty())
+        .map(PathBuf::from);
+    (pid, dir)
 }
 
 /// Opens (creating, mode 0600) the lock file, never through a link, and only when it is a
@@ -175,7 +329,5 @@ fn open_lock(path: &Path) -> Result<File, LockError> {
 }
 
 fn holder(file: &mut File) -> Option<u32> {
-    let mut text = String::new();
-    file.read_to_string(&mut text).ok()?;
-    text.trim().parse().ok()
+    machine_holder(file).0
 }

@@ -5,7 +5,6 @@
 mod common;
 
 use common::*;
-use gpu_host_probe::Host;
 use gpu_host_probe::helper::{CardRead, Helper, HelperConfig};
 use gpu_partition_types::{Bdf, Outcome, PartitionMode, UnreadableReason};
 use std::path::Path;
@@ -22,7 +21,11 @@ fn probe(helper: &Path, cards: &[Bdf]) -> Vec<CardRead> {
     let state = tempfile::tempdir().unwrap();
     let started = Instant::now();
     let reads = helper
-        .probe(&Host::new(state.path()), cards, Duration::ZERO)
+        .probe(
+            &gpu_host_probe::test_util::isolated_host(state.path()),
+            cards,
+            Duration::ZERO,
+        )
         .unwrap();
     assert!(
         started.elapsed() < DEADLINE * 2 + Duration::from_millis(500) + Duration::from_secs(1),
@@ -361,7 +364,7 @@ fn a_probe_waits_for_a_held_host_lock_and_gives_up_with_busy_without_running_the
         calls.display()
     );
     let path = helper(dir.path(), &v1(), &body);
-    let host = Host::new(dir.path().join("state"));
+    let host = gpu_host_probe::test_util::isolated_host(dir.path().join("state"));
     let _held = host.try_lock().unwrap();
     let helper = Helper::new(HelperConfig::new(&path).deadline(DEADLINE));
     let started = Instant::now();

@@ -8,16 +8,22 @@ use std::time::{Duration, Instant};
 fn the_lock_creates_its_state_directory() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("a/b");
-    let lock = Host::new(&state).try_lock().unwrap();
+    let lock = gpu_host_probe::test_util::isolated_host(&state)
+        .try_lock()
+        .unwrap();
     assert!(lock.path().starts_with(&state));
 }
 
 #[test]
 fn a_held_lock_is_busy_at_once_for_a_try_and_names_its_holder() {
     let dir = tempfile::tempdir().unwrap();
-    let _held = Host::new(dir.path()).try_lock().unwrap();
+    let _held = gpu_host_probe::test_util::isolated_host(dir.path())
+        .try_lock()
+        .unwrap();
     let started = Instant::now();
-    let error = Host::new(dir.path()).try_lock().unwrap_err();
+    let error = gpu_host_probe::test_util::isolated_host(dir.path())
+        .try_lock()
+        .unwrap_err();
     assert!(started.elapsed() < Duration::from_millis(100));
     match error {
         LockError::Busy { holder, .. } => assert_eq!(holder, Some(std::process::id())),
@@ -28,9 +34,11 @@ fn a_held_lock_is_busy_at_once_for_a_try_and_names_its_holder() {
 #[test]
 fn a_bounded_wait_gives_up_with_busy_after_its_bound() {
     let dir = tempfile::tempdir().unwrap();
-    let _held = Host::new(dir.path()).try_lock().unwrap();
+    let _held = gpu_host_probe::test_util::isolated_host(dir.path())
+        .try_lock()
+        .unwrap();
     let started = Instant::now();
-    let error = Host::new(dir.path())
+    let error = gpu_host_probe::test_util::isolated_host(dir.path())
         .lock(Duration::from_millis(300))
         .unwrap_err();
     assert!(matches!(error, LockError::Busy { .. }));
@@ -41,19 +49,27 @@ fn a_bounded_wait_gives_up_with_busy_after_its_bound() {
 #[test]
 fn a_waiter_gets_the_lock_once_the_holder_lets_go() {
     let dir = tempfile::tempdir().unwrap();
-    let held = Host::new(dir.path()).try_lock().unwrap();
+    let held = gpu_host_probe::test_util::isolated_host(dir.path())
+        .try_lock()
+        .unwrap();
     let releaser = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(150));
         drop(held);
     });
-    assert!(Host::new(dir.path()).lock(Duration::from_secs(5)).is_ok());
+    assert!(
+        gpu_host_probe::test_util::isolated_host(dir.path())
+            .lock(Duration::from_secs(5))
+            .is_ok()
+    );
     releaser.join().unwrap();
 }
 
 #[test]
 fn the_lock_is_held_across_processes() {
     let dir = tempfile::tempdir().unwrap();
-    let _held = Host::new(dir.path()).try_lock().unwrap();
+    let _held = gpu_host_probe::test_util::isolated_host(dir.path())
+        .try_lock()
+        .unwrap();
     // flock(1) from util-linux, a separate process, cannot take it without waiting.
     let status = std::process::Command::new("flock")
         .args(["--nonblock", "--conflict-exit-code", "9"])
@@ -64,4 +80,100 @@ fn the_lock_is_held_across_processes() {
         Ok(status) => assert_eq!(status.code(), Some(9)),
         Err(error) => panic!("flock(1) not runnable: {error}"),
     }
+}
+
+#[test]
+fn two_hosts_of_one_machine_with_different_state_directories_meet_at_one_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = dir.path().join("sys");
+    let first = Host::new(dir.path().join("toolstack")).with_sysfs_root(&machine);
+    let second = Host::new(dir.path().join("mxctl")).with_sysfs_root(&machine);
+    let held = first.try_lock().unwrap();
+    match second.try_lock().unwrap_err() {
+        LockError::MachineBusy {
+            holder, state_dir, ..
+        } => {
+            assert_eq!(holder, Some(std::process::id()));
+            assert_eq!(state_dir.as_deref(), Some(first.state_dir()));
+        }
+        other => panic!("{other}"),
+    }
+    let said = second.try_lock().unwrap_err().to_string();
+    assert!(said.contains("the GPUs of this machine"), "{said}");
+    assert!(said.contains("toolstack"), "{said}");
+    drop(held);
+    assert!(second.try_lock().is_ok());
+}
+
+#[test]
+fn the_spelling_of_a_machines_sysfs_root_does_not_make_another_machine() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = dir.path().join("sys");
+    std::fs::create_dir(&machine).unwrap();
+    std::os::unix::fs::symlink(&machine, dir.path().join("link")).unwrap();
+    let _held = Host::new(dir.path().join("a"))
+        .with_sysfs_root(&machine)
+        .try_lock()
+        .unwrap();
+    let other = Host::new(dir.path().join("b")).with_sysfs_root(dir.path().join("link/../sys"));
+    assert!(other.try_lock().unwrap_err().is_busy());
+}
+
+#[test]
+fn hosts_of_two_machines_do_not_exclude_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let _held = Host::new(dir.path().join("a"))
+        .with_sysfs_root(dir.path().join("sys-a"))
+        .try_lock()
+        .unwrap();
+    assert!(
+        Host::new(dir.path().join("b"))
+            .with_sysfs_root(dir.path().join("sys-b"))
+            .try_lock()
+            .is_ok()
+    );
+}
+
+#[test]
+fn a_simulated_host_never_takes_the_real_machines_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = Host::new(dir.path().join("state")).with_sysfs_root(dir.path().join("sys"));
+    let _real = host.try_lock().unwrap();
+    let simulated = host.simulated().try_lock().unwrap();
+    assert_ne!(simulated.machine_path(), _real.machine_path());
+}
+
+#[test]
+fn the_machine_lock_is_held_across_processes() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = Host::new(dir.path().join("state")).with_sysfs_root(dir.path().join("sys"));
+    let held = host.try_lock().unwrap();
+    // flock(1) from util-linux, another process, cannot take the machine's lock file.
+    let status = std::process::Command::new("flock")
+        .args(["--nonblock", "--conflict-exit-code", "9"])
+        .arg(held.machine_path())
+        .arg("true")
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(9));
+    let named = std::fs::read_to_string(held.machine_path()).unwrap();
+    assert_eq!(
+        named,
+        format!("{}\n{}\n", std::process::id(), host.state_dir().display())
+    );
+}
+
+#[test]
+fn a_machine_lock_is_named_after_its_sysfs_root_as_systemd_escapes_a_path() {
+    let host = Host::new("/var/lib/mxctl").with_sysfs_root("/nonexistent/sys fs");
+    let path = gpu_host_probe::lock::machine_lock_path(&host);
+    assert_eq!(
+        path.file_name().unwrap().to_str().unwrap(),
+        "nonexistent-sys\\x20fs.lock"
+    );
+    let simulated = gpu_host_probe::lock::machine_lock_path(&host.simulated());
+    assert_eq!(
+        simulated.file_name().unwrap().to_str().unwrap(),
+        "simulated-nonexistent-sys\\x20fs.lock"
+    );
 }

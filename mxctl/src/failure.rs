@@ -117,10 +117,9 @@ impl Failure {
             Self::Step(_) => "step",
             Self::Scan(_) => "sysfs",
             Self::Store(_) => "state",
-            Self::Sync(host_sync::SyncError::Lock(gpu_host_probe::lock::LockError::Busy {
-                ..
-            }))
-            | Self::Lock(gpu_host_probe::lock::LockError::Busy { .. }) => "lock_busy",
+            Self::Sync(host_sync::SyncError::Lock(lock)) | Self::Lock(lock) if lock.is_busy() => {
+                "lock_busy"
+            }
             Self::Sync(host_sync::SyncError::Lock(_)) | Self::Lock(_) => "lock",
             Self::Sync(host_sync::SyncError::Store(_)) => "state",
             Self::Sync(host_sync::SyncError::Scan(_)) => "sysfs",

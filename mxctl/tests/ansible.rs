@@ -49,13 +49,15 @@ fn the_playbook_runs_every_action_of_a_plan_once_in_phase_order() {
         let config = pool.config.as_path();
         let state = host.path("state");
         let proc_root = host.path("proc");
+        // A machine of its own per host: the three hosts' steps run at once.
+        let sysfs = host.path("sys");
         let mx_smi = host.path("bin/mx-smi");
         let kmsg = host.path("bin/kmsg");
         inventory.push_str(&format!(
             "{name} ansible_connection=local mxctl={mxctl} workdir={workdir} mxctl_args={args} step_args={step}\n",
             mxctl = env!("CARGO_BIN_EXE_mxctl"),
             workdir = host.dir.path().display(),
-            args = list(&[Path::new("--config"), config, Path::new("--state-dir"), &state, Path::new("--proc-root"), &proc_root]),
+            args = list(&[Path::new("--config"), config, Path::new("--state-dir"), &state, Path::new("--proc-root"), &proc_root, Path::new("--sysfs-root"), &sysfs]),
             step = list(&[Path::new("--mx-smi"), &mx_smi, Path::new("--kmsg"), &kmsg]),
         ));
     }

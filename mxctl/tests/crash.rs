@@ -95,7 +95,9 @@ fn a_helper_dies_with_the_mxctl_that_started_it_so_no_write_outlives_its_run() {
     )
     .unwrap();
     let mut probe = Command::new(env!("CARGO_BIN_EXE_mxctl"))
-        .args(["--config", "/dev/null", "-q", "--state-dir"])
+        .args(["--config", "/dev/null", "-q", "--sysfs-root"])
+        .arg(dir.path().join("sys"))
+        .arg("--state-dir")
         .arg(dir.path().join("state"))
         .args([
             "probe",

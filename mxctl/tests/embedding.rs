@@ -70,7 +70,7 @@ fn a_reset_while_a_sync_holds_the_host_lock_is_blocked_lock_busy_however_the_dir
         state.join("."),
         dir.path().join("sys/../state"),
     ] {
-        let (outcome, resets) = reset(&Host::new(&spelled));
+        let (outcome, resets) = reset(&gpu_host_probe::test_util::isolated_host(&spelled));
         assert_eq!(
             outcome,
             ResetOutcome::Blocked(BlockedReason::LockBusy),
@@ -80,7 +80,7 @@ fn a_reset_while_a_sync_holds_the_host_lock_is_blocked_lock_busy_however_the_dir
         assert!(resets.is_empty(), "a reset ran inside the sync's read");
     }
     assert!(
-        read_journal(&Host::new(&state))
+        read_journal(&gpu_host_probe::test_util::isolated_host(&state))
             .unwrap()
             .in_flight
             .is_none()
@@ -88,7 +88,10 @@ fn a_reset_while_a_sync_holds_the_host_lock_is_blocked_lock_busy_however_the_dir
     let done = sync.join().unwrap();
     assert!(done.result.is_ok());
     // The sync over, the reset goes ahead on the same host.
-    assert_eq!(reset(&Host::new(&state)).0, ResetOutcome::Done);
+    assert_eq!(
+        reset(&gpu_host_probe::test_util::isolated_host(&state)).0,
+        ResetOutcome::Done
+    );
 }
 
 #[test]

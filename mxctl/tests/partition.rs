@@ -616,3 +616,101 @@ fn a_rerun_after_a_run_killed_inside_its_reset_waits_the_window_out_and_resets_n
     assert_eq!(mig(&host.card(GPU0)), (1, 1));
     assert_eq!(instances(&host.card(GPU0)).len(), 7);
 }
+
+/// `mxctl --json reset --method nvidia --device 0` on `host`'s machine (its sysfs and procfs)
+/// but with another state directory: another `Host` of the same machine.
+fn reset_from_another_state_dir(host: &PartitionHost) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mxctl"));
+    command
+        .args(["--config", "/dev/null", "--json", "--sysfs-root"])
+        .arg(host.sysfs.root())
+        .arg("--proc-root")
+        .arg(host.path("proc"))
+        .arg("--state-dir")
+        .arg(host.path("another-state"))
+        .args([
+            "reset",
+            "--method",
+            "nvidia",
+            "--device",
+            "0",
+            "--nvidia-smi",
+        ])
+        .arg(host.path("bin/nvidia-smi"))
+        .arg("--kmsg")
+        .arg(host.path("kmsg"));
+    command
+}
+
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !done() {
+        assert!(std::time::Instant::now() < give_up, "{what} never came");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
+fn a_reset_from_another_state_directory_while_an_apply_runs_is_turned_away() {
+    common::require_root();
+    let host = PartitionHost::one_h100();
+    host.sync("enabled");
+    // Each write of the card takes a while, as NVML's do: the apply holds the lock for seconds.
+    host.change_nvml(|state| state["devices"][0]["write_delay_ms"] = 700.into());
+    let file = host.path("layout.yaml");
+    std::fs::write(&file, BALANCED).unwrap();
+    let apply = host
+        .command(&[
+            "apply",
+            "--config",
+            file.to_str().unwrap(),
+            "--select",
+            "balanced",
+            "--pool",
+            "enabled",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the apply's first write", || {
+        host.calls()
+            .iter()
+            .any(|c| c.starts_with("nvmlDeviceSetMigMode"))
+    });
+    let (code, reset) = common::run_json(reset_from_another_state_dir(&host));
+    assert_eq!(code, 3, "{reset:#}");
+    assert_eq!(
+        (reset["outcome"].clone(), reset["reason"].clone()),
+        ("blocked".into(), "lock_busy".into()),
+        "{reset:#}"
+    );
+    assert!(host.resets().is_empty());
+    let output = apply.wait_with_output().unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["outcome"], "done", "{report:#}");
+}
+
+#[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
+fn an_apply_while_a_reset_from_another_state_directory_runs_is_turned_away() {
+    common::require_root();
+    let host = PartitionHost::one_h100();
+    host.sync("enabled");
+    std::fs::write(host.path("bin/reset-delay"), "2").unwrap();
+    let reset = reset_from_another_state_dir(&host)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the reset", || !host.resets().is_empty());
+    host.clear_calls();
+    let (code, report) = host.apply(BALANCED, "balanced", &[]);
+    assert_eq!(code, 3, "{report:#}");
+    assert_eq!(report["reason"], "lock_busy", "{report:#}");
+    let detail = report["detail"].as_str().unwrap();
+    assert!(detail.contains("another-state"), "{detail}");
+    assert!(host.writes().is_empty(), "{:?}", host.writes());
+    let output = reset.wait_with_output().unwrap();
+    let reset: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(reset["outcome"], "done", "{reset:#}");
+}

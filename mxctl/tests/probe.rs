@@ -20,7 +20,9 @@ fn fake_helper(dir: &Path) -> PathBuf {
 fn probe(args: &[&str]) -> (i32, serde_json::Value) {
     let state = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
-        .args(["--config", "/dev/null", "--json", "--state-dir"])
+        .args(["--config", "/dev/null", "--json", "--sysfs-root"])
+        .arg(state.path())
+        .arg("--state-dir")
         .arg(state.path())
         .arg("probe")
         .args(args)
@@ -80,7 +82,9 @@ fn probe_text_output_is_an_aligned_table() {
     let helper = fake_helper(dir.path());
     let state = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
-        .args(["--config", "/dev/null", "--state-dir"])
+        .args(["--config", "/dev/null", "--sysfs-root"])
+        .arg(state.path())
+        .arg("--state-dir")
         .arg(state.path())
         .args(["probe", "--helper", helper.to_str().unwrap()])
         .args(["--device", "0000:01:00.0", "--device", "0000:03:00.0"])

@@ -518,6 +518,8 @@ fn the_text_output_shows_each_step_and_the_outcome() {
     let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
         .args(["--config", "/dev/null", "--proc-root"])
         .arg(host.path("proc"))
+        .arg("--sysfs-root")
+        .arg(host.path("sys"))
         .arg("--state-dir")
         .arg(host.path("state"))
         .args(["reset", "--device", "1", "--mx-smi"])

@@ -310,6 +310,7 @@ fn two_syncs_at_once_never_interleave_their_reads_and_writes() {
 fn a_sync_waits_a_bounded_time_for_the_lock_then_says_busy() {
     let host = Host::new();
     let _held = gpu_host_probe::Host::new(host.path("state"))
+        .with_sysfs_root(host.sysfs.root())
         .try_lock()
         .unwrap();
     let started = Instant::now();
@@ -324,6 +325,7 @@ fn a_sync_waits_a_bounded_time_for_the_lock_then_says_busy() {
 fn a_sync_with_a_shorter_lock_wait_says_busy_after_it() {
     let host = Host::new();
     let _held = gpu_host_probe::Host::new(host.path("state"))
+        .with_sysfs_root(host.sysfs.root())
         .try_lock()
         .unwrap();
     let started = Instant::now();
@@ -338,6 +340,7 @@ fn a_sync_with_a_shorter_lock_wait_says_busy_after_it() {
 fn a_sync_with_a_longer_lock_wait_runs_once_the_holder_lets_go_after_ten_seconds() {
     let host = Host::new();
     let held = gpu_host_probe::Host::new(host.path("state"))
+        .with_sysfs_root(host.sysfs.root())
         .try_lock()
         .unwrap();
     // Held past the default wait of 10 s, as a warm reset's window holds it.

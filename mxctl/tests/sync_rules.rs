@@ -244,6 +244,7 @@ fn the_probe_waits_for_a_held_host_lock_before_it_reads_any_card() {
     let host = Host::new();
     let helper = host.helper(|h| h);
     let held = gpu_host_probe::Host::new(host.path("state"))
+        .with_sysfs_root(host.sysfs.root())
         .try_lock()
         .unwrap();
     let probe = host
@@ -274,6 +275,7 @@ fn the_probe_refuses_a_lock_held_past_its_wait_and_runs_nothing() {
     let host = Host::new();
     let helper = host.helper(|h| h);
     let _held = gpu_host_probe::Host::new(host.path("state"))
+        .with_sysfs_root(host.sysfs.root())
         .try_lock()
         .unwrap();
     let started = Instant::now();

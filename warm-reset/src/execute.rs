@@ -188,7 +188,7 @@ pub fn execute(run: ResetRun<'_>) -> Result<ResetReport, ExecuteError> {
 pub(crate) fn try_lock(host: &Host) -> Result<Option<HostLock>, LockError> {
     match host.try_lock() {
         Ok(held) => Ok(Some(held)),
-        Err(LockError::Busy { .. }) => Ok(None),
+        Err(error) if error.is_busy() => Ok(None),
         Err(error) => Err(error),
     }
 }

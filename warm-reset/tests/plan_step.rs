@@ -59,7 +59,7 @@ fn step(
 #[test]
 fn a_step_while_another_reset_is_in_flight_is_blocked_and_leaves_that_resets_record_intact() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::new(dir.path());
+    let host = gpu_host_probe::test_util::isolated_host(dir.path());
     let plan = one_host_plan();
     // Another reset of this host, in its window for a second (real clock, real lock).
     let other = {
@@ -106,7 +106,7 @@ fn a_step_while_another_reset_is_in_flight_is_blocked_and_leaves_that_resets_rec
 #[test]
 fn a_step_record_that_does_not_read_is_an_error_naming_it_and_the_step_is_not_run_again() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::new(dir.path());
+    let host = gpu_host_probe::test_util::isolated_host(dir.path());
     let plan = one_host_plan();
     let first = step(&host, &plan, 1).unwrap();
     assert_eq!(first.outcome, ResetOutcome::Done);
@@ -135,7 +135,7 @@ fn a_step_record_that_does_not_read_is_an_error_naming_it_and_the_step_is_not_ru
 #[test]
 fn a_step_that_ran_reports_its_first_result_and_resets_nothing_more() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::new(dir.path());
+    let host = gpu_host_probe::test_util::isolated_host(dir.path());
     let plan = one_host_plan();
     assert_eq!(step(&host, &plan, 1).unwrap().outcome, ResetOutcome::Done);
     let (again, resets) = run(&host, &plan, 1);

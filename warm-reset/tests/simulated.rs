@@ -40,7 +40,8 @@ impl Sim {
 
     /// The host: its state directory and its procfs.
     fn machine(&self) -> Host {
-        Host::new(self.dir.path().join("state")).with_proc_root(self.dir.path().join("proc"))
+        gpu_host_probe::test_util::isolated_host(self.dir.path().join("state"))
+            .with_proc_root(self.dir.path().join("proc"))
     }
 
     /// Records a reset of node 0 in flight since `started_unix_ms`, under `boot_id`.

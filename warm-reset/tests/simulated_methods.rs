@@ -5,13 +5,12 @@
 use std::sync::Arc;
 use warm_reset::sim::{NvidiaFault, PciFault, SimNvidia, SimPci};
 use warm_reset::{
-    Backend, Host, MachineConfig, Method, ResetOutcome, ResetReport, ResetRun, VirtualClock,
-    execute,
+    Backend, MachineConfig, Method, ResetOutcome, ResetReport, ResetRun, VirtualClock, execute,
 };
 
 fn run(backend: &mut dyn Backend, clock: &VirtualClock, config: &MachineConfig) -> ResetReport {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::new(dir.path());
+    let host = gpu_host_probe::test_util::isolated_host(dir.path());
     execute(ResetRun::new(config, &host, backend).clock(clock)).unwrap()
 }
 

@@ -346,7 +346,7 @@ fn take_lock(
 ) -> Result<Option<HostLock>, ApplyError> {
     match host.lock(wait) {
         Ok(lock) => Ok(Some(lock)),
-        Err(busy @ LockError::Busy { .. }) => {
+        Err(busy) if busy.is_busy() => {
             report.outcome = ApplyOutcome::Blocked(ApplyReason::LockBusy);
             report.detail = busy.to_string();
             Ok(None)

@@ -154,6 +154,9 @@ impl Host {
         command
             .args(["--config", "/dev/null", "--json", "--proc-root"])
             .arg(self.path("proc"))
+            // A machine of its own: tests run at once never meet at the real /sys's GPU lock.
+            .arg("--sysfs-root")
+            .arg(self.path("sys"))
             .arg("--state-dir")
             .arg(self.path("state"))
             .arg("reset")

@@ -87,6 +87,8 @@ impl Pool {
             .arg("--json")
             .arg("--proc-root")
             .arg(host.path("proc"))
+            .arg("--sysfs-root")
+            .arg(host.path("sys"))
             .arg("--state-dir")
             .arg(host.path("state"))
             .args([
