@@ -22,8 +22,8 @@ pub struct GpuAssert {
     pub device: Bdf,
     /// Its index.
     pub index: u32,
-    /// The line of the layout's entry that names it.
-    pub line: usize,
+    /// The line of the layout's entry that names it (`None`: not read from a document).
+    pub line: Option<usize>,
     /// How it differs (a card that did not read differs as `unreadable`); empty: as wanted.
     pub differences: Vec<Difference>,
 }

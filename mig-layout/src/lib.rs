@@ -35,16 +35,14 @@ pub mod report;
 pub mod select;
 
 pub use apply::{
-    ApplyError, ApplyOptions, ApplyRun, HOOK_DEADLINE, Hook, HookPoint, HookRun, Hooks, Observer,
-    Progress, ResetWith, Restore, RestoreOptions, STEP_DEADLINE, apply, leave, restore,
+    ApplyError, ApplyObserver, ApplyOptions, ApplyRun, HOOK_DEADLINE, Hook, HookPoint, HookRun,
+    Hooks, Progress, ResetWith, Restore, RestoreOptions, STEP_DEADLINE, apply, leave, restore,
 };
 pub use assert::{AssertReport, GpuAssert, assert_applied};
 pub use document::{
     DeviceId, DeviceRef, Devices, Document, LayoutError, MAX_DOCUMENT, Spec, to_json, to_yaml,
 };
 pub use export::{Exported, export, export_declared, export_host};
-pub use plan::{Impossible, ImpossibleKind, Plan};
-pub use report::{
-    ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, GpuReport, HostAfter, StepDone,
-};
+pub use plan::{Impossible, ImpossibleKind, Plan, PlanLine};
+pub use report::{ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, GpuReport, HostAfter};
 pub use select::{Absent, HostGpu, SelectError, Selection, Wanted, host_gpus, select};

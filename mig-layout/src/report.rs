@@ -3,8 +3,9 @@
 //! document of `mxctl --json partition apply`.
 
 use crate::apply::HookRun;
+use crate::plan::{Impossible, PlanLine};
 use crate::select::Absent;
-use gpu_partition_types::{Bdf, Op};
+use gpu_partition_types::{Bdf, StepOutcome, StepResult};
 use host_sync::{Difference, HostReason, HostStatus};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
@@ -78,36 +79,24 @@ impl ApplyOutcome {
         }
     }
 
-    /// The reason's token (`""` when done or a dry run).
-    pub fn reason_str(self) -> &'static str {
+    /// The reason's token; `None` when done or a dry run.
+    pub fn reason(self) -> Option<&'static str> {
         use gpu_partition_types::Token;
         match self {
-            Self::Done | Self::DryRun => "",
-            Self::Blocked(reason) | Self::Failed(reason) => reason.as_str(),
-            Self::ColdRebootRequired(reason) => reason.as_str(),
+            Self::Done | Self::DryRun => None,
+            Self::Blocked(reason) | Self::Failed(reason) => Some(reason.as_str()),
+            Self::ColdRebootRequired(reason) => Some(reason.as_str()),
         }
     }
 }
 
 impl std::fmt::Display for ApplyOutcome {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.reason_str() {
-            "" => f.write_str(self.as_str()),
-            reason => write!(f, "{} ({reason})", self.as_str()),
+        match self.reason() {
+            None => f.write_str(self.as_str()),
+            Some(reason) => write!(f, "{} ({reason})", self.as_str()),
         }
     }
-}
-
-/// One step the helper ran, as it answered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct StepDone {
-    /// The step.
-    pub op: Op,
-    /// `done`, `refused` or `skipped`.
-    pub result: &'static str,
-    /// What it made or why it was refused, for people.
-    pub detail: String,
 }
 
 /// What an apply planned and did on one GPU.
@@ -119,12 +108,13 @@ pub struct GpuReport {
     pub device: Bdf,
     /// Its index.
     pub index: u32,
-    /// The line of the layout's entry that names it.
-    pub line: usize,
-    /// The plan, as lines for people (empty: already as wanted).
-    pub plan: Vec<String>,
-    /// The steps run, in order, each as the helper answered.
-    pub steps: Vec<StepDone>,
+    /// The line of the layout's entry that names it; `None` for a GPU no document named (a
+    /// leave, a restore).
+    pub line: Option<usize>,
+    /// The plan, as data (empty: already as wanted); each line displays for people.
+    pub plan: Vec<PlanLine>,
+    /// The steps run, in order, each as the helper answered (the protocol's results).
+    pub steps: Vec<StepResult>,
     /// How it differs from the layout after the apply (the read-back; empty when it holds).
     pub differences: Vec<Difference>,
 }
@@ -134,7 +124,7 @@ impl GpuReport {
     pub fn writes(&self) -> usize {
         self.steps
             .iter()
-            .filter(|step| step.result == "done")
+            .filter(|step| matches!(step.outcome, StepOutcome::Done { .. }))
             .count()
     }
 }
@@ -209,8 +199,10 @@ impl Serialize for ApplyWarning {
 /// How an apply ended and what it did.
 ///
 /// It serializes to the document of `mxctl --json partition apply`: `label`, `outcome`,
-/// `reason` (`""` when done or a dry run), `detail`, `gpus` (each with `device`, `index`,
-/// `line`, `plan`, `steps` and `differences`), `resets` (each reset's own document), `host`
+/// `reason` and `detail` (`null` when done or a dry run), `impossible` (`{"device",
+/// "profile", "kind", "message"}` of a `layout_impossible`, else `null`), `gpus` (each with
+/// `device`, `index`, `line` — `null` for a GPU no document named —, `plan`, `steps` and
+/// `differences`), `resets` (each reset's own document), `host`
 /// (the status after, `null` when none was written), `hooks` (each hook command as it ran:
 /// `point`, `command`, `ok`, `ended`, `stdout`, `stderr`, `elapsed_ms`), `warnings` (their
 /// messages), `elapsed_ms`.
@@ -222,8 +214,11 @@ pub struct ApplyReport {
     /// How it ended.
     pub outcome: ApplyOutcome,
     /// Why it was blocked or failed, for people (the GPU, the profile, the step, NVML's words);
-    /// empty when done or a dry run.
-    pub detail: String,
+    /// `None` when done or a dry run.
+    pub detail: Option<String>,
+    /// The impossible layout that blocked it (`layout_impossible`), as data: the GPU, the
+    /// profile, the kind.
+    pub impossible: Option<Impossible>,
     /// Each GPU the layout names, in index order.
     pub gpus: Vec<GpuReport>,
     /// The warm resets run to complete mode changes.
@@ -244,7 +239,8 @@ impl ApplyReport {
         Self {
             label: label.to_owned(),
             outcome: ApplyOutcome::Done,
-            detail: String::new(),
+            detail: None,
+            impossible: None,
             gpus: Vec::new(),
             resets: Vec::new(),
             host: None,
@@ -262,11 +258,12 @@ impl ApplyReport {
 
 impl Serialize for ApplyReport {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut report = serializer.serialize_struct("ApplyReport", 11)?;
+        let mut report = serializer.serialize_struct("ApplyReport", 12)?;
         report.serialize_field("label", &self.label)?;
         report.serialize_field("outcome", self.outcome.as_str())?;
-        report.serialize_field("reason", self.outcome.reason_str())?;
+        report.serialize_field("reason", &self.outcome.reason())?;
         report.serialize_field("detail", &self.detail)?;
+        report.serialize_field("impossible", &self.impossible)?;
         report.serialize_field("gpus", &self.gpus)?;
         report.serialize_field("resets", &self.resets)?;
         report.serialize_field("host", &self.host)?;

@@ -81,26 +81,29 @@ pub struct Wanted {
     pub gpu: HostGpu,
     /// What it should be.
     pub want: Want,
-    /// The line of the spec that names it.
-    pub line: usize,
+    /// The line of the spec that names it; `None` for a spec not read from a document.
+    pub line: Option<usize>,
 }
 
 /// A device a layout lists that the host does not have.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Absent {
-    /// The line of the spec that lists it.
-    pub line: usize,
+    /// The line of the spec that lists it (`None`: not read from a document).
+    pub line: Option<usize>,
     /// The device as the spec names it.
     pub device: DeviceRef,
 }
 
 impl fmt::Display for Absent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(line) = self.line {
+            write!(f, "line {line}: ")?;
+        }
         write!(
             f,
-            "line {}: {} is not an NVIDIA GPU bound to nvidia on this host",
-            self.line, self.device
+            "{} is not an NVIDIA GPU bound to nvidia on this host",
+            self.device
         )
     }
 }
@@ -122,16 +125,24 @@ pub struct Selection {
 pub enum SelectError {
     /// Two specs name the same GPU.
     #[error(
-        "{gpu} is named by two entries, at lines {first} and {second}; each GPU may be named once"
+        "{gpu} is named by two entries{}; each GPU may be named once",
+        lines(*first, *second)
     )]
     Twice {
         /// The GPU.
         gpu: String,
-        /// The first entry's line.
-        first: usize,
+        /// The first entry's line (`None`: not read from a document).
+        first: Option<usize>,
         /// The second's.
-        second: usize,
+        second: Option<usize>,
     },
+}
+
+fn lines(first: Option<usize>, second: Option<usize>) -> String {
+    match (first, second) {
+        (Some(first), Some(second)) => format!(", at lines {first} and {second}"),
+        _ => String::new(),
+    }
 }
 
 fn matches_filter(spec: &Spec, gpu: &HostGpu) -> bool {

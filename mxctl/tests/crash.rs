@@ -2,7 +2,7 @@
 //! file always reads, old or new, never torn.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use gpu_host_probe::test_util::FakeHelper;
+use gpu_host_probe::test_util::{Act, FakeHelper};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{FileStore, StateStore};
 use std::os::unix::process::ExitStatusExt;
@@ -20,8 +20,16 @@ fn a_sync_killed_at_random_points_never_leaves_a_torn_state_file() {
             .nvidia(&format!("0000:{bus:02x}:00.0"), Some("nvidia"))
             .unwrap();
     }
+    // A read of a card whose `block-<card>` file exists says so (`blocked`) and hangs: a kill
+    // then lands inside the sync by construction, whatever the machine's speed.
+    let marks = dir.path().join("marks");
+    std::fs::create_dir_all(&marks).unwrap();
     let helper = FakeHelper::new(dir.path())
         .reply(r#"{"format": "1.0", "device": "%s", "mode": {"capable": true, "current": "disabled", "pending": null}, "case": "none_carved"}"#)
+        .every_read(Act::Shell(format!(
+            "[ ! -f {m}/block-$dev ] || {{ touch {m}/blocked; exec sleep 5; }}",
+            m = marks.display()
+        )))
         .write()
         .unwrap();
     let state = dir.path().join("state");
@@ -43,32 +51,57 @@ fn a_sync_killed_at_random_points_never_leaves_a_torn_state_file() {
 
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
     let mut killed_mid_run = 0;
+    let mut blocked_rounds = 0;
     for round in 0..KILLS {
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        let mut child = sync(if round % 2 == 0 {
-            "enabled"
+        // One round in four (the pool on) a card's read hangs and the kill comes once it does
+        // (a kill in the middle by construction); the others, the pool on or off, are killed at
+        // a random time within one sync's span (before it, during its writes, or after it).
+        let block = (round % 4 == 0).then(|| format!("0000:{:02x}:00.0", seed % 8 + 1));
+        if let Some(card) = &block {
+            std::fs::write(marks.join(format!("block-{card}")), "").unwrap();
+        }
+        let mut child = sync(if round % 4 < 2 { "enabled" } else { "disabled" })
+            .spawn()
+            .unwrap();
+        if block.is_some() {
+            let give_up = Instant::now() + Duration::from_secs(30);
+            while !marks.join("blocked").exists() {
+                assert!(
+                    Instant::now() < give_up,
+                    "round {round}: the read never began"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_micros(seed % 2000));
         } else {
-            "disabled"
-        })
-        .spawn()
-        .unwrap();
-        std::thread::sleep(Duration::from_micros(seed % span));
+            std::thread::sleep(Duration::from_micros(seed % span));
+        }
         let _ = child.kill();
         let status = child.wait().unwrap();
         if status.signal() == Some(9) {
             killed_mid_run += 1;
+        }
+        if let Some(card) = &block {
+            blocked_rounds += 1;
+            assert_eq!(
+                status.signal(),
+                Some(9),
+                "round {round}: the sync ended while a read of {card} hung"
+            );
+            std::fs::remove_file(marks.join(format!("block-{card}"))).unwrap();
+            std::fs::remove_file(marks.join("blocked")).unwrap();
         }
         match FileStore::new(&state).load() {
             Ok(_) => {}
             Err(error) => panic!("round {round}: the state file does not read: {error}"),
         }
     }
-    eprintln!("{KILLS} kills, {killed_mid_run} of them before the sync ended");
-    assert!(
-        killed_mid_run >= KILLS / 4,
-        "only {killed_mid_run} kills landed inside a sync"
+    eprintln!(
+        "{KILLS} kills, {killed_mid_run} of them before the sync ended ({blocked_rounds} inside a \
+         hanging read by construction)"
     );
     // A sync after all that still works, and cleans up what the killed ones left.
     assert!(sync("enabled").status().unwrap().success());

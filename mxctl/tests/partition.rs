@@ -569,7 +569,7 @@ fn on_a_terminal_each_step_is_a_line_as_it_runs_and_piped_only_the_report_is_pri
     assert_eq!(live.last().unwrap(), "read back: as the layout wants");
     let piped = run(false);
     assert!(progress_lines(&piped).is_empty(), "{piped}");
-    assert!(piped.contains("done create_gpu_instance"), "{piped}");
+    assert!(piped.contains("create_gpu_instance done"), "{piped}");
 }
 
 #[test]

@@ -136,6 +136,48 @@ pub enum JournalError {
     Write(#[from] gpu_host_probe::fs::WriteError),
 }
 
+impl InFlight {
+    /// Whether its window is over at `now_unix_ms` (its start plus its window).
+    fn spent(&self, now_unix_ms: u64) -> bool {
+        now_unix_ms >= self.started_unix_ms.saturating_add(self.window_ms)
+    }
+
+    /// How long its window has left at `now_unix_ms` (none once it is over).
+    fn left(&self, now_unix_ms: u64) -> Option<std::time::Duration> {
+        let ends = self.started_unix_ms.saturating_add(self.window_ms);
+        (!self.spent(now_unix_ms))
+            .then(|| std::time::Duration::from_millis(ends.saturating_sub(now_unix_ms)))
+    }
+
+    /// Whether it was journalled in another boot than `boot_id` (both known): the host was
+    /// rebooted since, and it is over.
+    fn of_another_boot(&self, boot_id: Option<&str>) -> bool {
+        matches!((self.boot_id.as_deref(), boot_id), (Some(then), Some(now)) if then != now)
+    }
+}
+
+/// A reset the journal of `lock`'s host records in flight, of this boot, whose window is not
+/// over on `clock`: what it resets, and how long its window has left. What a caller that must
+/// not issue a second reset inside it waits out, on the clock it was given, before it runs the
+/// machine (which then verifies that reset rather than refuse): the journal's rule, asked of
+/// the journal, never re-derived.
+pub fn window_left(
+    lock: &HostLock,
+    clock: &dyn crate::clock::Clock,
+) -> Result<Option<(Target, std::time::Duration)>, JournalError> {
+    let file = load(lock.state_dir())?;
+    let Some(in_flight) = file.in_flight else {
+        return Ok(None);
+    };
+    let boot_id = gpu_host_probe::boot::read_boot_id(lock.host().proc_root());
+    if in_flight.of_another_boot(boot_id.as_deref()) {
+        return Ok(None);
+    }
+    Ok(in_flight
+        .left(clock.unix_ms())
+        .map(|left| (in_flight.target, left)))
+}
+
 /// What the journal of `host` holds now (empty when there is none). It needs no lock: the file
 /// is replaced whole, so this is one whole file, as of some moment.
 pub fn read_journal(host: &Host) -> Result<JournalFile, JournalError> {
@@ -199,21 +241,16 @@ impl<'lock> Journal<'lock> {
         let Some(in_flight) = file.in_flight.clone() else {
             return Ok(JournalView::Clear);
         };
-        if let (Some(then), Some(now)) = (in_flight.boot_id.as_deref(), boot_id) {
-            if then != now {
-                tracing::info!(
-                    "the host was rebooted since the reset of {}; journal closed",
-                    in_flight.target.id
-                );
-                file.in_flight = None;
-                self.store(&file)?;
-                return Ok(JournalView::Clear);
-            }
+        if in_flight.of_another_boot(boot_id) {
+            tracing::info!(
+                "the host was rebooted since the reset of {}; journal closed",
+                in_flight.target.id
+            );
+            file.in_flight = None;
+            self.store(&file)?;
+            return Ok(JournalView::Clear);
         }
-        let window_spent = now_unix_ms
-            >= in_flight
-                .started_unix_ms
-                .saturating_add(in_flight.window_ms);
+        let window_spent = in_flight.spent(now_unix_ms);
         Ok(JournalView::InFlight {
             target: in_flight.target,
             window_spent,

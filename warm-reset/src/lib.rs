@@ -57,7 +57,7 @@ pub use gpu_partition_types::Token;
 pub use holders::{Holder, ProcError};
 pub use journal::{
     InFlight, JOURNAL_FILE, JournalError, JournalFile, LastReset, StepRecord, last_reset,
-    read_journal,
+    read_journal, window_left,
 };
 pub use kmsg::{DEFAULT_KMSG, KernelLog, KernelLogError, KernelLogSource, KmsgRecord};
 pub use machine::{

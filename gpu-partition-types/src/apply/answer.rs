@@ -96,6 +96,27 @@ impl StepResult {
     }
 }
 
+/// The result for people: `create_gpu_instance done: GPU instance 3`, `set_mig_mode done:
+/// pending until a reset`, `destroy_gpu_instance refused (in_use): …`, `… skipped`.
+impl std::fmt::Display for StepResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.op, self.outcome.as_str())?;
+        match &self.outcome {
+            StepOutcome::Done {
+                gpu_instance_id: Some(id),
+                ..
+            } => write!(f, ": GPU instance {id}"),
+            StepOutcome::Done {
+                compute_instance_id: Some(id),
+                ..
+            } => write!(f, ": compute instance {id}"),
+            StepOutcome::Done { pending: true, .. } => f.write_str(": pending until a reset"),
+            StepOutcome::Done { .. } | StepOutcome::Skipped => Ok(()),
+            StepOutcome::Refused { kind, message } => write!(f, " ({kind}): {message}"),
+        }
+    }
+}
+
 /// What `apply` answers: the results in the order of the steps, and the card read after them
 /// (what `read` prints next).
 #[derive(Debug, Clone, PartialEq, Eq)]

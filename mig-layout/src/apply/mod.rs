@@ -32,6 +32,7 @@
 //! run brings to the layout.
 
 mod busy;
+mod ctx;
 mod hooks;
 mod phases;
 mod preflight;
@@ -42,20 +43,22 @@ pub use phases::STEP_DEADLINE;
 pub use reset::ResetWith;
 
 use crate::document::{Devices, Spec};
+use crate::plan::PlanLine;
 use crate::report::{ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, HostAfter};
 use crate::select::{HostGpu, Wanted, host_gpus, select};
+use ctx::Ctx;
 use gpu_host_probe::helper::Helper;
 use gpu_host_probe::{Host, HostLock, LockError};
-use gpu_partition_types::{Bdf, Token};
+use gpu_partition_types::{Bdf, StepResult, Token};
 use hooks::HookEnv;
 use host_sync::{
     AfterBoot, ApplyEnd, Board, Declaration, Direction, LayoutOutcome, StateStore, StoredReason,
     SyncOptions, sync_under,
 };
-use phases::Ctx;
 use preflight::Preflight;
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use warm_reset::ResetOutcome;
 
 /// What the caller decides for one apply.
 #[derive(Debug, Clone)]
@@ -114,18 +117,92 @@ impl ApplyOptions {
     }
 }
 
-/// One step of progress, for people.
+/// What an apply does, as it does it (each displays as a line for people).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Progress {
-    /// The GPU.
-    pub device: Bdf,
-    /// What happens.
-    pub what: String,
+pub enum Progress {
+    /// A line of a GPU's plan, shown before any write.
+    Plan {
+        /// The GPU.
+        device: Bdf,
+        /// The line.
+        line: PlanLine,
+    },
+    /// A step the helper ran, as it answered.
+    Step {
+        /// The GPU.
+        device: Bdf,
+        /// Its result.
+        step: StepResult,
+    },
+    /// A warm reset begins, to complete the GPU's mode change.
+    Resetting {
+        /// The GPU.
+        device: Bdf,
+    },
+    /// An earlier run's reset still in flight was waited out.
+    WaitedForEarlierReset {
+        /// The GPU.
+        device: Bdf,
+        /// For how long.
+        waited: Duration,
+    },
+    /// That earlier reset had completed the mode change: no reset is issued.
+    EarlierResetCompleted {
+        /// The GPU.
+        device: Bdf,
+    },
+    /// The warm reset ended.
+    Reset {
+        /// The GPU.
+        device: Bdf,
+        /// How.
+        outcome: ResetOutcome,
+    },
+    /// The read-back: the GPU is as the layout wants.
+    ReadBack {
+        /// The GPU.
+        device: Bdf,
+    },
 }
 
-/// What sees every step as it runs.
-pub type Observer<'a> = &'a mut dyn FnMut(&Progress);
+impl Progress {
+    /// The GPU it is about.
+    pub fn device(&self) -> Bdf {
+        match self {
+            Self::Plan { device, .. }
+            | Self::Step { device, .. }
+            | Self::Resetting { device }
+            | Self::WaitedForEarlierReset { device, .. }
+            | Self::EarlierResetCompleted { device }
+            | Self::Reset { device, .. }
+            | Self::ReadBack { device } => *device,
+        }
+    }
+}
+
+impl std::fmt::Display for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Plan { line, .. } => write!(f, "plan: {line}"),
+            Self::Step { step, .. } => write!(f, "{step}"),
+            Self::Resetting { .. } => f.write_str("warm reset to complete the mode change"),
+            Self::WaitedForEarlierReset { waited, .. } => write!(
+                f,
+                "waited {:.1} s for an earlier reset's window to end",
+                waited.as_secs_f64()
+            ),
+            Self::EarlierResetCompleted { .. } => {
+                f.write_str("the earlier reset completed the mode change")
+            }
+            Self::Reset { outcome, .. } => write!(f, "warm reset: {outcome}"),
+            Self::ReadBack { .. } => f.write_str("read back: as the layout wants"),
+        }
+    }
+}
+
+/// What sees every step of an apply as it runs.
+pub type ApplyObserver<'a> = &'a mut dyn FnMut(&Progress);
 
 /// One apply: on which host, through which helper, into which store, resetting how.
 pub struct ApplyRun<'a> {
@@ -133,7 +210,7 @@ pub struct ApplyRun<'a> {
     helper: &'a Helper,
     store: &'a mut dyn StateStore,
     reset: ResetWith<'a>,
-    observe: Option<Observer<'a>>,
+    observe: Option<ApplyObserver<'a>>,
 }
 
 impl std::fmt::Debug for ApplyRun<'_> {
@@ -164,7 +241,7 @@ impl<'a> ApplyRun<'a> {
     }
 
     /// Shows each step as it runs.
-    pub fn observe(mut self, observe: Observer<'a>) -> Self {
+    pub fn observe(mut self, observe: ApplyObserver<'a>) -> Self {
         self.observe = Some(observe);
         self
     }
@@ -208,16 +285,17 @@ pub fn apply(
     specs: &[Spec],
     options: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
-    let started = Instant::now();
+    let clock = run.reset.clock();
+    let started = clock.now();
     let mut report = ApplyReport::new(&options.label);
     let Some(lock) = take_lock(run.host, options.lock_wait, &mut report)? else {
-        report.elapsed = started.elapsed();
+        report.elapsed = clock.now().saturating_sub(started);
         return Ok(report);
     };
     let wanted = resolve(run.host, specs, options, &mut report)?;
     run_locked(run, &lock, Job::new(wanted, None), options, &mut report)?;
     drop(lock);
-    report.elapsed = started.elapsed();
+    report.elapsed = clock.now().saturating_sub(started);
     Ok(report)
 }
 
@@ -292,14 +370,15 @@ pub enum Restore {
 /// to `nvidia`) is left alone with a warning. What a toolstack runs at start, after its
 /// database sync, on its own thread (the package's boot unit runs `mxctl partition restore`).
 pub fn restore(run: ApplyRun<'_>, options: &RestoreOptions) -> Result<Restore, ApplyError> {
-    let started = Instant::now();
+    let clock = run.reset.clock();
+    let started = clock.now();
     // The label, for a report of a lock held by another operation; read again under the lock.
     let Some(first) = run.store.load()?.and_then(|state| state.declared) else {
         return Ok(Restore::NothingDeclared);
     };
     let mut report = ApplyReport::new(&first.label);
     let Some(lock) = take_lock(run.host, options.lock_wait, &mut report)? else {
-        report.elapsed = started.elapsed();
+        report.elapsed = clock.now().saturating_sub(started);
         return Ok(Restore::Ran(Box::new(report)));
     };
     let Some(declared) = run.store.load()?.and_then(|state| state.declared) else {
@@ -317,7 +396,7 @@ pub fn restore(run: ApplyRun<'_>, options: &RestoreOptions) -> Result<Restore, A
     };
     run_locked(run, &lock, job, &settings, &mut report)?;
     drop(lock);
-    report.elapsed = started.elapsed();
+    report.elapsed = clock.now().saturating_sub(started);
     Ok(Restore::Ran(Box::new(report)))
 }
 
@@ -348,7 +427,7 @@ fn take_lock(
         Ok(lock) => Ok(Some(lock)),
         Err(busy) if busy.is_busy() => {
             report.outcome = ApplyOutcome::Blocked(ApplyReason::LockBusy);
-            report.detail = busy.to_string();
+            report.detail = Some(busy.to_string());
             Ok(None)
         }
         Err(error) => Err(ApplyError::Lock(error)),
@@ -410,7 +489,7 @@ fn declared_job(
                 wanted.push(Wanted {
                     gpu: found.clone(),
                     want: gpu.want(),
-                    line: 0,
+                    line: None,
                 });
                 boards.insert(*bdf, gpu.board.clone());
             }
@@ -443,10 +522,10 @@ fn run_locked(
     } else {
         Direction::Leaving
     };
-    let mut progress = |device: Bdf, what: String| {
-        tracing::debug!("{device}: {what}");
+    let mut progress = |progress: Progress| {
+        tracing::debug!("{}: {progress}", progress.device());
         if let Some(observe) = observe.as_mut() {
-            observe(&Progress { device, what });
+            observe(&progress);
         }
     };
     let hooked = !options.dry_run;
@@ -474,16 +553,17 @@ fn run_locked(
         block_on_hook(report, &failed);
     } else if direction == Direction::Entering && !options.pool_enabled {
         report.outcome = ApplyOutcome::Blocked(ApplyReason::PoolDisabled);
-        report.detail =
+        report.detail = Some(
             "the pool switch is off, and the layout turns MIG on: switch the pool on first"
-                .to_owned();
+                .to_owned(),
+        );
     } else if job.wanted.is_empty() {
         report.warnings.push(ApplyWarning::NothingNamed);
     } else {
         match helper.negotiate_apply() {
             Err(failure) => {
                 report.outcome = ApplyOutcome::Blocked(ApplyReason::HelperUnavailable);
-                report.detail = failure.to_string();
+                report.detail = Some(failure.to_string());
             }
             Ok(format) => {
                 let mut ctx = Ctx {
@@ -502,14 +582,14 @@ fn run_locked(
         // A blocked apply is recorded too (for monitoring), and the host classified.
         let record = host_sync::start_apply(lock, store, &options.label, direction)?;
         let (outcome, reason) = ended(report.outcome);
-        let end = ApplyEnd::new(outcome, reason, message(&report.detail), false);
+        let end = ApplyEnd::new(outcome, reason, report.detail.clone(), false);
         host_sync::end_apply(lock, store, record, end)?;
         report.host = Some(classify(lock, helper, store, options)?);
     }
     if hooked {
         env.outcome = Some((
             report.outcome.as_str().to_owned(),
-            report.outcome.reason_str().to_owned(),
+            report.outcome.reason().unwrap_or_default().to_owned(),
         ));
         let mut runs = Vec::new();
         if let Some(failed) =
@@ -525,15 +605,11 @@ fn run_locked(
 fn block_on_hook(report: &mut ApplyReport, failed: &HookRun) {
     report.outcome = ApplyOutcome::Blocked(ApplyReason::HookFailed);
     let said = failed.stderr.trim();
-    report.detail = if said.is_empty() {
+    report.detail = Some(if said.is_empty() {
         format!("{failed}; nothing was changed")
     } else {
         format!("{failed} ({said}); nothing was changed")
-    };
-}
-
-fn message(detail: &str) -> Option<String> {
-    (!detail.is_empty()).then(|| detail.to_owned())
+    });
 }
 
 /// The record's outcome and reason of an apply's.
@@ -592,10 +668,12 @@ fn go(
         Preflight::Refused {
             reason,
             detail,
+            impossible,
             gpus,
         } => {
             report.outcome = ApplyOutcome::Blocked(reason);
-            report.detail = detail;
+            report.detail = Some(detail);
+            report.impossible = impossible;
             report.gpus = gpus;
             return Ok(());
         }
@@ -604,7 +682,10 @@ fn go(
     report.warnings.extend(warnings);
     for gpu in &cards {
         for line in &gpu.report.plan {
-            ctx.say(gpu.report.device, format!("plan: {line}"));
+            ctx.say(Progress::Plan {
+                device: gpu.report.device,
+                line: line.clone(),
+            });
         }
     }
     if options.dry_run {
@@ -633,7 +714,7 @@ fn go(
     host_sync::begin_apply(ctx.lock, store, &record)?;
     if let Err(stop) = phases::run(ctx, reset, &mut cards, report) {
         report.outcome = stop.outcome;
-        report.detail = stop.detail;
+        report.detail = Some(stop.detail);
     }
     let modes = cards
         .iter()
@@ -645,7 +726,7 @@ fn go(
         .collect();
     report.gpus = cards.into_iter().map(|gpu| gpu.report).collect();
     let (outcome, reason) = ended(report.outcome);
-    let mut end = ApplyEnd::new(outcome, reason, message(&report.detail), true);
+    let mut end = ApplyEnd::new(outcome, reason, report.detail.clone(), true);
     end.modes = modes;
     end.declared = Some(declared);
     host_sync::end_apply(ctx.lock, store, record, end)?;

@@ -2,48 +2,20 @@
 //! (one batch per GPU), the resets that complete pending mode changes, then per GPU a new plan
 //! from what the card says now (only creates may remain), the creates, and the read-back.
 
+use super::Progress;
+use super::ctx::{Ctx, Stop};
 use super::reset::{ResetWith, reset_one};
 use crate::plan::{Plan, plan};
-use crate::report::{ApplyOutcome, ApplyReason, ApplyReport, GpuReport, StepDone};
+use crate::report::{ApplyReason, ApplyReport, GpuReport};
 use crate::select::Wanted;
-use gpu_host_probe::HostLock;
 use gpu_host_probe::helper::Helper;
-use gpu_partition_types::{
-    ApplyAnswer, ApplyRequest, Bdf, FormatVersion, Reply, Step, StepOutcome,
-};
+use gpu_partition_types::{ApplyAnswer, ApplyRequest, Bdf, Reply, Step, StepOutcome};
 use host_sync::{Board, Card, CardProfile, DeclaredGpu, differences};
 use std::time::Duration;
 
 /// How long one step of a batch may add to the helper's deadline: NVML takes about a second
 /// to destroy a GPU instance.
 pub const STEP_DEADLINE: Duration = Duration::from_secs(3);
-
-/// What every phase works with: the lock held, the helper and its format, and where progress
-/// goes.
-pub(super) struct Ctx<'a, 'p> {
-    pub lock: &'a HostLock,
-    pub helper: &'a Helper,
-    pub format: FormatVersion,
-    pub progress: &'p mut dyn FnMut(Bdf, String),
-}
-
-impl Ctx<'_, '_> {
-    pub fn say(&mut self, device: Bdf, what: String) {
-        (self.progress)(device, what);
-    }
-
-    /// Reads one card again.
-    pub fn reread(&self, device: Bdf, when: &str) -> Result<Reply, Stop> {
-        self.helper
-            .read_reply(self.lock, device, self.format)
-            .map_err(|failure| {
-                Stop::failed(
-                    ApplyReason::GpuUnreadable,
-                    format!("{device}: reading it {when}: {failure}"),
-                )
-            })
-    }
-}
 
 /// One GPU through the apply: what it should be, what it last said, what was done.
 pub(super) struct Gpu {
@@ -89,21 +61,6 @@ impl Gpu {
     }
 }
 
-/// Why the apply stopped once writes began.
-pub(super) struct Stop {
-    pub outcome: ApplyOutcome,
-    pub detail: String,
-}
-
-impl Stop {
-    pub fn failed(reason: ApplyReason, detail: impl Into<String>) -> Self {
-        Self {
-            outcome: ApplyOutcome::Failed(reason),
-            detail: detail.into(),
-        }
-    }
-}
-
 /// Runs a batch of steps on one GPU with a deadline that grows with the batch; records each
 /// step's result; a refused step, or a run that gave no answer, stops the apply.
 fn run_batch(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu, steps: Vec<Step>) -> Result<ApplyAnswer, Stop> {
@@ -121,40 +78,15 @@ fn run_batch(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu, steps: Vec<Step>) -> Result<A
             )
         })?;
     let mut refused = None;
-    for (step, result) in request.steps.iter().zip(&answer.results) {
-        let (token, detail) = match &result.outcome {
-            StepOutcome::Done {
-                gpu_instance_id,
-                compute_instance_id,
-                pending,
-            } => (
-                "done",
-                match (gpu_instance_id, compute_instance_id, pending) {
-                    (Some(id), _, _) => format!("GPU instance {id}"),
-                    (_, Some(id), _) => format!("compute instance {id}"),
-                    (_, _, true) => "pending until a reset".to_owned(),
-                    _ => String::new(),
-                },
-            ),
-            StepOutcome::Refused { kind, message } => {
-                refused.get_or_insert_with(|| {
-                    format!("{device}: {} refused ({kind}): {message}", step.op())
-                });
-                ("refused", format!("{kind}: {message}"))
-            }
-            StepOutcome::Skipped => ("skipped", String::new()),
-        };
-        let shown = if detail.is_empty() {
-            format!("{} {token}", step.op())
-        } else {
-            format!("{} {token}: {detail}", step.op())
-        };
-        ctx.say(device, shown);
-        gpu.report.steps.push(StepDone {
-            op: step.op(),
-            result: token,
-            detail,
+    for result in &answer.results {
+        if let StepOutcome::Refused { .. } = result.outcome {
+            refused.get_or_insert_with(|| format!("{device}: {result}"));
+        }
+        ctx.say(Progress::Step {
+            device,
+            step: result.clone(),
         });
+        gpu.report.steps.push(result.clone());
     }
     gpu.reply = answer.reply.clone();
     match refused {
@@ -211,7 +143,7 @@ fn resets(
         if !gpu.needs_reset || !pending {
             continue;
         }
-        ctx.say(device, "warm reset to complete the mode change".to_owned());
+        ctx.say(Progress::Resetting { device });
         let done = reset_one(ctx, with, device, &in_apply, &mut report.resets)?;
         for other in cards.iter_mut() {
             let touched = done.verified.contains(&other.report.device);
@@ -254,7 +186,14 @@ fn finish(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu) -> Result<(), Stop> {
         || planned.deferred
     {
         let still = Card::of(&gpu.reply)
-            .map(|card| planned.describe(&card).join("; "))
+            .map(|card| {
+                let lines: Vec<String> = planned
+                    .describe(&card)
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+                lines.join("; ")
+            })
             .unwrap_or_default();
         return Err(Stop::failed(
             ApplyReason::DidNotConverge,
@@ -279,7 +218,7 @@ fn finish(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu) -> Result<(), Stop> {
         gpu.report.differences = differences;
         return Err(Stop::failed(ApplyReason::ReadBackDiffers, detail));
     }
-    ctx.say(device, "read back: as the layout wants".to_owned());
+    ctx.say(Progress::ReadBack { device });
     Ok(())
 }
 

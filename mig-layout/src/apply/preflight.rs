@@ -5,7 +5,7 @@
 
 use super::busy;
 use super::phases::Gpu;
-use crate::plan::plan;
+use crate::plan::{Impossible, plan};
 use crate::report::{ApplyReason, ApplyWarning, GpuReport};
 use crate::select::{HostGpu, Wanted};
 use gpu_host_probe::HostLock;
@@ -22,6 +22,8 @@ pub(super) enum Preflight {
     Refused {
         reason: ApplyReason,
         detail: String,
+        /// The impossible layout that refused it, when one did.
+        impossible: Option<Impossible>,
         gpus: Vec<GpuReport>,
     },
 }
@@ -44,6 +46,7 @@ pub(super) fn preflight(
     let mut cards: Vec<Gpu> = Vec::with_capacity(wanted.len());
     let mut others: Vec<GpuReport> = Vec::new();
     let mut refusal: Option<(ApplyReason, String)> = None;
+    let mut impossible_first: Option<Impossible> = None;
     let mut warnings = Vec::new();
     for wanted in wanted {
         let device = wanted.gpu.bdf;
@@ -108,7 +111,10 @@ pub(super) fn preflight(
                 cards.push(gpu);
             }
             Err(impossible) => {
-                refusal.get_or_insert((ApplyReason::LayoutImpossible, impossible.message));
+                if refusal.is_none() {
+                    refusal = Some((ApplyReason::LayoutImpossible, impossible.message.clone()));
+                    impossible_first = Some(impossible);
+                }
                 others.push(report);
             }
         }
@@ -122,6 +128,7 @@ pub(super) fn preflight(
             Preflight::Refused {
                 reason,
                 detail,
+                impossible: impossible_first,
                 gpus,
             }
         }

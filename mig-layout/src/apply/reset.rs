@@ -3,20 +3,23 @@
 //! its preflight, window, journal and verification — never a reset of every GPU.
 //!
 //! Before the reset: a reset still in flight in the journal (a run killed inside its window) is
-//! waited out, so the machine verifies it instead of refusing, and two resets never fall inside
-//! one window; when that reset completed the mode change, none is issued at all. A dry run
+//! waited out on the apply's clock — warm-reset says how long its window has left
+//! ([`warm_reset::window_left`]) — so the machine verifies it instead of refusing, and two
+//! resets never fall inside one window; when that reset completed the mode change, none is
+//! issued at all. A dry run
 //! names the group, and a peer the layout does not name that carries GPU instances refuses the
 //! reset (they would be lost).
 
-use super::phases::{Ctx, Stop};
+use super::Progress;
+use super::ctx::{Ctx, Stop};
 use crate::report::{ApplyOutcome, ApplyReason};
 use gpu_host_probe::HostLock;
 use gpu_partition_types::Bdf;
 use host_sync::Card;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 use warm_reset::{
     Backend, Clock, ExecuteError, MachineConfig, Method, ResetOutcome, ResetReport, ResetRun,
-    execute, read_journal,
+    SystemClock, execute, window_left,
 };
 
 /// How a reset is run: the backend (the nvidia method's), the window, the clock.
@@ -25,9 +28,20 @@ pub struct ResetWith<'a> {
     pub backend: &'a mut dyn Backend,
     /// The window from the reset to the end of its verification.
     pub window: Duration,
-    /// The clock.
+    /// The clock the apply runs on: its resets, the wait for an earlier reset's window, its
+    /// elapsed time (`None`: the real one).
     pub clock: Option<&'a dyn Clock>,
 }
+
+impl<'a> ResetWith<'a> {
+    /// The apply's clock.
+    pub(super) fn clock(&self) -> &'a dyn Clock {
+        self.clock.unwrap_or(&*SYSTEM)
+    }
+}
+
+/// The real clock, for an apply given none.
+static SYSTEM: std::sync::LazyLock<SystemClock> = std::sync::LazyLock::new(SystemClock::new);
 
 impl std::fmt::Debug for ResetWith<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -37,40 +51,23 @@ impl std::fmt::Debug for ResetWith<'_> {
     }
 }
 
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|since| u64::try_from(since.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or_default()
-}
-
-/// Waits until a reset the journal records in flight, of this boot, is past its window (at most
-/// that window): the machine then verifies it rather than refusing, and issues no second reset
-/// inside it.
-fn wait_out_in_flight(lock: &HostLock) -> Result<Option<Duration>, ExecuteError> {
-    let journal = read_journal(lock.host())?;
-    let Some(in_flight) = journal.in_flight else {
+/// Waits on `clock` until a reset the journal records in flight, of this boot, is past its
+/// window (warm-reset's rule, [`window_left`]): the machine then verifies it rather than
+/// refusing, and issues no second reset inside it. How long it waited, if it did.
+fn wait_out_in_flight(
+    lock: &HostLock,
+    clock: &dyn Clock,
+) -> Result<Option<Duration>, ExecuteError> {
+    let Some((target, left)) = window_left(lock, clock)? else {
         return Ok(None);
     };
-    let boot = gpu_host_probe::boot::read_boot_id(lock.host().proc_root());
-    if in_flight.boot_id.is_some() && boot.is_some() && in_flight.boot_id != boot {
-        return Ok(None);
-    }
-    let ends = in_flight
-        .started_unix_ms
-        .saturating_add(in_flight.window_ms);
-    let now = now_ms();
-    if now >= ends {
-        return Ok(None);
-    }
-    let wait = Duration::from_millis((ends - now).min(in_flight.window_ms) + 50);
     tracing::info!(
         "a reset of {} is in flight; waiting {:.1} s for its window to end",
-        in_flight.target.id,
-        wait.as_secs_f64()
+        target.id,
+        left.as_secs_f64()
     );
-    std::thread::sleep(wait);
-    Ok(Some(wait))
+    clock.sleep(left);
+    Ok(Some(left))
 }
 
 /// Runs the nvidia method's machine on `device` under `lock`: a dry run when `dry_run`.
@@ -83,11 +80,8 @@ fn run(
     let mut config = MachineConfig::new(&device.to_string()).method(Method::Nvidia);
     config.window = with.window;
     config.dry_run = dry_run;
-    let mut run = ResetRun::under(&config, lock, &mut *with.backend);
-    if let Some(clock) = with.clock {
-        run = run.clock(clock);
-    }
-    execute(run)
+    let clock = with.clock.unwrap_or(&*SYSTEM);
+    execute(ResetRun::under(&config, lock, &mut *with.backend).clock(clock))
 }
 
 /// Completes `device`'s pending mode change with a warm reset: an in-flight reset waited out,
@@ -109,14 +103,8 @@ pub(super) fn reset_one(
             ),
         )
     };
-    if let Some(waited) = wait_out_in_flight(ctx.lock).map_err(machine)? {
-        ctx.say(
-            device,
-            format!(
-                "waited {:.1} s for an earlier reset's window to end",
-                waited.as_secs_f64()
-            ),
-        );
+    if let Some(waited) = wait_out_in_flight(ctx.lock, with.clock()).map_err(machine)? {
+        ctx.say(Progress::WaitedForEarlierReset { device, waited });
         // The machine verifies the earlier reset and closes its record; when that reset (a
         // killed run's) already completed the mode change, there is nothing left to reset.
         let verified = run(ctx.lock, with, device, false).map_err(machine)?;
@@ -124,10 +112,7 @@ pub(super) fn reset_one(
         if matches!(verified.outcome, ResetOutcome::Done)
             && Card::of(&reply).is_ok_and(|card| card.pending.is_none())
         {
-            ctx.say(
-                device,
-                "the earlier reset completed the mode change".to_owned(),
-            );
+            ctx.say(Progress::EarlierResetCompleted { device });
             resets.push(verified.clone());
             return Ok(verified);
         }
@@ -164,7 +149,10 @@ pub(super) fn reset_one(
         }
     }
     let done = run(ctx.lock, with, device, false).map_err(machine)?;
-    ctx.say(device, format!("warm reset: {}", done.outcome));
+    ctx.say(Progress::Reset {
+        device,
+        outcome: done.outcome,
+    });
     resets.push(done.clone());
     match done.outcome {
         ResetOutcome::Done | ResetOutcome::DryRun => Ok(done),

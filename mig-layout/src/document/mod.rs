@@ -135,8 +135,8 @@ pub struct Spec {
     /// The GPU instances, by profile, with their counts, in the document's order (each with one
     /// compute instance filling it).
     pub mig_devices: Vec<(ProfileKey, u32)>,
-    /// The line the spec starts on (0 for a spec not read from a document).
-    pub line: usize,
+    /// The line the spec starts on; `None` for a spec not read from a document.
+    pub line: Option<usize>,
     /// Where it is in the document (`/mig-configs/LABEL/INDEX`).
     pub at: JsonPointer,
 }
@@ -149,7 +149,7 @@ impl Spec {
             device_filter: Vec::new(),
             mig_enabled,
             mig_devices,
-            line: 0,
+            line: None,
             at: JsonPointer::root(),
         }
     }

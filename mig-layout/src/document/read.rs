@@ -223,7 +223,7 @@ fn spec(node: Node<'_, '_>) -> Result<Spec, LayoutError> {
         device_filter: filter,
         mig_enabled,
         mig_devices,
-        line: node.line(),
+        line: Some(node.line()),
         at: node.at.clone(),
     })
 }

@@ -61,11 +61,12 @@ gpu_partition_types::token_enum! {
 }
 
 /// A layout that cannot be planned on a card: refused before anything is written, naming the
-/// card and the profile.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// card and the profile. It serializes to `{"device", "profile", "kind", "message"}`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[non_exhaustive]
 pub struct Impossible {
     /// The card.
+    #[serde(serialize_with = "crate::report::bdf")]
     pub device: Bdf,
     /// The profile at fault, when one is.
     pub profile: Option<String>,
@@ -215,75 +216,182 @@ impl Plan {
             .collect()
     }
 
-    /// The plan as lines for people, in the order it runs.
-    pub fn describe(&self, card: &Card) -> Vec<String> {
-        let mut lines = Vec::new();
-        let instance = |id: u32| {
+    /// The plan as data, a line per thing it does, in the order it runs (each displays for
+    /// people).
+    pub fn describe(&self, card: &Card) -> Vec<PlanLine> {
+        let of = |id: u32| {
             card.instances
                 .iter()
                 .find(|instance| instance.id == id)
-                .map(|instance| {
-                    format!(
-                        "{} at {}+{}",
-                        card.label(instance.profile_id),
-                        instance.placement.start,
-                        instance.placement.size
-                    )
-                })
-                .unwrap_or_default()
+                .map(|instance| (card.label(instance.profile_id), instance.placement))
         };
+        let mut lines = Vec::new();
         for step in &self.destroy {
-            lines.push(match step {
+            match step {
                 Step::DestroyComputeInstance {
                     gpu_instance_id,
                     compute_instance_id,
-                } => format!(
-                    "destroy compute instance {compute_instance_id} of GPU instance \
-                     {gpu_instance_id} ({})",
-                    instance(*gpu_instance_id)
-                ),
-                Step::DestroyGpuInstance { gpu_instance_id } => format!(
-                    "destroy GPU instance {gpu_instance_id} ({})",
-                    instance(*gpu_instance_id)
-                ),
-                other => format!("{}", other.op()),
-            });
+                } => lines.push(PlanLine::DestroyComputeInstance {
+                    gpu_instance_id: *gpu_instance_id,
+                    compute_instance_id: *compute_instance_id,
+                    of: of(*gpu_instance_id),
+                }),
+                Step::DestroyGpuInstance { gpu_instance_id } => {
+                    lines.push(PlanLine::DestroyGpuInstance {
+                        gpu_instance_id: *gpu_instance_id,
+                        of: of(*gpu_instance_id),
+                    });
+                }
+                // The destroys are destroys: the planner puts nothing else there.
+                Step::SetMigMode { .. }
+                | Step::CreateGpuInstance { .. }
+                | Step::CreateComputeInstance { .. } => {}
+            }
         }
         if let Some(enabled) = self.set_mode {
-            lines.push(format!(
-                "set MIG {} (a reset follows if the card holds the change pending)",
-                if enabled { "on" } else { "off" }
-            ));
+            lines.push(PlanLine::SetMode { enabled });
         }
         if self.reset {
-            lines.push(
-                "warm-reset the GPU (with its NVLink peers) to complete the pending mode change"
-                    .to_owned(),
-            );
+            lines.push(PlanLine::Reset);
         }
         for create in &self.create {
-            lines.push(format!(
-                "create GPU instance {} at {}+{}, with its compute instance (profile {})",
-                create.profile,
-                create.placement.start,
-                create.placement.size,
-                create.compute_profile_id
-            ));
+            lines.push(PlanLine::Create {
+                profile_id: create.profile_id,
+                profile: create.profile.clone(),
+                placement: create.placement,
+                compute_profile_id: create.compute_profile_id,
+            });
         }
         for fill in &self.fill {
-            lines.push(format!(
-                "create the compute instance (profile {}) of GPU instance {} ({})",
-                fill.compute_profile_id,
-                fill.gpu_instance_id,
-                instance(fill.gpu_instance_id)
-            ));
+            lines.push(PlanLine::Fill {
+                gpu_instance_id: fill.gpu_instance_id,
+                compute_profile_id: fill.compute_profile_id,
+                of: of(fill.gpu_instance_id),
+            });
         }
         if self.deferred {
-            lines.push(
-                "then create the instances: the card lists its profiles once MIG is on".to_owned(),
-            );
+            lines.push(PlanLine::Deferred);
         }
         lines
+    }
+}
+
+/// One thing a plan does, as data; it displays as a line for people (and is written so in
+/// `--json`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PlanLine {
+    /// A compute instance destroyed.
+    DestroyComputeInstance {
+        /// Its GPU instance.
+        gpu_instance_id: u32,
+        /// It.
+        compute_instance_id: u32,
+        /// The GPU instance's profile (its name for people) and placement, when the card lists it.
+        of: Option<(String, Placement)>,
+    },
+    /// A GPU instance destroyed.
+    DestroyGpuInstance {
+        /// It.
+        gpu_instance_id: u32,
+        /// Its profile (its name for people) and placement, when the card lists it.
+        of: Option<(String, Placement)>,
+    },
+    /// The MIG mode set (a reset follows where the card holds the change pending).
+    SetMode {
+        /// On or off.
+        enabled: bool,
+    },
+    /// A warm reset of the GPU (with its NVLink peers) to complete the pending mode change.
+    Reset,
+    /// A GPU instance created at a placement, with the compute instance that fills it.
+    Create {
+        /// Its profile's ID.
+        profile_id: u32,
+        /// Its profile, for people.
+        profile: String,
+        /// Where.
+        placement: Placement,
+        /// The filling compute instance's profile.
+        compute_profile_id: u32,
+    },
+    /// The compute instance of a GPU instance kept created.
+    Fill {
+        /// The GPU instance.
+        gpu_instance_id: u32,
+        /// The compute instance's profile.
+        compute_profile_id: u32,
+        /// The GPU instance's profile and placement, when the card lists it.
+        of: Option<(String, Placement)>,
+    },
+    /// The instances are created once MIG is on (the card lists its profiles only then).
+    Deferred,
+}
+
+fn at(of: &Option<(String, Placement)>) -> String {
+    of.as_ref()
+        .map(|(profile, placement)| {
+            format!(" ({profile} at {}+{})", placement.start, placement.size)
+        })
+        .unwrap_or_default()
+}
+
+impl fmt::Display for PlanLine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::DestroyComputeInstance {
+                gpu_instance_id,
+                compute_instance_id,
+                of,
+            } => write!(
+                f,
+                "destroy compute instance {compute_instance_id} of GPU instance \
+                 {gpu_instance_id}{}",
+                at(of)
+            ),
+            Self::DestroyGpuInstance {
+                gpu_instance_id,
+                of,
+            } => write!(f, "destroy GPU instance {gpu_instance_id}{}", at(of)),
+            Self::SetMode { enabled } => write!(
+                f,
+                "set MIG {} (a reset follows if the card holds the change pending)",
+                if *enabled { "on" } else { "off" }
+            ),
+            Self::Reset => f.write_str(
+                "warm-reset the GPU (with its NVLink peers) to complete the pending mode change",
+            ),
+            Self::Create {
+                profile,
+                placement,
+                compute_profile_id,
+                ..
+            } => write!(
+                f,
+                "create GPU instance {profile} at {}+{}, with its compute instance (profile \
+                 {compute_profile_id})",
+                placement.start, placement.size
+            ),
+            Self::Fill {
+                gpu_instance_id,
+                compute_profile_id,
+                of,
+            } => write!(
+                f,
+                "create the compute instance (profile {compute_profile_id}) of GPU instance \
+                 {gpu_instance_id}{}",
+                at(of)
+            ),
+            Self::Deferred => {
+                f.write_str("then create the instances: the card lists its profiles once MIG is on")
+            }
+        }
+    }
+}
+
+impl serde::Serialize for PlanLine {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
     }
 }
 

@@ -117,8 +117,8 @@ fn write(
             println!(
                 "{:>7.1}s  {}  {}",
                 started.elapsed().as_secs_f64(),
-                progress.device,
-                progress.what
+                progress.device(),
+                progress
             );
         }
     };
@@ -158,11 +158,11 @@ pub fn text(report: &ApplyReport) -> String {
     let mut text = String::new();
     let _ = writeln!(text, "layout: {}", report.label);
     for gpu in &report.gpus {
-        let _ = writeln!(
-            text,
-            "GPU {}  {}  (line {})",
-            gpu.index, gpu.device, gpu.line
-        );
+        let line = gpu
+            .line
+            .map(|line| format!("  (line {line})"))
+            .unwrap_or_default();
+        let _ = writeln!(text, "GPU {}  {}{line}", gpu.index, gpu.device);
         if gpu.plan.is_empty() && gpu.steps.is_empty() {
             let _ = writeln!(text, "  as the layout wants: no step");
         }
@@ -170,12 +170,7 @@ pub fn text(report: &ApplyReport) -> String {
             let _ = writeln!(text, "  plan: {line}");
         }
         for step in &gpu.steps {
-            let detail = if step.detail.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", step.detail)
-            };
-            let _ = writeln!(text, "  {} {}{detail}", step.result, step.op);
+            let _ = writeln!(text, "  {step}");
         }
         for difference in &gpu.differences {
             let _ = writeln!(
@@ -203,8 +198,8 @@ pub fn text(report: &ApplyReport) -> String {
         let _ = writeln!(text, "warning: {warning}");
     }
     let _ = writeln!(text, "outcome: {}", report.outcome);
-    if !report.detail.is_empty() {
-        let _ = writeln!(text, "detail:  {}", report.detail);
+    if let Some(detail) = &report.detail {
+        let _ = writeln!(text, "detail:  {detail}");
     }
     if let Some(host) = &report.host {
         let _ = writeln!(text, "host:    {} ({})", host.status, host.reason);
