@@ -68,7 +68,7 @@ fn helper_nvml(c: &mut Criterion) {
     ));
     let client = Helper::new(config);
     let paths = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
-    let options = SyncOptions::new(true, AfterBoot::No);
+    let options = SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::No);
     let mut store = FileStore::new(dir.path().join("state"));
     let first = sync(&paths, &client, &mut store, &options);
     assert!(

@@ -120,7 +120,7 @@ fn whole_apply(c: &mut Criterion) {
     let specs = document.label("balanced").unwrap_or_default().to_vec();
     let host = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
     let client = Helper::new(HelperConfig::new(&helper));
-    let options = ApplyOptions::new("balanced", true);
+    let options = ApplyOptions::new("balanced", host_sync::Pool::Enabled);
     let fresh = || {
         let _ = std::fs::remove_file(&state);
     };

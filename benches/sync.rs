@@ -32,7 +32,7 @@ fn host_sync(c: &mut Criterion) {
         };
         let helper = Helper::new(HelperConfig::new(&helper_path));
         let paths = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
-        let options = SyncOptions::new(true, AfterBoot::No);
+        let options = SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::No);
         let mut store = FileStore::new(dir.path().join("state"));
         let first = sync(&paths, &helper, &mut store, &options);
         assert!(first.is_ok_and(|report| report.status == host_sync::HostStatus::Active));

@@ -29,8 +29,8 @@ use gpu_host_probe::test_util::{Act, FakeHelper};
 use gpu_partition_types::{Bdf, PartitionMode};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{
-    AfterBoot, Boot, GpuReason, GpuRecord, HostState, HostStatus, StateStore, StoreError,
-    StoredReason, SyncOptions, spawn_sync,
+    AfterBoot, Boot, Direction, GpuReason, GpuRecord, HostState, HostStatus, LayoutOutcome,
+    LayoutRecord, StateStore, StoreError, StoredReason, SyncOptions, spawn_sync,
 };
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -126,6 +126,38 @@ fn gpu_record(bdf: &str, row: &BTreeMap<&'static str, String>) -> Result<GpuReco
     Ok(record)
 }
 
+/// The last layout apply from its columns: the outcome and its reason read back together.
+fn layout_record(
+    host: &BTreeMap<&'static str, String>,
+    label: String,
+) -> Result<LayoutRecord, StoreError> {
+    let column = |name: &str| host.get(name).map_or("", String::as_str);
+    let direction: Direction = parsed(host, "layout_direction", "the layout's direction")?;
+    let outcome = LayoutOutcome::from_columns(column("layout_outcome"), column("layout_reason"))
+        .map_err(|error| {
+            StoreError::unknown_value("the layout's outcome", column("layout_outcome"), error)
+        })?;
+    let finished_at = match optional(host, "layout_finished_at") {
+        None => None,
+        Some(_) => Some(parsed(host, "layout_finished_at", "when the layout ended")?),
+    };
+    let unhealed = match optional(host, "layout_unhealed") {
+        None => None,
+        Some(text) => Some(serde_json::from_str(&text).map_err(|error| {
+            StoreError::unknown_value("the layout's unhealed failure", text.clone(), error)
+        })?),
+    };
+    Ok(LayoutRecord::stored(
+        label,
+        direction,
+        outcome,
+        optional(host, "layout_message"),
+        parsed(host, "layout_started_at", "when the layout started")?,
+        finished_at,
+        unhealed,
+    ))
+}
+
 impl StateStore for DbStore {
     fn load(&mut self) -> Result<Option<HostState>, StoreError> {
         let db = self
@@ -151,12 +183,11 @@ impl StateStore for DbStore {
             None => None,
             Some(_) => Some(parsed(host, "synced_at", "the time of the last sync")?),
         };
-        // The last layout apply: one JSON column (the record is serde, as the state file is).
-        state.layout = match optional(host, "layout") {
+        // The last layout apply, from its columns (the failure it left unhealed, if any, as
+        // one JSON column).
+        state.layout = match optional(host, "layout_label") {
             None => None,
-            Some(text) => Some(serde_json::from_str(&text).map_err(|error| {
-                StoreError::unknown_value("the last layout apply", text.clone(), error)
-            })?),
+            Some(label) => Some(layout_record(host, label)?),
         };
         // What the host is declared to be, with its last check: one JSON column too.
         state.declared = match optional(host, "declared") {
@@ -187,10 +218,10 @@ impl StateStore for DbStore {
             ),
             ("synced_at", text(state.synced_at.map(|t| t.to_string()))),
             (
-                "layout",
-                match &state.layout {
+                "layout_unhealed",
+                match state.layout.as_ref().and_then(|l| l.unhealed.as_ref()) {
                     None => String::new(),
-                    Some(record) => serde_json::to_string(record)
+                    Some(failure) => serde_json::to_string(failure)
                         .map_err(|error| StoreError::backend("the toolstack database", error))?,
                 },
             ),
@@ -203,6 +234,24 @@ impl StateStore for DbStore {
                 },
             ),
         ]);
+        let mut host = host;
+        if let Some(layout) = &state.layout {
+            host.extend([
+                ("layout_label", layout.label.clone()),
+                ("layout_direction", layout.direction.to_string()),
+                ("layout_outcome", layout.outcome.as_str().to_owned()),
+                (
+                    "layout_reason",
+                    text(layout.outcome.reason().map(ToString::to_string)),
+                ),
+                ("layout_message", text(layout.message.clone())),
+                ("layout_started_at", layout.started_at.to_string()),
+                (
+                    "layout_finished_at",
+                    text(layout.finished_at.map(|t| t.to_string())),
+                ),
+            ]);
+        }
         let gpus = state
             .gpus
             .iter()
@@ -280,7 +329,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         host.clone(),
         helper,
         store,
-        SyncOptions::new(true, AfterBoot::Auto),
+        SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Auto),
     )?;
     // 3. Meanwhile the toolstack starts its other services, and an operator asks for a reset:
     //    the sync holds the host lock, so the reset is blocked, not run inside the read.
@@ -366,7 +415,7 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
     let applied = mig_layout::apply(
         ApplyRun::new(&host, &helper, &mut store, reset),
         &specs,
-        &ApplyOptions::new("all-balanced", true),
+        &ApplyOptions::new("all-balanced", host_sync::Pool::Enabled),
     )?;
     println!("before the restart: all-balanced {}", applied.outcome);
     // The host reboots: a new boot id, and the card as a reboot leaves it.
@@ -386,7 +435,7 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
             &host,
             &helper,
             &mut store,
-            &SyncOptions::new(true, AfterBoot::Auto),
+            &SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Auto),
         )
         .map_err(|error| error.to_string())?;
         println!(
@@ -402,7 +451,9 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
             clock: None,
         };
         let run = ApplyRun::new(&host, &helper, &mut store, reset);
-        match mig_layout::restore(run, &RestoreOptions::new(true)).map_err(|e| e.to_string())? {
+        match mig_layout::restore(run, &RestoreOptions::new(host_sync::Pool::Enabled))
+            .map_err(|e| e.to_string())?
+        {
             Restore::NothingDeclared => println!("restore: nothing declared"),
             Restore::Ran(report) => println!(
                 "restore of {}: {}, {} write(s); host {}",

@@ -5,7 +5,7 @@ use crate::compare::Difference;
 use crate::gpu::GpuRecord;
 use crate::layout::{Direction, LayoutRecord};
 use crate::pci::PciFunction;
-use crate::status::{HostReason, HostStatus};
+use crate::status::{HostReason, HostStatus, Pool};
 use gpu_partition_types::{Bdf, PartitionMode};
 use std::collections::BTreeMap;
 
@@ -27,7 +27,7 @@ pub struct Facts<'a> {
     /// The host's display-class PCI functions.
     pub gpus: &'a [PciFunction],
     /// The pool switch.
-    pub pool_enabled: bool,
+    pub pool: Pool,
     /// Each GPU's record, as it now stands.
     pub modes: &'a BTreeMap<Bdf, GpuRecord>,
     /// The helper.
@@ -85,7 +85,7 @@ pub const CHECKS: [Check; 9] = [
     },
     Check {
         name: "pool switch off, the last layout leaving partitioning failed",
-        applies: |facts| !facts.pool_enabled && layout_failed(facts, Direction::Leaving),
+        applies: |facts| !facts.pool.is_enabled() && layout_failed(facts, Direction::Leaving),
         status: HostStatus::Leaving,
         reason: HostReason::LayoutFailed,
     },
@@ -94,14 +94,14 @@ pub const CHECKS: [Check; 9] = [
     Check {
         name: "pool switch off, some NVIDIA GPU last known divided",
         applies: |facts| {
-            !facts.pool_enabled && nvidia(facts).any(|gpu| last_known_divided(facts, &gpu.bdf))
+            !facts.pool.is_enabled() && nvidia(facts).any(|gpu| last_known_divided(facts, &gpu.bdf))
         },
         status: HostStatus::Leaving,
         reason: HostReason::GpusStillDivided,
     },
     Check {
         name: "pool switch off",
-        applies: |facts| !facts.pool_enabled,
+        applies: |facts| !facts.pool.is_enabled(),
         status: HostStatus::Inactive,
         reason: HostReason::PoolDisabled,
     },
@@ -113,13 +113,13 @@ pub const CHECKS: [Check; 9] = [
     },
     Check {
         name: "pool switch on, the last layout entering partitioning failed",
-        applies: |facts| facts.pool_enabled && layout_failed(facts, Direction::Entering),
+        applies: |facts| facts.pool.is_enabled() && layout_failed(facts, Direction::Entering),
         status: HostStatus::Entering,
         reason: HostReason::LayoutFailed,
     },
     Check {
         name: "pool switch on, a declared GPU differs from its declared layout",
-        applies: |facts| facts.pool_enabled && !facts.drift.is_empty(),
+        applies: |facts| facts.pool.is_enabled() && !facts.drift.is_empty(),
         status: HostStatus::Entering,
         reason: HostReason::LayoutDrifted,
     },

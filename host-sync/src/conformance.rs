@@ -48,6 +48,22 @@ impl std::error::Error for ConformanceFailure {}
 
 /// Runs every check in turn over stores from `open`; the first that fails is the error.
 pub fn check_store<S: StateStore>(mut open: impl FnMut() -> S) -> Result<(), ConformanceFailure> {
+    try_check_store(|| Ok::<S, std::convert::Infallible>(open()))
+}
+
+/// [`check_store`] over a store whose opening may fail (a database connection): a store that
+/// does not open fails the check that opened it, with the error.
+pub fn try_check_store<S: StateStore, E: fmt::Display>(
+    mut open: impl FnMut() -> Result<S, E>,
+) -> Result<(), ConformanceFailure> {
+    let mut open = || open().map_err(|error| error.to_string());
+    checks(&mut open)
+}
+
+/// The suite, over stores that `open` gives (or why it could not).
+fn checks<S: StateStore>(
+    mut open: &mut dyn FnMut() -> Result<S, String>,
+) -> Result<(), ConformanceFailure> {
     expect("a store that never saved loads nothing", &mut open, None)?;
     for (check, state) in [
         (
@@ -99,7 +115,7 @@ pub fn check_store<S: StateStore>(mut open: impl FnMut() -> S) -> Result<(), Con
     let check = "loading twice answers the same";
     let state = full_state();
     save(check, &mut open, &state)?;
-    let mut store = open();
+    let mut store = opened(check, &mut open)?;
     let once = store.load();
     let twice = store.load();
     match (&once, &twice) {
@@ -112,12 +128,20 @@ fn failure(check: &'static str, found: String) -> ConformanceFailure {
     ConformanceFailure { check, found }
 }
 
+/// A store from `open`, or the failure of `check` saying why none opened.
+fn opened<S: StateStore>(
+    check: &'static str,
+    open: &mut dyn FnMut() -> Result<S, String>,
+) -> Result<S, ConformanceFailure> {
+    open().map_err(|error| failure(check, format!("the store did not open: {error}")))
+}
+
 fn save<S: StateStore>(
     check: &'static str,
-    open: &mut impl FnMut() -> S,
+    open: &mut dyn FnMut() -> Result<S, String>,
     state: &HostState,
 ) -> Result<(), ConformanceFailure> {
-    open().save(state).map_err(|error| {
+    opened(check, open)?.save(state).map_err(|error| {
         failure(
             check,
             format!("save failed: {}", gpu_host_probe::chain::Chain(&error)),
@@ -127,10 +151,10 @@ fn save<S: StateStore>(
 
 fn expect<S: StateStore>(
     check: &'static str,
-    open: &mut impl FnMut() -> S,
+    open: &mut dyn FnMut() -> Result<S, String>,
     want: Option<&HostState>,
 ) -> Result<(), ConformanceFailure> {
-    match open().load() {
+    match opened(check, open)?.load() {
         Ok(found) if found.as_ref() == want => Ok(()),
         Ok(found) => Err(failure(
             check,
@@ -167,8 +191,7 @@ fn full_state() -> HostState {
     state.synced_at = Some(1_767_229_200);
     let failed = LayoutRecord::applying("all-1g.5gb", Direction::Entering, 1_767_229_000, None)
         .finish(
-            LayoutOutcome::Failed,
-            reason("step_refused"),
+            LayoutOutcome::Failed(reason("step_refused")),
             Some("GPU 0000:3b:00.0: creating a GPU instance: insufficient resources".to_owned()),
             1_767_229_010,
         );
@@ -180,8 +203,7 @@ fn full_state() -> HostState {
             Some(&failed),
         )
         .finish(
-            LayoutOutcome::Blocked,
-            reason("gpu_busy"),
+            LayoutOutcome::Blocked(reason("gpu_busy")),
             Some("pid 4242 (python3) holds 0000:3b:00.0".to_owned()),
             1_767_229_101,
         ),

@@ -63,7 +63,7 @@ pub use reason::{GpuReason, NotRead, UnknownGpuReason};
 pub use report::StatusReport;
 pub use spawn::{SyncDone, SyncHandle, SyncPanicked, spawn_sync};
 pub use state::{HostState, SCHEMA};
-pub use status::{BadReason, HostReason, HostStatus, StoredReason};
+pub use status::{BadReason, HostReason, HostStatus, Pool, StoredReason};
 pub use store::{FileStore, MemoryStore, STATE_FILE, StateStore, StoreError};
 pub use sync::{AfterBoot, SyncError, SyncOptions, SyncReport, sync, sync_under};
 pub use want::{Placed, ProfileKey, Want};

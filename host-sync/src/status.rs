@@ -20,6 +20,24 @@ gpu_partition_types::token_enum! {
     }
 }
 
+gpu_partition_types::token_enum! {
+    /// The pool's switch for GPU partitioning (the toolstack's pool-wide setting): whether this
+    /// host is to take part.
+    pub enum Pool: "pool switch" {
+        /// Partitioning is wanted: the host reads its cards and may enter.
+        Enabled = "enabled",
+        /// It is not: no helper runs, and a host still divided is leaving.
+        Disabled = "disabled",
+    }
+}
+
+impl Pool {
+    /// Whether the switch is on.
+    pub fn is_enabled(self) -> bool {
+        self == Self::Enabled
+    }
+}
+
 /// The host's reason as stored: a token `[a-z][a-z0-9_]*` of at most 64 bytes, or empty. An
 /// open set on the wire (new causes are new tokens, and a state file another version wrote may
 /// hold one this version does not give); this version gives only the [`HostReason`]s. (Named

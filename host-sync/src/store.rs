@@ -142,6 +142,17 @@ impl StoreError {
     }
 }
 
+/// A store behind a box is a store (`Box<dyn StateStore + Send>` for [`crate::spawn_sync`]).
+impl<S: StateStore + ?Sized> StateStore for Box<S> {
+    fn load(&mut self) -> Result<Option<HostState>, StoreError> {
+        (**self).load()
+    }
+
+    fn save(&mut self, state: &HostState) -> Result<(), StoreError> {
+        (**self).save(state)
+    }
+}
+
 /// The state file's name inside the state directory.
 pub const STATE_FILE: &str = "state.json";
 

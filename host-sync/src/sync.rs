@@ -9,7 +9,7 @@ use crate::layout::LayoutRecord;
 use crate::modes;
 use crate::pci::{ScanError, scan, warn_skipped};
 use crate::state::HostState;
-use crate::status::{HostReason, HostStatus};
+use crate::status::{HostReason, HostStatus, Pool};
 use crate::store::{StateStore, StoreError};
 use crate::warning::SyncWarning;
 use gpu_host_probe::helper::{Helper, ReadFailure};
@@ -39,7 +39,7 @@ pub enum AfterBoot {
 #[non_exhaustive]
 pub struct SyncOptions {
     /// The pool switch.
-    pub pool_enabled: bool,
+    pub pool: Pool,
     /// Whether this is the first start after a boot.
     pub after_boot: AfterBoot,
     /// The boot now, for a caller that knows it another way; `None` (the default): read from
@@ -51,9 +51,9 @@ pub struct SyncOptions {
 
 impl SyncOptions {
     /// A sync with this pool switch and after-boot rule; the boot is read from the host.
-    pub fn new(pool_enabled: bool, after_boot: AfterBoot) -> Self {
+    pub fn new(pool: Pool, after_boot: AfterBoot) -> Self {
         Self {
-            pool_enabled,
+            pool,
             after_boot,
             boot: None,
             lock_wait: DEFAULT_LOCK_WAIT,
@@ -219,7 +219,7 @@ pub fn sync_under(
         message: None,
         ..previous
     };
-    let takes_part = options.pool_enabled && gpus.iter().any(|gpu| gpu.is_nvidia());
+    let takes_part = options.pool.is_enabled() && gpus.iter().any(|gpu| gpu.is_nvidia());
     let mut helper_state = HelperState::NotChecked;
     let mut host_wide = None;
     if takes_part {
@@ -250,7 +250,7 @@ pub fn sync_under(
     };
     let (status, reason) = classify(&Facts {
         gpus: &gpus,
-        pool_enabled: options.pool_enabled,
+        pool: options.pool,
         modes: &state.gpus,
         helper: helper_state,
         layout: state.layout.as_ref(),

@@ -45,7 +45,11 @@ fn run(
     let modes = modes(gpus, stored);
     let (status, reason) = classify(&Facts {
         gpus,
-        pool_enabled: pool,
+        pool: if pool {
+            host_sync::Pool::Enabled
+        } else {
+            host_sync::Pool::Disabled
+        },
         modes: &modes,
         helper,
         layout: None,
@@ -194,7 +198,7 @@ fn pool_on_with_a_gpu_never_read_is_entering() {
     let gpus = [nvidia(1, Some("nvidia"))];
     let (status, reason) = classify(&Facts {
         gpus: &gpus,
-        pool_enabled: true,
+        pool: host_sync::Pool::Enabled,
         modes: &BTreeMap::new(),
         helper: HelperState::Available,
         layout: None,
@@ -245,7 +249,7 @@ fn a_gpu_left_unknown_over_a_division_still_holds_the_host_leaving() {
     let modes = BTreeMap::from([(bdf(1), record)]);
     let (status, reason) = classify(&Facts {
         gpus: &gpus,
-        pool_enabled: false,
+        pool: host_sync::Pool::Disabled,
         modes: &modes,
         helper: HelperState::NotChecked,
         layout: None,
@@ -262,7 +266,11 @@ fn with_layout(pool: bool, record: &LayoutRecord, mode: PartitionMode) -> (HostS
     let modes = modes(&gpus, &[mode]);
     let (status, reason) = classify(&Facts {
         gpus: &gpus,
-        pool_enabled: pool,
+        pool: if pool {
+            host_sync::Pool::Enabled
+        } else {
+            host_sync::Pool::Disabled
+        },
         modes: &modes,
         helper: HelperState::Available,
         layout: Some(record),
@@ -271,10 +279,13 @@ fn with_layout(pool: bool, record: &LayoutRecord, mode: PartitionMode) -> (HostS
     (status, reason.to_string())
 }
 
+fn why() -> StoredReason {
+    StoredReason::new("step_refused").unwrap()
+}
+
 fn ended(direction: Direction, outcome: LayoutOutcome) -> LayoutRecord {
     LayoutRecord::applying("all-1g.5gb", direction, 1, None).finish(
         outcome,
-        StoredReason::new("step_refused").unwrap(),
         Some("GPU 0000:01:00.0: refused".to_owned()),
         2,
     )
@@ -282,11 +293,14 @@ fn ended(direction: Direction, outcome: LayoutOutcome) -> LayoutRecord {
 
 #[test]
 fn pool_on_after_a_failed_layout_stays_entering_with_layout_failed_though_every_gpu_is_settled() {
-    for outcome in [LayoutOutcome::Failed, LayoutOutcome::ColdRebootRequired] {
+    for outcome in [
+        LayoutOutcome::Failed(why()),
+        LayoutOutcome::ColdRebootRequired(why()),
+    ] {
         assert_eq!(
             with_layout(
                 true,
-                &ended(Direction::Entering, outcome),
+                &ended(Direction::Entering, outcome.clone()),
                 PartitionMode::Enabled
             ),
             says(HostStatus::Entering, "layout_failed"),
@@ -306,11 +320,11 @@ fn pool_on_after_an_interrupted_layout_stays_entering_with_layout_failed() {
 
 #[test]
 fn a_layout_that_held_or_was_blocked_over_nothing_leaves_the_host_to_the_other_checks() {
-    for outcome in [LayoutOutcome::Done, LayoutOutcome::Blocked] {
+    for outcome in [LayoutOutcome::Done, LayoutOutcome::Blocked(why())] {
         assert_eq!(
             with_layout(
                 true,
-                &ended(Direction::Entering, outcome),
+                &ended(Direction::Entering, outcome.clone()),
                 PartitionMode::Enabled
             ),
             says(HostStatus::Active, "ready"),
@@ -324,7 +338,7 @@ fn pool_off_after_a_failed_leave_stays_leaving_with_layout_failed_though_no_gpu_
     assert_eq!(
         with_layout(
             false,
-            &ended(Direction::Leaving, LayoutOutcome::Failed),
+            &ended(Direction::Leaving, LayoutOutcome::Failed(why())),
             PartitionMode::Disabled
         ),
         says(HostStatus::Leaving, "layout_failed")
@@ -336,7 +350,7 @@ fn a_failure_going_the_other_way_than_the_pool_is_moot() {
     assert_eq!(
         with_layout(
             false,
-            &ended(Direction::Entering, LayoutOutcome::Failed),
+            &ended(Direction::Entering, LayoutOutcome::Failed(why())),
             PartitionMode::Disabled
         ),
         says(HostStatus::Inactive, "pool_disabled")
@@ -344,7 +358,7 @@ fn a_failure_going_the_other_way_than_the_pool_is_moot() {
     assert_eq!(
         with_layout(
             true,
-            &ended(Direction::Leaving, LayoutOutcome::Failed),
+            &ended(Direction::Leaving, LayoutOutcome::Failed(why())),
             PartitionMode::Disabled
         ),
         says(HostStatus::Active, "ready")
@@ -355,10 +369,10 @@ fn a_failure_going_the_other_way_than_the_pool_is_moot() {
 fn a_host_without_an_nvidia_gpu_has_no_partitionable_gpu_whatever_its_last_layout() {
     let gpus = [other(1)];
     let modes = modes(&gpus, &[PartitionMode::NotChecked]);
-    let record = ended(Direction::Leaving, LayoutOutcome::Failed);
+    let record = ended(Direction::Leaving, LayoutOutcome::Failed(why()));
     let (status, reason) = classify(&Facts {
         gpus: &gpus,
-        pool_enabled: false,
+        pool: host_sync::Pool::Disabled,
         modes: &modes,
         helper: HelperState::NotChecked,
         layout: Some(&record),
@@ -380,7 +394,11 @@ fn drifted(pool: bool, layout: Option<&LayoutRecord>, mode: PartitionMode) -> (H
     )];
     let (status, reason) = classify(&Facts {
         gpus: &gpus,
-        pool_enabled: pool,
+        pool: if pool {
+            host_sync::Pool::Enabled
+        } else {
+            host_sync::Pool::Disabled
+        },
         modes: &modes,
         helper: HelperState::Available,
         layout,
@@ -399,7 +417,7 @@ fn pool_on_with_a_declared_gpu_that_differs_is_entering_layout_drifted() {
 
 #[test]
 fn an_unhealed_failure_is_named_before_the_drift() {
-    let failed = ended(Direction::Entering, LayoutOutcome::Failed);
+    let failed = ended(Direction::Entering, LayoutOutcome::Failed(why()));
     assert_eq!(
         drifted(true, Some(&failed), PartitionMode::Enabled),
         says(HostStatus::Entering, "layout_failed")

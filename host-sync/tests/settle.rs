@@ -35,7 +35,7 @@ fn a_gpu_moved_to_vfio_pci_during_the_sync_is_stored_with_vfio_pci() {
         &host,
         &Helper::new(HelperConfig::new(helper)),
         &mut store,
-        &SyncOptions::new(true, AfterBoot::Yes),
+        &SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
     )
     .unwrap();
     assert!(marker.exists(), "the rebind did not happen");
@@ -65,7 +65,7 @@ fn a_sync_over_gpus_that_stay_runs_once() {
         &host,
         &Helper::new(HelperConfig::new(&helper)),
         &mut MemoryStore::default(),
-        &SyncOptions::new(true, AfterBoot::Yes),
+        &SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
     )
     .unwrap();
     assert!(report.warnings.is_empty(), "{:?}", report.warnings);

@@ -32,7 +32,7 @@ fn a_sync_on_its_own_thread_hands_its_report_to_join() {
         Host::new(&state).with_sysfs_root(sysfs.root()),
         Helper::new(HelperConfig::new(slow_helper(dir.path()))),
         FileStore::new(&state),
-        SyncOptions::new(true, AfterBoot::Yes),
+        SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
     )
     .unwrap();
     let report = handle.join().unwrap().result.unwrap();
@@ -51,7 +51,7 @@ fn the_store_comes_back_with_the_report_holding_what_the_sync_saved() {
         Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root()),
         Helper::new(HelperConfig::new(slow_helper(dir.path()))),
         MemoryStore::default(),
-        SyncOptions::new(true, AfterBoot::Yes),
+        SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
     )
     .unwrap();
     let done = handle.join().unwrap();
@@ -74,7 +74,7 @@ fn a_second_sync_asked_for_while_one_runs_waits_its_turn() {
             Host::new(&state).with_sysfs_root(sysfs.root()),
             Helper::new(HelperConfig::new(&helper)),
             FileStore::new(&state),
-            SyncOptions::new(true, AfterBoot::No),
+            SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::No),
         )
         .unwrap()
     };
@@ -88,5 +88,33 @@ fn a_second_sync_asked_for_while_one_runs_waits_its_turn() {
     assert_eq!(
         std::fs::read_to_string(dir.path().join("log")).unwrap(),
         "begin\nend\nbegin\nend\n"
+    );
+}
+
+#[test]
+fn a_store_chosen_at_run_time_goes_to_the_thread_boxed() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
+    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let state = dir.path().join("state");
+    let store: Box<dyn host_sync::StateStore + Send> = if state.exists() {
+        Box::new(MemoryStore::default())
+    } else {
+        Box::new(FileStore::new(&state))
+    };
+    let handle = spawn_sync(
+        Host::new(&state).with_sysfs_root(sysfs.root()),
+        Helper::new(HelperConfig::new(slow_helper(dir.path()))),
+        store,
+        SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
+    )
+    .unwrap();
+    let mut done = handle.join().unwrap();
+    assert!(done.result.is_ok());
+    assert!(done.store.load().unwrap().is_some());
+    assert!(
+        host_sync::StateStore::load(&mut FileStore::new(&state))
+            .unwrap()
+            .is_some()
     );
 }

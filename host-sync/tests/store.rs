@@ -109,3 +109,27 @@ fn a_backend_error_is_the_cause_not_an_invented_path() {
         "the state store sqlite /var/lib/toolstack/db failed: database is locked"
     );
 }
+
+#[test]
+fn a_store_that_does_not_open_fails_the_check_that_opened_it_with_its_error() {
+    let failure = host_sync::conformance::try_check_store(|| {
+        Err::<host_sync::MemoryStore, _>("the database is gone".to_owned())
+    })
+    .unwrap_err();
+    assert_eq!(failure.check, "a store that never saved loads nothing");
+    assert_eq!(
+        failure.found,
+        "the store did not open: the database is gone"
+    );
+}
+
+#[test]
+fn a_boxed_store_passes_the_suite_as_its_store_does() {
+    let dir = tempfile::tempdir().unwrap();
+    host_sync::conformance::try_check_store(|| {
+        Ok::<Box<dyn host_sync::StateStore + Send>, std::io::Error>(Box::new(FileStore::new(
+            dir.path(),
+        )))
+    })
+    .unwrap();
+}

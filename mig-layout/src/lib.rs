@@ -43,6 +43,6 @@ pub use document::{
     DeviceId, DeviceRef, Devices, Document, LayoutError, MAX_DOCUMENT, Spec, to_json, to_yaml,
 };
 pub use export::{Exported, export, export_declared, export_host};
-pub use plan::{Impossible, ImpossibleKind, Plan, PlanLine};
+pub use plan::{CardPlan, Impossible, ImpossibleKind, PlanLine};
 pub use report::{ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, GpuReport, HostAfter};
 pub use select::{Absent, HostGpu, SelectError, Selection, Wanted, host_gpus, select};

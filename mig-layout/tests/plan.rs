@@ -23,7 +23,7 @@ fn at(start: u32, size: u32) -> Placement {
     Placement::new(start, size)
 }
 
-fn placements(plan: &mig_layout::Plan) -> Vec<(String, u32, u32)> {
+fn placements(plan: &mig_layout::CardPlan) -> Vec<(String, u32, u32)> {
     plan.create
         .iter()
         .map(|c| (c.profile.clone(), c.placement.start, c.placement.size))

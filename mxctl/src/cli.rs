@@ -280,6 +280,15 @@ pub enum Switch {
     Disabled,
 }
 
+impl From<Switch> for host_sync::Pool {
+    fn from(switch: Switch) -> Self {
+        match switch {
+            Switch::Enabled => Self::Enabled,
+            Switch::Disabled => Self::Disabled,
+        }
+    }
+}
+
 /// `--after-boot`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum AfterBootArg {

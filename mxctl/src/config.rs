@@ -19,7 +19,7 @@ pub struct Config {
     /// `gpu-partition-helper` (its path) and `helper-deadline`.
     pub helper: HelperConfig,
     /// `gpu-partitioning`: the pool switch.
-    pub pool_enabled: bool,
+    pub pool: host_sync::Pool,
     /// `mx-smi`: `None` looks in the usual places.
     pub mx_smi: Option<PathBuf>,
     /// `nvidia-smi`: `None` looks in the usual places.
@@ -91,7 +91,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             helper: HelperConfig::default(),
-            pool_enabled: false,
+            pool: host_sync::Pool::Disabled,
             mx_smi: None,
             nvidia_smi: None,
             reset_window: warm_reset::DEFAULT_WINDOW,
@@ -152,15 +152,11 @@ impl Config {
                 "gpu-partition-helper" => config.helper.path = absolute(key, value).map_err(bad)?,
                 "helper-deadline" => config.helper.deadline = seconds(key, value).map_err(bad)?,
                 "gpu-partitioning" => {
-                    config.pool_enabled = match value {
-                        "enabled" => true,
-                        "disabled" => false,
-                        _ => {
-                            return Err(bad(format!(
-                                "`{key}` must be enabled or disabled, not {value:?}"
-                            )));
-                        }
-                    }
+                    config.pool = value.parse().map_err(|_| {
+                        bad(format!(
+                            "`{key}` must be enabled or disabled, not {value:?}"
+                        ))
+                    })?;
                 }
                 "mx-smi" => config.mx_smi = Some(PathBuf::from(value)),
                 "nvidia-smi" => config.nvidia_smi = Some(PathBuf::from(value)),
@@ -214,12 +210,7 @@ impl Config {
         [
             self.helper.path.display().to_string(),
             format_seconds(self.helper.deadline),
-            if self.pool_enabled {
-                "enabled"
-            } else {
-                "disabled"
-            }
-            .to_owned(),
+            self.pool.to_string(),
             self.mx_smi.as_ref().map_or_else(
                 || format!("(first of {}, PATH)", MX_SMI_PLACES.join(", ")),
                 |path| path.display().to_string(),
@@ -304,7 +295,7 @@ mod tests {
         let config =
             parse("# a comment\n\n  helper-deadline=2.5  \ngpu-partitioning =enabled\n").unwrap();
         assert_eq!(config.helper.deadline, Duration::from_millis(2500));
-        assert!(config.pool_enabled);
+        assert!(config.pool.is_enabled());
     }
 
     #[test]

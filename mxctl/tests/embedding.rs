@@ -60,7 +60,7 @@ fn a_reset_while_a_sync_holds_the_host_lock_is_blocked_lock_busy_however_the_dir
         Host::new(&state).with_sysfs_root(sysfs.root()),
         Helper::new(HelperConfig::new(&helper)),
         MemoryStore::default(),
-        SyncOptions::new(true, AfterBoot::Yes),
+        SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
     )
     .unwrap();
     wait_for(&dir.path().join("read-began"));
@@ -104,7 +104,8 @@ fn a_sync_waits_for_a_reset_that_holds_the_host_lock_and_then_reads() {
         host.clone(),
         Helper::new(HelperConfig::new(&helper)),
         MemoryStore::default(),
-        SyncOptions::new(true, AfterBoot::Yes).lock_wait(Duration::from_secs(10)),
+        SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes)
+            .lock_wait(Duration::from_secs(10)),
     )
     .unwrap();
     std::thread::sleep(Duration::from_millis(300));

@@ -2,13 +2,13 @@
 //! instance the plan destroys (or any vGPU on a card whose mode changes), and the members that
 //! say so when they did not read.
 
-use crate::plan::Plan;
+use crate::plan::CardPlan;
 use crate::report::ApplyReason;
 use gpu_partition_types::{Lenient, Reply, Step};
 
 /// Why `plan` may not run on the card of `reply`, if it may not: the reason and the detail
 /// naming what holds the card.
-pub fn refusal(reply: &Reply, plan: &Plan) -> Option<(ApplyReason, String)> {
+pub fn refusal(reply: &Reply, plan: &CardPlan) -> Option<(ApplyReason, String)> {
     if plan.is_empty() {
         return None;
     }

@@ -52,8 +52,8 @@ use gpu_host_probe::{Host, HostLock, LockError};
 use gpu_partition_types::{Bdf, StepResult, Token};
 use hooks::HookEnv;
 use host_sync::{
-    AfterBoot, ApplyEnd, Board, Declaration, Direction, LayoutOutcome, StateStore, StoredReason,
-    SyncOptions, sync_under,
+    AfterBoot, ApplyEnd, Board, Declaration, Direction, LayoutOutcome, Pool, StateStore,
+    StoredReason, SyncOptions, sync_under,
 };
 use preflight::Preflight;
 use std::collections::BTreeMap;
@@ -72,7 +72,7 @@ pub struct ApplyOptions {
     pub dry_run: bool,
     /// The pool switch: the sync that ends the apply classifies with it, and a layout that
     /// turns MIG on is refused with it off.
-    pub pool_enabled: bool,
+    pub pool: Pool,
     /// How long to wait for the host lock (default zero: held, the apply is blocked).
     pub lock_wait: Duration,
     /// The commands run around the writes.
@@ -81,12 +81,12 @@ pub struct ApplyOptions {
 
 impl ApplyOptions {
     /// An apply of the layout `label` with this pool switch.
-    pub fn new(label: impl Into<String>, pool_enabled: bool) -> Self {
+    pub fn new(label: impl Into<String>, pool: Pool) -> Self {
         Self {
             label: label.into(),
             devices: Vec::new(),
             dry_run: false,
-            pool_enabled,
+            pool,
             lock_wait: Duration::ZERO,
             hooks: Hooks::none(),
         }
@@ -309,7 +309,7 @@ pub struct RestoreOptions {
     /// Plan and show; write nothing (and run no hook).
     pub dry_run: bool,
     /// The pool switch.
-    pub pool_enabled: bool,
+    pub pool: Pool,
     /// How long to wait for the host lock.
     pub lock_wait: Duration,
     /// The commands run around the writes.
@@ -318,11 +318,11 @@ pub struct RestoreOptions {
 
 impl RestoreOptions {
     /// A restore with this pool switch, of every declared GPU, not waiting for the lock.
-    pub fn new(pool_enabled: bool) -> Self {
+    pub fn new(pool: Pool) -> Self {
         Self {
             devices: Vec::new(),
             dry_run: false,
-            pool_enabled,
+            pool,
             lock_wait: Duration::ZERO,
             hooks: Hooks::none(),
         }
@@ -390,7 +390,7 @@ pub fn restore(run: ApplyRun<'_>, options: &RestoreOptions) -> Result<Restore, A
         label: declared.label.clone(),
         devices: options.devices.clone(),
         dry_run: options.dry_run,
-        pool_enabled: options.pool_enabled,
+        pool: options.pool,
         lock_wait: options.lock_wait,
         hooks: options.hooks.clone(),
     };
@@ -551,7 +551,7 @@ fn run_locked(
     };
     if let Some(failed) = started_hook {
         block_on_hook(report, &failed);
-    } else if direction == Direction::Entering && !options.pool_enabled {
+    } else if direction == Direction::Entering && !options.pool.is_enabled() {
         report.outcome = ApplyOutcome::Blocked(ApplyReason::PoolDisabled);
         report.detail = Some(
             "the pool switch is off, and the layout turns MIG on: switch the pool on first"
@@ -581,8 +581,7 @@ fn run_locked(
     if matches!(report.outcome, ApplyOutcome::Blocked(_)) && report.host.is_none() {
         // A blocked apply is recorded too (for monitoring), and the host classified.
         let record = host_sync::start_apply(lock, store, &options.label, direction)?;
-        let (outcome, reason) = ended(report.outcome);
-        let end = ApplyEnd::new(outcome, reason, report.detail.clone(), false);
+        let end = ApplyEnd::new(ended(report.outcome), report.detail.clone(), false);
         host_sync::end_apply(lock, store, record, end)?;
         report.host = Some(classify(lock, helper, store, options)?);
     }
@@ -612,15 +611,16 @@ fn block_on_hook(report: &mut ApplyReport, failed: &HookRun) {
     });
 }
 
-/// The record's outcome and reason of an apply's.
-fn ended(outcome: ApplyOutcome) -> (LayoutOutcome, StoredReason) {
+/// The record's outcome of an apply's.
+fn ended(outcome: ApplyOutcome) -> LayoutOutcome {
+    // Every reason of an apply is a valid stored token (a test checks them all).
     let token = |text: &str| StoredReason::new(text).unwrap_or_default();
     match outcome {
-        ApplyOutcome::Done | ApplyOutcome::DryRun => (LayoutOutcome::Done, StoredReason::none()),
-        ApplyOutcome::Blocked(why) => (LayoutOutcome::Blocked, token(why.as_str())),
-        ApplyOutcome::Failed(why) => (LayoutOutcome::Failed, token(why.as_str())),
+        ApplyOutcome::Done | ApplyOutcome::DryRun => LayoutOutcome::Done,
+        ApplyOutcome::Blocked(why) => LayoutOutcome::Blocked(token(why.as_str())),
+        ApplyOutcome::Failed(why) => LayoutOutcome::Failed(token(why.as_str())),
         ApplyOutcome::ColdRebootRequired(why) => {
-            (LayoutOutcome::ColdRebootRequired, token(why.as_str()))
+            LayoutOutcome::ColdRebootRequired(token(why.as_str()))
         }
     }
 }
@@ -636,7 +636,7 @@ fn classify(
         lock,
         helper,
         store,
-        &SyncOptions::new(options.pool_enabled, AfterBoot::No),
+        &SyncOptions::new(options.pool, AfterBoot::No),
     )?;
     Ok(HostAfter {
         status: after.status,
@@ -725,8 +725,7 @@ fn go(
         .map(|gpu| (gpu.wanted.gpu.bdf, gpu.declared.clone()))
         .collect();
     report.gpus = cards.into_iter().map(|gpu| gpu.report).collect();
-    let (outcome, reason) = ended(report.outcome);
-    let mut end = ApplyEnd::new(outcome, reason, report.detail.clone(), true);
+    let mut end = ApplyEnd::new(ended(report.outcome), report.detail.clone(), true);
     end.modes = modes;
     end.declared = Some(declared);
     host_sync::end_apply(ctx.lock, store, record, end)?;

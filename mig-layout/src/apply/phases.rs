@@ -5,7 +5,7 @@
 use super::Progress;
 use super::ctx::{Ctx, Stop};
 use super::reset::{ResetWith, reset_one};
-use crate::plan::{Plan, plan};
+use crate::plan::{CardPlan, plan};
 use crate::report::{ApplyReason, ApplyReport, GpuReport};
 use crate::select::Wanted;
 use gpu_host_probe::helper::Helper;
@@ -25,7 +25,7 @@ pub(super) struct Gpu {
     /// A reset completes its mode change.
     pub needs_reset: bool,
     /// The plan the preflight made.
-    pub first: Plan,
+    pub first: CardPlan,
     /// The board found in the slot at the preflight.
     pub board: Board,
     /// What the GPU is declared to be, as far as the last plan of it decided (the placements
@@ -49,7 +49,7 @@ impl Gpu {
 
     /// Keeps what `planned` (made over `card`) decides of the GPU's declaration: its placements,
     /// each with the compute instance that fills it (a deferred plan decides none).
-    pub fn decided(&mut self, planned: &Plan, card: &Card) {
+    pub fn decided(&mut self, planned: &CardPlan, card: &Card) {
         let want = if planned.deferred {
             self.wanted.want.clone()
         } else {
@@ -224,7 +224,7 @@ fn finish(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu) -> Result<(), Stop> {
 
 /// Creates the plan's GPU instances, then their compute instances and those kept instances
 /// lack.
-fn create(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu, planned: &Plan) -> Result<(), Stop> {
+fn create(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu, planned: &CardPlan) -> Result<(), Stop> {
     let mut created = Vec::new();
     let steps = planned.create_batch();
     if !steps.is_empty() {

@@ -54,7 +54,7 @@ gpu_partition_types::token_enum! {
         /// A profile is named twice (by name and by ID).
         NamedTwice = "named_twice",
         /// A profile whose placements or compute slices the card did not give.
-        ProfileUnknown = "profile_unknown",
+        ProfileIncomplete = "profile_incomplete",
         /// A member of the reply the plan depends on did not read.
         Unreadable = "unreadable",
     }
@@ -127,7 +127,7 @@ pub struct Fill {
 /// What a card needs to become as wanted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Plan {
+pub struct CardPlan {
     /// The card.
     pub device: Bdf,
     /// Destroys: every compute instance to go, then every GPU instance to go.
@@ -150,7 +150,7 @@ pub struct Plan {
     pub deferred: bool,
 }
 
-impl Plan {
+impl CardPlan {
     fn empty(device: Bdf) -> Self {
         Self {
             device,
@@ -194,7 +194,7 @@ impl Plan {
     }
 
     /// The compute instances: one in each GPU instance `created` made (in the order of
-    /// [`Plan::create`]), and one in each kept instance that lacks it.
+    /// [`CardPlan::create`]), and one in each kept instance that lacks it.
     pub fn compute_batch(&self, created: &[u32]) -> Vec<Step> {
         let new = self
             .create
@@ -396,7 +396,7 @@ impl serde::Serialize for PlanLine {
 }
 
 /// Plans `want` on the card of `reply`.
-pub fn plan(reply: &Reply, want: &Want) -> Result<Plan, Impossible> {
+pub fn plan(reply: &Reply, want: &Want) -> Result<CardPlan, Impossible> {
     let card = Card::of(reply).map_err(|unreadable| {
         Impossible::new(
             unreadable.device,
@@ -409,9 +409,9 @@ pub fn plan(reply: &Reply, want: &Want) -> Result<Plan, Impossible> {
 }
 
 /// Plans `want` on `card` (what [`plan`] does once the reply is read).
-pub fn plan_card(card: &Card, want: &Want) -> Result<Plan, Impossible> {
+pub fn plan_card(card: &Card, want: &Want) -> Result<CardPlan, Impossible> {
     let device = card.device;
-    let mut plan = Plan::empty(device);
+    let mut plan = CardPlan::empty(device);
     if !card.capable {
         return if want.enabled {
             Err(Impossible::new(
@@ -542,7 +542,7 @@ pub fn plan_card(card: &Card, want: &Want) -> Result<Plan, Impossible> {
 }
 
 /// Destroys every instance `which` picks: their compute instances first, then the instances.
-fn destroy_all(card: &Card, plan: &mut Plan, which: impl Fn(&CardInstance) -> bool) {
+fn destroy_all(card: &Card, plan: &mut CardPlan, which: impl Fn(&CardInstance) -> bool) {
     if !card.current {
         return;
     }
@@ -566,7 +566,7 @@ fn slices_unknown(card: &Card, profile: &CardProfile) -> Impossible {
     Impossible::new(
         card.device,
         Some(profile.label()),
-        ImpossibleKind::ProfileUnknown,
+        ImpossibleKind::ProfileIncomplete,
         format!(
             "{}: the card did not say how many compute slices {} has, so its compute \
              instance cannot be chosen",
@@ -679,7 +679,7 @@ fn demand(
             return Err(Impossible::new(
                 device,
                 Some(profile.label()),
-                ImpossibleKind::ProfileUnknown,
+                ImpossibleKind::ProfileIncomplete,
                 format!(
                     "{device}: the card did not give the placements of {}, so none can be \
                      chosen",

@@ -7,7 +7,7 @@ use gpu_partition_types::{
     Case, ComputeInstance, GpuInstance, Lenient, MigState, Nullable, Placement, Reply, Step,
 };
 use host_sync::Card;
-use mig_layout::{Document, Plan};
+use mig_layout::{CardPlan, Document};
 use std::path::PathBuf;
 
 pub fn data(path: &str) -> PathBuf {
@@ -37,7 +37,7 @@ fn instances(reply: &mut Reply) -> &mut Vec<Lenient<GpuInstance>> {
 }
 
 /// The card after `plan` ran on it, every write taking effect at once.
-pub fn carry_out(reply: &Reply, plan: &Plan) -> Reply {
+pub fn carry_out(reply: &Reply, plan: &CardPlan) -> Reply {
     let card = Card::of(reply).unwrap();
     let mut after = reply.clone();
     for step in &plan.destroy {

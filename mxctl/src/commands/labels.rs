@@ -85,7 +85,7 @@ pub fn render(state: &HostState, expires: u64, boot: &host_sync::Boot) -> String
         }
     }
     if let Some(layout) = &state.layout {
-        label("layout-outcome", &layout.outcome.to_string());
+        label("layout-outcome", layout.outcome.as_str());
     }
     // What the host is declared to be, and whether the cards hold it: never `holds` unless a
     // sync of this boot read every declared card and found it so.

@@ -7,7 +7,7 @@ use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
 use gpu_partition_types::{PartitionMode, Token};
-use host_sync::{Boot, DifferenceKind, FileStore, HostState, HostStatus, StateStore};
+use host_sync::{Boot, DifferenceKind, FileStore, HostState, HostStatus, StateStore, StoredReason};
 use prometheus::{Encoder, Gauge, GaugeVec, Opts, Registry, TextEncoder};
 use std::io::Write;
 use warm_reset::LastReset;
@@ -135,7 +135,7 @@ pub fn render(
         .with_label_values(&[
             layout.label.as_str(),
             layout.outcome.as_str(),
-            layout.reason.as_str(),
+            layout.outcome.reason().map_or("", StoredReason::as_str),
         ])
         .set(seconds(layout.finished_at.unwrap_or(layout.started_at)));
     }

@@ -69,16 +69,8 @@ impl StateReport<'_> {
             }
         }
         if let Some(layout) = self.layout {
-            let reason = match layout.reason.as_str() {
-                "" => String::new(),
-                reason => format!(" ({reason})"),
-            };
-            let _ = writeln!(
-                text,
-                "last layout: {} {}{reason}",
-                layout.label, layout.outcome
-            );
-            let blocked = layout.outcome == LayoutOutcome::Blocked;
+            let _ = writeln!(text, "last layout: {} {}", layout.label, layout.outcome);
+            let blocked = matches!(layout.outcome, LayoutOutcome::Blocked(_));
             if let Some(failure) = layout.unhealed.as_ref().filter(|_| blocked) {
                 let _ = writeln!(
                     text,

@@ -1,7 +1,7 @@
 //! `mxctl sync`: the host sync, written to the state directory.
 
 use super::state::StateReport;
-use crate::cli::{AfterBootArg, Switch, Sync};
+use crate::cli::{AfterBootArg, Sync};
 use crate::config::Config;
 use crate::failure::Failure;
 use crate::helper::helper;
@@ -11,17 +11,13 @@ use host_sync::{AfterBoot, FileStore, SyncOptions};
 
 /// Runs the sync and prints the state it wrote.
 pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<u8, Failure> {
-    let pool_enabled = match args.pool {
-        Some(Switch::Enabled) => true,
-        Some(Switch::Disabled) => false,
-        None => config.pool_enabled,
-    };
+    let pool = args.pool.map_or(config.pool, host_sync::Pool::from);
     let after_boot = match args.after_boot {
         AfterBootArg::Auto => AfterBoot::Auto,
         AfterBootArg::Yes => AfterBoot::Yes,
         AfterBootArg::No => AfterBoot::No,
     };
-    let mut options = SyncOptions::new(pool_enabled, after_boot);
+    let mut options = SyncOptions::new(pool, after_boot);
     if let Some(wait) = args.lock_wait {
         options = options.lock_wait(wait);
     }

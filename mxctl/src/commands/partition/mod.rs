@@ -63,12 +63,8 @@ pub fn layout_failure(error: mig_layout::ApplyError) -> Failure {
 }
 
 /// The pool switch: `--pool`, else the config's.
-pub fn pool(switch: Option<Switch>, config: &Config) -> bool {
-    match switch {
-        Some(Switch::Enabled) => true,
-        Some(Switch::Disabled) => false,
-        None => config.pool_enabled,
-    }
+pub fn pool(switch: Option<Switch>, config: &Config) -> host_sync::Pool {
+    switch.map_or(config.pool, host_sync::Pool::from)
 }
 
 /// The nvidia method's backend, which completes a pending mode change.
