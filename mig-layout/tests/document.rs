@@ -295,3 +295,46 @@ fn a_document_over_a_mebibyte_is_refused_before_it_is_parsed() {
     assert_eq!(error.line, None);
     assert!(error.to_string().contains("bytes"), "{error}");
 }
+
+#[test]
+fn a_character_yaml_does_not_admit_is_refused_naming_its_line_and_column() {
+    // The fuzz target's find: a profile key of raw 0x1C bytes.
+    let text = format!(
+        "version: v1\nmig-configs:\n  l:\n    - devices: all\n      mig-enabled: true\n      \
+         mig-devices:\n        \"{}\": 1\n",
+        "\u{1c}".repeat(200)
+    );
+    let refused = Document::from_text(&text).unwrap_err();
+    assert_eq!((refused.line, refused.column), (Some(7), Some(10)));
+    assert!(refused.to_string().contains("U+001C"), "{refused}");
+}
+
+#[test]
+fn a_profile_named_by_escaped_control_characters_is_not_a_profile_name() {
+    let text = "version: v1\nmig-configs:\n  l:\n    - devices: all\n      mig-enabled: true\n      \
+                mig-devices:\n        \"\\u001c\": 1\n";
+    let refused = Document::from_text(text).unwrap_err();
+    assert!(
+        refused.to_string().contains("is not a profile name"),
+        "{refused}"
+    );
+}
+
+#[test]
+fn a_key_too_long_to_be_implicit_is_written_explicitly_and_reads_back() {
+    let label = "l".repeat(1100);
+    let profile = format!("1g.{}gb", "9".repeat(1100));
+    let text = format!(
+        "version: v1\nmig-configs:\n  ? \"{label}\"\n  :\n    - devices: all\n      mig-enabled: \
+         true\n      mig-devices:\n        ? \"{profile}\"\n        : 2\n"
+    );
+    let document = Document::from_text(&text).unwrap();
+    let written = to_yaml(&document);
+    assert!(written.contains(&format!("  ? \"{label}\"\n")), "{written}");
+    let again = Document::from_text(&written).unwrap();
+    assert_eq!(again.configs, document.configs);
+    assert_eq!(
+        again.label(&label).unwrap()[0].mig_devices,
+        [(name(&profile), 2)]
+    );
+}

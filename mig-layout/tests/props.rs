@@ -9,7 +9,7 @@ use gpu_partition_types::Placement;
 use host_sync::{ProfileKey, Want, differences};
 use mig_layout::plan::fit::{Candidate, Demand, Score, fit};
 use mig_layout::plan::plan;
-use mig_layout::{DeviceRef, Devices, Document, Spec, to_yaml};
+use mig_layout::{DeviceRef, Devices, Document, Spec, to_json, to_yaml};
 use proptest::prelude::*;
 
 fn mask(placement: Placement) -> u32 {
@@ -257,5 +257,36 @@ proptest! {
         if let Err(error) = Document::from_text(&text) {
             prop_assert!(error.line.is_some(), "{}", error);
         }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// The fuzz target `layout_reader`'s promise, on stable and in every test run: whatever
+    /// names a document carries (any characters, up to past YAML's 1,024-character bound on an
+    /// implicit key), one the reader takes is written as YAML and JSON that read back alike.
+    #[test]
+    fn any_names_the_reader_takes_are_written_so_that_they_read_back_alike(
+        label in prop::collection::vec(any::<char>(), 1..1200).prop_map(String::from_iter),
+        profile in prop::collection::vec(any::<char>(), 1..1200).prop_map(String::from_iter),
+        raw in any::<bool>(),
+    ) {
+        // Written as the reader's input with explicit keys (`? key`, then `: value`), which
+        // have no bound on their length, raw inside double quotes or escaped as JSON is.
+        let name = |s: &str| if raw { format!("\"{s}\"") } else { serde_json::to_string(s).unwrap() };
+        let text = format!(
+            "version: v1\nmig-configs:\n  ? {}\n  :\n    - devices: all\n      mig-enabled: true\n      \
+             mig-devices:\n        ? {}\n        : 1\n",
+            name(&label),
+            name(&format!("1g.{profile}"))
+        );
+        let Ok(doc) = Document::from_text(&text) else { return Ok(()) };
+        let yaml = to_yaml(&doc);
+        let again = Document::from_text(&yaml).map_err(|e| TestCaseError::fail(format!("{e}\n{yaml}")))?;
+        prop_assert!(same(&doc, &again), "{}", yaml);
+        let json = to_json(&doc).to_string();
+        let again = Document::from_text(&json).map_err(|e| TestCaseError::fail(format!("{e}\n{json}")))?;
+        prop_assert!(same(&doc, &again), "{}", json);
     }
 }

@@ -45,6 +45,46 @@ fn at_scan(text: &str, error: &ScanError) -> LayoutError {
     .column(marker.col() + 1)
 }
 
+/// Whether YAML 1.2 admits `c` in a stream (`c-printable`: tab, the line breaks, the printable
+/// ASCII, NEL, and the rest of Unicode but for the C1 controls, the surrogates, U+FFFE and
+/// U+FFFF). Anything else must be written as an escape inside double quotes.
+fn printable(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | ' '..='~' | '\u{85}' | '\u{A0}'..='\u{D7FF}'
+        | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..='\u{10FFFF}')
+}
+
+/// Refuses a character YAML 1.2 does not admit in a stream, naming its line and column (a
+/// reader that took it would write it back escaped, and the two would not read alike).
+fn check_printable(text: &str) -> Result<(), LayoutError> {
+    let mut line = 1;
+    let mut column = 1;
+    let mut after_cr = false;
+    for c in text.chars() {
+        if !printable(c) {
+            return Err(LayoutError::new(
+                Some(line),
+                JsonPointer::root(),
+                format!(
+                    "the character U+{:04X} is not printable, which YAML 1.2 does not admit; \
+                     write it as an escape inside double quotes",
+                    u32::from(c)
+                ),
+            )
+            .column(column));
+        }
+        match c {
+            '\n' if after_cr => {}
+            '\n' | '\r' => {
+                line += 1;
+                column = 1;
+            }
+            _ => column += 1,
+        }
+        after_cr = c == '\r';
+    }
+    Ok(())
+}
+
 /// Checks the shape of the text before building it: one document, nesting bounded.
 fn check_events(text: &str) -> Result<(), LayoutError> {
     let mut depth = 0usize;
@@ -90,6 +130,7 @@ pub(super) fn document(text: &str) -> Result<Document, LayoutError> {
             ),
         ));
     }
+    check_printable(text)?;
     check_events(text)?;
     let documents = MarkedYaml::load_from_str(text).map_err(|error| at_scan(text, &error))?;
     let Some(root) = documents.first() else {
@@ -312,7 +353,7 @@ fn mig_devices_of(node: Node<'_, '_>) -> Result<Vec<(ProfileKey, u32)>, LayoutEr
 /// instance form (`1c.3g.40gb`) is refused, since each GPU instance here gets one compute
 /// instance that fills it.
 fn profile_name(text: &str) -> Result<ProfileKey, String> {
-    if text.trim().is_empty() || text.trim() != text {
+    if text.trim().is_empty() || text.trim() != text || text.chars().any(char::is_control) {
         return Err(format!("{text:?} is not a profile name"));
     }
     let mut parts = text.split('.');

@@ -9,6 +9,20 @@ fn quoted(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| format!("{text:?}"))
 }
 
+/// YAML's bound on an implicit key (`key: value`): 1024 characters; a longer key is written
+/// explicitly (`? key` then `: value`).
+const IMPLICIT_KEY_MAX: usize = 1024;
+
+/// `key: value` at `indent`, or the explicit form when the key is too long to be implicit.
+fn entry(text: &mut String, indent: &str, key: &str, value: &str) {
+    if key.chars().count() <= IMPLICIT_KEY_MAX {
+        let _ = writeln!(text, "{indent}{key}:{value}");
+    } else {
+        let _ = writeln!(text, "{indent}? {key}");
+        let _ = writeln!(text, "{indent}:{value}");
+    }
+}
+
 /// The document as YAML: labels and profile names always quoted, so any name reads back as
 /// the same string.
 pub fn to_yaml(document: &Document) -> String {
@@ -18,7 +32,7 @@ pub fn to_yaml(document: &Document) -> String {
         text = String::from("version: v1\n");
     }
     for (label, specs) in &document.configs {
-        let _ = writeln!(text, "  {}:", quoted(label));
+        entry(&mut text, "  ", &quoted(label), "");
         for spec in specs {
             write_spec(&mut text, spec);
         }
@@ -66,7 +80,7 @@ fn write_spec(text: &mut String, spec: &Spec) {
                     ProfileKey::Name(name) => quoted(name),
                     ProfileKey::Id(id) => id.to_string(),
                 };
-                let _ = writeln!(text, "        {key}: {count}");
+                entry(text, "        ", &key, &format!(" {count}"));
             }
         }
     }
