@@ -85,6 +85,8 @@ pub enum UnreadableReason {
     Busy,
     /// `--version` lists no `read` format with major 1.
     Incompatible,
+    /// The caller cancelled the read (its run was ended, or never started).
+    Cancelled,
 }
 
 impl UnreadableReason {
@@ -95,7 +97,12 @@ impl UnreadableReason {
             | Self::HelperNotExecutable
             | Self::HelperUnsafe
             | Self::Incompatible => true,
-            Self::Helper(_) | Self::Timeout | Self::Crash | Self::Undecodable | Self::Busy => false,
+            Self::Helper(_)
+            | Self::Timeout
+            | Self::Crash
+            | Self::Undecodable
+            | Self::Busy
+            | Self::Cancelled => false,
         }
     }
 }
@@ -112,6 +119,7 @@ impl fmt::Display for UnreadableReason {
             Self::Undecodable => "undecodable",
             Self::Busy => "busy",
             Self::Incompatible => "incompatible",
+            Self::Cancelled => "cancelled",
         };
         f.write_str(token)
     }
@@ -135,6 +143,7 @@ impl FromStr for UnreadableReason {
             "undecodable" => Self::Undecodable,
             "busy" => Self::Busy,
             "incompatible" => Self::Incompatible,
+            "cancelled" => Self::Cancelled,
             _ => match text.strip_prefix("helper:") {
                 Some(kind) if !kind.is_empty() => Self::Helper(kind.to_owned()),
                 _ => return Err(UnknownReason(text.to_owned())),

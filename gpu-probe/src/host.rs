@@ -85,7 +85,17 @@ impl Host {
     /// directory is created private (0700) when absent, and refused when another user could
     /// change it; so is the directory of machine locks ([`crate::lock::machine_lock_path`]).
     pub fn lock(&self, wait: Duration) -> Result<HostLock, LockError> {
-        HostLock::acquire(self, wait)
+        HostLock::acquire(self, wait, None)
+    }
+
+    /// [`Host::lock`], giving up at once when `cancel` is triggered while it waits
+    /// ([`LockError::Cancelled`]).
+    pub fn lock_unless(
+        &self,
+        wait: Duration,
+        cancel: &crate::Cancel,
+    ) -> Result<HostLock, LockError> {
+        HostLock::acquire(self, wait, Some(cancel))
     }
 
     /// Takes the host GPU lock without waiting: held by another, it is [`LockError::Busy`] (or

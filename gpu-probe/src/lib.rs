@@ -18,6 +18,7 @@
 #![deny(missing_docs)]
 
 pub mod boot;
+pub mod cancel;
 pub mod chain;
 pub mod fs;
 pub mod helper;
@@ -29,5 +30,6 @@ pub mod test_util;
 pub mod trust;
 
 pub use boot::Boot;
+pub use cancel::Cancel;
 pub use host::Host;
 pub use lock::{DEFAULT_LOCK_WAIT, HostLock, LockError};

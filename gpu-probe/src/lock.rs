@@ -140,6 +140,12 @@ pub enum LockError {
         /// The state directory the holder works for, when its note reads.
         state_dir: Option<PathBuf>,
     },
+    /// The wait for the lock was cancelled ([`Host::lock_unless`]).
+    #[error("the wait for the host GPU lock {} was cancelled", path.display())]
+    Cancelled {
+        /// The lock file waited for.
+        path: PathBuf,
+    },
     /// The state directory is not private (another user could change what is in it).
     #[error(transparent)]
     UnsafeDir(#[from] crate::trust::UnsafeDir),
@@ -173,7 +179,11 @@ impl LockError {
 
 impl HostLock {
     /// Takes the lock, waiting up to `wait` for a holder to let go; a zero `wait` tries once.
-    pub(crate) fn acquire(host: &Host, wait: Duration) -> Result<HostLock, LockError> {
+    pub(crate) fn acquire(
+        host: &Host,
+        wait: Duration,
+        cancel: Option<&crate::Cancel>,
+    ) -> Result<HostLock, LockError> {
         let state_dir = host.state_dir();
         let path = state_dir.join(LOCK_FILE);
         crate::trust::check_private_dir(state_dir, true)?;
@@ -183,7 +193,7 @@ impl HostLock {
         }
         let give_up = Instant::now() + wait;
         let note = format!("{}\n{}\n", std::process::id(), state_dir.display());
-        let machine_held = match take(&machine, give_up, &note)? {
+        let machine_held = match take(&machine, give_up, &note, cancel)? {
             Ok(held) => held,
             Err(mut file) => {
                 let (holder, dir) = machine_holder(&mut file);
@@ -199,7 +209,7 @@ impl HostLock {
                 });
             }
         };
-        let held = match take(&path, give_up, &format!("{}\n", std::process::id()))? {
+        let held = match take(&path, give_up, &format!("{}\n", std::process::id()), cancel)? {
             Ok(held) => held,
             Err(mut file) => {
                 return Err(LockError::Busy {
@@ -242,9 +252,19 @@ impl HostLock {
 
 /// Takes the lock of `path`, trying until `give_up`, and notes `note` in it once taken; the
 /// open file of a lock still held at `give_up`, to read its holder from.
-fn take(path: &Path, give_up: Instant, note: &str) -> Result<Result<Flock<File>, File>, LockError> {
+fn take(
+    path: &Path,
+    give_up: Instant,
+    note: &str,
+    cancel: Option<&crate::Cancel>,
+) -> Result<Result<Flock<File>, File>, LockError> {
     let mut pause = Duration::from_millis(5);
     loop {
+        if crate::cancel::cancelled(cancel) {
+            return Err(LockError::Cancelled {
+                path: path.to_path_buf(),
+            });
+        }
         let file = open_lock(path)?;
         match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(mut held) => {

@@ -177,3 +177,20 @@ fn a_machine_lock_is_named_after_its_sysfs_root_as_systemd_escapes_a_path() {
         "simulated-nonexistent-sys\\x20fs.lock"
     );
 }
+
+#[test]
+fn a_wait_for_a_held_lock_ends_when_it_is_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = gpu_host_probe::test_util::isolated_host(dir.path());
+    let _held = host.try_lock().unwrap();
+    let cancel = gpu_host_probe::Cancel::new();
+    let waited = std::thread::scope(|scope| {
+        let waiter = scope.spawn(|| host.lock_unless(Duration::from_secs(3600), &cancel));
+        cancel.cancel();
+        waiter.join().unwrap()
+    });
+    assert!(
+        matches!(waited, Err(LockError::Cancelled { .. })),
+        "{waited:?}"
+    );
+}

@@ -268,3 +268,37 @@ fn without_input_stdin_is_empty() {
     let run = run(&RunSpec::new("/bin/cat", SECOND));
     assert_eq!((run.result, run.stdout), (RunResult::Exited(0), Vec::new()));
 }
+
+#[test]
+fn a_run_cancelled_from_another_thread_is_ended_as_its_deadline_would_end_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    let program = script(
+        dir.path(),
+        "p",
+        &format!("touch '{}'; exec sleep 3600", started.display()),
+    );
+    let cancel = gpu_host_probe::Cancel::new();
+    let spec = RunSpec::new(program, Duration::from_secs(3600)).cancel(cancel.clone());
+    let ran = std::thread::scope(|scope| {
+        let running = scope.spawn(|| run(&spec));
+        while !started.exists() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        cancel.cancel();
+        running.join().unwrap()
+    });
+    assert_eq!(ran.result, RunResult::Cancelled);
+}
+
+#[test]
+fn a_run_asked_for_once_cancelled_is_never_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    let program = script(dir.path(), "p", &format!("touch '{}'", started.display()));
+    let cancel = gpu_host_probe::Cancel::new();
+    cancel.cancel();
+    let ran = run(&RunSpec::new(program, SECOND).cancel(cancel));
+    assert_eq!((ran.result, ran.pid), (RunResult::Cancelled, None));
+    assert!(!started.exists());
+}

@@ -14,7 +14,7 @@ use crate::store::{StateStore, StoreError};
 use crate::warning::SyncWarning;
 use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_host_probe::lock::{HostLock, LockError};
-use gpu_host_probe::{Boot, DEFAULT_LOCK_WAIT, Host};
+use gpu_host_probe::{Boot, Cancel, DEFAULT_LOCK_WAIT, Host};
 use gpu_partition_types::{Bdf, Outcome, Reply};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -47,6 +47,11 @@ pub struct SyncOptions {
     pub boot: Option<Boot>,
     /// How long to wait for the host lock (default 10 s, [`DEFAULT_LOCK_WAIT`]).
     pub lock_wait: Duration,
+    /// Ends the sync early when triggered from another thread (none by default): the wait for
+    /// the lock gives up, a helper run in progress is ended as its deadline would end it, a
+    /// card not read yet is not read; what was found is written, each card not read as
+    /// `unknown (cancelled)`, and the sync answers [`SyncError::Cancelled`].
+    pub cancel: Option<Cancel>,
 }
 
 impl SyncOptions {
@@ -57,7 +62,14 @@ impl SyncOptions {
             after_boot,
             boot: None,
             lock_wait: DEFAULT_LOCK_WAIT,
+            cancel: None,
         }
+    }
+
+    /// Ends the sync early when `cancel` is triggered.
+    pub fn cancel(mut self, cancel: Cancel) -> Self {
+        self.cancel = Some(cancel);
+        self
     }
 
     /// Gives the boot now instead of reading it from the host's procfs.
@@ -110,6 +122,14 @@ pub enum SyncError {
     /// sysfs could not be scanned.
     #[error("cannot scan the PCI devices")]
     Scan(#[from] ScanError),
+    /// The sync was cancelled ([`SyncOptions::cancel`]).
+    #[error("the sync was cancelled")]
+    Cancelled {
+        /// What the sync wrote before it ended (each card it did not read `unknown
+        /// (cancelled)`); `None` when it was cancelled waiting for the lock, before it wrote
+        /// anything.
+        written: Option<Box<SyncReport>>,
+    },
 }
 
 /// Runs one sync (the rules are in the project's `docs/sync.md`): takes the host lock of
@@ -122,13 +142,26 @@ pub enum SyncError {
 /// unbound, added or removed), it runs again under the same lock, up to [`SETTLE_ROUNDS`]
 /// times, so the state stored last is the one after the change (with a
 /// [`SyncWarning::GpusChanged`]).
+///
+/// It blocks at worst for `options.lock_wait`, then the helper's `--version` deadline, then
+/// one read deadline per [`HelperConfig::concurrency`](gpu_host_probe::helper::HelperConfig)
+/// cards (each run's kill grace added when one overruns), times up to [`SETTLE_ROUNDS`] + 1
+/// rounds when the GPUs keep changing under it; [`SyncOptions::cancel`] ends it within the
+/// runner's check interval (10 ms) and the helper's kill grace.
 pub fn sync(
     host: &Host,
     helper: &Helper,
     store: &mut dyn StateStore,
     options: &SyncOptions,
 ) -> Result<SyncReport, SyncError> {
-    let lock = host.lock(options.lock_wait)?;
+    let lock = match &options.cancel {
+        Some(cancel) => host.lock_unless(options.lock_wait, cancel),
+        None => host.lock(options.lock_wait),
+    }
+    .map_err(|error| match error {
+        LockError::Cancelled { .. } => SyncError::Cancelled { written: None },
+        error => SyncError::Lock(error),
+    })?;
     let mut before = drivers(&scan(host.sysfs_root())?.gpus);
     let mut report = sync_under(&lock, helper, store, options)?;
     // A GPU bound, unbound, added or removed while the sync ran (the udev events of a rebind
@@ -136,6 +169,9 @@ pub fn sync(
     // state stored last is the one after the change.
     let mut changed = Vec::new();
     for _ in 0..SETTLE_ROUNDS {
+        if options.cancel.as_ref().is_some_and(Cancel::is_cancelled) {
+            break;
+        }
         let after = drivers(&scan(host.sysfs_root())?.gpus);
         let differ: Vec<Bdf> = after
             .iter()
@@ -190,6 +226,14 @@ pub fn sync_under(
 ) -> Result<SyncReport, SyncError> {
     let host = lock.host();
     let now = unix_now();
+    let cancelled_helper;
+    let helper = match &options.cancel {
+        Some(cancel) => {
+            cancelled_helper = Helper::new(helper.config().clone().cancel(cancel.clone()));
+            &cancelled_helper
+        }
+        None => helper,
+    };
     let mut previous = store.load()?.unwrap_or_default();
     // Under the lock no apply runs: a record still `applying` is an interrupted one.
     previous.layout = previous.layout.map(|record| record.settled(now));
@@ -276,7 +320,7 @@ pub fn sync_under(
     state.synced_at = Some(now);
     store.save(&state)?;
     tracing::debug!("sync_gpu_partitioning: {status} ({reason}), after boot: {after_boot}");
-    Ok(SyncReport {
+    let report = SyncReport {
         status,
         reason,
         message: state.message,
@@ -284,7 +328,13 @@ pub fn sync_under(
         gpus: state.gpus,
         drift,
         warnings,
-    })
+    };
+    match &options.cancel {
+        Some(cancel) if cancel.is_cancelled() => Err(SyncError::Cancelled {
+            written: Some(Box::new(report)),
+        }),
+        _ => Ok(report),
+    }
 }
 
 /// The message of a host whose cards differ from their declaration: every difference.

@@ -117,6 +117,8 @@ impl Failure {
             Self::Step(_) => "step",
             Self::Scan(_) => "sysfs",
             Self::Store(_) => "state",
+            Self::Sync(host_sync::SyncError::Cancelled { .. })
+            | Self::Lock(gpu_host_probe::lock::LockError::Cancelled { .. }) => "cancelled",
             Self::Sync(host_sync::SyncError::Lock(lock)) | Self::Lock(lock) if lock.is_busy() => {
                 "lock_busy"
             }

@@ -307,13 +307,22 @@ impl Helper {
     /// `--version` once, then the cards several at once (up to the configured concurrency).
     /// Each card gets its own outcome, in the order given; a host-wide failure is given to
     /// every card without forking per card.
+    ///
+    /// It blocks at worst for `lock_wait`, the `--version` deadline, then one read deadline
+    /// per `concurrency` cards (with the kill grace of a run that overran). With
+    /// [`HelperConfig::cancel`](super::HelperConfig::cancel) set, a cancel ends the wait for
+    /// the lock ([`LockError::Cancelled`]) or, once the lock is held, every run in progress as
+    /// a deadline would and every card not read yet, each then `unknown (cancelled)`.
     pub fn probe(
         &self,
         host: &Host,
         devices: &[Bdf],
         lock_wait: Duration,
     ) -> Result<Vec<CardRead>, LockError> {
-        let lock = host.lock(lock_wait)?;
+        let lock = match &self.config.cancel {
+            Some(cancel) => host.lock_unless(lock_wait, cancel)?,
+            None => host.lock(lock_wait)?,
+        };
         Ok(self.probe_locked(&lock, devices))
     }
 
@@ -362,6 +371,8 @@ impl Helper {
                         let Some(device) = devices.get(index) else {
                             break;
                         };
+                        // A card not begun when the call is cancelled is not read at all (a
+                        // run is never started then; one in progress ends as at a deadline).
                         let read = self.read_within(*device, format, share);
                         if let Some(Ok(mut slot)) = reads.get(index).map(Mutex::lock) {
                             *slot = Some(read);

@@ -45,6 +45,9 @@ pub struct HelperConfig {
     pub concurrency: usize,
     /// A wrapper around each call (none by default).
     pub wrapper: Option<Wrapper>,
+    /// Ends every run, and every card not read yet, when triggered (none by default): a card
+    /// then reads `unknown (cancelled)`.
+    pub cancel: Option<crate::Cancel>,
 }
 
 impl Default for HelperConfig {
@@ -55,6 +58,7 @@ impl Default for HelperConfig {
             limits: OutputLimits::default(),
             concurrency: 8,
             wrapper: None,
+            cancel: None,
         }
     }
 }
@@ -92,6 +96,12 @@ impl HelperConfig {
         self
     }
 
+    /// Ends the runs when `cancel` is triggered.
+    pub fn cancel(mut self, cancel: crate::Cancel) -> Self {
+        self.cancel = Some(cancel);
+        self
+    }
+
     /// The run of the helper with `helper_args`, wrapped when a wrapper is set.
     pub(crate) fn spec(&self, helper_args: Vec<OsString>) -> RunSpec {
         let spec = match &self.wrapper {
@@ -103,7 +113,11 @@ impl HelperConfig {
         };
         // A helper run dies with the process that started it: a write of a run killed
         // half-way never goes on under the next run's lock.
-        spec.limits(self.limits).die_with_parent()
+        let spec = spec.limits(self.limits).die_with_parent();
+        match &self.cancel {
+            Some(cancel) => spec.cancel(cancel.clone()),
+            None => spec,
+        }
     }
 }
 

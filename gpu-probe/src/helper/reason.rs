@@ -20,6 +20,7 @@ pub fn reason_of(result: &RunResult) -> Option<UnreadableReason> {
         // An answer written before a grandchild kept the pipes open is still an answer.
         RunResult::LeakedPipes(termination) => by_exit(termination),
         RunResult::TimedOut => Some(UnreadableReason::Timeout),
+        RunResult::Cancelled => Some(UnreadableReason::Cancelled),
         RunResult::OutputTooLarge(_) => Some(UnreadableReason::Undecodable),
         RunResult::CouldNotStart(StartError::Absent { .. }) => Some(UnreadableReason::HelperAbsent),
         RunResult::CouldNotStart(StartError::Untrusted { .. }) => {

@@ -79,6 +79,8 @@ pub struct RunFacts {
     pub termination: Option<Termination>,
     /// The deadline passed and the group was sent SIGTERM.
     pub deadline_passed: bool,
+    /// The run was cancelled and the group was sent SIGTERM.
+    pub cancelled: bool,
     /// A stream passed its cap and the group was killed.
     pub output_over_cap: Option<Stream>,
     /// The pipes stayed open after the child ended (a grandchild held them).
@@ -97,6 +99,8 @@ pub enum RunResult {
     EndUnknown,
     /// It passed its deadline and we stopped it.
     TimedOut,
+    /// Its caller cancelled it and we stopped it.
+    Cancelled,
     /// A stream passed its cap and we stopped it.
     OutputTooLarge(Stream),
     /// It exited (with this termination), but something it started held the pipes open; the
@@ -115,6 +119,9 @@ pub fn classify(facts: &RunFacts) -> RunResult {
     }
     if let Some(stream) = facts.output_over_cap {
         return RunResult::OutputTooLarge(stream);
+    }
+    if facts.cancelled {
+        return RunResult::Cancelled;
     }
     if facts.deadline_passed {
         return RunResult::TimedOut;
@@ -136,6 +143,7 @@ impl fmt::Display for RunResult {
             Self::Signaled(signal) => write!(f, "killed by signal {signal}"),
             Self::EndUnknown => f.write_str("ended, but wait did not say how"),
             Self::TimedOut => f.write_str("timed out"),
+            Self::Cancelled => f.write_str("was cancelled"),
             Self::OutputTooLarge(stream) => write!(f, "{stream} passed its cap"),
             Self::LeakedPipes(Termination::Exited(code)) => {
                 write!(f, "exited with code {code}, but left the pipes held open")

@@ -56,6 +56,9 @@ pub struct RunSpec {
     /// What the child reads on stdin (written by a thread of its own, then closed); `None`
     /// (the default): stdin is `/dev/null`.
     pub stdin: Option<Vec<u8>>,
+    /// Ends the run as its deadline would when triggered (the result is
+    /// [`RunResult::Cancelled`](super::RunResult::Cancelled)); `None` by default.
+    pub cancel: Option<crate::Cancel>,
     /// The child is killed (SIGKILL) when the thread that started it dies — the whole
     /// process killed with `kill -9` included — so no write of a dead run goes on under the
     /// next one (`PR_SET_PDEATHSIG`). Off by default: a reset command is left to finish.
@@ -75,6 +78,7 @@ impl RunSpec {
             eof_grace: Duration::from_millis(200),
             limits: OutputLimits::default(),
             stdin: None,
+            cancel: None,
             die_with_parent: false,
         }
     }
@@ -82,6 +86,12 @@ impl RunSpec {
     /// Kills the child when the thread that started it dies ([`RunSpec::die_with_parent`]).
     pub fn die_with_parent(mut self) -> Self {
         self.die_with_parent = true;
+        self
+    }
+
+    /// Ends the run when `cancel` is triggered, as a deadline ends it.
+    pub fn cancel(mut self, cancel: crate::Cancel) -> Self {
+        self.cancel = Some(cancel);
         self
     }
 

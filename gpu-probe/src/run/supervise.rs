@@ -52,6 +52,19 @@ fn die_with_parent(command: &mut Command) {
 /// Runs `spec` to its end and reports what happened. Never panics, never leaves a zombie.
 pub fn run(spec: &RunSpec) -> Run {
     let started = Instant::now();
+    if crate::cancel::cancelled(spec.cancel.as_ref()) {
+        let facts = RunFacts {
+            cancelled: true,
+            ..RunFacts::default()
+        };
+        return Run {
+            result: classify(&facts),
+            stdout: Vec::new(),
+            stderr: Vec::new(),
+            elapsed: started.elapsed(),
+            pid: None,
+        };
+    }
     let program = match prepare::resolve(&spec.program) {
         Ok(program) => program,
         Err(error) => return not_started(error, started),
@@ -251,10 +264,16 @@ fn watch(spec: &RunSpec, started: Instant, group: Pid, pipes: &mut [Pipe; 2]) ->
     let mut chunk = [0u8; 16 << 10];
     loop {
         let now = Instant::now();
-        if terminated_at.is_none() && killed_at.is_none() && now >= deadline {
-            signal_group(group, Signal::SIGTERM);
-            terminated_at = Some(now);
-            facts.deadline_passed = true;
+        if terminated_at.is_none() && killed_at.is_none() {
+            if crate::cancel::cancelled(spec.cancel.as_ref()) {
+                signal_group(group, Signal::SIGTERM);
+                terminated_at = Some(now);
+                facts.cancelled = true;
+            } else if now >= deadline {
+                signal_group(group, Signal::SIGTERM);
+                terminated_at = Some(now);
+                facts.deadline_passed = true;
+            }
         }
         if let Some(at) = terminated_at {
             if killed_at.is_none() && now >= at + spec.grace {
