@@ -11,8 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const NONE_CARVED: &str =
-    include_str!("../gpu-partition-helper/tests/nvml-scenarios/a100-mig-on-none-carved.json");
+const NONE_CARVED: &str = fake_nvml::scenarios::A100_MIG_ON_NONE_CARVED;
 const DEVICE: &str = "0000:3b:00.0";
 
 fn steps() -> Vec<Value> {

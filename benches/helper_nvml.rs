@@ -12,8 +12,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-const CARVED: &str =
-    include_str!("../gpu-partition-helper/tests/nvml-scenarios/a100-mig-on-carved.json");
+const CARVED: &str = fake_nvml::scenarios::A100_MIG_ON_CARVED;
 
 fn helper_nvml(c: &mut Criterion) {
     let Ok(dir) = tempfile::tempdir() else { return };

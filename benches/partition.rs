@@ -20,8 +20,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const H100_OFF: &str = include_str!("../mig-layout/tests/data/replies/h100-mig-off.json");
-const H100_SCENARIO: &str =
-    include_str!("../gpu-partition-helper/tests/nvml-scenarios/h100-mig-off.json");
+const H100_SCENARIO: &str = fake_nvml::scenarios::H100_MIG_OFF;
 const LAYOUT: &str = "version: v1
 mig-configs:
   balanced:

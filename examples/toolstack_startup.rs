@@ -390,10 +390,8 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
     std::fs::write(&boot_id, "11111111-2222-3333-4444-555555555555\n")?;
     let nvml = dir.join("nvml");
     std::fs::create_dir_all(&nvml)?;
-    let scenario = fake_nvml::support::scenario_of(&[(
-        "0000:3b:00.0",
-        include_str!("../gpu-partition-helper/tests/nvml-scenarios/h100-mig-off.json"),
-    )])?;
+    let scenario =
+        fake_nvml::support::scenario_of(&[("0000:3b:00.0", fake_nvml::scenarios::H100_MIG_OFF)])?;
     let (wrapper, state) = fake_nvml::support::stateful_helper_wrapper(&nvml, &scenario, None)?;
     let host = Host::new(dir.join("state"))
         .with_sysfs_root(sysfs.root())

@@ -43,6 +43,57 @@ pub struct Scenario {
     /// The cards.
     #[serde(default)]
     pub devices: Vec<Device>,
+    /// The NVLink groups: each the bus IDs of cards joined by NVLink (as `nvidia-smi topo -m`
+    /// shows them, `NV<n>` between each pair). A reset through
+    /// [`FakeNvmlBackend`](crate::reset::FakeNvmlBackend) takes a card's whole group with it,
+    /// as the nvidia method asks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nvlink: Vec<Vec<String>>,
+    /// What the calls and a reset cost (none by default: every call is instant).
+    #[serde(default, skip_serializing_if = "Costs::is_free")]
+    pub costs: Costs,
+}
+
+/// What a real card's work costs, for benchmarks and tests that run at a card's pace: each
+/// NVML call named in `calls_ms` takes that long (the library sleeps on entry, outside any
+/// lock, so calls of different processes — different cards — overlap as on a host), and a GPU
+/// reset through [`FakeNvmlBackend`](crate::reset::FakeNvmlBackend) takes `reset_ms` on its
+/// clock. NVIDIA publishes no figure for either; the benchmarks state the ones they choose.
+///
+/// ```json
+/// "costs": {"reset_ms": 5000, "calls_ms": {"nvmlDeviceCreateGpuInstanceWithPlacement": 200}}
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Costs {
+    /// How long a GPU reset takes, in milliseconds.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reset_ms: u64,
+    /// How long each call of these functions takes, in milliseconds.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub calls_ms: BTreeMap<String, u64>,
+}
+
+fn is_zero(ms: &u64) -> bool {
+    *ms == 0
+}
+
+impl Costs {
+    /// Whether nothing costs anything.
+    pub fn is_free(&self) -> bool {
+        self.reset_ms == 0 && self.calls_ms.is_empty()
+    }
+
+    /// What a reset costs.
+    pub fn reset(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.reset_ms)
+    }
+
+    /// What a call of `function` costs.
+    pub fn call(&self, function: &str) -> std::time::Duration {
+        std::time::Duration::from_millis(self.calls_ms.get(function).copied().unwrap_or(0))
+    }
 }
 
 /// One card.
@@ -327,7 +378,30 @@ impl Scenario {
                 }
             }
         }
+        for (at, group) in scenario.nvlink.iter().enumerate() {
+            for bus_id in group {
+                let wanted = parse_bus_id(bus_id);
+                if wanted.is_none()
+                    || !scenario
+                        .devices
+                        .iter()
+                        .any(|device| parse_bus_id(&device.pci_bus_id) == wanted)
+                {
+                    return Err(ScenarioError(format!(
+                        "nvlink[{at}]: {bus_id:?} is not the bus ID of a device of the scenario"
+                    )));
+                }
+            }
+        }
         Ok(scenario)
+    }
+
+    /// The device at `bus_id` (either form NVML knows).
+    pub fn device_at(&self, bus_id: &str) -> Option<&Device> {
+        let wanted = parse_bus_id(bus_id)?;
+        self.devices
+            .iter()
+            .find(|device| parse_bus_id(&device.pci_bus_id) == Some(wanted))
     }
 }
 

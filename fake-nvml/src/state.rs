@@ -18,17 +18,27 @@ pub(crate) fn scenario() -> MutexGuard<'static, Option<Scenario>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Appends one line to the file `FAKE_NVML_LOG` names, if it is set.
+/// Every call begins here (never under the scenario's lock): one line appended to the file
+/// `FAKE_NVML_LOG` names, if it is set; then the call's cost in the scenario's `costs`, slept
+/// with no lock held.
 pub(crate) fn log(call: std::fmt::Arguments<'_>) {
-    let Some(path) = std::env::var_os("FAKE_NVML_LOG") else {
-        return;
-    };
-    if let Ok(mut file) = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-    {
-        let _ = writeln!(file, "{call}");
+    let line = call.to_string();
+    if let Some(path) = std::env::var_os("FAKE_NVML_LOG") {
+        if let Ok(mut file) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(file, "{line}");
+        }
+    }
+    let function = line.split(' ').next().unwrap_or_default();
+    let cost = scenario()
+        .as_ref()
+        .map(|scenario| scenario.costs.call(function))
+        .unwrap_or_default();
+    if !cost.is_zero() {
+        std::thread::sleep(cost);
     }
 }
 

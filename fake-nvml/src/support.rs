@@ -159,6 +159,11 @@ pub fn stateful_helper_wrapper(
 ) -> Result<(PathBuf, PathBuf), SupportError> {
     let state = dir.join("state.json");
     let wrapper = wrapper(dir, scenario, Build::Current, log, Some(&state))?;
+    // The state exists from the start, so what reads it besides the library (the test reset
+    // backend, `fake-nvml reset`) sees the scenario before any run.
+    let parsed = crate::scenario::Scenario::from_json(scenario.as_bytes())
+        .map_err(|error| SupportError(format!("the scenario: {error}")))?;
+    crate::store::write(&state, &parsed).map_err(|error| SupportError(error.to_string()))?;
     Ok((wrapper, state))
 }
 

@@ -19,7 +19,7 @@ fn device() -> Bdf {
 
 fn scenario(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/nvml-scenarios")
+        .join("../fake-nvml/scenarios")
         .join(name);
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }

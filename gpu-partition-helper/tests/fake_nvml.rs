@@ -12,7 +12,7 @@ const DEVICE: &str = "0000:3b:00.0";
 
 fn scenario(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/nvml-scenarios")
+        .join("../fake-nvml/scenarios")
         .join(name);
     std::fs::read_to_string(&path).unwrap_or_else(|error| panic!("{}: {error}", path.display()))
 }

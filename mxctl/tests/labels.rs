@@ -9,8 +9,7 @@ use common::sync_host::{CARVED, SyncHost};
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
-const MIG_OFF: &str =
-    include_str!("../../gpu-partition-helper/tests/nvml-scenarios/a100-mig-off.json");
+const MIG_OFF: &str = fake_nvml::scenarios::A100_MIG_OFF;
 
 /// RFC 1123 DNS subdomain: at most 253 characters, dot-separated labels of lower-case
 /// alphanumerics and `-`, alphanumeric at both ends.

@@ -12,10 +12,8 @@ use std::process::Command;
 
 /// NVML scenarios of the helper's tests: an A100-SXM4-40GB with MIG off whose mode change
 /// waits for a reset (Ampere), and an H100 80GB whose mode change is immediate (Hopper).
-pub const A100_OFF: &str =
-    include_str!("../../../gpu-partition-helper/tests/nvml-scenarios/a100-mig-off.json");
-pub const H100_OFF: &str =
-    include_str!("../../../gpu-partition-helper/tests/nvml-scenarios/h100-mig-off.json");
+pub const A100_OFF: &str = fake_nvml::scenarios::A100_MIG_OFF;
+pub const H100_OFF: &str = fake_nvml::scenarios::H100_MIG_OFF;
 
 /// Two GPUs on PCIe without NVLink, as published (`topo -m`, tab-separated).
 pub const TOPOLOGY_TWO: &str =

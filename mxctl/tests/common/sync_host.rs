@@ -9,14 +9,10 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// NVML scenarios of the helper's tests (A100-SXM4-40GB, the real profile table).
-pub const CARVED: &str =
-    include_str!("../../../gpu-partition-helper/tests/nvml-scenarios/a100-mig-on-carved.json");
-pub const NONE_CARVED: &str =
-    include_str!("../../../gpu-partition-helper/tests/nvml-scenarios/a100-mig-on-none-carved.json");
-pub const ON_PENDING: &str =
-    include_str!("../../../gpu-partition-helper/tests/nvml-scenarios/a100-mig-off-on-pending.json");
-pub const NO_MIG: &str =
-    include_str!("../../../gpu-partition-helper/tests/nvml-scenarios/l40s-no-mig.json");
+pub const CARVED: &str = fake_nvml::scenarios::A100_MIG_ON_CARVED;
+pub const NONE_CARVED: &str = fake_nvml::scenarios::A100_MIG_ON_NONE_CARVED;
+pub const ON_PENDING: &str = fake_nvml::scenarios::A100_MIG_OFF_ON_PENDING;
+pub const NO_MIG: &str = fake_nvml::scenarios::L40S_NO_MIG;
 
 pub struct SyncHost {
     pub dir: tempfile::TempDir,

@@ -1,0 +1,285 @@
+//! A warm-reset backend for tests: the nvidia method over the fake's state file, so an apply
+//! (or any embedder's reset) completes the fake card's pending MIG mode as a GPU reset does.
+//!
+//! [`FakeNvmlHost`] is the host the nvidia method reads — `nvidia-smi`'s published outputs and
+//! the driver's `information` files, made from the state file — and [`FakeNvmlBackend`] the
+//! method's backend over it (`warm_reset::NvidiaBackend`, the same code the real host runs).
+//! What it models:
+//!
+//! - `--query-gpu`: every device of the state, indexed in bus order, with its UUID and name.
+//! - `topo -m`: the scenario's [`nvlink`](crate::scenario::Scenario::nvlink) groups as `NV12`
+//!   cells (an A100 SXM4's twelve NVLinks), every other pair `SYS`; the nvidia method resets a
+//!   card's whole group in one command, and refuses when a peer outside the apply is in use.
+//! - holders of `/dev/nvidia<minor>` and compute apps: the device's `clients`.
+//! - `--gpu-reset -i <bus ids>`: [`crate::rules::gpu_reset`] on each, written to the state file
+//!   under its lock, after the scenario's reset cost on the given clock; the published success
+//!   line per GPU.
+//! - the kernel log: empty.
+//! - what goes wrong, when a test asks ([`ResetFault`]): a reset without effect, a hung one, a
+//!   card gone after its reset.
+
+use crate::scenario::{Scenario, parse_bus_id};
+use gpu_partition_types::Bdf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use warm_reset::nvidia::{NvidiaHost, ToolReset};
+use warm_reset::{BackendError, BlockedReason, Clock, Holder, KernelLogSource, KmsgRecord};
+
+/// The nvidia method's backend over the fake's state file.
+pub type FakeNvmlBackend = warm_reset::NvidiaBackend<FakeNvmlHost>;
+
+/// The NVIDIA host a fake NVML's state file describes.
+#[derive(Debug)]
+pub struct FakeNvmlHost {
+    state: PathBuf,
+    clock: Arc<dyn Clock>,
+    /// Every `--gpu-reset -i` received, in order (the bus IDs, comma-joined).
+    pub resets: Vec<String>,
+    /// What goes wrong with the resets, if anything (none by default).
+    pub fault: Option<ResetFault>,
+}
+
+/// What goes wrong with a reset of the fake host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResetFault {
+    /// The command says every GPU was reset, but nothing changed: the pending mode stays
+    /// pending (as when the reset did not reach the card).
+    NoEffect,
+    /// The command never ends (it is killed at the end of the window given).
+    Hang,
+    /// The card at this bus ID is not listed again after its reset (fallen off the bus).
+    Gone(String),
+}
+
+/// The nvidia method's backend over the state file `state` (the one a helper wrapper of
+/// [`crate::support::stateful_helper_wrapper`] keeps), whose resets take the scenario's reset
+/// cost on `clock`.
+pub fn backend(state: impl Into<PathBuf>, clock: Arc<dyn Clock>) -> FakeNvmlBackend {
+    warm_reset::NvidiaBackend::of(FakeNvmlHost {
+        state: state.into(),
+        clock,
+        resets: Vec::new(),
+        fault: None,
+    })
+}
+
+/// A bus ID as `nvidia-smi` prints it (`00000000:3B:00.0`).
+fn printed(bus_id: &str) -> Option<String> {
+    let (domain, bus, device, function) = parse_bus_id(bus_id)?;
+    Some(format!("{domain:08X}:{bus:02X}:{device:02X}.{function:X}"))
+}
+
+fn unavailable(what: String) -> BackendError {
+    BackendError::Simulated {
+        reason: BlockedReason::NvidiaSmiUnavailable,
+        what,
+    }
+}
+
+impl FakeNvmlHost {
+    /// The state as the file holds it now.
+    fn scenario(&self) -> Result<Scenario, BackendError> {
+        read(&self.state).map_err(unavailable)
+    }
+
+    /// The devices in bus order, each with its index (its minor too) and printed bus ID.
+    fn listed(&self) -> Result<Vec<(u32, String, crate::scenario::Device)>, BackendError> {
+        let scenario = self.scenario()?;
+        let gone = match &self.fault {
+            Some(ResetFault::Gone(bus_id)) if !self.resets.is_empty() => parse_bus_id(bus_id),
+            _ => None,
+        };
+        let mut devices: Vec<_> = scenario
+            .devices
+            .into_iter()
+            .filter(|device| gone.is_none() || parse_bus_id(&device.pci_bus_id) != gone)
+            .filter_map(|device| {
+                let key = parse_bus_id(&device.pci_bus_id)?;
+                Some((key, printed(&device.pci_bus_id)?, device))
+            })
+            .collect();
+        devices.sort_by_key(|(key, _, _)| *key);
+        Ok(devices
+            .into_iter()
+            .zip(0u32..)
+            .map(|((_, printed, device), index)| (index, printed, device))
+            .collect())
+    }
+}
+
+fn read(path: &Path) -> Result<Scenario, String> {
+    let bytes =
+        std::fs::read(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+    Scenario::from_json(&bytes).map_err(|error| format!("{}: {error}", path.display()))
+}
+
+impl KernelLogSource for FakeNvmlHost {
+    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, BackendError> {
+        Ok(Vec::new())
+    }
+}
+
+impl NvidiaHost for FakeNvmlHost {
+    fn is_root(&mut self) -> bool {
+        true
+    }
+
+    fn find_nvidia_smi(&mut self) -> Result<(), BackendError> {
+        Ok(())
+    }
+
+    fn query_gpus(&mut self) -> Result<String, BackendError> {
+        Ok(self
+            .listed()?
+            .iter()
+            .map(|(index, bus_id, device)| {
+                format!(
+                    "{index}, {bus_id}, {}, {}\n",
+                    device.uuid_or_derived(),
+                    device.name
+                )
+            })
+            .collect())
+    }
+
+    fn topology(&mut self) -> Result<String, BackendError> {
+        let listed = self.listed()?;
+        let groups = self.scenario()?.nvlink;
+        let key = |bus_id: &str| parse_bus_id(bus_id);
+        let joined = |a: &str, b: &str| {
+            groups.iter().any(|group| {
+                group.iter().any(|x| key(x) == key(a)) && group.iter().any(|x| key(x) == key(b))
+            })
+        };
+        let names: Vec<String> = listed
+            .iter()
+            .map(|(index, _, _)| format!("GPU{index}"))
+            .collect();
+        let mut text = format!(
+            "\t{}\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n",
+            names.join("\t")
+        );
+        for (a, _, left) in &listed {
+            let cells: Vec<&str> = listed
+                .iter()
+                .map(|(b, _, right)| {
+                    if a == b {
+                        " X "
+                    } else if joined(&left.pci_bus_id, &right.pci_bus_id) {
+                        "NV12"
+                    } else {
+                        "SYS"
+                    }
+                })
+                .collect();
+            text.push_str(&format!("GPU{a}\t{}\t0-63\t0\t\tN/A\n", cells.join("\t")));
+        }
+        text.push_str(
+            "\nLegend:\n\n  X    = Self\n  SYS  = Connection traversing PCIe as well as the SMP \
+             interconnect between NUMA nodes (e.g., QPI/UPI)\n  NV#  = Connection traversing a \
+             bonded set of # NVLinks\n",
+        );
+        Ok(text)
+    }
+
+    fn compute_apps(&mut self) -> Result<String, BackendError> {
+        Ok(self
+            .listed()?
+            .iter()
+            .flat_map(|(_, bus_id, device)| {
+                device
+                    .clients
+                    .iter()
+                    .map(move |client| format!("{}, {bus_id}\n", client.pid))
+            })
+            .collect())
+    }
+
+    fn information(&mut self, bdf: Bdf) -> Result<String, BackendError> {
+        let listed = self.listed()?;
+        let (index, _, device) = listed
+            .iter()
+            .find(|(_, bus_id, _)| parse_bus_id(bus_id) == parse_bus_id(&bdf.to_string()))
+            .ok_or_else(|| unavailable(format!("no /proc/driver/nvidia/gpus/{bdf}/information")))?;
+        Ok(format!(
+            "Model:           {}\nGPU UUID:        {}\nBus Location:    {bdf}\nDevice Minor:    \
+             {index}\nGPU Excluded:    No\n",
+            device.name,
+            device.uuid_or_derived()
+        ))
+    }
+
+    fn holders(&mut self, files: &[PathBuf]) -> Result<Vec<Holder>, BackendError> {
+        Ok(self
+            .listed()?
+            .iter()
+            .flat_map(|(index, _, device)| {
+                let file = PathBuf::from(format!("/dev/nvidia{index}"));
+                device
+                    .clients
+                    .iter()
+                    .map(move |client| Holder::new(client.pid, &client.name, file.clone()))
+            })
+            .filter(|holder| files.contains(&holder.file))
+            .collect())
+    }
+
+    fn reset(&mut self, ids: &str, within: Duration) -> ToolReset {
+        self.resets.push(ids.to_owned());
+        let command = format!("nvidia-smi --gpu-reset -i {ids}");
+        let cost = self
+            .scenario()
+            .map(|scenario| scenario.costs.reset())
+            .unwrap_or_default();
+        if self.fault == Some(ResetFault::Hang) {
+            self.clock.sleep(within);
+            return ToolReset::Hung;
+        }
+        self.clock.sleep(cost.min(within));
+        if cost > within {
+            return ToolReset::Hung;
+        }
+        let effect = self.fault != Some(ResetFault::NoEffect);
+        let mut said = String::new();
+        for id in ids.split(',') {
+            let wanted = parse_bus_id(id);
+            let changed = crate::store::change(
+                &self.state,
+                |_| Duration::ZERO,
+                |state| {
+                    let card = state
+                        .devices
+                        .iter_mut()
+                        .find(|device| {
+                            wanted.is_some() && parse_bus_id(&device.pci_bus_id) == wanted
+                        })
+                        .ok_or(())?;
+                    if effect {
+                        crate::rules::gpu_reset(card);
+                    }
+                    Ok::<(), ()>(())
+                },
+            );
+            if changed.is_err() {
+                said.push_str(&format!("Unable to reset GPU {id}: not found\n"));
+                return ToolReset::Exited {
+                    command,
+                    code: 3,
+                    said,
+                };
+            }
+            said.push_str(&format!("GPU {id} was successfully reset.\n"));
+        }
+        ToolReset::Exited {
+            command,
+            code: 0,
+            said,
+        }
+    }
+}
