@@ -48,6 +48,10 @@ gpu_partition_types::token_enum! {
         DidNotConverge = "did_not_converge",
         /// The read-back differs from the layout (the differences in the report).
         ReadBackDiffers = "read_back_differs",
+        /// The caller cancelled the apply ([`ApplyOptions::cancel`](crate::ApplyOptions)):
+        /// blocked when nothing was written yet, failed once writes began (a warm reset in
+        /// its window is never cut short).
+        Cancelled = "cancelled",
     }
 }
 
@@ -163,6 +167,15 @@ pub enum ApplyWarning {
         /// How it differs.
         change: host_sync::BoardChange,
     },
+    /// Entries of a card's profile catalogue did not read (the helper lost them): the plan
+    /// used the profiles that did, and a profile only a lost entry names is one the layout
+    /// cannot be planned with.
+    ProfilesUnread {
+        /// The GPU.
+        device: Bdf,
+        /// The entries' positions in the reply's catalogue.
+        positions: Vec<usize>,
+    },
     /// The `apply-exit` hook did not exit 0 (the apply had ended).
     ExitHookFailed(HookRun),
 }
@@ -183,6 +196,16 @@ impl std::fmt::Display for ApplyWarning {
                 write!(
                     f,
                     "{device}: {change}; its declared layout is restored on it"
+                )
+            }
+            Self::ProfilesUnread { device, positions } => {
+                let each: Vec<String> = positions.iter().map(ToString::to_string).collect();
+                write!(
+                    f,
+                    "{device}: {} entr{} of the profile catalogue did not read (at {}); the                      plan used the others",
+                    positions.len(),
+                    if positions.len() == 1 { "y" } else { "ies" },
+                    each.join(", ")
                 )
             }
             Self::ExitHookFailed(run) => write!(f, "{run}"),

@@ -3,8 +3,8 @@
 
 use super::Progress;
 use crate::report::{ApplyOutcome, ApplyReason};
-use gpu_host_probe::HostLock;
 use gpu_host_probe::helper::Helper;
+use gpu_host_probe::{Cancel, HostLock};
 use gpu_partition_types::{Bdf, FormatVersion, Reply};
 
 /// What every phase works with: the lock held, the helper and its format, and where progress
@@ -14,11 +14,29 @@ pub(super) struct Ctx<'a, 'p> {
     pub helper: &'a Helper,
     pub format: FormatVersion,
     pub progress: &'p mut dyn FnMut(Progress),
+    pub cancel: Option<&'a Cancel>,
 }
 
 impl Ctx<'_, '_> {
     pub fn say(&mut self, progress: Progress) {
         (self.progress)(progress);
+    }
+
+    /// Whether the caller cancelled the apply.
+    pub fn cancelled(&self) -> bool {
+        self.cancel.is_some_and(Cancel::is_cancelled)
+    }
+
+    /// Stops the apply (writes began: `failed (cancelled)`) when the caller cancelled it,
+    /// before `next`.
+    pub fn go_on(&self, next: &str) -> Result<(), Stop> {
+        if self.cancelled() {
+            return Err(Stop::failed(
+                ApplyReason::Cancelled,
+                format!("the apply was cancelled before {next}"),
+            ));
+        }
+        Ok(())
     }
 
     /// Reads one card again.

@@ -48,7 +48,7 @@ use crate::report::{ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, HostAf
 use crate::select::{HostGpu, Wanted, host_gpus, select};
 use ctx::Ctx;
 use gpu_host_probe::helper::Helper;
-use gpu_host_probe::{Host, HostLock, LockError};
+use gpu_host_probe::{Cancel, Host, HostLock, LockError};
 use gpu_partition_types::{Bdf, StepResult, Token};
 use hooks::HookEnv;
 use host_sync::{
@@ -77,6 +77,13 @@ pub struct ApplyOptions {
     pub lock_wait: Duration,
     /// The commands run around the writes.
     pub hooks: Hooks,
+    /// Ends the apply early when triggered from another thread (none by default): checked
+    /// while it waits for the lock, between GPUs and between batches of steps; a helper run in
+    /// progress is ended as its deadline would end it; a warm reset in its window is never cut
+    /// short. The apply then ends `blocked (cancelled)` when nothing was written yet, `failed
+    /// (cancelled)` once writes began, recorded so, and the cards not read since are
+    /// `unknown (cancelled)` until the next sync.
+    pub cancel: Option<Cancel>,
 }
 
 impl ApplyOptions {
@@ -89,7 +96,14 @@ impl ApplyOptions {
             pool,
             lock_wait: Duration::ZERO,
             hooks: Hooks::none(),
+            cancel: None,
         }
+    }
+
+    /// Ends the apply early when `cancel` is triggered.
+    pub fn cancel(mut self, cancel: Cancel) -> Self {
+        self.cancel = Some(cancel);
+        self
     }
 
     /// Only these GPUs of the layout.
@@ -280,6 +294,17 @@ pub enum ApplyError {
 }
 
 /// Applies the layout `specs` (one label of a document) as `options` say.
+///
+/// It blocks at worst for: `options.lock_wait`; each hook's deadline
+/// ([`Hooks::deadline`], [`HOOK_DEADLINE`] by default); the helper's `--version` deadline and
+/// one read deadline per GPU (the preflight); per GPU two batches of steps, each the helper's
+/// deadline plus [`STEP_DEADLINE`] per step; per GPU whose mode change waits for a reset, an
+/// earlier reset's window still open (at most [`ResetWith::window`]) and its own reset's
+/// window; a read of each GPU after its reset; and the closing sync (as
+/// [`host_sync::sync_under`]). [`ApplyOptions::cancel`] ends it at the next check — while it
+/// waits for the lock, between GPUs, between batches, within the runner's check interval
+/// (10 ms) plus the helper's kill grace for a run in progress — but never inside a reset's
+/// window.
 pub fn apply(
     run: ApplyRun<'_>,
     specs: &[Spec],
@@ -288,7 +313,13 @@ pub fn apply(
     let clock = run.reset.clock();
     let started = clock.now();
     let mut report = ApplyReport::new(&options.label);
-    let Some(lock) = take_lock(run.host, options.lock_wait, &mut report)? else {
+    let Some(lock) = take_lock(
+        run.host,
+        options.lock_wait,
+        options.cancel.as_ref(),
+        &mut report,
+    )?
+    else {
         report.elapsed = clock.now().saturating_sub(started);
         return Ok(report);
     };
@@ -314,6 +345,8 @@ pub struct RestoreOptions {
     pub lock_wait: Duration,
     /// The commands run around the writes.
     pub hooks: Hooks,
+    /// Ends the restore early when triggered, as [`ApplyOptions::cancel`] ends an apply.
+    pub cancel: Option<Cancel>,
 }
 
 impl RestoreOptions {
@@ -325,7 +358,14 @@ impl RestoreOptions {
             pool,
             lock_wait: Duration::ZERO,
             hooks: Hooks::none(),
+            cancel: None,
         }
+    }
+
+    /// Ends the restore early when `cancel` is triggered.
+    pub fn cancel(mut self, cancel: Cancel) -> Self {
+        self.cancel = Some(cancel);
+        self
     }
 
     /// Only these declared GPUs.
@@ -377,7 +417,13 @@ pub fn restore(run: ApplyRun<'_>, options: &RestoreOptions) -> Result<Restore, A
         return Ok(Restore::NothingDeclared);
     };
     let mut report = ApplyReport::new(&first.label);
-    let Some(lock) = take_lock(run.host, options.lock_wait, &mut report)? else {
+    let Some(lock) = take_lock(
+        run.host,
+        options.lock_wait,
+        options.cancel.as_ref(),
+        &mut report,
+    )?
+    else {
         report.elapsed = clock.now().saturating_sub(started);
         return Ok(Restore::Ran(Box::new(report)));
     };
@@ -393,6 +439,7 @@ pub fn restore(run: ApplyRun<'_>, options: &RestoreOptions) -> Result<Restore, A
         pool: options.pool,
         lock_wait: options.lock_wait,
         hooks: options.hooks.clone(),
+        cancel: options.cancel.clone(),
     };
     run_locked(run, &lock, job, &settings, &mut report)?;
     drop(lock);
@@ -421,13 +468,23 @@ impl Job {
 fn take_lock(
     host: &Host,
     wait: Duration,
+    cancel: Option<&Cancel>,
     report: &mut ApplyReport,
 ) -> Result<Option<HostLock>, ApplyError> {
-    match host.lock(wait) {
+    let taken = match cancel {
+        Some(cancel) => host.lock_unless(wait, cancel),
+        None => host.lock(wait),
+    };
+    match taken {
         Ok(lock) => Ok(Some(lock)),
         Err(busy) if busy.is_busy() => {
             report.outcome = ApplyOutcome::Blocked(ApplyReason::LockBusy);
             report.detail = Some(busy.to_string());
+            Ok(None)
+        }
+        Err(cancelled @ LockError::Cancelled { .. }) => {
+            report.outcome = ApplyOutcome::Blocked(ApplyReason::Cancelled);
+            report.detail = Some(format!("{cancelled}; nothing was changed"));
             Ok(None)
         }
         Err(error) => Err(ApplyError::Lock(error)),
@@ -517,6 +574,16 @@ fn run_locked(
         mut reset,
         mut observe,
     } = run;
+    // Every run of the helper ends when the caller cancels (the closing sync's too).
+    let cancellable;
+    let helper = match &options.cancel {
+        Some(cancel) => {
+            cancellable = Helper::new(helper.config().clone().cancel(cancel.clone()));
+            &cancellable
+        }
+        None => helper,
+    };
+    let cancelled = || options.cancel.as_ref().is_some_and(Cancel::is_cancelled);
     let direction = if job.wanted.iter().any(|w| w.want.enabled) {
         Direction::Entering
     } else {
@@ -561,6 +628,7 @@ fn run_locked(
         report.warnings.push(ApplyWarning::NothingNamed);
     } else {
         match helper.negotiate_apply() {
+            Err(_) if cancelled() => block_cancelled(report, "before the helper answered"),
             Err(failure) => {
                 report.outcome = ApplyOutcome::Blocked(ApplyReason::HelperUnavailable);
                 report.detail = Some(failure.to_string());
@@ -571,6 +639,7 @@ fn run_locked(
                     helper,
                     format,
                     progress: &mut progress,
+                    cancel: options.cancel.as_ref(),
                 };
                 go(
                     &mut ctx, store, &mut reset, job, direction, options, &env, report,
@@ -599,6 +668,14 @@ fn run_locked(
         report.hooks.extend(runs);
     }
     Ok(())
+}
+
+/// Blocks the report: the caller cancelled the apply before any write.
+fn block_cancelled(report: &mut ApplyReport, when: &str) {
+    report.outcome = ApplyOutcome::Blocked(ApplyReason::Cancelled);
+    report.detail = Some(format!(
+        "the apply was cancelled {when}; nothing was changed"
+    ));
 }
 
 fn block_on_hook(report: &mut ApplyReport, failed: &HookRun) {
@@ -632,12 +709,18 @@ fn classify(
     store: &mut dyn StateStore,
     options: &ApplyOptions,
 ) -> Result<HostAfter, ApplyError> {
-    let after = sync_under(
-        lock,
-        helper,
-        store,
-        &SyncOptions::new(options.pool, AfterBoot::No),
-    )?;
+    let mut sync = SyncOptions::new(options.pool, AfterBoot::No);
+    if let Some(cancel) = &options.cancel {
+        sync = sync.cancel(cancel.clone());
+    }
+    let after = match sync_under(lock, helper, store, &sync) {
+        Ok(after) => after,
+        // Cancelled, it still wrote the host as it found it: that is the host after.
+        Err(host_sync::SyncError::Cancelled {
+            written: Some(after),
+        }) => *after,
+        Err(error) => return Err(error.into()),
+    };
     Ok(HostAfter {
         status: after.status,
         reason: after.reason,
@@ -665,12 +748,20 @@ fn go(
         job.wanted,
         job.boards.as_ref(),
     ) {
+        Preflight::Refused { gpus, warnings, .. } if ctx.cancelled() => {
+            report.warnings.extend(warnings);
+            block_cancelled(report, "while the cards were read");
+            report.gpus = gpus;
+            return Ok(());
+        }
         Preflight::Refused {
             reason,
             detail,
             impossible,
             gpus,
+            warnings,
         } => {
+            report.warnings.extend(warnings);
             report.outcome = ApplyOutcome::Blocked(reason);
             report.detail = Some(detail);
             report.impossible = impossible;
@@ -709,12 +800,26 @@ fn go(
             return Ok(());
         }
     }
+    if ctx.cancelled() {
+        block_cancelled(report, "before the writes");
+        report.gpus = cards.into_iter().map(|gpu| gpu.report).collect();
+        return Ok(());
+    }
     // From here on the host is between layouts until the record says how the apply ended.
     let record = host_sync::start_apply(ctx.lock, store, &options.label, direction)?;
     host_sync::begin_apply(ctx.lock, store, &record)?;
     if let Err(stop) = phases::run(ctx, reset, &mut cards, report) {
-        report.outcome = stop.outcome;
-        report.detail = Some(stop.detail);
+        match stop.outcome {
+            // A step or a read ended by the cancel fails as cancelled, not as its own reason.
+            ApplyOutcome::Failed(reason) if reason != ApplyReason::Cancelled && ctx.cancelled() => {
+                report.outcome = ApplyOutcome::Failed(ApplyReason::Cancelled);
+                report.detail = Some(format!("the apply was cancelled: {}", stop.detail));
+            }
+            outcome => {
+                report.outcome = outcome;
+                report.detail = Some(stop.detail);
+            }
+        }
     }
     let modes = cards
         .iter()

@@ -65,6 +65,7 @@ impl Gpu {
 /// step's result; a refused step, or a run that gave no answer, stops the apply.
 fn run_batch(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu, steps: Vec<Step>) -> Result<ApplyAnswer, Stop> {
     let device = gpu.report.device;
+    ctx.go_on(&format!("the next steps on {device}"))?;
     let count = u32::try_from(steps.len()).unwrap_or(u32::MAX);
     let deadline = ctx.helper.config().deadline + STEP_DEADLINE.saturating_mul(count);
     let batch = Helper::new(ctx.helper.config().clone().deadline(deadline));
@@ -143,6 +144,7 @@ fn resets(
         if !gpu.needs_reset || !pending {
             continue;
         }
+        ctx.go_on(&format!("the warm reset of {device}"))?;
         ctx.say(Progress::Resetting { device });
         let done = reset_one(ctx, with, device, &in_apply, &mut report.resets)?;
         for other in cards.iter_mut() {

@@ -25,6 +25,8 @@ pub(super) enum Preflight {
         /// The impossible layout that refused it, when one did.
         impossible: Option<Impossible>,
         gpus: Vec<GpuReport>,
+        /// What a person should know all the same.
+        warnings: Vec<ApplyWarning>,
     },
 }
 
@@ -86,9 +88,18 @@ pub(super) fn preflight(
             }
             None => {}
         }
+        let card = Card::of(&reply).ok();
+        if let Some(card) = card
+            .as_ref()
+            .filter(|card| !card.unread_profiles.is_empty())
+        {
+            warnings.push(ApplyWarning::ProfilesUnread {
+                device,
+                positions: card.unread_profiles.clone(),
+            });
+        }
         match plan(&reply, &wanted.want) {
             Ok(planned) => {
-                let card = Card::of(&reply).ok();
                 if let Some(card) = &card {
                     report.plan = planned.describe(card);
                 }
@@ -130,6 +141,7 @@ pub(super) fn preflight(
                 detail,
                 impossible: impossible_first,
                 gpus,
+                warnings,
             }
         }
     }

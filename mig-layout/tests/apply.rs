@@ -1,0 +1,738 @@
+//! The executor in its own crate: an apply over the real helper on the fake NVML (its state in
+//! a file, so consecutive runs see each other's writes), the fake's test reset backend
+//! (`fake_nvml::reset`, the nvidia method over that state) and a virtual clock. Each outcome,
+//! each blocked and failed reason, the NVLink peer's refusal, a read-back difference and a
+//! cancel, each by what the card then holds and what the store records.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use fake_nvml::reset::{FakeNvmlBackend, ResetFault};
+use fake_nvml::scenario::{Client, GpuInstance, Scenario};
+use fake_nvml::scenarios;
+use gpu_host_probe::Cancel;
+use gpu_host_probe::helper::{Helper, HelperConfig};
+use gpu_partition_types::{Bdf, StepOutcome};
+use host_sync::fake_sysfs::FakeSysfs;
+use host_sync::{Host, MemoryStore, Pool, StateStore};
+use mig_layout::{
+    ApplyOptions, ApplyOutcome, ApplyReason, ApplyReport, ApplyRun, ApplyWarning, Document, Hook,
+    HookPoint, Hooks, ImpossibleKind, PlanLine, Progress, ResetWith, Restore, RestoreOptions,
+    apply, restore,
+};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use warm_reset::{Clock, ColdRebootReason, VirtualClock};
+
+const FIRST: &str = "0000:3b:00.0";
+const SECOND: &str = "0000:3c:00.0";
+
+/// The layouts the tests apply.
+const LAYOUTS: &str = r#"version: v1
+mig-configs:
+  all-1g.5gb:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        "1g.5gb": 7
+  first-3g:
+    - devices: [0]
+      mig-enabled: true
+      mig-devices:
+        "3g.20gb": 1
+  too-many:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        "1g.5gb": 8
+  all-disabled:
+    - devices: all
+      mig-enabled: false
+"#;
+
+fn bdf(text: &str) -> Bdf {
+    text.parse().unwrap()
+}
+
+/// A host of A100-SXM4-40GB cards (MIG off, a mode change waits for a reset), each bound to
+/// `nvidia` in a built sysfs, with the real helper over the fake NVML and the fake's reset
+/// backend on a virtual clock.
+struct Bed {
+    dir: tempfile::TempDir,
+    host: Host,
+    helper: Helper,
+    state: PathBuf,
+    store: MemoryStore,
+    clock: Arc<VirtualClock>,
+    backend: FakeNvmlBackend,
+}
+
+impl Bed {
+    fn new(cards: &[(&str, &str)], nvlink: &[&[&str]]) -> Bed {
+        let dir = tempfile::tempdir().unwrap();
+        let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
+        for (bus_id, _) in cards {
+            sysfs
+                .function(bus_id, "0x10de", "0x20b0", "0x030200", Some("nvidia"))
+                .unwrap();
+        }
+        let mut scenario: serde_json::Value =
+            serde_json::from_str(&fake_nvml::support::scenario_of(cards).unwrap()).unwrap();
+        scenario["nvlink"] = serde_json::json!(nvlink);
+        let nvml = dir.path().join("nvml");
+        std::fs::create_dir_all(&nvml).unwrap();
+        let (wrapper, state) =
+            fake_nvml::support::stateful_helper_wrapper(&nvml, &scenario.to_string(), None)
+                .unwrap();
+        let proc_root = dir.path().join("proc");
+        std::fs::create_dir_all(proc_root.join("sys/kernel/random")).unwrap();
+        std::fs::write(
+            proc_root.join("sys/kernel/random/boot_id"),
+            "11111111-2222-3333-4444-555555555555\n",
+        )
+        .unwrap();
+        let host = Host::new(dir.path().join("state"))
+            .with_sysfs_root(sysfs.root())
+            .with_proc_root(proc_root);
+        let clock = Arc::new(VirtualClock::new(1_800_000_000_000));
+        let backend = fake_nvml::reset::backend(&state, clock.clone());
+        Bed {
+            host,
+            helper: Helper::new(HelperConfig::new(wrapper)),
+            state,
+            store: MemoryStore::default(),
+            clock,
+            backend,
+            dir,
+        }
+    }
+
+    fn two_a100s() -> Bed {
+        Self::new(
+            &[
+                (FIRST, scenarios::A100_MIG_OFF),
+                (SECOND, scenarios::A100_MIG_OFF),
+            ],
+            &[],
+        )
+    }
+
+    /// Changes the fake's state as another NVML client (or the world) would.
+    fn change(&self, change: impl FnOnce(&mut Scenario)) {
+        change_state(&self.state, change);
+    }
+
+    fn card(&self, bus_id: &str) -> fake_nvml::scenario::Device {
+        let scenario = Scenario::from_json(&std::fs::read(&self.state).unwrap()).unwrap();
+        scenario.device_at(bus_id).unwrap().clone()
+    }
+
+    fn options(&self, label: &str) -> ApplyOptions {
+        ApplyOptions::new(label, Pool::Enabled)
+    }
+
+    fn apply(&mut self, options: &ApplyOptions) -> ApplyReport {
+        self.apply_observed(options, &mut |_| {})
+    }
+
+    fn apply_observed(
+        &mut self,
+        options: &ApplyOptions,
+        observe: &mut dyn FnMut(&Progress),
+    ) -> ApplyReport {
+        let document = Document::from_text(LAYOUTS).unwrap();
+        let specs = document.label(&options.label).unwrap().to_vec();
+        let clock: &dyn Clock = &*self.clock;
+        let reset = ResetWith {
+            backend: &mut self.backend,
+            window: Duration::from_secs(90),
+            clock: Some(clock),
+        };
+        let run = ApplyRun::new(&self.host, &self.helper, &mut self.store, reset).observe(observe);
+        apply(run, &specs, options).unwrap()
+    }
+
+    fn restore(&mut self, options: &RestoreOptions) -> Restore {
+        let clock: &dyn Clock = &*self.clock;
+        let reset = ResetWith {
+            backend: &mut self.backend,
+            window: Duration::from_secs(90),
+            clock: Some(clock),
+        };
+        restore(
+            ApplyRun::new(&self.host, &self.helper, &mut self.store, reset),
+            options,
+        )
+        .unwrap()
+    }
+
+    /// The stored layout record's outcome and reason tokens.
+    fn recorded(&mut self) -> (String, Option<String>) {
+        let layout = self.store.load().unwrap().unwrap().layout.unwrap();
+        let json = serde_json::to_value(&layout).unwrap();
+        (
+            json["outcome"].as_str().unwrap().to_owned(),
+            json["reason"].as_str().map(str::to_owned),
+        )
+    }
+}
+
+fn change_state(state: &std::path::Path, change: impl FnOnce(&mut Scenario)) {
+    fake_nvml::store::change(
+        state,
+        |_| Duration::ZERO,
+        |scenario| {
+            change(scenario);
+            Ok::<(), ()>(())
+        },
+    )
+    .unwrap();
+}
+
+fn device_mut<'a>(scenario: &'a mut Scenario, bus_id: &str) -> &'a mut fake_nvml::scenario::Device {
+    let wanted = fake_nvml::scenario::parse_bus_id(bus_id);
+    scenario
+        .devices
+        .iter_mut()
+        .find(|device| fake_nvml::scenario::parse_bus_id(&device.pci_bus_id) == wanted)
+        .unwrap()
+}
+
+fn mig(device: &fake_nvml::scenario::Device) -> (u32, u32) {
+    match device.mig_mode {
+        fake_nvml::scenario::MigMode::Mode { current, pending } => (current, pending),
+        _ => panic!("no MIG"),
+    }
+}
+
+#[test]
+fn two_a100s_enter_partitioning_each_reset_once_and_read_back_as_the_layout_wants() {
+    let mut bed = Bed::two_a100s();
+    let report = bed.apply(&bed.options("all-1g.5gb"));
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    for bus_id in [FIRST, SECOND] {
+        let card = bed.card(bus_id);
+        assert_eq!(mig(&card), (1, 1), "{bus_id}");
+        assert_eq!(card.gpu_instances.len(), 7, "{bus_id}");
+    }
+    // The plan as data: the mode change, then the seven instances (the reset it needs is
+    // the card's answer: its change stays pending).
+    let first = &report.gpus[0];
+    assert!(
+        matches!(
+            first.plan.first(),
+            Some(PlanLine::SetMode { enabled: true })
+        ),
+        "{:?}",
+        first.plan
+    );
+    let creates = first
+        .plan
+        .iter()
+        .filter(|line| matches!(line, PlanLine::Create { .. }))
+        .count();
+    assert_eq!(creates, 7, "{:?}", first.plan);
+    assert!(
+        first
+            .steps
+            .iter()
+            .all(|step| matches!(step.outcome, StepOutcome::Done { .. }))
+    );
+    assert_eq!(bed.backend.resets.len(), 2, "{:?}", bed.backend.resets);
+    assert_eq!(report.resets.len(), 2);
+    assert_eq!(bed.recorded(), ("done".to_owned(), None));
+    let declared = bed.store.load().unwrap().unwrap().declared.unwrap();
+    assert_eq!(declared.label, "all-1g.5gb");
+    assert_eq!(declared.gpus.len(), 2);
+}
+
+#[test]
+fn an_apply_run_again_on_cards_that_hold_the_layout_writes_nothing() {
+    let mut bed = Bed::two_a100s();
+    bed.apply(&bed.options("all-1g.5gb"));
+    let again = bed.apply(&bed.options("all-1g.5gb"));
+    assert_eq!(again.outcome, ApplyOutcome::Done);
+    assert_eq!(again.writes(), 0);
+    assert!(again.gpus.iter().all(|gpu| gpu.plan.is_empty()));
+    assert_eq!(bed.backend.resets.len(), 2, "no second reset");
+}
+
+#[test]
+fn a_dry_run_shows_the_plan_and_changes_nothing() {
+    let mut bed = Bed::two_a100s();
+    let before = std::fs::read(&bed.state).unwrap();
+    let report = bed.apply(&bed.options("all-1g.5gb").dry_run(true));
+    assert_eq!(report.outcome, ApplyOutcome::DryRun);
+    assert!(!report.gpus[0].plan.is_empty());
+    assert_eq!(std::fs::read(&bed.state).unwrap(), before);
+    assert!(bed.backend.resets.is_empty());
+    assert!(
+        bed.store
+            .load()
+            .unwrap()
+            .is_none_or(|state| state.layout.is_none())
+    );
+}
+
+#[test]
+fn a_held_lock_blocks_the_apply_with_lock_busy_before_any_read() {
+    let mut bed = Bed::two_a100s();
+    let held = bed.host.try_lock().unwrap();
+    let report = bed.apply(&bed.options("all-1g.5gb"));
+    drop(held);
+    assert_eq!(report.outcome, ApplyOutcome::Blocked(ApplyReason::LockBusy));
+    assert!(report.gpus.is_empty());
+    assert_eq!(mig(&bed.card(FIRST)), (0, 0));
+}
+
+#[test]
+fn with_the_pool_off_a_layout_that_turns_mig_on_is_blocked_pool_disabled() {
+    let mut bed = Bed::two_a100s();
+    let report = bed.apply(&ApplyOptions::new("all-1g.5gb", Pool::Disabled));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::PoolDisabled)
+    );
+    assert_eq!(mig(&bed.card(FIRST)), (0, 0));
+    assert_eq!(
+        bed.recorded(),
+        ("blocked".to_owned(), Some("pool_disabled".to_owned()))
+    );
+}
+
+#[test]
+fn an_absent_helper_blocks_the_apply_with_helper_unavailable() {
+    let mut bed = Bed::two_a100s();
+    bed.helper = Helper::new(HelperConfig::new(bed.dir.path().join("no-helper")));
+    let report = bed.apply(&bed.options("all-1g.5gb"));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::HelperUnavailable)
+    );
+    assert!(report.detail.unwrap().contains("no-helper"));
+}
+
+#[test]
+fn a_card_that_does_not_read_blocks_every_card_with_gpu_unreadable() {
+    let mut bed = Bed::two_a100s();
+    bed.change(|scenario| {
+        device_mut(scenario, SECOND)
+            .fail
+            .insert("nvmlDeviceGetMigMode".to_owned(), "UNKNOWN".to_owned());
+    });
+    let report = bed.apply(&bed.options("all-1g.5gb"));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::GpuUnreadable)
+    );
+    assert!(report.detail.unwrap().contains(SECOND));
+    // Not even the card that read was touched.
+    assert_eq!(mig(&bed.card(FIRST)), (0, 0));
+}
+
+#[test]
+fn a_card_with_a_process_on_it_blocks_with_gpu_busy_naming_it() {
+    let mut bed = Bed::two_a100s();
+    bed.apply(&bed.options("all-1g.5gb"));
+    bed.change(|scenario| {
+        let mut client: Client =
+            serde_json::from_value(serde_json::json!({"pid": 4242, "name": "python3"})).unwrap();
+        client.pid = 4242;
+        device_mut(scenario, FIRST).clients.push(client);
+    });
+    let report = bed.apply(&bed.options("first-3g"));
+    assert_eq!(report.outcome, ApplyOutcome::Blocked(ApplyReason::GpuBusy));
+    assert!(
+        report.detail.as_deref().unwrap().contains("4242"),
+        "{:?}",
+        report.detail
+    );
+    assert_eq!(bed.card(FIRST).gpu_instances.len(), 7);
+}
+
+#[test]
+fn a_layout_the_card_cannot_hold_is_blocked_as_impossible_with_its_kind() {
+    let mut bed = Bed::two_a100s();
+    let report = bed.apply(&bed.options("too-many"));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::LayoutImpossible)
+    );
+    let impossible = report.impossible.unwrap();
+    assert_eq!(impossible.device, bdf(FIRST));
+    assert_eq!(impossible.kind, ImpossibleKind::TooMany);
+    assert_eq!(mig(&bed.card(FIRST)), (0, 0));
+}
+
+#[test]
+fn a_start_hook_that_fails_blocks_the_apply_with_hook_failed() {
+    let mut bed = Bed::two_a100s();
+    let hooks = Hooks::none().with(HookPoint::ApplyStart, Hook::new("/bin/false", [""; 0]));
+    let report = bed.apply(&bed.options("all-1g.5gb").hooks(hooks));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::HookFailed)
+    );
+    assert_eq!(report.hooks.len(), 1);
+    assert_eq!(mig(&bed.card(FIRST)), (0, 0));
+}
+
+#[test]
+fn a_restore_onto_a_card_of_another_model_is_blocked_card_changed() {
+    let mut bed = Bed::two_a100s();
+    bed.apply(&bed.options("all-1g.5gb"));
+    bed.change(|scenario| device_mut(scenario, SECOND).name = "NVIDIA A30".to_owned());
+    let Restore::Ran(report) = bed.restore(&RestoreOptions::new(Pool::Enabled)) else {
+        panic!("nothing declared");
+    };
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::CardChanged)
+    );
+    assert!(report.detail.unwrap().contains("NVIDIA A30"));
+}
+
+#[test]
+fn an_apply_cancelled_before_it_holds_the_lock_is_blocked_cancelled_and_writes_nothing() {
+    let mut bed = Bed::two_a100s();
+    let cancel = Cancel::new();
+    cancel.cancel();
+    let report = bed.apply(
+        &bed.options("all-1g.5gb")
+            .lock_wait(Duration::from_secs(3600))
+            .cancel(cancel),
+    );
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::Cancelled)
+    );
+    assert!(bed.store.load().unwrap().is_none());
+    assert_eq!(mig(&bed.card(FIRST)), (0, 0));
+}
+
+#[test]
+fn an_apply_cancelled_after_its_first_write_fails_cancelled_and_issues_no_reset() {
+    let mut bed = Bed::two_a100s();
+    let cancel = Cancel::new();
+    let options = bed.options("all-1g.5gb").cancel(cancel.clone());
+    let report = bed.apply_observed(&options, &mut |progress| {
+        if matches!(progress, Progress::Step { .. }) {
+            cancel.cancel();
+        }
+    });
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Failed(ApplyReason::Cancelled),
+        "{:?}",
+        report.detail
+    );
+    assert!(bed.backend.resets.is_empty());
+    // The first card's mode was set (pending its reset); the second was never written.
+    assert_eq!(mig(&bed.card(FIRST)), (0, 1));
+    assert_eq!(mig(&bed.card(SECOND)), (0, 0));
+    assert_eq!(
+        bed.recorded(),
+        ("failed".to_owned(), Some("cancelled".to_owned()))
+    );
+    // The host is not held: the next apply goes on, and converges.
+    let again = bed.apply(&bed.options("all-1g.5gb"));
+    assert_eq!(again.outcome, ApplyOutcome::Done, "{:?}", again.detail);
+}
+
+#[test]
+fn a_step_the_driver_refuses_fails_the_apply_with_step_refused_and_its_kind() {
+    let mut bed = Bed::two_a100s();
+    bed.change(|scenario| {
+        device_mut(scenario, FIRST).fail.insert(
+            "nvmlDeviceCreateGpuInstanceWithPlacement".to_owned(),
+            "INSUFFICIENT_RESOURCES".to_owned(),
+        );
+    });
+    let report = bed.apply(&bed.options("all-1g.5gb"));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Failed(ApplyReason::StepRefused),
+        "{:?}",
+        report.detail
+    );
+    let refused = report.gpus[0]
+        .steps
+        .iter()
+        .find(|step| matches!(step.outcome, StepOutcome::Refused { .. }))
+        .unwrap();
+    let StepOutcome::Refused { kind, .. } = &refused.outcome else {
+        unreachable!()
+    };
+    assert_eq!(kind.to_string(), "insufficient_resources");
+    assert_eq!(
+        bed.recorded(),
+        ("failed".to_owned(), Some("step_refused".to_owned()))
+    );
+}
+
+#[test]
+fn a_process_holding_the_card_at_its_reset_fails_the_apply_with_reset_blocked() {
+    let mut bed = Bed::two_a100s();
+    let state = bed.state.clone();
+    let report = bed.apply_observed(&bed.options("all-1g.5gb"), &mut |progress| {
+        // The mode is set; a process opens the card before its reset.
+        if let Progress::Resetting { device } = progress {
+            if *device == bdf(FIRST) {
+                change_state(&state, |scenario| {
+                    let client: Client = serde_json::from_value(
+                        serde_json::json!({"pid": 2718, "name": "nvidia-persiste"}),
+                    )
+                    .unwrap();
+                    device_mut(scenario, FIRST).clients.push(client);
+                });
+            }
+        }
+    });
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Failed(ApplyReason::ResetBlocked),
+        "{:?}",
+        report.detail
+    );
+    assert!(report.detail.unwrap().contains("2718"));
+    assert!(bed.backend.resets.is_empty());
+}
+
+#[test]
+fn a_reset_that_would_take_an_nvlink_peer_with_instances_outside_the_layout_is_refused() {
+    let mut bed = Bed::new(
+        &[
+            (FIRST, scenarios::A100_MIG_OFF),
+            (SECOND, scenarios::A100_MIG_ON_CARVED),
+        ],
+        &[&[FIRST, SECOND]],
+    );
+    // The peer carries instances (the carved scenario's vGPUs and clients removed: idle).
+    bed.change(|scenario| {
+        let peer = device_mut(scenario, SECOND);
+        peer.vgpus.clear();
+        peer.clients.clear();
+    });
+    let report = bed.apply(&bed.options("first-3g"));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Failed(ApplyReason::ResetBlocked),
+        "{:?}",
+        report.detail
+    );
+    let detail = report.detail.unwrap();
+    assert!(
+        detail.contains("NVLink peer") && detail.contains(SECOND),
+        "{detail}"
+    );
+    assert!(bed.backend.resets.is_empty());
+    assert!(
+        !bed.card(SECOND).gpu_instances.is_empty(),
+        "the peer's instances are kept"
+    );
+}
+
+#[test]
+fn an_nvlink_pair_named_by_the_layout_is_reset_in_one_command() {
+    let mut bed = Bed::new(
+        &[
+            (FIRST, scenarios::A100_MIG_OFF),
+            (SECOND, scenarios::A100_MIG_OFF),
+        ],
+        &[&[FIRST, SECOND]],
+    );
+    let report = bed.apply(&bed.options("all-1g.5gb"));
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_eq!(
+        bed.backend.resets,
+        vec!["00000000:3B:00.0,00000000:3C:00.0".to_owned()]
+    );
+}
+
+#[test]
+fn a_reset_that_leaves_the_mode_pending_fails_the_apply_with_mode_pending() {
+    let mut bed = Bed::two_a100s();
+    bed.backend.fault = Some(ResetFault::NoEffect);
+    let report = bed.apply(&bed.options("all-1g.5gb"));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Failed(ApplyReason::ModePending),
+        "{:?}",
+        report.detail
+    );
+    assert_eq!(mig(&bed.card(FIRST)), (0, 1));
+}
+
+#[test]
+fn an_instance_another_client_makes_after_the_reset_fails_the_apply_did_not_converge() {
+    let mut bed = Bed::two_a100s();
+    let state = bed.state.clone();
+    let report = bed.apply_observed(&bed.options("all-1g.5gb"), &mut |progress| {
+        if let Progress::Reset { device, .. } = progress {
+            if *device == bdf(FIRST) {
+                // MIG is on now; another NVML client takes the whole card before the apply
+                // creates its instances: only a destroy would make room.
+                change_state(&state, |scenario| {
+                    let whole: GpuInstance = serde_json::from_value(serde_json::json!({
+                        "id": 1, "profile_id": 0, "placement": {"start": 0, "size": 8},
+                        "compute_instances": []
+                    }))
+                    .unwrap();
+                    device_mut(scenario, FIRST).gpu_instances.push(whole);
+                });
+            }
+        }
+    });
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Failed(ApplyReason::DidNotConverge),
+        "{:?}",
+        report.detail
+    );
+    assert!(report.detail.unwrap().contains(FIRST));
+    assert_eq!(
+        bed.card(FIRST).gpu_instances.len(),
+        1,
+        "the other client's instance is kept"
+    );
+}
+
+#[test]
+fn an_instance_another_client_creates_during_the_apply_fails_the_read_back() {
+    let mut bed = Bed::new(&[(FIRST, scenarios::A100_MIG_ON_NONE_CARVED)], &[]);
+    let state = bed.state.clone();
+    let mut once = false;
+    let report = bed.apply_observed(&bed.options("first-3g"), &mut |progress| {
+        // After the GPU instance is made, before its compute instance: a foreign 1g.5gb in a
+        // slot the layout leaves free.
+        if let Progress::Step { step, .. } = progress {
+            if !once
+                && matches!(
+                    step.outcome,
+                    StepOutcome::Done {
+                        gpu_instance_id: Some(_),
+                        ..
+                    }
+                )
+            {
+                once = true;
+                change_state(&state, |scenario| {
+                    let foreign: GpuInstance = serde_json::from_value(serde_json::json!({
+                        "id": 9, "profile_id": 19, "placement": {"start": 6, "size": 1},
+                        "compute_instances": []
+                    }))
+                    .unwrap();
+                    device_mut(scenario, FIRST).gpu_instances.push(foreign);
+                });
+            }
+        }
+    });
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Failed(ApplyReason::ReadBackDiffers),
+        "{:?}",
+        report.detail
+    );
+    assert!(!report.gpus[0].differences.is_empty());
+}
+
+#[test]
+fn a_card_unreadable_after_its_reset_fails_the_apply_with_gpu_unreadable() {
+    let mut bed = Bed::two_a100s();
+    let state = bed.state.clone();
+    let report = bed.apply_observed(&bed.options("all-1g.5gb"), &mut |progress| {
+        if let Progress::Resetting { device } = progress {
+            if *device == bdf(FIRST) {
+                change_state(&state, |scenario| {
+                    device_mut(scenario, FIRST)
+                        .fail
+                        .insert("nvmlDeviceGetMigMode".to_owned(), "GPU_IS_LOST".to_owned());
+                });
+            }
+        }
+    });
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Failed(ApplyReason::GpuUnreadable),
+        "{:?}",
+        report.detail
+    );
+}
+
+#[test]
+fn a_card_gone_after_its_reset_requires_a_cold_reboot() {
+    let mut bed = Bed::two_a100s();
+    bed.backend.fault = Some(ResetFault::Gone("00000000:3B:00.0".to_owned()));
+    let report = bed.apply(&bed.options("all-1g.5gb"));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::ColdRebootRequired(ColdRebootReason::GpuMissing),
+        "{:?}",
+        report.detail
+    );
+    assert_eq!(
+        bed.recorded(),
+        (
+            "cold_reboot_required".to_owned(),
+            Some("gpu_missing".to_owned())
+        )
+    );
+}
+
+#[test]
+fn a_hung_reset_requires_a_cold_reboot_after_the_window_on_the_apply_s_clock() {
+    let mut bed = Bed::two_a100s();
+    bed.backend.fault = Some(ResetFault::Hang);
+    let before = bed.clock.now();
+    let report = bed.apply(&bed.options("all-1g.5gb"));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::ColdRebootRequired(ColdRebootReason::ResetHung)
+    );
+    // The window passed on the virtual clock, not the real one.
+    assert!(bed.clock.now() - before >= Duration::from_secs(90));
+}
+
+#[test]
+fn a_profile_entry_that_did_not_read_is_reported_not_dropped() {
+    let mut bed = Bed::two_a100s();
+    // A helper whose reply's 7g.40gb entry does not decode (its ID a string): the entry is
+    // lost, the rest of the reply reads.
+    let real = bed.helper.config().path.clone();
+    let wrapper = bed.dir.path().join("lossy-helper");
+    gpu_host_probe::test_util::write_executable(
+        &wrapper,
+        &format!(
+            "#!/bin/sh
+if [ \"$1\" = read ]; then '{}' \"$@\" | sed 's/{{\"id\":0,\"name\":\"7g.40gb\"/{{\"id\":\"zero\",\"name\":\"7g.40gb\"/'; else exec '{}' \"$@\"; fi\n",
+            real.display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    bed.helper = Helper::new(HelperConfig::new(wrapper));
+    let report = bed.apply(&bed.options("all-1g.5gb").dry_run(true));
+    assert_eq!(report.outcome, ApplyOutcome::DryRun, "{:?}", report.detail);
+    assert!(
+        report
+            .warnings
+            .iter()
+            .any(|warning| matches!(warning, ApplyWarning::ProfilesUnread { device, .. } if *device == bdf(FIRST))),
+        "{:?} {:?}",
+        report.outcome,
+        report.warnings
+    );
+}
+
+#[test]
+fn leaving_partitioning_turns_mig_off_with_one_reset_each() {
+    let mut bed = Bed::two_a100s();
+    bed.apply(&bed.options("all-1g.5gb"));
+    let report = bed.apply(&bed.options("all-disabled"));
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    for bus_id in [FIRST, SECOND] {
+        let card = bed.card(bus_id);
+        assert_eq!(mig(&card), (0, 0), "{bus_id}");
+        assert!(card.gpu_instances.is_empty());
+    }
+    assert_eq!(bed.backend.resets.len(), 4);
+}
