@@ -46,3 +46,11 @@ pub use export::{Exported, export, export_declared, export_host};
 pub use plan::{CardPlan, Impossible, ImpossibleKind, PlanLine};
 pub use report::{ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, GpuReport, HostAfter};
 pub use select::{Absent, HostGpu, SelectError, Selection, Wanted, host_gpus, select};
+
+// What an apply is given, from the crates that own it, so an embedder of `mig-layout` names
+// them without depending on each crate: the host and its helper, the cancel, the store and
+// the pool switch, and the reset's backend and clock.
+pub use gpu_host_probe::helper::Helper;
+pub use gpu_host_probe::{Cancel, Host};
+pub use host_sync::{Pool, StateStore};
+pub use warm_reset::{Backend, Clock};
