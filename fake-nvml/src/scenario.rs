@@ -34,8 +34,13 @@ use std::collections::BTreeMap;
 
 /// The whole scenario.
 #[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Scenario {
+    /// Where the scenario's facts come from, for people (a published capture, NVIDIA's
+    /// documentation); nothing reads it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
     /// `nvmlSystemGetDriverVersion`.
     pub driver_version: String,
     /// `nvmlSystemGetNVMLVersion`.
@@ -98,6 +103,7 @@ impl Costs {
 
 /// One card.
 #[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Device {
     /// Its bus ID, in either form NVML knows (`00000000:3B:00.0`, `0000:3b:00.0`).
@@ -111,6 +117,17 @@ pub struct Device {
     /// `nvmlDeviceGetUUID`; `None`: one made of the bus ID ([`Device::uuid_or_derived`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
+    /// The PCI device and vendor ID as NVML gives them (`0x20B010DE`: device `0x20b0`, vendor
+    /// NVIDIA; mig-parted's `device-filter`); absent: 0, not published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_device_id: Option<u32>,
+    /// The board's total memory in MiB (`nvmlDeviceGetMemoryInfo`, what `nvidia-smi` prints
+    /// after the slash); absent: the memory calls answer `NVML_ERROR_NOT_SUPPORTED`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_total_mib: Option<u64>,
+    /// What the driver reserves of it, in MiB (`nvmlMemory_v2_t::reserved`); absent: 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_reserved_mib: Option<u64>,
     /// `nvmlDeviceGetMigMode`.
     pub mig_mode: MigMode,
     /// How a mode change takes effect.
@@ -194,6 +211,7 @@ pub enum MigModeAtBoot {
 
 /// A process holding the card.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 pub struct Client {
     /// Its pid.
@@ -262,6 +280,7 @@ impl Serialize for MigMode {
 
 /// A GPU-instance profile.
 #[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 #[allow(missing_docs)]
 pub struct Profile {
@@ -281,6 +300,10 @@ pub struct Profile {
     pub memory_size_mb: u64,
     pub p2p: bool,
     pub gfx: bool,
+    /// The members above whose value no source gives: they are 0, and say so here (the fake
+    /// never makes a number up).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unpublished: Vec<String>,
     /// `nvmlDeviceGetGpuInstancePossiblePlacements_v2`: where its instances may go.
     #[serde(default)]
     pub placements: Vec<Placement>,
@@ -290,8 +313,23 @@ pub struct Profile {
     pub compute_profiles: Option<Vec<u32>>,
 }
 
+impl Profile {
+    /// The profile's numbers a scenario may list as `unpublished`.
+    pub const NUMBERS: [&'static str; 8] = [
+        "multiprocessor_count",
+        "copy_engine_count",
+        "decoder_count",
+        "encoder_count",
+        "jpeg_count",
+        "ofa_count",
+        "memory_size_mb",
+        "placements",
+    ];
+}
+
 /// A placement (`start`, `size`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 #[allow(missing_docs)]
 pub struct Placement {
@@ -301,6 +339,7 @@ pub struct Placement {
 
 /// A GPU instance.
 #[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 #[allow(missing_docs)]
 pub struct GpuInstance {
@@ -314,6 +353,7 @@ pub struct GpuInstance {
 
 /// A compute instance.
 #[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 #[allow(missing_docs)]
 pub struct ComputeInstance {
@@ -324,6 +364,7 @@ pub struct ComputeInstance {
 
 /// An active vGPU.
 #[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
 #[non_exhaustive]
 #[allow(missing_docs)]
 pub struct Vgpu {
@@ -360,40 +401,151 @@ impl Scenario {
 
     /// Reads and checks a scenario.
     pub fn from_json(bytes: &[u8]) -> Result<Scenario, ScenarioError> {
-        let scenario: Scenario = serde_json::from_slice(bytes)
+        let mut reader = serde_json::Deserializer::from_slice(bytes);
+        let scenario: Scenario =
+            serde_path_to_error::deserialize(&mut reader).map_err(|error| {
+                let at = error.path().to_string();
+                ScenarioError(format!("not a scenario: {at}: {}", error.into_inner()))
+            })?;
+        reader
+            .end()
             .map_err(|error| ScenarioError(format!("not a scenario: {error}")))?;
-        for device in &scenario.devices {
+        scenario.check()?;
+        Ok(scenario)
+    }
+
+    /// Refuses a state the driver cannot hold, naming the member: a bus ID that is none, a
+    /// failure that is no NVML error, an `unpublished` that names no member, a GPU instance of
+    /// a profile the card has not or off its placements or over another, a compute instance
+    /// of a profile its GPU instance does not offer or off its placements or over another, an
+    /// ID twice, and an NVLink group naming no card of the scenario.
+    fn check(&self) -> Result<(), ScenarioError> {
+        let refuse = |at: String, why: String| Err(ScenarioError(format!("{at}: {why}")));
+        for (d, device) in self.devices.iter().enumerate() {
+            let here = format!("devices[{d}]");
             if parse_bus_id(&device.pci_bus_id).is_none() {
-                return Err(ScenarioError(format!(
-                    "{:?} is not a PCI bus ID",
-                    device.pci_bus_id
-                )));
+                return refuse(
+                    format!("{here}.pci_bus_id"),
+                    format!("{:?} is not a PCI bus ID", device.pci_bus_id),
+                );
             }
             for (function, error) in &device.fail {
                 if error_code(error).is_none() {
-                    return Err(ScenarioError(format!(
-                        "{}: fail.{function}: {error:?} is not an NVML_ERROR_* name",
-                        device.pci_bus_id
-                    )));
+                    return refuse(
+                        format!("{here}.fail.{function}"),
+                        format!("{error:?} is not an NVML_ERROR_* name"),
+                    );
+                }
+            }
+            for (p, profile) in device.gpu_instance_profiles.iter().enumerate() {
+                for field in &profile.unpublished {
+                    if !Profile::NUMBERS.contains(&field.as_str()) {
+                        return refuse(
+                            format!("{here}.gpu_instance_profiles[{p}].unpublished"),
+                            format!(
+                                "{field:?} is not a number of a profile ({})",
+                                Profile::NUMBERS.join(", ")
+                            ),
+                        );
+                    }
+                }
+            }
+            let mut seen = Vec::new();
+            for (g, gi) in device.gpu_instances.iter().enumerate() {
+                let at = format!("{here}.gpu_instances[{g}]");
+                if seen.contains(&gi.id) {
+                    return refuse(
+                        format!("{at}.id"),
+                        format!("{} is the ID of another GPU instance", gi.id),
+                    );
+                }
+                seen.push(gi.id);
+                let Some(profile) = device
+                    .gpu_instance_profiles
+                    .iter()
+                    .find(|p| p.id == gi.profile_id)
+                else {
+                    return refuse(
+                        format!("{at}.profile_id"),
+                        format!("the card has no profile of ID {}", gi.profile_id),
+                    );
+                };
+                if !profile.placements.is_empty() && !profile.placements.contains(&gi.placement) {
+                    return refuse(
+                        format!("{at}.placement"),
+                        format!(
+                            "{}+{} is not a placement of {}",
+                            gi.placement.start, gi.placement.size, profile.name
+                        ),
+                    );
+                }
+                if let Some(other) = device.gpu_instances[..g]
+                    .iter()
+                    .find(|other| crate::rules::overlaps(other.placement, gi.placement))
+                {
+                    return refuse(
+                        format!("{at}.placement"),
+                        format!("it overlaps GPU instance {}", other.id),
+                    );
+                }
+                let mut ci_seen = Vec::new();
+                for (c, ci) in gi.compute_instances.iter().enumerate() {
+                    let at = format!("{at}.compute_instances[{c}]");
+                    if ci_seen.contains(&ci.id) {
+                        return refuse(
+                            format!("{at}.id"),
+                            format!("{} is the ID of another compute instance", ci.id),
+                        );
+                    }
+                    ci_seen.push(ci.id);
+                    let Ok(slices) = crate::rules::compute_profile_slices(profile, ci.profile_id)
+                    else {
+                        return refuse(
+                            format!("{at}.profile_id"),
+                            format!(
+                                "a GPU instance of {} offers no compute instance profile {}",
+                                profile.name, ci.profile_id
+                            ),
+                        );
+                    };
+                    if !crate::rules::compute_placements(profile, slices).contains(&ci.placement) {
+                        return refuse(
+                            format!("{at}.placement"),
+                            format!(
+                                "{}+{} is not a placement of compute profile {} in {}",
+                                ci.placement.start, ci.placement.size, ci.profile_id, profile.name
+                            ),
+                        );
+                    }
+                    if let Some(other) = gi.compute_instances[..c]
+                        .iter()
+                        .find(|other| crate::rules::overlaps(other.placement, ci.placement))
+                    {
+                        return refuse(
+                            format!("{at}.placement"),
+                            format!("it overlaps compute instance {}", other.id),
+                        );
+                    }
                 }
             }
         }
-        for (at, group) in scenario.nvlink.iter().enumerate() {
-            for bus_id in group {
+        for (at, group) in self.nvlink.iter().enumerate() {
+            for (b, bus_id) in group.iter().enumerate() {
                 let wanted = parse_bus_id(bus_id);
                 if wanted.is_none()
-                    || !scenario
+                    || !self
                         .devices
                         .iter()
                         .any(|device| parse_bus_id(&device.pci_bus_id) == wanted)
                 {
-                    return Err(ScenarioError(format!(
-                        "nvlink[{at}]: {bus_id:?} is not the bus ID of a device of the scenario"
-                    )));
+                    return refuse(
+                        format!("nvlink[{at}][{b}]"),
+                        format!("{bus_id:?} is not the bus ID of a device of the scenario"),
+                    );
                 }
             }
         }
-        Ok(scenario)
+        Ok(())
     }
 
     /// The device at `bus_id` (either form NVML knows).

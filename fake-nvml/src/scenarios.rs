@@ -1,7 +1,8 @@
 //! The scenarios shipped inside the crate (`scenarios/`, each described in its README): cards
-//! of published models in the states the tests start from, and cards whose NVML functions fail.
-//! A scenario is JSON text; give it to [`crate::support::helper_wrapper`] or write it to the
-//! file `FAKE_NVML_SCENARIO` names.
+//! of published models in the states the tests start from, cards whose NVML functions fail,
+//! and ([`PARTS`]) one card of every MIG part whose geometry NVIDIA publishes, MIG off, each
+//! with its sources. A scenario is JSON text; give it to [`crate::support::helper_wrapper`] or
+//! write it to the file `FAKE_NVML_SCENARIO` names.
 
 /// `scenarios/a100-mig-off-on-pending.json`.
 pub const A100_MIG_OFF_ON_PENDING: &str = include_str!("../scenarios/a100-mig-off-on-pending.json");
@@ -52,14 +53,38 @@ pub const FAIL_VGPU_GPU_INSTANCE_UNKNOWN: &str =
 /// `scenarios/h100-mig-off.json`.
 pub const H100_MIG_OFF: &str = include_str!("../scenarios/h100-mig-off.json");
 
-/// `scenarios/h200-gfx-profile-at-index-17.json`.
-pub const H200_GFX_PROFILE_AT_INDEX_17: &str =
-    include_str!("../scenarios/h200-gfx-profile-at-index-17.json");
+/// `scenarios/synthetic-profile-at-index-17.json`.
+pub const SYNTHETIC_PROFILE_AT_INDEX_17: &str =
+    include_str!("../scenarios/synthetic-profile-at-index-17.json");
 
 /// `scenarios/l40s-no-mig.json`.
 pub const L40S_NO_MIG: &str = include_str!("../scenarios/l40s-no-mig.json");
 
-/// Every shipped scenario, by its file name without `.json`.
+/// `scenarios/parts/a100-sxm4-40gb.json`: MIG off, its facts with their sources.
+pub const PART_A100_SXM4_40GB: &str = include_str!("../scenarios/parts/a100-sxm4-40gb.json");
+
+/// `scenarios/parts/a100-sxm4-80gb.json`: MIG off, its facts with their sources.
+pub const PART_A100_SXM4_80GB: &str = include_str!("../scenarios/parts/a100-sxm4-80gb.json");
+
+/// `scenarios/parts/a30-24gb.json`: MIG off, its facts with their sources.
+pub const PART_A30_24GB: &str = include_str!("../scenarios/parts/a30-24gb.json");
+
+/// `scenarios/parts/b200-180gb.json`: MIG off, its facts with their sources.
+pub const PART_B200_180GB: &str = include_str!("../scenarios/parts/b200-180gb.json");
+
+/// `scenarios/parts/gh200-144gb.json`: MIG off, its facts with their sources.
+pub const PART_GH200_144GB: &str = include_str!("../scenarios/parts/gh200-144gb.json");
+
+/// `scenarios/parts/h100-80gb.json`: MIG off, its facts with their sources.
+pub const PART_H100_80GB: &str = include_str!("../scenarios/parts/h100-80gb.json");
+
+/// `scenarios/parts/h100-nvl-94gb.json`: MIG off, its facts with their sources.
+pub const PART_H100_NVL_94GB: &str = include_str!("../scenarios/parts/h100-nvl-94gb.json");
+
+/// `scenarios/parts/h200-141gb.json`: MIG off, its facts with their sources.
+pub const PART_H200_141GB: &str = include_str!("../scenarios/parts/h200-141gb.json");
+
+/// Every shipped scenario of a state, by its file name without `.json`.
 pub const ALL: [(&str, &str); 17] = [
     ("a100-mig-off-on-pending", A100_MIG_OFF_ON_PENDING),
     ("a100-mig-off", A100_MIG_OFF),
@@ -85,13 +110,30 @@ pub const ALL: [(&str, &str); 17] = [
         FAIL_VGPU_GPU_INSTANCE_UNKNOWN,
     ),
     ("h100-mig-off", H100_MIG_OFF),
-    ("h200-gfx-profile-at-index-17", H200_GFX_PROFILE_AT_INDEX_17),
+    (
+        "synthetic-profile-at-index-17",
+        SYNTHETIC_PROFILE_AT_INDEX_17,
+    ),
     ("l40s-no-mig", L40S_NO_MIG),
 ];
 
-/// The shipped scenario named `name` (its file name without `.json`).
+/// One card of every published MIG part, by its file name under `scenarios/parts/` without
+/// `.json`.
+pub const PARTS: [(&str, &str); 8] = [
+    ("a100-sxm4-40gb", PART_A100_SXM4_40GB),
+    ("a100-sxm4-80gb", PART_A100_SXM4_80GB),
+    ("a30-24gb", PART_A30_24GB),
+    ("b200-180gb", PART_B200_180GB),
+    ("gh200-144gb", PART_GH200_144GB),
+    ("h100-80gb", PART_H100_80GB),
+    ("h100-nvl-94gb", PART_H100_NVL_94GB),
+    ("h200-141gb", PART_H200_141GB),
+];
+
+/// The shipped scenario named `name` (a state's file name, or a part's), without `.json`.
 pub fn named(name: &str) -> Option<&'static str> {
     ALL.iter()
+        .chain(PARTS.iter())
         .find(|(known, _)| *known == name)
         .map(|(_, text)| *text)
 }

@@ -89,6 +89,20 @@ pub(crate) type Answer<T> = Result<T, nvml::nvmlReturn_t>;
 
 pub(crate) const INVALID: nvml::nvmlReturn_t = nvml::nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT;
 
+/// The position in the scenario of the card NVML numbers `index`: cards are numbered in bus
+/// order (domain, bus, device, function), as `nvidia-smi` lists them.
+pub(crate) fn device_at_index(scenario: &Scenario, index: u32) -> Answer<usize> {
+    let mut order: Vec<(Option<(u32, u8, u8, u8)>, usize)> = scenario
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(at, device)| (crate::scenario::parse_bus_id(&device.pci_bus_id), at))
+        .collect();
+    order.sort();
+    let index = usize::try_from(index).map_err(|_| INVALID)?;
+    order.get(index).map(|(_, at)| *at).ok_or(INVALID)
+}
+
 /// Runs `call` on the scenario, or `NVML_ERROR_UNINITIALIZED` before `nvmlInit_v2`.
 pub(crate) fn with<T>(call: impl FnOnce(&Scenario) -> Answer<T>) -> Answer<T> {
     match scenario().as_ref() {

@@ -172,7 +172,7 @@ fn a_card_without_mig_is_not_applicable() {
 
 #[test]
 fn a_gpu_instance_on_a_profile_at_index_17_keeps_the_card_carved() {
-    let card = Card::new("h200-gfx-profile-at-index-17.json", Build::Current);
+    let card = Card::new("synthetic-profile-at-index-17.json", Build::Current);
     let output = card.read("0000:4c:00.0");
     let checked = check(&output, "0000:4c:00.0");
     assert_eq!(

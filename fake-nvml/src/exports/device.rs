@@ -472,3 +472,216 @@ pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
         unsafe { write_list(infos, count, &list) }
     }))
 }
+
+/// How many cards the scenario holds.
+///
+/// # Safety
+///
+/// `count` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetCount_v2(count: *mut c_uint) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetCount_v2"));
+    code(with(|s| {
+        let cards = u32::try_from(s.devices.len()).map_err(|_| INVALID)?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(count, cards) }
+    }))
+}
+
+/// The first version's name for [`nvmlDeviceGetCount_v2`].
+///
+/// # Safety
+///
+/// `count` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetCount(count: *mut c_uint) -> nvml::nvmlReturn_t {
+    // SAFETY: the same contract.
+    unsafe { nvmlDeviceGetCount_v2(count) }
+}
+
+/// The card NVML numbers `index` (cards are numbered in bus order, as `nvidia-smi` lists
+/// them); past the last, `NVML_ERROR_INVALID_ARGUMENT`.
+///
+/// # Safety
+///
+/// `device` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetHandleByIndex_v2(
+    index: c_uint,
+    device: *mut nvml::nvmlDevice_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetHandleByIndex_v2 {index}"));
+    code(with(|s| {
+        let at = state::device_at_index(s, index)?;
+        failure(&s.devices[at], "nvmlDeviceGetHandleByIndex_v2")?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(device, state::device_handle(at)) }
+    }))
+}
+
+/// The first version's name for [`nvmlDeviceGetHandleByIndex_v2`].
+///
+/// # Safety
+///
+/// `device` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetHandleByIndex(
+    index: c_uint,
+    device: *mut nvml::nvmlDevice_t,
+) -> nvml::nvmlReturn_t {
+    // SAFETY: the same contract.
+    unsafe { nvmlDeviceGetHandleByIndex_v2(index, device) }
+}
+
+const MIB: u64 = 1 << 20;
+
+/// The card's memory (total, reserved) in bytes, or `NVML_ERROR_NOT_SUPPORTED` where the
+/// scenario does not give it.
+fn memory(card: &crate::scenario::Device) -> Answer<(u64, u64)> {
+    let total = card.memory_total_mib.ok_or(NOT_SUPPORTED)?;
+    let reserved = card.memory_reserved_mib.unwrap_or(0).min(total);
+    Ok((total.saturating_mul(MIB), reserved.saturating_mul(MIB)))
+}
+
+/// The card's memory in the first struct: `used` is what is reserved and allocated (nothing
+/// is allocated: the fake runs no process on the card), `free` the rest.
+///
+/// # Safety
+///
+/// `memory` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo(
+    handle: nvml::nvmlDevice_t,
+    memory_out: *mut nvml::nvmlMemory_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetMemoryInfo"));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetMemoryInfo")?;
+        let (total, reserved) = memory(card)?;
+        let answer = nvml::nvmlMemory_t {
+            total,
+            free: total - reserved,
+            used: reserved,
+        };
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(memory_out, answer) }
+    }))
+}
+
+/// The card's memory in the version-2 struct (the caller stamps `version`; another stamp is
+/// `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`): `reserved` apart, `used` what is allocated (none).
+///
+/// # Safety
+///
+/// `memory` is null or valid for a read and a write of the v2 struct.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
+    handle: nvml::nvmlDevice_t,
+    memory_out: *mut nvml::nvmlMemory_v2_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetMemoryInfo_v2"));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetMemoryInfo_v2")?;
+        if memory_out.is_null() {
+            return Err(INVALID);
+        }
+        // SAFETY: not null; the struct starts with its stamp.
+        let stamp = unsafe { memory_out.cast::<u32>().read() };
+        if stamp != struct_version::<nvml::nvmlMemory_v2_t>(2) {
+            return Err(nvml::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+        }
+        let (total, reserved) = memory(card)?;
+        let answer = nvml::nvmlMemory_v2_t {
+            version: stamp,
+            total,
+            reserved,
+            free: total - reserved,
+            used: 0,
+        };
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(memory_out, answer) }
+    }))
+}
+
+/// `text` into a fixed C array, NUL-terminated.
+fn c_array<const N: usize>(text: &str) -> [c_char; N] {
+    let mut out = [0 as c_char; N];
+    for (slot, byte) in out.iter_mut().zip(text.bytes().take(N.saturating_sub(1))) {
+        *slot = byte as c_char;
+    }
+    out
+}
+
+/// The card's PCI location and IDs: the bus ID in both of NVML's forms, and the device ID the
+/// scenario gives (0 where it gives none).
+///
+/// # Safety
+///
+/// `pci` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetPciInfo_v3(
+    handle: nvml::nvmlDevice_t,
+    pci: *mut nvml::nvmlPciInfo_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetPciInfo_v3"));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetPciInfo_v3")?;
+        let (domain, bus, dev, function) = parse_bus_id(&card.pci_bus_id).ok_or(INVALID)?;
+        let answer = nvml::nvmlPciInfo_t {
+            busIdLegacy: c_array(&format!(
+                "{:04X}:{bus:02X}:{dev:02X}.{function:X}",
+                domain & 0xffff
+            )),
+            domain,
+            bus: u32::from(bus),
+            device: u32::from(dev),
+            pciDeviceId: card.pci_device_id.unwrap_or(0),
+            pciSubSystemId: 0,
+            busId: c_array(&format!("{domain:08X}:{bus:02X}:{dev:02X}.{function:X}")),
+        };
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(pci, answer) }
+    }))
+}
+
+/// The previous version's name for [`nvmlDeviceGetPciInfo_v3`] (the same struct).
+///
+/// # Safety
+///
+/// `pci` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetPciInfo_v2(
+    handle: nvml::nvmlDevice_t,
+    pci: *mut nvml::nvmlPciInfo_t,
+) -> nvml::nvmlReturn_t {
+    // SAFETY: the same contract.
+    unsafe { nvmlDeviceGetPciInfo_v3(handle, pci) }
+}
+
+/// Creates a GPU instance of the profile with this ID where the driver chooses
+/// ([`rules::create_gpu_instance_anywhere`]).
+///
+/// # Safety
+///
+/// `instance` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceCreateGpuInstance(
+    handle: nvml::nvmlDevice_t,
+    profile_id: c_uint,
+    instance: *mut nvml::nvmlGpuInstance_t,
+) -> nvml::nvmlReturn_t {
+    if instance.is_null() {
+        return INVALID;
+    }
+    log(format_args!("nvmlDeviceCreateGpuInstance {profile_id}"));
+    let function = "nvmlDeviceCreateGpuInstance";
+    code(
+        with(|s| device(s, handle, function).map(|(index, _)| index)).and_then(|index| {
+            let id = state::change(index, function, |card| {
+                rules::create_gpu_instance_anywhere(card, profile_id)
+            })?;
+            // SAFETY: passed on from this function's own contract.
+            unsafe { write(instance, state::gpu_instance_handle(index, id)) }
+        }),
+    )
+}

@@ -63,7 +63,7 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceProfileInfo(
             id: profile,
             sliceCount: slices,
             instanceCount: gi_profile.slice_count / slices.max(1),
-            multiprocessorCount: 14 * slices,
+            multiprocessorCount: rules::compute_multiprocessors(gi_profile, slices),
             sharedCopyEngineCount: gi_profile.copy_engine_count,
             sharedDecoderCount: gi_profile.decoder_count,
             sharedEncoderCount: gi_profile.encoder_count,
@@ -72,6 +72,129 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceProfileInfo(
         };
         // SAFETY: passed on from this function's own contract.
         unsafe { write(info, answer) }
+    }))
+}
+
+/// [`nvmlGpuInstanceGetComputeInstanceProfileInfo`] in the version-2 struct, with the profile's
+/// name (the caller stamps `version`; another stamp is `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`).
+///
+/// # Safety
+///
+/// `info` is null or valid for a read and a write of the v2 struct.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceProfileInfoV(
+    handle: nvml::nvmlGpuInstance_t,
+    profile: c_uint,
+    _engine_profile: c_uint,
+    info: *mut nvml::nvmlComputeInstanceProfileInfo_v2_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!(
+        "nvmlGpuInstanceGetComputeInstanceProfileInfoV {:#x} {profile}",
+        handle.addr()
+    ));
+    let function = "nvmlGpuInstanceGetComputeInstanceProfileInfoV";
+    code(with(|s| {
+        let (device, gi) = gpu_instance(s, handle, function)?;
+        if info.is_null() {
+            return Err(INVALID);
+        }
+        // SAFETY: not null; the struct starts with its stamp.
+        let stamp = unsafe { info.cast::<u32>().read() };
+        let wanted =
+            u32::try_from(std::mem::size_of::<nvml::nvmlComputeInstanceProfileInfo_v2_t>())
+                .unwrap_or(0)
+                | (2 << 24);
+        if stamp != wanted {
+            return Err(nvml::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+        }
+        let card = &s.devices[device];
+        let gi_profile = rules::profile(card, gi.profile_id)?;
+        let slices = rules::compute_profile_slices(gi_profile, profile)?;
+        let mut name = [0 as std::ffi::c_char; 96];
+        for (slot, byte) in name.iter_mut().zip(
+            rules::compute_profile_name(gi_profile, slices)
+                .bytes()
+                .take(95),
+        ) {
+            *slot = byte as std::ffi::c_char;
+        }
+        let answer = nvml::nvmlComputeInstanceProfileInfo_v2_t {
+            version: stamp,
+            id: profile,
+            sliceCount: slices,
+            instanceCount: gi_profile.slice_count / slices.max(1),
+            multiprocessorCount: rules::compute_multiprocessors(gi_profile, slices),
+            sharedCopyEngineCount: gi_profile.copy_engine_count,
+            sharedDecoderCount: gi_profile.decoder_count,
+            sharedEncoderCount: gi_profile.encoder_count,
+            sharedJpegCount: gi_profile.jpeg_count,
+            sharedOfaCount: gi_profile.ofa_count,
+            name,
+        };
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(info, answer) }
+    }))
+}
+
+/// How many more compute instances of the profile with this ID fit in the GPU instance
+/// ([`rules::compute_remaining`]).
+///
+/// # Safety
+///
+/// `count` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceRemainingCapacity(
+    handle: nvml::nvmlGpuInstance_t,
+    profile_id: c_uint,
+    count: *mut c_uint,
+) -> nvml::nvmlReturn_t {
+    log(format_args!(
+        "nvmlGpuInstanceGetComputeInstanceRemainingCapacity {:#x} {profile_id}",
+        handle.addr()
+    ));
+    let function = "nvmlGpuInstanceGetComputeInstanceRemainingCapacity";
+    code(with(|s| {
+        let (device, gi) = gpu_instance(s, handle, function)?;
+        let gi_profile = rules::profile(&s.devices[device], gi.profile_id)?;
+        let slices = rules::compute_profile_slices(gi_profile, profile_id)?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(count, rules::compute_remaining(gi, gi_profile, slices)) }
+    }))
+}
+
+/// Where compute instances of the profile with this ID may go in the GPU instance
+/// ([`rules::compute_placements`]); `*count` is the room in, the number out.
+///
+/// # Safety
+///
+/// `count` is null or valid for a read and a write; `placements` is null or valid for
+/// `*count` writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstancePossiblePlacements(
+    handle: nvml::nvmlGpuInstance_t,
+    profile_id: c_uint,
+    placements: *mut nvml::nvmlComputeInstancePlacement_t,
+    count: *mut c_uint,
+) -> nvml::nvmlReturn_t {
+    log(format_args!(
+        "nvmlGpuInstanceGetComputeInstancePossiblePlacements {:#x} {profile_id}",
+        handle.addr()
+    ));
+    let function = "nvmlGpuInstanceGetComputeInstancePossiblePlacements";
+    code(with(|s| {
+        let (device, gi) = gpu_instance(s, handle, function)?;
+        let gi_profile = rules::profile(&s.devices[device], gi.profile_id)?;
+        let slices = rules::compute_profile_slices(gi_profile, profile_id)?;
+        let list: Vec<nvml::nvmlComputeInstancePlacement_t> =
+            rules::compute_placements(gi_profile, slices)
+                .into_iter()
+                .map(|p| nvml::nvmlComputeInstancePlacement_t {
+                    start: p.start,
+                    size: p.size,
+                })
+                .collect();
+        // SAFETY: passed on from this function's own contract.
+        unsafe { crate::out::write_list(placements, count, &list) }
     }))
 }
 

@@ -8,4 +8,5 @@
 pub mod device;
 pub mod instance;
 pub mod system;
+pub mod unmodelled;
 pub mod vgpu;

@@ -1,0 +1,311 @@
+//! The library as an NVML client sees it: loaded with `dlopen`, every function of the NVML
+//! surface MIG clients use looked up by name and called with NVML's C signature, answering as
+//! NVML documents; and `nm -D` lists them.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unsafe_code)]
+
+use fake_nvml::support::{Build, library};
+use libloading::{Library, Symbol};
+use nvml_wrapper_sys::bindings as nvml;
+use std::ffi::{CStr, c_char, c_uint};
+
+/// The functions of the MIG clients' surface (fake-nvml's README, "What is modelled").
+const SURFACE: [&str; 16] = [
+    "nvmlInit",
+    "nvmlInit_v2",
+    "nvmlInitWithFlags",
+    "nvmlShutdown",
+    "nvmlErrorString",
+    "nvmlDeviceGetCount",
+    "nvmlDeviceGetCount_v2",
+    "nvmlDeviceGetHandleByIndex",
+    "nvmlDeviceGetHandleByIndex_v2",
+    "nvmlDeviceGetMemoryInfo",
+    "nvmlDeviceGetMemoryInfo_v2",
+    "nvmlDeviceGetUUID",
+    "nvmlDeviceGetSerial",
+    "nvmlDeviceGetName",
+    "nvmlDeviceGetPciInfo_v3",
+    "nvmlDeviceCreateGpuInstance",
+];
+
+#[test]
+fn nm_lists_every_function_of_the_surface() {
+    let output = std::process::Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(library(Build::Current).unwrap())
+        .output()
+        .expect("nm (binutils) runs");
+    let listed = String::from_utf8_lossy(&output.stdout);
+    for name in SURFACE {
+        assert!(
+            listed
+                .lines()
+                .any(|line| line.ends_with(&format!(" T {name}"))),
+            "{name} is not exported"
+        );
+    }
+}
+
+type Init = unsafe extern "C" fn() -> nvml::nvmlReturn_t;
+
+struct Fake {
+    lib: Library,
+}
+
+impl Fake {
+    fn get<T>(&self, name: &str) -> Symbol<'_, T> {
+        // SAFETY: each name is looked up with NVML's signature for it.
+        unsafe { self.lib.get(name.as_bytes()) }.unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    fn init(&self, name: &str) -> nvml::nvmlReturn_t {
+        // SAFETY: NVML's init functions take nothing.
+        unsafe { self.get::<Init>(name)() }
+    }
+
+    fn handle(&self, index: u32) -> (nvml::nvmlReturn_t, nvml::nvmlDevice_t) {
+        let mut device: nvml::nvmlDevice_t = std::ptr::null_mut();
+        let f = self
+            .get::<unsafe extern "C" fn(c_uint, *mut nvml::nvmlDevice_t) -> nvml::nvmlReturn_t>(
+                "nvmlDeviceGetHandleByIndex_v2",
+            );
+        // SAFETY: a valid out-pointer.
+        let ret = unsafe { f(index, &mut device) };
+        (ret, device)
+    }
+
+    fn text(&self, name: &str, device: nvml::nvmlDevice_t) -> (nvml::nvmlReturn_t, String) {
+        let mut buffer = [0 as c_char; 96];
+        let f = self.get::<unsafe extern "C" fn(
+            nvml::nvmlDevice_t,
+            *mut c_char,
+            c_uint,
+        ) -> nvml::nvmlReturn_t>(name);
+        // SAFETY: the buffer holds 96 chars.
+        let ret = unsafe { f(device, buffer.as_mut_ptr(), 96) };
+        // SAFETY: NUL-terminated by the library (or still zeroed).
+        let text = unsafe { CStr::from_ptr(buffer.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        (ret, text)
+    }
+}
+
+const OK: nvml::nvmlReturn_t = nvml::nvmlReturn_enum_NVML_SUCCESS;
+
+#[test]
+fn every_function_of_the_surface_answers_through_dlopen_as_nvml_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = fake_nvml::support::scenario_of(&[
+        ("0000:3c:00.0", fake_nvml::scenarios::PART_A100_SXM4_80GB),
+        ("0000:3b:00.0", fake_nvml::scenarios::PART_H100_80GB),
+    ])
+    .unwrap();
+    let path = dir.path().join("scenario.json");
+    std::fs::write(&path, scenario).unwrap();
+    // SAFETY: this test binary's only test that touches the environment, before the library
+    // reads it; no other thread reads it.
+    unsafe { std::env::set_var("FAKE_NVML_SCENARIO", &path) };
+    // SAFETY: loading the fake runs no initialiser of its own.
+    let fake = Fake {
+        lib: unsafe { Library::new(library(Build::Current).unwrap()) }.unwrap(),
+    };
+    let count = |fake: &Fake, name: &str| {
+        let mut n: c_uint = 0;
+        let f = fake.get::<unsafe extern "C" fn(*mut c_uint) -> nvml::nvmlReturn_t>(name);
+        // SAFETY: a valid out-pointer.
+        (unsafe { f(&mut n) }, n)
+    };
+    let shutdown = |fake: &Fake| fake.init("nvmlShutdown");
+
+    // Reference counting: every init counts, and the library stays until the last shutdown.
+    assert_eq!(
+        count(&fake, "nvmlDeviceGetCount_v2").0,
+        nvml::nvmlReturn_enum_NVML_ERROR_UNINITIALIZED
+    );
+    assert_eq!(fake.init("nvmlInit_v2"), OK);
+    assert_eq!(fake.init("nvmlInit"), OK);
+    let with_flags =
+        fake.get::<unsafe extern "C" fn(c_uint) -> nvml::nvmlReturn_t>("nvmlInitWithFlags");
+    // SAFETY: NVML's signature.
+    assert_eq!(unsafe { with_flags(0) }, OK);
+    assert_eq!(shutdown(&fake), OK);
+    assert_eq!(shutdown(&fake), OK);
+    assert_eq!(
+        count(&fake, "nvmlDeviceGetCount_v2"),
+        (OK, 2),
+        "one init is left"
+    );
+
+    // Count and handles by index, in bus order; the plain names answer alike.
+    assert_eq!(count(&fake, "nvmlDeviceGetCount"), (OK, 2));
+    let (ret, first) = fake.handle(0);
+    assert_eq!(ret, OK);
+    assert_eq!(
+        fake.text("nvmlDeviceGetName", first),
+        (OK, "NVIDIA H100 80GB HBM3".to_owned())
+    );
+    let (_, second) = fake.handle(1);
+    assert_eq!(
+        fake.text("nvmlDeviceGetName", second),
+        (OK, "NVIDIA A100-SXM4-80GB".to_owned())
+    );
+    assert_eq!(
+        fake.handle(2).0,
+        nvml::nvmlReturn_enum_NVML_ERROR_INVALID_ARGUMENT
+    );
+    let mut plain: nvml::nvmlDevice_t = std::ptr::null_mut();
+    let by_index = fake
+        .get::<unsafe extern "C" fn(c_uint, *mut nvml::nvmlDevice_t) -> nvml::nvmlReturn_t>(
+            "nvmlDeviceGetHandleByIndex",
+        );
+    // SAFETY: a valid out-pointer.
+    assert_eq!(unsafe { by_index(0, &mut plain) }, OK);
+    assert_eq!(plain, first);
+
+    // UUID (derived from the bus ID where the scenario gives none), serial (none: NOT_SUPPORTED).
+    let (ret, uuid) = fake.text("nvmlDeviceGetUUID", first);
+    assert_eq!(ret, OK);
+    assert!(uuid.starts_with("GPU-"), "{uuid}");
+    assert_eq!(
+        fake.text("nvmlDeviceGetSerial", first).0,
+        nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED
+    );
+
+    // Memory, both structs: the H100's published total; the A100-80GB's is not published.
+    let v1 = fake.get::<unsafe extern "C" fn(nvml::nvmlDevice_t, *mut nvml::nvmlMemory_t) -> nvml::nvmlReturn_t>("nvmlDeviceGetMemoryInfo");
+    let mut memory = nvml::nvmlMemory_t {
+        total: 0,
+        free: 0,
+        used: 0,
+    };
+    // SAFETY: a valid out-pointer.
+    assert_eq!(unsafe { v1(first, &mut memory) }, OK);
+    assert_eq!(memory.total, 81559 << 20);
+    assert_eq!(memory.free + memory.used, memory.total);
+    // SAFETY: a valid out-pointer.
+    assert_eq!(
+        unsafe { v1(second, &mut memory) },
+        nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED
+    );
+    let v2 =
+        fake.get::<unsafe extern "C" fn(
+            nvml::nvmlDevice_t,
+            *mut nvml::nvmlMemory_v2_t,
+        ) -> nvml::nvmlReturn_t>("nvmlDeviceGetMemoryInfo_v2");
+    let stamp = u32::try_from(std::mem::size_of::<nvml::nvmlMemory_v2_t>()).unwrap() | (2 << 24);
+    let mut memory2 = nvml::nvmlMemory_v2_t {
+        version: stamp,
+        total: 0,
+        reserved: 0,
+        free: 0,
+        used: 0,
+    };
+    // SAFETY: a valid, stamped out-pointer.
+    assert_eq!(unsafe { v2(first, &mut memory2) }, OK);
+    assert_eq!(memory2.total, 81559 << 20);
+    memory2.version = 1;
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { v2(first, &mut memory2) },
+        nvml::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+    );
+
+    // PCI: both bus ID forms, the device ID.
+    let pci =
+        fake.get::<unsafe extern "C" fn(
+            nvml::nvmlDevice_t,
+            *mut nvml::nvmlPciInfo_t,
+        ) -> nvml::nvmlReturn_t>("nvmlDeviceGetPciInfo_v3");
+    // SAFETY: zeroes are a valid nvmlPciInfo_t.
+    let mut info: nvml::nvmlPciInfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid out-pointer.
+    assert_eq!(unsafe { pci(first, &mut info) }, OK);
+    // SAFETY: NUL-terminated by the library.
+    let bus_id = unsafe { CStr::from_ptr(info.busId.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
+    assert_eq!(
+        (bus_id.as_str(), info.bus, info.pciDeviceId),
+        ("00000000:3B:00.0", 0x3b, 0x2330_10de)
+    );
+
+    // A GPU instance where the driver chooses: refused with MIG off; then the lowest free
+    // placement, twice; a third does not fit.
+    let create = fake.get::<unsafe extern "C" fn(
+        nvml::nvmlDevice_t,
+        c_uint,
+        *mut nvml::nvmlGpuInstance_t,
+    ) -> nvml::nvmlReturn_t>("nvmlDeviceCreateGpuInstance");
+    let mut gi: nvml::nvmlGpuInstance_t = std::ptr::null_mut();
+    // SAFETY: a valid out-pointer.
+    assert_eq!(
+        unsafe { create(first, 9, &mut gi) },
+        nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED
+    );
+    let set_mode = fake.get::<unsafe extern "C" fn(
+        nvml::nvmlDevice_t,
+        c_uint,
+        *mut nvml::nvmlReturn_t,
+    ) -> nvml::nvmlReturn_t>("nvmlDeviceSetMigMode");
+    let mut activation = 0;
+    // SAFETY: a valid out-pointer.
+    assert_eq!(unsafe { set_mode(first, 1, &mut activation) }, OK);
+    assert_eq!(activation, OK, "Hopper: at once");
+    let get_info = fake.get::<unsafe extern "C" fn(
+        nvml::nvmlGpuInstance_t,
+        *mut nvml::nvmlGpuInstanceInfo_t,
+    ) -> nvml::nvmlReturn_t>("nvmlGpuInstanceGetInfo");
+    for start in [0, 4] {
+        // SAFETY: a valid out-pointer.
+        assert_eq!(unsafe { create(first, 9, &mut gi) }, OK);
+        // SAFETY: zeroes are a valid info struct.
+        let mut gi_info: nvml::nvmlGpuInstanceInfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: a valid out-pointer.
+        assert_eq!(unsafe { get_info(gi, &mut gi_info) }, OK);
+        assert_eq!(
+            (gi_info.placement.start, gi_info.placement.size),
+            (start, 4)
+        );
+    }
+    // SAFETY: a valid out-pointer.
+    assert_eq!(
+        unsafe { create(first, 9, &mut gi) },
+        nvml::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_RESOURCES
+    );
+
+    // NVML's own words for its codes.
+    let error_string =
+        fake.get::<unsafe extern "C" fn(nvml::nvmlReturn_t) -> *const c_char>("nvmlErrorString");
+    let said = |code| {
+        // SAFETY: a static C string.
+        unsafe { CStr::from_ptr(error_string(code)) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    assert_eq!(
+        said(nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED),
+        "Not Supported"
+    );
+    assert_eq!(
+        said(nvml::nvmlReturn_enum_NVML_ERROR_INSUFFICIENT_RESOURCES),
+        "Insufficient Resources"
+    );
+    assert_eq!(
+        said(nvml::nvmlReturn_enum_NVML_ERROR_IN_USE),
+        "In use by another client"
+    );
+    assert_eq!(said(9999), "Unknown Error");
+
+    // A function not modelled answers FUNCTION_NOT_FOUND, never a missing symbol.
+    assert_eq!(
+        fake.init("nvmlDeviceGetTemperature"),
+        nvml::nvmlReturn_enum_NVML_ERROR_FUNCTION_NOT_FOUND
+    );
+
+    assert_eq!(shutdown(&fake), OK);
+    assert_eq!(
+        shutdown(&fake),
+        nvml::nvmlReturn_enum_NVML_ERROR_UNINITIALIZED
+    );
+}

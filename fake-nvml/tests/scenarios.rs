@@ -1,0 +1,73 @@
+//! The scenarios: every shipped one reads strictly; a member the fake does not know, or a
+//! state the driver cannot hold, is refused with the member's path.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use fake_nvml::scenario::Scenario;
+use fake_nvml::scenarios;
+
+#[test]
+fn every_shipped_scenario_reads() {
+    for (name, text) in scenarios::ALL.iter().chain(scenarios::PARTS.iter()) {
+        Scenario::from_json(text.as_bytes()).unwrap_or_else(|error| panic!("{name}: {error}"));
+    }
+}
+
+fn refused(edit: impl FnOnce(&mut serde_json::Value)) -> String {
+    let mut value: serde_json::Value = serde_json::from_str(scenarios::A100_MIG_ON_CARVED).unwrap();
+    edit(&mut value);
+    Scenario::from_json(value.to_string().as_bytes())
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn a_member_the_fake_does_not_read_is_refused_with_its_path() {
+    let error = refused(|v| v["devices"][0]["gpu_instance_profiles"][0]["remaining"] = 7.into());
+    assert!(
+        error.contains("devices[0].gpu_instance_profiles[0]"),
+        "{error}"
+    );
+    assert!(error.contains("remaining"), "{error}");
+}
+
+#[test]
+fn a_gpu_instance_off_its_profiles_placements_is_refused_with_its_path() {
+    let error = refused(|v| v["devices"][0]["gpu_instances"][0]["placement"]["start"] = 1.into());
+    assert!(
+        error.starts_with("devices[0].gpu_instances[0].placement"),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_compute_instance_on_a_profile_its_gpu_instance_does_not_offer_is_refused() {
+    let error = refused(|v| {
+        v["devices"][0]["gpu_instances"][0]["compute_instances"][0]["profile_id"] = 4.into();
+    });
+    assert!(
+        error.starts_with("devices[0].gpu_instances[0].compute_instances[0].profile_id"),
+        "{error}"
+    );
+}
+
+#[test]
+fn overlapping_gpu_instances_are_refused() {
+    let error = refused(|v| {
+        let first = v["devices"][0]["gpu_instances"][0].clone();
+        let mut twin = first;
+        twin["id"] = 99.into();
+        v["devices"][0]["gpu_instances"]
+            .as_array_mut()
+            .unwrap()
+            .push(twin);
+    });
+    assert!(error.contains("overlaps"), "{error}");
+}
+
+#[test]
+fn an_unpublished_member_that_names_no_number_is_refused() {
+    let error = refused(|v| {
+        v["devices"][0]["gpu_instance_profiles"][0]["unpublished"] = serde_json::json!(["name"]);
+    });
+    assert!(error.contains("unpublished"), "{error}");
+}
