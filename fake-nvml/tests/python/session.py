@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""A MIG session through NVIDIA's own Python binding (nvidia-ml-py's `pynvml`) against the
+fake NVML, as a new user would write it, for one card of a scenario; then what the binding read
+compared with what `gpu-partition-helper read` prints for the same state.
+
+    session.py SCENARIO HELPER FAKE_NVML
+
+The environment names the library (`LD_LIBRARY_PATH` holds it as `libnvidia-ml.so.1`) and its
+state (`FAKE_NVML_STATE`, shared with the helper and `fake-nvml reset`). Exits non-zero, saying
+which step failed, at the first step that does not answer as the driver would.
+"""
+import ctypes
+import json
+import subprocess
+import sys
+
+import pynvml as N
+
+SCENARIO, HELPER, FAKE_NVML = sys.argv[1:4]
+with open(SCENARIO) as f:
+    CARD = json.load(f)["devices"][0]
+PROFILES = {p["index"]: p for p in CARD["gpu_instance_profiles"]}
+STEPS = []
+
+
+def step(name):
+    """Runs the decorated function as one step of the session, now, and records it."""
+    def run(function):
+        try:
+            function()
+        except Exception as error:  # noqa: BLE001 - every failure names its step
+            print(f"FAIL {name}: {type(error).__name__}: {error}")
+            sys.exit(1)
+        STEPS.append(name)
+        print(f"ok   {name}")
+    return run
+
+
+def refused(call, error_class):
+    """`call` raises the binding's exception for NVML's error code."""
+    try:
+        call()
+    except error_class:
+        return
+    raise AssertionError(f"expected {error_class.__name__}")
+
+
+def text(value):
+    return value.decode() if isinstance(value, bytes) else value
+
+
+@step("init, nested init and one shutdown: the library stays")
+def _():
+    N.nvmlInit()
+    N.nvmlInit()
+    N.nvmlShutdown()
+    assert N.nvmlDeviceGetCount() == 1
+
+
+DEV = N.nvmlDeviceGetHandleByIndex(0)
+
+
+@step("count, handle by index, name, UUID, PCI bus ID")
+def _():
+    assert N.nvmlDeviceGetCount() == 1
+    assert text(N.nvmlDeviceGetName(DEV)) == CARD["name"], N.nvmlDeviceGetName(DEV)
+    assert text(N.nvmlDeviceGetUUID(DEV)).startswith("GPU-")
+    pci = N.nvmlDeviceGetPciInfo(DEV)
+    assert text(pci.busId).lower() == CARD["pci_bus_id"].lower(), pci.busId
+    if "pci_device_id" in CARD:
+        assert pci.pciDeviceId == CARD["pci_device_id"]
+    refused(lambda: N.nvmlDeviceGetHandleByIndex(1), N.NVMLError_InvalidArgument)
+
+
+@step("memory info, v1 and v2 (NOT_SUPPORTED where the scenario publishes no total)")
+def _():
+    total = CARD.get("memory_total_mib")
+    if total is None:
+        refused(lambda: N.nvmlDeviceGetMemoryInfo(DEV), N.NVMLError_NotSupported)
+        return
+    v1 = N.nvmlDeviceGetMemoryInfo(DEV)
+    assert v1.total == total << 20 and v1.free + v1.used == v1.total
+    v2 = N.nvmlDeviceGetMemoryInfo(DEV, version=N.nvmlMemory_v2)
+    assert v2.total == total << 20 and v2.free + v2.reserved + v2.used == v2.total
+
+
+@step("MIG off: a GPU instance is NOT_SUPPORTED")
+def _():
+    assert N.nvmlDeviceGetMigMode(DEV) == [0, 0]
+    refused(lambda: N.nvmlDeviceCreateGpuInstance(DEV, PROFILES[0]["id"]), N.NVMLError_NotSupported)
+
+
+@step("MIG on, with the reset rule of the part")
+def _():
+    activation = N.nvmlDeviceSetMigMode(DEV, N.NVML_DEVICE_MIG_ENABLE)
+    assert activation == N.NVML_SUCCESS, activation
+    if CARD.get("mig_mode_change") == "reset":
+        # Ampere: pending until a GPU reset.
+        assert N.nvmlDeviceGetMigMode(DEV) == [0, 1]
+        subprocess.run([FAKE_NVML, "reset", "--device", CARD["pci_bus_id"]], check=True)
+        # The library reads its state again at the next init.
+        N.nvmlShutdown()
+        N.nvmlInit()
+    assert N.nvmlDeviceGetMigMode(DEV) == [1, 1]
+
+
+@step("the profile table: every index until INVALID_ARGUMENT, gaps NOT_SUPPORTED, each as published")
+def _():
+    index = 0
+    while True:
+        try:
+            info = N.nvmlDeviceGetGpuInstanceProfileInfo(DEV, index)
+        except N.NVMLError_InvalidArgument:
+            break
+        except N.NVMLError_NotSupported:
+            assert index not in PROFILES, index
+            index += 1
+            continue
+        want = PROFILES[index]
+        got = (info.id, text(info.name), info.sliceCount, info.instanceCount,
+               info.multiprocessorCount, info.copyEngineCount, info.decoderCount,
+               info.jpegCount, info.ofaCount, info.memorySizeMB)
+        expected = (want["id"], want["name"], want["slice_count"], want["instance_count"],
+                    want["multiprocessor_count"], want["copy_engine_count"],
+                    want["decoder_count"], want["jpeg_count"], want["ofa_count"],
+                    want["memory_size_mb"])
+        assert got == expected, (index, got, expected)
+        index += 1
+    assert index > max(PROFILES), index
+
+
+def placements(profile_id):
+    count = ctypes.c_uint(0)
+    array = (N.c_nvmlGpuInstancePlacement_t * 16)()
+    count.value = 16
+    N.nvmlDeviceGetGpuInstancePossiblePlacements(DEV, profile_id, array, ctypes.byref(count))
+    return [(array[i].start, array[i].size) for i in range(count.value)]
+
+
+@step("possible placements of every profile, as published")
+def _():
+    for profile in PROFILES.values():
+        want = [(p["start"], p["size"]) for p in profile["placements"]]
+        assert placements(profile["id"]) == want, (profile["name"], placements(profile["id"]))
+
+
+SMALL = PROFILES[0]
+
+
+def beside_small(profile):
+    """Whether a placement of `profile` leaves SMALL's last placement free."""
+    last = SMALL["placements"][-1]
+    return any(p["start"] + p["size"] <= last["start"] or p["start"] >= last["start"] + last["size"]
+               for p in profile["placements"])
+
+
+# The biggest profile that fits beside SMALL at its last placement.
+BIG = max((p for p in PROFILES.values() if beside_small(p)), key=lambda p: p["slice_count"])
+CREATED = {}
+
+
+@step("a GPU instance at a placement, another where the driver chooses; both listed")
+def _():
+    last = SMALL["placements"][-1]
+    at = N.c_nvmlGpuInstancePlacement_t()
+    at.start, at.size = last["start"], last["size"]
+    gi = N.nvmlDeviceCreateGpuInstanceWithPlacement(DEV, SMALL["id"], ctypes.byref(at))
+    info = N.nvmlGpuInstanceGetInfo(gi)
+    assert (info.profileId, info.placement.start, info.placement.size) == (SMALL["id"], last["start"], last["size"])
+    CREATED["small"] = gi
+    chosen = N.nvmlDeviceCreateGpuInstance(DEV, BIG["id"])
+    info = N.nvmlGpuInstanceGetInfo(chosen)
+    assert info.profileId == BIG["id"]
+    CREATED["big"] = chosen
+    assert N.nvmlDeviceGetGpuInstanceRemainingCapacity(DEV, BIG["id"]) < BIG["instance_count"]
+
+
+@step("an occupied placement is INSUFFICIENT_RESOURCES")
+def _():
+    last = SMALL["placements"][-1]
+    at = N.c_nvmlGpuInstancePlacement_t()
+    at.start, at.size = last["start"], last["size"]
+    refused(lambda: N.nvmlDeviceCreateGpuInstanceWithPlacement(DEV, SMALL["id"], ctypes.byref(at)),
+            N.NVMLError_InsufficientResources)
+
+
+FILL = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4}
+
+
+@step("compute instances: the profile table, with and without a placement, listed")
+def _():
+    gi = CREATED["big"]
+    slices = BIG["slice_count"]
+    info = N.nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, FILL[1], N.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+    assert info.sliceCount == 1
+    assert N.nvmlGpuInstanceGetComputeInstanceRemainingCapacity(gi, FILL[1]) == slices
+    at = N.c_nvmlComputeInstancePlacement_t()
+    at.start, at.size = slices - 1, 1
+    placed = N.nvmlGpuInstanceCreateComputeInstanceWithPlacement(gi, FILL[1], ctypes.byref(at))
+    assert N.nvmlComputeInstanceGetInfo(placed).placement.start == slices - 1
+    anywhere = N.nvmlGpuInstanceCreateComputeInstance(gi, FILL[1])
+    assert N.nvmlComputeInstanceGetInfo(anywhere).placement.start == 0
+    count = ctypes.c_uint(16)
+    array = (N.c_nvmlComputeInstance_t * 16)()
+    N.nvmlGpuInstanceGetComputeInstances(gi, FILL[1], array, ctypes.byref(count))
+    assert count.value == 2
+    CREATED["cis"] = [placed, anywhere]
+
+
+@step("a GPU instance with compute instances is IN_USE to destroy")
+def _():
+    refused(lambda: N.nvmlGpuInstanceDestroy(CREATED["big"]), N.NVMLError_InUse)
+
+
+@step("destroy: one compute instance, then the small GPU instance")
+def _():
+    N.nvmlComputeInstanceDestroy(CREATED["cis"][0])
+    N.nvmlGpuInstanceDestroy(CREATED["small"])
+    refused(lambda: N.nvmlGpuInstanceGetInfo(CREATED["small"]), N.NVMLError_InvalidArgument)
+
+
+@step("NVML's own words for its errors")
+def _():
+    assert text(N.nvmlErrorString(N.NVML_ERROR_INSUFFICIENT_RESOURCES)) == "Insufficient Resources"
+    assert text(N.nvmlErrorString(N.NVML_ERROR_IN_USE)) == "In use by another client"
+    assert str(N.NVMLError(N.NVML_ERROR_NOT_SUPPORTED)) == "Not Supported"
+
+
+def binding_view():
+    """The card as the binding reads it: (profile ID, placement, its compute instances)."""
+    seen = []
+    for profile in PROFILES.values():
+        count = ctypes.c_uint(16)
+        array = (N.c_nvmlGpuInstance_t * 16)()
+        N.nvmlDeviceGetGpuInstances(DEV, profile["id"], array, ctypes.byref(count))
+        for i in range(count.value):
+            info = N.nvmlGpuInstanceGetInfo(array[i])
+            cis = []
+            for ci_profile in range(8):
+                try:
+                    ci_count = ctypes.c_uint(16)
+                    ci_array = (N.c_nvmlComputeInstance_t * 16)()
+                    N.nvmlGpuInstanceGetComputeInstances(array[i], ci_profile, ci_array, ctypes.byref(ci_count))
+                except (N.NVMLError_NotSupported, N.NVMLError_InvalidArgument):
+                    continue
+                for j in range(ci_count.value):
+                    ci = N.nvmlComputeInstanceGetInfo(ci_array[j])
+                    cis.append((ci.id, ci.profileId, ci.placement.start, ci.placement.size))
+            seen.append((info.id, info.profileId, info.placement.start, info.placement.size, sorted(cis)))
+    return sorted(seen)
+
+
+@step("read back: what the binding reads is what gpu-partition-helper read prints")
+def _():
+    mine = binding_view()
+    names = sorted((p["id"], p["name"]) for p in PROFILES.values())
+    N.nvmlShutdown()
+    bdf = CARD["pci_bus_id"].lower()[-12:]
+    out = subprocess.run([HELPER, "read", "--device", bdf, "--format", "1"], check=True,
+                         capture_output=True, text=True).stdout
+    reply = json.loads(out)
+    helper = sorted(
+        (gi["id"], gi["profile_id"], gi["placement"]["start"], gi["placement"]["size"],
+         sorted((ci["id"], ci["profile_id"], ci["placement"]["start"], ci["placement"]["size"])
+                for ci in gi["compute_instances"]))
+        for gi in reply["gpu_instances"])
+    assert mine == helper, (mine, helper)
+    assert sorted((p["id"], p["name"]) for p in reply["profiles"]) == names
+    assert reply["mode"]["current"] == "enabled", reply["mode"]
+    assert mine, "the read-back compared an empty card"
+
+
+print(f"{len(STEPS)} steps passed on {CARD['name']}")
