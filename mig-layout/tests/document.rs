@@ -22,6 +22,8 @@ fn the_readme_example_reads_with_every_label_and_the_custom_per_index_list() {
             "all-disabled",
             "all-enabled",
             "all-1g.5gb",
+            "all-1g.5gb.me",
+            "all-1g.10gb",
             "all-2g.10gb",
             "all-3g.20gb",
             "all-balanced",
