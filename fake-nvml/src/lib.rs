@@ -22,6 +22,7 @@
 //!
 //! The `without-profile-info-v` feature leaves out `nvmlDeviceGetGpuInstanceProfileInfoV`, as
 //! older drivers do.
+#![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 // The C ABI needs `unsafe`: exported symbols and the caller's out-pointers. Every block says
 // why it is sound.

@@ -148,6 +148,7 @@ pub fn create_gpu_instance(
 /// OFA, as the A30, holds "a single" `+me` instance). An engine the whole-card profile does
 /// not publish (or a card whose scenario lacks that profile) bounds nothing.
 fn engines_left(device: &Device, profile: &Profile) -> bool {
+    type Engine = fn(&Profile) -> u32;
     let end = |p: &Profile| {
         p.placements
             .iter()
@@ -169,7 +170,7 @@ fn engines_left(device: &Device, profile: &Profile) -> bool {
     }) else {
         return true;
     };
-    let used = |engine: fn(&Profile) -> u32| -> u32 {
+    let used = |engine: Engine| -> u32 {
         device
             .gpu_instances
             .iter()
@@ -182,7 +183,7 @@ fn engines_left(device: &Device, profile: &Profile) -> bool {
             .map(engine)
             .sum()
     };
-    let engines: [(&str, fn(&Profile) -> u32); 3] = [
+    let engines: [(&str, Engine); 3] = [
         ("decoder_count", |p| p.decoder_count),
         ("jpeg_count", |p| p.jpeg_count),
         ("ofa_count", |p| p.ofa_count),

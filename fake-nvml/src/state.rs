@@ -92,7 +92,8 @@ pub(crate) const INVALID: nvml::nvmlReturn_t = nvml::nvmlReturn_enum_NVML_ERROR_
 /// The position in the scenario of the card NVML numbers `index`: cards are numbered in bus
 /// order (domain, bus, device, function), as `nvidia-smi` lists them.
 pub(crate) fn device_at_index(scenario: &Scenario, index: u32) -> Answer<usize> {
-    let mut order: Vec<(Option<(u32, u8, u8, u8)>, usize)> = scenario
+    type Key = Option<(u32, u8, u8, u8)>;
+    let mut order: Vec<(Key, usize)> = scenario
         .devices
         .iter()
         .enumerate()

@@ -2,10 +2,13 @@
 //! helper wrapper that runs the real helper against the fake (the probe clears the
 //! environment, so the wrapper sets `LD_LIBRARY_PATH` and `FAKE_NVML_SCENARIO` itself).
 //!
-//! The library and the helper are found next to the running test (a `cargo test --workspace`
-//! builds both); when they are not there, or for the build without
-//! `nvmlDeviceGetGpuInstanceProfileInfoV`, they are built with `cargo` into a target directory
-//! of their own, once.
+//! Each is found, in this order: where its variable says (`FAKE_NVML_LIBRARY`,
+//! `FAKE_NVML_HELPER`, `FAKE_NVML_BINARY`); next to the running program (a `cargo test
+//! --workspace` of this workspace builds them all); else built, once, from this crate's own
+//! workspace (`cargo build --manifest-path` of it, never the caller's) into a directory of the
+//! caller's target directory. A crate outside this workspace that depends on `fake-nvml` by
+//! path gets them so; one that has it from a registry sets the variables. The build without
+//! `nvmlDeviceGetGpuInstanceProfileInfoV` is always built so.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -49,8 +52,29 @@ fn is_release(profile: &Path) -> bool {
     profile.file_name().and_then(|name| name.to_str()) == Some("release")
 }
 
-/// Builds `package` (with `features`) into `target/<name>` and answers its profile directory.
+/// The workspace this crate was built from, when it holds the helper's crate too (a path
+/// dependency on a checkout of it does; a copy from a registry does not).
+fn own_workspace() -> Option<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
+    (root.join("Cargo.toml").is_file() && root.join("gpu-partition-helper/Cargo.toml").is_file())
+        .then(|| root.to_path_buf())
+}
+
+/// Builds `package` (with `features`) of this crate's own workspace — never the caller's:
+/// `cargo build --manifest-path <that workspace> --locked` into `<the caller's target
+/// directory>/<name>`. Answers its profile directory.
 fn build(package: &str, features: &[&str], name: &str) -> Result<PathBuf, SupportError> {
+    let workspace = own_workspace().ok_or_else(|| {
+        SupportError(format!(
+            "cannot build {package}: fake-nvml was not built from a checkout of its workspace; \
+             set {} to a built one",
+            match package {
+                "gpu-partition-helper" => "FAKE_NVML_HELPER",
+                "fake-nvml" => "FAKE_NVML_LIBRARY (and FAKE_NVML_BINARY)",
+                _ => "the variable of fake_nvml::support",
+            }
+        ))
+    })?;
     let profile = profile_dir()?;
     let target = profile
         .parent()
@@ -62,11 +86,13 @@ fn build(package: &str, features: &[&str], name: &str) -> Result<PathBuf, Suppor
         .args([
             "build",
             "--quiet",
-            "--offline",
+            "--locked",
             "-p",
             package,
-            "--target-dir",
+            "--manifest-path",
         ])
+        .arg(workspace.join("Cargo.toml"))
+        .arg("--target-dir")
         .arg(&target);
     if !features.is_empty() {
         command.args(["--features", &features.join(",")]);
@@ -79,7 +105,8 @@ fn build(package: &str, features: &[&str], name: &str) -> Result<PathBuf, Suppor
         .map_err(|error| SupportError(format!("cannot run cargo: {error}")))?;
     if !output.status.success() {
         return Err(SupportError(format!(
-            "cargo build -p {package} failed: {}",
+            "cargo build -p {package} (in {}) failed: {}",
+            workspace.display(),
             String::from_utf8_lossy(&output.stderr)
         )));
     }
@@ -88,6 +115,24 @@ fn build(package: &str, features: &[&str], name: &str) -> Result<PathBuf, Suppor
     } else {
         "debug"
     }))
+}
+
+/// The file the variable `name` names, when it is set (and not empty).
+fn from_env(name: &str) -> Result<Option<PathBuf>, SupportError> {
+    match std::env::var_os(name).filter(|value| !value.is_empty()) {
+        None => Ok(None),
+        Some(path) => {
+            let path = PathBuf::from(path);
+            if path.is_file() {
+                Ok(Some(path))
+            } else {
+                Err(SupportError(format!(
+                    "{name} names {}, which is no file",
+                    path.display()
+                )))
+            }
+        }
+    }
 }
 
 /// The first of `names` under `dirs` that exists.
@@ -102,6 +147,9 @@ pub fn library(build_of: Build) -> Result<PathBuf, SupportError> {
     const NAME: &str = "libfake_nvml.so";
     match build_of {
         Build::Current => {
+            if let Some(set) = from_env("FAKE_NVML_LIBRARY")? {
+                return Ok(set);
+            }
             let profile = profile_dir()?;
             if let Some(found) = first(&[profile.join("deps"), profile.clone()], &[NAME]) {
                 return Ok(found);
@@ -124,6 +172,9 @@ pub fn library(build_of: Build) -> Result<PathBuf, SupportError> {
 /// The built `gpu-partition-helper` binary.
 pub fn helper_binary() -> Result<PathBuf, SupportError> {
     const NAME: &str = "gpu-partition-helper";
+    if let Some(set) = from_env("FAKE_NVML_HELPER")? {
+        return Ok(set);
+    }
     let profile = profile_dir()?;
     if let Some(found) = first(&[profile], &[NAME]) {
         return Ok(found);
@@ -140,6 +191,9 @@ fn quoted(path: &Path) -> String {
 /// The built `fake-nvml` binary (`fake-nvml reset --device BDF`).
 pub fn fake_nvml_binary() -> Result<PathBuf, SupportError> {
     const NAME: &str = "fake-nvml";
+    if let Some(set) = from_env("FAKE_NVML_BINARY")? {
+        return Ok(set);
+    }
     let profile = profile_dir()?;
     if let Some(found) = first(&[profile], &[NAME]) {
         return Ok(found);
