@@ -121,6 +121,23 @@ pub struct GpuReport {
     pub steps: Vec<StepResult>,
     /// How it differs from the layout after the apply (the read-back; empty when it holds).
     pub differences: Vec<Difference>,
+    /// How its writes ended (`done`, or why it stopped: the apply's other GPUs go on); `None`
+    /// when the apply wrote nothing (blocked, or a dry run).
+    #[serde(serialize_with = "outcome_token")]
+    pub outcome: Option<ApplyOutcome>,
+    /// Why it stopped, for people; `None` when it did not.
+    pub detail: Option<String>,
+}
+
+/// A GPU's outcome as `{"outcome", "reason"}` tokens would be: written as its token and reason.
+fn outcome_token<S: Serializer>(
+    outcome: &Option<ApplyOutcome>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match outcome {
+        None => serializer.serialize_none(),
+        Some(outcome) => serializer.collect_str(outcome),
+    }
 }
 
 impl GpuReport {

@@ -205,7 +205,7 @@ fn mig(device: &fake_nvml::scenario::Device) -> (u32, u32) {
 }
 
 #[test]
-fn two_a100s_enter_partitioning_each_reset_once_and_read_back_as_the_layout_wants() {
+fn two_a100s_enter_partitioning_reset_together_in_one_command_and_read_back_as_the_layout_wants() {
     let mut bed = Bed::two_a100s();
     let report = bed.apply(&bed.options("all-1g.5gb"));
     assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
@@ -237,8 +237,15 @@ fn two_a100s_enter_partitioning_each_reset_once_and_read_back_as_the_layout_want
             .iter()
             .all(|step| matches!(step.outcome, StepOutcome::Done { .. }))
     );
-    assert_eq!(bed.backend.resets.len(), 2, "{:?}", bed.backend.resets);
-    assert_eq!(report.resets.len(), 2);
+    // Both pending mode changes completed by one reset command, in one window.
+    assert_eq!(bed.backend.resets, ["00000000:3B:00.0,00000000:3C:00.0"]);
+    assert_eq!(report.resets.len(), 1);
+    assert!(
+        report
+            .gpus
+            .iter()
+            .all(|gpu| gpu.outcome == Some(ApplyOutcome::Done))
+    );
     assert_eq!(bed.recorded(), ("done".to_owned(), None));
     let declared = bed.store.load().unwrap().unwrap().declared.unwrap();
     assert_eq!(declared.label, "all-1g.5gb");
@@ -253,7 +260,7 @@ fn an_apply_run_again_on_cards_that_hold_the_layout_writes_nothing() {
     assert_eq!(again.outcome, ApplyOutcome::Done);
     assert_eq!(again.writes(), 0);
     assert!(again.gpus.iter().all(|gpu| gpu.plan.is_empty()));
-    assert_eq!(bed.backend.resets.len(), 2, "no second reset");
+    assert_eq!(bed.backend.resets.len(), 1, "no second reset");
 }
 
 #[test]
@@ -412,6 +419,8 @@ fn an_apply_cancelled_before_it_holds_the_lock_is_blocked_cancelled_and_writes_n
 #[test]
 fn an_apply_cancelled_after_its_first_write_fails_cancelled_and_issues_no_reset() {
     let mut bed = Bed::two_a100s();
+    // One card at a time, so the cancel lands between the two cards' first batches.
+    bed.helper = Helper::new(bed.helper.config().clone().concurrency(1));
     let cancel = Cancel::new();
     let options = bed.options("all-1g.5gb").cancel(cancel.clone());
     let report = bed.apply_observed(&options, &mut |progress| {
@@ -724,7 +733,7 @@ if [ \"$1\" = read ]; then '{}' \"$@\" | sed 's/{{\"id\":0,\"name\":\"7g.40gb\"/
 }
 
 #[test]
-fn leaving_partitioning_turns_mig_off_with_one_reset_each() {
+fn leaving_partitioning_turns_mig_off_with_one_reset_command_for_both() {
     let mut bed = Bed::two_a100s();
     bed.apply(&bed.options("all-1g.5gb"));
     let report = bed.apply(&bed.options("all-disabled"));
@@ -734,5 +743,53 @@ fn leaving_partitioning_turns_mig_off_with_one_reset_each() {
         assert_eq!(mig(&card), (0, 0), "{bus_id}");
         assert!(card.gpu_instances.is_empty());
     }
-    assert_eq!(bed.backend.resets.len(), 4);
+    assert_eq!(bed.backend.resets.len(), 2, "{:?}", bed.backend.resets);
+}
+
+#[test]
+fn one_of_four_gpus_not_back_after_the_reset_needs_a_cold_reboot_and_the_other_three_hold_their_layouts()
+ {
+    let cards = [
+        ("0000:3b:00.0", scenarios::A100_MIG_OFF),
+        ("0000:3c:00.0", scenarios::A100_MIG_OFF),
+        ("0000:3d:00.0", scenarios::A100_MIG_OFF),
+        ("0000:3e:00.0", scenarios::A100_MIG_OFF),
+    ];
+    let mut bed = Bed::new(&cards, &[]);
+    bed.backend.fault = Some(ResetFault::Gone("00000000:3D:00.0".to_owned()));
+    let report = bed.apply(&bed.options("all-1g.5gb"));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::ColdRebootRequired(ColdRebootReason::GpuMissing),
+        "{:?}",
+        report.detail
+    );
+    let detail = report.detail.clone().unwrap();
+    assert!(
+        detail.contains("0000:3d:00.0") && detail.contains("the other 3"),
+        "{detail}"
+    );
+    // One reset command for the four, one window.
+    assert_eq!(bed.backend.resets.len(), 1, "{:?}", bed.backend.resets);
+    for gpu in &report.gpus {
+        let lost = gpu.device == bdf("0000:3d:00.0");
+        assert_eq!(
+            gpu.outcome,
+            Some(if lost {
+                ApplyOutcome::ColdRebootRequired(ColdRebootReason::GpuMissing)
+            } else {
+                ApplyOutcome::Done
+            }),
+            "{}",
+            gpu.device
+        );
+        if !lost {
+            assert_eq!(
+                bed.card(&gpu.device.to_string()).gpu_instances.len(),
+                7,
+                "{}",
+                gpu.device
+            );
+        }
+    }
 }

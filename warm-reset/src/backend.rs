@@ -15,6 +15,7 @@ use crate::tool::ToolError;
 use crate::warning::ResetWarning;
 use gpu_host_probe::chain::Chain;
 use gpu_host_probe::run::StartError;
+use gpu_partition_types::Bdf;
 use std::time::Duration;
 
 /// Why the host did not answer a question of the procedure.
@@ -116,6 +117,9 @@ pub struct NotBack {
     pub reason: ColdRebootReason,
     /// What was found.
     pub detail: String,
+    /// The devices of the group found not back, when the backend can tell them apart (empty:
+    /// the group as a whole).
+    pub devices: Vec<Bdf>,
 }
 
 impl NotBack {
@@ -124,7 +128,14 @@ impl NotBack {
         Self {
             reason,
             detail: detail.into(),
+            devices: Vec::new(),
         }
+    }
+
+    /// Names the devices not back.
+    pub fn devices(mut self, devices: Vec<Bdf>) -> Self {
+        self.devices = devices;
+        self
     }
 }
 

@@ -34,6 +34,9 @@ pub struct ResetReport {
     pub gpus: Vec<Bdf>,
     /// Every device verified after the reset (MetaX: every GPU listed before it).
     pub verified: Vec<Bdf>,
+    /// The devices the verification found not back when it required a cold reboot, where the
+    /// backend tells them apart (empty otherwise): the others of the group are back.
+    pub not_back: Vec<Bdf>,
     /// The interconnect group reset together (MetaX node IDs from `mx-smi topo -m`, NVIDIA
     /// indices with their NVLink peers); `None` when it did not read.
     pub group: Option<Vec<u32>>,
@@ -55,6 +58,7 @@ impl serde::Serialize for ResetReport {
         report.serialize_field("target", &self.target)?;
         report.serialize_field("gpus", &strings(&self.gpus))?;
         report.serialize_field("verified", &strings(&self.verified))?;
+        report.serialize_field("not_back", &strings(&self.not_back))?;
         report.serialize_field("group", &self.group)?;
         report.serialize_field("method", &self.method)?;
         report.serialize_field(
@@ -327,6 +331,7 @@ fn report(
     warnings: Vec<ResetWarning>,
     elapsed: Duration,
 ) -> Result<ResetReport, ExecuteError> {
+    let mut not_back = Vec::new();
     let (outcome, detail, target): (ResetOutcome, String, Option<Target>) = match end {
         State::Done { target } => (ResetOutcome::Done, String::new(), Some(target)),
         State::DryRun { target } => (ResetOutcome::DryRun, String::new(), Some(target)),
@@ -335,11 +340,15 @@ fn report(
             reason,
             detail,
             target,
-        } => (
-            ResetOutcome::ColdRebootRequired(reason),
-            detail,
-            Some(target),
-        ),
+            not_back: devices,
+        } => {
+            not_back = devices;
+            (
+                ResetOutcome::ColdRebootRequired(reason),
+                detail,
+                Some(target),
+            )
+        }
         unfinished @ (State::Planned
         | State::Locking
         | State::ReadingJournal
@@ -361,6 +370,7 @@ fn report(
         target: target.map_or_else(|| config.id.clone(), |target| target.id.clone()),
         gpus: target.map(Target::devices).unwrap_or_default(),
         verified: target.map(Target::verified).unwrap_or_default(),
+        not_back,
         group: target.and_then(Target::group),
         method: config.method,
         elapsed,

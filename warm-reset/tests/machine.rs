@@ -484,6 +484,7 @@ fn all_states() -> Vec<State> {
             reason: ColdRebootReason::ResetHung,
             detail: String::new(),
             target: target(),
+            not_back: Vec::new(),
         },
     ]
 }

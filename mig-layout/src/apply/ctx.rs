@@ -1,33 +1,35 @@
-//! What every phase of an apply works with, and why it stops: the one place the phases and the
-//! resets share, so neither imports the other.
+//! What every phase of an apply works with, and why a GPU stops: the one place the phases and
+//! the resets share, so neither imports the other.
+//!
+//! [`Shared`] is what every GPU's work reads (the lock held, the helper, its format, the
+//! cancel): it is `Sync`, so the per-GPU phases run side by side on it. Progress from a GPU's
+//! worker goes through a channel to the apply's own thread, which alone calls the caller's
+//! observer ([`fan_out`]).
 
 use super::Progress;
 use crate::report::{ApplyOutcome, ApplyReason};
-use gpu_host_probe::helper::Helper;
+use gpu_host_probe::helper::{CardRead, Helper};
 use gpu_host_probe::{Cancel, HostLock};
 use gpu_partition_types::{Bdf, FormatVersion, Reply};
+use std::sync::Mutex;
+use std::sync::mpsc;
 
-/// What every phase works with: the lock held, the helper and its format, and where progress
-/// goes.
-pub(super) struct Ctx<'a, 'p> {
+/// What every GPU's work reads.
+#[derive(Clone, Copy)]
+pub(super) struct Shared<'a> {
     pub lock: &'a HostLock,
     pub helper: &'a Helper,
     pub format: FormatVersion,
-    pub progress: &'p mut dyn FnMut(Progress),
     pub cancel: Option<&'a Cancel>,
 }
 
-impl Ctx<'_, '_> {
-    pub fn say(&mut self, progress: Progress) {
-        (self.progress)(progress);
-    }
-
+impl Shared<'_> {
     /// Whether the caller cancelled the apply.
     pub fn cancelled(&self) -> bool {
         self.cancel.is_some_and(Cancel::is_cancelled)
     }
 
-    /// Stops the apply (writes began: `failed (cancelled)`) when the caller cancelled it,
+    /// Stops the GPU (writes began: `failed (cancelled)`) when the caller cancelled the apply,
     /// before `next`.
     pub fn go_on(&self, next: &str) -> Result<(), Stop> {
         if self.cancelled() {
@@ -39,20 +41,39 @@ impl Ctx<'_, '_> {
         Ok(())
     }
 
-    /// Reads one card again.
-    pub fn reread(&self, device: Bdf, when: &str) -> Result<Reply, Stop> {
+    /// Reads these cards again, several at once (the helper's fan-out), each as a reply or
+    /// why it did not read, in the order given.
+    pub fn reread(&self, devices: &[Bdf], when: &str) -> Vec<Result<Reply, Stop>> {
         self.helper
-            .read_reply(self.lock, device, self.format)
-            .map_err(|failure| {
-                Stop::failed(
-                    ApplyReason::GpuUnreadable,
-                    format!("{device}: reading it {when}: {failure}"),
-                )
+            .read_all(self.lock, devices, self.format)
+            .into_iter()
+            .map(|read: CardRead| {
+                let device = read.device;
+                read.into_reply().map_err(|failure| {
+                    Stop::failed(
+                        ApplyReason::GpuUnreadable,
+                        format!("{device}: reading it {when}: {failure}"),
+                    )
+                })
             })
+            .collect()
     }
 }
 
-/// Why the apply stopped once writes began.
+/// What the apply's own thread works with: the shared part and the caller's observer.
+pub(super) struct Ctx<'a, 'p> {
+    pub shared: Shared<'a>,
+    pub progress: &'p mut dyn FnMut(Progress),
+}
+
+impl Ctx<'_, '_> {
+    pub fn say(&mut self, progress: Progress) {
+        (self.progress)(progress);
+    }
+}
+
+/// Why a GPU stopped once writes began.
+#[derive(Debug, Clone)]
 pub(super) struct Stop {
     pub outcome: ApplyOutcome,
     pub detail: String,
@@ -65,4 +86,64 @@ impl Stop {
             detail: detail.into(),
         }
     }
+}
+
+/// Runs `work` on each of `items` that `runs` lets through, side by side (at most the helper's
+/// concurrency at once), under the apply's lock: each worker's progress is handed to the
+/// apply's thread, which passes it to the observer as it comes. Answers each item's result in
+/// order (`None` for one not run).
+pub(super) fn fan_out<T, R>(
+    ctx: &mut Ctx<'_, '_>,
+    items: &mut [T],
+    runs: impl Fn(&T) -> bool,
+    work: impl Fn(&Shared<'_>, &dyn Fn(Progress), &mut T) -> R + Sync,
+) -> Vec<Option<R>>
+where
+    T: Send,
+    R: Send,
+{
+    let shared = ctx.shared;
+    let picked: Vec<bool> = items.iter().map(|item| runs(item)).collect();
+    let results: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
+    let queue: Mutex<Vec<(usize, &mut T)>> = Mutex::new(
+        items
+            .iter_mut()
+            .enumerate()
+            .filter(|(at, _)| picked.get(*at).copied().unwrap_or(false))
+            .rev()
+            .collect(),
+    );
+    let pending = queue.lock().map(|queue| queue.len()).unwrap_or(0);
+    let workers = shared.helper.config().concurrency.clamp(1, pending.max(1));
+    let (sender, receiver) = mpsc::channel::<Progress>();
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let sender = sender.clone();
+            let (queue, results, work) = (&queue, &results, &work);
+            scope.spawn(move || {
+                let say = |progress: Progress| {
+                    let _ = sender.send(progress);
+                };
+                loop {
+                    let next = queue.lock().ok().and_then(|mut queue| queue.pop());
+                    let Some((at, item)) = next else {
+                        break;
+                    };
+                    let result = work(&shared, &say, item);
+                    if let Some(Ok(mut slot)) = results.get(at).map(Mutex::lock) {
+                        *slot = Some(result);
+                    }
+                }
+            });
+        }
+        // The workers hold the only senders now: the loop ends when the last one is done.
+        drop(sender);
+        for progress in receiver {
+            ctx.say(progress);
+        }
+    });
+    results
+        .into_iter()
+        .map(|slot| slot.into_inner().ok().flatten())
+        .collect()
 }

@@ -46,7 +46,7 @@ use crate::document::{Devices, Spec};
 use crate::plan::PlanLine;
 use crate::report::{ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, HostAfter};
 use crate::select::{HostGpu, Wanted, host_gpus, select};
-use ctx::Ctx;
+use ctx::{Ctx, Shared};
 use gpu_host_probe::helper::Helper;
 use gpu_host_probe::{Cancel, Host, HostLock, LockError};
 use gpu_partition_types::{Bdf, StepResult, Token};
@@ -635,11 +635,13 @@ fn run_locked(
             }
             Ok(format) => {
                 let mut ctx = Ctx {
-                    lock,
-                    helper,
-                    format,
+                    shared: Shared {
+                        lock,
+                        helper,
+                        format,
+                        cancel: options.cancel.as_ref(),
+                    },
                     progress: &mut progress,
-                    cancel: options.cancel.as_ref(),
                 };
                 go(
                     &mut ctx, store, &mut reset, job, direction, options, &env, report,
@@ -741,14 +743,15 @@ fn go(
     env: &HookEnv,
     report: &mut ApplyReport,
 ) -> Result<(), ApplyError> {
+    let shared = ctx.shared;
     let (mut cards, warnings) = match preflight::preflight(
-        ctx.lock,
-        ctx.helper,
-        ctx.format,
+        shared.lock,
+        shared.helper,
+        shared.format,
         job.wanted,
         job.boards.as_ref(),
     ) {
-        Preflight::Refused { gpus, warnings, .. } if ctx.cancelled() => {
+        Preflight::Refused { gpus, warnings, .. } if shared.cancelled() => {
             report.warnings.extend(warnings);
             block_cancelled(report, "while the cards were read");
             report.gpus = gpus;
@@ -800,26 +803,65 @@ fn go(
             return Ok(());
         }
     }
-    if ctx.cancelled() {
+    if shared.cancelled() {
         block_cancelled(report, "before the writes");
         report.gpus = cards.into_iter().map(|gpu| gpu.report).collect();
         return Ok(());
     }
     // From here on the host is between layouts until the record says how the apply ended.
-    let record = host_sync::start_apply(ctx.lock, store, &options.label, direction)?;
-    host_sync::begin_apply(ctx.lock, store, &record)?;
-    if let Err(stop) = phases::run(ctx, reset, &mut cards, report) {
-        match stop.outcome {
-            // A step or a read ended by the cancel fails as cancelled, not as its own reason.
-            ApplyOutcome::Failed(reason) if reason != ApplyReason::Cancelled && ctx.cancelled() => {
-                report.outcome = ApplyOutcome::Failed(ApplyReason::Cancelled);
-                report.detail = Some(format!("the apply was cancelled: {}", stop.detail));
-            }
-            outcome => {
-                report.outcome = outcome;
-                report.detail = Some(stop.detail);
+    let record = host_sync::start_apply(shared.lock, store, &options.label, direction)?;
+    host_sync::begin_apply(shared.lock, store, &record)?;
+    phases::run(ctx, reset, &mut cards, report);
+    let cancelled = shared.cancelled();
+    for gpu in &mut cards {
+        let Some(stop) = gpu.stop.as_mut() else {
+            gpu.report.outcome = Some(ApplyOutcome::Done);
+            continue;
+        };
+        // A step or a read ended by the cancel fails as cancelled, not as its own reason.
+        if let ApplyOutcome::Failed(reason) = stop.outcome {
+            if reason != ApplyReason::Cancelled && cancelled {
+                stop.outcome = ApplyOutcome::Failed(ApplyReason::Cancelled);
+                stop.detail = format!("the apply was cancelled: {}", stop.detail);
             }
         }
+        gpu.report.outcome = Some(stop.outcome);
+        gpu.report.detail = Some(stop.detail.clone());
+    }
+    // The apply ends as its worst GPU: a cold reboot before a failure; among equals the
+    // first in index order gives the reason. The detail names every GPU that stopped.
+    let severity = |outcome: ApplyOutcome| match outcome {
+        ApplyOutcome::ColdRebootRequired(_) => 2,
+        ApplyOutcome::Failed(_) => 1,
+        ApplyOutcome::Done | ApplyOutcome::DryRun | ApplyOutcome::Blocked(_) => 0,
+    };
+    let stopped: Vec<&phases::Gpu> = cards.iter().filter(|gpu| gpu.stop.is_some()).collect();
+    if let Some(worst) = stopped
+        .iter()
+        .filter_map(|gpu| gpu.stop.as_ref())
+        .max_by_key(|stop| severity(stop.outcome))
+        .map(|worst| worst.outcome)
+    {
+        let first = stopped
+            .iter()
+            .filter_map(|gpu| gpu.stop.as_ref())
+            .find(|stop| severity(stop.outcome) == severity(worst))
+            .map_or(worst, |stop| stop.outcome);
+        report.outcome = first;
+        let each: Vec<String> = stopped
+            .iter()
+            .filter_map(|gpu| gpu.stop.as_ref())
+            .map(|stop| stop.detail.clone())
+            .collect();
+        let held = cards.len() - stopped.len();
+        report.detail = Some(if held > 0 {
+            format!(
+                "{}; the other {held} GPU(s) of the layout hold it",
+                each.join("; ")
+            )
+        } else {
+            each.join("; ")
+        });
     }
     let modes = cards
         .iter()
@@ -833,7 +875,7 @@ fn go(
     let mut end = ApplyEnd::new(ended(report.outcome), report.detail.clone(), true);
     end.modes = modes;
     end.declared = Some(declared);
-    host_sync::end_apply(ctx.lock, store, record, end)?;
-    report.host = Some(classify(ctx.lock, ctx.helper, store, options)?);
+    host_sync::end_apply(shared.lock, store, record, end)?;
+    report.host = Some(classify(shared.lock, shared.helper, store, options)?);
     Ok(())
 }

@@ -1,10 +1,12 @@
-//! The writes of an apply, once the preflight let every GPU through: the destroys and the mode
-//! (one batch per GPU), the resets that complete pending mode changes, then per GPU a new plan
-//! from what the card says now (only creates may remain), the creates, and the read-back.
+//! The writes of an apply, once the preflight let every GPU through, each GPU side by side with
+//! the others: its destroys and mode (one batch), then the resets that complete the pending mode
+//! changes (together, in one window), then per GPU a new plan from what the card says now (only
+//! creates may remain), the creates, and the read-back. A GPU that fails stops alone: the others
+//! go on, and the report says which stopped and why.
 
 use super::Progress;
-use super::ctx::{Ctx, Stop};
-use super::reset::{ResetWith, reset_one};
+use super::ctx::{Ctx, Shared, Stop, fan_out};
+use super::reset::{ResetWith, reset_batch};
 use crate::plan::{CardPlan, plan};
 use crate::report::{ApplyReason, ApplyReport, GpuReport};
 use crate::select::Wanted;
@@ -31,6 +33,8 @@ pub(super) struct Gpu {
     /// What the GPU is declared to be, as far as the last plan of it decided (the placements
     /// once a plan chose them).
     pub declared: DeclaredGpu,
+    /// Why it stopped, once it did (the apply's other GPUs go on).
+    pub stop: Option<Stop>,
 }
 
 impl Gpu {
@@ -62,16 +66,21 @@ impl Gpu {
 }
 
 /// Runs a batch of steps on one GPU with a deadline that grows with the batch; records each
-/// step's result; a refused step, or a run that gave no answer, stops the apply.
-fn run_batch(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu, steps: Vec<Step>) -> Result<ApplyAnswer, Stop> {
+/// step's result; a refused step, or a run that gave no answer, stops the GPU.
+fn run_batch(
+    shared: &Shared<'_>,
+    say: &dyn Fn(Progress),
+    gpu: &mut Gpu,
+    steps: Vec<Step>,
+) -> Result<ApplyAnswer, Stop> {
     let device = gpu.report.device;
-    ctx.go_on(&format!("the next steps on {device}"))?;
+    shared.go_on(&format!("the next steps on {device}"))?;
     let count = u32::try_from(steps.len()).unwrap_or(u32::MAX);
-    let deadline = ctx.helper.config().deadline + STEP_DEADLINE.saturating_mul(count);
-    let batch = Helper::new(ctx.helper.config().clone().deadline(deadline));
+    let deadline = shared.helper.config().deadline + STEP_DEADLINE.saturating_mul(count);
+    let batch = Helper::new(shared.helper.config().clone().deadline(deadline));
     let request = ApplyRequest::new(steps);
     let answer = batch
-        .apply(ctx.lock, device, ctx.format, &request)
+        .apply(shared.lock, device, shared.format, &request)
         .map_err(|failure| {
             Stop::failed(
                 ApplyReason::StepRefused,
@@ -83,7 +92,7 @@ fn run_batch(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu, steps: Vec<Step>) -> Result<A
         if let StepOutcome::Refused { .. } = result.outcome {
             refused.get_or_insert_with(|| format!("{device}: {result}"));
         }
-        ctx.say(Progress::Step {
+        say(Progress::Step {
             device,
             step: result.clone(),
         });
@@ -96,73 +105,122 @@ fn run_batch(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu, steps: Vec<Step>) -> Result<A
     }
 }
 
-/// The destroys and the mode of every GPU, the resets, then the creates and read-back.
+/// The writes, GPU by GPU side by side: each GPU's destroys and mode (one batch per GPU); the
+/// resets that complete pending mode changes, together; then each GPU's creates and read-back.
+/// A GPU that stops keeps its [`Gpu::stop`]; the others go on.
 pub(super) fn run(
     ctx: &mut Ctx<'_, '_>,
     reset: &mut ResetWith<'_>,
     cards: &mut [Gpu],
     report: &mut ApplyReport,
-) -> Result<(), Stop> {
-    for gpu in cards.iter_mut() {
-        let Ok(planned) = plan(&gpu.reply, &gpu.wanted.want) else {
-            continue;
-        };
-        let steps = planned.first_batch();
-        if steps.is_empty() {
-            continue;
+) {
+    let first = fan_out(
+        ctx,
+        cards,
+        |gpu| gpu.stop.is_none(),
+        |shared, say, gpu| first_batch(shared, say, gpu),
+    );
+    keep_stops(cards, first);
+    resets(ctx, reset, cards, report);
+    let last = fan_out(
+        ctx,
+        cards,
+        |gpu| gpu.stop.is_none(),
+        |shared, say, gpu| finish(shared, say, gpu),
+    );
+    keep_stops(cards, last);
+}
+
+/// Each GPU's `Err` kept as its stop.
+fn keep_stops(cards: &mut [Gpu], results: Vec<Option<Result<(), Stop>>>) {
+    for (gpu, result) in cards.iter_mut().zip(results) {
+        if let Some(Err(stop)) = result {
+            gpu.stop = Some(stop);
         }
-        let answer = run_batch(ctx, gpu, steps)?;
-        let pending = answer
-            .results
-            .iter()
-            .any(|result| matches!(result.outcome, StepOutcome::Done { pending: true, .. }));
-        gpu.needs_reset = gpu.needs_reset || pending;
     }
-    resets(ctx, reset, cards, report)?;
-    for gpu in cards.iter_mut() {
-        finish(ctx, gpu)?;
+}
+
+/// The GPU's destroys and its mode change, in one batch; whether its change is pending.
+fn first_batch(shared: &Shared<'_>, say: &dyn Fn(Progress), gpu: &mut Gpu) -> Result<(), Stop> {
+    let Ok(planned) = plan(&gpu.reply, &gpu.wanted.want) else {
+        return Ok(());
+    };
+    let steps = planned.first_batch();
+    if steps.is_empty() {
+        return Ok(());
     }
+    let answer = run_batch(shared, say, gpu, steps)?;
+    let pending = answer
+        .results
+        .iter()
+        .any(|result| matches!(result.outcome, StepOutcome::Done { pending: true, .. }));
+    gpu.needs_reset = gpu.needs_reset || pending;
     Ok(())
 }
 
-/// Each GPU still holding its mode change pending gets one reset (a peer's may have done it),
-/// and every GPU of the apply the reset touched is read again.
+/// The GPUs still holding their mode change pending get one reset between them
+/// ([`reset_batch`]); every GPU of the apply the reset touched is read again, and each whose
+/// mode is still not as wanted stops.
 fn resets(
     ctx: &mut Ctx<'_, '_>,
     with: &mut ResetWith<'_>,
     cards: &mut [Gpu],
     report: &mut ApplyReport,
-) -> Result<(), Stop> {
+) {
     let in_apply: Vec<Bdf> = cards.iter().map(|gpu| gpu.report.device).collect();
-    for at in 0..cards.len() {
-        let Some(gpu) = cards.get(at) else {
+    let due: Vec<Bdf> = cards
+        .iter()
+        .filter(|gpu| gpu.stop.is_none() && gpu.needs_reset)
+        .filter(|gpu| Card::of(&gpu.reply).map_or(true, |card| card.pending.is_some()))
+        .map(|gpu| gpu.report.device)
+        .collect();
+    if due.is_empty() {
+        return;
+    }
+    let ended = reset_batch(ctx, with, &due, &in_apply, &mut report.resets);
+    // The touched GPUs read again, side by side: those reset and the apply's others the
+    // group took with them.
+    let touched: Vec<Bdf> = in_apply
+        .iter()
+        .copied()
+        .filter(|device| ended.touched.contains(device))
+        .collect();
+    let reads = ctx.shared.reread(&touched, "after the reset");
+    for (device, read) in touched.iter().zip(reads) {
+        let Some(gpu) = cards.iter_mut().find(|gpu| gpu.report.device == *device) else {
             continue;
         };
-        let device = gpu.report.device;
-        let enabled = gpu.wanted.want.enabled;
-        let pending = Card::of(&gpu.reply).map_or(true, |card| card.pending.is_some());
-        if !gpu.needs_reset || !pending {
+        if gpu.stop.is_some() {
             continue;
         }
-        ctx.go_on(&format!("the warm reset of {device}"))?;
-        ctx.say(Progress::Resetting { device });
-        let done = reset_one(ctx, with, device, &in_apply, &mut report.resets)?;
-        for other in cards.iter_mut() {
-            let touched = done.verified.contains(&other.report.device);
-            if touched || other.report.device == device {
-                other.reply = ctx.reread(other.report.device, "after the reset")?;
-            }
+        match read {
+            Ok(reply) => gpu.reply = reply,
+            Err(stop) => gpu.stop = Some(stop),
         }
-        let card = cards
-            .get(at)
-            .map(|gpu| Card::of(&gpu.reply))
-            .transpose()
-            .map_err(|unreadable| {
-                Stop::failed(ApplyReason::GpuUnreadable, unreadable.to_string())
-            })?;
-        if let Some(card) = card {
-            if card.pending.is_some() || card.current != enabled {
-                return Err(Stop::failed(
+    }
+    for gpu in cards.iter_mut() {
+        let device = gpu.report.device;
+        if let Some(stop) = ended
+            .stops
+            .iter()
+            .find(|(at, _)| *at == device)
+            .map(|(_, stop)| stop)
+        {
+            gpu.stop.get_or_insert_with(|| stop.clone());
+            continue;
+        }
+        if gpu.stop.is_some() || !due.contains(&device) {
+            continue;
+        }
+        match Card::of(&gpu.reply) {
+            Err(unreadable) => {
+                gpu.stop = Some(Stop::failed(
+                    ApplyReason::GpuUnreadable,
+                    unreadable.to_string(),
+                ));
+            }
+            Ok(card) if card.pending.is_some() || card.current != gpu.wanted.want.enabled => {
+                gpu.stop = Some(Stop::failed(
                     ApplyReason::ModePending,
                     format!(
                         "{device}: MIG is still {} after the reset; the mode change did not \
@@ -171,14 +229,14 @@ fn resets(
                     ),
                 ));
             }
+            Ok(_) => {}
         }
     }
-    Ok(())
 }
 
 /// Plans the GPU again from what it says now: only creates may remain. Creates them, then
 /// reads back.
-fn finish(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu) -> Result<(), Stop> {
+fn finish(shared: &Shared<'_>, say: &dyn Fn(Progress), gpu: &mut Gpu) -> Result<(), Stop> {
     let device = gpu.report.device;
     let planned = plan(&gpu.reply, &gpu.wanted.want)
         .map_err(|impossible| Stop::failed(ApplyReason::LayoutImpossible, impossible.message))?;
@@ -207,7 +265,7 @@ fn finish(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu) -> Result<(), Stop> {
     if let Ok(card) = Card::of(&gpu.reply) {
         gpu.decided(&planned, &card);
     }
-    create(ctx, gpu, &planned)?;
+    create(shared, say, gpu, &planned)?;
     // The read-back: what the layout wants, at the placements the plan chose.
     let placed = gpu.wanted.want.clone().placed(planned.target.clone());
     let differences = differences(&gpu.reply, &placed);
@@ -220,17 +278,22 @@ fn finish(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu) -> Result<(), Stop> {
         gpu.report.differences = differences;
         return Err(Stop::failed(ApplyReason::ReadBackDiffers, detail));
     }
-    ctx.say(Progress::ReadBack { device });
+    say(Progress::ReadBack { device });
     Ok(())
 }
 
 /// Creates the plan's GPU instances, then their compute instances and those kept instances
 /// lack.
-fn create(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu, planned: &CardPlan) -> Result<(), Stop> {
+fn create(
+    shared: &Shared<'_>,
+    say: &dyn Fn(Progress),
+    gpu: &mut Gpu,
+    planned: &CardPlan,
+) -> Result<(), Stop> {
     let mut created = Vec::new();
     let steps = planned.create_batch();
     if !steps.is_empty() {
-        let answer = run_batch(ctx, gpu, steps)?;
+        let answer = run_batch(shared, say, gpu, steps)?;
         created = answer
             .results
             .iter()
@@ -255,7 +318,7 @@ fn create(ctx: &mut Ctx<'_, '_>, gpu: &mut Gpu, planned: &CardPlan) -> Result<()
     }
     let steps = planned.compute_batch(&created);
     if !steps.is_empty() {
-        run_batch(ctx, gpu, steps)?;
+        run_batch(shared, say, gpu, steps)?;
     }
     Ok(())
 }

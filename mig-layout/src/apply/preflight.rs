@@ -50,7 +50,10 @@ pub(super) fn preflight(
     let mut refusal: Option<(ApplyReason, String)> = None;
     let mut impossible_first: Option<Impossible> = None;
     let mut warnings = Vec::new();
-    for wanted in wanted {
+    // Every card read side by side (the helper's fan-out), then each planned in index order.
+    let devices: Vec<Bdf> = wanted.iter().map(|w| w.gpu.bdf).collect();
+    let reads = helper.read_all(lock, &devices, format);
+    for (wanted, read) in wanted.into_iter().zip(reads) {
         let device = wanted.gpu.bdf;
         let mut report = GpuReport {
             device,
@@ -59,8 +62,10 @@ pub(super) fn preflight(
             plan: Vec::new(),
             steps: Vec::new(),
             differences: Vec::new(),
+            outcome: None,
+            detail: None,
         };
-        let reply = match helper.read_reply(lock, device, format) {
+        let reply = match read.into_reply() {
             Ok(reply) => reply,
             Err(failure) => {
                 refusal.get_or_insert_with(|| read_refusal(&wanted.gpu, &failure));
@@ -114,6 +119,7 @@ pub(super) fn preflight(
                     needs_reset: planned.reset,
                     board,
                     first: planned,
+                    stop: None,
                 };
                 if let Some(card) = &card {
                     let planned = gpu.first.clone();

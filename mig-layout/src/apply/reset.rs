@@ -1,6 +1,7 @@
-//! Completing a mode change the card holds pending: a warm reset of that GPU (with the NVLink
-//! peers the nvidia method takes with it) through `warm-reset`, under the apply's host lock —
-//! its preflight, window, journal and verification — never a reset of every GPU.
+//! Completing the mode changes the cards hold pending: warm resets of those GPUs (with the
+//! NVLink peers the nvidia method takes with them) through `warm-reset`, under the apply's host
+//! lock — its preflight, window, journal and verification — in one command and one window for
+//! them all, never a reset of a GPU that needs none.
 //!
 //! Before the reset: a reset still in flight in the journal (a run killed inside its window) is
 //! waited out on the apply's clock — warm-reset says how long its window has left
@@ -11,7 +12,7 @@
 //! reset (they would be lost).
 
 use super::Progress;
-use super::ctx::{Ctx, Stop};
+use super::ctx::{Ctx, Shared, Stop};
 use crate::report::{ApplyOutcome, ApplyReason};
 use gpu_host_probe::HostLock;
 use gpu_partition_types::Bdf;
@@ -70,72 +71,228 @@ fn wait_out_in_flight(
     Ok(Some(left))
 }
 
-/// Runs the nvidia method's machine on `device` under `lock`: a dry run when `dry_run`.
+/// Runs the nvidia method's machine on `devices` (one command for them all) under `lock`: a
+/// dry run when `dry_run`.
 fn run(
     lock: &HostLock,
     with: &mut ResetWith<'_>,
-    device: Bdf,
+    devices: &[Bdf],
     dry_run: bool,
 ) -> Result<ResetReport, ExecuteError> {
-    let mut config = MachineConfig::new(&device.to_string()).method(Method::Nvidia);
+    let ids: Vec<String> = devices.iter().map(ToString::to_string).collect();
+    let mut config = MachineConfig::new(&ids.join(",")).method(Method::Nvidia);
     config.window = with.window;
     config.dry_run = dry_run;
     let clock = with.clock.unwrap_or(&*SYSTEM);
     execute(ResetRun::under(&config, lock, &mut *with.backend).clock(clock))
 }
 
-/// Completes `device`'s pending mode change with a warm reset: an in-flight reset waited out,
-/// a dry run naming the group, a peer outside the apply that carries instances refused, then
-/// the reset (its report kept in `resets`, however it ended).
-pub(super) fn reset_one(
+/// How a batch of resets ended: the GPUs it touched (reset, or verified after an earlier
+/// run's reset), to read again; and each GPU of the batch that stops, with why.
+pub(super) struct BatchEnd {
+    pub touched: Vec<Bdf>,
+    pub stops: Vec<(Bdf, Stop)>,
+}
+
+/// Completes the pending mode changes of `due` with warm resets, together: an earlier run's
+/// reset still in flight is waited out and verified (a GPU it completed needs no other);
+/// each GPU is preflighted on its own (a dry run naming its group: a GPU whose reset is
+/// blocked, or would take an NVLink peer the apply does not name that carries instances,
+/// stops alone); the rest are reset in one command, in one window, each verified on its own —
+/// one the verification does not find back needs a cold reboot, the others go on. Every reset
+/// report is kept in `resets`.
+pub(super) fn reset_batch(
     ctx: &mut Ctx<'_, '_>,
     with: &mut ResetWith<'_>,
-    device: Bdf,
+    due: &[Bdf],
     in_apply: &[Bdf],
     resets: &mut Vec<ResetReport>,
-) -> Result<ResetReport, Stop> {
-    let machine = |error: ExecuteError| {
-        Stop::failed(
-            ApplyReason::ResetBlocked,
-            format!(
-                "{device}: the warm reset could not run: {}",
-                gpu_host_probe::chain::Chain(&error)
-            ),
+) -> BatchEnd {
+    let mut end = BatchEnd {
+        touched: Vec::new(),
+        stops: Vec::new(),
+    };
+    let machine = |error: &ExecuteError| {
+        format!(
+            "the warm reset could not run: {}",
+            gpu_host_probe::chain::Chain(error)
         )
     };
-    if let Some(waited) = wait_out_in_flight(ctx.lock, with.clock()).map_err(machine)? {
-        ctx.say(Progress::WaitedForEarlierReset { device, waited });
-        // The machine verifies the earlier reset and closes its record; when that reset (a
-        // killed run's) already completed the mode change, there is nothing left to reset.
-        let verified = run(ctx.lock, with, device, false).map_err(machine)?;
-        let reply = ctx.reread(device, "after an earlier reset")?;
-        if matches!(verified.outcome, ResetOutcome::Done)
-            && Card::of(&reply).is_ok_and(|card| card.pending.is_none())
-        {
-            ctx.say(Progress::EarlierResetCompleted { device });
-            resets.push(verified.clone());
-            return Ok(verified);
+    let stop_all = |end: &mut BatchEnd, devices: &[Bdf], stop: &dyn Fn(Bdf) -> Stop| {
+        for device in devices {
+            end.stops.push((*device, stop(*device)));
+        }
+    };
+    let mut due: Vec<Bdf> = due.to_vec();
+    let lock = ctx.shared.lock;
+    // An earlier run's reset still in its window: waited out, then verified by the machine.
+    match wait_out_in_flight(lock, with.clock()) {
+        Err(error) => {
+            let detail = machine(&error);
+            stop_all(&mut end, &due, &|device| {
+                Stop::failed(ApplyReason::ResetBlocked, format!("{device}: {detail}"))
+            });
+            return end;
+        }
+        Ok(None) => {}
+        Ok(Some(waited)) => {
+            for device in &due {
+                ctx.say(Progress::WaitedForEarlierReset {
+                    device: *device,
+                    waited,
+                });
+            }
+            match run(lock, with, &due, false) {
+                Err(error) => {
+                    let detail = machine(&error);
+                    stop_all(&mut end, &due, &|device| {
+                        Stop::failed(ApplyReason::ResetBlocked, format!("{device}: {detail}"))
+                    });
+                    return end;
+                }
+                Ok(verified) => {
+                    let done = matches!(verified.outcome, ResetOutcome::Done);
+                    resets.push(verified);
+                    if done {
+                        let reads = ctx.shared.reread(&due, "after an earlier reset");
+                        let mut still = Vec::new();
+                        for (device, read) in due.iter().zip(reads) {
+                            match read {
+                                Ok(reply)
+                                    if Card::of(&reply).is_ok_and(|c| c.pending.is_none()) =>
+                                {
+                                    ctx.say(Progress::EarlierResetCompleted { device: *device });
+                                    end.touched.push(*device);
+                                }
+                                _ => still.push(*device),
+                            }
+                        }
+                        due = still;
+                    }
+                }
+            }
         }
     }
-    let dry = run(ctx.lock, with, device, true).map_err(machine)?;
-    if let ResetOutcome::Blocked(reason) = dry.outcome {
-        return Err(Stop::failed(
-            ApplyReason::ResetBlocked,
-            format!(
-                "{device}: the warm reset is blocked ({reason}): {}",
-                dry.detail
-            ),
-        ));
+    // Each GPU preflighted alone: its group, and the peers it would take with it.
+    let mut batch = Vec::new();
+    for device in &due {
+        let dry = match run(lock, with, &[*device], true) {
+            Ok(dry) => dry,
+            Err(error) => {
+                end.stops.push((
+                    *device,
+                    Stop::failed(
+                        ApplyReason::ResetBlocked,
+                        format!("{device}: {}", machine(&error)),
+                    ),
+                ));
+                continue;
+            }
+        };
+        if let ResetOutcome::Blocked(reason) = dry.outcome {
+            end.stops.push((
+                *device,
+                Stop::failed(
+                    ApplyReason::ResetBlocked,
+                    format!(
+                        "{device}: the warm reset is blocked ({reason}): {}",
+                        dry.detail
+                    ),
+                ),
+            ));
+            continue;
+        }
+        if let Some(refusal) = busy_peer(&ctx.shared, *device, &dry.verified, in_apply) {
+            end.stops.push((*device, refusal));
+            continue;
+        }
+        batch.push(*device);
     }
-    for peer in dry.verified.iter().filter(|peer| !in_apply.contains(peer)) {
-        let carries = ctx
+    if batch.is_empty() {
+        return end;
+    }
+    if let Err(stop) = ctx.shared.go_on("the warm reset") {
+        stop_all(&mut end, &batch, &|_| stop.clone());
+        return end;
+    }
+    for device in &batch {
+        ctx.say(Progress::Resetting { device: *device });
+    }
+    let done = match run(lock, with, &batch, false) {
+        Ok(done) => done,
+        Err(error) => {
+            let detail = machine(&error);
+            stop_all(&mut end, &batch, &|device| {
+                Stop::failed(ApplyReason::ResetBlocked, format!("{device}: {detail}"))
+            });
+            return end;
+        }
+    };
+    for device in &batch {
+        ctx.say(Progress::Reset {
+            device: *device,
+            outcome: done.outcome,
+        });
+    }
+    match done.outcome {
+        ResetOutcome::Done | ResetOutcome::DryRun => {
+            end.touched.extend(done.verified.iter().copied())
+        }
+        ResetOutcome::Blocked(reason) => stop_all(&mut end, &batch, &|device| {
+            Stop::failed(
+                ApplyReason::ResetBlocked,
+                format!(
+                    "{device}: the warm reset is blocked ({reason}): {}",
+                    done.detail
+                ),
+            )
+        }),
+        ResetOutcome::ColdRebootRequired(reason) => {
+            // Where the verification tells the GPUs apart, only those not back need the cold
+            // reboot; the others of the group are back and go on.
+            let lost: Vec<Bdf> = if done.not_back.is_empty() {
+                done.verified.clone()
+            } else {
+                done.not_back.clone()
+            };
+            for device in &batch {
+                if lost.contains(device) {
+                    end.stops.push((
+                        *device,
+                        Stop {
+                            outcome: ApplyOutcome::ColdRebootRequired(reason),
+                            detail: format!(
+                                "{device}: the warm reset did not work ({reason}): {}",
+                                done.detail
+                            ),
+                        },
+                    ));
+                }
+            }
+            end.touched.extend(
+                done.verified
+                    .iter()
+                    .filter(|device| !lost.contains(device))
+                    .copied(),
+            );
+        }
+    }
+    resets.push(done);
+    end
+}
+
+/// The refusal of `device`'s reset when its group takes an NVLink peer the apply does not name
+/// that carries GPU instances (they would be lost), or that could not be read.
+fn busy_peer(shared: &Shared<'_>, device: Bdf, group: &[Bdf], in_apply: &[Bdf]) -> Option<Stop> {
+    for peer in group.iter().filter(|peer| !in_apply.contains(peer)) {
+        let carries = shared
             .helper
-            .read_reply(ctx.lock, *peer, ctx.format)
+            .read_reply(shared.lock, *peer, shared.format)
             .ok()
             .and_then(|reply| Card::of(&reply).ok())
             .map(|card| card.instances.len());
         if carries != Some(0) {
-            return Err(Stop::failed(
+            return Some(Stop::failed(
                 ApplyReason::ResetBlocked,
                 format!(
                     "{device}: its reset also resets its NVLink peer {peer}, which the layout \
@@ -148,27 +305,5 @@ pub(super) fn reset_one(
             ));
         }
     }
-    let done = run(ctx.lock, with, device, false).map_err(machine)?;
-    ctx.say(Progress::Reset {
-        device,
-        outcome: done.outcome,
-    });
-    resets.push(done.clone());
-    match done.outcome {
-        ResetOutcome::Done | ResetOutcome::DryRun => Ok(done),
-        ResetOutcome::Blocked(reason) => Err(Stop::failed(
-            ApplyReason::ResetBlocked,
-            format!(
-                "{device}: the warm reset is blocked ({reason}): {}",
-                done.detail
-            ),
-        )),
-        ResetOutcome::ColdRebootRequired(reason) => Err(Stop {
-            outcome: ApplyOutcome::ColdRebootRequired(reason),
-            detail: format!(
-                "{device}: the warm reset did not work ({reason}): {}",
-                done.detail
-            ),
-        }),
-    }
+    None
 }

@@ -90,11 +90,22 @@ fn blocked(refusal: Refusal) -> Transition {
 }
 
 fn cold(reason: ColdRebootReason, detail: impl Into<String>, target: Target) -> Transition {
+    cold_not_back(reason, detail, target, Vec::new())
+}
+
+/// A cold reboot for the devices `not_back` of the group (all of it when empty).
+fn cold_not_back(
+    reason: ColdRebootReason,
+    detail: impl Into<String>,
+    target: Target,
+    not_back: Vec<gpu_partition_types::Bdf>,
+) -> Transition {
     Ok((
         State::ColdRebootRequired {
             reason,
             detail: detail.into(),
             target,
+            not_back,
         },
         vec![Action::CloseJournal],
     ))

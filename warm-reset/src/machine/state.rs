@@ -77,6 +77,9 @@ pub enum State {
         detail: String,
         /// The group.
         target: Target,
+        /// The devices of the group the verification found not back (empty: the group as a
+        /// whole, or the cold reboot is not for a verification).
+        not_back: Vec<gpu_partition_types::Bdf>,
     },
 }
 

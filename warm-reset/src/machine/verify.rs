@@ -3,7 +3,7 @@
 
 use super::event::Action;
 use super::state::State;
-use super::{MachineConfig, Transition, cold};
+use super::{MachineConfig, Transition, cold_not_back};
 use crate::backend::Back;
 use crate::target::Target;
 use std::time::Duration;
@@ -30,7 +30,9 @@ pub(super) fn back(
                 super::warned(warnings, read),
             ))
         }
-        Back::Wrong(not_back) => cold(not_back.reason, not_back.detail, target),
+        Back::Wrong(not_back) => {
+            cold_not_back(not_back.reason, not_back.detail, target, not_back.devices)
+        }
         Back::NotYet(_) if now + wait <= deadline => Ok((
             State::Verifying {
                 target,
@@ -39,6 +41,8 @@ pub(super) fn back(
             },
             vec![Action::Wait(wait)],
         )),
-        Back::NotYet(not_back) => cold(not_back.reason, not_back.detail, target),
+        Back::NotYet(not_back) => {
+            cold_not_back(not_back.reason, not_back.detail, target, not_back.devices)
+        }
     }
 }

@@ -75,21 +75,35 @@ fn facts(target: &Target) -> Result<&NvidiaTarget, BackendError> {
 
 /// The GPUs an ID names, as `nvidia-smi -i` reads it: `all`, an index, a bus ID (any form), a
 /// UUID (any case, with or without `GPU-`).
+/// The GPUs `id` names: `all`, or one or more (comma-separated) indices, bus IDs or UUIDs, as
+/// `nvidia-smi -i` takes them. An ID that names none makes the whole list name none.
 fn named(id: &str, gpus: &[NvidiaGpu]) -> Vec<NvidiaGpu> {
     let id = id.trim();
     if id.eq_ignore_ascii_case("all") {
         return gpus.to_vec();
     }
-    let bdf = nvidia_smi::parse_bus_id(id);
     let bare = |uuid: &str| uuid.trim_start_matches("GPU-").to_ascii_lowercase();
-    gpus.iter()
-        .filter(|gpu| {
-            id.parse::<u32>().ok() == Some(gpu.index)
-                || bdf == Some(gpu.bdf)
-                || bare(&gpu.uuid) == bare(id)
-        })
-        .cloned()
-        .collect()
+    let mut named: Vec<NvidiaGpu> = Vec::new();
+    for one in id.split(',').map(str::trim) {
+        let bdf = nvidia_smi::parse_bus_id(one);
+        let found: Vec<&NvidiaGpu> = gpus
+            .iter()
+            .filter(|gpu| {
+                one.parse::<u32>().ok() == Some(gpu.index)
+                    || bdf == Some(gpu.bdf)
+                    || bare(&gpu.uuid) == bare(one)
+            })
+            .collect();
+        if found.is_empty() {
+            return Vec::new();
+        }
+        for gpu in found {
+            if !named.contains(gpu) {
+                named.push(gpu.clone());
+            }
+        }
+    }
+    named
 }
 
 impl<H: NvidiaHost> NvidiaBackend<H> {
@@ -284,10 +298,19 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
             ));
         }
         if !missing.is_empty() {
-            return Back::NotYet(NotBack::new(
-                ColdRebootReason::GpuMissing,
-                format!("not listed: {}", missing.join(", ")),
-            ));
+            let devices = nvidia
+                .group
+                .iter()
+                .filter(|before| !gpus.iter().any(|gpu| gpu.uuid == before.uuid))
+                .map(|before| before.bdf)
+                .collect();
+            return Back::NotYet(
+                NotBack::new(
+                    ColdRebootReason::GpuMissing,
+                    format!("not listed: {}", missing.join(", ")),
+                )
+                .devices(devices),
+            );
         }
         Back::Yes {
             warnings: Vec::new(),
