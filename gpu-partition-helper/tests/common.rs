@@ -2,7 +2,6 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 pub fn helper() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_gpu-partition-helper"))
@@ -10,23 +9,6 @@ pub fn helper() -> PathBuf {
 
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
-}
-
-/// `mxctl`, built beside this package's binary (`cargo test --workspace` builds it; a test run
-/// of this package alone builds it here).
-pub fn mxctl() -> PathBuf {
-    let path = helper().with_file_name("mxctl");
-    if !path.exists() {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "-p", "mxctl", "--manifest-path"])
-            .arg(manifest)
-            .status()
-            .unwrap();
-        assert!(status.success(), "cannot build mxctl");
-    }
-    path
 }
 
 /// A two-line wrapper that runs the helper in fixture mode: the probe clears the environment,
@@ -46,4 +28,28 @@ pub fn wrapper(dir: &Path, page_size: Option<usize>) -> PathBuf {
     )
     .unwrap();
     path
+}
+
+/// What `mxctl reply check --json --device DEVICE` says of a reply, made in-process by the
+/// reader it calls (`gpu_partition_types::Reply::from_json`): `accepted`, and the `outcome`,
+/// `partition_mode`, `lost` and `unknown` of an accepted reply, or the `error` of a refused
+/// one.
+pub fn check(reply: &[u8], device: &str) -> serde_json::Value {
+    let device: gpu_partition_types::Bdf = device.parse().unwrap();
+    match gpu_partition_types::Reply::from_json(reply, Some(&device)) {
+        Ok(reply) => {
+            let outcome = reply.outcome();
+            serde_json::json!({
+                "accepted": true,
+                "outcome": outcome.case(),
+                "partition_mode": outcome.partition_mode(),
+                "lost": reply.lost().iter().map(|m| m.pointer.to_string()).collect::<Vec<_>>(),
+                "unknown": reply.unknown().iter().map(ToString::to_string).collect::<Vec<_>>(),
+            })
+        }
+        Err(refused) => serde_json::json!({
+            "accepted": false,
+            "error": {"pointer": refused.pointer.to_string(), "message": refused.to_string()},
+        }),
+    }
 }

@@ -47,7 +47,7 @@ impl Card {
     }
 }
 
-/// `mxctl reply check --json --device DEVICE` on the helper's output.
+/// What `mxctl reply check` says of the helper's output (made in-process, [`common::check`]).
 fn check(output: &Output, device: &str) -> serde_json::Value {
     assert!(
         output.status.success(),
@@ -55,23 +55,7 @@ fn check(output: &Output, device: &str) -> serde_json::Value {
         output.status,
         String::from_utf8_lossy(&output.stderr)
     );
-    let dir = tempfile::tempdir().unwrap();
-    let reply = dir.path().join("reply.json");
-    std::fs::write(&reply, &output.stdout).unwrap();
-    let checked = Command::new(common::mxctl())
-        .args([
-            "--config",
-            "/dev/null",
-            "--json",
-            "reply",
-            "check",
-            "--device",
-            device,
-        ])
-        .arg(&reply)
-        .output()
-        .unwrap();
-    serde_json::from_slice(&checked.stdout).unwrap()
+    common::check(&output.stdout, device)
 }
 
 fn reply_json(output: &Output) -> serde_json::Value {

@@ -10,7 +10,9 @@ use gpu_partition_types::{Bdf, Outcome, PartitionMode, UnreadableReason};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-const DEADLINE: Duration = Duration::from_millis(300);
+/// Long enough that a helper that answers never meets it on a loaded machine; the tests of a
+/// hang meet it by construction.
+const DEADLINE: Duration = Duration::from_secs(2);
 
 fn card(n: u8) -> Bdf {
     format!("0000:{n:02x}:00.0").parse().unwrap()
@@ -19,20 +21,13 @@ fn card(n: u8) -> Bdf {
 fn probe(helper: &Path, cards: &[Bdf]) -> Vec<CardRead> {
     let helper = Helper::new(HelperConfig::new(helper).deadline(DEADLINE));
     let state = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let reads = helper
+    helper
         .probe(
             &gpu_host_probe::test_util::isolated_host(state.path()),
             cards,
             Duration::ZERO,
         )
-        .unwrap();
-    assert!(
-        started.elapsed() < DEADLINE * 2 + Duration::from_millis(500) + Duration::from_secs(1),
-        "took {:?}",
-        started.elapsed()
-    );
-    reads
+        .unwrap()
 }
 
 fn reason(read: &CardRead) -> Option<String> {
@@ -68,8 +63,9 @@ fn a_helper_that_hangs_is_a_timeout() {
         &v1(),
         &format!("echo $$ > {}; exec sleep 60", pidfile.display()),
     ));
+    // Were it not ended at its deadline, it would answer nothing for a minute: a timeout
+    // either way, but then it would still be running.
     assert_eq!(reason(&read).as_deref(), Some("timeout"));
-    assert!(read.elapsed < DEADLINE + Duration::from_secs(1));
     assert!(gone(pid_in(&pidfile)));
 }
 
@@ -79,17 +75,13 @@ fn a_helper_that_ignores_sigterm_and_leaves_a_grandchild_on_stdout_is_a_timeout_
     let dir = tempfile::tempdir().unwrap();
     let (me, kid) = (dir.path().join("me"), dir.path().join("kid"));
     let body = format!(
-        "trap '' TERM; echo $$ > {}; (trap '' TERM; while :; do sleep 0.05; done) & echo $! > {}; while :; do sleep 0.05; done",
+        // Each ends by itself after 30 s: a kill that never came fails the test, never hangs it.
+        "trap '' TERM; echo $$ > {}; (trap '' TERM; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done) & echo $! > {}; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done",
         me.display(),
         kid.display()
     );
     let read = one(&helper(dir.path(), &v1(), &body));
     assert_eq!(reason(&read).as_deref(), Some("timeout"));
-    assert!(
-        read.elapsed < DEADLINE + Duration::from_secs(1),
-        "{:?}",
-        read.elapsed
-    );
     assert!(gone(pid_in(&me)), "helper left behind");
     assert!(gone(pid_in(&kid)), "grandchild left behind");
 }
@@ -274,16 +266,19 @@ fn one_hanging_card_costs_only_that_card() {
 #[test]
 fn cards_are_read_at_once_not_one_after_another() {
     let dir = tempfile::tempdir().unwrap();
-    let body = r#"sleep 0.2; printf '%s\n' "$reply""#;
-    let helper = helper(dir.path(), &v1(), body);
-    let started = Instant::now();
+    // Each read waits until two reads have begun: read one after another, the first would wait
+    // for a second that never begins, and meet its deadline (a timeout, not a reply).
+    let starts = dir.path().join("starts");
+    let body = format!(
+        r#"echo start >> {starts}; i=0; while [ "$(wc -l < {starts})" -lt 2 ] && [ $i -lt 3000 ]; do sleep 0.01; i=$((i+1)); done; printf '%s\n' "$reply""#,
+        starts = starts.display()
+    );
+    let helper = helper(dir.path(), &v1(), &body);
     let reads = probe(&helper, &(1..=8).map(card).collect::<Vec<_>>());
-    assert!(reads.iter().all(|read| read.outcome.reason().is_none()));
-    // Eight reads of 200 ms one after another would take 1.6 s.
     assert!(
-        started.elapsed() < Duration::from_millis(1200),
+        reads.iter().all(|read| read.outcome.reason().is_none()),
         "{:?}",
-        started.elapsed()
+        reads.iter().map(reason).collect::<Vec<_>>()
     );
 }
 
@@ -331,7 +326,7 @@ fn a_timeout_says_what_did_not_answer_and_within_what() {
     assert_eq!(reason(&read).as_deref(), Some("timeout"));
     let message = read.message.unwrap();
     assert!(
-        message.contains("read --device 0000:3b:00.0 did not answer within 300ms"),
+        message.contains("read --device 0000:3b:00.0 did not answer within 2s"),
         "{message}"
     );
 }

@@ -152,7 +152,7 @@ fn a_helper_dies_with_the_mxctl_that_started_it_so_no_write_outlives_its_run() {
             break pid;
         }
         assert!(
-            waited.elapsed() < Duration::from_secs(10),
+            waited.elapsed() < Duration::from_secs(120),
             "the helper never started"
         );
         std::thread::sleep(Duration::from_millis(10));
@@ -164,7 +164,7 @@ fn a_helper_dies_with_the_mxctl_that_started_it_so_no_write_outlives_its_run() {
             .is_ok_and(|stat| !stat.contains(") Z "))
     };
     let killed = Instant::now();
-    while alive(pid) && killed.elapsed() < Duration::from_secs(5) {
+    while alive(pid) && killed.elapsed() < Duration::from_secs(120) {
         std::thread::sleep(Duration::from_millis(10));
     }
     assert!(

@@ -498,7 +498,7 @@ fn while_a_layout_is_applied_the_host_is_entering_with_layout_applying() {
         .unwrap();
     let started = std::time::Instant::now();
     let mut seen = None;
-    while started.elapsed() < std::time::Duration::from_secs(20) {
+    while started.elapsed() < std::time::Duration::from_secs(120) {
         let status = host.status();
         if status["reason"] == "layout_applying" {
             seen = Some(status);
@@ -598,7 +598,7 @@ fn a_rerun_after_a_run_killed_inside_its_reset_waits_the_window_out_and_resets_n
         .unwrap();
     // Killed once its reset is issued (the fake nvidia-smi goes on, as a real one would).
     let started = std::time::Instant::now();
-    while host.resets().is_empty() && started.elapsed() < std::time::Duration::from_secs(20) {
+    while host.resets().is_empty() && started.elapsed() < std::time::Duration::from_secs(120) {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     killed.kill().unwrap();
@@ -643,7 +643,7 @@ fn reset_from_another_state_dir(host: &PartitionHost) -> std::process::Command {
 }
 
 fn wait_until(what: &str, done: impl Fn() -> bool) {
-    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
     while !done() {
         assert!(std::time::Instant::now() < give_up, "{what} never came");
         std::thread::sleep(std::time::Duration::from_millis(10));

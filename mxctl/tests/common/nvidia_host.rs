@@ -53,7 +53,7 @@ case "$*" in
     case "$mode" in
       busy) cat "$d/busy"; exit 255 ;;
       error) echo "Unable to reset this GPU: Not Supported"; exit 3 ;;
-      hang) exec sleep 600 ;;
+      hang) exec sleep 60 ;;
       slow) sleep 1 ;;
       kernel-errors) echo "4,900,5000,-;nvidia 0000:18:00.0: not ready 65535ms after FLR; giving up" >> "$d/../kmsg" ;;
     esac

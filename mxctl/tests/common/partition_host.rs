@@ -30,7 +30,10 @@ case "$*" in
   "topo -m") cat "$d/topo" ;;
   "--query-compute-apps=pid,gpu_bus_id --format=csv,noheader") cat "$d/apps" ;;
   "--gpu-reset -i "*)
-    echo "reset $3 $(date +%s%3N)" >> "$d/resets"
+    # The journal's in-flight record as the reset is issued: its start, on the clock the
+    # window is measured by.
+    started=$(grep -o '"started_unix_ms": *[0-9]*' "$(cat "$d/journal-path")" 2>/dev/null | grep -o '[0-9]*$')
+    echo "reset $3 $(date +%s%3N) ${started:-none}" >> "$d/resets"
     # A real reset takes a while: `reset-delay` (seconds) before it takes effect.
     [ ! -f "$d/reset-delay" ] || sleep "$(cat "$d/reset-delay")"
     for id in $(echo "$3" | tr ',' ' '); do
@@ -168,6 +171,13 @@ impl PartitionHost {
         }
         self.write("bin/apps", "");
         self.write("bin/state-path", &self.state.display().to_string());
+        self.write(
+            "bin/journal-path",
+            &self
+                .path("state/warm-reset-journal.json")
+                .display()
+                .to_string(),
+        );
         self.write("bin/log-path", &self.log.display().to_string());
         self.write(
             "bin/fake-nvml-path",
@@ -423,6 +433,22 @@ impl PartitionHost {
     }
 
     /// The fake nvidia-smi's resets: `IDS MILLIS`.
+    /// Each reset command with the start of the journal's in-flight record when it was
+    /// issued (the executor's clock, the one its window is measured by): a reset issued inside
+    /// an earlier one's window would carry a start less than a window after that one's.
+    pub fn resets_in_journal(&self) -> Vec<(String, Option<u64>)> {
+        std::fs::read_to_string(self.path("bin/resets"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| {
+                let mut parts = line.split_whitespace().skip(1);
+                let ids = parts.next()?.to_owned();
+                let started = parts.nth(1).and_then(|text| text.parse().ok());
+                Some((ids, started))
+            })
+            .collect()
+    }
+
     pub fn resets(&self) -> Vec<(String, u64)> {
         std::fs::read_to_string(self.path("bin/resets"))
             .unwrap_or_default()

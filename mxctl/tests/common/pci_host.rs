@@ -194,7 +194,7 @@ impl ResetFile {
                         writers.fetch_add(1, Ordering::Relaxed);
                         if let Some(during) = &serve {
                             // The kernel changes the device while the write is under way.
-                            within(Duration::from_secs(10), || blocked_in_open(pid));
+                            within(Duration::from_secs(120), || blocked_in_open(pid));
                             during();
                             let mut text = String::new();
                             std::fs::File::open(&fifo)

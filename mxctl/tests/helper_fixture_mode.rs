@@ -2,11 +2,42 @@
 //! `mxctl probe` on a built sysfs tree: the partition modes are the ones the fixtures describe.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod common;
-
 use host_sync::fake_sysfs::FakeSysfs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The helper's fixture directory (its own tests' fixtures).
+fn fixtures() -> PathBuf {
+    helper_crate().join("tests/fixtures")
+}
+
+/// The helper's crate directory, beside this one.
+fn helper_crate() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .unwrap_or(manifest)
+        .join("gpu-partition-helper")
+}
+
+/// A two-line wrapper that runs the real helper in fixture mode: the probe clears the
+/// environment, so the fixture directory is given on the command line.
+fn wrapper(dir: &Path, page_size: Option<usize>) -> PathBuf {
+    let path = dir.join("helper");
+    let paging = page_size
+        .map(|n| format!(" --page-size {n}"))
+        .unwrap_or_default();
+    gpu_host_probe::test_util::write_executable(
+        &path,
+        &format!(
+            "#!/bin/sh\nexec {} --fixture-dir {}{paging} \"$@\"\n",
+            fake_nvml::support::helper_binary().unwrap().display(),
+            fixtures().display()
+        ),
+    )
+    .unwrap();
+    path
+}
 
 fn host(dir: &Path) -> FakeSysfs {
     let sysfs = FakeSysfs::new(dir.join("sys")).unwrap();
@@ -23,7 +54,7 @@ fn host(dir: &Path) -> FakeSysfs {
 }
 
 fn mxctl(dir: &Path, sysfs: &FakeSysfs, helper: &Path, args: &[&str]) -> serde_json::Value {
-    let output = Command::new(common::mxctl())
+    let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
         .args(["--config", "/dev/null", "--json", "--sysfs-root"])
         .arg(sysfs.root())
         .arg("--state-dir")
@@ -49,7 +80,7 @@ fn mxctl(dir: &Path, sysfs: &FakeSysfs, helper: &Path, args: &[&str]) -> serde_j
     // Messages name the fixtures, wherever the checkout is.
     let text = document
         .to_string()
-        .replace(env!("CARGO_MANIFEST_DIR"), "[helper crate]");
+        .replace(&helper_crate().display().to_string(), "[helper crate]");
     serde_json::from_str(&gpu_host_probe::test_util::redact_temp_dirs(&text)).unwrap()
 }
 
@@ -69,7 +100,7 @@ fn modes(document: &serde_json::Value) -> Vec<(String, String, String)> {
 fn sync_with_the_pool_on_gives_the_modes_the_fixtures_describe() {
     let dir = tempfile::tempdir().unwrap();
     let sysfs = host(dir.path());
-    let helper = common::wrapper(dir.path(), None);
+    let helper = wrapper(dir.path(), None);
     let sync = mxctl(
         dir.path(),
         &sysfs,
@@ -95,14 +126,14 @@ fn a_helper_that_pages_its_replies_gives_the_same_sync() {
     let whole = mxctl(
         dir.path(),
         &sysfs,
-        &common::wrapper(dir.path(), None),
+        &wrapper(dir.path(), None),
         &["sync", "--pool", "enabled", "--after-boot", "yes"],
     );
     let paged_dir = tempfile::tempdir().unwrap();
     let paged = mxctl(
         paged_dir.path(),
         &host(paged_dir.path()),
-        &common::wrapper(paged_dir.path(), Some(1)),
+        &wrapper(paged_dir.path(), Some(1)),
         &["sync", "--pool", "enabled", "--after-boot", "yes"],
     );
     assert_eq!(paged, whole);
@@ -112,7 +143,7 @@ fn a_helper_that_pages_its_replies_gives_the_same_sync() {
 fn probe_reads_every_nvidia_gpu_bound_to_nvidia_through_the_helper() {
     let dir = tempfile::tempdir().unwrap();
     let sysfs = host(dir.path());
-    let helper = common::wrapper(dir.path(), Some(2));
+    let helper = wrapper(dir.path(), Some(2));
     let probe = mxctl(dir.path(), &sysfs, &helper, &["probe"]);
     insta::assert_json_snapshot!("probe", probe);
 }
