@@ -53,9 +53,13 @@ impl Bed {
     fn new(n: u8, read_ms: u64) -> Option<Bed> {
         let dir = tempfile::tempdir().ok()?;
         let sysfs = FakeSysfs::new(dir.path().join("sys")).ok()?;
-        let buses: Vec<String> = (0..n).map(|i| format!("0000:{:02x}:00.0", 0x3b + i)).collect();
+        let buses: Vec<String> = (0..n)
+            .map(|i| format!("0000:{:02x}:00.0", 0x3b + i))
+            .collect();
         for bus in &buses {
-            sysfs.function(bus, "0x10de", "0x20b0", "0x030200", Some("nvidia")).ok()?;
+            sysfs
+                .function(bus, "0x10de", "0x20b0", "0x030200", Some("nvidia"))
+                .ok()?;
         }
         let cards: Vec<(&str, &str)> = buses
             .iter()

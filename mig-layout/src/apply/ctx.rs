@@ -103,7 +103,7 @@ where
     R: Send,
 {
     let shared = ctx.shared;
-    let picked: Vec<bool> = items.iter().map(|item| runs(item)).collect();
+    let picked: Vec<bool> = items.iter().map(runs).collect();
     let results: Vec<Mutex<Option<R>>> = items.iter().map(|_| Mutex::new(None)).collect();
     let queue: Mutex<Vec<(usize, &mut T)>> = Mutex::new(
         items
