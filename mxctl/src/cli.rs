@@ -8,7 +8,8 @@ mod spelling;
 
 pub use spelling::layout_spelling;
 
-/// Manage GPU hosts: GPU partitioning status, partition helper replies, MetaX warm reset.
+/// Manage GPU hosts: GPU partitioning status and MIG layouts, partition helper replies, warm
+/// resets (MetaX, NVIDIA, PCI).
 #[derive(Debug, Parser)]
 #[command(name = "mxctl", version, about, propagate_version = true)]
 pub struct Cli {
@@ -59,7 +60,8 @@ pub enum Command {
     /// Work with GPU partition helper replies.
     #[command(subcommand)]
     Reply(ReplyCommand),
-    /// Warm-reset MetaX GPUs on this host (or plan and step a reset across hosts).
+    /// Warm-reset GPUs on this host, by the method given (MetaX, NVIDIA or PCI), or plan and
+    /// step a reset across hosts.
     Reset(Box<Reset>),
     /// Enter and leave GPU partitioning: apply a MIG layout (mig-parted's v1 files) by diff,
     /// assert it, export the host's, leave.

@@ -54,7 +54,10 @@ pub const KEYS: [(&str, &str); 15] = [
         "nvidia-smi",
         "The NVIDIA nvidia-smi program (reset --method nvidia)",
     ),
-    ("reset-window", "Seconds a MetaX warm reset may take"),
+    (
+        "reset-window",
+        "Seconds a warm reset may take, from the reset to the end of its verification",
+    ),
     ("kmsg", "The kernel log device"),
     (
         "disconnect-links-command",

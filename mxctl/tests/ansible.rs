@@ -9,13 +9,17 @@ use common::pool::Pool;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// `ansible-playbook`: `$ANSIBLE_PLAYBOOK`, the virtual environment `.ci/run` makes, or `PATH`.
+/// `ansible-playbook`: `$ANSIBLE_PLAYBOOK`, the virtual environment `.ci/run` makes in the
+/// target directory (wherever `CARGO_TARGET_DIR` puts it), or `PATH`.
 fn ansible_playbook() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("ANSIBLE_PLAYBOOK") {
         return Some(PathBuf::from(path));
     }
-    let venv =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ansible-venv/bin/ansible-playbook");
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let venv = tmp
+        .parent()
+        .unwrap_or(tmp)
+        .join("ansible-venv/bin/ansible-playbook");
     if venv.exists() {
         return Some(venv);
     }
