@@ -154,7 +154,9 @@ impl<'a> ResetRun<'a> {
         self
     }
 
-    /// Shows every state the machine enters, with the time, to `observe` (progress for people).
+    /// Shows each state the machine enters, once, with the time, to `observe` (progress for
+    /// people): a state it stays in while it waits — verifying, check after check — is shown
+    /// when it is entered, not at every check.
     pub fn observe(mut self, observe: Observer<'a>) -> Self {
         self.observe = Some(observe);
         self
@@ -223,11 +225,13 @@ fn drive(run: ResetRun<'_>, mut lock: Lock<'_>) -> Result<ResetReport, ExecuteEr
                 return Err(ExecuteError::InvalidTransition(invalid));
             }
         };
+        // The observer is told of each state once, when it is entered: a verification that
+        // checks again stays one state however many times it looks.
         if next.name() != before {
             tracing::debug!("{before} -> {}", next.name());
-        }
-        if let Some(observe) = observe.as_mut() {
-            observe(&next, clock.now());
+            if let Some(observe) = observe.as_mut() {
+                observe(&next, clock.now());
+            }
         }
         state = next;
         for action in actions {

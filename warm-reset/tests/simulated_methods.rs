@@ -303,3 +303,53 @@ fn every_named_scenario_of_every_method_ends_with_its_methods_reason() {
         );
     }
 }
+
+#[test]
+fn an_observer_is_told_of_verifying_once_however_many_checks_it_makes() {
+    let clock = VirtualClock::new(1_700_000_000_000);
+    let mut host = SimNvidia::new(Arc::new(clock.clone()), 4, &[(0, 1)]);
+    // Back 30 s after the command ends: the verification checks again and again meanwhile.
+    host.recovery = std::time::Duration::from_secs(30);
+    let config = MachineConfig::new("0").method(Method::Nvidia);
+    let dir = tempfile::tempdir().unwrap();
+    let machine = gpu_host_probe::test_util::isolated_host(dir.path());
+    let mut seen: Vec<&'static str> = Vec::new();
+    let mut observe = |state: &warm_reset::State, _: std::time::Duration| seen.push(state.name());
+    let report = execute(
+        ResetRun::new(&config, &machine, &mut host)
+            .clock(&clock)
+            .observe(&mut observe),
+    )
+    .unwrap();
+    assert_eq!(ended(&report), ("done", String::new()));
+    assert_eq!(
+        seen.iter().filter(|name| **name == "verifying").count(),
+        1,
+        "{seen:?}"
+    );
+    assert!(seen.windows(2).all(|pair| pair[0] != pair[1]), "{seen:?}");
+}
+
+#[test]
+fn gpus_named_in_a_list_are_reset_with_their_peers_in_one_command() {
+    let clock = VirtualClock::new(1_700_000_000_000);
+    let mut host = SimNvidia::new(Arc::new(clock.clone()), 4, &[(0, 1)]);
+    let config = MachineConfig::new("0,2").method(Method::Nvidia);
+    let report = run(&mut host, &clock, &config);
+    assert_eq!(ended(&report), ("done", String::new()));
+    assert_eq!(
+        host.resets,
+        ["00000000:18:00.0,00000000:19:00.0,00000000:1A:00.0"]
+    );
+    assert_eq!(report.verified.len(), 3);
+}
+
+#[test]
+fn a_gpu_of_the_group_not_back_is_named_apart_from_the_others() {
+    let (report, _) = nvidia(|host| host.fault = Some(NvidiaFault::GpuMissing(1)));
+    assert_eq!(
+        ended(&report),
+        ("cold_reboot_required", "gpu_missing".into())
+    );
+    assert_eq!(report.not_back, ["0000:19:00.0".parse().unwrap()]);
+}
