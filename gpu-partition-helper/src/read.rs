@@ -4,8 +4,8 @@ use crate::api::{NvmlCard, NvmlFailure, NvmlHost, ProcessInfo, ProfileInfo, Vgpu
 use crate::catalogue;
 use gpu_partition_types::{
     Bdf, Capability, CardIdentity, Case, ComputeInstance, Driver, Enumerated, FormatVersion,
-    GpuInstance, JsonPointer, Lenient, LostMember, MigState, Mode, Nullable, Placement, Process,
-    Profile, Reply, Signature, Unreadable, Vgpu,
+    GpuInstance, JsonPointer, Lenient, LostMember, MigState, Mode, Nullable, Placement, Problem,
+    Process, Profile, Reply, Signature, Unreadable, Vgpu,
 };
 
 /// NVML's capability bit for peer-to-peer (`NVML_GPU_INSTANCE_PROFILE_CAPS_P2P`).
@@ -73,7 +73,11 @@ pub fn failed(device: Bdf, what: &str, failure: &NvmlFailure) -> Answer {
 }
 
 fn lost<T>(member: &str, why: impl Into<String>) -> Lenient<T> {
-    Lenient::Lost(LostMember::new(JsonPointer::root().member(member), why))
+    Lenient::Lost(LostMember::new(
+        JsonPointer::root().member(member),
+        Problem::Absent,
+        why,
+    ))
 }
 
 /// Reads one card through NVML and maps NVML's answers to the reply.
@@ -100,6 +104,7 @@ fn identity(card: &dyn NvmlCard) -> Lenient<CardIdentity> {
         Ok(value) => Lenient::Read(value),
         Err(failure) => Lenient::Lost(LostMember::new(
             at.clone().member(name),
+            Problem::Absent,
             failure.to_string(),
         )),
     };
@@ -110,6 +115,7 @@ fn identity(card: &dyn NvmlCard) -> Lenient<CardIdentity> {
         Err(NvmlFailure::NotSupported) => Lenient::Read(Nullable::Null),
         Err(failure) => Lenient::Lost(LostMember::new(
             at.clone().member("serial"),
+            Problem::Absent,
             failure.to_string(),
         )),
     };
@@ -277,7 +283,11 @@ fn to_profile(card: &dyn NvmlCard, info: ProfileInfo) -> Profile {
 fn keep<T>(value: Result<T, NvmlFailure>) -> Lenient<T> {
     match value {
         Ok(value) => Lenient::Read(value),
-        Err(failure) => Lenient::Lost(LostMember::new(JsonPointer::root(), failure.to_string())),
+        Err(failure) => Lenient::Lost(LostMember::new(
+            JsonPointer::root(),
+            Problem::Absent,
+            failure.to_string(),
+        )),
     }
 }
 
@@ -287,6 +297,7 @@ fn to_vgpu((index, info): (usize, VgpuInfo)) -> Lenient<Vgpu> {
     let lost = |what: &str, failure: NvmlFailure| {
         Lenient::Lost(LostMember::new(
             JsonPointer::root().member("vgpus").index(index),
+            Problem::Absent,
             format!("{what}: {failure}"),
         ))
     };

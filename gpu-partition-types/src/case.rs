@@ -31,7 +31,11 @@ crate::record::record! {
 /// `kind` is an open token, but not an empty one.
 fn non_empty_kind(unreadable: &Unreadable, at: &Path<'_>) -> Field<()> {
     if unreadable.kind.is_empty() {
-        return Err(Fault::new(&at.member("kind"), "empty kind"));
+        return Err(Fault::new(
+            &at.member("kind"),
+            crate::Problem::Invalid,
+            "empty kind",
+        ));
     }
     Ok(())
 }

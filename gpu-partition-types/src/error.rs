@@ -1,6 +1,6 @@
 //! [`RefusedReply`]: why a reply (or a version reply) was refused as a whole.
 
-use crate::JsonPointer;
+use crate::{JsonPointer, Problem};
 use std::fmt;
 
 /// A reply that does not read: the first strict member at fault, named by JSON Pointer (`""`
@@ -13,21 +13,25 @@ pub struct RefusedReply {
     pub pointer: JsonPointer,
     /// The page, by its position in the stream (0-based), when there were several pages.
     pub page: Option<usize>,
+    /// Which kind of fault refused it ([`Problem::Malformed`] for bytes that do not read).
+    pub problem: Problem,
     /// What was wrong.
     pub message: String,
 }
 
 impl RefusedReply {
-    pub(crate) fn new(pointer: JsonPointer, message: impl Into<String>) -> Self {
+    pub(crate) fn new(pointer: JsonPointer, problem: Problem, message: impl Into<String>) -> Self {
         Self {
             pointer,
             page: None,
+            problem,
             message: message.into(),
         }
     }
 
+    /// Bytes that are not a stream of JSON objects.
     pub(crate) fn at_root(message: impl Into<String>) -> Self {
-        Self::new(JsonPointer::root(), message)
+        Self::new(JsonPointer::root(), Problem::Malformed, message)
     }
 
     pub(crate) fn in_page(mut self, page: usize) -> Self {
@@ -48,7 +52,7 @@ impl fmt::Display for RefusedReply {
 
 impl From<crate::read::Fault> for RefusedReply {
     fn from(fault: crate::read::Fault) -> Self {
-        let (at, problem) = fault.into_parts();
-        Self::new(at, problem)
+        let (at, kind, problem) = fault.into_parts();
+        Self::new(at, kind, problem)
     }
 }

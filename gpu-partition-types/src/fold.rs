@@ -2,7 +2,7 @@
 
 use crate::page::{Page, PageList};
 use crate::record::Reindex;
-use crate::{JsonPointer, Lenient, LostMember, RefusedReply, Reply};
+use crate::{JsonPointer, Lenient, LostMember, PointerToken, Problem, RefusedReply, Reply};
 
 /// Folds pages (in stream order) into one reply.
 ///
@@ -10,13 +10,19 @@ use crate::{JsonPointer, Lenient, LostMember, RefusedReply, Reply};
 /// `case` must agree with page 0; lists are joined in page order; other members come from page 0.
 pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
     let refuse = |member: &str, position: usize, message: String| {
-        RefusedReply::new(JsonPointer::root().member(member), message).in_page(position)
+        RefusedReply::new(
+            JsonPointer::root().member(member),
+            Problem::Invalid,
+            message,
+        )
+        .in_page(position)
     };
     if pages.len() == 1 {
         if let Some(number) = pages[0].number {
             if number.count != 1 {
                 return Err(RefusedReply::new(
                     JsonPointer::root().member("page"),
+                    Problem::Invalid,
                     format!(
                         "page {} of {}, but the stream holds one page",
                         number.index, number.count
@@ -67,6 +73,7 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
         if let Some(missing) = seen.iter().position(|seen| !seen) {
             return Err(RefusedReply::new(
                 JsonPointer::root().member("page"),
+                Problem::Invalid,
                 format!("page index {missing} of {count} is missing"),
             ));
         }
@@ -97,13 +104,39 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
     let mut gpu_instances = Vec::new();
     let mut vgpus = Vec::new();
     let mut processes = Vec::new();
+    let mut unknown_members = Vec::new();
+    let mut offsets = [0usize; 4];
     for &position in &order {
         let page = &mut pages[position];
+        let lengths = [
+            read_len(&page.profiles),
+            read_len(&page.gpu_instances),
+            read_len(&page.vgpus),
+            read_len(&page.processes),
+        ];
+        for mut member in std::mem::take(&mut page.unknown) {
+            let list = match member.pointer.tokens().first() {
+                Some(PointerToken::Member(name)) => LISTS.iter().position(|list| list == name),
+                _ => None,
+            };
+            if let (Some(list), Some(PointerToken::Index(local))) =
+                (list, member.pointer.tokens().get(1))
+            {
+                let joined = offsets[list] + local;
+                member.pointer.reindex(1, joined);
+            }
+            unknown_members.push(member);
+        }
+        for (offset, length) in offsets.iter_mut().zip(lengths) {
+            *offset += length;
+        }
         profiles.push(page.profiles.take());
         gpu_instances.push(page.gpu_instances.take());
         vgpus.push(page.vgpus.take());
         processes.push(page.processes.take());
     }
+    unknown_members.sort();
+    unknown_members.dedup();
     let base = pages.swap_remove(first);
     Ok(Reply {
         format: base.format,
@@ -117,7 +150,19 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
         gpu_instances: join("gpu_instances", gpu_instances),
         vgpus: join("vgpus", vgpus),
         processes: join("processes", processes),
+        unknown_members,
     })
+}
+
+/// The lists joined across pages, in the order of `offsets` in [`fold`].
+const LISTS: [&str; 4] = ["profiles", "gpu_instances", "vgpus", "processes"];
+
+/// How many elements a page's list adds to the joined list.
+fn read_len<T>(list: &PageList<T>) -> usize {
+    match list {
+        Some(Lenient::Read(items)) => items.len(),
+        _ => 0,
+    }
 }
 
 /// Joins one list across pages (in page order): absent from a page counts as empty there; lost
@@ -126,6 +171,7 @@ fn join<T: Reindex>(name: &str, parts: Vec<PageList<T>>) -> Lenient<Vec<Lenient<
     if parts.iter().all(Option::is_none) {
         return Lenient::Lost(LostMember::new(
             JsonPointer::root().member(name),
+            Problem::Absent,
             "missing member",
         ));
     }

@@ -102,9 +102,9 @@ impl Decode for FormatVersion {
     const EXPECTED: &'static str = "a \"MAJOR.MINOR\" string";
 
     fn from_str(value: &str, at: &Path<'_>) -> Field<Self> {
-        value
-            .parse()
-            .map_err(|error: FormatError| Fault::new(at, error.to_string()))
+        value.parse().map_err(|error: FormatError| {
+            Fault::new(at, crate::Problem::Invalid, error.to_string())
+        })
     }
 }
 

@@ -17,7 +17,8 @@ pub enum Lenient<T> {
 
 /// Why a lenient member was lost, and where it is: its [`Lost`] (the pointer and the
 /// problem), boxed, so that a lenient member costs no more room than its value (a reply holds
-/// thousands; losses are rare). Its fields read through it: `lost.pointer`, `lost.problem`.
+/// thousands; losses are rare). Its fields read through it: `lost.pointer`, `lost.problem`,
+/// `lost.message`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct LostMember(Box<Lost>);
 
@@ -27,16 +28,64 @@ pub struct LostMember(Box<Lost>);
 pub struct Lost {
     /// The lenient unit that was lost (RFC 6901), never a leaf inside it.
     pub pointer: JsonPointer,
-    /// What was wrong; it may name a leaf inside the unit.
-    pub problem: String,
+    /// Which kind of fault lost it (of the leaf that faulted, when deeper than the unit).
+    pub problem: Problem,
+    /// What was wrong, for people; it may name a leaf inside the unit.
+    pub message: String,
+}
+
+/// The kind of fault that cost a member ([`Lost::problem`]) or refused a reply
+/// ([`RefusedReply::problem`](crate::RefusedReply::problem)): what a caller acts on (a member
+/// absent from an earlier minor, a value of a later one) without reading the message. Today's
+/// lenient members are lost as `Absent`, `WrongType` or `OutOfRange`; the others refuse strict
+/// members.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Problem {
+    /// The member is not there (an earlier minor did not write it, or a writer left it out).
+    Absent,
+    /// It holds another JSON type than the protocol's.
+    WrongType,
+    /// A number outside the member's range.
+    OutOfRange,
+    /// A token the protocol does not spell so (a later minor's value of a strict token).
+    UnknownSpelling,
+    /// A value of the right type that the protocol does not allow (an empty kind, a bus ID
+    /// that is none, a page out of order, a format of another major).
+    Invalid,
+    /// Bytes that are not a stream of JSON objects (not UTF-8, not JSON, cut short, nested too
+    /// deep, empty): a refusal at the root only, never a lost member.
+    Malformed,
+}
+
+impl Problem {
+    /// The kind's token: `absent`, `wrong_type`, `out_of_range`, `unknown_spelling`,
+    /// `invalid`, `malformed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Absent => "absent",
+            Self::WrongType => "wrong_type",
+            Self::OutOfRange => "out_of_range",
+            Self::UnknownSpelling => "unknown_spelling",
+            Self::Invalid => "invalid",
+            Self::Malformed => "malformed",
+        }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl LostMember {
-    /// A lost member at `pointer` for the reason `problem`.
-    pub fn new(pointer: JsonPointer, problem: impl Into<String>) -> Self {
+    /// A lost member at `pointer`, lost for a fault of kind `problem` said by `message`.
+    pub fn new(pointer: JsonPointer, problem: Problem, message: impl Into<String>) -> Self {
         Self(Box::new(Lost {
             pointer,
-            problem: problem.into(),
+            problem,
+            message: message.into(),
         }))
     }
 }
@@ -57,7 +106,7 @@ impl std::ops::DerefMut for LostMember {
 
 impl std::fmt::Display for LostMember {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.pointer, self.problem)
+        write!(f, "{}: {}", self.pointer, self.message)
     }
 }
 

@@ -50,6 +50,7 @@ mod read;
 mod record;
 mod reply;
 mod token;
+mod unknown;
 mod write;
 
 pub mod card;
@@ -77,7 +78,7 @@ pub use error::RefusedReply;
 pub use exit::EXIT_BUSY;
 pub use format::{FormatError, FormatVersion, SUPPORTED_MAJOR};
 pub use instance::{ComputeInstance, GpuInstance, Placement};
-pub use lenient::{Lenient, Lost, LostMember};
+pub use lenient::{Lenient, Lost, LostMember, Problem};
 pub use mode::{MigState, Mode};
 pub use nullable::Nullable;
 pub use outcome::{Outcome, UnknownReason, UnreadableReason};
@@ -88,6 +89,7 @@ pub use process::Process;
 pub use profile::{Capability, Profile, Signature};
 pub use reply::Reply;
 pub use token::{Token, UnknownToken, expected_list};
+pub use unknown::{JsonType, UnknownMember};
 pub use version::{Command, Incompatible, VersionReply};
 pub use vgpu::Vgpu;
 

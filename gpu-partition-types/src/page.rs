@@ -4,7 +4,7 @@ use crate::Process;
 use crate::read::{Decode, Fault, Field, Path, members, required, value};
 use crate::{
     Bdf, CardIdentity, Case, Driver, FormatVersion, GpuInstance, Lenient, Mode, Profile,
-    Unreadable, Vgpu,
+    UnknownMember, Unreadable, Vgpu,
 };
 use serde::de::MapAccess;
 
@@ -23,6 +23,7 @@ fn index_below_count(page: &PageNumber, at: &Path<'_>) -> Field<()> {
     if page.index >= page.count {
         return Err(Fault::new(
             at,
+            crate::Problem::Invalid,
             format!("index {} is not below count {}", page.index, page.count),
         ));
     }
@@ -64,6 +65,8 @@ pub(crate) struct Page {
     pub(crate) gpu_instances: PageList<GpuInstance>,
     pub(crate) vgpus: PageList<Vgpu>,
     pub(crate) processes: PageList<Process>,
+    /// The members this reader does not know, pointing into this page.
+    pub(crate) unknown: Vec<UnknownMember>,
 }
 
 impl RawPage {
@@ -72,16 +75,26 @@ impl RawPage {
     pub(crate) fn strict(self, asked: Option<&Bdf>) -> Field<Page> {
         let root = Path::ROOT;
         let format: FormatVersion = required(self.format, &root, "format")?;
-        format
-            .check_supported()
-            .map_err(|error| Fault::new(&root.member("format"), error.to_string()))?;
+        format.check_supported().map_err(|error| {
+            Fault::new(
+                &root.member("format"),
+                crate::Problem::Invalid,
+                error.to_string(),
+            )
+        })?;
         let device_text: String = required(self.device, &root, "device")?;
-        let device = Bdf::parse_canonical(&device_text)
-            .map_err(|error| Fault::new(&root.member("device"), error.to_string()))?;
+        let device = Bdf::parse_canonical(&device_text).map_err(|error| {
+            Fault::new(
+                &root.member("device"),
+                crate::Problem::Invalid,
+                error.to_string(),
+            )
+        })?;
         if let Some(asked) = asked {
             if *asked != device {
                 return Err(Fault::new(
                     &root.member("device"),
+                    crate::Problem::Invalid,
                     format!("the reply is for {device}, but {asked} was asked for"),
                 ));
             }
@@ -92,6 +105,7 @@ impl RawPage {
         if !mode.capable && matches!(case, Case::Partitions | Case::NoneCarved) {
             return Err(Fault::new(
                 &root.member("case"),
+                crate::Problem::Invalid,
                 format!("case {case} on a card that is not MIG capable"),
             ));
         }
@@ -112,6 +126,7 @@ impl RawPage {
             gpu_instances: present(self.gpu_instances),
             vgpus: present(self.vgpus),
             processes: present(self.processes),
+            unknown: Vec::new(),
         })
     }
 }
@@ -140,7 +155,7 @@ impl Decode for RawPage {
             vgpus: None,
             processes: None,
         };
-        members(map, |name, map| {
+        members(map, at, |name, map| {
             match name {
                 "format" => page.format = Some(value(map, at, name)?),
                 "device" => page.device = Some(value(map, at, name)?),

@@ -35,7 +35,11 @@ pub(crate) fn reindex_member<T>(member: &mut Lenient<T>, index: usize) {
 
 /// A lenient member a constructor leaves unset: not written, and read back as missing.
 pub(crate) fn unset<T>() -> Lenient<T> {
-    Lenient::Lost(LostMember::new(JsonPointer::root(), "not set"))
+    Lenient::Lost(LostMember::new(
+        JsonPointer::root(),
+        crate::Problem::Absent,
+        "not set",
+    ))
 }
 
 /// The record macro; see the module's docs.
@@ -70,7 +74,7 @@ macro_rules! record {
                         $crate::read::Field<$crate::record::field_type!($kind $ty)>,
                     > = None;
                 )+
-                $crate::read::members(map, |member, map| {
+                $crate::read::members(map, at, |member, map| {
                     match member {
                         $( $wire => $field = Some($crate::read::value(map, at, member)?), )+
                         _ => return Ok(false),

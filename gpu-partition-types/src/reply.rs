@@ -6,7 +6,7 @@ use crate::page::RawPage;
 use crate::read;
 use crate::{
     Bdf, CardIdentity, Case, Driver, FormatVersion, GpuInstance, JsonPointer, Lenient, LostMember,
-    Mode, Outcome, Profile, RefusedReply, Unreadable, UnreadableReason, Vgpu,
+    Mode, Outcome, Profile, RefusedReply, UnknownMember, Unreadable, UnreadableReason, Vgpu,
 };
 
 /// The reply of `HELPER read`, with its pages folded into one.
@@ -40,6 +40,10 @@ pub struct Reply {
     pub vgpus: Lenient<Vec<Lenient<Vgpu>>>,
     /// The processes holding the card (format 1.1; a reply of 1.0 reads with it lost).
     pub processes: Lenient<Vec<Lenient<Process>>>,
+    /// The members this reader does not know (a later minor's), sorted by pointer: not kept,
+    /// not written back, but listed so that a caller sees what it was not told. Unknown
+    /// *values* of known members are [`Reply::unknown`].
+    pub unknown_members: Vec<UnknownMember>,
 }
 
 impl Reply {
@@ -49,15 +53,19 @@ impl Reply {
         let raw = read::objects::<RawPage>(input)?;
         let several = raw.len() > 1;
         let mut pages = Vec::with_capacity(raw.len());
-        for (position, page) in raw.into_iter().enumerate() {
-            let page = page.and_then(|page| page.strict(asked)).map_err(|fault| {
-                let refusal = RefusedReply::from(fault);
-                if several {
-                    refusal.in_page(position)
-                } else {
-                    refusal
-                }
-            })?;
+        for (position, document) in raw.into_iter().enumerate() {
+            let mut page = document
+                .value
+                .and_then(|page| page.strict(asked))
+                .map_err(|fault| {
+                    let refusal = RefusedReply::from(fault);
+                    if several {
+                        refusal.in_page(position)
+                    } else {
+                        refusal
+                    }
+                })?;
+            page.unknown = document.unknown;
             pages.push(page);
         }
         fold(pages)
@@ -78,6 +86,7 @@ impl Reply {
             gpu_instances: Lenient::Read(Vec::new()),
             vgpus: Lenient::Read(Vec::new()),
             processes: Lenient::Read(Vec::new()),
+            unknown_members: Vec::new(),
         }
     }
 

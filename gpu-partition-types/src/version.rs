@@ -46,13 +46,14 @@ impl VersionReply {
     pub fn from_json(input: &[u8]) -> Result<Self, RefusedReply> {
         let mut documents = read::objects::<VersionReply>(input)?;
         if documents.len() > 1 {
-            return Err(RefusedReply::at_root(format!(
-                "expected one JSON object, found {}",
-                documents.len()
-            )));
+            return Err(RefusedReply::new(
+                crate::JsonPointer::root(),
+                crate::Problem::Invalid,
+                format!("expected one JSON object, found {}", documents.len()),
+            ));
         }
         match documents.pop() {
-            Some(reply) => Ok(reply?),
+            Some(reply) => Ok(reply.value?),
             None => Err(RefusedReply::at_root("empty: no JSON object")),
         }
     }

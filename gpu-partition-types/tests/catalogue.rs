@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use gpu_partition_types::{Enumerated, JsonPointer, Lenient, LostMember, renumbered};
+use gpu_partition_types::{Enumerated, JsonPointer, Lenient, LostMember, Problem, renumbered};
 
 #[test]
 fn a_profile_whose_id_changed_is_reported_as_renumbered() {
@@ -42,7 +42,11 @@ fn a_signature_shared_by_two_profiles_matches_nothing() {
 #[test]
 fn a_profile_whose_signature_was_lost_takes_no_part() {
     let mut lost = profile(4, "a", 1);
-    lost.signature = Lenient::Lost(LostMember::new(JsonPointer::root(), "missing member"));
+    lost.signature = Lenient::Lost(LostMember::new(
+        JsonPointer::root(),
+        Problem::Absent,
+        "missing member",
+    ));
     assert!(renumbered(&[lost], &[profile(7, "a", 1)]).is_empty());
 }
 

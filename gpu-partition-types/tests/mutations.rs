@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use gpu_partition_types::{JsonType, Problem};
 use serde_json::json;
 
 /// `$name`: after `$edit`, the reply is refused at `$pointer`.
@@ -397,10 +398,12 @@ fn every_one_of_the_ten_signature_members_is_required_inside_it() {
     for member in members {
         let read = edited(|v| remove(v, &format!("/profiles/1/signature/{member}")));
         assert_eq!(lost(&read), ["/profiles/1/signature"], "without {member}");
-        let message = &read.as_ref().unwrap().lost()[0].problem;
+        let lost = &read.as_ref().unwrap().lost()[0];
+        assert_eq!(lost.problem, Problem::Absent, "without {member}");
         assert!(
-            message.contains(member),
-            "{member} not named in {message:?}"
+            lost.message.contains(member),
+            "{member} not named in {:?}",
+            lost.message
         );
     }
 }
@@ -410,10 +413,11 @@ fn a_lost_unit_names_the_unit_and_its_message_names_the_leaf() {
     let read = edited(|v| set(v, "/profiles/0/signature/ofa_count", json!("0"))).unwrap();
     let lost = read.lost();
     assert_eq!(lost[0].pointer.to_string(), "/profiles/0/signature");
+    assert_eq!(lost[0].problem, Problem::WrongType);
     assert!(
-        lost[0].problem.contains("/profiles/0/signature/ofa_count"),
+        lost[0].message.contains("/profiles/0/signature/ofa_count"),
         "{}",
-        lost[0].problem
+        lost[0].message
     );
 }
 
@@ -529,20 +533,50 @@ fn faults_in_several_units_each_cost_their_own_unit_sorted_by_pointer() {
 
 // what a newer helper may add
 #[test]
-fn new_members_at_every_level_are_ignored() {
+fn new_members_at_every_level_are_listed_with_their_type_and_otherwise_ignored() {
     let read = edited(|v| {
+        set(v, "/format", json!("1.9"));
         set(v, "/later", json!({"deep": [1, {"x": null}]}));
         set(v, "/mode/later", json!(1));
         set(v, "/page", json!({"index": 0, "count": 1, "later": true}));
         set(v, "/driver/later", json!("x"));
+        set(v, "/card/later", json!(null));
         set(v, "/profiles/0/later", json!([]));
         set(v, "/profiles/0/signature/later", json!(2));
         set(v, "/gpu_instances/0/later", json!(3));
         set(v, "/gpu_instances/0/placement/later", json!(3));
-        set(v, "/gpu_instances/0/compute_instances/0/later", json!(3));
+        set(v, "/gpu_instances/0/compute_instances/0/later", json!(3.5));
         set(v, "/vgpus/0/later", json!(4));
+        set(v, "/processes/0/later", json!(-4));
     });
-    assert_eq!(read.ok(), Some(sample()));
+    let mut reply = read.unwrap();
+    let listed: Vec<(String, JsonType)> = reply
+        .unknown_members
+        .iter()
+        .map(|member| (member.pointer.to_string(), member.kind))
+        .collect();
+    let expected = [
+        ("/card/later", JsonType::Null),
+        ("/driver/later", JsonType::String),
+        (
+            "/gpu_instances/0/compute_instances/0/later",
+            JsonType::Number,
+        ),
+        ("/gpu_instances/0/later", JsonType::Number),
+        ("/gpu_instances/0/placement/later", JsonType::Number),
+        ("/later", JsonType::Object),
+        ("/mode/later", JsonType::Number),
+        ("/page/later", JsonType::Bool),
+        ("/processes/0/later", JsonType::Number),
+        ("/profiles/0/later", JsonType::Array),
+        ("/profiles/0/signature/later", JsonType::Number),
+        ("/vgpus/0/later", JsonType::Number),
+    ]
+    .map(|(pointer, kind)| (pointer.to_owned(), kind));
+    assert_eq!(listed, expected);
+    reply.unknown_members.clear();
+    reply.format = sample().format;
+    assert_eq!(reply, sample());
 }
 
 #[test]
@@ -593,4 +627,52 @@ fn a_board_without_a_serial_says_null_and_loses_nothing() {
         Some(&gpu_partition_types::Nullable::Null)
     );
     assert!(read.lost().is_empty(), "{:?}", read.lost());
+}
+
+// Members this reader does not know: listed (pointer and JSON type), never lost or refused.
+
+#[test]
+fn a_reply_of_known_members_only_lists_no_unknown_member() {
+    assert_eq!(edited(|_| {}).unwrap().unknown_members, []);
+}
+
+#[test]
+fn each_lost_member_says_which_kind_of_fault_cost_it() {
+    let read = edited(|v| {
+        remove(v, "/driver/version");
+        set(v, "/profiles/0/free_instances", json!("2"));
+        set(v, "/profiles/1/free_instances", json!(-3));
+        set(v, "/vgpus/1/type_id", json!(4_294_967_296_u64));
+    })
+    .unwrap();
+    let kinds: Vec<(String, Problem)> = read
+        .lost()
+        .iter()
+        .map(|lost| (lost.pointer.to_string(), lost.problem))
+        .collect();
+    let expected = [
+        ("/driver", Problem::Absent),
+        ("/profiles/0/free_instances", Problem::WrongType),
+        ("/profiles/1/free_instances", Problem::OutOfRange),
+        ("/vgpus/1/type_id", Problem::OutOfRange),
+    ]
+    .map(|(pointer, problem)| (pointer.to_owned(), problem));
+    assert_eq!(kinds, expected);
+}
+
+#[test]
+fn each_refusal_says_which_kind_of_fault_refused_the_reply() {
+    let kind = |edit: fn(&mut serde_json::Value)| edited(edit).unwrap_err().problem;
+    assert_eq!(kind(|v| remove(v, "/case")), Problem::Absent);
+    assert_eq!(
+        kind(|v| set(v, "/mode/capable", json!("yes"))),
+        Problem::WrongType
+    );
+    assert_eq!(
+        kind(|v| set(v, "/mode/current", json!("Enabled"))),
+        Problem::UnknownSpelling
+    );
+    assert_eq!(kind(|v| set(v, "/format", json!("2.0"))), Problem::Invalid);
+    let bytes = gpu_partition_types::Reply::from_json(b"{\"format\": ", Some(&device()));
+    assert_eq!(bytes.unwrap_err().problem, Problem::Malformed);
 }

@@ -187,3 +187,17 @@ fn a_strict_fault_on_a_later_page_names_that_page() {
         ("/mode/current".into(), Some(1))
     );
 }
+
+#[test]
+fn an_unknown_member_on_a_later_page_is_listed_at_its_place_in_the_joined_list() {
+    let mut pages = pages(1);
+    assert_eq!(pages[1]["profiles"].as_array().map(Vec::len), Some(1));
+    pages[1]["profiles"][0]["engines"] = json!(7);
+    let reply = read_pages(&pages).unwrap();
+    let listed: Vec<String> = reply
+        .unknown_members
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(listed, ["/profiles/1/engines (number)"]);
+}

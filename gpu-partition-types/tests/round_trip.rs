@@ -104,7 +104,7 @@ fn vgpu() -> impl Strategy<Value = Vgpu> {
 }
 
 fn missing<T>(at: JsonPointer) -> Lenient<T> {
-    Lenient::Lost(LostMember::new(at, "missing member"))
+    Lenient::Lost(LostMember::new(at, Problem::Absent, "missing member"))
 }
 
 fn reads<T>(items: Vec<T>) -> Lenient<Vec<Lenient<T>>> {
@@ -145,7 +145,7 @@ prop_compose! {
         });
         reply.driver = match driver {
             Some((version, nvml_version)) => Lenient::Read(Driver::new(version, nvml_version)),
-            None => Lenient::Lost(LostMember::new(JsonPointer::root().member("driver"), "missing member")),
+            None => Lenient::Lost(LostMember::new(JsonPointer::root().member("driver"), Problem::Absent, "missing member")),
         };
         let card_at = JsonPointer::root().member("card");
         reply.card = match card {

@@ -5,6 +5,7 @@
 //! they come from the deserializer, not from a `Decode` impl.
 
 use super::{Fault, Field, Found, Path};
+use crate::JsonType;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::fmt;
@@ -102,9 +103,9 @@ impl<'de, T: Decode> Visitor<'de> for At<'_, T> {
     }
 }
 
-/// Any JSON value, read and thrown away. It goes through `deserialize_any` (not
-/// `IgnoredAny`) so that serde_json's nesting limit holds inside unknown members too.
-pub(crate) struct Skip;
+/// Any JSON value, read and thrown away but for its type. It goes through `deserialize_any`
+/// (not `IgnoredAny`) so that serde_json's nesting limit holds inside unknown members too.
+pub(crate) struct Skip(JsonType);
 
 impl<'de> serde::Deserialize<'de> for Skip {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -121,31 +122,31 @@ impl<'de> Visitor<'de> for SkipVisitor {
         f.write_str("any JSON value")
     }
     fn visit_bool<E>(self, _: bool) -> Result<Skip, E> {
-        Ok(Skip)
+        Ok(Skip(JsonType::Bool))
     }
     fn visit_u64<E>(self, _: u64) -> Result<Skip, E> {
-        Ok(Skip)
+        Ok(Skip(JsonType::Number))
     }
     fn visit_i64<E>(self, _: i64) -> Result<Skip, E> {
-        Ok(Skip)
+        Ok(Skip(JsonType::Number))
     }
     fn visit_f64<E>(self, _: f64) -> Result<Skip, E> {
-        Ok(Skip)
+        Ok(Skip(JsonType::Number))
     }
     fn visit_str<E>(self, _: &str) -> Result<Skip, E> {
-        Ok(Skip)
+        Ok(Skip(JsonType::String))
     }
     fn visit_unit<E>(self) -> Result<Skip, E> {
-        Ok(Skip)
+        Ok(Skip(JsonType::Null))
     }
     fn visit_none<E>(self) -> Result<Skip, E> {
-        Ok(Skip)
+        Ok(Skip(JsonType::Null))
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Skip, A::Error> {
-        drain_object(map).map(|()| Skip)
+        drain_object(map).map(|()| Skip(JsonType::Object))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Skip, A::Error> {
-        drain_list(seq).map(|()| Skip)
+        drain_list(seq).map(|()| Skip(JsonType::Array))
     }
 }
 
@@ -184,16 +185,18 @@ impl<'de> Visitor<'de> for KeyVisitor {
     }
 }
 
-/// Walks an object's members: `member(name, map)` reads the value of a member it knows and
-/// answers `true`; any other member is skipped. The last of repeated members wins.
-pub(crate) fn members<'de, A, F>(mut map: A, mut member: F) -> Result<(), A::Error>
+/// Walks the members of the object at `at`: `member(name, map)` reads the value of a member it
+/// knows and answers `true`; any other member is skipped, and listed (pointer and JSON type)
+/// when the reader lists them. The last of repeated members wins.
+pub(crate) fn members<'de, A, F>(mut map: A, at: &Path<'_>, mut member: F) -> Result<(), A::Error>
 where
     A: MapAccess<'de>,
     F: FnMut(&str, &mut A) -> Result<bool, A::Error>,
 {
     while let Some(Key(name)) = map.next_key::<Key<'de>>()? {
         if !member(&name, &mut map)? {
-            map.next_value::<Skip>()?;
+            let Skip(kind) = map.next_value::<Skip>()?;
+            at.unknown(&name, kind);
         }
     }
     Ok(())

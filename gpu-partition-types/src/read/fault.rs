@@ -1,7 +1,7 @@
 //! [`Fault`]: what was wrong with one member, found while reading.
 
 use super::Path;
-use crate::JsonPointer;
+use crate::{JsonPointer, Problem};
 use std::fmt;
 
 /// A member that did not read: where, and why. Strict members turn it into a refusal, lenient
@@ -15,6 +15,7 @@ pub(crate) struct Fault(Box<Where>);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Where {
     pub(crate) at: JsonPointer,
+    pub(crate) kind: Problem,
     pub(crate) problem: String,
 }
 
@@ -30,27 +31,32 @@ impl std::ops::Deref for Fault {
 pub(crate) type Field<T> = Result<T, Fault>;
 
 impl Fault {
-    pub(crate) fn new(at: &Path<'_>, problem: impl Into<String>) -> Self {
+    pub(crate) fn new(at: &Path<'_>, kind: Problem, problem: impl Into<String>) -> Self {
         Self(Box::new(Where {
             at: at.pointer(),
+            kind,
             problem: problem.into(),
         }))
     }
 
-    /// The place and the problem, taken out.
-    pub(crate) fn into_parts(self) -> (JsonPointer, String) {
-        let Where { at, problem } = *self.0;
-        (at, problem)
+    /// The place, the kind and the problem, taken out.
+    pub(crate) fn into_parts(self) -> (JsonPointer, Problem, String) {
+        let Where { at, kind, problem } = *self.0;
+        (at, kind, problem)
     }
 
     /// The member is absent.
     pub(crate) fn missing(at: &Path<'_>) -> Self {
-        Self::new(at, "missing member")
+        Self::new(at, Problem::Absent, "missing member")
     }
 
     /// The member has the wrong JSON type.
     pub(crate) fn mismatch(at: &Path<'_>, expected: &str, found: Found<'_>) -> Self {
-        Self::new(at, format!("expected {expected}, found {found}"))
+        Self::new(
+            at,
+            Problem::WrongType,
+            format!("expected {expected}, found {found}"),
+        )
     }
 
     /// The problem as seen from the lenient unit at `unit`: the leaf is named when the fault is

@@ -33,9 +33,19 @@ macro_rules! decode_unsigned {
                 <$ty>::try_from(value).map_err(|_| {
                     Fault::new(
                         at,
+                        crate::Problem::OutOfRange,
                         format!("the integer {value} is out of range for {}", $expected),
                     )
                 })
+            }
+
+            /// A negative integer is a number of the right JSON type outside the range.
+            fn from_signed(value: i64, at: &Path<'_>) -> Field<Self> {
+                Err(Fault::new(
+                    at,
+                    crate::Problem::OutOfRange,
+                    format!("the integer {value} is out of range for {}", $expected),
+                ))
             }
         }
     };
@@ -84,6 +94,7 @@ pub(crate) fn known<T: Token>(value: &str, at: &Path<'_>) -> Field<T> {
     T::from_token(value).ok_or_else(|| {
         Fault::new(
             at,
+            crate::Problem::UnknownSpelling,
             format!(
                 "unknown value {value:?}; expected one of: {}",
                 crate::token::expected_list::<T>()
@@ -152,7 +163,7 @@ fn keep<T>(read: Field<T>, at: &Path<'_>) -> Field<Lenient<T>> {
         Err(fault) => {
             let unit = at.pointer();
             let problem = fault.problem_within(&unit);
-            Lenient::Lost(LostMember::new(unit, problem))
+            Lenient::Lost(LostMember::new(unit, fault.kind, problem))
         }
     })
 }
@@ -164,8 +175,12 @@ pub(crate) fn lenient<T>(slot: Option<Field<Lenient<T>>>, at: &Path<'_>, name: &
         Some(Err(fault)) => {
             let unit = at.member(name).pointer();
             let problem = fault.problem_within(&unit);
-            Lenient::Lost(LostMember::new(unit, problem))
+            Lenient::Lost(LostMember::new(unit, fault.kind, problem))
         }
-        None => Lenient::Lost(LostMember::new(at.member(name).pointer(), "missing member")),
+        None => Lenient::Lost(LostMember::new(
+            at.member(name).pointer(),
+            crate::Problem::Absent,
+            "missing member",
+        )),
     }
 }

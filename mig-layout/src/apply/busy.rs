@@ -21,7 +21,7 @@ pub fn refusal(reply: &Reply, plan: &CardPlan) -> Option<(ApplyReason, String)> 
                 format!(
                     "{device}: the processes on the card did not read ({}), so it cannot be \
                      known idle",
-                    lost.problem
+                    lost.message
                 ),
             ));
         }
@@ -53,7 +53,7 @@ pub fn refusal(reply: &Reply, plan: &CardPlan) -> Option<(ApplyReason, String)> 
                 format!(
                     "{device}: the vGPUs on the card did not read ({}), so none can be known \
                      safe to remove",
-                    lost.problem
+                    lost.message
                 ),
             ));
         }

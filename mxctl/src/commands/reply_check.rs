@@ -18,6 +18,15 @@ struct CheckReport {
     partition_mode: Option<PartitionMode>,
     lost: Vec<String>,
     unknown: Vec<String>,
+    /// The members the reader does not know, skipped.
+    unknown_members: Vec<UnknownMemberReport>,
+}
+
+#[derive(Debug, Serialize)]
+struct UnknownMemberReport {
+    pointer: String,
+    #[serde(rename = "type")]
+    kind: &'static str,
 }
 
 #[derive(Debug, Serialize)]
@@ -78,15 +87,18 @@ fn accepted(reply: &Reply) -> (CheckReport, String) {
         let _ = writeln!(text, "reason:         {reason}");
     }
     for member in &lost {
-        tracing::debug!("lost {}: {}", member.pointer, member.problem);
+        tracing::debug!("lost {}: {}", member.pointer, member.message);
         let _ = writeln!(
             text,
-            "lost:           {} ({})",
-            member.pointer, member.problem
+            "lost:           {} ({}: {})",
+            member.pointer, member.problem, member.message
         );
     }
     for pointer in &unknown {
         let _ = writeln!(text, "unknown:        {pointer}");
+    }
+    for member in &reply.unknown_members {
+        let _ = writeln!(text, "unknown member: {member}");
     }
     if let Some(unreadable) = &reply.unreadable {
         match unreadable.message.as_result() {
@@ -104,6 +116,14 @@ fn accepted(reply: &Reply) -> (CheckReport, String) {
             .map(|member| member.pointer.to_string())
             .collect(),
         unknown: unknown.iter().map(ToString::to_string).collect(),
+        unknown_members: reply
+            .unknown_members
+            .iter()
+            .map(|member| UnknownMemberReport {
+                pointer: member.pointer.to_string(),
+                kind: member.kind.as_str(),
+            })
+            .collect(),
     };
     (report, text)
 }
@@ -133,6 +153,7 @@ fn refused(refusal: &RefusedReply) -> (CheckReport, String) {
         partition_mode: None,
         lost: Vec::new(),
         unknown: Vec::new(),
+        unknown_members: Vec::new(),
     };
     (report, text)
 }
