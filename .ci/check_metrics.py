@@ -1,4 +1,4 @@
-"""Reads the `mxctl metrics` samples that `mxctl/tests/metrics.rs` left with the Prometheus
+"""Reads the `mxctl metrics` samples that `mxctl/tests/it/metrics.rs` left with the Prometheus
 project's own text parser (prometheus_client), and checks what each must say.
 
 Usage: check_metrics.py DIR   (DIR holds fresh.prom, no-gpus.prom, four-gpus.prom, after-reset.prom)

@@ -10,6 +10,7 @@
 //! path gets them so; one that has it from a registry sets the variables. The build without
 //! `nvmlDeviceGetGpuInstanceProfileInfoV` is always built so.
 
+use gpu_host_probe::test_util::write_executable;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -266,28 +267,6 @@ fn wrapper(
     let wrapper = dir.join("helper");
     write_executable(&wrapper, &script).map_err(|e| io("write", &wrapper, e))?;
     Ok(wrapper)
-}
-
-/// Writes an executable file through a child `sh`, so this process never holds it open for
-/// writing: a test thread that forks while another writes the wrapper would carry the write
-/// descriptor until its exec, and running the wrapper then fails with ETXTBSY. (The same as
-/// `gpu_host_probe::test_util::write_executable`, which this crate does not depend on.)
-fn write_executable(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let mut child = Command::new("/bin/sh")
-        .args(["-c", r#"cat > "$1" && chmod 755 "$1""#, "sh"])
-        .arg(path)
-        .stdin(std::process::Stdio::piped())
-        .spawn()?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin.write_all(text.as_bytes())?;
-    }
-    let status = child.wait()?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(std::io::Error::other(format!("sh {status}")))
-    }
 }
 
 /// A scenario of several cards, each the first device of a scenario file (`template`) put at

@@ -1,0 +1,5 @@
+//! The integration tests of `fake-nvml`: one test binary (one link, one
+//! process start per `cargo test`), one module per subject.
+
+mod geometry;
+mod scenarios;

@@ -1,0 +1,678 @@
+//! Each member of the protocol table dropped or broken, and what a newer helper may add:
+//! strict members refuse the reply at their pointer, lenient ones lose exactly their unit.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common;
+
+use common::*;
+use gpu_partition_types::{JsonType, Problem};
+use serde_json::json;
+
+/// `$name`: after `$edit`, the reply is refused at `$pointer`.
+macro_rules! refused {
+    ($name:ident, $pointer:literal, |$v:ident| $edit:expr) => {
+        #[test]
+        fn $name() {
+            let read = edited(|$v| {
+                $edit;
+            });
+            assert_eq!(refusal(&read).as_deref(), Some($pointer), "{read:?}");
+        }
+    };
+}
+
+/// `$name`: after `$edit`, the reply reads and loses exactly `$lost`.
+macro_rules! loses {
+    ($name:ident, [$($lost:literal),*], |$v:ident| $edit:expr) => {
+        #[test]
+        fn $name() {
+            let read = edited(|$v| {
+                $edit;
+            });
+            let expected: Vec<&str> = vec![$($lost),*];
+            assert_eq!(lost(&read), expected);
+        }
+    };
+}
+
+#[test]
+fn the_written_sample_reads_back_with_nothing_lost() {
+    let read = read_value(&written());
+    assert_eq!(read.as_ref().ok(), Some(&sample()));
+    assert!(lost(&read).is_empty());
+}
+
+// format
+refused!(a_missing_format_refuses_the_reply, "/format", |v| remove(
+    v, "/format"
+));
+refused!(format_major_two_refuses_the_reply, "/format", |v| set(
+    v,
+    "/format",
+    json!("2.0")
+));
+refused!(format_major_zero_refuses_the_reply, "/format", |v| set(
+    v,
+    "/format",
+    json!("0.9")
+));
+refused!(
+    a_format_without_minor_refuses_the_reply,
+    "/format",
+    |v| set(v, "/format", json!("1"))
+);
+refused!(a_numeric_format_refuses_the_reply, "/format", |v| set(
+    v,
+    "/format",
+    json!(1.0)
+));
+loses!(a_later_minor_format_reads_with_nothing_lost, [], |v| set(
+    v,
+    "/format",
+    json!("1.9")
+));
+
+// device
+refused!(a_missing_device_refuses_the_reply, "/device", |v| remove(
+    v, "/device"
+));
+refused!(a_reply_for_another_device_is_refused, "/device", |v| set(
+    v,
+    "/device",
+    json!("0000:3c:00.0")
+));
+refused!(an_upper_case_device_is_refused, "/device", |v| set(
+    v,
+    "/device",
+    json!("0000:3B:00.0")
+));
+refused!(
+    a_device_that_is_not_a_string_is_refused,
+    "/device",
+    |v| set(v, "/device", json!(59))
+);
+
+// page
+loses!(an_absent_page_member_means_the_only_page, [], |v| assert!(
+    v.get("page").is_none()
+));
+loses!(page_zero_of_one_reads, [], |v| set(
+    v,
+    "/page",
+    json!({"index": 0, "count": 1})
+));
+refused!(a_page_index_not_below_its_count_is_refused, "/page", |v| {
+    set(v, "/page", json!({"index": 1, "count": 1}))
+});
+refused!(a_page_that_is_not_an_object_is_refused, "/page", |v| set(
+    v,
+    "/page",
+    json!("0/1")
+));
+refused!(
+    a_page_without_count_is_refused_at_count,
+    "/page/count",
+    |v| set(v, "/page", json!({"index": 0}))
+);
+refused!(a_lone_page_of_two_is_refused, "/page", |v| set(
+    v,
+    "/page",
+    json!({"index": 0, "count": 2})
+));
+
+// mode
+refused!(a_missing_mode_refuses_the_reply, "/mode", |v| remove(
+    v, "/mode"
+));
+refused!(
+    a_mode_that_is_not_an_object_refuses_the_reply,
+    "/mode",
+    |v| set(v, "/mode", json!("enabled"))
+);
+refused!(a_missing_capable_refuses_the_reply, "/mode/capable", |v| {
+    remove(v, "/mode/capable")
+});
+refused!(
+    a_capable_that_is_a_string_refuses_the_reply,
+    "/mode/capable",
+    |v| set(v, "/mode/capable", json!("true"))
+);
+refused!(a_missing_current_refuses_the_reply, "/mode/current", |v| {
+    remove(v, "/mode/current")
+});
+refused!(
+    a_capitalised_current_refuses_the_reply,
+    "/mode/current",
+    |v| set(v, "/mode/current", json!("Enabled"))
+);
+refused!(an_unknown_current_refuses_the_reply, "/mode/current", |v| {
+    set(v, "/mode/current", json!("on"))
+});
+refused!(a_missing_pending_refuses_the_reply, "/mode/pending", |v| {
+    remove(v, "/mode/pending")
+});
+refused!(an_unknown_pending_refuses_the_reply, "/mode/pending", |v| {
+    set(v, "/mode/pending", json!("ENABLED"))
+});
+refused!(a_numeric_pending_refuses_the_reply, "/mode/pending", |v| {
+    set(v, "/mode/pending", json!(1))
+});
+refused!(
+    capable_is_named_before_current_when_both_are_wrong,
+    "/mode/capable",
+    |v| {
+        set(v, "/mode/current", json!("on"));
+        set(v, "/mode/capable", json!(null))
+    }
+);
+
+// case
+refused!(a_missing_case_refuses_the_reply, "/case", |v| remove(
+    v, "/case"
+));
+refused!(a_capitalised_case_refuses_the_reply, "/case", |v| set(
+    v,
+    "/case",
+    json!("Partitions")
+));
+refused!(a_case_a_later_minor_adds_refuses_the_reply, "/case", |v| {
+    set(v, "/case", json!("shared"))
+});
+refused!(
+    partitions_on_a_card_that_is_not_capable_is_refused,
+    "/case",
+    |v| set(v, "/mode/capable", json!(false))
+);
+refused!(
+    the_first_strict_fault_in_table_order_is_named,
+    "/format",
+    |v| {
+        remove(v, "/case");
+        remove(v, "/format")
+    }
+);
+
+// unreadable
+refused!(
+    an_unreadable_case_without_unreadable_is_refused,
+    "/unreadable",
+    |v| set(v, "/case", json!("unreadable"))
+);
+refused!(
+    an_unreadable_without_kind_is_refused,
+    "/unreadable/kind",
+    |v| {
+        set(v, "/case", json!("unreadable"));
+        set(v, "/unreadable", json!({"message": "x"}))
+    }
+);
+loses!(
+    a_broken_unreadable_message_is_not_reported_as_lost,
+    [],
+    |v| {
+        set(v, "/case", json!("unreadable"));
+        set(v, "/unreadable", json!({"kind": "busy", "message": 7}))
+    }
+);
+loses!(
+    a_broken_unreadable_is_ignored_when_the_case_is_not_unreadable,
+    [],
+    |v| set(v, "/unreadable", json!(42))
+);
+
+#[test]
+fn an_unreadable_reply_gives_the_helpers_kind_as_reason() {
+    let read = edited(|v| {
+        set(v, "/case", json!("unreadable"));
+        set(
+            v,
+            "/unreadable",
+            json!({"kind": "driver_error", "message": "NVML gone"}),
+        );
+    })
+    .unwrap();
+    assert_eq!(
+        read.outcome().reason().map(ToString::to_string).as_deref(),
+        Some("helper:driver_error")
+    );
+}
+
+// driver
+loses!(a_missing_driver_loses_the_driver, ["/driver"], |v| remove(
+    v, "/driver"
+));
+loses!(
+    a_driver_without_nvml_version_loses_the_whole_driver,
+    ["/driver"],
+    |v| remove(v, "/driver/nvml_version")
+);
+loses!(
+    a_driver_that_is_a_string_loses_the_driver,
+    ["/driver"],
+    |v| set(v, "/driver", json!("570"))
+);
+
+// profiles
+loses!(missing_profiles_lose_the_list, ["/profiles"], |v| remove(
+    v,
+    "/profiles"
+));
+loses!(
+    profiles_that_are_not_a_list_lose_the_list,
+    ["/profiles"],
+    |v| set(v, "/profiles", json!({}))
+);
+loses!(
+    a_profile_without_id_loses_that_profile,
+    ["/profiles/1"],
+    |v| remove(v, "/profiles/1/id")
+);
+loses!(
+    a_profile_with_a_string_id_loses_that_profile,
+    ["/profiles/0"],
+    |v| set(v, "/profiles/0/id", json!("9"))
+);
+loses!(
+    a_profile_that_is_not_an_object_loses_that_profile,
+    ["/profiles/0"],
+    |v| set(v, "/profiles/0", json!([9]))
+);
+loses!(
+    a_missing_profile_name_loses_the_name,
+    ["/profiles/0/name"],
+    |v| remove(v, "/profiles/0/name")
+);
+loses!(
+    a_numeric_profile_name_loses_the_name,
+    ["/profiles/1/name"],
+    |v| set(v, "/profiles/1/name", json!(3))
+);
+loses!(
+    a_missing_free_instances_loses_it,
+    ["/profiles/0/free_instances"],
+    |v| remove(v, "/profiles/0/free_instances")
+);
+loses!(
+    negative_free_instances_are_lost,
+    ["/profiles/0/free_instances"],
+    |v| set(v, "/profiles/0/free_instances", json!(-1))
+);
+loses!(
+    fractional_free_instances_are_lost,
+    ["/profiles/0/free_instances"],
+    |v| set(v, "/profiles/0/free_instances", json!(1.0))
+);
+loses!(
+    free_instances_with_an_exponent_are_lost,
+    ["/profiles/0/free_instances"],
+    |v| set(
+        v,
+        "/profiles/0/free_instances",
+        serde_json::from_str::<serde_json::Value>("1e3").unwrap()
+    )
+);
+loses!(
+    free_instances_as_a_string_are_lost,
+    ["/profiles/0/free_instances"],
+    |v| set(v, "/profiles/0/free_instances", json!("1"))
+);
+loses!(
+    free_instances_past_u32_are_lost,
+    ["/profiles/0/free_instances"],
+    |v| set(v, "/profiles/0/free_instances", json!(4_294_967_296_u64))
+);
+loses!(
+    missing_placements_are_lost_as_in_a_reply_of_format_1_0,
+    ["/profiles/0/placements"],
+    |v| remove(v, "/profiles/0/placements")
+);
+loses!(
+    a_placement_without_its_size_loses_every_placement_of_the_profile_only,
+    ["/profiles/1/placements"],
+    |v| remove(v, "/profiles/1/placements/2/size")
+);
+loses!(
+    placements_that_are_not_a_list_are_lost,
+    ["/profiles/0/placements"],
+    |v| set(v, "/profiles/0/placements", json!({"start": 0, "size": 4}))
+);
+loses!(
+    a_negative_placement_start_loses_the_placements,
+    ["/profiles/0/placements"],
+    |v| set(v, "/profiles/0/placements/1/start", json!(-4))
+);
+loses!(
+    missing_processes_are_lost_as_in_a_reply_of_format_1_0,
+    ["/processes"],
+    |v| remove(v, "/processes")
+);
+loses!(
+    a_process_without_its_pid_loses_that_process,
+    ["/processes/0"],
+    |v| remove(v, "/processes/0/pid")
+);
+loses!(
+    a_numeric_process_name_loses_the_name,
+    ["/processes/0/name"],
+    |v| set(v, "/processes/0/name", json!(7))
+);
+loses!(
+    a_missing_signature_loses_it,
+    ["/profiles/0/signature"],
+    |v| remove(v, "/profiles/0/signature")
+);
+loses!(
+    a_memory_size_past_u64_loses_the_signature_only,
+    ["/profiles/1/signature"],
+    |v| set(
+        v,
+        "/profiles/1/signature/memory_size_mb",
+        serde_json::from_str::<serde_json::Value>("18446744073709551616").unwrap()
+    )
+);
+loses!(
+    capabilities_that_are_not_a_list_lose_the_signature,
+    ["/profiles/0/signature"],
+    |v| set(v, "/profiles/0/signature/capabilities", json!("p2p"))
+);
+loses!(
+    a_capability_that_is_not_a_string_loses_the_signature,
+    ["/profiles/0/signature"],
+    |v| set(v, "/profiles/0/signature/capabilities/0", json!(1))
+);
+
+#[test]
+fn every_one_of_the_ten_signature_members_is_required_inside_it() {
+    let members = [
+        "slice_count",
+        "instance_count",
+        "multiprocessor_count",
+        "copy_engine_count",
+        "decoder_count",
+        "encoder_count",
+        "jpeg_count",
+        "ofa_count",
+        "memory_size_mb",
+        "capabilities",
+    ];
+    for member in members {
+        let read = edited(|v| remove(v, &format!("/profiles/1/signature/{member}")));
+        assert_eq!(lost(&read), ["/profiles/1/signature"], "without {member}");
+        let lost = &read.as_ref().unwrap().lost()[0];
+        assert_eq!(lost.problem, Problem::Absent, "without {member}");
+        assert!(
+            lost.message.contains(member),
+            "{member} not named in {:?}",
+            lost.message
+        );
+    }
+}
+
+#[test]
+fn a_lost_unit_names_the_unit_and_its_message_names_the_leaf() {
+    let read = edited(|v| set(v, "/profiles/0/signature/ofa_count", json!("0"))).unwrap();
+    let lost = read.lost();
+    assert_eq!(lost[0].pointer.to_string(), "/profiles/0/signature");
+    assert_eq!(lost[0].problem, Problem::WrongType);
+    assert!(
+        lost[0].message.contains("/profiles/0/signature/ofa_count"),
+        "{}",
+        lost[0].message
+    );
+}
+
+// gpu_instances
+loses!(
+    missing_gpu_instances_lose_the_list,
+    ["/gpu_instances"],
+    |v| remove(v, "/gpu_instances")
+);
+loses!(
+    gpu_instances_that_are_a_number_lose_the_list,
+    ["/gpu_instances"],
+    |v| set(v, "/gpu_instances", json!(1))
+);
+loses!(
+    an_instance_without_id_loses_the_instance,
+    ["/gpu_instances/0"],
+    |v| remove(v, "/gpu_instances/0/id")
+);
+loses!(
+    an_instance_without_profile_id_loses_the_instance,
+    ["/gpu_instances/0"],
+    |v| remove(v, "/gpu_instances/0/profile_id")
+);
+loses!(
+    an_instance_without_uuid_loses_the_instance,
+    ["/gpu_instances/0"],
+    |v| remove(v, "/gpu_instances/0/uuid")
+);
+loses!(
+    an_instance_with_a_numeric_uuid_loses_the_instance,
+    ["/gpu_instances/0"],
+    |v| set(v, "/gpu_instances/0/uuid", json!(5))
+);
+loses!(
+    a_missing_placement_loses_the_placement,
+    ["/gpu_instances/0/placement"],
+    |v| remove(v, "/gpu_instances/0/placement")
+);
+loses!(
+    a_placement_with_a_string_size_loses_the_placement,
+    ["/gpu_instances/0/placement"],
+    |v| set(v, "/gpu_instances/0/placement/size", json!("4"))
+);
+loses!(
+    missing_compute_instances_lose_them,
+    ["/gpu_instances/0/compute_instances"],
+    |v| remove(v, "/gpu_instances/0/compute_instances")
+);
+loses!(
+    a_compute_instance_without_placement_loses_the_whole_list,
+    ["/gpu_instances/0/compute_instances"],
+    |v| remove(v, "/gpu_instances/0/compute_instances/0/placement")
+);
+
+// vgpus
+loses!(missing_vgpus_lose_the_list, ["/vgpus"], |v| remove(
+    v, "/vgpus"
+));
+loses!(vgpus_that_are_null_lose_the_list, ["/vgpus"], |v| set(
+    v,
+    "/vgpus",
+    json!(null)
+));
+loses!(
+    a_vgpu_without_uuid_loses_the_vgpu,
+    ["/vgpus/1"],
+    |v| remove(v, "/vgpus/1/uuid")
+);
+loses!(
+    a_vgpu_without_gpu_instance_id_loses_the_vgpu,
+    ["/vgpus/0"],
+    |v| remove(v, "/vgpus/0/gpu_instance_id")
+);
+loses!(a_vgpu_without_vm_loses_the_vgpu, ["/vgpus/0"], |v| remove(
+    v,
+    "/vgpus/0/vm"
+));
+loses!(
+    a_vgpu_with_a_string_instance_id_loses_the_vgpu,
+    ["/vgpus/0"],
+    |v| set(v, "/vgpus/0/gpu_instance_id", json!("1"))
+);
+loses!(a_missing_vgpu_type_loses_the_type, ["/vgpus/0/type"], |v| {
+    remove(v, "/vgpus/0/type")
+});
+loses!(a_numeric_vgpu_type_loses_the_type, ["/vgpus/1/type"], |v| {
+    set(v, "/vgpus/1/type", json!(1))
+});
+loses!(
+    a_missing_type_id_loses_it,
+    ["/vgpus/0/type_id"],
+    |v| remove(v, "/vgpus/0/type_id")
+);
+loses!(
+    a_fractional_type_id_loses_it,
+    ["/vgpus/0/type_id"],
+    |v| set(v, "/vgpus/0/type_id", json!(1123.5))
+);
+
+#[test]
+fn faults_in_several_units_each_cost_their_own_unit_sorted_by_pointer() {
+    let read = edited(|v| {
+        remove(v, "/vgpus/1/type_id");
+        remove(v, "/driver/version");
+        set(v, "/profiles/1/free_instances", json!(-3));
+    });
+    assert_eq!(
+        lost(&read),
+        ["/driver", "/profiles/1/free_instances", "/vgpus/1/type_id"]
+    );
+}
+
+// what a newer helper may add
+#[test]
+fn new_members_at_every_level_are_listed_with_their_type_and_otherwise_ignored() {
+    let read = edited(|v| {
+        set(v, "/format", json!("1.9"));
+        set(v, "/later", json!({"deep": [1, {"x": null}]}));
+        set(v, "/mode/later", json!(1));
+        set(v, "/page", json!({"index": 0, "count": 1, "later": true}));
+        set(v, "/driver/later", json!("x"));
+        set(v, "/card/later", json!(null));
+        set(v, "/profiles/0/later", json!([]));
+        set(v, "/profiles/0/signature/later", json!(2));
+        set(v, "/gpu_instances/0/later", json!(3));
+        set(v, "/gpu_instances/0/placement/later", json!(3));
+        set(v, "/gpu_instances/0/compute_instances/0/later", json!(3.5));
+        set(v, "/vgpus/0/later", json!(4));
+        set(v, "/processes/0/later", json!(-4));
+    });
+    let mut reply = read.unwrap();
+    let listed: Vec<(String, JsonType)> = reply
+        .unknown_members
+        .iter()
+        .map(|member| (member.pointer.to_string(), member.kind))
+        .collect();
+    let expected = [
+        ("/card/later", JsonType::Null),
+        ("/driver/later", JsonType::String),
+        (
+            "/gpu_instances/0/compute_instances/0/later",
+            JsonType::Number,
+        ),
+        ("/gpu_instances/0/later", JsonType::Number),
+        ("/gpu_instances/0/placement/later", JsonType::Number),
+        ("/later", JsonType::Object),
+        ("/mode/later", JsonType::Number),
+        ("/page/later", JsonType::Bool),
+        ("/processes/0/later", JsonType::Number),
+        ("/profiles/0/later", JsonType::Array),
+        ("/profiles/0/signature/later", JsonType::Number),
+        ("/vgpus/0/later", JsonType::Number),
+    ]
+    .map(|(pointer, kind)| (pointer.to_owned(), kind));
+    assert_eq!(listed, expected);
+    reply.unknown_members.clear();
+    reply.format = sample().format;
+    assert_eq!(reply, sample());
+}
+
+#[test]
+fn a_new_capability_is_kept_as_unknown_and_written_back_unchanged() {
+    let read = edited(|v| {
+        set(
+            v,
+            "/profiles/0/signature/capabilities",
+            json!(["p2p", "nvlink"]),
+        )
+    });
+    assert_eq!(unknown(&read), ["/profiles/0/signature/capabilities/1"]);
+    assert!(lost(&read).is_empty());
+    let rewritten = read.unwrap().to_json();
+    assert!(
+        rewritten.contains(r#""capabilities":["p2p","nvlink"]"#),
+        "{rewritten}"
+    );
+}
+
+loses!(
+    a_missing_card_is_lost_as_in_a_reply_of_format_1_1,
+    ["/card"],
+    |v| remove(v, "/card")
+);
+loses!(a_card_that_is_not_an_object_is_lost, ["/card"], |v| set(
+    v,
+    "/card",
+    json!("NVIDIA H200")
+));
+loses!(
+    a_numeric_card_name_loses_the_name_only,
+    ["/card/name"],
+    |v| set(v, "/card/name", json!(7))
+);
+loses!(
+    a_card_without_a_uuid_loses_the_uuid_only,
+    ["/card/uuid"],
+    |v| remove(v, "/card/uuid")
+);
+
+#[test]
+fn a_board_without_a_serial_says_null_and_loses_nothing() {
+    let read = edited(|v| set(v, "/card/serial", json_null())).unwrap();
+    let card = read.card.read().unwrap();
+    assert_eq!(
+        card.serial.read(),
+        Some(&gpu_partition_types::Nullable::Null)
+    );
+    assert!(read.lost().is_empty(), "{:?}", read.lost());
+}
+
+// Members this reader does not know: listed (pointer and JSON type), never lost or refused.
+
+#[test]
+fn a_reply_of_known_members_only_lists_no_unknown_member() {
+    assert_eq!(edited(|_| {}).unwrap().unknown_members, []);
+}
+
+#[test]
+fn each_lost_member_says_which_kind_of_fault_cost_it() {
+    let read = edited(|v| {
+        remove(v, "/driver/version");
+        set(v, "/profiles/0/free_instances", json!("2"));
+        set(v, "/profiles/1/free_instances", json!(-3));
+        set(v, "/vgpus/1/type_id", json!(4_294_967_296_u64));
+    })
+    .unwrap();
+    let kinds: Vec<(String, Problem)> = read
+        .lost()
+        .iter()
+        .map(|lost| (lost.pointer.to_string(), lost.problem))
+        .collect();
+    let expected = [
+        ("/driver", Problem::Absent),
+        ("/profiles/0/free_instances", Problem::WrongType),
+        ("/profiles/1/free_instances", Problem::OutOfRange),
+        ("/vgpus/1/type_id", Problem::OutOfRange),
+    ]
+    .map(|(pointer, problem)| (pointer.to_owned(), problem));
+    assert_eq!(kinds, expected);
+}
+
+#[test]
+fn each_refusal_says_which_kind_of_fault_refused_the_reply() {
+    let kind = |edit: fn(&mut serde_json::Value)| edited(edit).unwrap_err().problem;
+    assert_eq!(kind(|v| remove(v, "/case")), Problem::Absent);
+    assert_eq!(
+        kind(|v| set(v, "/mode/capable", json!("yes"))),
+        Problem::WrongType
+    );
+    assert_eq!(
+        kind(|v| set(v, "/mode/current", json!("Enabled"))),
+        Problem::UnknownSpelling
+    );
+    assert_eq!(kind(|v| set(v, "/format", json!("2.0"))), Problem::Invalid);
+    let bytes = gpu_partition_types::Reply::from_json(b"{\"format\": ", Some(&device()));
+    assert_eq!(bytes.unwrap_err().problem, Problem::Malformed);
+}

@@ -1,0 +1,10 @@
+//! The integration tests of `host-sync`: one test binary (one link, one
+//! process start per `cargo test`), one module per subject.
+
+mod cancel;
+mod classify;
+mod modes;
+mod pci;
+mod settle;
+mod spawn;
+mod store;

@@ -1,0 +1,8 @@
+//! The integration tests of `mig-layout`: one test binary (one link, one
+//! process start per `cargo test`), one module per subject.
+
+mod apply;
+mod common;
+mod document;
+mod plan;
+mod props;

@@ -1,0 +1,206 @@
+//! A fake MetaX host for the tests: a fake `mx-smi` that records every call, a built
+//! `/proc/modules`, a boot id, a kernel log file, and a state directory.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+pub mod machine;
+pub mod nvidia_host;
+pub mod partition_host;
+pub mod pci_host;
+pub mod pool;
+pub mod sync_host;
+
+use machine::Machine;
+use std::process::{Child, Command};
+
+/// The published outputs a fake host prints (see `tests/data/mx-smi-hosts/README.md`).
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    /// Plain `mx-smi`.
+    pub plain: &'static str,
+    /// `mx-smi -L`.
+    pub listing: &'static str,
+    /// `mx-smi topo -m`.
+    pub topo: &'static str,
+}
+
+/// mx-smi 2.2.9 on 8 C500: the `Board Name` layout, published without the banner.
+pub const BOARD_NO_BANNER: Layout = Layout {
+    plain: include_str!("../../../../warm-reset/tests/data/mx-smi/plain-2.2.9-c500-no-banner.txt"),
+    listing: include_str!("../../data/mx-smi-hosts/list-c500-2.2.9-board-layout-no-banner.txt"),
+    topo: include_str!("../../../../warm-reset/tests/data/mx-smi/topo-m-2.2.9-8gpu-affinity.txt"),
+};
+
+/// mx-smi 2.2.4 on 8 C550: the older `GPU NAME` layout, with the banner.
+pub const GPU_NAME_BANNER: Layout = Layout {
+    plain: include_str!(
+        "../../../../warm-reset/tests/data/mx-smi/plain-2.2.4-c550-gpu-name-layout.txt"
+    ),
+    listing: include_str!("../../data/mx-smi-hosts/list-c550-2.2.4-gpu-name-layout-banner.txt"),
+    topo: include_str!("../../../../warm-reset/tests/data/mx-smi/topo-m-8gpu.txt"),
+};
+
+/// The first lines another vendor's `mx-smi` prints (MOFFETT-SMI).
+pub const OTHER_VENDOR: &str =
+    include_str!("../../../../warm-reset/tests/data/mx-smi/other-vendor-moffett-2.3.0-head.txt");
+
+/// A fake `mx-smi`: plain, `-L` and `topo -m` print their files (the `-after` file, when there
+/// is one, once a reset has run); `-r -i ID` does what `reset-mode` says. Every call is logged.
+pub const FAKE: &str = r#"#!/bin/sh
+d=$(dirname "$0")
+echo "$*" >> "$d/calls"
+# In a pool of hosts under one directory, every call also goes to the pool's ordered log.
+[ -f "$d/../../order.log" ] && echo "$(basename "$(dirname "$d")") $*" >> "$d/../../order.log"
+show() { if [ -f "$d/reset-done" ] && [ -f "$d/$1-after" ]; then cat "$d/$1-after"; else cat "$d/$1"; fi; }
+case "$*" in
+  "") show plain ;;
+  -L) show listing ;;
+  "topo -m") show topo ;;
+  "-r -i "*)
+    mode=$(cat "$d/reset-mode")
+    [ "$mode" = kernel-errors ] && echo '3,900,1000,-;metax 0000:0e:00.0: fatal link error' >> "$d/kmsg"
+    case "$mode" in
+      hang) echo $$ > "$d/reset-pid"; exec sleep 600 ;;
+      error) echo "warm reset failed on GPU#$3" >&2; exit 1 ;;
+      says-failed) touch "$d/reset-done"; echo "GPU#$3: Reset Failed"; exit 0 ;;
+      slow*) echo $$ > "$d/reset-pid"; sleep "${mode#slow}" ;;
+    esac
+    touch "$d/reset-done" ;;
+  *) echo "mx-smi: unknown option $*" >&2; exit 2 ;;
+esac
+"#;
+
+pub struct Host {
+    pub machine: Machine,
+}
+
+impl std::ops::Deref for Host {
+    type Target = Machine;
+
+    fn deref(&self) -> &Machine {
+        &self.machine
+    }
+}
+
+impl Host {
+    pub fn new() -> Host {
+        Host::in_dir(tempfile::tempdir().unwrap())
+    }
+
+    pub fn in_dir(dir: tempfile::TempDir) -> Host {
+        Host::with_layout(dir, BOARD_NO_BANNER)
+    }
+
+    pub fn of(layout: Layout) -> Host {
+        Host::with_layout(tempfile::tempdir().unwrap(), layout)
+    }
+
+    pub fn with_layout(dir: tempfile::TempDir, layout: Layout) -> Host {
+        let host = Host {
+            machine: Machine::in_dir(dir),
+        };
+        host.program("bin/mx-smi", FAKE);
+        host.write("bin/plain", layout.plain);
+        host.write("bin/listing", layout.listing);
+        host.write("bin/topo", layout.topo);
+        host.write("bin/reset-mode", "ok");
+        host.write(
+            "bin/kmsg",
+            "6,1,100,-;metax: loaded\n4,2,200,-;metax: a warning\n",
+        );
+        host.write(
+            "proc/modules",
+            &format!(
+                "nvme 61440 3 - Live 0x0\n{}",
+                include_str!("../../../../warm-reset/tests/data/mx-smi/proc-modules.txt")
+            ),
+        );
+        host
+    }
+
+    /// Writes `name` with `text` in place of `from` in the file `source` (an edit of a
+    /// published output).
+    pub fn edit(&self, source: &str, name: &str, from: &str, to: &str) {
+        let text = self.read(source);
+        assert!(text.contains(from), "{source} has no {from:?}");
+        self.write(name, &text.replacen(from, to, 1));
+    }
+
+    /// The calls `mx-smi` received, plain `mx-smi` shown as `(plain)`.
+    pub fn calls(&self) -> Vec<String> {
+        self.read("bin/calls")
+            .lines()
+            .map(|line| {
+                if line.is_empty() {
+                    "(plain)".to_owned()
+                } else {
+                    line.to_owned()
+                }
+            })
+            .collect()
+    }
+
+    /// `mxctl --json reset --mx-smi … --kmsg … ARGS…`.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = self.mxctl(&["reset"]);
+        command
+            .arg("--mx-smi")
+            .arg(self.path("bin/mx-smi"))
+            .arg("--kmsg")
+            .arg(self.path("bin/kmsg"))
+            .args(args);
+        command
+    }
+
+    pub fn reset(&self, args: &[&str]) -> (i32, serde_json::Value) {
+        run_json(self.command(args))
+    }
+
+    pub fn resets(&self) -> usize {
+        let calls = self.read("bin/calls");
+        calls.lines().filter(|line| line.starts_with("-r")).count()
+    }
+
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.command(args)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+}
+
+/// Runs `command` and answers its exit status and its `--json` document.
+pub fn run_json(mut command: Command) -> (i32, serde_json::Value) {
+    let output = command.output().unwrap();
+    let document = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&output.stderr)));
+    (output.status.code().unwrap(), document)
+}
+
+/// Runs two resets at once (`first` started, then `second` run to its end) and answers each
+/// one's `outcome reason`.
+pub fn two_at_once(mut first: Command, mut second: Command) -> Vec<String> {
+    let first = first.stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let second = second.output().unwrap();
+    let first = first.wait_with_output().unwrap();
+    [first, second]
+        .iter()
+        .map(|output| {
+            let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+            format!("{} {}", document["outcome"], document["reason"])
+        })
+        .collect()
+}
+
+pub fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// Fails a test that needs root when it is not root: such tests are `#[ignore]`d with that
+/// reason, and run explicitly (`--ignored`) where they can run, so a run that cannot run them
+/// says "ignored" rather than "ok".
+pub fn require_root() {
+    assert!(
+        is_root(),
+        "this test needs root: a warm reset runs the real root check"
+    );
+}

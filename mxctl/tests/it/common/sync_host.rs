@@ -1,0 +1,74 @@
+//! A host for `mxctl sync`, `status` and `probe`: a built sysfs tree, a boot id, a state
+//! directory, and helpers (a recording shell script, or the real helper through the fake NVML).
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::machine::Machine;
+use fake_nvml::support;
+use gpu_host_probe::test_util::FakeHelper;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// NVML scenarios of the helper's tests (A100-SXM4-40GB, the real profile table).
+pub const CARVED: &str = fake_nvml::scenarios::A100_MIG_ON_CARVED;
+pub const NONE_CARVED: &str = fake_nvml::scenarios::A100_MIG_ON_NONE_CARVED;
+pub const ON_PENDING: &str = fake_nvml::scenarios::A100_MIG_OFF_ON_PENDING;
+pub const NO_MIG: &str = fake_nvml::scenarios::L40S_NO_MIG;
+
+pub struct SyncHost {
+    pub machine: Machine,
+}
+
+impl std::ops::Deref for SyncHost {
+    type Target = Machine;
+
+    fn deref(&self) -> &Machine {
+        &self.machine
+    }
+}
+
+impl SyncHost {
+    pub fn new() -> SyncHost {
+        SyncHost {
+            machine: Machine::new(),
+        }
+    }
+
+    pub fn reboot(&self) {
+        self.boot("99999999-2222-3333-4444-555555555555");
+    }
+
+    /// A fake helper that replies MIG on with one instance to every read, and does what
+    /// `configure` adds (per-device acts); every call is recorded (see [`Self::helper_calls`]).
+    pub fn helper(&self, configure: impl FnOnce(FakeHelper) -> FakeHelper) -> PathBuf {
+        configure(FakeHelper::new(self.dir.path())).write().unwrap()
+    }
+
+    /// The real helper reading the cards through the fake NVML, each a carved A100 (MIG on,
+    /// two GPU instances), as the sync's default helper script answers.
+    pub fn nvml_helper(&self, cards: &[&str]) -> PathBuf {
+        self.nvml_helper_of(&cards.iter().map(|bdf| (*bdf, CARVED)).collect::<Vec<_>>())
+    }
+
+    /// The real helper reading each card as its scenario file says.
+    pub fn nvml_helper_of(&self, cards: &[(&str, &str)]) -> PathBuf {
+        let scenario = support::scenario_of(cards).unwrap();
+        let dir = self.path("nvml");
+        std::fs::create_dir_all(&dir).unwrap();
+        support::helper_wrapper(&dir, &scenario, support::Build::Current, None).unwrap()
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        self.mxctl(args)
+    }
+
+    pub fn run(&self, args: &[&str]) -> (i32, serde_json::Value) {
+        super::run_json(self.command(args))
+    }
+}
+
+impl SyncHost {
+    /// The calls the fake helper received.
+    pub fn helper_calls(&self) -> Vec<String> {
+        FakeHelper::calls(self.dir.path())
+    }
+}

@@ -1,0 +1,24 @@
+//! The integration tests of `mxctl`: one test binary (one link, one
+//! process start per `cargo test`), one module per subject.
+
+mod ansible;
+mod common;
+mod crash;
+mod embedding;
+mod generate;
+mod helper_fixture_mode;
+mod labels;
+mod metrics;
+mod multi_host;
+mod partition;
+mod partition_crash;
+mod partition_declared;
+mod probe;
+mod protocol_doc;
+mod reply_check;
+mod reset;
+mod reset_nvidia;
+mod reset_pci;
+mod sync;
+mod sync_rules;
+mod trust;

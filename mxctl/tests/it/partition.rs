@@ -1,0 +1,716 @@
+//! `mxctl partition` through the real helper and the fake NVML (its state file), with a fake
+//! `nvidia-smi` that prints the published messages and resets through `fake-nvml reset`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common;
+
+use common::partition_host::PartitionHost;
+use serde_json::Value;
+
+const GPU0: &str = "0000:3b:00.0";
+const GPU1: &str = "0000:3c:00.0";
+
+const SEVEN_ON_GPU0: &str = "version: v1
+mig-configs:
+  gpu0-1g.5gb:
+    - devices: [0]
+      mig-enabled: true
+      mig-devices:
+        \"1g.5gb\": 7
+";
+
+fn instances(card: &Value) -> Vec<(u64, u64, u64)> {
+    let mut found: Vec<(u64, u64, u64)> = card["gpu_instances"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .map(|gi| {
+                    (
+                        gi["profile_id"].as_u64().unwrap(),
+                        gi["placement"]["start"].as_u64().unwrap(),
+                        gi["compute_instances"].as_array().unwrap().len() as u64,
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort_unstable();
+    found
+}
+
+fn mig(card: &Value) -> (u64, u64) {
+    (
+        card["mig_mode"]["current"].as_u64().unwrap(),
+        card["mig_mode"]["pending"].as_u64().unwrap(),
+    )
+}
+
+#[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
+fn seven_1g_5gb_on_gpu0_of_two_a100s_is_done_with_one_reset_naming_gpu0_alone() {
+    common::require_root();
+    let host = PartitionHost::two_a100s();
+    let (code, report) = host.apply(SEVEN_ON_GPU0, "gpu0-1g.5gb", &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["outcome"], "done", "{report:#}");
+    let resets = host.resets();
+    assert_eq!(resets.len(), 1, "{resets:?}");
+    assert_eq!(resets[0].0, "00000000:3B:00.0");
+    let gpu0 = host.card(GPU0);
+    assert_eq!(mig(&gpu0), (1, 1));
+    assert_eq!(
+        instances(&gpu0),
+        (0..7).map(|start| (19, start, 1)).collect::<Vec<_>>()
+    );
+    // GPU 1 untouched: MIG off, nothing pending, no instance.
+    let gpu1 = host.card(GPU1);
+    assert_eq!(mig(&gpu1), (0, 0));
+    assert!(instances(&gpu1).is_empty());
+    assert_eq!(report["host"]["status"], "active", "{report:#}");
+    assert_eq!(report["host"]["reason"], "ready");
+}
+
+#[test]
+fn an_h100_from_mig_off_to_all_balanced_is_done_without_a_reset() {
+    let host = PartitionHost::one_h100();
+    let layout = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../mig-layout/tests/data/mig-parted/gpu-operator-h100-excerpt.yaml"
+    ))
+    .unwrap();
+    let (code, report) = host.apply(&layout, "all-balanced", &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["outcome"], "done");
+    assert!(host.resets().is_empty());
+    assert!(report["resets"].as_array().unwrap().is_empty());
+    let card = host.card(GPU0);
+    assert_eq!(mig(&card), (1, 1));
+    // 1g.10gb ×2 (profile 19), 2g.20gb (14), 3g.40gb (9), each with its compute instance.
+    assert_eq!(
+        instances(&card),
+        [(9, 4, 1), (14, 2, 1), (19, 0, 1), (19, 1, 1)]
+    );
+    assert_eq!(report["host"]["status"], "active");
+}
+
+#[test]
+fn a_layout_already_applied_is_zero_steps_and_zero_writes() {
+    let host = PartitionHost::one_h100();
+    let layout = "version: v1\nmig-configs:\n  l:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"1g.10gb\": 3, \"3g.40gb\": 1}\n";
+    assert_eq!(host.apply(layout, "l", &[]).0, 0);
+    host.clear_calls();
+    let (code, report) = host.apply(layout, "l", &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["outcome"], "done");
+    let gpu = &report["gpus"][0];
+    assert!(gpu["plan"].as_array().unwrap().is_empty(), "{report:#}");
+    assert!(gpu["steps"].as_array().unwrap().is_empty());
+    assert_eq!(host.writes(), Vec::<String>::new());
+    assert!(!host.calls().is_empty(), "the fake was read");
+}
+
+const BALANCED: &str = "version: v1
+mig-configs:
+  balanced:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        \"1g.10gb\": 2
+        \"2g.20gb\": 1
+        \"3g.40gb\": 1
+  changed:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        \"1g.10gb\": 2
+        \"2g.20gb\": 1
+        \"1g.20gb\": 2
+  too-many:
+    - devices: all
+      mig-enabled: true
+      mig-devices:
+        \"1g.10gb\": 8
+";
+
+/// An H100 applied `balanced`, its calls forgotten.
+fn balanced_h100() -> PartitionHost {
+    let host = PartitionHost::one_h100();
+    let (code, report) = host.apply(BALANCED, "balanced", &[]);
+    assert_eq!(code, 0, "{report:#}");
+    host.clear_calls();
+    host
+}
+
+#[test]
+fn one_gpu_instance_changed_among_several_is_the_only_one_destroyed_and_created() {
+    let host = balanced_h100();
+    let before = instances(&host.card(GPU0));
+    assert_eq!(before, [(9, 4, 1), (14, 2, 1), (19, 0, 1), (19, 1, 1)]);
+    let (code, report) = host.apply(BALANCED, "changed", &[]);
+    assert_eq!(code, 0, "{report:#}");
+    // The 3g.40gb at 4 (profile 9) gives way to two 1g.20gb (profile 15) at 4 and 6; the
+    // others stay as they were.
+    let writes = host.writes();
+    assert_eq!(
+        writes
+            .iter()
+            .filter(|w| w.starts_with("nvmlGpuInstanceDestroy"))
+            .count(),
+        1,
+        "{writes:?}"
+    );
+    assert_eq!(
+        writes
+            .iter()
+            .filter(|w| w.starts_with("nvmlComputeInstanceDestroy"))
+            .count(),
+        1
+    );
+    assert_eq!(
+        writes
+            .iter()
+            .filter(|w| w.starts_with("nvmlDeviceCreateGpuInstanceWithPlacement"))
+            .cloned()
+            .collect::<Vec<_>>(),
+        [
+            "nvmlDeviceCreateGpuInstanceWithPlacement 15 4+2",
+            "nvmlDeviceCreateGpuInstanceWithPlacement 15 6+2"
+        ]
+    );
+    assert_eq!(
+        instances(&host.card(GPU0)),
+        [(14, 2, 1), (15, 4, 1), (15, 6, 1), (19, 0, 1), (19, 1, 1)]
+    );
+}
+
+#[test]
+fn a_vgpu_on_an_instance_to_destroy_blocks_with_gpu_busy_and_changes_nothing() {
+    let host = balanced_h100();
+    host.change_nvml(|state| {
+        let card = &mut state["devices"][0];
+        let gi = card["gpu_instances"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|gi| gi["profile_id"] == 9)
+            .unwrap()["id"]
+            .clone();
+        card["vgpus"] = serde_json::json!([{"uuid": "4b1c6a86-7c3a-4c21-9f3e-1d2b3c4d5e6f",
+            "type": "NVIDIA H100-3-40C", "type_id": 1123, "gpu_instance_id": gi,
+            "vm": "2d5e8b1e-5a0b-4c31-b0a7-8c2b9c0d1e2f"}]);
+    });
+    let before = host.nvml();
+    let (code, report) = host.apply(BALANCED, "changed", &[]);
+    assert_eq!(code, 3, "{report:#}");
+    assert_eq!(report["outcome"], "blocked");
+    assert_eq!(report["reason"], "gpu_busy");
+    let detail = report["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("4b1c6a86-7c3a-4c21-9f3e-1d2b3c4d5e6f"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("2d5e8b1e-5a0b-4c31-b0a7-8c2b9c0d1e2f"),
+        "{detail}"
+    );
+    assert!(host.writes().is_empty(), "{:?}", host.writes());
+    assert_eq!(host.nvml(), before);
+}
+
+#[test]
+fn a_card_with_clients_blocks_with_gpu_busy_naming_them_and_changes_nothing() {
+    let host = PartitionHost::one_h100();
+    // The first read makes the fake's state file; then a process holds the card.
+    host.sync("enabled");
+    host.change_nvml(|state| {
+        state["devices"][0]["clients"] = serde_json::json!([{"pid": 4242, "name": "python3"}]);
+    });
+    host.clear_calls();
+    let (code, report) = host.apply(BALANCED, "balanced", &[]);
+    assert_eq!(code, 3, "{report:#}");
+    assert_eq!(report["reason"], "gpu_busy");
+    assert!(
+        report["detail"]
+            .as_str()
+            .unwrap()
+            .contains("pid 4242 (python3)"),
+        "{report:#}"
+    );
+    assert!(host.writes().is_empty());
+    assert_eq!(mig(&host.card(GPU0)), (0, 0));
+}
+
+#[test]
+fn an_impossible_layout_is_refused_before_any_write_naming_gpu_and_profile() {
+    let host = PartitionHost::one_h100();
+    let (code, report) = host.apply(BALANCED, "too-many", &[]);
+    assert_eq!(code, 3, "{report:#}");
+    assert_eq!(report["outcome"], "blocked");
+    assert_eq!(report["reason"], "layout_impossible");
+    assert_eq!(
+        report["detail"],
+        "0000:3b:00.0: 8 × 1g.10gb asked, and the card holds at most 7"
+    );
+    assert!(host.writes().is_empty(), "{:?}", host.writes());
+    assert_eq!(mig(&host.card(GPU0)), (0, 0));
+}
+
+#[test]
+fn a_failed_step_leaves_the_host_entering_with_layout_failed_and_its_message_until_an_apply_holds()
+{
+    let host = PartitionHost::one_h100();
+    host.sync("enabled");
+    host.change_nvml(|state| {
+        state["devices"][0]["fail"] = serde_json::json!({
+            "nvmlDeviceCreateGpuInstanceWithPlacement": "INSUFFICIENT_RESOURCES"
+        });
+    });
+    let (code, report) = host.apply(BALANCED, "balanced", &[]);
+    assert_eq!(code, 1, "{report:#}");
+    assert_eq!(report["outcome"], "failed");
+    assert_eq!(report["reason"], "step_refused");
+    let detail = report["detail"].as_str().unwrap().to_owned();
+    assert!(
+        detail.contains("create_gpu_instance refused (insufficient_resources)"),
+        "{detail}"
+    );
+    let status = host.status();
+    assert_eq!(status["status"], "entering", "{status:#}");
+    assert_eq!(status["reason"], "layout_failed");
+    assert_eq!(status["message"], detail.as_str());
+    assert_eq!(status["layout"]["outcome"], "failed");
+    // A sync on its own keeps saying it.
+    let synced = host.sync("enabled");
+    assert_eq!(synced["reason"], "layout_failed", "{synced:#}");
+    assert_eq!(synced["message"], detail.as_str());
+    // The cause gone, the next apply heals it.
+    host.change_nvml(|state| {
+        state["devices"][0]["fail"] = serde_json::json!({});
+    });
+    let (code, report) = host.apply(BALANCED, "balanced", &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["host"]["status"], "active");
+    assert_eq!(report["host"]["reason"], "ready");
+    assert_eq!(host.status()["message"], Value::Null);
+}
+
+#[test]
+fn leave_destroys_the_instances_turns_mig_off_and_the_host_is_inactive_with_the_pool_off() {
+    let host = balanced_h100();
+    let (code, report) = common::run_json(host.command(&["leave", "--pool", "disabled"]));
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["outcome"], "done");
+    let card = host.card(GPU0);
+    assert!(instances(&card).is_empty());
+    assert_eq!(mig(&card), (0, 0));
+    assert_eq!(report["host"]["status"], "inactive");
+    assert_eq!(report["host"]["reason"], "pool_disabled");
+    assert_eq!(host.sync("disabled")["reason"], "pool_disabled");
+}
+
+#[test]
+fn config_after_apply_names_the_layout_while_mxctls_own_config_before_partition_still_counts() {
+    let host = PartitionHost::one_h100();
+    let own = host.path("mxctl.conf");
+    std::fs::write(&own, "gpu-partitioning = enabled\n").unwrap();
+    let layout = host.path("layout.yaml");
+    std::fs::write(&layout, BALANCED).unwrap();
+    let apply = [
+        "apply",
+        "--config",
+        layout.to_str().unwrap(),
+        "-c",
+        "balanced",
+    ];
+    let (code, report) = common::run_json(host.command_configured(&own, &apply));
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["outcome"], "done");
+    // The pool switch came from mxctl's own config: no --pool was given.
+    assert_eq!(report["host"]["status"], "active");
+    assert_eq!(report["host"]["reason"], "ready");
+    // Both spellings at once are one option given twice: a usage error.
+    let twice = [&apply[..], &["--layout", layout.to_str().unwrap()]].concat();
+    let out = host.command(&twice).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used multiple times"));
+}
+
+#[test]
+fn assert_exits_0_after_apply_and_1_naming_the_difference_after_an_instance_is_destroyed_by_hand() {
+    let host = balanced_h100();
+    let file = host.path("layout.yaml");
+    let assert = |host: &PartitionHost| {
+        common::run_json(host.command(&[
+            "assert",
+            "--config",
+            file.to_str().unwrap(),
+            "--select",
+            "balanced",
+        ]))
+    };
+    let (code, report) = assert(&host);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["applied"], true);
+    // By hand: the 2g.20gb's compute instance, then the instance itself.
+    let gi = host.card(GPU0)["gpu_instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|gi| gi["profile_id"] == 14)
+        .unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    host.by_hand(
+        GPU0,
+        &format!(
+            "[{{\"op\": \"destroy_compute_instance\", \"gpu_instance_id\": {gi}, \"compute_instance_id\": 0}}]"
+        ),
+    );
+    let (code, report) = assert(&host);
+    assert_eq!(code, 1, "{report:#}");
+    let differences = report["gpus"][0]["differences"].as_array().unwrap();
+    assert_eq!(differences.len(), 1, "{report:#}");
+    assert_eq!(differences[0]["kind"], "compute_instances");
+    host.by_hand(
+        GPU0,
+        &format!("[{{\"op\": \"destroy_gpu_instance\", \"gpu_instance_id\": {gi}}}]"),
+    );
+    let (code, report) = assert(&host);
+    assert_eq!(code, 1);
+    let differences = report["gpus"][0]["differences"].as_array().unwrap();
+    assert_eq!(differences[0]["kind"], "gpu_instances", "{report:#}");
+    assert_eq!(
+        differences[0]["message"],
+        "0 GPU instance(s) of 2g.20gb, the layout wants 1"
+    );
+}
+
+#[test]
+fn an_exported_layout_applies_back_as_zero_steps() {
+    let host = balanced_h100();
+    let (code, exported) = common::run_json(host.command(&["export", "--label", "here"]));
+    assert_eq!(code, 0, "{exported:#}");
+    assert_eq!(
+        exported["mig-configs"]["here"][0]["mig-devices"]["1g.10gb"], 2,
+        "{exported:#}"
+    );
+    let text = serde_json::to_string_pretty(&exported).unwrap();
+    let (code, report) = host.apply(&text, "here", &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert!(
+        report["gpus"][0]["steps"].as_array().unwrap().is_empty(),
+        "{report:#}"
+    );
+    assert!(host.writes().is_empty());
+    // And as YAML, the text export.
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mxctl"));
+    command
+        .args(["--config", "/dev/null", "--sysfs-root"])
+        .arg(host.sysfs.root())
+        .arg("--state-dir")
+        .arg(host.path("state"))
+        .args(["partition", "export", "--helper"])
+        .arg(&host.helper);
+    let yaml = command.output().unwrap();
+    assert!(yaml.status.success());
+    let yaml = String::from_utf8(yaml.stdout).unwrap();
+    insta::assert_snapshot!(yaml);
+    let (code, report) = host.apply(&yaml, "current", &[]);
+    assert_eq!(code, 0, "{report:#}");
+    assert!(host.writes().is_empty());
+}
+
+#[test]
+fn the_metrics_give_the_last_applys_outcome_and_reason() {
+    let host = PartitionHost::one_h100();
+    host.apply(BALANCED, "too-many", &[]);
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mxctl"));
+    command
+        .args(["--config", "/dev/null", "--state-dir"])
+        .arg(host.path("state"))
+        .arg("metrics");
+    let text = String::from_utf8(command.output().unwrap().stdout).unwrap();
+    // A sample for CI's readers (promtool, prometheus_client, node_exporter).
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("metrics-samples");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("after-layout.prom"), &text).unwrap();
+    let line = text
+        .lines()
+        .find(|line| line.starts_with("mxctl_layout_last_apply{"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.starts_with(
+            "mxctl_layout_last_apply{label=\"too-many\",outcome=\"blocked\",reason=\"layout_impossible\"}"
+        ),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_layout_file_that_does_not_read_is_a_usage_error_naming_line_and_member() {
+    let host = PartitionHost::one_h100();
+    let (code, report) = host.apply(
+        "version: v1\nmig-configs:\n  l:\n    - devices: all\n      mig-enabled: maybe\n",
+        "l",
+        &[],
+    );
+    assert_eq!(code, 2);
+    let message = report["error"]["message"].as_str().unwrap();
+    assert!(
+        message.ends_with("layout.yaml: line 5, column 20, /mig-configs/l/0/mig-enabled: `mig-enabled` must be true or false, not the string \"maybe\""),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_dry_run_plans_every_gpu_and_writes_nothing() {
+    let host = PartitionHost::one_h100();
+    let (code, report) = host.apply(BALANCED, "balanced", &["--dry-run"]);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["outcome"], "dry_run");
+    assert_eq!(report["gpus"][0]["plan"].as_array().unwrap().len(), 5);
+    assert!(host.writes().is_empty());
+    assert_eq!(host.status()["status"], "not_reported");
+}
+
+#[test]
+fn while_a_layout_is_applied_the_host_is_entering_with_layout_applying() {
+    let host = PartitionHost::one_h100();
+    host.sync("enabled");
+    // Each write takes a while, so the apply is seen running.
+    host.change_nvml(|state| {
+        state["devices"][0]["write_delay_ms"] = serde_json::json!(150);
+    });
+    let file = host.path("layout.yaml");
+    std::fs::write(&file, BALANCED).unwrap();
+    let mut apply = host
+        .command(&[
+            "apply",
+            "-f",
+            file.to_str().unwrap(),
+            "-c",
+            "balanced",
+            "--pool",
+            "enabled",
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut seen = None;
+    while started.elapsed() < std::time::Duration::from_secs(120) {
+        let status = host.status();
+        if status["reason"] == "layout_applying" {
+            seen = Some(status);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(apply.wait().unwrap().success());
+    let seen = seen.expect("the host never showed the apply running");
+    assert_eq!(seen["status"], "entering");
+    assert_eq!(seen["layout"]["outcome"], "applying");
+    assert_eq!(seen["layout"]["label"], "balanced");
+    let after = host.status();
+    assert_eq!(
+        (after["status"].as_str(), after["reason"].as_str()),
+        (Some("active"), Some("ready"))
+    );
+    assert_eq!(after["layout"]["outcome"], "done");
+}
+
+/// The lines of a run's output that are progress lines: `  12.3s  BDF  what`.
+fn progress_lines(shown: &str) -> Vec<String> {
+    shown
+        .lines()
+        .filter_map(|line| {
+            let (seconds, rest) = line.trim_start().split_once("s  ")?;
+            seconds.parse::<f64>().ok()?;
+            let (device, what) = rest.split_once("  ")?;
+            (device == GPU0).then(|| what.trim_end().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn on_a_terminal_each_step_is_a_line_as_it_runs_and_piped_only_the_report_is_printed() {
+    let run = |terminal: bool| {
+        let host = PartitionHost::one_h100();
+        let layout = host.path("layout.yaml");
+        std::fs::write(&layout, BALANCED).unwrap();
+        let file = layout.to_str().unwrap();
+        let args = [
+            "apply", "--config", file, "-c", "balanced", "--pool", "enabled",
+        ];
+        let command = host.command_for_people(&args);
+        let out = if terminal {
+            // script(1) gives mxctl a pseudo-terminal for its standard output.
+            let quoted: Vec<String> = std::iter::once(command.get_program())
+                .chain(command.get_args())
+                .map(|word| format!("'{}'", word.to_str().unwrap().replace('\'', r"'\''")))
+                .collect();
+            std::process::Command::new("script")
+                .args(["-qec", &quoted.join(" "), "/dev/null"])
+                .output()
+                .unwrap()
+        } else {
+            let mut command = command;
+            command.output().unwrap()
+        };
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).unwrap().replace('\r', "")
+    };
+    let live = progress_lines(&run(true));
+    let steps: Vec<&String> = live.iter().filter(|what| what.contains(" done")).collect();
+    // The mode, four GPU instances and their four compute instances, each as it ran.
+    assert_eq!(steps.len(), 9, "{live:#?}");
+    assert!(steps[0].starts_with("set_mig_mode done"), "{live:#?}");
+    assert!(live.first().unwrap().starts_with("plan: "), "{live:#?}");
+    assert_eq!(live.last().unwrap(), "read back: as the layout wants");
+    let piped = run(false);
+    assert!(progress_lines(&piped).is_empty(), "{piped}");
+    assert!(piped.contains("create_gpu_instance done"), "{piped}");
+}
+
+#[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
+fn a_rerun_after_a_run_killed_inside_its_reset_waits_the_window_out_and_resets_nothing_more() {
+    common::require_root();
+    let host = PartitionHost::two_a100s();
+    // The reset takes effect half a second after it is issued, as a real one takes a while.
+    std::fs::write(host.path("bin/reset-delay"), "0.5").unwrap();
+    let layout = host.path("layout.yaml");
+    std::fs::write(&layout, SEVEN_ON_GPU0).unwrap();
+    let file = layout.to_str().unwrap();
+    let args = [
+        "apply",
+        "--config",
+        file,
+        "-c",
+        "gpu0-1g.5gb",
+        "--pool",
+        "enabled",
+    ];
+    let mut killed = host
+        .command(&args)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Killed once its reset is issued (the fake nvidia-smi goes on, as a real one would).
+    let started = std::time::Instant::now();
+    while host.resets().is_empty() && started.elapsed() < std::time::Duration::from_secs(120) {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert_eq!(host.resets().len(), 1);
+    let (code, report) = common::run_json(host.command(&args));
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["outcome"], "done", "{report:#}");
+    // The killed run's reset, verified once its window ended: no second one.
+    assert_eq!(host.resets().len(), 1, "{:?}", host.resets());
+    assert_eq!(
+        report["resets"][0]["warnings"][0], "verifying a reset that an earlier run issued",
+        "{report:#}"
+    );
+    assert_eq!(mig(&host.card(GPU0)), (1, 1));
+    assert_eq!(instances(&host.card(GPU0)).len(), 7);
+}
+
+/// `mxctl --json reset --method nvidia --device 0` on `host`'s machine (its sysfs and procfs)
+/// but with another state directory: another `Host` of the same machine.
+fn reset_from_another_state_dir(host: &PartitionHost) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mxctl"));
+    command
+        .args(["--config", "/dev/null", "--json", "--sysfs-root"])
+        .arg(host.sysfs.root())
+        .arg("--proc-root")
+        .arg(host.path("proc"))
+        .arg("--state-dir")
+        .arg(host.path("another-state"))
+        .args([
+            "reset",
+            "--method",
+            "nvidia",
+            "--device",
+            "0",
+            "--nvidia-smi",
+        ])
+        .arg(host.path("bin/nvidia-smi"))
+        .arg("--kmsg")
+        .arg(host.path("kmsg"));
+    command
+}
+
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !done() {
+        assert!(std::time::Instant::now() < give_up, "{what} never came");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
+fn a_reset_from_another_state_directory_while_an_apply_runs_is_turned_away() {
+    common::require_root();
+    let host = PartitionHost::one_h100();
+    host.sync("enabled");
+    // Each write of the card takes a while, as NVML's do: the apply holds the lock for seconds.
+    host.change_nvml(|state| state["devices"][0]["write_delay_ms"] = 700.into());
+    let file = host.path("layout.yaml");
+    std::fs::write(&file, BALANCED).unwrap();
+    let apply = host
+        .command(&[
+            "apply",
+            "--config",
+            file.to_str().unwrap(),
+            "--select",
+            "balanced",
+            "--pool",
+            "enabled",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the apply's first write", || {
+        host.calls()
+            .iter()
+            .any(|c| c.starts_with("nvmlDeviceSetMigMode"))
+    });
+    let (code, reset) = common::run_json(reset_from_another_state_dir(&host));
+    assert_eq!(code, 3, "{reset:#}");
+    assert_eq!(
+        (reset["outcome"].clone(), reset["reason"].clone()),
+        ("blocked".into(), "lock_busy".into()),
+        "{reset:#}"
+    );
+    assert!(host.resets().is_empty());
+    let output = apply.wait_with_output().unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["outcome"], "done", "{report:#}");
+}
+
+#[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
+fn an_apply_while_a_reset_from_another_state_directory_runs_is_turned_away() {
+    common::require_root();
+    let host = PartitionHost::one_h100();
+    host.sync("enabled");
+    std::fs::write(host.path("bin/reset-delay"), "2").unwrap();
+    let reset = reset_from_another_state_dir(&host)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the reset", || !host.resets().is_empty());
+    host.clear_calls();
+    let (code, report) = host.apply(BALANCED, "balanced", &[]);
+    assert_eq!(code, 3, "{report:#}");
+    assert_eq!(report["reason"], "lock_busy", "{report:#}");
+    let detail = report["detail"].as_str().unwrap();
+    assert!(detail.contains("another-state"), "{detail}");
+    assert!(host.writes().is_empty(), "{:?}", host.writes());
+    let output = reset.wait_with_output().unwrap();
+    let reset: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(reset["outcome"], "done", "{reset:#}");
+}

@@ -1,0 +1,13 @@
+//! The integration tests of `warm-reset`: one test binary (one link, one
+//! process start per `cargo test`), one module per subject.
+
+mod machine;
+mod metax_rules;
+mod mx_smi_props;
+mod mx_smi_samples;
+mod nvidia_smi_samples;
+mod plan;
+mod plan_step;
+mod random_events;
+mod simulated;
+mod simulated_methods;
