@@ -144,3 +144,38 @@ fn the_information_file_gives_the_device_minor() {
     );
     assert!(device_minor("Model: x\n").is_err());
 }
+
+#[test]
+fn a_gpu_joined_to_itself_is_an_error_not_a_link() {
+    let text = sample("topo-m-2x5090-tabs.txt").replacen(" X ", "NV18", 1);
+    let error = parse_nvlinks(&text).unwrap_err();
+    assert!(error.to_string().contains("diagonal"), "{error}");
+}
+
+#[test]
+fn an_x_off_the_diagonal_is_an_error() {
+    let text = sample("topo-m-4x3090-nvlink-pairs.txt").replacen("NV4", "X", 1);
+    let error = parse_nvlinks(&text).unwrap_err();
+    assert!(error.to_string().contains("diagonal"), "{error}");
+}
+
+#[test]
+fn a_header_naming_a_gpu_twice_is_an_error() {
+    let text = sample("topo-m-2x5090-tabs.txt").replacen("GPU1", "GPU0", 1);
+    let error = parse_nvlinks(&text).unwrap_err();
+    assert!(error.to_string().contains("twice"), "{error}");
+}
+
+#[test]
+fn a_gpu_with_two_rows_is_an_error() {
+    let text = sample("topo-m-2x5090-tabs.txt");
+    let header_and_gpu0: Vec<&str> = text.lines().take(2).collect();
+    let doubled = format!(
+        "{}\n{}\n{}\n",
+        header_and_gpu0[0],
+        header_and_gpu0[1],
+        text.lines().skip(1).collect::<Vec<_>>().join("\n")
+    );
+    let error = parse_nvlinks(&doubled).unwrap_err();
+    assert!(error.to_string().contains("second row"), "{error}");
+}

@@ -9,8 +9,10 @@
 //! ```
 //!
 //! The header names the device columns (`GPUn`, `NICn`, `mlx5_n`) before the affinity columns;
-//! each GPU row holds a cell per device column. Separators are tabs or runs of spaces. A cell
-//! this reader does not know, a short row or a missing GPU row is an error naming the line.
+//! each GPU row holds a cell per device column, `X` where the row meets its own column and only
+//! there. Separators are tabs or runs of spaces. A cell this reader does not know, an `X` off
+//! that diagonal (or anything else on it), a short row, a device the header names twice, a GPU
+//! with two rows or a missing GPU row is an error naming the line.
 
 use crate::parse_error::{ParseError, numbered};
 use std::collections::BTreeSet;
@@ -62,7 +64,7 @@ fn is_nvlink(cell: &str) -> bool {
 /// Reads the matrix.
 pub fn parse_nvlinks(text: &str) -> Result<NvLinks, ParseError> {
     let mut lines = numbered(text).filter(|(_, line)| !line.trim().is_empty());
-    let Some((_, header)) = lines.next() else {
+    let Some((header_number, header)) = lines.next() else {
         return Err(ParseError::Missing {
             output: OUTPUT,
             why: "no header row",
@@ -73,6 +75,14 @@ pub fn parse_nvlinks(text: &str) -> Result<NvLinks, ParseError> {
         .take_while(|token| !matches!(*token, "CPU" | "NUMA" | "GPU"))
         .collect();
     let gpus: Vec<u32> = columns.iter().filter_map(|c| gpu_index(c)).collect();
+    if columns.iter().collect::<BTreeSet<_>>().len() != columns.len() {
+        return Err(ParseError::line(
+            OUTPUT,
+            header_number,
+            header,
+            "a header row that names a device twice",
+        ));
+    }
     if gpus.is_empty() {
         return Err(ParseError::Missing {
             output: OUTPUT,
@@ -98,15 +108,20 @@ pub fn parse_nvlinks(text: &str) -> Result<NvLinks, ParseError> {
         if cells.len() < columns.len() {
             return Err(bad("a row shorter than the header"));
         }
+        if !rows.insert(row) {
+            return Err(bad("a second row for the same GPU"));
+        }
         for (column, cell) in columns.iter().zip(&cells) {
             if *cell != "X" && !is_nvlink(cell) && !PATHS.contains(cell) {
                 return Err(bad("a cell this reader does not know"));
+            }
+            if (*column == name) != (*cell == "X") {
+                return Err(bad("an X off the diagonal, or a device joined to itself"));
             }
             if let (Some(other), true) = (gpu_index(column), is_nvlink(cell)) {
                 links.insert((row.min(other), row.max(other)));
             }
         }
-        rows.insert(row);
     }
     if gpus.iter().any(|gpu| !rows.contains(gpu)) {
         return Err(ParseError::Missing {
