@@ -4,7 +4,7 @@
 //! [`Shared`] is what every GPU's work reads (the lock held, the helper, its format, the
 //! cancel): it is `Sync`, so the per-GPU phases run side by side on it. Progress from a GPU's
 //! worker goes through a channel to the apply's own thread, which alone calls the caller's
-//! observer ([`fan_out`]).
+//! observer; the worker waits for the observer to return ([`fan_out`]).
 
 use super::Progress;
 use crate::report::{ApplyOutcome, ApplyReason};
@@ -90,8 +90,10 @@ impl Stop {
 
 /// Runs `work` on each of `items` that `runs` lets through, side by side (at most the helper's
 /// concurrency at once), under the apply's lock: each worker's progress is handed to the
-/// apply's thread, which passes it to the observer as it comes. Answers each item's result in
-/// order (`None` for one not run).
+/// apply's thread, which passes it to the observer as it comes, and the worker goes on only once
+/// the observer has returned, so an observer that cancels on a step stops that worker before
+/// its next write, on a loaded machine as on an idle one. Answers each item's result in order
+/// (`None` for one not run).
 pub(super) fn fan_out<T, R>(
     ctx: &mut Ctx<'_, '_>,
     items: &mut [T],
@@ -115,14 +117,18 @@ where
     );
     let pending = queue.lock().map(|queue| queue.len()).unwrap_or(0);
     let workers = shared.helper.config().concurrency.clamp(1, pending.max(1));
-    let (sender, receiver) = mpsc::channel::<Progress>();
+    let (sender, receiver) = mpsc::channel::<(Progress, mpsc::SyncSender<()>)>();
     std::thread::scope(|scope| {
         for _ in 0..workers {
             let sender = sender.clone();
             let (queue, results, work) = (&queue, &results, &work);
             scope.spawn(move || {
                 let say = |progress: Progress| {
-                    let _ = sender.send(progress);
+                    let (told, heard) = mpsc::sync_channel(1);
+                    if sender.send((progress, told)).is_ok() {
+                        // Ends when the observer has returned (or the apply's thread is gone).
+                        let _ = heard.recv();
+                    }
                 };
                 loop {
                     let next = queue.lock().ok().and_then(|mut queue| queue.pop());
@@ -138,8 +144,9 @@ where
         }
         // The workers hold the only senders now: the loop ends when the last one is done.
         drop(sender);
-        for progress in receiver {
+        for (progress, told) in receiver {
             ctx.say(progress);
+            let _ = told.send(());
         }
     });
     results
