@@ -2,13 +2,13 @@
 # NVIDIA's own Python binding (nvidia-ml-py) drives a MIG session against the fake NVML on one
 # card of every published part (fake-nvml/scenarios/parts), then compares what it read with
 # what gpu-partition-helper reads of the same state. Usage: .ci/check_nvml_python.sh PYTHON
-# (a Python with nvidia-ml-py); the workspace's debug build must be there (cargo test built it).
+# (a Python with nvidia-ml-py), after `cargo build -p fake-nvml -p gpu-partition-helper`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=$1
 build=${CARGO_TARGET_DIR:-target}/debug
 for tool in libfake_nvml.so gpu-partition-helper fake-nvml; do
-    [ -e "$build/$tool" ] || { echo "no $build/$tool: build the workspace first" >&2; exit 1; }
+    [ -e "$build/$tool" ] || { echo "no $build/$tool: run cargo build -p fake-nvml -p gpu-partition-helper first" >&2; exit 1; }
 done
 "$python" -c 'import pynvml, importlib.metadata as m; print("nvidia-ml-py", m.version("nvidia-ml-py"))'
 work=$(mktemp -d)

@@ -145,6 +145,7 @@ fn profile_by_id(profiles: &[Profile], id: u32) -> Answer<&Profile> {
     profiles.iter().find(|p| p.id == id).ok_or(INVALID)
 }
 
+#[cfg(not(feature = "without-profile-info-v"))]
 fn name_bytes(name: &str) -> [c_char; 96] {
     let mut out = [0 as c_char; 96];
     for (slot, byte) in out.iter_mut().zip(name.bytes().take(95)) {

@@ -42,7 +42,7 @@ fn init(call: &str) -> nvml::nvmlReturn_t {
     nvml::nvmlReturn_enum_NVML_SUCCESS
 }
 
-/// Initialises NVML (see [`init`]): reference-counted, as NVML's is.
+/// Initialises NVML: reference-counted, as NVML's is.
 #[unsafe(no_mangle)]
 pub extern "C" fn nvmlInit_v2() -> nvml::nvmlReturn_t {
     init("nvmlInit_v2")
@@ -164,7 +164,7 @@ const ERROR_TEXTS: [(nvml::nvmlReturn_t, &std::ffi::CStr); 23] = [
     (nvml::nvmlReturn_enum_NVML_ERROR_UNKNOWN, c"Unknown Error"),
 ];
 
-/// The text of a code ([`ERROR_TEXTS`]), a static C string.
+/// The text of a code, a static C string.
 #[unsafe(no_mangle)]
 pub extern "C" fn nvmlErrorString(result: nvml::nvmlReturn_t) -> *const c_char {
     ERROR_TEXTS
