@@ -11,7 +11,7 @@ use gpu_partition_types::Reply;
 use host_sync::MemoryStore;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{ProfileKey, Want};
-use mig_layout::{ApplyOptions, ApplyRun, Document, ResetWith, plan::plan};
+use mig_layout::{ApplyOptions, ApplyRun, Document, ResetWith, plan};
 use serde_json::json;
 use std::hint::black_box;
 use std::io::Write;

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use warm_reset::pci::{FunctionState, PciBackend, PciHost, SysfsHost};
+use warm_reset::PciBackend;
+use warm_reset::pci::{FunctionState, PciHost, SysfsHost};
 use warm_reset::{
     BackendError, Holder, Host, KernelLogSource, KmsgRecord, MachineConfig, Method, ResetEnd,
     ResetOutcome, ResetRun, execute,

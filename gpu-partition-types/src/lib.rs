@@ -53,17 +53,17 @@ mod token;
 mod unknown;
 mod write;
 
-pub mod card;
-pub mod case;
-pub mod driver;
-pub mod format;
-pub mod instance;
-pub mod mode;
-pub mod partition_mode;
-pub mod process;
-pub mod profile;
-pub mod version;
-pub mod vgpu;
+mod card;
+mod case;
+mod driver;
+mod format;
+mod instance;
+mod mode;
+mod partition_mode;
+mod process;
+mod profile;
+mod version;
+mod vgpu;
 
 pub use apply::{
     ApplyAnswer, ApplyRequest, Op, RefusalKind, Refused, Step, StepOutcome, StepResult,

@@ -3,11 +3,12 @@
 //!
 //! - [`run`]: the process runner (own process group, SIGTERM then SIGKILL, bounded output,
 //!   bounded wait for pipe EOF, one pure [`run::classify`]).
-//! - [`host`]: [`Host`], one host's state directory (the lock, the state, the journal, the
-//!   simulated sub-state) and its sysfs and procfs roots, which every GPU operation takes;
-//!   [`boot`]: which boot it runs.
-//! - [`lock`]: the host GPU lock, an exclusive `flock` on a file in the state directory that
-//!   every GPU operation of the host holds.
+//! - [`Host`]: one host's state directory (the lock, the state, the journal, the simulated
+//!   sub-state) and its sysfs and procfs roots, which every GPU operation takes; [`Boot`]:
+//!   which boot it runs.
+//! - [`HostLock`]: the host GPU lock, an exclusive `flock` on the machine's lock file and one
+//!   in the state directory, that every GPU operation of the host holds; [`Cancel`] ends a
+//!   wait for it.
 //! - [`chain`]: an error and its causes on one line, for people.
 //! - [`fs`]: writing a file whole or not at all (the state file, the reset journal).
 //! - [`trust`]: what root may trust (a program or file nobody else can change, a private state
@@ -17,19 +18,22 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
-pub mod boot;
-pub mod cancel;
+mod boot;
+mod cancel;
 pub mod chain;
 pub mod fs;
 pub mod helper;
-pub mod host;
-pub mod lock;
+mod host;
+mod lock;
 pub mod run;
 #[cfg(feature = "test-util")]
 pub mod test_util;
 pub mod trust;
 
-pub use boot::Boot;
+pub use boot::{Boot, read_boot_id, read_boot_time};
 pub use cancel::Cancel;
-pub use host::Host;
-pub use lock::{DEFAULT_LOCK_WAIT, HostLock, LockError};
+pub use host::{Host, SIMULATED_DIR};
+pub use lock::{
+    DEFAULT_LOCK_WAIT, HostLock, LOCK_FILE, LockError, MACHINE_LOCK_DIR, machine_lock_dir,
+    machine_lock_path,
+};

@@ -2,7 +2,7 @@
 //! stored at the last sync. ([`Boot`] itself, and its readers, are `gpu-host-probe`'s: a reset's
 //! journal needs the boot id too.)
 
-use gpu_host_probe::boot::Boot;
+use gpu_host_probe::Boot;
 
 /// How far apart two readings of `btime` may be and still name the same boot: the kernel
 /// derives it from the clock and the uptime, so a clock adjustment moves it by a second or two,

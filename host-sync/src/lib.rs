@@ -1,7 +1,7 @@
 //! Whether a host takes part in GPU partitioning and why, each GPU's partition mode, the sysfs
 //! PCI scan, and the state store.
 //!
-//! - [`pci::scan`] finds display-class PCI physical functions (NVIDIA by vendor `10de`,
+//! - [`scan()`] finds display-class PCI physical functions (NVIDIA by vendor `10de`,
 //!   never by driver); an entry it cannot read is skipped and named, never a failed scan.
 //! - [`classify()`] is a pure function over [`Facts`] and an ordered table of checks
 //!   ([`CHECKS`]), most specific first, giving a [`HostStatus`] and a [`HostReason`].
@@ -12,7 +12,8 @@
 //! - [`sync()`] runs the whole sync on a [`Host`] (under its host GPU lock, reading the boot from
 //!   its procfs); [`spawn_sync`] runs it on a thread of its own, as a toolstack does at start,
 //!   and hands the store back with the report. Reports serialize to `mxctl --json`'s documents
-//!   ([`report`]), and every failed read carries its message next to its reason.
+//!   ([`SyncReport`], [`StatusReport`]), and every failed read carries its message next to its
+//!   reason.
 //! - `fake_sysfs` and `conformance` (feature `test-util`): a sysfs tree built on disk, and the
 //!   conformance suite any [`StateStore`] runs in its tests. Enable them for your tests with
 //!   `host-sync = { version = "…", features = ["test-util"] }` under `[dev-dependencies]`.
@@ -22,27 +23,27 @@
 #![deny(missing_docs)]
 
 pub mod after_boot;
-pub mod card;
-pub mod classify;
-pub mod compare;
+mod card;
+mod classify;
+mod compare;
 #[cfg(feature = "test-util")]
 pub mod conformance;
-pub mod declared;
+mod declared;
 #[cfg(feature = "test-util")]
 pub mod fake_sysfs;
-pub mod gpu;
-pub mod layout;
+mod gpu;
+mod layout;
 pub mod modes;
-pub mod pci;
-pub mod reason;
-pub mod report;
-pub mod spawn;
-pub mod state;
-pub mod status;
-pub mod store;
-pub mod sync;
-pub mod want;
-pub mod warning;
+mod pci;
+mod reason;
+mod report;
+mod spawn;
+mod state;
+mod status;
+mod store;
+mod sync;
+mod want;
+mod warning;
 
 pub use card::{Card, CardInstance, CardProfile, CardUnreadable, filling_compute_profile};
 pub use classify::{CHECKS, Check, Facts, HelperState, classify};
@@ -65,6 +66,6 @@ pub use spawn::{SyncDone, SyncHandle, SyncPanicked, spawn_sync};
 pub use state::{HostState, SCHEMA};
 pub use status::{BadReason, HostReason, HostStatus, Pool, StoredReason};
 pub use store::{FileStore, MemoryStore, STATE_FILE, StateStore, StoreError};
-pub use sync::{AfterBoot, SyncError, SyncOptions, SyncReport, sync, sync_under};
+pub use sync::{AfterBoot, SETTLE_ROUNDS, SyncError, SyncOptions, SyncReport, sync, sync_under};
 pub use want::{Placed, ProfileKey, Want};
 pub use warning::SyncWarning;

@@ -185,7 +185,7 @@ pub fn scan_gpus(sysfs_root: &Path) -> Result<Vec<PciFunction>, ScanError> {
 }
 
 /// Logs one warning per entry a scan left out.
-pub fn warn_skipped(skipped: &[SkippedEntry]) {
+pub(crate) fn warn_skipped(skipped: &[SkippedEntry]) {
     for entry in skipped {
         tracing::warn!("PCI scan: skipped {}: {entry}", entry.path.display());
     }

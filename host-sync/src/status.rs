@@ -96,8 +96,9 @@ impl<'de> serde::Deserialize<'de> for StoredReason {
 
 gpu_partition_types::token_enum! {
     /// Why the host has its status: the reasons the checks of [`crate::CHECKS`] give, most
-    /// specific first. A closed set: a new check needs a new value here, and the compiler then
-    /// asks for it wherever reasons are matched.
+    /// specific first. A new check adds a value here: this crate's matches must name it, and
+    /// for an embedder it is not a breaking change (match with a wildcard arm).
+    #[non_exhaustive]
     pub enum HostReason: "host reason" {
         /// No NVIDIA display-class physical function on the host.
         NoPartitionableGpu = "no_partitionable_gpu",

@@ -278,8 +278,14 @@ impl StateStore for FileStore {
 pub struct MemoryStore {
     /// What was last saved.
     pub state: Option<HostState>,
-    /// How many saves were made.
-    pub saves: usize,
+    saves: usize,
+}
+
+impl MemoryStore {
+    /// How many saves were made: counted by the store, so only a save can change it.
+    pub fn saves(&self) -> usize {
+        self.saves
+    }
 }
 
 impl StateStore for MemoryStore {

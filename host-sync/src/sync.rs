@@ -13,8 +13,8 @@ use crate::status::{HostReason, HostStatus, Pool};
 use crate::store::{StateStore, StoreError};
 use crate::warning::SyncWarning;
 use gpu_host_probe::helper::{Helper, ReadFailure};
-use gpu_host_probe::lock::{HostLock, LockError};
 use gpu_host_probe::{Boot, Cancel, DEFAULT_LOCK_WAIT, Host};
+use gpu_host_probe::{HostLock, LockError};
 use gpu_partition_types::{Bdf, Outcome, Reply};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -87,7 +87,7 @@ impl SyncOptions {
 
 /// What a sync wrote, and what a person should know of it.
 ///
-/// It serializes to the document of `mxctl --json sync` ([`crate::report`]).
+/// It serializes to the document of `mxctl --json sync`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SyncReport {

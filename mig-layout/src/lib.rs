@@ -26,13 +26,13 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
-pub mod apply;
-pub mod assert;
-pub mod document;
-pub mod export;
-pub mod plan;
-pub mod report;
-pub mod select;
+mod apply;
+mod assert;
+mod document;
+mod export;
+mod plan;
+mod report;
+mod select;
 
 pub use apply::{
     ApplyError, ApplyObserver, ApplyOptions, ApplyRun, HOOK_DEADLINE, Hook, HookPoint, HookRun,
@@ -43,7 +43,7 @@ pub use document::{
     DeviceId, DeviceRef, Devices, Document, LayoutError, MAX_DOCUMENT, Spec, to_json, to_yaml,
 };
 pub use export::{Exported, export, export_declared, export_host};
-pub use plan::{CardPlan, Impossible, ImpossibleKind, PlanLine};
+pub use plan::{CardPlan, Impossible, ImpossibleKind, PlanLine, fit, plan, plan_card};
 pub use report::{ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, GpuReport, HostAfter};
 pub use select::{Absent, HostGpu, SelectError, Selection, Wanted, host_gpus, select};
 

@@ -18,6 +18,7 @@ pub(crate) fn bdf<S: Serializer>(bdf: &Bdf, serializer: S) -> Result<S::Ok, S::E
 
 gpu_partition_types::token_enum! {
     /// Why an apply was blocked (nothing was written) or failed (the host is between layouts).
+    #[non_exhaustive]
     pub enum ApplyReason: "apply reason" {
         /// Another GPU operation holds the host lock.
         LockBusy = "lock_busy",

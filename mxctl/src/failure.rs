@@ -63,7 +63,7 @@ pub enum Failure {
     /// The host lock is held by another GPU operation past the bounded wait, or cannot be
     /// opened.
     #[error("cannot take the host GPU lock")]
-    Lock(#[from] gpu_host_probe::lock::LockError),
+    Lock(#[from] gpu_host_probe::LockError),
     /// A reset could not go on (journal or lock trouble); nothing was reset after it.
     #[error("the reset could not go on")]
     Reset(#[from] warm_reset::ExecuteError),
@@ -105,10 +105,10 @@ impl Failure {
             Self::UnsafeLayout(_) => "unsafe_layout",
             Self::Apply(_) => "apply",
             Self::UnsafeStateDir(_)
-            | Self::Lock(gpu_host_probe::lock::LockError::UnsafeDir(_))
-            | Self::Sync(host_sync::SyncError::Lock(gpu_host_probe::lock::LockError::UnsafeDir(
-                _,
-            ))) => "unsafe_state_dir",
+            | Self::Lock(gpu_host_probe::LockError::UnsafeDir(_))
+            | Self::Sync(host_sync::SyncError::Lock(gpu_host_probe::LockError::UnsafeDir(_))) => {
+                "unsafe_state_dir"
+            }
             Self::Input { .. } => "input",
             Self::Reset(_) => "reset",
             Self::Usage(_) => "usage",
@@ -118,7 +118,7 @@ impl Failure {
             Self::Scan(_) => "sysfs",
             Self::Store(_) => "state",
             Self::Sync(host_sync::SyncError::Cancelled { .. })
-            | Self::Lock(gpu_host_probe::lock::LockError::Cancelled { .. }) => "cancelled",
+            | Self::Lock(gpu_host_probe::LockError::Cancelled { .. }) => "cancelled",
             Self::Sync(host_sync::SyncError::Lock(lock)) | Self::Lock(lock) if lock.is_busy() => {
                 "lock_busy"
             }

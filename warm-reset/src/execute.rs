@@ -210,7 +210,7 @@ fn drive(run: ResetRun<'_>, mut lock: Lock<'_>) -> Result<ResetReport, ExecuteEr
     } = run;
     let system = SystemClock::new();
     let clock = clock.unwrap_or(&system);
-    let boot_id = gpu_host_probe::boot::read_boot_id(host.proc_root());
+    let boot_id = gpu_host_probe::read_boot_id(host.proc_root());
     let boot_id = boot_id.as_deref();
     let started = clock.now();
     let mut state = State::Planned;

@@ -169,7 +169,7 @@ pub fn window_left(
     let Some(in_flight) = file.in_flight else {
         return Ok(None);
     };
-    let boot_id = gpu_host_probe::boot::read_boot_id(lock.host().proc_root());
+    let boot_id = gpu_host_probe::read_boot_id(lock.host().proc_root());
     if in_flight.of_another_boot(boot_id.as_deref()) {
         return Ok(None);
     }

@@ -17,11 +17,12 @@
 //! - [`read_journal`] and [`last_reset`] read the journal (for monitoring); only a run writes
 //!   it, under the lock.
 //!
-//! The modules: [`machine`] (the pure machine, `step(config, state, event, now)`, for an
-//! embedder driving it from its own runtime), [`metax`], [`nvidia`] and [`pci`] (each method's
-//! backend, host and parsers of its tools' output, written against published outputs and
-//! failing closed), [`mod@plan`] (the multi-host plan), and `sim` (feature `sim`: a simulated host
-//! per method, for tests and `--simulate`).
+//! Every item has one path. At the root: the pure machine ([`step()`], for an embedder driving
+//! it from its own runtime), each method's backend ([`MxSmiBackend`], [`NvidiaSmiBackend`],
+//! [`SysfsBackend`]) and the multi-host plan. The modules [`metax`], [`nvidia`] and [`pci`] hold
+//! each method's host, target and the parsers of its tools' output (written against published
+//! outputs and failing closed), and `sim` (feature `sim`) a simulated host per method, for tests
+//! and `--simulate`.
 //!
 //! The rules of each method are in the project's `docs/warm-reset.md`.
 #![doc = include_str!("../README.md")]
@@ -33,14 +34,14 @@ mod execute;
 mod holders;
 mod journal;
 mod kmsg;
-pub mod machine;
+mod machine;
 pub mod metax;
 mod method;
 pub mod nvidia;
 mod os_error;
 mod parse_error;
 pub mod pci;
-pub mod plan;
+mod plan;
 mod plan_step;
 mod reasons;
 #[cfg(feature = "sim")]
@@ -61,15 +62,22 @@ pub use journal::{
 };
 pub use kmsg::{DEFAULT_KMSG, KernelLog, KernelLogError, KernelLogSource, KmsgRecord};
 pub use machine::{
-    Action, DEFAULT_WINDOW, Event, InvalidTransition, JournalView, MachineConfig, State, step,
+    Action, DEFAULT_WINDOW, Event, FIRST_POLL, InvalidTransition, JournalView, MachineConfig,
+    State, Transition, step,
 };
-pub use metax::{MetaxBackend, MxSmiBackend, MxSmiError};
+pub use metax::backend::{MetaxBackend, MxSmiBackend};
+pub use metax::error::MxSmiError;
 pub use method::Method;
-pub use nvidia::{NvidiaBackend, NvidiaSmiBackend, NvidiaSmiError};
+pub use nvidia::backend::{NvidiaBackend, NvidiaSmiBackend};
+pub use nvidia::error::NvidiaSmiError;
 pub use os_error::OsError;
 pub use parse_error::ParseError;
-pub use pci::{PciBackend, SysfsBackend, SysfsError};
-pub use plan::{Group, LinkCommands, Plan, PlanError, Strategy, plan};
+pub use pci::backend::{PciBackend, SysfsBackend};
+pub use pci::error::SysfsError;
+pub use plan::{
+    ActionKind, CONNECT_LINKS_MANUAL, Group, GroupHost, LinkCommands, Phase, Plan, PlanAction,
+    PlanError, Strategy, check_group, plan,
+};
 pub use plan_step::{ActionReport, PlanStepError, PlanStepHost, PlanStepReport, run_plan_step};
 pub use reasons::{BadOutcome, BlockedReason, ColdRebootReason, ResetOutcome, ResetReason};
 pub use target::{Target, TargetFacts};

@@ -2,6 +2,7 @@
 
 gpu_partition_types::token_enum! {
     /// How a device is reset: which backend answers the machine's questions.
+    #[non_exhaustive]
     pub enum Method: "reset method" {
         /// MetaX GPUs through `mx-smi` (the default).
         Metax = "metax",

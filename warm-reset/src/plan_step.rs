@@ -255,9 +255,10 @@ fn perform(
             let id = action
                 .node
                 .map_or_else(|| "all".to_owned(), |node| node.to_string());
-            let mut config = MachineConfig::new(&id).method(env.method);
-            config.window = env.window;
-            config.dry_run = action.action == ActionKind::Preflight;
+            let config = MachineConfig::new(&id)
+                .method(env.method)
+                .window(env.window)
+                .dry_run(action.action == ActionKind::Preflight);
             let run = ResetRun::under(&config, lock, &mut *env.backend).clock(env.clock);
             let result = execute(run)?;
             Ok(action_report(action, result.outcome, result.detail))

@@ -4,6 +4,7 @@ use gpu_partition_types::Token;
 
 gpu_partition_types::token_enum! {
     /// Why a reset did not start; nothing was changed.
+    #[non_exhaustive]
     pub enum BlockedReason: "blocked reason" {
         /// Not running as root.
         NotRoot = "not_root",

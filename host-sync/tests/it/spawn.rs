@@ -56,10 +56,10 @@ fn the_store_comes_back_with_the_report_holding_what_the_sync_saved() {
     .unwrap();
     let done = handle.join().unwrap();
     let report = done.result.unwrap();
+    // One save with the card `unknown` before its read, one with the answer.
+    assert_eq!(done.store.saves(), 2);
     let stored = done.store.state.unwrap();
     assert_eq!((stored.status, stored.gpus), (report.status, report.gpus));
-    // One save with the card `unknown` before its read, one with the answer.
-    assert_eq!(done.store.saves, 2);
 }
 
 #[test]

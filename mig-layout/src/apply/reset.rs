@@ -80,9 +80,10 @@ fn run(
     dry_run: bool,
 ) -> Result<ResetReport, ExecuteError> {
     let ids: Vec<String> = devices.iter().map(ToString::to_string).collect();
-    let mut config = MachineConfig::new(&ids.join(",")).method(Method::Nvidia);
-    config.window = with.window;
-    config.dry_run = dry_run;
+    let config = MachineConfig::new(&ids.join(","))
+        .method(Method::Nvidia)
+        .window(with.window)
+        .dry_run(dry_run);
     let clock = with.clock.unwrap_or(&*SYSTEM);
     execute(ResetRun::under(&config, lock, &mut *with.backend).clock(clock))
 }

@@ -26,10 +26,10 @@
 //!     slots.join(", "));
 //! let reply = Reply::from_json(text.as_bytes(), None)?;
 //! let want = Want::enabled(vec![(ProfileKey::Name("1g.5gb".into()), 7)]);
-//! let plan = plan::plan(&reply, &want)?;
-//! assert_eq!(plan.create.len(), 7);
-//! assert!(plan.destroy.is_empty() && plan.set_mode.is_none());
-//! assert_eq!(plan.create[6].placement.start, 6);
+//! let steps = plan(&reply, &want)?;
+//! assert_eq!(steps.create.len(), 7);
+//! assert!(steps.destroy.is_empty() && steps.set_mode.is_none());
+//! assert_eq!(steps.create[6].placement.start, 6);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

@@ -7,7 +7,7 @@ use crate::common;
 use common::{carry_out, document, reply};
 use gpu_partition_types::{Placement, Step};
 use host_sync::{ProfileKey, Want, differences};
-use mig_layout::plan::plan;
+use mig_layout::plan;
 use mig_layout::{DeviceId, HostGpu, ImpossibleKind, select};
 
 fn want(pairs: &[(&str, u32)]) -> Want {

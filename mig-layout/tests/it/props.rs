@@ -7,8 +7,8 @@ use crate::common;
 use common::{carry_out, reply};
 use gpu_partition_types::Placement;
 use host_sync::{ProfileKey, Want, differences};
-use mig_layout::plan::fit::{Candidate, Demand, Score, fit};
-use mig_layout::plan::plan;
+use mig_layout::fit::{Candidate, Demand, Score, fit};
+use mig_layout::plan;
 use mig_layout::{DeviceRef, Devices, Document, Spec, to_json, to_yaml};
 use proptest::prelude::*;
 

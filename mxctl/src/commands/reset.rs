@@ -23,9 +23,10 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
         return Err(Failure::Usage("reset needs --device ID|all".to_owned()));
     };
     let method = Method::from(args.backend.method);
-    let mut machine = MachineConfig::new(device).method(method);
-    machine.window = window(&args.backend, config);
-    machine.dry_run = args.dry_run;
+    let machine = MachineConfig::new(device)
+        .method(method)
+        .window(window(&args.backend, config))
+        .dry_run(args.dry_run);
     let report = match &args.simulate {
         Some(scenario) => {
             let clock = Arc::new(SystemClock::new());
@@ -95,6 +96,7 @@ pub fn run_machine(
                     Method::Metax => "mx-smi -r",
                     Method::Nvidia => "nvidia-smi --gpu-reset",
                     Method::Pci => "echo 1 > reset",
+                    _ => "the reset",
                 });
                 progress.enable_steady_tick(Duration::from_millis(200));
                 // The reset blocks this thread; the bar follows the clock on its own.
@@ -140,7 +142,7 @@ pub fn print(report: &ResetReport, output: Output) -> Result<(), Failure> {
     if let Some(group) = &report.group {
         let (name, why) = match report.method {
             Method::Nvidia => ("GPU ", "NVLink peers, reset in the same command"),
-            Method::Metax | Method::Pci => ("GPU#", "reset together by the kernel driver"),
+            _ => ("GPU#", "reset together by the kernel driver"),
         };
         let nodes: Vec<String> = group.iter().map(|node| format!("{name}{node}")).collect();
         let _ = writeln!(text, "group:   {} ({why})", nodes.join(", "));

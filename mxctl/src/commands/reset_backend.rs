@@ -1,11 +1,11 @@
 //! What `reset` and `reset step` share: the real backend of the method and the window from the
 //! command line and the config, and the exit code of an outcome.
 
-use crate::cli::BackendArgs;
+use crate::cli::{BackendArgs, MethodArg};
 use crate::config::Config;
 use gpu_host_probe::Host;
 use std::time::Duration;
-use warm_reset::{Backend, Method, MxSmiBackend, NvidiaSmiBackend, ResetOutcome, SysfsBackend};
+use warm_reset::{Backend, MxSmiBackend, NvidiaSmiBackend, ResetOutcome, SysfsBackend};
 
 /// The exit code of an outcome: 0 done or dry run, 3 blocked, 4 cold reboot.
 pub fn exit_code(outcome: ResetOutcome) -> u8 {
@@ -24,19 +24,19 @@ pub fn window(args: &BackendArgs, config: &Config) -> Duration {
 /// The real backend of `--method`, from the command line and the config.
 pub fn real_backend(args: &BackendArgs, config: &Config, host: &Host) -> Box<dyn Backend> {
     let kmsg = args.kmsg.clone().unwrap_or_else(|| config.kmsg.clone());
-    match Method::from(args.method) {
-        Method::Metax => Box::new(MxSmiBackend::new(
+    match args.method {
+        MethodArg::Metax => Box::new(MxSmiBackend::new(
             args.mx_smi.clone().or_else(|| config.mx_smi.clone()),
             host.proc_root(),
             kmsg,
         )),
-        Method::Nvidia => Box::new(NvidiaSmiBackend::new(
+        MethodArg::Nvidia => Box::new(NvidiaSmiBackend::new(
             args.nvidia_smi
                 .clone()
                 .or_else(|| config.nvidia_smi.clone()),
             host.proc_root(),
             kmsg,
         )),
-        Method::Pci => Box::new(SysfsBackend::new(host.sysfs_root(), host.proc_root(), kmsg)),
+        MethodArg::Pci => Box::new(SysfsBackend::new(host.sysfs_root(), host.proc_root(), kmsg)),
     }
 }

@@ -74,6 +74,30 @@ impl MachineConfig {
         self.method = method;
         self
     }
+
+    /// The same with the window from the reset to the end of the verification.
+    pub fn window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// The same with the longest wait between two checks while verifying.
+    pub fn poll(mut self, poll: Duration) -> Self {
+        self.poll = poll;
+        self
+    }
+
+    /// The same with the wait before the second check.
+    pub fn first_poll(mut self, first_poll: Duration) -> Self {
+        self.first_poll = first_poll;
+        self
+    }
+
+    /// The same as a dry run (`true`: the preflight, the target resolved, nothing changed).
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.dry_run = dry_run;
+        self
+    }
 }
 
 /// Why a run is blocked when the host lock is taken.

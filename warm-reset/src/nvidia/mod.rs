@@ -15,13 +15,11 @@
 //! - the verification: `--query-gpu` lists every GPU of the group with its UUID at its address
 //!   again, then the kernel log.
 
-mod backend;
-mod error;
+pub(crate) mod backend;
+pub(crate) mod error;
 mod host;
 pub mod nvidia_smi;
 mod target;
 
-pub use backend::{NvidiaBackend, NvidiaSmiBackend};
-pub use error::NvidiaSmiError;
 pub use host::{NVIDIA_SMI_PLACES, NvidiaHost, NvidiaSmiHost, ToolReset};
 pub use target::NvidiaTarget;

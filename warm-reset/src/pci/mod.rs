@@ -13,14 +13,12 @@
 //!   class (gone or `0xffff`: `gpu_missing`), and no kernel record about one of them that is an
 //!   error or a published failure (`not ready …; giving up` is logged at warning level).
 
-mod backend;
-mod error;
+pub(crate) mod backend;
+pub(crate) mod error;
 mod function;
 mod host;
 mod target;
 
-pub use backend::{PciBackend, SysfsBackend};
-pub use error::SysfsError;
 pub use function::{FunctionState, GONE_VENDOR, Identity, STUB_DRIVERS, read_function};
 pub use host::{PciHost, SysfsHost};
 pub use target::{Member, PciTarget};

@@ -7,11 +7,12 @@
 //! `mx-smi topo -m` in their published layouts and the backend reads them back.
 
 use super::kernel::SimKernelLog;
+use crate::MetaxBackend;
 use crate::backend::BackendError;
 use crate::clock::Clock;
 use crate::kmsg::{KernelLogSource, KmsgRecord};
 use crate::metax::mx_smi::{GpuProcess, GpuRow, GpuState, Topology, Versions};
-use crate::metax::{DriverUse, MetaxBackend, MetaxHost, RawReset};
+use crate::metax::{DriverUse, MetaxHost, RawReset};
 use crate::reasons::BlockedReason;
 use gpu_partition_types::Bdf;
 use std::fmt::Write as _;

@@ -3,12 +3,13 @@
 //! real host. It prints `nvidia-smi`'s published formats and the backend reads them back.
 
 use super::kernel::SimKernelLog;
+use crate::NvidiaBackend;
 use crate::backend::BackendError;
 use crate::clock::Clock;
 use crate::holders::Holder;
 use crate::kmsg::{KernelLogSource, KmsgRecord};
 use crate::nvidia::nvidia_smi::{NvidiaGpu, parse_bus_id};
-use crate::nvidia::{NvidiaBackend, NvidiaHost, ToolReset};
+use crate::nvidia::{NvidiaHost, ToolReset};
 use crate::reasons::BlockedReason;
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;

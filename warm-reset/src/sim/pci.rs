@@ -3,11 +3,12 @@
 //! [`PciBackend`] as the real sysfs.
 
 use super::kernel::SimKernelLog;
+use crate::PciBackend;
 use crate::backend::{BackendError, ResetEnd};
 use crate::clock::Clock;
 use crate::holders::Holder;
 use crate::kmsg::{KernelLogSource, KmsgRecord};
-use crate::pci::{FunctionState, GONE_VENDOR, Identity, PciBackend, PciHost};
+use crate::pci::{FunctionState, GONE_VENDOR, Identity, PciHost};
 use gpu_partition_types::Bdf;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

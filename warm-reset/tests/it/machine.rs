@@ -85,7 +85,7 @@ fn verifying(deadline: Duration) -> State {
     State::Verifying {
         target: target(),
         deadline,
-        interval: warm_reset::machine::FIRST_POLL,
+        interval: warm_reset::FIRST_POLL,
     }
 }
 

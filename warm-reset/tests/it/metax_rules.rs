@@ -6,9 +6,10 @@
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::Duration;
+use warm_reset::MetaxBackend;
 use warm_reset::ResetWarning;
 use warm_reset::metax::mx_smi::{GpuRow, GpuState, Topology};
-use warm_reset::metax::{DriverUse, MetaxBackend, MetaxHost, RawReset};
+use warm_reset::metax::{DriverUse, MetaxHost, RawReset};
 use warm_reset::{
     Back, Backend, BackendError, BlockedReason, ColdRebootReason, NotBack, Refusal, ResetEnd,
     Target,

@@ -3,9 +3,10 @@
 //! "idle" or as a whole answer.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use warm_reset::ParseError;
 use warm_reset::metax::mx_smi::{
-    GpuProcess, GpuState, ParseError, check_versions, is_metax, parse_header, parse_listing,
-    parse_processes, parse_topology,
+    GpuProcess, GpuState, check_versions, is_metax, parse_header, parse_listing, parse_processes,
+    parse_topology,
 };
 use warm_reset::metax::{DriverUse, metax_use};
 

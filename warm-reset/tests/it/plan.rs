@@ -2,7 +2,7 @@
 //! rule, snapshots of the plans, and one refusal per kind of bad group.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use warm_reset::plan::{ActionKind, CONNECT_LINKS_MANUAL, PlanAction};
+use warm_reset::{ActionKind, CONNECT_LINKS_MANUAL, PlanAction};
 use warm_reset::{Group, LinkCommands, Plan, PlanError, Strategy, plan};
 
 fn group(json: &str) -> Group {

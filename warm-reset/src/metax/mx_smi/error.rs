@@ -1,4 +1,4 @@
 //! [`ParseError`]: output of `mx-smi` that does not read (the type every parser of another
 //! program's output shares: [`crate::parse_error`]).
 
-pub use crate::parse_error::ParseError;
+pub(crate) use crate::parse_error::ParseError;

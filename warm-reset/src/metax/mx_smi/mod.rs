@@ -21,7 +21,7 @@ mod reset_output;
 mod topology;
 mod version;
 
-pub use error::ParseError;
+pub(crate) use error::ParseError;
 pub use header::{Versions, parse_header};
 pub use identity::is_metax;
 pub use listing::{GpuRow, GpuState, parse_listing};

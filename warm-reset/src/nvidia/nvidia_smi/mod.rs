@@ -17,7 +17,7 @@ mod information;
 mod reset_output;
 mod topology;
 
-pub use crate::parse_error::ParseError;
+pub(crate) use crate::parse_error::ParseError;
 pub use bus_id::parse_bus_id;
 pub use compute_apps::{ComputeApp, parse_compute_apps};
 pub use gpus::{NvidiaGpu, parse_gpus};
