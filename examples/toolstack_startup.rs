@@ -82,8 +82,9 @@ where
 fn gpu_row(record: &GpuRecord) -> BTreeMap<&'static str, String> {
     let text = |value: Option<String>| value.unwrap_or_default();
     BTreeMap::from([
-        ("vendor", record.vendor.clone()),
-        ("device", record.device.clone()),
+        // Integer columns: the IDs are numbers, not text.
+        ("vendor", record.vendor.to_string()),
+        ("device", record.device.to_string()),
         ("driver", text(record.driver.clone())),
         ("partition_mode", record.partition_mode.to_string()),
         (
@@ -101,8 +102,8 @@ fn gpu_row(record: &GpuRecord) -> BTreeMap<&'static str, String> {
 fn gpu_record(bdf: &str, row: &BTreeMap<&'static str, String>) -> Result<GpuRecord, StoreError> {
     let mode: PartitionMode = parsed(row, "partition_mode", &format!("the mode of {bdf}"))?;
     let mut record = GpuRecord::new(
-        row.get("vendor").cloned().unwrap_or_default(),
-        row.get("device").cloned().unwrap_or_default(),
+        parsed(row, "vendor", &format!("the vendor ID of {bdf}"))?,
+        parsed(row, "device", &format!("the device ID of {bdf}"))?,
         optional(row, "driver"),
         mode,
     );
@@ -498,7 +499,7 @@ mod tests {
         let mut state = HostState::new(HostStatus::Active, StoredReason::default());
         state.gpus.insert(
             Bdf::parse_canonical("0000:3b:00.0").unwrap(),
-            GpuRecord::new("10de", "2335", None, PartitionMode::Enabled),
+            GpuRecord::new(0x10de, 0x2335, None, PartitionMode::Enabled),
         );
         store.save(&state).unwrap();
         if let Some(row) = store.db.lock().unwrap().gpus.get_mut("0000:3b:00.0") {

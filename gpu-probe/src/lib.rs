@@ -9,6 +9,8 @@
 //! - [`HostLock`]: the host GPU lock, an exclusive `flock` on the machine's lock file and one
 //!   in the state directory, that every GPU operation of the host holds; [`Cancel`] ends a
 //!   wait for it.
+//! - [`read_pci_identity`]: a PCI function's IDs ([`PciIdentity`]) from sysfs, the one reader
+//!   of those files.
 //! - [`chain`]: an error and its causes on one line, for people.
 //! - [`fs`]: writing a file whole or not at all (the state file, the reset journal).
 //! - [`trust`]: what root may trust (a program or file nobody else can change, a private state
@@ -25,6 +27,7 @@ pub mod fs;
 pub mod helper;
 mod host;
 mod lock;
+mod pci;
 pub mod run;
 #[cfg(feature = "test-util")]
 pub mod test_util;
@@ -37,3 +40,4 @@ pub use lock::{
     DEFAULT_LOCK_WAIT, HostLock, LOCK_FILE, LockError, MACHINE_LOCK_DIR, machine_lock_dir,
     machine_lock_path,
 };
+pub use pci::{NVIDIA_VENDOR, PciIdError, PciIdentity, PciSubsystem, read_pci_identity};

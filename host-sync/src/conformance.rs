@@ -107,7 +107,7 @@ fn checks<S: StateStore>(
         for (n, mode) in PartitionMode::ALL.iter().enumerate() {
             state
                 .gpus
-                .insert(bdf(n), GpuRecord::new("10de", "2335", None, *mode));
+                .insert(bdf(n), GpuRecord::new(0x10de, 0x2335, None, *mode));
         }
         save(check, &mut open, &state)?;
         expect(check, &mut open, Some(&state))?;
@@ -243,9 +243,9 @@ fn full_state() -> HostState {
             Some(PartitionMode::Disabled),
         ),
     ];
-    for (n, (mode, why, last_read)) in reasons.into_iter().enumerate() {
+    for ((n, (mode, why, last_read)), device) in reasons.into_iter().enumerate().zip(0x2300..) {
         let driver = (n % 3 != 0).then(|| "nvidia".to_owned());
-        let mut record = GpuRecord::new("10de", format!("23{n:02x}"), driver, mode);
+        let mut record = GpuRecord::new(0x10de, device, driver, mode);
         record.message = why.as_ref().map(|why| format!("why {why}"));
         record.reason = why;
         record.last_read = last_read;
@@ -339,8 +339,8 @@ fn later_version() -> HostState {
     state.gpus.insert(
         bdf(0),
         GpuRecord::new(
-            "10de",
-            "20b0",
+            0x10de,
+            0x20b0,
             Some("nvidia".to_owned()),
             PartitionMode::Enabled,
         ),

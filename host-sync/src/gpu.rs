@@ -11,10 +11,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct GpuRecord {
-    /// Vendor id, bare lower-case hex.
-    pub vendor: String,
-    /// Device id, bare lower-case hex.
-    pub device: String,
+    /// Vendor ID (kept as bare lower-case hex, `10de`).
+    #[serde(with = "hex_id")]
+    pub vendor: u16,
+    /// Device ID (kept as bare lower-case hex, `2335`).
+    #[serde(with = "hex_id")]
+    pub device: u16,
     /// The bound driver at the last sync.
     pub driver: Option<String>,
     /// The partition mode.
@@ -39,14 +41,14 @@ impl GpuRecord {
     /// [`GpuRecord::message`] and [`GpuRecord::last_read`] start as `None` and are set as
     /// fields.
     pub fn new(
-        vendor: impl Into<String>,
-        device: impl Into<String>,
+        vendor: u16,
+        device: u16,
         driver: Option<String>,
         partition_mode: PartitionMode,
     ) -> Self {
         Self {
-            vendor: vendor.into(),
-            device: device.into(),
+            vendor,
+            device,
             driver,
             partition_mode,
             reason: None,
@@ -58,11 +60,16 @@ impl GpuRecord {
     /// A GPU seen for the first time: `not_in_use`.
     pub fn first_seen(function: &PciFunction) -> Self {
         Self::new(
-            function.vendor.clone(),
-            function.device.clone(),
+            function.identity.vendor,
+            function.identity.device,
             function.driver.clone(),
             PartitionMode::NotInUse,
         )
+    }
+
+    /// An NVIDIA GPU, by vendor ID.
+    pub fn is_nvidia(&self) -> bool {
+        self.vendor == gpu_host_probe::NVIDIA_VENDOR
     }
 
     /// Divided or possibly divided now, or last read so.
@@ -82,8 +89,38 @@ impl GpuRecord {
 
     /// Takes the ids and driver of the current scan.
     pub fn refresh(&mut self, function: &PciFunction) {
-        self.vendor.clone_from(&function.vendor);
-        self.device.clone_from(&function.device);
+        self.vendor = function.identity.vendor;
+        self.device = function.identity.device;
         self.driver.clone_from(&function.driver);
+    }
+}
+
+/// A 16-bit PCI ID as the store keeps it: four bare lower-case hexadecimal digits (`10de`).
+pub(crate) mod hex_id {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    /// The ID's four digits.
+    pub(crate) fn text(id: u16) -> String {
+        format!("{id:04x}")
+    }
+
+    pub(crate) fn serialize<S: Serializer>(id: &u16, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&text(*id))
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u16, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        parse(&text).ok_or_else(|| {
+            D::Error::custom(format!(
+                "{text:?} is not a PCI ID: expected four hexadecimal digits such as 10de"
+            ))
+        })
+    }
+
+    /// Four hexadecimal digits (either case), nothing else.
+    pub(crate) fn parse(text: &str) -> Option<u16> {
+        (text.len() == 4 && text.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| u16::from_str_radix(text, 16).ok())
+            .flatten()
     }
 }

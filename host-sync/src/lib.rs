@@ -59,7 +59,7 @@ pub use layout::{
     ApplyEnd, Direction, LayoutFailure, LayoutOutcome, LayoutRecord, begin_apply, end_apply,
     start_apply,
 };
-pub use pci::{NVIDIA_VENDOR, PciFunction, PciScan, ScanError, SkippedEntry, scan, scan_gpus};
+pub use pci::{PciFunction, PciScan, ScanError, SkippedEntry, scan, scan_gpus};
 pub use reason::{GpuReason, NotRead, UnknownGpuReason};
 pub use report::StatusReport;
 pub use spawn::{SyncDone, SyncHandle, SyncPanicked, spawn_sync};

@@ -1,44 +1,35 @@
-//! The sysfs PCI scan: display-class physical functions with their ids and bound driver.
+//! The sysfs PCI scan: display-class physical functions with their IDs and bound driver.
 
 use crate::reason::NotRead;
+use gpu_host_probe::{PciIdError, PciIdentity, read_pci_identity};
 use gpu_partition_types::Bdf;
-use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-/// NVIDIA's PCI vendor id, as sysfs writes it without `0x`.
-pub const NVIDIA_VENDOR: &str = "10de";
-
 /// A display-class PCI physical function (a GPU).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PciFunction {
     /// Its address.
     pub bdf: Bdf,
-    /// Vendor id, bare lower-case hex (`10de`).
-    pub vendor: String,
-    /// Device id, bare lower-case hex (`2335`).
-    pub device: String,
-    /// Class code, bare lower-case hex (`030200`).
-    pub class: String,
+    /// Its IDs and class.
+    pub identity: PciIdentity,
     /// The bound driver's name (`nvidia`, `vfio-pci`), if any.
     pub driver: Option<String>,
 }
 
 impl PciFunction {
-    /// A function with these ids (for tests and embedders that scan another way).
-    pub fn new(bdf: Bdf, vendor: &str, device: &str, class: &str, driver: Option<&str>) -> Self {
+    /// A function with these IDs (for tests and embedders that scan another way).
+    pub fn new(bdf: Bdf, identity: PciIdentity, driver: Option<&str>) -> Self {
         Self {
             bdf,
-            vendor: vendor.to_owned(),
-            device: device.to_owned(),
-            class: class.to_owned(),
+            identity,
             driver: driver.map(str::to_owned),
         }
     }
 
-    /// An NVIDIA function, by vendor id (never by driver: pass-through unbinds the driver).
+    /// An NVIDIA function, by vendor ID (never by driver: pass-through unbinds the driver).
     pub fn is_nvidia(&self) -> bool {
-        self.vendor == NVIDIA_VENDOR
+        self.identity.is_nvidia()
     }
 
     /// Why the host does not read this GPU by design; `None` for an NVIDIA GPU bound to
@@ -73,14 +64,9 @@ pub enum ScanError {
         #[source]
         source: std::io::Error,
     },
-    /// A file held something that is not what sysfs writes there.
-    #[error("{}: unexpected content {content:?}", path.display())]
-    Malformed {
-        /// The file.
-        path: PathBuf,
-        /// What it held.
-        content: String,
-    },
+    /// An ID file that does not read, or holds what sysfs does not write there.
+    #[error(transparent)]
+    Identity(#[from] PciIdError),
     /// An entry of `bus/pci/devices` whose name is not a PCI address.
     #[error("{}: the name {name:?} is not a PCI address", path.display())]
     NotAnAddress {
@@ -193,8 +179,8 @@ pub(crate) fn warn_skipped(skipped: &[SkippedEntry]) {
 
 /// One entry: `Some` for a display-class physical function, `None` for any other function.
 fn read_function(dir: &Path, bdf: Bdf) -> Result<Option<PciFunction>, ScanError> {
-    let class = hex_attribute(dir, "class", 6)?;
-    if !class.starts_with("03") {
+    let identity = read_pci_identity(dir)?;
+    if !identity.is_display() {
         return Ok(None);
     }
     if dir.join("physfn").symlink_metadata().is_ok() {
@@ -214,31 +200,7 @@ fn read_function(dir: &Path, bdf: Bdf) -> Result<Option<PciFunction>, ScanError>
     };
     Ok(Some(PciFunction {
         bdf,
-        vendor: hex_attribute(dir, "vendor", 4)?,
-        device: hex_attribute(dir, "device", 4)?,
-        class,
+        identity,
         driver,
     }))
-}
-
-/// Reads a sysfs id such as `0x10de\n` as bare lower-case hex of `width` digits.
-fn hex_attribute(dir: &Path, name: &str, width: usize) -> Result<String, ScanError> {
-    let path = dir.join(name);
-    let text = std::fs::read_to_string(&path).map_err(|source| ScanError::Io {
-        path: path.clone(),
-        source,
-    })?;
-    let value = text.trim();
-    let digits = value
-        .strip_prefix("0x")
-        .unwrap_or(value)
-        .to_ascii_lowercase();
-    if digits.len() == width && digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Ok(digits)
-    } else {
-        Err(ScanError::Malformed {
-            path,
-            content: value.to_owned(),
-        })
-    }
 }

@@ -145,8 +145,8 @@ impl Serialize for Gpu<'_> {
         let reason = record.reason.as_ref().map(ToString::to_string);
         let mut gpu = serializer.serialize_struct("Gpu", 7)?;
         gpu.serialize_field("device", &bdf.to_string())?;
-        gpu.serialize_field("vendor", &record.vendor)?;
-        gpu.serialize_field("device_id", &record.device)?;
+        gpu.serialize_field("vendor", &crate::gpu::hex_id::text(record.vendor))?;
+        gpu.serialize_field("device_id", &crate::gpu::hex_id::text(record.device))?;
         gpu.serialize_field("driver", &record.driver)?;
         gpu.serialize_field("partition_mode", &record.partition_mode)?;
         gpu.serialize_field("reason", reason.as_deref().unwrap_or(""))?;

@@ -5,7 +5,8 @@
 //! GPUs are all bound to it (mig-parted's indices are NVML's, which follow the same order). A
 //! GPU bound to another driver (`vfio-pci` for pass-through) has no index and is never touched.
 
-use crate::document::{DeviceId, DeviceRef, Devices, Spec};
+use crate::document::{DeviceRef, Devices, Spec};
+use gpu_host_probe::PciIdentity;
 use gpu_partition_types::Bdf;
 use host_sync::{ScanError, Want, scan_gpus};
 use std::fmt;
@@ -19,15 +20,19 @@ pub struct HostGpu {
     pub index: u32,
     /// Its address.
     pub bdf: Bdf,
-    /// Its PCI IDs (the subsystem's when sysfs gives them), for `device-filter`.
-    pub id: DeviceId,
+    /// Its PCI IDs (with the subsystem's where sysfs gives them), for `device-filter`.
+    pub identity: PciIdentity,
 }
 
 impl HostGpu {
     /// A GPU at `index` and `bdf` with these IDs (for tests and embedders that scan another
     /// way).
-    pub fn new(index: u32, bdf: Bdf, id: DeviceId) -> Self {
-        Self { index, bdf, id }
+    pub fn new(index: u32, bdf: Bdf, identity: PciIdentity) -> Self {
+        Self {
+            index,
+            bdf,
+            identity,
+        }
     }
 }
 
@@ -37,39 +42,16 @@ impl fmt::Display for HostGpu {
     }
 }
 
-fn hex_id(text: &str) -> Option<u16> {
-    let text = text.trim();
-    u16::from_str_radix(text.strip_prefix("0x").unwrap_or(text), 16).ok()
-}
-
-/// The host's NVIDIA GPUs bound to `nvidia`, in PCI address order, numbered from 0; their
-/// subsystem IDs are read from `<sysfs>/bus/pci/devices/<address>/subsystem_{device,vendor}`
-/// where sysfs has them.
+/// The host's NVIDIA GPUs bound to `nvidia`, in PCI address order, numbered from 0, with the
+/// IDs the scan read (their subsystem's where sysfs has them).
 pub fn host_gpus(sysfs_root: &Path) -> Result<Vec<HostGpu>, ScanError> {
     let mut gpus = scan_gpus(sysfs_root)?;
     gpus.retain(host_sync::PciFunction::is_to_be_read);
     gpus.sort_by_key(|gpu| gpu.bdf);
-    let dir = sysfs_root.join("bus/pci/devices");
     Ok(gpus
         .into_iter()
         .zip(0u32..)
-        .map(|(gpu, index)| {
-            let read = |name: &str| {
-                std::fs::read_to_string(dir.join(gpu.bdf.to_string()).join(name))
-                    .ok()
-                    .and_then(|text| hex_id(&text))
-            };
-            let subsystem = read("subsystem_device").zip(read("subsystem_vendor"));
-            HostGpu {
-                index,
-                bdf: gpu.bdf,
-                id: DeviceId {
-                    device: hex_id(&gpu.device).unwrap_or_default(),
-                    vendor: hex_id(&gpu.vendor).unwrap_or_default(),
-                    subsystem,
-                },
-            }
-        })
+        .map(|(gpu, index)| HostGpu::new(index, gpu.bdf, gpu.identity))
         .collect())
 }
 
@@ -147,13 +129,10 @@ fn lines(first: Option<usize>, second: Option<usize>) -> String {
 
 fn matches_filter(spec: &Spec, gpu: &HostGpu) -> bool {
     spec.device_filter.is_empty()
-        || spec.device_filter.iter().any(|filter| {
-            filter.device == gpu.id.device
-                && filter.vendor == gpu.id.vendor
-                && filter
-                    .subsystem
-                    .is_none_or(|subsystem| Some(subsystem) == gpu.id.subsystem)
-        })
+        || spec
+            .device_filter
+            .iter()
+            .any(|filter| filter.matches(&gpu.identity))
 }
 
 fn names(spec: &Spec, gpu: &HostGpu) -> bool {

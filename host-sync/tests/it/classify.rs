@@ -1,6 +1,7 @@
 //! The classifier over every check, most specific first.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpu_host_probe::PciIdentity;
 use gpu_partition_types::{Bdf, PartitionMode};
 use host_sync::{
     CHECKS, Difference, DifferenceKind, Direction, Facts, GpuRecord, HelperState, HostReason,
@@ -18,11 +19,15 @@ fn bdf(bus: u8) -> Bdf {
 }
 
 fn nvidia(bus: u8, driver: Option<&str>) -> PciFunction {
-    PciFunction::new(bdf(bus), "10de", "2335", "030200", driver)
+    PciFunction::new(bdf(bus), PciIdentity::new(0x10de, 0x2335, 0x030200), driver)
 }
 
 fn other(bus: u8) -> PciFunction {
-    PciFunction::new(bdf(bus), "1002", "73bf", "030000", Some("amdgpu"))
+    PciFunction::new(
+        bdf(bus),
+        PciIdentity::new(0x1002, 0x73bf, 0x030000),
+        Some("amdgpu"),
+    )
 }
 
 fn modes(gpus: &[PciFunction], modes: &[PartitionMode]) -> BTreeMap<Bdf, GpuRecord> {

@@ -1,6 +1,7 @@
 //! The partition-mode rules, one named case per rule.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpu_host_probe::PciIdentity;
 use gpu_host_probe::helper::ReadFailure;
 use gpu_partition_types::{Bdf, PartitionMode, UnreadableReason};
 use host_sync::{GpuReason, GpuRecord, PciFunction, modes};
@@ -15,15 +16,15 @@ fn bdf(bus: u8) -> Bdf {
     }
 }
 
-fn gpu(bus: u8, vendor: &str, driver: Option<&str>) -> PciFunction {
-    PciFunction::new(bdf(bus), vendor, "2335", "030200", driver)
+fn gpu(bus: u8, vendor: u16, driver: Option<&str>) -> PciFunction {
+    PciFunction::new(bdf(bus), PciIdentity::new(vendor, 0x2335, 0x030200), driver)
 }
 
 fn stored(entries: &[(u8, PartitionMode)]) -> BTreeMap<Bdf, GpuRecord> {
     entries
         .iter()
         .map(|(bus, mode)| {
-            let mut record = GpuRecord::first_seen(&gpu(*bus, "10de", Some("nvidia")));
+            let mut record = GpuRecord::first_seen(&gpu(*bus, 0x10de, Some("nvidia")));
             record.set(*mode, None);
             (bdf(*bus), record)
         })
@@ -37,14 +38,14 @@ fn mode_of(records: &BTreeMap<Bdf, GpuRecord>, bus: u8) -> (PartitionMode, Strin
 
 #[test]
 fn a_gpu_seen_for_the_first_time_is_not_in_use() {
-    let records = modes::carry_over(&[gpu(1, "10de", Some("nvidia"))], &BTreeMap::new(), &[]);
+    let records = modes::carry_over(&[gpu(1, 0x10de, Some("nvidia"))], &BTreeMap::new(), &[]);
     assert_eq!(mode_of(&records, 1).0, PartitionMode::NotInUse);
 }
 
 #[test]
 fn a_gpu_no_longer_on_the_host_is_dropped() {
     let records = modes::carry_over(
-        &[gpu(1, "10de", Some("nvidia"))],
+        &[gpu(1, 0x10de, Some("nvidia"))],
         &stored(&[(1, PartitionMode::Enabled), (2, PartitionMode::Disabled)]),
         &[],
     );
@@ -54,7 +55,7 @@ fn a_gpu_no_longer_on_the_host_is_dropped() {
 #[test]
 fn a_stored_gpu_whose_sysfs_entry_could_not_be_read_keeps_its_record() {
     let records = modes::carry_over(
-        &[gpu(1, "10de", Some("nvidia"))],
+        &[gpu(1, 0x10de, Some("nvidia"))],
         &stored(&[(1, PartitionMode::Disabled), (2, PartitionMode::Enabled)]),
         &[bdf(2), bdf(3)],
     );
@@ -68,7 +69,7 @@ fn a_stored_gpu_whose_sysfs_entry_could_not_be_read_keeps_its_record() {
 #[test]
 fn a_carried_record_takes_the_driver_of_the_current_scan() {
     let records = modes::carry_over(
-        &[gpu(1, "10de", Some("vfio-pci"))],
+        &[gpu(1, 0x10de, Some("vfio-pci"))],
         &stored(&[(1, PartitionMode::Enabled)]),
         &[],
     );
@@ -116,7 +117,7 @@ fn a_divided_gpu_survives_the_after_boot_reset() {
 
 #[test]
 fn a_gpu_left_unknown_by_an_interrupted_read_over_a_division_becomes_possibly_enabled_after_boot() {
-    let mut record = GpuRecord::first_seen(&gpu(1, "10de", Some("nvidia")));
+    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
     modes::read_answered(&mut record, PartitionMode::Enabled);
     modes::about_to_read(&mut record);
     let mut records = BTreeMap::from([(bdf(1), record)]);
@@ -132,7 +133,7 @@ fn a_gpu_left_unknown_by_an_interrupted_read_over_a_division_becomes_possibly_en
 
 #[test]
 fn a_gpu_last_read_divided_keeps_its_mode_after_boot_whatever_it_now_holds() {
-    let mut record = GpuRecord::first_seen(&gpu(1, "10de", Some("nvidia")));
+    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
     modes::read_answered(&mut record, PartitionMode::Enabled);
     modes::read_failed(
         &mut record,
@@ -158,11 +159,11 @@ fn a_toolstack_restart_in_the_same_boot_changes_no_gpu() {
 #[test]
 fn gpus_not_read_by_design_get_not_checked_with_their_reason() {
     let gpus = [
-        gpu(1, "1002", Some("amdgpu")),
-        gpu(2, "10de", None),
-        gpu(3, "10de", Some("vfio-pci")),
-        gpu(4, "10de", Some("pciback")),
-        gpu(5, "10de", Some("nvidia")),
+        gpu(1, 0x1002, Some("amdgpu")),
+        gpu(2, 0x10de, None),
+        gpu(3, 0x10de, Some("vfio-pci")),
+        gpu(4, 0x10de, Some("pciback")),
+        gpu(5, 0x10de, Some("nvidia")),
     ];
     let mut records = modes::carry_over(&gpus, &BTreeMap::new(), &[]);
     let to_read = modes::mark_not_checked(&gpus, &mut records);
@@ -181,7 +182,7 @@ fn gpus_not_read_by_design_get_not_checked_with_their_reason() {
 #[test]
 fn a_driver_name_becomes_a_token_with_every_other_character_an_underscore() {
     assert_eq!(
-        gpu(1, "10de", Some("Xen-PCIBack.2"))
+        gpu(1, 0x10de, Some("Xen-PCIBack.2"))
             .not_read_reason()
             .map(|reason| GpuReason::NotRead(reason).to_string())
             .as_deref(),
@@ -201,7 +202,7 @@ fn a_gpu_about_to_be_read_is_unknown() {
 
 #[test]
 fn an_answer_sets_the_mode_clears_the_reason_and_is_remembered() {
-    let mut record = GpuRecord::first_seen(&gpu(1, "10de", Some("nvidia")));
+    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
     record.set(
         PartitionMode::Unknown,
         Some(GpuReason::Read(UnreadableReason::Timeout)),
@@ -219,7 +220,7 @@ fn an_answer_sets_the_mode_clears_the_reason_and_is_remembered() {
 
 #[test]
 fn a_failed_read_over_an_undivided_gpu_is_unknown_with_its_reason() {
-    let mut record = GpuRecord::first_seen(&gpu(1, "10de", Some("nvidia")));
+    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
     modes::read_answered(&mut record, PartitionMode::Disabled);
     modes::about_to_read(&mut record);
     modes::read_failed(
@@ -234,7 +235,7 @@ fn a_failed_read_over_an_undivided_gpu_is_unknown_with_its_reason() {
 
 #[test]
 fn a_failed_read_over_a_gpu_last_known_divided_is_possibly_enabled() {
-    let mut record = GpuRecord::first_seen(&gpu(1, "10de", Some("nvidia")));
+    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
     modes::read_answered(&mut record, PartitionMode::Enabled);
     modes::about_to_read(&mut record);
     modes::read_failed(
@@ -260,7 +261,7 @@ fn a_failed_read_over_a_gpu_possibly_enabled_stays_possibly_enabled() {
 
 #[test]
 fn a_gpu_never_read_that_fails_is_unknown() {
-    let mut record = GpuRecord::first_seen(&gpu(1, "10de", Some("nvidia")));
+    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
     modes::read_failed(
         &mut record,
         &ReadFailure::new(UnreadableReason::HelperAbsent, "the read failed"),

@@ -77,7 +77,7 @@ fn a_device_that_vanished_during_the_scan_is_skipped_and_named() {
         Some("0001:81:00.4")
     );
     assert!(
-        skipped.to_string().contains("0001:81:00.4/class"),
+        skipped.to_string().contains("0001:81:00.4/vendor"),
         "{skipped}"
     );
 }
@@ -135,4 +135,36 @@ fn only_an_unreadable_device_directory_fails_the_scan() {
     std::fs::write(&devices, "not a directory").unwrap();
     let error = scan(sysfs.root()).unwrap_err();
     assert!(error.to_string().contains("bus/pci/devices"), "{error}");
+}
+
+#[test]
+fn a_gpu_carries_the_subsystem_ids_sysfs_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let device = sysfs.device_dir("0000:3b:00.0");
+    std::fs::write(device.join("subsystem_vendor"), "0x10de\n").unwrap();
+    std::fs::write(device.join("subsystem_device"), "0x1795\n").unwrap();
+    let found = scan(sysfs.root()).unwrap();
+    assert_eq!(
+        found.gpus[0].identity.to_string(),
+        "10de:2335 class 030200 subsystem 10de:1795"
+    );
+}
+
+#[test]
+fn a_subsystem_id_that_does_not_read_skips_the_gpu_naming_the_file_never_id_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let device = sysfs.device_dir("0000:3b:00.0");
+    std::fs::write(device.join("subsystem_vendor"), "0x10de\n").unwrap();
+    std::fs::write(device.join("subsystem_device"), "\n").unwrap();
+    let found = scan(sysfs.root()).unwrap();
+    assert!(found.gpus.is_empty());
+    let skipped = found.skipped[0].to_string();
+    assert!(
+        skipped.contains("0000:3b:00.0/subsystem_device"),
+        "{skipped}"
+    );
 }

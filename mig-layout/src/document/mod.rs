@@ -33,6 +33,7 @@ pub use error::LayoutError;
 pub use read::MAX_DOCUMENT;
 pub use write::{to_json, to_yaml};
 
+use gpu_host_probe::{PciIdentity, PciSubsystem};
 use gpu_partition_types::{Bdf, JsonPointer};
 use host_sync::ProfileKey;
 use std::fmt;
@@ -101,22 +102,35 @@ impl fmt::Display for DeviceRef {
 }
 
 /// A PCI device ID as `device-filter` gives it: device and vendor, and optionally the
-/// subsystem's device and vendor (which must then match too).
+/// subsystem's device and vendor (which must then match too). What it matches is a
+/// [`PciIdentity`] the scan read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct DeviceId {
     /// The device ID (`0x2330`).
     pub device: u16,
     /// The vendor ID (`0x10de`).
     pub vendor: u16,
-    /// The subsystem's device and vendor, when the filter names them.
-    pub subsystem: Option<(u16, u16)>,
+    /// The subsystem, when the filter names it.
+    pub subsystem: Option<PciSubsystem>,
+}
+
+impl DeviceId {
+    /// Whether a function with `identity` passes the filter: the same device and vendor, and
+    /// the same subsystem when the filter names one.
+    pub fn matches(&self, identity: &PciIdentity) -> bool {
+        self.device == identity.device
+            && self.vendor == identity.vendor
+            && self
+                .subsystem
+                .is_none_or(|subsystem| Some(subsystem) == identity.subsystem)
+    }
 }
 
 impl fmt::Display for DeviceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "0x{:04X}{:04X}", self.device, self.vendor)?;
-        if let Some((device, vendor)) = self.subsystem {
-            write!(f, ":0x{device:04X}{vendor:04X}")?;
+        if let Some(subsystem) = self.subsystem {
+            write!(f, ":0x{:04X}{:04X}", subsystem.device, subsystem.vendor)?;
         }
         Ok(())
     }

@@ -4,6 +4,7 @@
 use super::error::LayoutError;
 use super::node::{Entry, Key, Node};
 use super::{DeviceId, DeviceRef, Devices, Document, Spec};
+use gpu_host_probe::PciSubsystem;
 use gpu_partition_types::{Bdf, JsonPointer};
 use host_sync::ProfileKey;
 use saphyr::{LoadableYamlNode, MarkedYaml};
@@ -418,7 +419,11 @@ fn device_id(text: &str) -> Result<DeviceId, String> {
     };
     let mut parts = text.split(':');
     let (device, vendor) = split(parts.next().unwrap_or_default())?;
-    let subsystem = parts.next().map(split).transpose()?;
+    let subsystem = parts
+        .next()
+        .map(split)
+        .transpose()?
+        .map(|(device, vendor)| PciSubsystem { vendor, device });
     if parts.next().is_some() {
         return Err(format!(
             "{text:?} is not a PCI device ID: expected `0xDDDDVVVV` or `0xDDDDVVVV:0xSSSSVVVV`"
@@ -448,7 +453,10 @@ mod tests {
         );
         assert_eq!(
             device_id("0x20B010DE:0x134F10DE").unwrap().subsystem,
-            Some((0x134f, 0x10de))
+            Some(PciSubsystem {
+                vendor: 0x10de,
+                device: 0x134f
+            })
         );
         assert!(device_id("H100").is_err());
         assert!(device_id("0x1:0x2:0x3").is_err());

@@ -5,10 +5,11 @@
 use crate::common;
 
 use common::{carry_out, document, reply};
+use gpu_host_probe::PciIdentity;
 use gpu_partition_types::{Placement, Step};
 use host_sync::{ProfileKey, Want, differences};
 use mig_layout::plan;
-use mig_layout::{DeviceId, HostGpu, ImpossibleKind, select};
+use mig_layout::{HostGpu, ImpossibleKind, select};
 
 fn want(pairs: &[(&str, u32)]) -> Want {
     Want::enabled(
@@ -243,11 +244,7 @@ fn a100(index: u32) -> HostGpu {
     HostGpu::new(
         index,
         format!("0000:{:02x}:00.0", 0x3b + index).parse().unwrap(),
-        DeviceId {
-            device: 0x20b0,
-            vendor: 0x10de,
-            subsystem: None,
-        },
+        PciIdentity::new(0x10de, 0x20b0, 0x030200),
     )
 }
 
@@ -255,11 +252,7 @@ fn h100(index: u32) -> HostGpu {
     HostGpu::new(
         index,
         format!("0000:{:02x}:00.0", 0x3b + index).parse().unwrap(),
-        DeviceId {
-            device: 0x2330,
-            vendor: 0x10de,
-            subsystem: None,
-        },
+        PciIdentity::new(0x10de, 0x2330, 0x030200),
     )
 }
 
@@ -368,4 +361,28 @@ fn a_gpu_instance_is_placed_where_the_card_says_it_may() {
     let plan = plan(&reply("a100-mig-off"), &want(&[("1g.10gb", 4)])).unwrap();
     let starts: Vec<Placement> = plan.create.iter().map(|c| c.placement).collect();
     assert_eq!(starts, [at(0, 2), at(2, 2), at(4, 2), at(6, 2)]);
+}
+
+#[test]
+fn a_filter_naming_a_subsystem_selects_only_the_gpu_whose_sysfs_subsystem_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = host_sync::fake_sysfs::FakeSysfs::new(dir.path()).unwrap();
+    for (bdf, subsystem) in [("0000:3b:00.0", "0x1795"), ("0000:3c:00.0", "0x16c1")] {
+        sysfs.nvidia(bdf, Some("nvidia")).unwrap();
+        let device = sysfs.device_dir(bdf);
+        std::fs::write(device.join("subsystem_vendor"), "0x10de\n").unwrap();
+        std::fs::write(device.join("subsystem_device"), format!("{subsystem}\n")).unwrap();
+    }
+    let gpus = mig_layout::host_gpus(sysfs.root()).unwrap();
+    let doc = mig_layout::Document::from_text(
+        "version: v1\nmig-configs:\n  l:\n    - devices: all\n      device-filter: \"0x233510DE:0x16C110DE\"\n      mig-enabled: false\n",
+    )
+    .unwrap();
+    let selection = select(doc.label("l").unwrap(), &gpus).unwrap();
+    let chosen: Vec<String> = selection
+        .wanted
+        .iter()
+        .map(|wanted| wanted.gpu.bdf.to_string())
+        .collect();
+    assert_eq!(chosen, ["0000:3c:00.0"]);
 }

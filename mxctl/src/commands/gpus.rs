@@ -27,9 +27,9 @@ pub fn run(sysfs_root: &Path, output: Output) -> Result<u8, Failure> {
         .map(|gpu| Gpu {
             device: gpu.bdf.to_string(),
             nvidia: gpu.is_nvidia(),
-            vendor: gpu.vendor,
-            device_id: gpu.device,
-            class: gpu.class,
+            vendor: format!("{:04x}", gpu.identity.vendor),
+            device_id: format!("{:04x}", gpu.identity.device),
+            class: format!("{:06x}", gpu.identity.class),
             driver: gpu.driver,
         })
         .collect();

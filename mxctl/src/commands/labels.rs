@@ -77,7 +77,7 @@ pub fn render(state: &HostState, expires: u64, boot: &host_sync::Boot) -> String
     let reason = state.reason.as_str();
     label("reason", if reason.is_empty() { "none" } else { reason });
     for (bdf, record) in &state.gpus {
-        if record.vendor == host_sync::NVIDIA_VENDOR {
+        if record.is_nvidia() {
             label(
                 &gpu_name(&bdf.to_string()),
                 &record.partition_mode.to_string(),

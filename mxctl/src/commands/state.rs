@@ -61,7 +61,7 @@ impl StateReport<'_> {
             };
             let _ = writeln!(
                 text,
-                "{bdf}  {}:{}  {driver:<driver_width$}  partition-mode: {}{reason}",
+                "{bdf}  {:04x}:{:04x}  {driver:<driver_width$}  partition-mode: {}{reason}",
                 gpu.vendor, gpu.device, gpu.partition_mode
             );
             if let Some(message) = &gpu.message {

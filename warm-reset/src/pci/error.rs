@@ -40,3 +40,23 @@ pub enum SysfsError {
         why: String,
     },
 }
+
+impl From<gpu_host_probe::PciIdError> for SysfsError {
+    fn from(error: gpu_host_probe::PciIdError) -> Self {
+        match error {
+            gpu_host_probe::PciIdError::Read { path, source } => Self::Read {
+                path,
+                source: source.into(),
+            },
+            gpu_host_probe::PciIdError::Malformed {
+                path,
+                content,
+                expected,
+            } => Self::Unexpected {
+                path,
+                text: content,
+                expected,
+            },
+        }
+    }
+}

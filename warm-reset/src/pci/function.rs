@@ -1,9 +1,10 @@
 //! [`FunctionState`]: what sysfs says of one PCI function now (`<sysfs>/bus/pci/devices/<bdf>/`):
-//! its IDs, its driver, its reset methods and its IOMMU group.
+//! its IDs (read by [`gpu_host_probe::read_pci_identity`]), its driver, its reset methods and
+//! its IOMMU group.
 
 use super::error::SysfsError;
+use gpu_host_probe::{PciIdentity, read_pci_identity};
 use gpu_partition_types::Bdf;
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
 /// The drivers that hold a function for a guest or for nobody: a reset cannot pull a device
@@ -13,28 +14,6 @@ pub const STUB_DRIVERS: [&str; 4] = ["vfio-pci", "pciback", "xen-pciback", "pci-
 /// The vendor ID a function that fell off the bus reads.
 pub const GONE_VENDOR: u16 = 0xffff;
 
-/// What a function is: its IDs as sysfs shows them. Read again after a reset, they must match.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct Identity {
-    /// `vendor`.
-    pub vendor: u16,
-    /// `device`.
-    pub device: u16,
-    /// `class`.
-    pub class: u32,
-}
-
-impl std::fmt::Display for Identity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{:04x}:{:04x} class {:06x}",
-            self.vendor, self.device, self.class
-        )
-    }
-}
-
 /// One PCI function, as sysfs shows it now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -42,7 +21,7 @@ pub struct FunctionState {
     /// Its address.
     pub bdf: Bdf,
     /// Its IDs.
-    pub identity: Identity,
+    pub identity: PciIdentity,
     /// The bound driver (the `driver` link's name), if any.
     pub driver: Option<String>,
     /// `reset_method`, in the kernel's order: `None` when the file is absent (an old kernel or
@@ -67,27 +46,6 @@ impl FunctionState {
     }
 }
 
-fn read(path: &Path) -> Result<String, SysfsError> {
-    std::fs::read_to_string(path).map_err(|source| SysfsError::Read {
-        path: path.to_path_buf(),
-        source: source.into(),
-    })
-}
-
-/// A hexadecimal ID file (`0x10de`).
-fn hex(dir: &Path, name: &str) -> Result<u32, SysfsError> {
-    let path = dir.join(name);
-    let text = read(&path)?;
-    text.trim()
-        .strip_prefix("0x")
-        .and_then(|digits| u32::from_str_radix(digits, 16).ok())
-        .ok_or(SysfsError::Unexpected {
-            path,
-            text,
-            expected: "a hexadecimal number such as 0x10de",
-        })
-}
-
 /// The last component of a link, when the link is there.
 fn link_name(path: &Path) -> Result<Option<String>, SysfsError> {
     match std::fs::read_link(path) {
@@ -107,18 +65,7 @@ pub fn read_function(dir: &Path, bdf: Bdf) -> Result<Option<FunctionState>, Sysf
     if !dir.exists() {
         return Ok(None);
     }
-    let narrow = |value: u32, name: &str| {
-        u16::try_from(value).map_err(|_| SysfsError::Unexpected {
-            path: dir.join(name),
-            text: format!("{value:#x}"),
-            expected: "a 16-bit ID",
-        })
-    };
-    let identity = Identity {
-        vendor: narrow(hex(dir, "vendor")?, "vendor")?,
-        device: narrow(hex(dir, "device")?, "device")?,
-        class: hex(dir, "class")?,
-    };
+    let identity = read_pci_identity(dir)?;
     let reset_methods = match std::fs::read_to_string(dir.join("reset_method")) {
         Ok(text) => Some(text.split_whitespace().map(str::to_owned).collect()),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
@@ -205,7 +152,7 @@ mod tests {
         std::fs::write(dir.join("vendor"), "nvidia\n").unwrap();
         let error = read_function(&dir, "0000:3b:00.0".parse().unwrap()).unwrap_err();
         assert!(
-            error.to_string().contains("vendor holds \"nvidia\\n\""),
+            error.to_string().contains("vendor holds \"nvidia\""),
             "{error}"
         );
     }

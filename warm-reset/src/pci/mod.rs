@@ -19,6 +19,6 @@ mod function;
 mod host;
 mod target;
 
-pub use function::{FunctionState, GONE_VENDOR, Identity, STUB_DRIVERS, read_function};
+pub use function::{FunctionState, GONE_VENDOR, STUB_DRIVERS, read_function};
 pub use host::{PciHost, SysfsHost};
 pub use target::{Member, PciTarget};

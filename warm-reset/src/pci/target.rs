@@ -1,6 +1,6 @@
 //! [`PciTarget`]: a PCI function to reset, and every function the reset touches.
 
-use super::function::Identity;
+use gpu_host_probe::PciIdentity;
 use gpu_partition_types::Bdf;
 use serde::{Deserialize, Serialize};
 
@@ -11,12 +11,12 @@ pub struct Member {
     /// Its address.
     pub bdf: Bdf,
     /// Its IDs before the reset.
-    pub identity: Identity,
+    pub identity: PciIdentity,
 }
 
 impl Member {
     /// A member at `bdf` with these IDs.
-    pub fn new(bdf: Bdf, identity: Identity) -> Self {
+    pub fn new(bdf: Bdf, identity: PciIdentity) -> Self {
         Self { bdf, identity }
     }
 }

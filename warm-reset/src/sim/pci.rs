@@ -8,7 +8,8 @@ use crate::backend::{BackendError, ResetEnd};
 use crate::clock::Clock;
 use crate::holders::Holder;
 use crate::kmsg::{KernelLogSource, KmsgRecord};
-use crate::pci::{FunctionState, GONE_VENDOR, Identity, PciHost};
+use crate::pci::{FunctionState, GONE_VENDOR, PciHost};
+use gpu_host_probe::PciIdentity;
 use gpu_partition_types::Bdf;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -67,11 +68,7 @@ pub fn sim_function(
 ) -> FunctionState {
     let mut function = FunctionState {
         bdf,
-        identity: Identity {
-            vendor: 0x10de,
-            device: 0x2330,
-            class,
-        },
+        identity: PciIdentity::new(0x10de, 0x2330, class),
         driver: driver.map(str::to_owned),
         reset_methods: Some(methods.iter().map(|m| (*m).to_owned()).collect()),
         iommu_group: Some(group),
