@@ -6,7 +6,7 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::sync::Arc;
 use std::time::Duration;
-use warm_reset::sim::{SimHost, SimNvidia, SimPci};
+use warm_reset::sim::{SimMetax, SimNvidia, SimPci};
 use warm_reset::{Host, MachineConfig, Method, ResetOutcome, ResetRun, SystemClock, execute};
 
 fn overhead(c: &mut Criterion) {
@@ -22,9 +22,9 @@ fn overhead(c: &mut Criterion) {
         group.bench_function(name, |b| {
             b.iter(|| {
                 let clock = Arc::new(SystemClock::new());
-                let mut sim = SimHost::new(clock.clone(), &[2, 2]);
-                sim.reset_duration = Duration::from_millis(500);
-                sim.recovery = Duration::from_millis(recovery_ms);
+                let mut sim = SimMetax::new(clock.clone(), &[2, 2]);
+                sim.host_mut().reset_duration = Duration::from_millis(500);
+                sim.host_mut().recovery = Duration::from_millis(recovery_ms);
                 let report = execute(ResetRun::new(&config, &host, &mut sim).clock(clock.as_ref()));
                 assert!(report.is_ok_and(|report| report.outcome == ResetOutcome::Done));
             })
@@ -37,8 +37,8 @@ fn overhead(c: &mut Criterion) {
         b.iter(|| {
             let clock = Arc::new(SystemClock::new());
             let mut sim = SimNvidia::new(clock.clone(), 2, &[]);
-            sim.reset_duration = Duration::from_millis(500);
-            sim.recovery = Duration::from_millis(300);
+            sim.host_mut().reset_duration = Duration::from_millis(500);
+            sim.host_mut().recovery = Duration::from_millis(300);
             let report = execute(ResetRun::new(&nvidia, &host, &mut sim).clock(clock.as_ref()));
             assert!(report.is_ok_and(|report| report.outcome == ResetOutcome::Done));
         })
@@ -48,8 +48,8 @@ fn overhead(c: &mut Criterion) {
         b.iter(|| {
             let clock = Arc::new(SystemClock::new());
             let mut sim = SimPci::new(clock.clone());
-            sim.reset_duration = Duration::from_millis(500);
-            sim.recovery = Duration::from_millis(300);
+            sim.host_mut().reset_duration = Duration::from_millis(500);
+            sim.host_mut().recovery = Duration::from_millis(300);
             let report = execute(ResetRun::new(&pci, &host, &mut sim).clock(clock.as_ref()));
             assert!(report.is_ok_and(|report| report.outcome == ResetOutcome::Done));
         })

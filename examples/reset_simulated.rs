@@ -8,7 +8,7 @@
 use std::error::Error;
 use std::sync::Arc;
 use std::time::Duration;
-use warm_reset::sim::{SCENARIOS, SimHost};
+use warm_reset::sim::{METAX_SCENARIOS, SimMetax};
 use warm_reset::{Host, MachineConfig, ResetRun, State, VirtualClock, execute};
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -16,8 +16,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let scenario = args.next().unwrap_or_else(|| "ok".to_owned());
     let id = args.next().unwrap_or_else(|| "1".to_owned());
     let clock = VirtualClock::new(0);
-    let Some(mut sim) = SimHost::scenario(&scenario, Arc::new(clock.clone())) else {
-        let names: Vec<&str> = SCENARIOS.iter().map(|(name, _)| *name).collect();
+    let Some(mut sim) = SimMetax::scenario(&scenario, Arc::new(clock.clone())) else {
+        let names: Vec<&str> = METAX_SCENARIOS.iter().map(|(name, _)| *name).collect();
         return Err(format!(
             "unknown scenario {scenario:?}; try one of {}",
             names.join(", ")
@@ -44,6 +44,6 @@ fn main() -> Result<(), Box<dyn Error>> {
             .observe(&mut show),
     )?;
     println!("outcome: {}  ({})", report.outcome, report.detail);
-    println!("mx-smi -r calls: {:?}", sim.resets);
+    println!("mx-smi -r calls: {:?}", sim.host().resets);
     Ok(())
 }

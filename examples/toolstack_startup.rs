@@ -38,7 +38,7 @@ use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use warm_reset::sim::SimHost;
+use warm_reset::sim::SimMetax;
 use warm_reset::{MachineConfig, ResetOutcome, ResetRun, SystemClock, execute};
 
 /// The GPU operator's `all-balanced` layout, as published (H100 80GB among others).
@@ -298,8 +298,8 @@ fn host(work: &std::path::Path) -> Result<(Host, Helper), Box<dyn Error>> {
 /// A warm reset of the simulated MetaX host, matched without a catch-all.
 fn reset(host: &Host) -> Result<(), Box<dyn Error>> {
     let clock = Arc::new(SystemClock::new());
-    let mut sim = SimHost::new(clock.clone(), &[2, 2]);
-    sim.reset_duration = Duration::from_millis(50);
+    let mut sim = SimMetax::new(clock.clone(), &[2, 2]);
+    sim.host_mut().reset_duration = Duration::from_millis(50);
     let config = MachineConfig::new("0");
     let report = execute(ResetRun::new(&config, host, &mut sim).clock(clock.as_ref()))?;
     match report.outcome {

@@ -23,8 +23,10 @@ use gpu_partition_types::Bdf;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use warm_reset::nvidia::{NvidiaHost, ToolReset};
-use warm_reset::{BackendError, BlockedReason, Clock, Holder, KernelLogSource, KmsgRecord};
+use warm_reset::nvidia::NvidiaHost;
+use warm_reset::{
+    BackendError, Clock, Holder, KernelLogSource, KmsgRecord, NvidiaSmiError, ToolEnd,
+};
 
 /// The nvidia method's backend over the fake's state file.
 pub type FakeNvmlBackend = warm_reset::NvidiaBackend<FakeNvmlHost>;
@@ -71,17 +73,20 @@ fn printed(bus_id: &str) -> Option<String> {
     Some(format!("{domain:08X}:{bus:02X}:{device:02X}.{function:X}"))
 }
 
-fn unavailable(what: String) -> BackendError {
-    BackendError::Simulated {
-        reason: BlockedReason::NvidiaSmiUnavailable,
-        what,
+/// A file of the (fake) driver that does not read: the state file, or a GPU's `information`;
+/// what the real driver's unreadable files give, `nvidia_smi_unavailable` before a reset.
+fn unavailable(path: PathBuf, why: std::io::Error) -> BackendError {
+    NvidiaSmiError::DriverFile {
+        path,
+        source: why.into(),
     }
+    .into()
 }
 
 impl FakeNvmlHost {
     /// The state as the file holds it now.
     fn scenario(&self) -> Result<Scenario, BackendError> {
-        read(&self.state).map_err(unavailable)
+        read(&self.state).map_err(|why| unavailable(self.state.clone(), std::io::Error::other(why)))
     }
 
     /// The devices in bus order, each with its index (its minor too) and printed bus ID.
@@ -206,7 +211,12 @@ impl NvidiaHost for FakeNvmlHost {
         let (index, _, device) = listed
             .iter()
             .find(|(_, bus_id, _)| parse_bus_id(bus_id) == parse_bus_id(&bdf.to_string()))
-            .ok_or_else(|| unavailable(format!("no /proc/driver/nvidia/gpus/{bdf}/information")))?;
+            .ok_or_else(|| {
+                unavailable(
+                    PathBuf::from(format!("/proc/driver/nvidia/gpus/{bdf}/information")),
+                    std::io::Error::from(std::io::ErrorKind::NotFound),
+                )
+            })?;
         Ok(format!(
             "Model:           {}\nGPU UUID:        {}\nBus Location:    {bdf}\nDevice Minor:    \
              {index}\nGPU Excluded:    No\n",
@@ -230,7 +240,7 @@ impl NvidiaHost for FakeNvmlHost {
             .collect())
     }
 
-    fn reset(&mut self, ids: &str, within: Duration) -> ToolReset {
+    fn reset(&mut self, ids: &str, within: Duration) -> ToolEnd {
         self.resets.push(ids.to_owned());
         let command = format!("nvidia-smi --gpu-reset -i {ids}");
         let cost = self
@@ -239,11 +249,11 @@ impl NvidiaHost for FakeNvmlHost {
             .unwrap_or_default();
         if self.fault == Some(ResetFault::Hang) {
             self.clock.sleep(within);
-            return ToolReset::Hung;
+            return ToolEnd::Hung;
         }
         self.clock.sleep(cost.min(within));
         if cost > within {
-            return ToolReset::Hung;
+            return ToolEnd::Hung;
         }
         let effect = self.fault != Some(ResetFault::NoEffect);
         let mut said = String::new();
@@ -268,7 +278,7 @@ impl NvidiaHost for FakeNvmlHost {
             );
             if changed.is_err() {
                 said.push_str(&format!("Unable to reset GPU {id}: not found\n"));
-                return ToolReset::Exited {
+                return ToolEnd::Exited {
                     command,
                     code: 3,
                     said,
@@ -276,7 +286,7 @@ impl NvidiaHost for FakeNvmlHost {
             }
             said.push_str(&format!("GPU {id} was successfully reset.\n"));
         }
-        ToolReset::Exited {
+        ToolEnd::Exited {
             command,
             code: 0,
             said,

@@ -11,10 +11,8 @@ use crate::kmsg::KernelLogError;
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::target::Target;
-use crate::tool::ToolError;
 use crate::warning::ResetWarning;
 use gpu_host_probe::chain::Chain;
-use gpu_host_probe::run::StartError;
 use gpu_partition_types::Bdf;
 use std::time::Duration;
 
@@ -42,15 +40,6 @@ pub enum BackendError {
         "the {0} method cannot list the host's GPUs; a plan's verify step needs metax or nvidia"
     )]
     NoSurvey(Method),
-    /// A failure a simulated host was told to show: what the real host of its method would
-    /// block with, and what it would have said.
-    #[error("{what} (simulated)")]
-    Simulated {
-        /// The reason a run is blocked with, as the method's real host gives it.
-        reason: BlockedReason,
-        /// What failed.
-        what: String,
-    },
     /// A target another method resolved was given to this backend.
     #[error("the {backend} backend was given a target the {target} method resolved")]
     WrongMethod {
@@ -63,19 +52,14 @@ pub enum BackendError {
 
 impl BackendError {
     /// The reason a run is blocked with when the host fails this way before the reset.
+    /// Each vendor's error decides its own ([`MxSmiError::blocked_reason`],
+    /// [`NvidiaSmiError::blocked_reason`], [`SysfsError::blocked_reason`]).
     pub fn blocked_reason(&self) -> BlockedReason {
         match self {
-            Self::MxSmi(MxSmiError::Tool(ToolError::Unsafe { .. }))
-            | Self::NvidiaSmi(NvidiaSmiError::Tool(ToolError::Unsafe { .. }))
-            | Self::Sysfs(SysfsError::Writer(StartError::Untrusted { .. })) => {
-                BlockedReason::UnsafeProgram
-            }
-            Self::Simulated { reason, .. } => *reason,
-            Self::MxSmi(_) => BlockedReason::MxSmiUnavailable,
-            Self::NvidiaSmi(_) => BlockedReason::NvidiaSmiUnavailable,
-            Self::Sysfs(_) | Self::WrongMethod { .. } | Self::NoSurvey(_) => {
-                BlockedReason::UnknownDevice
-            }
+            Self::MxSmi(error) => error.blocked_reason(),
+            Self::NvidiaSmi(error) => error.blocked_reason(),
+            Self::Sysfs(error) => error.blocked_reason(),
+            Self::WrongMethod { .. } | Self::NoSurvey(_) => BlockedReason::UnknownDevice,
             // Who holds the device cannot be told: it may be in use.
             Self::Proc(_) => BlockedReason::GpuBusy,
             Self::KernelLog(_) => BlockedReason::KernelLogUnreadable,

@@ -1,7 +1,7 @@
 //! The executor: drives the machine, performing its actions through a [`Backend`], a
 //! [`Clock`], the host lock and the journal.
 
-use crate::backend::{Backend, ResetEnd};
+use crate::backend::Backend;
 use crate::clock::{Clock, SystemClock};
 use crate::journal::{InFlight, Journal, JournalError, LastReset};
 use crate::machine::{Action, Event, InvalidTransition, MachineConfig, State, step};
@@ -272,12 +272,7 @@ fn drive(run: ResetRun<'_>, mut lock: Lock<'_>) -> Result<ResetReport, ExecuteEr
                         target.id,
                         config.window
                     );
-                    Some(match backend.reset(&target, within) {
-                        ResetEnd::Finished => Event::ResetExited(Ok(())),
-                        ResetEnd::Refused(refusal) => Event::ResetRefused(refusal),
-                        ResetEnd::Failed(error) => Event::ResetExited(Err(error)),
-                        ResetEnd::Hung => Event::ResetHung,
-                    })
+                    Some(Event::ResetEnded(backend.reset(&target, within)))
                 }
                 Action::CheckBack { target } => Some(Event::Back(backend.check_back(&target))),
                 Action::Wait(duration) => {
@@ -335,37 +330,22 @@ fn report(
     warnings: Vec<ResetWarning>,
     elapsed: Duration,
 ) -> Result<ResetReport, ExecuteError> {
-    let mut not_back = Vec::new();
-    let (outcome, detail, target): (ResetOutcome, String, Option<Target>) = match end {
-        State::Done { target } => (ResetOutcome::Done, String::new(), Some(target)),
-        State::DryRun { target } => (ResetOutcome::DryRun, String::new(), Some(target)),
-        State::Blocked { reason, detail } => (ResetOutcome::Blocked(reason), detail, None),
+    // Which states are ends is the state's own rule ([`State::outcome`]).
+    let Some(outcome) = end.outcome() else {
+        return Err(ExecuteError::Unfinished(Box::new(end)));
+    };
+    let (detail, target, not_back): (String, Option<Target>, Vec<Bdf>) = match end {
+        State::Done { target } | State::DryRun { target } => {
+            (String::new(), Some(target), Vec::new())
+        }
+        State::Blocked { detail, .. } => (detail, None, Vec::new()),
         State::ColdRebootRequired {
-            reason,
             detail,
             target,
-            not_back: devices,
-        } => {
-            not_back = devices;
-            (
-                ResetOutcome::ColdRebootRequired(reason),
-                detail,
-                Some(target),
-            )
-        }
-        unfinished @ (State::Planned
-        | State::Locking
-        | State::ReadingJournal
-        | State::CheckingRoot
-        | State::CheckingHost
-        | State::ResolvingTarget
-        | State::CheckingUse { .. }
-        | State::CheckingKernelLog { .. }
-        | State::Resetting { .. }
-        | State::Verifying { .. }
-        | State::CheckingKernel { .. }) => {
-            return Err(ExecuteError::Unfinished(Box::new(unfinished)));
-        }
+            not_back,
+            ..
+        } => (detail, Some(target), not_back),
+        running => return Err(ExecuteError::Unfinished(Box::new(running))),
     };
     let target = target.as_ref();
     Ok(ResetReport {

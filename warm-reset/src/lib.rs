@@ -81,5 +81,5 @@ pub use plan::{
 pub use plan_step::{ActionReport, PlanStepError, PlanStepHost, PlanStepReport, run_plan_step};
 pub use reasons::{BadOutcome, BlockedReason, ColdRebootReason, ResetOutcome, ResetReason};
 pub use target::{Target, TargetFacts};
-pub use tool::{QUERY_DEADLINE, ToolError};
+pub use tool::{QUERY_DEADLINE, ToolEnd, ToolError};
 pub use warning::ResetWarning;

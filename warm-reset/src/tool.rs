@@ -10,6 +10,26 @@ use std::time::Duration;
 /// How long one query of a tool may take.
 pub const QUERY_DEADLINE: Duration = Duration::from_secs(15);
 
+/// How a vendor's reset command ended, before anyone reads what it said: one shape for every
+/// method's host (`mx-smi -r`, `nvidia-smi --gpu-reset`); the method's backend reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolEnd {
+    /// It exited with `code`, saying this (stdout and stderr).
+    Exited {
+        /// The command line.
+        command: String,
+        /// Its exit status.
+        code: i32,
+        /// What it printed.
+        said: String,
+    },
+    /// It did not end within the time given and was killed.
+    Hung,
+    /// It could not be run, or a signal ended it.
+    Failed(crate::backend::BackendError),
+}
+
 /// A tool that could not be found or did not run to a clean end.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -48,6 +68,28 @@ pub enum ToolError {
         /// What it wrote on stderr.
         stderr: Vec<u8>,
     },
+}
+
+impl ToolError {
+    /// What a host without `tool` in any of `places` or on `PATH` answers: every candidate
+    /// absent (the simulated hosts give it as the real ones would).
+    pub(crate) fn absent(tool: &'static str, places: &[&str]) -> Self {
+        Self::NotFound {
+            tool,
+            tried: places
+                .iter()
+                .chain([&tool])
+                .map(|place| StartError::Absent {
+                    program: PathBuf::from(place),
+                })
+                .collect(),
+        }
+    }
+
+    /// A tool root never runs because another user could have written it.
+    pub(crate) fn is_unsafe(&self) -> bool {
+        matches!(self, Self::Unsafe { .. })
+    }
 }
 
 /// The start errors of the candidates, joined by `; `.

@@ -238,7 +238,10 @@ fn two_a100s_enter_partitioning_reset_together_in_one_command_and_read_back_as_t
             .all(|step| matches!(step.outcome, StepOutcome::Done { .. }))
     );
     // Both pending mode changes completed by one reset command, in one window.
-    assert_eq!(bed.backend.resets, ["00000000:3B:00.0,00000000:3C:00.0"]);
+    assert_eq!(
+        bed.backend.host().resets,
+        ["00000000:3B:00.0,00000000:3C:00.0"]
+    );
     assert_eq!(report.resets.len(), 1);
     assert!(
         report
@@ -260,7 +263,7 @@ fn an_apply_run_again_on_cards_that_hold_the_layout_writes_nothing() {
     assert_eq!(again.outcome, ApplyOutcome::Done);
     assert_eq!(again.writes(), 0);
     assert!(again.gpus.iter().all(|gpu| gpu.plan.is_empty()));
-    assert_eq!(bed.backend.resets.len(), 1, "no second reset");
+    assert_eq!(bed.backend.host().resets.len(), 1, "no second reset");
 }
 
 #[test]
@@ -271,7 +274,7 @@ fn a_dry_run_shows_the_plan_and_changes_nothing() {
     assert_eq!(report.outcome, ApplyOutcome::DryRun);
     assert!(!report.gpus[0].plan.is_empty());
     assert_eq!(std::fs::read(&bed.state).unwrap(), before);
-    assert!(bed.backend.resets.is_empty());
+    assert!(bed.backend.host().resets.is_empty());
     assert!(
         bed.store
             .load()
@@ -434,7 +437,7 @@ fn an_apply_cancelled_after_its_first_write_fails_cancelled_and_issues_no_reset(
         "{:?}",
         report.detail
     );
-    assert!(bed.backend.resets.is_empty());
+    assert!(bed.backend.host().resets.is_empty());
     // The first card's mode was set (pending its reset); the second was never written.
     assert_eq!(mig(&bed.card(FIRST)), (0, 1));
     assert_eq!(mig(&bed.card(SECOND)), (0, 0));
@@ -503,7 +506,7 @@ fn a_process_holding_the_card_at_its_reset_fails_the_apply_with_reset_blocked() 
         report.detail
     );
     assert!(report.detail.unwrap().contains("2718"));
-    assert!(bed.backend.resets.is_empty());
+    assert!(bed.backend.host().resets.is_empty());
 }
 
 #[test]
@@ -533,7 +536,7 @@ fn a_reset_that_would_take_an_nvlink_peer_with_instances_outside_the_layout_is_r
         detail.contains("NVLink peer") && detail.contains(SECOND),
         "{detail}"
     );
-    assert!(bed.backend.resets.is_empty());
+    assert!(bed.backend.host().resets.is_empty());
     assert!(
         !bed.card(SECOND).gpu_instances.is_empty(),
         "the peer's instances are kept"
@@ -552,7 +555,7 @@ fn an_nvlink_pair_named_by_the_layout_is_reset_in_one_command() {
     let report = bed.apply(&bed.options("all-1g.5gb"));
     assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
     assert_eq!(
-        bed.backend.resets,
+        bed.backend.host().resets,
         vec!["00000000:3B:00.0,00000000:3C:00.0".to_owned()]
     );
 }
@@ -560,7 +563,7 @@ fn an_nvlink_pair_named_by_the_layout_is_reset_in_one_command() {
 #[test]
 fn a_reset_that_leaves_the_mode_pending_fails_the_apply_with_mode_pending() {
     let mut bed = Bed::two_a100s();
-    bed.backend.fault = Some(ResetFault::NoEffect);
+    bed.backend.host_mut().fault = Some(ResetFault::NoEffect);
     let report = bed.apply(&bed.options("all-1g.5gb"));
     assert_eq!(
         report.outcome,
@@ -670,7 +673,7 @@ fn a_card_unreadable_after_its_reset_fails_the_apply_with_gpu_unreadable() {
 #[test]
 fn a_card_gone_after_its_reset_requires_a_cold_reboot() {
     let mut bed = Bed::two_a100s();
-    bed.backend.fault = Some(ResetFault::Gone("00000000:3B:00.0".to_owned()));
+    bed.backend.host_mut().fault = Some(ResetFault::Gone("00000000:3B:00.0".to_owned()));
     let report = bed.apply(&bed.options("all-1g.5gb"));
     assert_eq!(
         report.outcome,
@@ -690,7 +693,7 @@ fn a_card_gone_after_its_reset_requires_a_cold_reboot() {
 #[test]
 fn a_hung_reset_requires_a_cold_reboot_after_the_window_on_the_apply_s_clock() {
     let mut bed = Bed::two_a100s();
-    bed.backend.fault = Some(ResetFault::Hang);
+    bed.backend.host_mut().fault = Some(ResetFault::Hang);
     let before = bed.clock.now();
     let report = bed.apply(&bed.options("all-1g.5gb"));
     assert_eq!(
@@ -743,7 +746,12 @@ fn leaving_partitioning_turns_mig_off_with_one_reset_command_for_both() {
         assert_eq!(mig(&card), (0, 0), "{bus_id}");
         assert!(card.gpu_instances.is_empty());
     }
-    assert_eq!(bed.backend.resets.len(), 2, "{:?}", bed.backend.resets);
+    assert_eq!(
+        bed.backend.host().resets.len(),
+        2,
+        "{:?}",
+        bed.backend.host().resets
+    );
 }
 
 #[test]
@@ -756,7 +764,7 @@ fn one_of_four_gpus_not_back_after_the_reset_needs_a_cold_reboot_and_the_other_t
         ("0000:3e:00.0", scenarios::A100_MIG_OFF),
     ];
     let mut bed = Bed::new(&cards, &[]);
-    bed.backend.fault = Some(ResetFault::Gone("00000000:3D:00.0".to_owned()));
+    bed.backend.host_mut().fault = Some(ResetFault::Gone("00000000:3D:00.0".to_owned()));
     let report = bed.apply(&bed.options("all-1g.5gb"));
     assert_eq!(
         report.outcome,
@@ -770,7 +778,12 @@ fn one_of_four_gpus_not_back_after_the_reset_needs_a_cold_reboot_and_the_other_t
         "{detail}"
     );
     // One reset command for the four, one window.
-    assert_eq!(bed.backend.resets.len(), 1, "{:?}", bed.backend.resets);
+    assert_eq!(
+        bed.backend.host().resets.len(),
+        1,
+        "{:?}",
+        bed.backend.host().resets
+    );
     for gpu in &report.gpus {
         let lost = gpu.device == bdf("0000:3d:00.0");
         assert_eq!(

@@ -10,7 +10,7 @@ use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{AfterBoot, MemoryStore, SyncOptions, spawn_sync};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use warm_reset::sim::SimHost;
+use warm_reset::sim::SimMetax;
 use warm_reset::{
     BlockedReason, MachineConfig, ResetOutcome, ResetRun, VirtualClock, execute, read_journal,
 };
@@ -42,10 +42,10 @@ fn wait_for(path: &std::path::Path) {
 
 fn reset(host: &Host) -> (ResetOutcome, Vec<String>) {
     let clock = VirtualClock::new(1_700_000_000_000);
-    let mut sim = SimHost::new(Arc::new(clock.clone()), &[2, 2]);
+    let mut sim = SimMetax::new(Arc::new(clock.clone()), &[2, 2]);
     let config = MachineConfig::new("0");
     let report = execute(ResetRun::new(&config, host, &mut sim).clock(&clock)).unwrap();
-    (report.outcome, sim.resets.clone())
+    (report.outcome, sim.host().resets.clone())
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! event that does not belong to the state ([`InvalidTransition`]).
 
 use super::state::State;
-use crate::backend::{Back, BackendError, Refusal};
+use crate::backend::{Back, BackendError, Refusal, ResetEnd};
 use crate::target::Target;
 use crate::warning::ResetWarning;
 use std::time::Duration;
@@ -42,12 +42,9 @@ pub enum Event {
     Use(Result<Vec<ResetWarning>, Refusal>),
     /// The end of the kernel log was noted, or why it could not be read.
     KernelLog(Result<(), BackendError>),
-    /// The reset ended: `Ok` on success, `Err` with what it reported.
-    ResetExited(Result<(), BackendError>),
-    /// The reset tool refused before changing anything.
-    ResetRefused(Refusal),
-    /// The reset did not end within the window and was stopped.
-    ResetHung,
+    /// How the reset ended: finished, refused before changing anything, failed, or hung
+    /// past the window and stopped.
+    ResetEnded(ResetEnd),
     /// Whether the group is back.
     Back(Back),
     /// The wait between two checks is over.
@@ -69,9 +66,7 @@ impl Event {
             Self::Resolved(_) => "target resolved",
             Self::Use(_) => "use checked",
             Self::KernelLog(_) => "kernel log marked",
-            Self::ResetExited(_) => "reset exited",
-            Self::ResetRefused(_) => "reset refused",
-            Self::ResetHung => "reset hung",
+            Self::ResetEnded(_) => "reset ended",
             Self::Back(_) => "back checked",
             Self::Tick => "tick",
             Self::KernelErrors(_) => "kernel errors",
@@ -118,8 +113,7 @@ pub enum Action {
         /// The group.
         target: Target,
     },
-    /// Reset the group until it ends or the window does → [`Event::ResetExited`],
-    /// [`Event::ResetRefused`] or [`Event::ResetHung`].
+    /// Reset the group until it ends or the window does → [`Event::ResetEnded`].
     IssueReset {
         /// The group.
         target: Target,

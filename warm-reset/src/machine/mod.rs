@@ -14,7 +14,7 @@ mod verify;
 pub use event::{Action, Event, InvalidTransition, JournalView};
 pub use state::State;
 
-use crate::backend::{BackendError, Refusal};
+use crate::backend::{BackendError, Refusal, ResetEnd};
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::target::Target;
@@ -251,7 +251,7 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
             ];
             go(S::Resetting { target, deadline }, actions)
         }
-        (S::Resetting { target, deadline }, E::ResetExited(Ok(()))) => go(
+        (S::Resetting { target, deadline }, E::ResetEnded(ResetEnd::Finished)) => go(
             S::Verifying {
                 target: target.clone(),
                 deadline,
@@ -259,18 +259,18 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
             },
             vec![Action::CheckBack { target }],
         ),
-        (S::Resetting { target, .. }, E::ResetExited(Err(why))) => {
+        (S::Resetting { target, .. }, E::ResetEnded(ResetEnd::Failed(why))) => {
             cold(ColdRebootReason::ResetError, said(&why), target)
         }
         // The tool changed nothing: the run is blocked, and no reset is left in flight.
-        (S::Resetting { .. }, E::ResetRefused(refusal)) => Ok((
+        (S::Resetting { .. }, E::ResetEnded(ResetEnd::Refused(refusal))) => Ok((
             State::Blocked {
                 reason: refusal.reason,
                 detail: refusal.detail,
             },
             vec![Action::CloseJournal],
         )),
-        (S::Resetting { target, .. }, E::ResetHung) => cold(
+        (S::Resetting { target, .. }, E::ResetEnded(ResetEnd::Hung)) => cold(
             ColdRebootReason::ResetHung,
             "the reset did not end within the window",
             target,
@@ -311,24 +311,10 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
                 Action::CloseJournal,
             ],
         ),
-        // Every other pair, named in full: an event that does not answer this state's action,
-        // or any event after the end.
+        // Every other pair: an event that does not answer this state's action, or any event
+        // after the end. The events are named in full, so a new one must be placed above.
         (
-            from @ (S::Planned
-            | S::Locking
-            | S::ReadingJournal
-            | S::CheckingRoot
-            | S::CheckingHost
-            | S::ResolvingTarget
-            | S::CheckingUse { .. }
-            | S::CheckingKernelLog { .. }
-            | S::Resetting { .. }
-            | S::Verifying { .. }
-            | S::CheckingKernel { .. }
-            | S::Done { .. }
-            | S::DryRun { .. }
-            | S::Blocked { .. }
-            | S::ColdRebootRequired { .. }),
+            from,
             event @ (E::Start
             | E::Lock(_)
             | E::Journal(_)
@@ -337,9 +323,7 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
             | E::Resolved(_)
             | E::Use(_)
             | E::KernelLog(_)
-            | E::ResetExited(_)
-            | E::ResetRefused(_)
-            | E::ResetHung
+            | E::ResetEnded(_)
             | E::Back(_)
             | E::Tick
             | E::KernelErrors(_)),

@@ -1,9 +1,9 @@
 //! [`MetaxBackend`]: the machine's questions answered on a MetaX host, from what a
 //! [`MetaxHost`] prints, read by the [`mx_smi`](super::mx_smi) parsers: the same rules for the
-//! real host ([`MxSmiBackend`]) and the simulated one ([`crate::SimHost`]).
+//! real host ([`MxSmiBackend`]) and the simulated one ([`crate::SimMetax`]).
 
 use super::error::MxSmiError;
-use super::host::{MetaxHost, MxSmiHost, RawReset};
+use super::host::{MetaxHost, MxSmiHost};
 use super::modules::DriverUse;
 use super::mx_smi::{self, GpuRow, GpuState};
 use super::target::MetaxTarget;
@@ -13,8 +13,9 @@ use crate::machine::said;
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::target::{Target, TargetFacts};
+use crate::tool::{ToolEnd, ToolError};
 use crate::warning::ResetWarning;
-use std::ops::{Deref, DerefMut};
+use gpu_host_probe::run::RunResult;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -44,18 +45,14 @@ impl<H> MetaxBackend<H> {
     pub fn of(host: H) -> Self {
         Self { host }
     }
-}
 
-impl<H> Deref for MetaxBackend<H> {
-    type Target = H;
-
-    fn deref(&self) -> &H {
+    /// The host it asks.
+    pub fn host(&self) -> &H {
         &self.host
     }
-}
 
-impl<H> DerefMut for MetaxBackend<H> {
-    fn deref_mut(&mut self) -> &mut H {
+    /// The host it asks, to change (a simulated host's faults, say).
+    pub fn host_mut(&mut self) -> &mut H {
         &mut self.host
     }
 }
@@ -188,12 +185,28 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
             Err(error) => return ResetEnd::Failed(error),
         };
         match self.host.reset(&metax.mx_smi_id, within) {
-            RawReset::Exited { command, said } => match mx_smi::reset_failure(&said) {
+            ToolEnd::Exited {
+                command,
+                code: 0,
+                said,
+            } => match mx_smi::reset_failure(&said) {
                 Some(line) => ResetEnd::Failed(MxSmiError::SaidFailed { command, line }.into()),
                 None => ResetEnd::Finished,
             },
-            RawReset::Hung => ResetEnd::Hung,
-            RawReset::Failed(error) => ResetEnd::Failed(error),
+            ToolEnd::Exited {
+                command,
+                code,
+                said,
+            } => ResetEnd::Failed(
+                MxSmiError::Tool(ToolError::Failed {
+                    command,
+                    result: RunResult::Exited(code),
+                    stderr: said.into_bytes(),
+                })
+                .into(),
+            ),
+            ToolEnd::Hung => ResetEnd::Hung,
+            ToolEnd::Failed(error) => ResetEnd::Failed(error),
         }
     }
 

@@ -1,6 +1,7 @@
 //! [`MxSmiError`]: why `mx-smi` gave no answer the procedure can use.
 
 use super::mx_smi::ParseError;
+use crate::reasons::BlockedReason;
 use crate::tool::ToolError;
 use std::path::PathBuf;
 
@@ -33,4 +34,15 @@ pub enum MxSmiError {
         /// The line that says so.
         line: String,
     },
+}
+
+impl MxSmiError {
+    /// The reason a run is blocked with when `mx-smi` fails this way before the reset: an
+    /// `mx-smi` root may not run is `unsafe_program`, any other failure `mx_smi_unavailable`.
+    pub fn blocked_reason(&self) -> BlockedReason {
+        match self {
+            Self::Tool(tool) if tool.is_unsafe() => BlockedReason::UnsafeProgram,
+            _ => BlockedReason::MxSmiUnavailable,
+        }
+    }
 }

@@ -6,30 +6,13 @@ use super::error::MxSmiError;
 use super::modules::{DriverUse, metax_use};
 use crate::backend::BackendError;
 use crate::kmsg::{KernelLog, KernelLogSource, KmsgRecord};
-use crate::tool::{Tool, ToolError};
+use crate::tool::{Tool, ToolEnd, ToolError};
 use gpu_host_probe::run::RunResult;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Where `mx-smi` usually is, tried in order when none is configured; then `mx-smi` on `PATH`.
 pub const MX_SMI_PLACES: [&str; 2] = ["/opt/mxdriver/bin/mx-smi", "/opt/maca/bin/mx-smi"];
-
-/// How `mx-smi -r` ended, before anyone reads what it said.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum RawReset {
-    /// It exited 0, saying this (stdout and stderr).
-    Exited {
-        /// The command line.
-        command: String,
-        /// What it printed.
-        said: String,
-    },
-    /// It did not end within the time given and was killed.
-    Hung,
-    /// It failed.
-    Failed(BackendError),
-}
 
 /// A MetaX host as the backend reads it.
 pub trait MetaxHost: KernelLogSource {
@@ -48,7 +31,7 @@ pub trait MetaxHost: KernelLogSource {
     /// What `mx-smi topo -m` prints.
     fn topology(&mut self) -> Result<String, BackendError>;
     /// Runs `mx-smi -r -i ID`, killing it if it has not ended `within`.
-    fn reset(&mut self, mx_smi_id: &str, within: Duration) -> RawReset;
+    fn reset(&mut self, mx_smi_id: &str, within: Duration) -> ToolEnd;
 }
 
 /// The real MetaX host.
@@ -123,20 +106,21 @@ impl MetaxHost for MxSmiHost {
         self.query(&["topo", "-m"])
     }
 
-    fn reset(&mut self, mx_smi_id: &str, within: Duration) -> RawReset {
+    fn reset(&mut self, mx_smi_id: &str, within: Duration) -> ToolEnd {
         let ended = match self.mx_smi.run_found(&["-r", "-i", mx_smi_id], within) {
             Ok(ended) => ended,
-            Err(error) => return RawReset::Failed(MxSmiError::from(error).into()),
+            Err(error) => return ToolEnd::Failed(MxSmiError::from(error).into()),
         };
         match ended.result {
-            RunResult::Exited(0) => RawReset::Exited {
+            RunResult::Exited(0) => ToolEnd::Exited {
                 command: ended.command,
+                code: 0,
                 said: [ended.stdout.as_slice(), ended.stderr.as_slice()]
                     .map(String::from_utf8_lossy)
                     .join("\n"),
             },
-            RunResult::TimedOut => RawReset::Hung,
-            result => RawReset::Failed(
+            RunResult::TimedOut => ToolEnd::Hung,
+            result => ToolEnd::Failed(
                 MxSmiError::from(ToolError::Failed {
                     command: ended.command,
                     result,

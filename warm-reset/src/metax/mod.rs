@@ -13,6 +13,6 @@ mod modules;
 pub mod mx_smi;
 mod target;
 
-pub use host::{MX_SMI_PLACES, MetaxHost, MxSmiHost, RawReset};
+pub use host::{MX_SMI_PLACES, MetaxHost, MxSmiHost};
 pub use modules::{DriverUse, metax_use};
 pub use target::MetaxTarget;

@@ -3,7 +3,7 @@
 //! command, nobody holding the group's `/dev/nvidia<minor>`, no compute app on it.
 
 use super::error::NvidiaSmiError;
-use super::host::{NvidiaHost, NvidiaSmiHost, ToolReset};
+use super::host::{NvidiaHost, NvidiaSmiHost};
 use super::nvidia_smi::{
     self, NvidiaGpu, device_minor, parse_compute_apps, parse_gpus, parse_nvlinks, read_reset_output,
 };
@@ -15,9 +15,9 @@ use crate::machine::said;
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::target::{Target, TargetFacts};
+use crate::tool::ToolEnd;
 use crate::warning::ResetWarning;
 use gpu_partition_types::Bdf;
-use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -47,18 +47,14 @@ impl<H> NvidiaBackend<H> {
     pub fn of(host: H) -> Self {
         Self { host }
     }
-}
 
-impl<H> Deref for NvidiaBackend<H> {
-    type Target = H;
-
-    fn deref(&self) -> &H {
+    /// The host it asks.
+    pub fn host(&self) -> &H {
         &self.host
     }
-}
 
-impl<H> DerefMut for NvidiaBackend<H> {
-    fn deref_mut(&mut self) -> &mut H {
+    /// The host it asks, to change (a simulated host's faults, say).
+    pub fn host_mut(&mut self) -> &mut H {
         &mut self.host
     }
 }
@@ -217,13 +213,13 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
             Err(error) => return ResetEnd::Failed(error),
         };
         let (command, code, text) = match self.host.reset(&nvidia.reset_ids(), within) {
-            ToolReset::Exited {
+            ToolEnd::Exited {
                 command,
                 code,
                 said,
             } => (command, code, said),
-            ToolReset::Hung => return ResetEnd::Hung,
-            ToolReset::Failed(error) => return ResetEnd::Failed(error),
+            ToolEnd::Hung => return ResetEnd::Hung,
+            ToolEnd::Failed(error) => return ResetEnd::Failed(error),
         };
         let output = read_reset_output(&text);
         // The busy block: nothing was reset, as long as no GPU says it was.

@@ -3,6 +3,7 @@
 
 use super::nvidia_smi::ParseError;
 use crate::os_error::OsError;
+use crate::reasons::BlockedReason;
 use crate::tool::ToolError;
 use std::path::PathBuf;
 
@@ -38,4 +39,16 @@ pub enum NvidiaSmiError {
         /// What it printed (the last 300 characters).
         said: String,
     },
+}
+
+impl NvidiaSmiError {
+    /// The reason a run is blocked with when `nvidia-smi` (or a driver file) fails this way
+    /// before the reset: an `nvidia-smi` root may not run is `unsafe_program`, any other
+    /// failure `nvidia_smi_unavailable`.
+    pub fn blocked_reason(&self) -> BlockedReason {
+        match self {
+            Self::Tool(tool) if tool.is_unsafe() => BlockedReason::UnsafeProgram,
+            _ => BlockedReason::NvidiaSmiUnavailable,
+        }
+    }
 }

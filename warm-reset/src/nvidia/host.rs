@@ -6,7 +6,7 @@ use super::error::NvidiaSmiError;
 use crate::backend::BackendError;
 use crate::holders::{Holder, holders};
 use crate::kmsg::{KernelLog, KernelLogSource, KmsgRecord};
-use crate::tool::{Tool, ToolError};
+use crate::tool::{Tool, ToolEnd, ToolError};
 use gpu_host_probe::run::{RunResult, Termination};
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;
@@ -14,25 +14,6 @@ use std::time::Duration;
 
 /// Where `nvidia-smi` usually is, tried when none is configured; then `nvidia-smi` on `PATH`.
 pub const NVIDIA_SMI_PLACES: [&str; 1] = ["/usr/bin/nvidia-smi"];
-
-/// How `nvidia-smi --gpu-reset` ended, before anyone reads what it said.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ToolReset {
-    /// It exited with `code`, saying this (stdout and stderr).
-    Exited {
-        /// The command line.
-        command: String,
-        /// Its exit status.
-        code: i32,
-        /// What it printed.
-        said: String,
-    },
-    /// It did not end within the time given and was killed.
-    Hung,
-    /// It could not be run, or a signal ended it.
-    Failed(BackendError),
-}
 
 /// An NVIDIA host as the backend reads it.
 pub trait NvidiaHost: KernelLogSource {
@@ -51,7 +32,7 @@ pub trait NvidiaHost: KernelLogSource {
     /// The processes holding one of `files`.
     fn holders(&mut self, files: &[PathBuf]) -> Result<Vec<Holder>, BackendError>;
     /// `--gpu-reset -i <ids>`, killed if it has not ended `within`.
-    fn reset(&mut self, ids: &str, within: Duration) -> ToolReset;
+    fn reset(&mut self, ids: &str, within: Duration) -> ToolEnd;
 }
 
 /// The real NVIDIA host.
@@ -139,17 +120,17 @@ impl NvidiaHost for NvidiaSmiHost {
         Ok(holders(&self.proc_root, files)?)
     }
 
-    fn reset(&mut self, ids: &str, within: Duration) -> ToolReset {
+    fn reset(&mut self, ids: &str, within: Duration) -> ToolEnd {
         let ended = match self
             .nvidia_smi
             .run_found(&["--gpu-reset", "-i", ids], within)
         {
             Ok(ended) => ended,
-            Err(error) => return ToolReset::Failed(NvidiaSmiError::from(error).into()),
+            Err(error) => return ToolEnd::Failed(NvidiaSmiError::from(error).into()),
         };
         match ended.result {
             RunResult::Exited(code) | RunResult::LeakedPipes(Termination::Exited(code)) => {
-                ToolReset::Exited {
+                ToolEnd::Exited {
                     command: ended.command,
                     code,
                     said: [ended.stdout.as_slice(), ended.stderr.as_slice()]
@@ -157,8 +138,8 @@ impl NvidiaHost for NvidiaSmiHost {
                         .join("\n"),
                 }
             }
-            RunResult::TimedOut => ToolReset::Hung,
-            result => ToolReset::Failed(
+            RunResult::TimedOut => ToolEnd::Hung,
+            result => ToolEnd::Failed(
                 NvidiaSmiError::from(ToolError::Failed {
                     command: ended.command,
                     result,

@@ -21,5 +21,5 @@ mod host;
 pub mod nvidia_smi;
 mod target;
 
-pub use host::{NVIDIA_SMI_PLACES, NvidiaHost, NvidiaSmiHost, ToolReset};
+pub use host::{NVIDIA_SMI_PLACES, NvidiaHost, NvidiaSmiHost};
 pub use target::NvidiaTarget;

@@ -15,7 +15,6 @@ use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::target::{Target, TargetFacts};
 use crate::warning::ResetWarning;
 use gpu_partition_types::Bdf;
-use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -47,18 +46,14 @@ impl<H> PciBackend<H> {
     pub fn of(host: H) -> Self {
         Self { host }
     }
-}
 
-impl<H> Deref for PciBackend<H> {
-    type Target = H;
-
-    fn deref(&self) -> &H {
+    /// The host it asks.
+    pub fn host(&self) -> &H {
         &self.host
     }
-}
 
-impl<H> DerefMut for PciBackend<H> {
-    fn deref_mut(&mut self) -> &mut H {
+    /// The host it asks, to change (a simulated host's faults, say).
+    pub fn host_mut(&mut self) -> &mut H {
         &mut self.host
     }
 }

@@ -2,6 +2,8 @@
 //! kernel never writes there.
 
 use crate::os_error::OsError;
+use crate::reasons::BlockedReason;
+use gpu_host_probe::run::StartError;
 use std::path::PathBuf;
 
 /// A sysfs entry that does not answer.
@@ -39,6 +41,18 @@ pub enum SysfsError {
         /// How the write ended (and what it said).
         why: String,
     },
+}
+
+impl SysfsError {
+    /// The reason a run is blocked with when sysfs fails this way before the reset: a writer
+    /// of `reset` root may not run is `unsafe_program`; a function whose files do not read is
+    /// `unknown_device`.
+    pub fn blocked_reason(&self) -> BlockedReason {
+        match self {
+            Self::Writer(StartError::Untrusted { .. }) => BlockedReason::UnsafeProgram,
+            _ => BlockedReason::UnknownDevice,
+        }
+    }
 }
 
 impl From<gpu_host_probe::PciIdError> for SysfsError {

@@ -1,8 +1,8 @@
 //! [`SimKernelLog`]: a simulated host's kernel log.
 
 use crate::backend::BackendError;
-use crate::kmsg::KmsgRecord;
-use crate::reasons::BlockedReason;
+use crate::kmsg::{KernelLogError, KmsgRecord};
+use std::path::PathBuf;
 
 /// A kernel log in memory: records appended by the simulated host, a mark, and whether it can
 /// be read at all.
@@ -38,10 +38,11 @@ impl SimKernelLog {
     }
 
     fn denied() -> BackendError {
-        BackendError::Simulated {
-            reason: BlockedReason::KernelLogUnreadable,
-            what: "/dev/kmsg: Permission denied".to_owned(),
+        KernelLogError::Read {
+            path: PathBuf::from(crate::kmsg::DEFAULT_KMSG),
+            source: std::io::Error::from(std::io::ErrorKind::PermissionDenied).into(),
         }
+        .into()
     }
 
     /// Notes where the log ends now.

@@ -1,4 +1,4 @@
-//! [`SimHost`]: a simulated MetaX host — GPUs in interconnect groups, processes, the driver's
+//! [`SimMetax`]: a simulated MetaX host — GPUs in interconnect groups, processes, the driver's
 //! use count, a reset that takes time, and faults — behind the same [`MetaxBackend`] as the
 //! real host, so the same rules, machine and executor run on it; tests run it on a
 //! [`VirtualClock`](crate::VirtualClock).
@@ -8,12 +8,13 @@
 
 use super::kernel::SimKernelLog;
 use crate::MetaxBackend;
+use crate::MxSmiError;
 use crate::backend::BackendError;
 use crate::clock::Clock;
 use crate::kmsg::{KernelLogSource, KmsgRecord};
 use crate::metax::mx_smi::{GpuProcess, GpuRow, GpuState, Topology, Versions};
-use crate::metax::{DriverUse, MetaxHost, RawReset};
-use crate::reasons::BlockedReason;
+use crate::metax::{DriverUse, MX_SMI_PLACES, MetaxHost};
+use crate::tool::{ToolEnd, ToolError};
 use gpu_partition_types::Bdf;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -23,7 +24,7 @@ use std::time::Duration;
 /// What goes wrong on the simulated host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Fault {
+pub enum MetaxFault {
     /// `mx-smi -r` never ends.
     Hang,
     /// `mx-smi -r` exits 1 with an error.
@@ -42,9 +43,9 @@ pub enum Fault {
     LinkLost(u32, u32),
 }
 
-/// A simulated MetaX host behind the MetaX backend: build it with [`SimHost::new`] or
-/// [`SimHost::scenario`]; its fields are [`MetaxSim`]'s.
-pub type SimHost = MetaxBackend<MetaxSim>;
+/// A simulated MetaX host behind the MetaX backend: build it with [`SimMetax::new`] or
+/// [`SimMetax::scenario`]; its fields are [`MetaxSim`]'s.
+pub type SimMetax = MetaxBackend<MetaxSim>;
 
 /// The simulated MetaX host itself.
 #[derive(Debug)]
@@ -68,13 +69,13 @@ pub struct MetaxSim {
     /// How long after `mx-smi -r` returns the GPUs are listed `Available` again.
     pub recovery: Duration,
     /// What goes wrong, if anything.
-    pub fault: Option<Fault>,
+    pub fault: Option<MetaxFault>,
     back_at: Option<(Duration, Vec<u32>)>,
     /// Every `mx-smi -r -i` the host received, in order.
     pub resets: Vec<String>,
 }
 
-impl SimHost {
+impl SimMetax {
     /// A host with `groups`: each inner list is an interconnect group of that many GPUs. Node
     /// IDs count from 0, PCI addresses from `0000:06:00.0`.
     pub fn new(clock: Arc<dyn Clock>, groups: &[usize]) -> Self {
@@ -83,7 +84,7 @@ impl SimHost {
 }
 
 impl MetaxSim {
-    /// See [`SimHost::new`].
+    /// See [`SimMetax::new`].
     pub fn new(clock: Arc<dyn Clock>, groups: &[usize]) -> Self {
         let mut gpus = Vec::new();
         for (group, size) in groups.iter().enumerate() {
@@ -235,8 +236,8 @@ impl MetaxSim {
             if let Some((back_at, nodes)) = &self.back_at {
                 if nodes.contains(&row.node) {
                     match &self.fault {
-                        Some(Fault::GpuMissing(node)) if *node == row.node => continue,
-                        Some(Fault::GpuUnavailable(node)) if *node == row.node => {
+                        Some(MetaxFault::GpuMissing(node)) if *node == row.node => continue,
+                        Some(MetaxFault::GpuUnavailable(node)) if *node == row.node => {
                             row.state = GpuState::NotAvailable("reset".into());
                             row.uuid = None;
                         }
@@ -250,7 +251,10 @@ impl MetaxSim {
             }
             rows.push(row);
         }
-        if self.back_at.is_some() && self.fault == Some(Fault::TopologyWrong) && rows.len() >= 2 {
+        if self.back_at.is_some()
+            && self.fault == Some(MetaxFault::TopologyWrong)
+            && rows.len() >= 2
+        {
             let first = rows[0].bdf;
             rows[0].bdf = rows[1].bdf;
             rows[1].bdf = first;
@@ -277,7 +281,7 @@ impl MetaxSim {
                 }
             }
         }
-        if let (Some(_), Some(Fault::LinkLost(x, y))) = (&self.back_at, &self.fault) {
+        if let (Some(_), Some(MetaxFault::LinkLost(x, y))) = (&self.back_at, &self.fault) {
             links.retain(|link| *link != ((*x).min(*y), (*x).max(*y)));
         }
         Topology::new(nodes, links)
@@ -303,10 +307,7 @@ impl MetaxHost for MetaxSim {
         if self.mx_smi {
             Ok(())
         } else {
-            Err(BackendError::Simulated {
-                reason: BlockedReason::MxSmiUnavailable,
-                what: "no usable mx-smi".to_owned(),
-            })
+            Err(MxSmiError::Tool(ToolError::absent("mx-smi", &MX_SMI_PLACES)).into())
         }
     }
 
@@ -331,39 +332,42 @@ impl MetaxHost for MetaxSim {
         Ok(self.topology_now().to_text())
     }
 
-    fn reset(&mut self, mx_smi_id: &str, within: Duration) -> RawReset {
+    fn reset(&mut self, mx_smi_id: &str, within: Duration) -> ToolEnd {
         self.resets.push(mx_smi_id.to_owned());
         let nodes = self.reset_nodes(mx_smi_id);
         let started = self.clock.now();
         self.kernel_log
             .push(6, format!("metax: warm reset of {mx_smi_id}"));
-        if self.fault == Some(Fault::KernelErrors) {
+        if self.fault == Some(MetaxFault::KernelErrors) {
             self.kernel_log
                 .push(3, "metax 0000:06:00.0: PCIe link training failed");
         }
-        if self.fault == Some(Fault::Hang) {
+        if self.fault == Some(MetaxFault::Hang) {
             self.clock.sleep(within);
             self.back_at = Some((Duration::MAX, nodes));
-            return RawReset::Hung;
+            return ToolEnd::Hung;
         }
         let took = self.reset_duration.min(within);
         self.clock.sleep(took);
         self.back_at = Some((started + took + self.recovery, nodes));
         if self.reset_duration > within {
-            return RawReset::Hung;
+            return ToolEnd::Hung;
         }
-        let command = "mx-smi -r".to_owned();
+        let command = format!("mx-smi -r -i {mx_smi_id}");
         match self.fault {
-            Some(Fault::Error) => RawReset::Failed(BackendError::Simulated {
-                reason: BlockedReason::MxSmiUnavailable,
-                what: "mx-smi -r exited with code 1: reset failed: device 0 timed out".to_owned(),
-            }),
-            Some(Fault::SaysFailed) => RawReset::Exited {
+            Some(MetaxFault::Error) => ToolEnd::Exited {
                 command,
+                code: 1,
+                said: "reset failed: device 0 timed out\n".to_owned(),
+            },
+            Some(MetaxFault::SaysFailed) => ToolEnd::Exited {
+                command,
+                code: 0,
                 said: format!("GPU#{mx_smi_id}: warm reset failed (simulated)\n"),
             },
-            _ => RawReset::Exited {
+            _ => ToolEnd::Exited {
                 command,
+                code: 0,
                 said: String::new(),
             },
         }
@@ -371,7 +375,7 @@ impl MetaxHost for MetaxSim {
 }
 
 /// The scenarios `mxctl reset --simulate` knows, with what each shows.
-pub const SCENARIOS: [(&str, &str); 17] = [
+pub const METAX_SCENARIOS: [(&str, &str); 17] = [
     (
         "ok",
         "4 GPUs in 2 MetaXLink groups; the reset takes 2 s and every GPU comes back",
@@ -406,24 +410,25 @@ pub const SCENARIOS: [(&str, &str); 17] = [
     ),
 ];
 
-impl SimHost {
-    /// The host of a named scenario (see [`SCENARIOS`]); `None` for an unknown name.
-    pub fn scenario(name: &str, clock: Arc<dyn Clock>) -> Option<SimHost> {
-        let mut host = SimHost::new(clock, &[2, 2]);
+impl SimMetax {
+    /// The host of a named scenario (see [`METAX_SCENARIOS`]); `None` for an unknown name.
+    pub fn scenario(name: &str, clock: Arc<dyn Clock>) -> Option<SimMetax> {
+        let mut sim = SimMetax::new(clock, &[2, 2]);
+        let host = sim.host_mut();
         match name {
             "ok" => {}
             "slow" => {
                 host.reset_duration = Duration::from_secs(10);
                 host.recovery = Duration::from_secs(5);
             }
-            "hang" => host.fault = Some(Fault::Hang),
-            "error" => host.fault = Some(Fault::Error),
-            "error-exit-0" => host.fault = Some(Fault::SaysFailed),
-            "gpu-missing" => host.fault = Some(Fault::GpuMissing(1)),
-            "gpu-unavailable" => host.fault = Some(Fault::GpuUnavailable(1)),
-            "kernel-errors" => host.fault = Some(Fault::KernelErrors),
-            "topology-wrong" => host.fault = Some(Fault::TopologyWrong),
-            "link-lost" => host.fault = Some(Fault::LinkLost(0, 1)),
+            "hang" => host.fault = Some(MetaxFault::Hang),
+            "error" => host.fault = Some(MetaxFault::Error),
+            "error-exit-0" => host.fault = Some(MetaxFault::SaysFailed),
+            "gpu-missing" => host.fault = Some(MetaxFault::GpuMissing(1)),
+            "gpu-unavailable" => host.fault = Some(MetaxFault::GpuUnavailable(1)),
+            "kernel-errors" => host.fault = Some(MetaxFault::KernelErrors),
+            "topology-wrong" => host.fault = Some(MetaxFault::TopologyWrong),
+            "link-lost" => host.fault = Some(MetaxFault::LinkLost(0, 1)),
             "busy" => {
                 host.processes = vec![GpuProcess::new(0, 4242, "python3 train.py", 4066)];
             }
@@ -435,6 +440,6 @@ impl SimHost {
             "kernel-log-unreadable" => host.kernel_log.readable = false,
             _ => return None,
         }
-        Some(host)
+        Some(sim)
     }
 }

@@ -2,7 +2,7 @@
 //! the executor and the backends' rules run unchanged on them; tests run them on a
 //! [`VirtualClock`](crate::VirtualClock).
 //!
-//! - [`SimHost`]: MetaX (`mx-smi`'s published layouts, printed and read back).
+//! - [`SimMetax`]: MetaX (`mx-smi`'s published layouts, printed and read back).
 //! - [`SimNvidia`]: NVIDIA (`nvidia-smi`'s published formats, printed and read back).
 //! - [`SimPci`]: PCI functions in sysfs.
 //! - [`scenario`]: a named scenario of a method, for `mxctl reset --simulate`.
@@ -17,7 +17,7 @@ mod nvidia;
 mod pci;
 
 pub use kernel::SimKernelLog;
-pub use metax::{Fault, MetaxSim, SCENARIOS, SimHost};
+pub use metax::{METAX_SCENARIOS, MetaxFault, MetaxSim, SimMetax};
 pub use nvidia::{NVIDIA_SCENARIOS, NvidiaFault, NvidiaSim, SimNvidia};
 pub use pci::{PCI_SCENARIOS, PciFault, PciSim, SimPci, sim_function};
 
@@ -33,7 +33,7 @@ use std::time::Duration;
 /// The scenarios of a method, with what each shows.
 pub fn scenarios(method: Method) -> &'static [(&'static str, &'static str)] {
     match method {
-        Method::Metax => &SCENARIOS,
+        Method::Metax => &METAX_SCENARIOS,
         Method::Nvidia => &NVIDIA_SCENARIOS,
         Method::Pci => &PCI_SCENARIOS,
     }
@@ -43,7 +43,7 @@ pub fn scenarios(method: Method) -> &'static [(&'static str, &'static str)] {
 pub fn scenario(method: Method, name: &str, clock: Arc<dyn Clock>) -> Option<Box<dyn Backend>> {
     match method {
         Method::Metax => {
-            SimHost::scenario(name, clock).map(|host| Box::new(host) as Box<dyn Backend>)
+            SimMetax::scenario(name, clock).map(|host| Box::new(host) as Box<dyn Backend>)
         }
         Method::Nvidia => {
             SimNvidia::scenario(name, clock).map(|host| Box::new(host) as Box<dyn Backend>)
@@ -112,7 +112,7 @@ mod tests {
     #[test]
     fn every_simulator_moves_to_another_thread() {
         let clock: Arc<dyn Clock> = Arc::new(crate::clock::VirtualClock::new(0));
-        sendable(&SimHost::new(clock.clone(), &[2]));
+        sendable(&SimMetax::new(clock.clone(), &[2]));
         sendable(&SimNvidia::new(clock.clone(), 2, &[]));
         sendable(&SimPci::new(clock));
     }

@@ -4,13 +4,14 @@
 
 use super::kernel::SimKernelLog;
 use crate::NvidiaBackend;
+use crate::NvidiaSmiError;
 use crate::backend::BackendError;
 use crate::clock::Clock;
 use crate::holders::Holder;
 use crate::kmsg::{KernelLogSource, KmsgRecord};
 use crate::nvidia::nvidia_smi::{NvidiaGpu, parse_bus_id};
-use crate::nvidia::{NvidiaHost, ToolReset};
-use crate::reasons::BlockedReason;
+use crate::nvidia::{NVIDIA_SMI_PLACES, NvidiaHost};
+use crate::tool::{ToolEnd, ToolError};
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -173,10 +174,7 @@ impl NvidiaHost for NvidiaSim {
         if self.nvidia_smi {
             Ok(())
         } else {
-            Err(BackendError::Simulated {
-                reason: BlockedReason::NvidiaSmiUnavailable,
-                what: "no usable nvidia-smi".to_owned(),
-            })
+            Err(NvidiaSmiError::Tool(ToolError::absent("nvidia-smi", &NVIDIA_SMI_PLACES)).into())
         }
     }
 
@@ -203,9 +201,9 @@ impl NvidiaHost for NvidiaSim {
     }
 
     fn information(&mut self, bdf: Bdf) -> Result<String, BackendError> {
-        let gpu = self.gpu_at(bdf).ok_or_else(|| BackendError::Simulated {
-            reason: BlockedReason::NvidiaSmiUnavailable,
-            what: format!("no /proc/driver/nvidia/gpus/{bdf}/information"),
+        let gpu = self.gpu_at(bdf).ok_or_else(|| NvidiaSmiError::DriverFile {
+            path: PathBuf::from(format!("/proc/driver/nvidia/gpus/{bdf}/information")),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound).into(),
         })?;
         Ok(format!(
             "Model:           {}\nGPU UUID:        {}\nBus Location:    {bdf}\nDevice Minor:    {}\n",
@@ -228,21 +226,21 @@ impl NvidiaHost for NvidiaSim {
             .collect())
     }
 
-    fn reset(&mut self, ids: &str, within: Duration) -> ToolReset {
+    fn reset(&mut self, ids: &str, within: Duration) -> ToolEnd {
         self.resets.push(ids.to_owned());
         let command = format!("nvidia-smi --gpu-reset -i {ids}");
         let bdfs: Vec<Bdf> = ids.split(',').filter_map(parse_bus_id).collect();
         match self.fault {
             Some(NvidiaFault::Hang) => {
                 self.clock.sleep(within);
-                return ToolReset::Hung;
+                return ToolEnd::Hung;
             }
             Some(NvidiaFault::BusyBlock) => {
                 let lines: Vec<String> = ids
                     .split(',')
                     .map(|id| format!("  GPU {id}: In use by another client"))
                     .collect();
-                return ToolReset::Exited {
+                return ToolEnd::Exited {
                     command,
                     code: 255,
                     said: format!(
@@ -256,7 +254,7 @@ impl NvidiaHost for NvidiaSim {
         let took = self.reset_duration.min(within);
         self.clock.sleep(took);
         if self.reset_duration > within {
-            return ToolReset::Hung;
+            return ToolEnd::Hung;
         }
         self.reset_done = true;
         self.back_at = Some((
@@ -272,13 +270,13 @@ impl NvidiaHost for NvidiaSim {
             }
         }
         if self.fault == Some(NvidiaFault::Error) {
-            return ToolReset::Exited {
+            return ToolEnd::Exited {
                 command,
                 code: 3,
                 said: "Unable to reset GPU: not available (simulated)\n".to_owned(),
             };
         }
-        ToolReset::Exited {
+        ToolEnd::Exited {
             command,
             code: 0,
             said: ids
@@ -314,7 +312,8 @@ pub const NVIDIA_SCENARIOS: [(&str, &str); 9] = [
 impl SimNvidia {
     /// The host of a named scenario (see [`NVIDIA_SCENARIOS`]); `None` for an unknown name.
     pub fn scenario(name: &str, clock: Arc<dyn Clock>) -> Option<SimNvidia> {
-        let mut host = SimNvidia::new(clock, 4, &[(0, 1)]);
+        let mut sim = SimNvidia::new(clock, 4, &[(0, 1)]);
+        let host = sim.host_mut();
         match name {
             "ok" => {}
             "busy" => host.holders = vec![(2718, "nvidia-persiste".to_owned(), 1)],
@@ -327,6 +326,6 @@ impl SimNvidia {
             "no-nvidia-smi" => host.nvidia_smi = false,
             _ => return None,
         }
-        Some(host)
+        Some(sim)
     }
 }

@@ -220,7 +220,8 @@ pub const PCI_SCENARIOS: [(&str, &str); 9] = [
 impl SimPci {
     /// The host of a named scenario (see [`PCI_SCENARIOS`]); `None` for an unknown name.
     pub fn scenario(name: &str, clock: Arc<dyn Clock>) -> Option<SimPci> {
-        let mut host = SimPci::new(clock);
+        let mut sim = SimPci::new(clock);
+        let host = sim.host_mut();
         let gpu = bdf("0000:3b:00.0");
         let audio = bdf("0000:3b:00.1");
         match name {
@@ -232,13 +233,13 @@ impl SimPci {
                     file: PathBuf::from("/dev/vfio/12"),
                 }];
             }
-            "host-driver" => set(&mut host, gpu, |f| f.driver = Some("nvidia".to_owned())),
-            "no-reset-method" => set(&mut host, gpu, |f| f.reset_methods = Some(Vec::new())),
+            "host-driver" => set(host, gpu, |f| f.driver = Some("nvidia".to_owned())),
+            "no-reset-method" => set(host, gpu, |f| f.reset_methods = Some(Vec::new())),
             "bus-sibling-in-use" => {
-                set(&mut host, gpu, |f| {
+                set(host, gpu, |f| {
                     f.reset_methods = Some(vec!["bus".to_owned()])
                 });
-                set(&mut host, audio, |f| {
+                set(host, audio, |f| {
                     f.driver = Some("snd_hda_intel".to_owned());
                 });
             }
@@ -248,11 +249,11 @@ impl SimPci {
             "gives-up" => host.fault = Some(PciFault::GivesUp),
             _ => return None,
         }
-        Some(host)
+        Some(sim)
     }
 }
 
-fn set(host: &mut SimPci, bdf: Bdf, change: impl FnOnce(&mut FunctionState)) {
+fn set(host: &mut PciSim, bdf: Bdf, change: impl FnOnce(&mut FunctionState)) {
     if let Some(function) = host.functions.get_mut(&bdf) {
         change(function);
     }

@@ -10,7 +10,7 @@ use warm_reset::metax::MetaxTarget;
 use warm_reset::metax::mx_smi::{GpuRow, GpuState};
 use warm_reset::{
     Action, Back, BackendError, BlockedReason, ColdRebootReason, Event, JournalView, MachineConfig,
-    Method, NotBack, Refusal, State, Target, TargetFacts, step,
+    Method, NotBack, Refusal, ResetEnd, State, Target, TargetFacts, step,
 };
 
 const NOW: Duration = Duration::from_secs(100);
@@ -40,10 +40,11 @@ fn go(state: State, event: Event) -> (State, Vec<Action>) {
 
 /// What a host says when it does not answer.
 fn why(text: &str) -> BackendError {
-    BackendError::Simulated {
-        reason: warm_reset::BlockedReason::MxSmiUnavailable,
-        what: text.into(),
+    warm_reset::MxSmiError::SaidFailed {
+        command: "mx-smi".to_owned(),
+        line: text.to_owned(),
     }
+    .into()
 }
 
 fn refusal(reason: BlockedReason) -> Refusal {
@@ -331,7 +332,7 @@ fn a_dry_run_ends_after_the_preflight_and_issues_nothing() {
 
 #[test]
 fn a_finished_reset_is_verified_within_the_same_window() {
-    let (state, actions) = go(resetting(), Event::ResetExited(Ok(())));
+    let (state, actions) = go(resetting(), Event::ResetEnded(ResetEnd::Finished));
     assert_eq!(state, verifying(NOW + Duration::from_secs(90)));
     assert_eq!(actions, [Action::CheckBack { target: target() }]);
 }
@@ -339,14 +340,17 @@ fn a_finished_reset_is_verified_within_the_same_window() {
 #[test]
 fn a_reset_that_reports_an_error_needs_a_cold_reboot() {
     assert_eq!(
-        cold_with(resetting(), Event::ResetExited(Err(why("x")))),
+        cold_with(resetting(), Event::ResetEnded(ResetEnd::Failed(why("x")))),
         ColdRebootReason::ResetError
     );
 }
 
 #[test]
 fn a_reset_the_tool_refused_is_blocked_and_leaves_nothing_in_flight() {
-    let event = Event::ResetRefused(Refusal::new(BlockedReason::GpuBusy, "in use"));
+    let event = Event::ResetEnded(ResetEnd::Refused(Refusal::new(
+        BlockedReason::GpuBusy,
+        "in use",
+    )));
     assert_eq!(
         go(resetting(), event),
         (
@@ -362,7 +366,7 @@ fn a_reset_the_tool_refused_is_blocked_and_leaves_nothing_in_flight() {
 #[test]
 fn a_reset_that_hangs_past_the_window_needs_a_cold_reboot() {
     assert_eq!(
-        cold_with(resetting(), Event::ResetHung),
+        cold_with(resetting(), Event::ResetEnded(ResetEnd::Hung)),
         ColdRebootReason::ResetHung
     );
 }
@@ -499,9 +503,9 @@ fn all_events() -> Vec<Event> {
         Event::Resolved(Ok((target(), vec![]))),
         Event::Use(Ok(vec![])),
         Event::KernelLog(Ok(())),
-        Event::ResetExited(Ok(())),
-        Event::ResetRefused(refusal(BlockedReason::GpuBusy)),
-        Event::ResetHung,
+        Event::ResetEnded(ResetEnd::Finished),
+        Event::ResetEnded(ResetEnd::Refused(refusal(BlockedReason::GpuBusy))),
+        Event::ResetEnded(ResetEnd::Hung),
         Event::Back(Back::Yes { warnings: vec![] }),
         Event::Tick,
         Event::KernelErrors(Ok(vec![])),

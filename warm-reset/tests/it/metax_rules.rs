@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 use warm_reset::MetaxBackend;
 use warm_reset::ResetWarning;
+use warm_reset::ToolEnd;
 use warm_reset::metax::mx_smi::{GpuRow, GpuState, Topology};
-use warm_reset::metax::{DriverUse, MetaxHost, RawReset};
+use warm_reset::metax::{DriverUse, MetaxHost};
 use warm_reset::{
     Back, Backend, BackendError, BlockedReason, ColdRebootReason, NotBack, Refusal, ResetEnd,
     Target,
@@ -28,13 +29,16 @@ struct Scripted {
     records: Vec<KmsgRecord>,
     /// What `mx-smi -r` prints.
     said: String,
+    /// How `mx-smi -r` exits.
+    code: i32,
 }
 
 fn why(text: &str) -> BackendError {
-    BackendError::Simulated {
-        reason: BlockedReason::MxSmiUnavailable,
-        what: text.into(),
+    warm_reset::MxSmiError::SaidFailed {
+        command: "mx-smi".to_owned(),
+        line: text.to_owned(),
     }
+    .into()
 }
 
 fn row(node: u32, bdf: &str, state: GpuState, uuid: &str) -> GpuRow {
@@ -70,6 +74,7 @@ impl Scripted {
             topologies: VecDeque::from([Ok(linked())]),
             records: Vec::new(),
             said: String::new(),
+            code: 0,
         }
     }
 
@@ -114,9 +119,10 @@ impl MetaxHost for Scripted {
             .pop_front()
             .unwrap_or_else(|| Err(why("no more topologies")))
     }
-    fn reset(&mut self, _: &str, _: Duration) -> RawReset {
-        RawReset::Exited {
+    fn reset(&mut self, _: &str, _: Duration) -> ToolEnd {
+        ToolEnd::Exited {
             command: "mx-smi -r -i 0".into(),
+            code: self.code,
             said: self.said.clone(),
         }
     }
@@ -369,6 +375,25 @@ fn a_reset_that_exits_0_but_says_it_failed_is_a_failed_reset_naming_the_line() {
     match backend.reset(&target, Duration::from_secs(1)) {
         ResetEnd::Failed(error) => {
             assert!(error.to_string().contains("GPU#0: Reset Failed"), "{error}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_reset_that_exits_non_zero_is_a_failed_reset_with_what_it_said() {
+    let mut host = Scripted::new();
+    host.code = 1;
+    host.said = "device 0 timed out\n".into();
+    let mut backend = host.backend();
+    let (target, _) = resolved(&mut backend);
+    match backend.reset(&target, Duration::from_secs(1)) {
+        ResetEnd::Failed(error) => {
+            let text = error.to_string();
+            assert!(
+                text.contains("code 1") && text.contains("device 0 timed out"),
+                "{text}"
+            );
         }
         other => panic!("{other:?}"),
     }

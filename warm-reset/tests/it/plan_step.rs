@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use warm_reset::sim::SimHost;
+use warm_reset::sim::SimMetax;
 use warm_reset::{
     BlockedReason, Group, Host, LinkCommands, MachineConfig, Method, PlanStepError, PlanStepHost,
     ResetOutcome, ResetRun, Strategy, SystemClock, VirtualClock, execute, plan, read_journal,
@@ -35,7 +35,7 @@ fn run(
     Vec<String>,
 ) {
     let clock = VirtualClock::new(1_700_000_000_000);
-    let mut sim = SimHost::new(Arc::new(clock.clone()), &[2]);
+    let mut sim = SimMetax::new(Arc::new(clock.clone()), &[2]);
     let mut env = PlanStepHost::new(
         host,
         &mut sim,
@@ -44,7 +44,7 @@ fn run(
         Method::Metax,
     );
     let report = run_plan_step(plan, "h1", phase, &mut env);
-    let resets = sim.resets.clone();
+    let resets = sim.host().resets.clone();
     (report, resets)
 }
 
@@ -66,8 +66,8 @@ fn a_step_while_another_reset_is_in_flight_is_blocked_and_leaves_that_resets_rec
         let host = host.clone();
         std::thread::spawn(move || {
             let clock = Arc::new(SystemClock::new());
-            let mut sim = SimHost::new(clock.clone(), &[2]);
-            sim.reset_duration = Duration::from_secs(1);
+            let mut sim = SimMetax::new(clock.clone(), &[2]);
+            sim.host_mut().reset_duration = Duration::from_secs(1);
             let config = MachineConfig::new("0");
             execute(ResetRun::new(&config, &host, &mut sim).clock(clock.as_ref())).unwrap()
         })

@@ -9,15 +9,16 @@ use warm_reset::metax::MetaxTarget;
 use warm_reset::metax::mx_smi::{GpuRow, GpuState};
 use warm_reset::{
     Action, Back, BackendError, BlockedReason, ColdRebootReason, Event, JournalView, MachineConfig,
-    NotBack, Refusal, State, Target, TargetFacts, step,
+    NotBack, Refusal, ResetEnd, State, Target, TargetFacts, step,
 };
 
 /// What a host says when it does not answer.
 fn why(text: &str) -> BackendError {
-    BackendError::Simulated {
-        reason: warm_reset::BlockedReason::MxSmiUnavailable,
-        what: text.into(),
+    warm_reset::MxSmiError::SaidFailed {
+        command: "mx-smi".to_owned(),
+        line: text.to_owned(),
     }
+    .into()
 }
 
 /// Random choices, consumed one at a time (0 when exhausted).
@@ -92,13 +93,13 @@ fn answer(action: &Action, dice: &mut Dice, now: &mut Duration) -> Option<Event>
         Action::IssueReset { deadline, .. } => match dice.roll(5) {
             0 => {
                 *now = *deadline;
-                Event::ResetHung
+                Event::ResetEnded(ResetEnd::Hung)
             }
-            1 => Event::ResetExited(Err(why("failed"))),
-            2 => Event::ResetRefused(refused(dice)),
+            1 => Event::ResetEnded(ResetEnd::Failed(why("failed"))),
+            2 => Event::ResetEnded(ResetEnd::Refused(refused(dice))),
             _ => {
                 *now += Duration::from_secs(u64::from(dice.roll(100)));
-                Event::ResetExited(Ok(()))
+                Event::ResetEnded(ResetEnd::Finished)
             }
         },
         Action::CheckBack { .. } => Event::Back(back(dice)),
@@ -127,8 +128,8 @@ fn stray(dice: &mut Dice) -> Event {
         1 => Event::Lock(true),
         2 => Event::Root(true),
         3 => Event::Back(Back::Yes { warnings: vec![] }),
-        4 => Event::ResetExited(Ok(())),
-        5 => Event::ResetHung,
+        4 => Event::ResetEnded(ResetEnd::Finished),
+        5 => Event::ResetEnded(ResetEnd::Hung),
         6 => Event::Tick,
         7 => Event::Use(Ok(vec![])),
         8 => Event::Host(Ok(vec![])),
@@ -163,7 +164,7 @@ proptest! {
                     State::Verifying { .. } => matches!(odd, Event::Back(_) | Event::Tick),
                     State::Resetting { .. } => matches!(
                         odd,
-                        Event::ResetExited(_) | Event::ResetHung | Event::ResetRefused(_)
+                        Event::ResetEnded(_)
                     ),
                     _ => false,
                 };

@@ -4,14 +4,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 use warm_reset::metax::mx_smi::GpuProcess;
-use warm_reset::sim::{Fault, SimHost, interrupted_reset};
+use warm_reset::sim::{MetaxFault, SimMetax, interrupted_reset};
 use warm_reset::{
     Host, MachineConfig, ResetOutcome, ResetReport, ResetRun, VirtualClock, execute, read_journal,
 };
 
 struct Sim {
     clock: VirtualClock,
-    host: SimHost,
+    host: SimMetax,
     dir: tempfile::TempDir,
     config: MachineConfig,
 }
@@ -19,7 +19,7 @@ struct Sim {
 impl Sim {
     fn new() -> Sim {
         let clock = VirtualClock::new(1_700_000_000_000);
-        let host = SimHost::new(Arc::new(clock.clone()), &[2, 2]);
+        let host = SimMetax::new(Arc::new(clock.clone()), &[2, 2]);
         let dir = tempfile::tempdir().unwrap();
         // The boot this host runs, as its procfs says.
         let random = dir.path().join("proc/sys/kernel/random");
@@ -33,7 +33,7 @@ impl Sim {
         }
     }
 
-    fn with(mut self, change: impl FnOnce(&mut SimHost)) -> Sim {
+    fn with(mut self, change: impl FnOnce(&mut SimMetax)) -> Sim {
         change(&mut self.host);
         self
     }
@@ -64,14 +64,14 @@ impl Sim {
     }
 }
 
-fn blocked(change: impl FnOnce(&mut SimHost)) -> (String, usize) {
+fn blocked(change: impl FnOnce(&mut SimMetax)) -> (String, usize) {
     let mut sim = Sim::new().with(change);
     let report = sim.run();
     assert!(
         matches!(report.outcome, ResetOutcome::Blocked(_)),
         "{report:?}"
     );
-    (token(&report), sim.host.resets.len())
+    (token(&report), sim.host.host().resets.len())
 }
 
 /// The reason's token, as `--json` writes it.
@@ -79,14 +79,14 @@ fn token(report: &ResetReport) -> String {
     report.outcome.reason_str().to_owned()
 }
 
-fn cold(change: impl FnOnce(&mut SimHost)) -> String {
+fn cold(change: impl FnOnce(&mut SimMetax)) -> String {
     let mut sim = Sim::new().with(change);
     let report = sim.run();
     assert!(
         matches!(report.outcome, ResetOutcome::ColdRebootRequired(_)),
         "{report:?}"
     );
-    assert_eq!(sim.host.resets.len(), 1);
+    assert_eq!(sim.host.host().resets.len(), 1);
     token(&report)
 }
 
@@ -98,7 +98,7 @@ fn a_healthy_reset_is_done_and_names_the_gpu_and_its_group() {
     assert_eq!(report.gpus, ["0000:07:00.0".parse().unwrap()]);
     assert_eq!(report.group, Some(vec![0, 1]));
     assert_eq!(report.verified.len(), 4);
-    assert_eq!(sim.host.resets, ["1"]);
+    assert_eq!(sim.host.host().resets, ["1"]);
 }
 
 #[test]
@@ -126,7 +126,7 @@ fn the_journal_is_closed_after_a_reset() {
 
 #[test]
 fn the_journal_keeps_how_the_last_run_ended_and_when() {
-    let mut sim = Sim::new().with(|host| host.fault = Some(Fault::Error));
+    let mut sim = Sim::new().with(|host| host.host_mut().fault = Some(MetaxFault::Error));
     sim.run();
     let last = read_journal(&sim.machine()).unwrap().last.unwrap();
     assert_eq!(
@@ -142,7 +142,7 @@ fn a_dry_run_and_a_blocked_run_record_no_last_reset() {
     sim.config.dry_run = true;
     sim.run();
     sim.config.dry_run = false;
-    sim.host.processes = vec![GpuProcess::new(0, 4242, "python3", 100)];
+    sim.host.host_mut().processes = vec![GpuProcess::new(0, 4242, "python3", 100)];
     assert_eq!(token(&sim.run()), "gpu_busy");
     assert_eq!(read_journal(&sim.machine()).unwrap().last, None);
 }
@@ -154,18 +154,21 @@ fn a_dry_run_resolves_the_target_and_resets_nothing() {
     let report = sim.run();
     assert_eq!(report.outcome, ResetOutcome::DryRun);
     assert_eq!(report.group, Some(vec![0, 1]));
-    assert!(sim.host.resets.is_empty());
+    assert!(sim.host.host().resets.is_empty());
 }
 
 #[test]
 fn not_root_is_blocked_and_nothing_is_reset() {
-    assert_eq!(blocked(|h| h.root = false), ("not_root".into(), 0));
+    assert_eq!(
+        blocked(|h| h.host_mut().root = false),
+        ("not_root".into(), 0)
+    );
 }
 
 #[test]
 fn an_absent_mx_smi_is_blocked_and_nothing_is_reset() {
     assert_eq!(
-        blocked(|h| h.mx_smi = false),
+        blocked(|h| h.host_mut().mx_smi = false),
         ("mx_smi_unavailable".into(), 0)
     );
 }
@@ -173,7 +176,7 @@ fn an_absent_mx_smi_is_blocked_and_nothing_is_reset() {
 #[test]
 fn a_driver_not_loaded_is_blocked_and_nothing_is_reset() {
     assert_eq!(
-        blocked(|h| h.driver_use = None),
+        blocked(|h| h.host_mut().driver_use = None),
         ("driver_not_loaded".into(), 0)
     );
 }
@@ -181,7 +184,7 @@ fn a_driver_not_loaded_is_blocked_and_nothing_is_reset() {
 #[test]
 fn a_driver_in_use_is_blocked_and_nothing_is_reset() {
     assert_eq!(
-        blocked(|h| h.driver_use = Some(1)),
+        blocked(|h| h.host_mut().driver_use = Some(1)),
         ("driver_in_use".into(), 0)
     );
 }
@@ -189,7 +192,7 @@ fn a_driver_in_use_is_blocked_and_nothing_is_reset() {
 #[test]
 fn an_old_kernel_driver_is_blocked_and_nothing_is_reset() {
     assert_eq!(
-        blocked(|h| h.versions.kernel_driver = Some("2.4.0".into())),
+        blocked(|h| h.host_mut().versions.kernel_driver = Some("2.4.0".into())),
         ("driver_too_old".into(), 0)
     );
 }
@@ -198,7 +201,7 @@ fn an_old_kernel_driver_is_blocked_and_nothing_is_reset() {
 fn a_busy_gpu_is_blocked_and_nothing_is_reset() {
     let busy = GpuProcess::new(1, 7, "python3 my trainer.py", 512);
     assert_eq!(
-        blocked(|h| h.processes = vec![busy]),
+        blocked(|h| h.host_mut().processes = vec![busy]),
         ("gpu_busy".into(), 0)
     );
 }
@@ -206,14 +209,14 @@ fn a_busy_gpu_is_blocked_and_nothing_is_reset() {
 #[test]
 fn an_unreadable_kernel_log_is_blocked_in_the_preflight_and_nothing_is_reset() {
     assert_eq!(
-        blocked(|h| h.kernel_log.readable = false),
+        blocked(|h| h.host_mut().kernel_log.readable = false),
         ("kernel_log_unreadable".into(), 0)
     );
 }
 
 #[test]
 fn a_dry_run_with_an_unreadable_kernel_log_is_blocked_too() {
-    let mut sim = Sim::new().with(|h| h.kernel_log.readable = false);
+    let mut sim = Sim::new().with(|h| h.host_mut().kernel_log.readable = false);
     sim.config.dry_run = true;
     assert_eq!(token(&sim.run()), "kernel_log_unreadable");
 }
@@ -224,7 +227,7 @@ fn an_unknown_device_is_blocked_and_nothing_is_reset() {
     sim.config = MachineConfig::new("GPU-nope");
     let report = sim.run();
     assert_eq!(
-        (token(&report).as_str(), sim.host.resets.len()),
+        (token(&report).as_str(), sim.host.host().resets.len()),
         ("unknown_device", 0)
     );
 }
@@ -235,7 +238,7 @@ fn a_held_host_lock_is_blocked_and_nothing_is_reset() {
     let _held = sim.machine().try_lock().unwrap();
     let report = sim.run();
     assert_eq!(
-        (token(&report).as_str(), sim.host.resets.len()),
+        (token(&report).as_str(), sim.host.host().resets.len()),
         ("lock_busy", 0)
     );
 }
@@ -246,7 +249,7 @@ fn a_reset_in_flight_is_blocked_and_nothing_is_reset() {
     sim.journal_in_flight(warm_reset::Clock::unix_ms(&sim.clock), "boot-1");
     let report = sim.run();
     assert_eq!(
-        (token(&report).as_str(), sim.host.resets.len()),
+        (token(&report).as_str(), sim.host.host().resets.len()),
         ("reset_in_flight", 0)
     );
 }
@@ -256,7 +259,7 @@ fn a_reset_in_flight_from_before_a_reboot_is_closed_and_the_reset_goes_ahead() {
     let mut sim = Sim::new();
     sim.journal_in_flight(warm_reset::Clock::unix_ms(&sim.clock), "boot-0");
     assert_eq!(sim.run().outcome, ResetOutcome::Done);
-    assert_eq!(sim.host.resets.len(), 1);
+    assert_eq!(sim.host.host().resets.len(), 1);
 }
 
 #[test]
@@ -266,14 +269,14 @@ fn a_reset_in_flight_past_its_window_is_verified_not_repeated() {
     sim.journal_in_flight(long_ago, "boot-1");
     let report = sim.run();
     assert_eq!(
-        (report.outcome, sim.host.resets.len()),
+        (report.outcome, sim.host.host().resets.len()),
         (ResetOutcome::Done, 0)
     );
 }
 
 #[test]
 fn a_hung_reset_needs_a_cold_reboot_at_the_windows_end() {
-    let mut sim = Sim::new().with(|h| h.fault = Some(Fault::Hang));
+    let mut sim = Sim::new().with(|h| h.host_mut().fault = Some(MetaxFault::Hang));
     let report = sim.run();
     assert_eq!(token(&report), "reset_hung");
     assert!(report.elapsed >= Duration::from_secs(90) && report.elapsed < Duration::from_secs(91));
@@ -281,17 +284,23 @@ fn a_hung_reset_needs_a_cold_reboot_at_the_windows_end() {
 
 #[test]
 fn a_reset_error_needs_a_cold_reboot() {
-    assert_eq!(cold(|h| h.fault = Some(Fault::Error)), "reset_error");
+    assert_eq!(
+        cold(|h| h.host_mut().fault = Some(MetaxFault::Error)),
+        "reset_error"
+    );
 }
 
 #[test]
 fn a_reset_that_exits_0_but_says_it_failed_needs_a_cold_reboot() {
-    assert_eq!(cold(|h| h.fault = Some(Fault::SaysFailed)), "reset_error");
+    assert_eq!(
+        cold(|h| h.host_mut().fault = Some(MetaxFault::SaysFailed)),
+        "reset_error"
+    );
 }
 
 #[test]
 fn a_metaxlink_that_does_not_come_back_needs_a_cold_reboot() {
-    let mut sim = Sim::new().with(|h| h.fault = Some(Fault::LinkLost(0, 1)));
+    let mut sim = Sim::new().with(|h| h.host_mut().fault = Some(MetaxFault::LinkLost(0, 1)));
     let report = sim.run();
     assert_eq!(token(&report), "topology_wrong");
     assert!(report.detail.contains("GPU#0-GPU#1"), "{}", report.detail);
@@ -300,7 +309,7 @@ fn a_metaxlink_that_does_not_come_back_needs_a_cold_reboot() {
 #[test]
 fn a_gpu_missing_after_the_reset_needs_a_cold_reboot() {
     assert_eq!(
-        cold(|h| h.fault = Some(Fault::GpuMissing(1))),
+        cold(|h| h.host_mut().fault = Some(MetaxFault::GpuMissing(1))),
         "gpu_missing"
     );
 }
@@ -308,7 +317,7 @@ fn a_gpu_missing_after_the_reset_needs_a_cold_reboot() {
 #[test]
 fn a_gpu_unavailable_after_the_reset_needs_a_cold_reboot() {
     assert_eq!(
-        cold(|h| h.fault = Some(Fault::GpuUnavailable(0))),
+        cold(|h| h.host_mut().fault = Some(MetaxFault::GpuUnavailable(0))),
         "gpu_unavailable"
     );
 }
@@ -316,7 +325,7 @@ fn a_gpu_unavailable_after_the_reset_needs_a_cold_reboot() {
 #[test]
 fn kernel_errors_during_the_reset_need_a_cold_reboot() {
     assert_eq!(
-        cold(|h| h.fault = Some(Fault::KernelErrors)),
+        cold(|h| h.host_mut().fault = Some(MetaxFault::KernelErrors)),
         "kernel_errors"
     );
 }
@@ -324,22 +333,22 @@ fn kernel_errors_during_the_reset_need_a_cold_reboot() {
 #[test]
 fn a_changed_topology_needs_a_cold_reboot() {
     assert_eq!(
-        cold(|h| h.fault = Some(Fault::TopologyWrong)),
+        cold(|h| h.host_mut().fault = Some(MetaxFault::TopologyWrong)),
         "topology_wrong"
     );
 }
 
 #[test]
 fn a_reset_longer_than_the_window_hangs() {
-    let mut sim = Sim::new().with(|h| h.reset_duration = Duration::from_secs(120));
+    let mut sim = Sim::new().with(|h| h.host_mut().reset_duration = Duration::from_secs(120));
     assert_eq!(token(&sim.run()), "reset_hung");
 }
 
 #[test]
 fn gpus_slow_to_come_back_are_waited_for_within_the_window() {
     let mut sim = Sim::new().with(|h| {
-        h.reset_duration = Duration::from_secs(30);
-        h.recovery = Duration::from_secs(30);
+        h.host_mut().reset_duration = Duration::from_secs(30);
+        h.host_mut().recovery = Duration::from_secs(30);
     });
     let report = sim.run();
     assert_eq!(report.outcome, ResetOutcome::Done);

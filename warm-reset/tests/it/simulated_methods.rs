@@ -28,7 +28,7 @@ fn nvidia(change: impl FnOnce(&mut SimNvidia)) -> (ResetReport, Vec<String>) {
     change(&mut host);
     let config = MachineConfig::new("0").method(Method::Nvidia);
     let report = run(&mut host, &clock, &config);
-    (report, host.resets.clone())
+    (report, host.host().resets.clone())
 }
 
 fn pci(change: impl FnOnce(&mut SimPci)) -> (ResetReport, usize) {
@@ -37,7 +37,7 @@ fn pci(change: impl FnOnce(&mut SimPci)) -> (ResetReport, usize) {
     change(&mut host);
     let config = MachineConfig::new("0000:3b:00.0").method(Method::Pci);
     let report = run(&mut host, &clock, &config);
-    (report, host.resets.len())
+    (report, host.host().resets.len())
 }
 
 #[test]
@@ -51,7 +51,7 @@ fn an_nvidia_gpu_is_reset_with_its_nvlink_peer_in_one_command() {
 
 #[test]
 fn an_nvidia_peer_held_by_a_process_blocks_with_gpu_busy_naming_it() {
-    let (report, resets) = nvidia(|host| host.holders = vec![(77, "dcgm".into(), 1)]);
+    let (report, resets) = nvidia(|host| host.host_mut().holders = vec![(77, "dcgm".into(), 1)]);
     assert_eq!(ended(&report), ("blocked", "gpu_busy".into()));
     assert!(
         report.detail.contains("77 dcgm (/dev/nvidia1)"),
@@ -63,13 +63,13 @@ fn an_nvidia_peer_held_by_a_process_blocks_with_gpu_busy_naming_it() {
 
 #[test]
 fn a_gpu_outside_the_group_held_by_a_process_does_not_block() {
-    let (report, _) = nvidia(|host| host.holders = vec![(77, "dcgm".into(), 3)]);
+    let (report, _) = nvidia(|host| host.host_mut().holders = vec![(77, "dcgm".into(), 3)]);
     assert_eq!(report.outcome, ResetOutcome::Done);
 }
 
 #[test]
 fn a_compute_app_on_the_group_blocks_with_gpu_busy() {
-    let (report, resets) = nvidia(|host| host.compute_apps = vec![(31415, 1)]);
+    let (report, resets) = nvidia(|host| host.host_mut().compute_apps = vec![(31415, 1)]);
     assert_eq!(ended(&report), ("blocked", "gpu_busy".into()));
     assert!(report.detail.contains("31415"), "{}", report.detail);
     assert!(resets.is_empty());
@@ -77,7 +77,7 @@ fn a_compute_app_on_the_group_blocks_with_gpu_busy() {
 
 #[test]
 fn the_nvidia_busy_block_is_blocked_and_leaves_nothing_in_flight() {
-    let (report, resets) = nvidia(|host| host.fault = Some(NvidiaFault::BusyBlock));
+    let (report, resets) = nvidia(|host| host.host_mut().fault = Some(NvidiaFault::BusyBlock));
     assert_eq!(ended(&report), ("blocked", "gpu_busy".into()));
     assert!(
         report.detail.contains("In use by another client"),
@@ -89,7 +89,7 @@ fn the_nvidia_busy_block_is_blocked_and_leaves_nothing_in_flight() {
 
 #[test]
 fn any_other_nvidia_failure_needs_a_cold_reboot() {
-    let (report, _) = nvidia(|host| host.fault = Some(NvidiaFault::Error));
+    let (report, _) = nvidia(|host| host.host_mut().fault = Some(NvidiaFault::Error));
     assert_eq!(
         ended(&report),
         ("cold_reboot_required", "reset_error".into())
@@ -98,7 +98,7 @@ fn any_other_nvidia_failure_needs_a_cold_reboot() {
 
 #[test]
 fn an_nvidia_reset_that_hangs_is_killed_at_the_windows_end() {
-    let (report, _) = nvidia(|host| host.fault = Some(NvidiaFault::Hang));
+    let (report, _) = nvidia(|host| host.host_mut().fault = Some(NvidiaFault::Hang));
     assert_eq!(
         ended(&report),
         ("cold_reboot_required", "reset_hung".into())
@@ -107,7 +107,7 @@ fn an_nvidia_reset_that_hangs_is_killed_at_the_windows_end() {
 
 #[test]
 fn an_nvidia_peer_gone_after_the_reset_is_gpu_missing() {
-    let (report, _) = nvidia(|host| host.fault = Some(NvidiaFault::GpuMissing(1)));
+    let (report, _) = nvidia(|host| host.host_mut().fault = Some(NvidiaFault::GpuMissing(1)));
     assert_eq!(
         ended(&report),
         ("cold_reboot_required", "gpu_missing".into())
@@ -116,7 +116,7 @@ fn an_nvidia_peer_gone_after_the_reset_is_gpu_missing() {
 
 #[test]
 fn an_nvidia_gpu_the_kernel_gives_up_on_is_kernel_errors() {
-    let (report, _) = nvidia(|host| host.fault = Some(NvidiaFault::KernelErrors));
+    let (report, _) = nvidia(|host| host.host_mut().fault = Some(NvidiaFault::KernelErrors));
     assert_eq!(
         ended(&report),
         ("cold_reboot_required", "kernel_errors".into())
@@ -134,8 +134,9 @@ fn a_pci_function_on_vfio_is_reset_once_and_verified() {
 
 #[test]
 fn a_pci_function_whose_vfio_group_is_held_blocks_with_gpu_busy() {
-    let (report, resets) =
-        pci(|host| host.holders = vec![warm_reset::Holder::new(4242, "qemu", "/dev/vfio/12")]);
+    let (report, resets) = pci(|host| {
+        host.host_mut().holders = vec![warm_reset::Holder::new(4242, "qemu", "/dev/vfio/12")]
+    });
     assert_eq!(ended(&report), ("blocked", "gpu_busy".into()));
     assert!(report.detail.contains("4242 qemu"), "{}", report.detail);
     assert_eq!(resets, 0);
@@ -146,8 +147,12 @@ fn a_pci_bus_reset_with_a_sibling_in_use_blocks_with_group_in_use() {
     let (report, resets) = pci(|host| {
         let gpu = "0000:3b:00.0".parse().unwrap();
         let audio = "0000:3b:00.1".parse().unwrap();
-        host.functions.get_mut(&gpu).unwrap().reset_methods = Some(vec!["bus".into()]);
-        host.functions.get_mut(&audio).unwrap().driver = Some("snd_hda_intel".into());
+        host.host_mut()
+            .functions
+            .get_mut(&gpu)
+            .unwrap()
+            .reset_methods = Some(vec!["bus".into()]);
+        host.host_mut().functions.get_mut(&audio).unwrap().driver = Some("snd_hda_intel".into());
     });
     assert_eq!(ended(&report), ("blocked", "group_in_use".into()));
     assert!(report.detail.contains("0000:3b:00.1"), "{}", report.detail);
@@ -162,7 +167,7 @@ fn the_pci_faults_end_as_the_design_says() {
         (PciFault::Gone, "gpu_missing"),
         (PciFault::GivesUp, "kernel_errors"),
     ] {
-        let (report, resets) = pci(|host| host.fault = Some(fault.clone()));
+        let (report, resets) = pci(|host| host.host_mut().fault = Some(fault.clone()));
         assert_eq!(
             ended(&report),
             ("cold_reboot_required", reason.to_owned()),
@@ -309,7 +314,7 @@ fn an_observer_is_told_of_verifying_once_however_many_checks_it_makes() {
     let clock = VirtualClock::new(1_700_000_000_000);
     let mut host = SimNvidia::new(Arc::new(clock.clone()), 4, &[(0, 1)]);
     // Back 30 s after the command ends: the verification checks again and again meanwhile.
-    host.recovery = std::time::Duration::from_secs(30);
+    host.host_mut().recovery = std::time::Duration::from_secs(30);
     let config = MachineConfig::new("0").method(Method::Nvidia);
     let dir = tempfile::tempdir().unwrap();
     let machine = gpu_host_probe::test_util::isolated_host(dir.path());
@@ -338,7 +343,7 @@ fn gpus_named_in_a_list_are_reset_with_their_peers_in_one_command() {
     let report = run(&mut host, &clock, &config);
     assert_eq!(ended(&report), ("done", String::new()));
     assert_eq!(
-        host.resets,
+        host.host().resets,
         ["00000000:18:00.0,00000000:19:00.0,00000000:1A:00.0"]
     );
     assert_eq!(report.verified.len(), 3);
@@ -346,7 +351,7 @@ fn gpus_named_in_a_list_are_reset_with_their_peers_in_one_command() {
 
 #[test]
 fn a_gpu_of_the_group_not_back_is_named_apart_from_the_others() {
-    let (report, _) = nvidia(|host| host.fault = Some(NvidiaFault::GpuMissing(1)));
+    let (report, _) = nvidia(|host| host.host_mut().fault = Some(NvidiaFault::GpuMissing(1)));
     assert_eq!(
         ended(&report),
         ("cold_reboot_required", "gpu_missing".into())
