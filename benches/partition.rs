@@ -11,7 +11,7 @@ use gpu_partition_types::Reply;
 use host_sync::MemoryStore;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{ProfileKey, Want};
-use mig_layout::{ApplyOptions, ApplyRun, Document, ResetWith, plan};
+use mig_layout::{ApplyOptions, ApplyRun, Document, Method, ResetWith, plan};
 use serde_json::json;
 use std::hint::black_box;
 use std::io::Write;
@@ -133,11 +133,7 @@ fn whole_apply(c: &mut Criterion) {
             let mut store = MemoryStore::default();
             // An H100's mode changes at once: the apply never resets.
             let mut backend = warm_reset::NvidiaSmiBackend::new(None, "/proc", "/dev/kmsg");
-            let reset = ResetWith {
-                backend: &mut backend,
-                window: Duration::from_secs(5),
-                clock: None,
-            };
+            let reset = ResetWith::new(Method::Nvidia, &mut backend).window(Duration::from_secs(5));
             let run = ApplyRun::new(&host, &client, &mut store, reset);
             mig_layout::apply(run, &specs, &options).map_or(0, |report| report.writes())
         })

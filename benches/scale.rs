@@ -17,7 +17,7 @@ use fake_nvml::scenario::Scenario;
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{MemoryStore, Pool, StateStore};
-use mig_layout::{ApplyOptions, ApplyRun, Document, Host, ResetWith, RestoreOptions};
+use mig_layout::{ApplyOptions, ApplyRun, Document, Host, Method, ResetWith, RestoreOptions};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -118,11 +118,9 @@ impl Bed {
         };
         let clock: Arc<dyn mig_layout::Clock> = Arc::new(warm_reset::SystemClock::new());
         let mut backend = fake_nvml::reset::backend(&self.state, clock.clone());
-        let reset = ResetWith {
-            backend: &mut backend,
-            window: Duration::from_secs(30),
-            clock: Some(&*clock),
-        };
+        let reset = ResetWith::new(Method::Nvidia, &mut backend)
+            .window(Duration::from_secs(30))
+            .clock(&*clock);
         let run = ApplyRun::new(&self.host, &self.helper, store, reset);
         mig_layout::apply(run, specs, &ApplyOptions::new("all-1g.5gb", Pool::Enabled))
             .is_ok_and(|report| report.outcome == mig_layout::ApplyOutcome::Done)
@@ -131,11 +129,9 @@ impl Bed {
     fn restore(&self, store: &mut MemoryStore) -> bool {
         let clock: Arc<dyn mig_layout::Clock> = Arc::new(warm_reset::SystemClock::new());
         let mut backend = fake_nvml::reset::backend(&self.state, clock.clone());
-        let reset = ResetWith {
-            backend: &mut backend,
-            window: Duration::from_secs(30),
-            clock: Some(&*clock),
-        };
+        let reset = ResetWith::new(Method::Nvidia, &mut backend)
+            .window(Duration::from_secs(30))
+            .clock(&*clock);
         let run = ApplyRun::new(&self.host, &self.helper, store, reset);
         matches!(
             mig_layout::restore(run, &RestoreOptions::new(Pool::Enabled)),

@@ -14,8 +14,8 @@ use gpu_host_probe::helper::HelperConfig;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{HostState, StoreError};
 use mig_layout::{
-    ApplyOptions, ApplyOutcome, ApplyRun, Document, Helper, Host, PlanLine, Pool, ResetWith,
-    StateStore,
+    ApplyOptions, ApplyOutcome, ApplyRun, Document, Helper, Host, Method, PlanLine, Pool,
+    ResetWith, StateStore,
 };
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -90,11 +90,9 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     // 1. The plan, as data: a dry run writes nothing.
     let mut run = |options: &ApplyOptions, specs: &[mig_layout::Spec], store: &mut Table| {
-        let reset = ResetWith {
-            backend: &mut backend,
-            window: warm_reset::DEFAULT_WINDOW,
-            clock: Some(&*clock),
-        };
+        let reset = ResetWith::new(Method::Nvidia, &mut backend)
+            .window(warm_reset::DEFAULT_WINDOW)
+            .clock(&*clock);
         mig_layout::apply(ApplyRun::new(&host, &helper, store, reset), specs, options)
     };
     let planned = run(

@@ -375,7 +375,9 @@ fn main() -> Result<(), Box<dyn Error>> {
 /// An H100 whose declared layout a reboot undid: the sync at start sees the drift, the
 /// restore on the start-up thread brings it back.
 fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
-    use mig_layout::{ApplyOptions, ApplyRun, Document, ResetWith, Restore, RestoreOptions};
+    use mig_layout::{
+        ApplyOptions, ApplyRun, Document, Method, ResetWith, Restore, RestoreOptions,
+    };
     let dir = work.join("h100");
     let sysfs = FakeSysfs::new(dir.join("sys"))?;
     sysfs.function(
@@ -406,11 +408,7 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
         .label("all-balanced")
         .ok_or("no all-balanced")?
         .to_vec();
-    let reset = ResetWith {
-        backend: &mut backend,
-        window: warm_reset::DEFAULT_WINDOW,
-        clock: None,
-    };
+    let reset = ResetWith::new(Method::Nvidia, &mut backend).window(warm_reset::DEFAULT_WINDOW);
     let applied = mig_layout::apply(
         ApplyRun::new(&host, &helper, &mut store, reset),
         &specs,
@@ -444,11 +442,7 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
             report.drift.len()
         );
         let mut backend = warm_reset::NvidiaSmiBackend::new(None, host.proc_root(), "/dev/null");
-        let reset = ResetWith {
-            backend: &mut backend,
-            window: warm_reset::DEFAULT_WINDOW,
-            clock: None,
-        };
+        let reset = ResetWith::new(Method::Nvidia, &mut backend).window(warm_reset::DEFAULT_WINDOW);
         let run = ApplyRun::new(&host, &helper, &mut store, reset);
         match mig_layout::restore(run, &RestoreOptions::new(host_sync::Pool::Enabled))
             .map_err(|e| e.to_string())?

@@ -36,7 +36,7 @@ mod select;
 
 pub use apply::{
     ApplyError, ApplyObserver, ApplyOptions, ApplyRun, HOOK_DEADLINE, Hook, HookPoint, HookRun,
-    Hooks, Progress, ResetWith, Restore, RestoreOptions, STEP_DEADLINE, apply, leave, restore,
+    Hooks, Progress, Restore, RestoreOptions, STEP_DEADLINE, apply, leave, restore,
 };
 pub use assert::{AssertReport, GpuAssert, assert_applied};
 pub use document::{
@@ -49,8 +49,8 @@ pub use select::{Absent, HostGpu, SelectError, Selection, Wanted, host_gpus, sel
 
 // What an apply is given, from the crates that own it, so an embedder of `mig-layout` names
 // them without depending on each crate: the host and its helper, the cancel, the store and
-// the pool switch, and the reset's backend and clock.
+// the pool switch, and the reset's method, backend, window and clock.
 pub use gpu_host_probe::helper::Helper;
 pub use gpu_host_probe::{Cancel, Host};
 pub use host_sync::{Pool, StateStore};
-pub use warm_reset::{Backend, Clock};
+pub use warm_reset::{Backend, Clock, Method, ResetWith};

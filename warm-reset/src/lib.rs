@@ -44,6 +44,7 @@ pub mod pci;
 mod plan;
 mod plan_step;
 mod reasons;
+mod reset_with;
 #[cfg(feature = "sim")]
 pub mod sim;
 mod target;
@@ -78,8 +79,9 @@ pub use plan::{
     ActionKind, CONNECT_LINKS_MANUAL, Group, GroupHost, LinkCommands, Phase, Plan, PlanAction,
     PlanError, Strategy, check_group, plan,
 };
-pub use plan_step::{ActionReport, PlanStepError, PlanStepHost, PlanStepReport, run_plan_step};
+pub use plan_step::{ActionReport, PlanStepError, PlanStepReport, run_plan_step};
 pub use reasons::{BadOutcome, BlockedReason, ColdRebootReason, ResetOutcome, ResetReason};
+pub use reset_with::ResetWith;
 pub use target::{Target, TargetFacts};
 pub use tool::{QUERY_DEADLINE, ToolEnd, ToolError};
 pub use warning::ResetWarning;

@@ -4,14 +4,12 @@
 //! host lock from its first action to the record of its result, so no other GPU operation runs
 //! between its actions and no record it writes can overwrite another run's.
 
-use crate::backend::Backend;
-use crate::clock::Clock;
-use crate::execute::{ExecuteError, ResetRun, execute, try_lock};
+use crate::execute::{ExecuteError, try_lock};
 use crate::journal::{Journal, JournalError, StepRecord};
-use crate::machine::{LOCK_HELD, MachineConfig, said};
-use crate::method::Method;
+use crate::machine::{LOCK_HELD, said};
 use crate::plan::{ActionKind, Plan, PlanAction};
 use crate::reasons::{BlockedReason, ColdRebootReason, ResetOutcome};
+use crate::reset_with::ResetWith;
 use gpu_host_probe::run::{RunResult, RunSpec, StartError, check_program, run};
 use gpu_host_probe::{Host, LockError};
 use serde::{Deserialize, Serialize};
@@ -106,62 +104,20 @@ pub enum PlanStepError {
     },
 }
 
-/// What a step runs against.
-#[non_exhaustive]
-pub struct PlanStepHost<'a> {
-    /// The host: its state directory holds the host lock and the journal; its procfs gives the
-    /// boot id.
-    pub host: &'a Host,
-    /// The host's backend.
-    pub backend: &'a mut dyn Backend,
-    /// The clock.
-    pub clock: &'a dyn Clock,
-    /// The reset window.
-    pub window: Duration,
-    /// The method of the host's resets.
-    pub method: Method,
-}
-
-impl<'a> PlanStepHost<'a> {
-    /// A step on `host` through `backend` on `clock`, with a reset window of `window` by
-    /// `method`.
-    pub fn new(
-        host: &'a Host,
-        backend: &'a mut dyn Backend,
-        clock: &'a dyn Clock,
-        window: Duration,
-        method: Method,
-    ) -> Self {
-        Self {
-            host,
-            backend,
-            clock,
-            window,
-            method,
-        }
-    }
-}
-
-impl std::fmt::Debug for PlanStepHost<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PlanStepHost")
-            .field("host", self.host)
-            .field("window", &self.window)
-            .finish_non_exhaustive()
-    }
-}
-
 /// The journal key of a step.
 fn key(plan: &Plan, phase: usize, host: &str) -> String {
     format!("{}/phase-{phase}/{host}", plan.id)
 }
 
-/// Runs `host`'s actions of phase `phase`, or reports the recorded result of an earlier run.
+/// Runs `host`'s actions of phase `phase` on `on` (its state directory holds the host lock and
+/// the journal; its procfs gives the boot id) with `with`, or reports the recorded result of an
+/// earlier run.
 pub fn run_plan_step(
     plan: &Plan,
     host: &str,
     phase: usize,
-    env: &mut PlanStepHost<'_>,
+    on: &Host,
+    with: &mut ResetWith<'_>,
 ) -> Result<PlanStepReport, PlanStepError> {
     let Some(this_phase) = plan.phases.iter().find(|p| p.index == phase) else {
         return Err(PlanStepError::NoSuchPhase {
@@ -193,7 +149,7 @@ pub fn run_plan_step(
     };
     // The lock is held from here to the record: a step never waits for it (a blocked step
     // records nothing and runs again later).
-    let Some(lock) = try_lock(env.host).map_err(PlanStepError::Lock)? else {
+    let Some(lock) = try_lock(on).map_err(PlanStepError::Lock)? else {
         if let Some(first) = actions.peek() {
             let blocked = blocked_by_lock(first);
             report.outcome = blocked.outcome;
@@ -215,10 +171,15 @@ pub fn run_plan_step(
         return Ok(earlier);
     }
     for action in actions {
-        let started = env.clock.now();
-        let mut done = perform(action, env, &lock)?;
-        done.elapsed_ms =
-            u64::try_from(env.clock.now().saturating_sub(started).as_millis()).unwrap_or(u64::MAX);
+        let started = with.clock_or_real().now();
+        let mut done = perform(action, with, &lock)?;
+        done.elapsed_ms = u64::try_from(
+            with.clock_or_real()
+                .now()
+                .saturating_sub(started)
+                .as_millis(),
+        )
+        .unwrap_or(u64::MAX);
         report.outcome = done.outcome;
         report.actions.push(done);
         match report.outcome {
@@ -247,7 +208,7 @@ fn action_report(action: &PlanAction, outcome: ResetOutcome, detail: String) -> 
 
 fn perform(
     action: &PlanAction,
-    env: &mut PlanStepHost<'_>,
+    with: &mut ResetWith<'_>,
     lock: &gpu_host_probe::HostLock,
 ) -> Result<ActionReport, PlanStepError> {
     match action.action {
@@ -255,15 +216,10 @@ fn perform(
             let id = action
                 .node
                 .map_or_else(|| "all".to_owned(), |node| node.to_string());
-            let config = MachineConfig::new(&id)
-                .method(env.method)
-                .window(env.window)
-                .dry_run(action.action == ActionKind::Preflight);
-            let run = ResetRun::under(&config, lock, &mut *env.backend).clock(env.clock);
-            let result = execute(run)?;
+            let result = with.execute(&id, action.action == ActionKind::Preflight, lock)?;
             Ok(action_report(action, result.outcome, result.detail))
         }
-        ActionKind::Verify => Ok(match env.backend.survey() {
+        ActionKind::Verify => Ok(match with.backend.survey() {
             Err(why) => action_report(action, ColdRebootReason::GpuMissing.into(), said(&why)),
             Ok(survey) if survey.not_available.is_empty() => action_report(
                 action,

@@ -73,6 +73,7 @@ pub enum ToolError {
 impl ToolError {
     /// What a host without `tool` in any of `places` or on `PATH` answers: every candidate
     /// absent (the simulated hosts give it as the real ones would).
+    #[cfg(feature = "sim")]
     pub(crate) fn absent(tool: &'static str, places: &[&str]) -> Self {
         Self::NotFound {
             tool,

@@ -40,7 +40,6 @@ mod reset;
 
 pub use hooks::{HOOK_DEADLINE, Hook, HookPoint, HookRun, Hooks};
 pub use phases::STEP_DEADLINE;
-pub use reset::ResetWith;
 
 use crate::document::{Devices, Spec};
 use crate::plan::PlanLine;
@@ -58,7 +57,7 @@ use host_sync::{
 use preflight::Preflight;
 use std::collections::BTreeMap;
 use std::time::Duration;
-use warm_reset::ResetOutcome;
+use warm_reset::{ResetOutcome, ResetWith};
 
 /// What the caller decides for one apply.
 #[derive(Debug, Clone)]
@@ -310,7 +309,7 @@ pub fn apply(
     specs: &[Spec],
     options: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
-    let clock = run.reset.clock();
+    let clock = run.reset.clock_or_real();
     let started = clock.now();
     let mut report = ApplyReport::new(&options.label);
     let Some(lock) = take_lock(
@@ -410,7 +409,7 @@ pub enum Restore {
 /// to `nvidia`) is left alone with a warning. What a toolstack runs at start, after its
 /// database sync, on its own thread (the package's boot unit runs `mxctl partition restore`).
 pub fn restore(run: ApplyRun<'_>, options: &RestoreOptions) -> Result<Restore, ApplyError> {
-    let clock = run.reset.clock();
+    let clock = run.reset.clock_or_real();
     let started = clock.now();
     // The label, for a report of a lock held by another operation; read again under the lock.
     let Some(first) = run.store.load()?.and_then(|state| state.declared) else {

@@ -6,7 +6,7 @@
 
 use super::Progress;
 use super::ctx::{Ctx, Shared, Stop, fan_out};
-use super::reset::{ResetWith, reset_batch};
+use super::reset::reset_batch;
 use crate::plan::{CardPlan, plan};
 use crate::report::{ApplyReason, ApplyReport, GpuReport};
 use crate::select::Wanted;
@@ -14,6 +14,7 @@ use gpu_host_probe::helper::Helper;
 use gpu_partition_types::{ApplyAnswer, ApplyRequest, Bdf, Reply, Step, StepOutcome};
 use host_sync::{Board, Card, CardProfile, DeclaredGpu, differences};
 use std::time::Duration;
+use warm_reset::ResetWith;
 
 /// How long one step of a batch may add to the helper's deadline: NVML takes about a second
 /// to destroy a GPU instance.

@@ -18,39 +18,7 @@ use gpu_host_probe::HostLock;
 use gpu_partition_types::Bdf;
 use host_sync::Card;
 use std::time::Duration;
-use warm_reset::{
-    Backend, Clock, ExecuteError, MachineConfig, Method, ResetOutcome, ResetReport, ResetRun,
-    SystemClock, execute, window_left,
-};
-
-/// How a reset is run: the backend (the nvidia method's), the window, the clock.
-pub struct ResetWith<'a> {
-    /// The backend.
-    pub backend: &'a mut dyn Backend,
-    /// The window from the reset to the end of its verification.
-    pub window: Duration,
-    /// The clock the apply runs on: its resets, the wait for an earlier reset's window, its
-    /// elapsed time (`None`: the real one).
-    pub clock: Option<&'a dyn Clock>,
-}
-
-impl<'a> ResetWith<'a> {
-    /// The apply's clock.
-    pub(super) fn clock(&self) -> &'a dyn Clock {
-        self.clock.unwrap_or(&*SYSTEM)
-    }
-}
-
-/// The real clock, for an apply given none.
-static SYSTEM: std::sync::LazyLock<SystemClock> = std::sync::LazyLock::new(SystemClock::new);
-
-impl std::fmt::Debug for ResetWith<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResetWith")
-            .field("window", &self.window)
-            .finish_non_exhaustive()
-    }
-}
+use warm_reset::{Clock, ExecuteError, ResetOutcome, ResetReport, ResetWith, window_left};
 
 /// Waits on `clock` until a reset the journal records in flight, of this boot, is past its
 /// window (warm-reset's rule, [`window_left`]): the machine then verifies it rather than
@@ -80,12 +48,7 @@ fn run(
     dry_run: bool,
 ) -> Result<ResetReport, ExecuteError> {
     let ids: Vec<String> = devices.iter().map(ToString::to_string).collect();
-    let config = MachineConfig::new(&ids.join(","))
-        .method(Method::Nvidia)
-        .window(with.window)
-        .dry_run(dry_run);
-    let clock = with.clock.unwrap_or(&*SYSTEM);
-    execute(ResetRun::under(&config, lock, &mut *with.backend).clock(clock))
+    with.execute(&ids.join(","), dry_run, lock)
 }
 
 /// How a batch of resets ended: the GPUs it touched (reset, or verified after an earlier
@@ -127,7 +90,7 @@ pub(super) fn reset_batch(
     let mut due: Vec<Bdf> = due.to_vec();
     let lock = ctx.shared.lock;
     // An earlier run's reset still in its window: waited out, then verified by the machine.
-    match wait_out_in_flight(lock, with.clock()) {
+    match wait_out_in_flight(lock, with.clock_or_real()) {
         Err(error) => {
             let detail = machine(&error);
             stop_all(&mut end, &due, &|device| {

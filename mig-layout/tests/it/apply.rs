@@ -15,8 +15,8 @@ use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{Host, MemoryStore, Pool, StateStore};
 use mig_layout::{
     ApplyOptions, ApplyOutcome, ApplyReason, ApplyReport, ApplyRun, ApplyWarning, Document, Hook,
-    HookPoint, Hooks, ImpossibleKind, PlanLine, Progress, ResetWith, Restore, RestoreOptions,
-    apply, restore,
+    HookPoint, Hooks, ImpossibleKind, Method, PlanLine, Progress, ResetWith, Restore,
+    RestoreOptions, apply, restore,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -142,22 +142,18 @@ impl Bed {
         let document = Document::from_text(LAYOUTS).unwrap();
         let specs = document.label(&options.label).unwrap().to_vec();
         let clock: &dyn Clock = &*self.clock;
-        let reset = ResetWith {
-            backend: &mut self.backend,
-            window: Duration::from_secs(90),
-            clock: Some(clock),
-        };
+        let reset = ResetWith::new(Method::Nvidia, &mut self.backend)
+            .window(Duration::from_secs(90))
+            .clock(clock);
         let run = ApplyRun::new(&self.host, &self.helper, &mut self.store, reset).observe(observe);
         apply(run, &specs, options).unwrap()
     }
 
     fn restore(&mut self, options: &RestoreOptions) -> Restore {
         let clock: &dyn Clock = &*self.clock;
-        let reset = ResetWith {
-            backend: &mut self.backend,
-            window: Duration::from_secs(90),
-            clock: Some(clock),
-        };
+        let reset = ResetWith::new(Method::Nvidia, &mut self.backend)
+            .window(Duration::from_secs(90))
+            .clock(clock);
         restore(
             ApplyRun::new(&self.host, &self.helper, &mut self.store, reset),
             options,

@@ -9,7 +9,7 @@ use crate::output::Output;
 use gpu_host_probe::Host;
 use std::fmt::Write as _;
 use std::path::Path;
-use warm_reset::{Group, Plan, PlanStepHost, Strategy, SystemClock, run_plan_step};
+use warm_reset::{Group, Plan, ResetWith, Strategy, run_plan_step};
 
 fn read(path: &Path) -> Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
     Ok(std::fs::read(path)?)
@@ -50,15 +50,9 @@ pub fn step(args: &StepArgs, config: &Config, host: &Host, output: Output) -> Re
     let bytes = read(&args.plan).map_err(bad)?;
     let plan: Plan = serde_json::from_slice(&bytes).map_err(|error| bad(Box::new(error)))?;
     let mut backend = real_backend(&args.backend, config, host);
-    let clock = SystemClock::new();
-    let mut env = PlanStepHost::new(
-        host,
-        backend.as_mut(),
-        &clock,
-        window(&args.backend, config),
-        args.backend.method.into(),
-    );
-    let report = run_plan_step(&plan, &args.host, args.phase, &mut env)?;
+    let mut with = ResetWith::new(args.backend.method.into(), backend.as_mut())
+        .window(window(&args.backend, config));
+    let report = run_plan_step(&plan, &args.host, args.phase, host, &mut with)?;
     let mut text = String::new();
     let again = if report.repeated {
         " (already run: the first result)"

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use warm_reset::sim::SimMetax;
 use warm_reset::{
-    BlockedReason, Group, Host, LinkCommands, MachineConfig, Method, PlanStepError, PlanStepHost,
-    ResetOutcome, ResetRun, Strategy, SystemClock, VirtualClock, execute, plan, read_journal,
+    BlockedReason, Group, Host, LinkCommands, MachineConfig, Method, PlanStepError, ResetOutcome,
+    ResetRun, ResetWith, Strategy, SystemClock, VirtualClock, execute, plan, read_journal,
     run_plan_step,
 };
 
@@ -36,14 +36,10 @@ fn run(
 ) {
     let clock = VirtualClock::new(1_700_000_000_000);
     let mut sim = SimMetax::new(Arc::new(clock.clone()), &[2]);
-    let mut env = PlanStepHost::new(
-        host,
-        &mut sim,
-        &clock,
-        Duration::from_secs(90),
-        Method::Metax,
-    );
-    let report = run_plan_step(plan, "h1", phase, &mut env);
+    let mut with = ResetWith::new(Method::Metax, &mut sim)
+        .window(Duration::from_secs(90))
+        .clock(&clock);
+    let report = run_plan_step(plan, "h1", phase, host, &mut with);
     let resets = sim.host().resets.clone();
     (report, resets)
 }

@@ -16,6 +16,7 @@ use mig_layout::{
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::time::Instant;
+use warm_reset::Method;
 
 /// The exit code of an outcome: 0 done or dry run, 1 failed, 3 blocked, 4 cold reboot (as
 /// `reset`'s).
@@ -104,11 +105,8 @@ fn write(
     let helper = helper(&args.helper, config);
     let mut store = FileStore::new(host.state_dir());
     let mut backend = reset_backend(args, config, host);
-    let reset = ResetWith {
-        backend: &mut backend,
-        window: args.window.unwrap_or(config.reset_window),
-        clock: None,
-    };
+    let reset = ResetWith::new(Method::Nvidia, &mut backend)
+        .window(args.window.unwrap_or(config.reset_window));
     let started = Instant::now();
     // A line per step as it runs, on a terminal (the report names every step anyway).
     let live = !output.json && std::io::stdout().is_terminal();
