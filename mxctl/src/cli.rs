@@ -65,13 +65,32 @@ pub enum Command {
     Reset(Box<Reset>),
     /// Enter and leave GPU partitioning: apply a MIG layout (mig-parted's v1 files) by diff,
     /// assert it, export the host's, leave.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_long_help = "Reasons an apply, a leave or a restore is blocked or failed with \
+(the report's reason): lock_busy, pool_disabled, helper_unavailable, gpu_unreadable, gpu_busy, \
+layout_impossible, hook_failed (a pre-apply hook failed: nothing was written), card_changed \
+(another model is in a declared slot: nothing was written), step_refused, reset_blocked, \
+mode_pending, did_not_converge, read_back_differs, cancelled.\n\n\
+An apply or a leave that wrote declares what the host is to be. While the cards differ from it, \
+every sync with the pool on says entering (layout_drifted), naming each difference; \
+`partition restore` brings the cards back, and mxctl-restore.service does so once per boot, \
+before mxctl-layout.target, which a GPU client's unit orders itself after. The label \
+layout-state and the metrics mxctl_layout_declared{label,state} and mxctl_layout_drift{kind} \
+say whether the cards hold it."
+    )]
     Partition(PartitionCommand),
     /// Print the stored state and the last warm reset as Prometheus metrics (text format
     /// 0.0.4, as node_exporter's textfile collector reads it); writes nothing else.
     Metrics(Metrics),
     /// Print the stored state as node labels: a node-feature-discovery local feature file
     /// (`--output` writes it whole, for nfd-worker's `features.d`).
+    #[command(
+        after_long_help = "Labels, each under mxctl.feature.node.kubernetes.io/: status, \
+reason, gpu-<address>.mode (an NVIDIA GPU's partition mode; the address with dashes for colons, as gpu-0000-3b-00.0.mode), layout (the declared layout's \
+label), layout-state (holds, drifted or unknown: whether the cards hold it, as this boot's last \
+sync found), layout-outcome (how the last apply ended)."
+    )]
     Labels(Labels),
     /// Write the man pages and the shell completions into a directory (for packaging).
     #[command(hide = true)]

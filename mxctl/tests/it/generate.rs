@@ -76,3 +76,29 @@ fn bash_zsh_and_fish_completions_name_every_command() {
         );
     }
 }
+
+#[test]
+fn the_man_pages_name_the_declared_layouts_reasons_labels_and_series() {
+    let dir = generate();
+    let page = |name: &str| std::fs::read_to_string(dir.path().join("man").join(name)).unwrap();
+    let partition = page("mxctl-partition.1")
+        .replace("\\-", "-")
+        .replace("\\_", "_");
+    for word in [
+        "layout_drifted",
+        "card_changed",
+        "hook_failed",
+        "partition restore",
+        "mxctl-layout.target",
+        "layout-state",
+        "mxctl_layout_declared",
+        "mxctl_layout_drift",
+    ] {
+        assert!(partition.contains(word), "mxctl-partition.1 lacks {word}");
+    }
+    let labels = page("mxctl-labels.1").replace("\\-", "-");
+    assert!(
+        labels.contains("layout-state (holds, drifted or unknown"),
+        "{labels}"
+    );
+}
