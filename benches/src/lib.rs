@@ -19,10 +19,17 @@ pub mod decode_fixture {
             pub mode: Mode,
             pub case: String,
             pub driver: Driver,
+            pub card: Card,
             pub profiles: Vec<Profile>,
             pub gpu_instances: Vec<GpuInstance>,
             pub vgpus: Vec<Vgpu>,
             pub processes: Vec<Process>,
+        }
+        #[derive(Debug, Deserialize)]
+        pub struct Card {
+            pub name: String,
+            pub serial: Option<String>,
+            pub uuid: String,
         }
         #[derive(Debug, Deserialize)]
         pub struct Process {
@@ -150,11 +157,16 @@ pub mod decode_fixture {
             function: 0,
         };
         let mode = Mode::new(true, MigState::Enabled, Nullable::Null);
-        let mut reply = Reply::new(FormatVersion::new(1, 1), device, mode, Case::Partitions);
+        let mut reply = Reply::new(FormatVersion::new(1, 2), device, mode, Case::Partitions);
         reply.driver = Lenient::Read(Driver::new(
             "570.124.06".to_owned(),
             "12.570.124.06".to_owned(),
         ));
+        let mut card = CardIdentity::new();
+        card.name = Lenient::Read("NVIDIA H200".to_owned());
+        card.serial = Lenient::Read(Nullable::Value("1654923004321".to_owned()));
+        card.uuid = Lenient::Read("GPU-5a3c9f0e-8a1b-4c2d-9e7f-0a1b2c3d4e5f".to_owned());
+        reply.card = Lenient::Read(card);
         reply.profiles = Lenient::Read(profiles);
         reply.gpu_instances = Lenient::Read(gpu_instances);
         reply.vgpus = Lenient::Read(vgpus);
@@ -173,5 +185,30 @@ pub mod decode_fixture {
     /// The large reply as text, indented (about 220 KB).
     pub fn large_reply_text() -> String {
         serde_json::to_string_pretty(&large_reply()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::decode_fixture::{large_reply_text, strict};
+    use gpu_partition_types::Reply;
+
+    /// The decode benchmark compares two readers of one text: both must read all of it, or the
+    /// comparison means nothing (a new member of the format once made the lenient one lose
+    /// `/card` while nobody ran the benchmark).
+    #[test]
+    fn the_decode_benchmarks_reply_reads_whole_with_both_readers() {
+        let text = large_reply_text();
+        let reply = Reply::from_json(text.as_bytes(), None).unwrap();
+        assert!(reply.lost().is_empty(), "{:?}", reply.lost());
+        assert!(reply.unknown_members.is_empty());
+        assert_eq!(
+            serde_json::from_str::<strict::Reply>(&text)
+                .unwrap()
+                .vgpus
+                .len(),
+            512
+        );
     }
 }
