@@ -40,4 +40,7 @@ pub use lock::{
     DEFAULT_LOCK_WAIT, HostLock, LOCK_FILE, LockError, MACHINE_LOCK_DIR, machine_lock_dir,
     machine_lock_path,
 };
-pub use pci::{NVIDIA_VENDOR, PciIdError, PciIdentity, PciSubsystem, read_pci_identity};
+pub use pci::{
+    NVIDIA_VENDOR, PciIdError, PciIdentity, PciSubsystem, is_display_class, read_pci_class,
+    read_pci_identity,
+};

@@ -9,6 +9,12 @@ use std::path::{Path, PathBuf};
 /// NVIDIA's PCI vendor ID.
 pub const NVIDIA_VENDOR: u16 = 0x10de;
 
+/// Whether a class code (`0x030200`) is a display controller's: base class `0x03` (VGA, 3D,
+/// other display).
+pub fn is_display_class(class: u32) -> bool {
+    class >> 16 == 0x03
+}
+
 /// A function's subsystem: the board maker's IDs (`subsystem_vendor`, `subsystem_device`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct PciSubsystem {
@@ -52,7 +58,7 @@ impl PciIdentity {
 
     /// A display controller (base class `0x03`: VGA, 3D, other display).
     pub fn is_display(&self) -> bool {
-        self.class >> 16 == 0x03
+        is_display_class(self.class)
     }
 
     /// An NVIDIA function, by vendor ID (never by driver: pass-through unbinds the driver).
@@ -153,14 +159,20 @@ fn narrow(value: u32) -> u16 {
     u16::try_from(value).unwrap_or(u16::MAX)
 }
 
+/// Reads the class code of the function at `dir` alone (`0x030200`): what a scan of every
+/// function asks first, so that a function that is no display controller costs one read.
+pub fn read_pci_class(dir: &Path) -> Result<u32, PciIdError> {
+    required(dir, "class", 6, CLASS)
+}
+
 /// Reads the IDs of the function at `dir` (a `bus/pci/devices/<address>` entry): `vendor`,
 /// `device` and `class` must read; `subsystem_vendor` and `subsystem_device` are read where
 /// they are (both, or neither). A file that does not read, or reads as anything but what the
 /// kernel writes (`0x10de`, `0x030200`), is an error naming it, never a default.
 pub fn read_pci_identity(dir: &Path) -> Result<PciIdentity, PciIdError> {
+    let class = read_pci_class(dir)?;
     let vendor = narrow(required(dir, "vendor", 4, ID)?);
     let device = narrow(required(dir, "device", 4, ID)?);
-    let class = required(dir, "class", 6, CLASS)?;
     let optional = |name: &str| -> Result<Option<u16>, PciIdError> {
         let path = dir.join(name);
         text_if_there(&path)?

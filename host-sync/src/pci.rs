@@ -1,7 +1,9 @@
 //! The sysfs PCI scan: display-class physical functions with their IDs and bound driver.
 
 use crate::reason::NotRead;
-use gpu_host_probe::{PciIdError, PciIdentity, read_pci_identity};
+use gpu_host_probe::{
+    PciIdError, PciIdentity, is_display_class, read_pci_class, read_pci_identity,
+};
 use gpu_partition_types::Bdf;
 use std::path::{Path, PathBuf};
 
@@ -179,13 +181,14 @@ pub(crate) fn warn_skipped(skipped: &[SkippedEntry]) {
 
 /// One entry: `Some` for a display-class physical function, `None` for any other function.
 fn read_function(dir: &Path, bdf: Bdf) -> Result<Option<PciFunction>, ScanError> {
-    let identity = read_pci_identity(dir)?;
-    if !identity.is_display() {
+    // The class first: any other function costs this one read.
+    if !is_display_class(read_pci_class(dir)?) {
         return Ok(None);
     }
     if dir.join("physfn").symlink_metadata().is_ok() {
         return Ok(None);
     }
+    let identity = read_pci_identity(dir)?;
     let driver = match std::fs::read_link(dir.join("driver")) {
         Ok(target) => target
             .file_name()

@@ -77,7 +77,7 @@ fn a_device_that_vanished_during_the_scan_is_skipped_and_named() {
         Some("0001:81:00.4")
     );
     assert!(
-        skipped.to_string().contains("0001:81:00.4/vendor"),
+        skipped.to_string().contains("0001:81:00.4/class"),
         "{skipped}"
     );
 }
