@@ -10,7 +10,7 @@ use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_partition_types::Reply;
 use host_sync::MemoryStore;
 use host_sync::fake_sysfs::FakeSysfs;
-use host_sync::{ProfileKey, Want};
+use layout_model::{ProfileKey, Want};
 use mig_layout::{ApplyOptions, ApplyRun, Document, Method, ResetWith, plan};
 use serde_json::json;
 use std::hint::black_box;

@@ -159,6 +159,29 @@ fn layout_record(
     ))
 }
 
+/// A JSON column: empty for none.
+fn json_column<T: serde::de::DeserializeOwned>(
+    host: &BTreeMap<&'static str, String>,
+    column: &str,
+    what: &str,
+) -> Result<Option<T>, StoreError> {
+    match optional(host, column) {
+        None => Ok(None),
+        Some(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|error| StoreError::unknown_value(what, text.clone(), error)),
+    }
+}
+
+/// A value as its JSON column: empty for none.
+fn json_text<T: serde::Serialize>(value: Option<&T>) -> Result<String, StoreError> {
+    match value {
+        None => Ok(String::new()),
+        Some(value) => serde_json::to_string(value)
+            .map_err(|error| StoreError::backend("the toolstack database", error)),
+    }
+}
+
 impl StateStore for DbStore {
     fn load(&mut self) -> Result<Option<HostState>, StoreError> {
         let db = self
@@ -190,13 +213,12 @@ impl StateStore for DbStore {
             None => None,
             Some(label) => Some(layout_record(host, label)?),
         };
-        // What the host is declared to be, with its last check: one JSON column too.
-        state.declared = match optional(host, "declared") {
-            None => None,
-            Some(text) => Some(serde_json::from_str(&text).map_err(|error| {
-                StoreError::unknown_value("the declared layout", text.clone(), error)
-            })?),
-        };
+        // What the host is declared to be, with its last check; a state that was lost; the last
+        // boot restore: one JSON column each (the schema 2 members: a store written before
+        // them fails the conformance suite, which names the member).
+        state.declared = json_column(host, "declared", "the declared layout")?;
+        state.lost = json_column(host, "lost", "the lost state")?;
+        state.restored_at_boot = json_column(host, "restored_at_boot", "the last boot restore")?;
         for (bdf, row) in &db.gpus {
             let address: Bdf = bdf.parse().map_err(|error| {
                 StoreError::unknown_value("a GPU's address", bdf.clone(), error)
@@ -226,13 +248,11 @@ impl StateStore for DbStore {
                         .map_err(|error| StoreError::backend("the toolstack database", error))?,
                 },
             ),
+            ("declared", json_text(state.declared.as_ref())?),
+            ("lost", json_text(state.lost.as_ref())?),
             (
-                "declared",
-                match &state.declared {
-                    None => String::new(),
-                    Some(declared) => serde_json::to_string(declared)
-                        .map_err(|error| StoreError::backend("the toolstack database", error))?,
-                },
+                "restored_at_boot",
+                json_text(state.restored_at_boot.as_ref())?,
             ),
         ]);
         let mut host = host;
@@ -427,6 +447,7 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
     )
     .map_err(|_| "the fake's state did not change")?;
     // At start, after the database sync, on its own thread: the host sync, then the restore.
+    let judge = host.clone();
     let start = std::thread::spawn(move || -> Result<DbStore, String> {
         let report = host_sync::sync(
             &host,
@@ -448,6 +469,10 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
             .map_err(|e| e.to_string())?
         {
             Restore::NothingDeclared => println!("restore: nothing declared"),
+            Restore::StateLost(lost) => return Err(format!("restore: {lost}")),
+            Restore::AlreadyRanThisBoot(earlier) => {
+                println!("restore: already ran in this boot, at {}", earlier.at);
+            }
             Restore::Ran(report) => println!(
                 "restore of {}: {}, {} write(s); host {}",
                 report.label,
@@ -467,8 +492,8 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
         .load()?
         .and_then(|state| state.declared)
         .map(|declared| {
-            let now = Boot::new(Some("99999999-2222-3333-4444-555555555555".into()), None);
-            declared.holding(&now).token().to_owned()
+            // Judged now: this boot, and the machine's record of writes to its cards.
+            declared.holding(&judge.now()).state().to_string()
         });
     println!("declared layout, in the toolstack's store: {holds:?}");
     Ok(())

@@ -38,6 +38,27 @@ impl Boot {
         self.boot_id.is_some() || self.boot_time.is_some()
     }
 
+    /// Whether this reading and `other` name the same boot: the boot id decides when both
+    /// have one, else the boot time within [`BOOT_TIME_SLACK_SECS`]; with neither on both
+    /// sides it cannot be told ([`BootMatch::CannotTell`]). The one rule; each caller decides
+    /// what a boot it cannot tell apart means for it.
+    pub fn compare(&self, other: &Boot) -> BootMatch {
+        match (
+            &self.boot_id,
+            &other.boot_id,
+            self.boot_time,
+            other.boot_time,
+        ) {
+            (Some(one), Some(two), _, _) if one == two => BootMatch::Same,
+            (Some(_), Some(_), _, _) => BootMatch::Other,
+            (_, _, Some(one), Some(two)) if one.abs_diff(two) <= BOOT_TIME_SLACK_SECS => {
+                BootMatch::Same
+            }
+            (_, _, Some(_), Some(_)) => BootMatch::Other,
+            _ => BootMatch::CannotTell,
+        }
+    }
+
     /// What to store for the next start: each value read now, else the one stored before.
     pub fn or(self, stored: &Boot) -> Boot {
         Boot {
@@ -45,6 +66,22 @@ impl Boot {
             boot_time: self.boot_time.or(stored.boot_time),
         }
     }
+}
+
+/// How far apart two readings of `btime` may be and still name the same boot: the kernel
+/// derives it from the clock and the uptime, so a clock adjustment moves it by a second or two,
+/// while a reboot moves it by the whole reboot.
+pub const BOOT_TIME_SLACK_SECS: u64 = 2;
+
+/// Whether two readings of [`Boot`] name the same boot ([`Boot::compare`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BootMatch {
+    /// The same boot.
+    Same,
+    /// Another boot.
+    Other,
+    /// Nothing compares: neither both boot ids nor both boot times read.
+    CannotTell,
 }
 
 /// `<proc_root>/sys/kernel/random/boot_id`, trimmed; `None` when it does not read.
@@ -86,6 +123,28 @@ pub fn read_boot_time(proc_root: &Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_boot_id_decides_then_the_boot_time_within_its_slack_else_it_cannot_be_told() {
+        let id = |id: &str| Boot::new(Some(id.into()), None);
+        let time = |time: u64| Boot::new(None, Some(time));
+        let both = |id: &str, time: u64| Boot::new(Some(id.into()), Some(time));
+        let table = [
+            (id("a"), id("a"), BootMatch::Same),
+            (id("a"), id("b"), BootMatch::Other),
+            (both("a", 1000), both("a", 1600), BootMatch::Same),
+            (both("a", 1000), both("b", 1000), BootMatch::Other),
+            (time(1000), time(1002), BootMatch::Same),
+            (time(1000), time(1003), BootMatch::Other),
+            (id("a"), time(1000), BootMatch::CannotTell),
+            (Boot::default(), id("a"), BootMatch::CannotTell),
+            (Boot::default(), Boot::default(), BootMatch::CannotTell),
+        ];
+        for (one, two, want) in table {
+            assert_eq!(one.compare(&two), want, "{one:?} against {two:?}");
+            assert_eq!(two.compare(&one), want, "{two:?} against {one:?}");
+        }
+    }
 
     #[test]
     fn btime_is_read_from_its_line_of_proc_stat() -> std::io::Result<()> {

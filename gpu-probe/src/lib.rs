@@ -9,6 +9,10 @@
 //! - [`HostLock`]: the host GPU lock, an exclusive `flock` on the machine's lock file and one
 //!   in the state directory, that every GPU operation of the host holds; [`Cancel`] ends a
 //!   wait for it.
+//! - [`CardWrites`]: the machine's record of writes to its cards, kept beside its lock: every
+//!   write to a card records itself under the lock ([`HostLock::record_write`]), so an
+//!   observation of the cards made before it is known to be over ([`Host::now`],
+//!   [`Ledger::since`]).
 //! - [`read_pci_identity`]: a PCI function's IDs ([`PciIdentity`]) from sysfs, the one reader
 //!   of those files.
 //! - [`chain`]: an error and its causes on one line, for people.
@@ -32,8 +36,9 @@ pub mod run;
 #[cfg(feature = "test-util")]
 pub mod test_util;
 pub mod trust;
+mod writes;
 
-pub use boot::{Boot, read_boot_id, read_boot_time};
+pub use boot::{BOOT_TIME_SLACK_SECS, Boot, BootMatch, read_boot_id, read_boot_time};
 pub use cancel::Cancel;
 pub use host::{Host, SIMULATED_DIR};
 pub use lock::{
@@ -43,4 +48,8 @@ pub use lock::{
 pub use pci::{
     NVIDIA_VENDOR, PciIdError, PciIdentity, PciSubsystem, is_display_class, read_pci_class,
     read_pci_identity,
+};
+pub use writes::{
+    CardWrite, CardWrites, Ledger, Now, RecordError, Since, WRITES_EXTENSION, WriteMark, Writer,
+    WrittenSince,
 };

@@ -107,6 +107,9 @@ pub struct HostLock {
     path: PathBuf,
     machine: PathBuf,
     host: Host,
+    /// Serializes the record of writes between the threads of the holder (an apply writes its
+    /// GPUs side by side under one lock): one read-modify-write at a time.
+    pub(crate) writes: std::sync::Mutex<()>,
 }
 
 /// The lock could not be taken.
@@ -224,6 +227,7 @@ impl HostLock {
             path,
             machine,
             host: host.clone(),
+            writes: std::sync::Mutex::new(()),
         })
     }
 

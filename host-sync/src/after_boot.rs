@@ -2,12 +2,7 @@
 //! stored at the last sync. ([`Boot`] itself, and its readers, are `gpu-host-probe`'s: a reset's
 //! journal needs the boot id too.)
 
-use gpu_host_probe::Boot;
-
-/// How far apart two readings of `btime` may be and still name the same boot: the kernel
-/// derives it from the clock and the uptime, so a clock adjustment moves it by a second or two,
-/// while a reboot moves it by the whole reboot.
-pub const BOOT_TIME_SLACK_SECS: u64 = 2;
+use gpu_host_probe::{Boot, BootMatch};
 
 /// Whether a start is the first after a boot, and why when it cannot tell.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,10 +15,11 @@ pub struct AfterBootDecision {
 }
 
 /// Decides whether this start is the first after a boot: nothing stored (the first start
-/// ever) is after boot; otherwise the boot id decides when both sides have one, else the boot
-/// time (within [`BOOT_TIME_SLACK_SECS`]). When neither can be compared (nothing reads now, or
-/// the two sides share no kind), the start is taken as the same boot, with a warning, so GPUs
-/// are never cleared by a guess.
+/// ever) is after boot; otherwise [`Boot::compare`] decides (the boot id when both sides have
+/// one, else the boot time within its slack). When neither can be compared (nothing reads now,
+/// or the two sides share no kind), the start is taken as the same boot, with a warning, so
+/// GPUs are never cleared by a guess. (A check of the declared layout takes the other side: a
+/// boot that cannot be told apart says nothing of the cards.)
 pub fn is_after_boot(stored: Option<&Boot>, current: &Boot) -> AfterBootDecision {
     let decided = |after_boot| AfterBootDecision {
         after_boot,
@@ -39,15 +35,12 @@ pub fn is_after_boot(stored: Option<&Boot>, current: &Boot) -> AfterBootDecision
     let Some(stored) = stored.filter(|stored| stored.is_known()) else {
         return decided(true);
     };
-    match (
-        &stored.boot_id,
-        &current.boot_id,
-        stored.boot_time,
-        current.boot_time,
-    ) {
-        (Some(then), Some(now), _, _) => decided(then != now),
-        (_, _, Some(then), Some(now)) => decided(then.abs_diff(now) > BOOT_TIME_SLACK_SECS),
-        _ => same_boot("the boot was stored by one identity and reads now by the other"),
+    match stored.compare(current) {
+        BootMatch::Same => decided(false),
+        BootMatch::Other => decided(true),
+        BootMatch::CannotTell => {
+            same_boot("the boot was stored by one identity and reads now by the other")
+        }
     }
 }
 

@@ -1,12 +1,12 @@
 //! The host classifier: a pure function over facts and an ordered table of checks, most
 //! specific first, so a later check slots in without touching the others.
 
-use crate::compare::Difference;
 use crate::gpu::GpuRecord;
-use crate::layout::{Direction, LayoutRecord};
 use crate::pci::PciFunction;
+use crate::record::{Direction, LayoutRecord};
 use crate::status::{HostReason, HostStatus, Pool};
 use gpu_partition_types::{Bdf, PartitionMode};
+use layout_model::Difference;
 use std::collections::BTreeMap;
 
 /// Whether the helper can be used, as far as this sync found out.
@@ -37,6 +37,9 @@ pub struct Facts<'a> {
     /// How the declared GPUs this sync read differ from the declaration (empty: none differs,
     /// or none was read).
     pub drift: &'a [Difference],
+    /// The stored state did not read and was kept aside ([`crate::HostState::lost`]): what the
+    /// host was declared to be is not known.
+    pub lost: bool,
 }
 
 /// One row of the table: when it applies, and what it says.
@@ -76,7 +79,21 @@ fn nvidia<'a>(facts: &'a Facts<'_>) -> impl Iterator<Item = &'a PciFunction> {
 }
 
 /// The checks, most specific first; the last always applies.
-pub const CHECKS: [Check; 9] = [
+pub const CHECKS: [Check; 11] = [
+    // What the host was declared to be is not known: it is never ready, whatever the cards say,
+    // and says so on every sync until it is put right.
+    Check {
+        name: "the stored state was lost, pool switch on, an NVIDIA GPU on the host",
+        applies: |facts| facts.lost && facts.pool.is_enabled() && nvidia(facts).next().is_some(),
+        status: HostStatus::Entering,
+        reason: HostReason::StateLost,
+    },
+    Check {
+        name: "the stored state was lost",
+        applies: |facts| facts.lost,
+        status: HostStatus::Inactive,
+        reason: HostReason::StateLost,
+    },
     Check {
         name: "no NVIDIA display-class physical function",
         applies: |facts| nvidia(facts).next().is_none(),

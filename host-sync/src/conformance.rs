@@ -15,9 +15,9 @@
 //! the next one opened must load, as after a restart.
 
 use crate::gpu::GpuRecord;
-use crate::layout::{Direction, LayoutOutcome, LayoutRecord};
 use crate::reason::{GpuReason, NotRead};
-use crate::state::HostState;
+use crate::record::{Direction, LayoutOutcome, LayoutRecord};
+use crate::state::{BootRestore, HostState, StateLost, first_difference};
 use crate::status::{HostStatus, StoredReason};
 use crate::store::StateStore;
 use gpu_host_probe::Boot;
@@ -84,8 +84,16 @@ fn checks<S: StateStore>(
             declared(true),
         ),
         (
-            "a declaration whose check found differences and unread GPUs survives",
+            "a declaration whose check found differences of every kind, unread GPUs and adopted instances survives",
             declared(false),
+        ),
+        (
+            "a declaration whose check lapsed (a sync with the pool off) survives",
+            lapsed(),
+        ),
+        (
+            "a state that was lost, kept aside, and the last boot restore survive",
+            lost(),
         ),
     ] {
         save(check, &mut open, &state)?;
@@ -158,7 +166,15 @@ fn expect<S: StateStore>(
         Ok(found) if found.as_ref() == want => Ok(()),
         Ok(found) => Err(failure(
             check,
-            format!("loaded {found:#?}, where {want:#?} was saved"),
+            match (want, &found) {
+                (Some(want), Some(found)) => match first_difference(want, found) {
+                    Some(difference) => format!("the first member that differs is {difference}"),
+                    None => "a state that differs from the one saved only in memory".to_owned(),
+                },
+                (Some(_), None) => "loaded nothing, where a state was saved".to_owned(),
+                (None, Some(_)) => "loaded a state, where nothing was saved".to_owned(),
+                (None, None) => "loaded nothing".to_owned(),
+            },
         )),
         Err(error) => Err(failure(
             check,
@@ -254,14 +270,16 @@ fn full_state() -> HostState {
     state
 }
 
-/// A state with a declared layout on two GPUs (one placed with its compute instances, one by
-/// counts only, on boards with and without a serial) and the check of a sync: holding, or
-/// drifted with a difference of every kind and an unread GPU.
+/// A state with a declared layout on three GPUs (one placed and adopting, one by counts only,
+/// one with MIG off; boards with and without a serial) and the check of a sync: holding, or
+/// drifted with a difference of every kind, an unread GPU and an adopted instance.
 fn declared(holds: bool) -> HostState {
-    use crate::compare::{Difference, DifferenceKind};
-    use crate::declared::{Board, Declaration, DeclaredGpu, LayoutCheck};
-    use crate::want::{Placed, ProfileKey, Want};
-    use gpu_partition_types::Placement;
+    use gpu_host_probe::WriteMark;
+    use gpu_partition_types::{Placement, UnreadableReason};
+    use layout_model::{
+        Adopted, Board, BoardChange, BoardId, ComputeFound, Declaration, DeclaredGpu, Difference,
+        Fact, Filling, LayoutCheck, Placed, ProfileKey, ProfileRef, ReplyMember, Unnamed, Want,
+    };
     let mut state = full_state();
     let placed = Want::enabled(vec![
         (ProfileKey::Name("1g.5gb".to_owned()), 2),
@@ -271,53 +289,142 @@ fn declared(holds: bool) -> HostState {
         Placed::new(19, Placement::new(0, 1)),
         Placed::new(19, Placement::new(1, 1)),
         Placed::new(9, Placement::new(4, 4)),
-    ]);
-    let fill = |profile: u32| match profile {
-        19 => Some((0, Placement::new(0, 1))),
-        _ => Some((2, Placement::new(0, 3))),
-    };
+    ])
+    .unnamed(Unnamed::Adopt);
     let mut gpus = std::collections::BTreeMap::new();
     gpus.insert(
         bdf(0),
         DeclaredGpu::new(
             &placed,
-            Board {
-                model: Some("NVIDIA A100-SXM4-40GB".to_owned()),
-                serial: Some("1564720004631".to_owned()),
-                uuid: Some("GPU-5a3c9f0e-8a1b-4c2d-9e7f-0a1b2c3d4e5f".to_owned()),
-            },
-            fill,
+            Board::new(
+                Some("NVIDIA A100-SXM4-40GB".to_owned()),
+                Some("1564720004631".to_owned()),
+                Some("GPU-5a3c9f0e-8a1b-4c2d-9e7f-0a1b2c3d4e5f".to_owned()),
+            ),
         ),
     );
     gpus.insert(
         bdf(1),
         DeclaredGpu::new(
             &Want::enabled(vec![(ProfileKey::Name("7g.40gb".to_owned()), 1)]),
-            Board {
-                model: Some("NVIDIA A100-SXM4-40GB".to_owned()),
-                serial: None,
-                uuid: None,
-            },
-            fill,
+            Board::new(Some("NVIDIA A100-SXM4-40GB".to_owned()), None, None),
         ),
     );
     gpus.insert(bdf(2), DeclaredGpu::disabled(Board::default()));
-    let mut declaration = Declaration::new("all-balanced", 1_767_229_050, None, gpus);
+    let previous = Declaration::new("all-1g.5gb", 1_767_229_000, None, Default::default());
+    let mut declaration = Declaration::new("all-balanced", 1_767_229_050, Some(&previous), gpus);
+    let profile = ProfileRef::new(19, Some("1g.5gb".to_owned()));
+    let at = Placement::new(2, 1);
+    let facts = vec![
+        Fact::Mode {
+            capable: true,
+            current: true,
+            pending: Some(false),
+            wanted: true,
+        },
+        Fact::Profile {
+            profile: ProfileKey::Name("1g.6gb".to_owned()),
+        },
+        Fact::InstanceCount {
+            profile: profile.clone(),
+            found: 1,
+            wanted: 2,
+        },
+        Fact::InstanceMissing {
+            profile: profile.clone(),
+            placement: at,
+        },
+        Fact::InstanceExtra {
+            gpu_instance_id: 13,
+            profile: ProfileRef::new(14, None),
+            placement: Placement::new(4, 2),
+        },
+        Fact::InstanceMoved {
+            gpu_instance_id: 7,
+            profile: profile.clone(),
+            found: Placement::new(3, 1),
+            wanted: at,
+        },
+        Fact::InstanceMisplaced {
+            gpu_instance_id: 8,
+            profile: profile.clone(),
+            placement: Placement::new(7, 1),
+        },
+        Fact::ComputeInstances {
+            gpu_instance_id: 9,
+            profile: profile.clone(),
+            found: vec![ComputeFound::new(0, 1, Placement::new(0, 2))],
+            wanted: Some(Filling::new(0, Placement::new(0, 1))),
+        },
+        Fact::Board(BoardChange::OtherBoard {
+            model: Some("NVIDIA A100-SXM4-40GB".to_owned()),
+            by: BoardId::Serial,
+            declared: "1564720004631".to_owned(),
+            found: "1564720004632".to_owned(),
+        }),
+        Fact::Board(BoardChange::OtherModel {
+            declared: "NVIDIA A100-SXM4-40GB".to_owned(),
+            found: "NVIDIA H100 80GB HBM3".to_owned(),
+        }),
+        Fact::GpuGone,
+        Fact::Unread {
+            reason: UnreadableReason::Timeout,
+            detail: "the helper ran past its deadline".to_owned(),
+        },
+        Fact::Unreadable {
+            what: ReplyMember::Placement { gpu_instance_id: 3 },
+        },
+    ];
     let differences = if holds {
         Vec::new()
     } else {
-        DifferenceKind::ALL
-            .iter()
-            .map(|kind| Difference::new(bdf(0), *kind, format!("a {kind} difference")))
+        facts
+            .into_iter()
+            .map(|fact| Difference::new(bdf(0), fact))
             .collect()
     };
-    declaration.check = Some(LayoutCheck {
-        checked_at: 1_767_229_200,
-        boot: state.boot.clone(),
+    let check = LayoutCheck::new(
+        1_767_229_200,
+        state.boot.clone(),
+        Some(WriteMark::new(Some("18c3a-4242".to_owned()), 17)),
         differences,
-        unread: if holds { Vec::new() } else { vec![bdf(1)] },
+        if holds { Vec::new() } else { vec![bdf(1)] },
+    );
+    declaration.checked(if holds {
+        check
+    } else {
+        check.adopted(vec![Adopted::new(
+            bdf(0),
+            11,
+            ProfileRef::new(14, Some("2g.10gb".to_owned())),
+            Placement::new(2, 2),
+        )])
     });
     state.declared = Some(declaration);
+    state
+}
+
+/// A declaration whose check lapsed: a sync since ran with the pool off.
+fn lapsed() -> HostState {
+    use layout_model::{Lapse, LapseReason};
+    let mut state = declared(true);
+    if let Some(declared) = state.declared.as_mut() {
+        declared.lapse(Lapse::new(1_767_229_300, LapseReason::PoolDisabled));
+    }
+    state
+}
+
+/// A host whose state file did not read: kept aside, and the last boot restore recorded.
+fn lost() -> HostState {
+    let mut state = HostState::lost(StateLost::new(
+        "/var/lib/mxctl/state.json.corrupt-1767229400-4242",
+        1_767_229_400,
+        "EOF while parsing an object at line 3 column 0",
+    ));
+    state.restored_at_boot = Some(BootRestore::new(
+        Boot::new(Some("5a3c9f0e".to_owned()), Some(1_767_225_600)),
+        1_767_229_410,
+    ));
     state
 }
 

@@ -1,5 +1,7 @@
 //! Whether a host takes part in GPU partitioning and why, each GPU's partition mode, the sysfs
-//! PCI scan, and the state store.
+//! PCI scan, the state store, and the sync. What a card holds, what a layout wants and how they
+//! differ, and the declaration with its check, are `layout_model`'s: this crate reads the cards
+//! and keeps the state, and judges through it.
 //!
 //! - [`scan()`] finds display-class PCI physical functions (NVIDIA by vendor `10de`,
 //!   never by driver); an entry it cannot read is skipped and named, never a failed scan.
@@ -7,8 +9,11 @@
 //!   ([`CHECKS`]), most specific first, giving a [`HostStatus`] and a [`HostReason`].
 //! - [`modes`] holds the partition-mode rules of a sync as pure functions over [`GpuRecord`]s.
 //! - [`StateStore`] is where the state lives, with the contract a store keeps written on it;
-//!   [`FileStore`] is the embedded default (one JSON file written atomically); [`MemoryStore`]
-//!   keeps it in memory.
+//!   [`FileStore`] is the embedded default (one JSON file written atomically, with a last good
+//!   copy beside it); [`MemoryStore`] keeps it in memory. [`HostState`] has a schema
+//!   ([`SCHEMA`]) that moves with its members; [`save_checked`] finds a store that drops one.
+//! - [`start_apply`], [`begin_apply`] and [`end_apply`] write the host state an apply leaves
+//!   ([`LayoutRecord`], the declaration), under the host lock.
 //! - [`sync()`] runs the whole sync on a [`Host`] (under its host GPU lock, reading the boot from
 //!   its procfs); [`spawn_sync`] runs it on a thread of its own, as a toolstack does at start,
 //!   and hands the store back with the report. Reports serialize to `mxctl --json`'s documents
@@ -23,49 +28,46 @@
 #![deny(missing_docs)]
 
 pub mod after_boot;
-mod card;
+mod apply_state;
 mod classify;
-mod compare;
+mod clock;
 #[cfg(feature = "test-util")]
 pub mod conformance;
-mod declared;
 #[cfg(feature = "test-util")]
 pub mod fake_sysfs;
 mod gpu;
-mod layout;
 pub mod modes;
 mod pci;
 mod reason;
+mod record;
 mod report;
 mod spawn;
 mod state;
 mod status;
 mod store;
 mod sync;
-mod want;
 mod warning;
 
-pub use card::{Card, CardInstance, CardProfile, CardUnreadable, filling_compute_profile};
-pub use classify::{CHECKS, Check, Facts, HelperState, classify};
-pub use compare::{Difference, DifferenceKind, card_differences, differences};
-pub use declared::{
-    Board, BoardChange, Declaration, DeclaredCount, DeclaredGpu, DeclaredInstance, Holding,
-    LayoutCheck, Unchecked,
+pub use apply_state::{
+    ApplyEnd, ApplyStateError, BootRestoreStart, begin_apply, begin_boot_restore, end_apply,
+    start_apply,
 };
+pub use classify::{CHECKS, Check, Facts, HelperState, classify};
 pub use gpu::GpuRecord;
 pub use gpu_host_probe::{Boot, DEFAULT_LOCK_WAIT, Host};
 pub use gpu_partition_types::Token;
-pub use layout::{
-    ApplyEnd, Direction, LayoutFailure, LayoutOutcome, LayoutRecord, begin_apply, end_apply,
-    start_apply,
-};
 pub use pci::{PciFunction, PciScan, ScanError, SkippedEntry, scan, scan_gpus};
 pub use reason::{GpuReason, NotRead, UnknownGpuReason};
+pub use record::{BadLayoutOutcome, Direction, LayoutFailure, LayoutOutcome, LayoutRecord};
 pub use report::StatusReport;
 pub use spawn::{SyncDone, SyncHandle, SyncPanicked, spawn_sync};
-pub use state::{HostState, SCHEMA};
+pub use state::{
+    BootRestore, FieldDifference, HostState, SCHEMA, StateLost, StateReadError, first_difference,
+};
 pub use status::{BadReason, HostReason, HostStatus, Pool, StoredReason};
-pub use store::{FileStore, MemoryStore, STATE_FILE, StateStore, StoreError};
+pub use store::{
+    FileStore, LAST_GOOD_FILE, MemoryStore, STATE_FILE, StateStore, StoreError, StoreNote,
+    save_checked,
+};
 pub use sync::{AfterBoot, SETTLE_ROUNDS, SyncError, SyncOptions, SyncReport, sync, sync_under};
-pub use want::{Placed, ProfileKey, Want};
 pub use warning::SyncWarning;

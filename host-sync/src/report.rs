@@ -12,44 +12,46 @@
 //! ```
 //!
 //! `after_boot`, `drift` (how the declared GPUs read differ from the declaration, each with
-//! `device`, `kind` and `message`) and `warnings` are the sync's only; `layout` (the last MIG
-//! layout apply, as the state keeps it, `null` before the first) and `declared` (what the host
-//! is declared to be and whether the cards hold it, `null` before the first apply) are the
-//! status's only; `message` is `null` when there is nothing to explain; `reason` is `""` when
-//! the mode needs none.
+//! `device`, `kind`, its facts and `message`), `checked_at` (when it read the declared GPUs) and
+//! `warnings` are the sync's only; `synced_at`, `layout` (the last MIG layout apply, as the
+//! state keeps it, `null` before the first), `declared` (what the host is declared to be and
+//! whether the cards hold it now, with when they were last read; `null` before the first apply)
+//! and `lost` (the state file that did not read, kept aside) are the status's only; `message`
+//! is `null` when there is nothing to explain; `reason` is `""` when the mode needs none.
 
-use crate::declared::Declaration;
 use crate::gpu::GpuRecord;
 use crate::state::HostState;
 use crate::sync::SyncReport;
-use gpu_host_probe::Boot;
-use gpu_partition_types::Bdf;
+use gpu_host_probe::Now;
+use gpu_partition_types::{Bdf, Token};
+use layout_model::Declaration;
 use serde::ser::{SerializeSeq, SerializeStruct};
 use serde::{Serialize, Serializer};
 use std::collections::BTreeMap;
 
-/// The stored state as `mxctl --json status` prints it, in the boot the host runs now (a
-/// check of the declared layout made in an earlier boot says nothing of this one).
+/// The stored state as `mxctl --json status` prints it, judged now (a check of the declared
+/// layout made in an earlier boot, or followed by a write to the cards, says nothing).
 #[derive(Debug, Clone, Copy)]
 pub struct StatusReport<'a> {
     state: &'a HostState,
-    boot: &'a Boot,
+    now: &'a Now,
 }
 
 impl<'a> StatusReport<'a> {
-    /// The report of `state` in the boot `boot` (the host's now: [`crate::Host::boot`]).
-    pub fn new(state: &'a HostState, boot: &'a Boot) -> Self {
-        Self { state, boot }
+    /// The report of `state` judged against `now` (the host's: [`crate::Host::now`]).
+    pub fn new(state: &'a HostState, now: &'a Now) -> Self {
+        Self { state, now }
     }
 }
 
 impl Serialize for StatusReport<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let state = self.state;
-        let mut document = serializer.serialize_struct("StatusReport", 6)?;
+        let mut document = serializer.serialize_struct("StatusReport", 8)?;
         document.serialize_field("status", &state.status)?;
         document.serialize_field("reason", &state.reason)?;
         document.serialize_field("message", &state.message)?;
+        document.serialize_field("synced_at", &state.synced_at)?;
         document.serialize_field("gpus", &Gpus(&state.gpus))?;
         document.serialize_field("layout", &state.layout)?;
         document.serialize_field(
@@ -57,33 +59,67 @@ impl Serialize for StatusReport<'_> {
             &state
                 .declared
                 .as_ref()
-                .map(|declared| Declared(declared, self.boot)),
+                .map(|declared| Declared(declared, self.now)),
         )?;
+        document.serialize_field("lost", &state.lost)?;
         document.end()
     }
 }
 
-/// The declaration as the status shows it: `label`, `declared_at`, `holds` (`holds`, `drifted`
-/// or `unknown`), `why` (for people), `differences`, `unread`, `checked_at`, and `gpus` (each
+/// The declaration as the status shows it: `label`, `declared_at`, `generation`, `holds`
+/// (`holds`, `drifted` or `unknown`), `because` (why it is unknown, as a token; `null`
+/// otherwise), `why` (for people), `written_since` (the writes that ended the check), `differences`,
+/// `unread`, `adopted`, `checked_at` (when the cards were last read; `null` since it was declared
+/// until a sync reads them), `lapsed` (a sync that did not read them since), and `gpus` (each
 /// with its `device`).
-struct Declared<'a>(&'a Declaration, &'a Boot);
+struct Declared<'a>(&'a Declaration, &'a Now);
+
+#[derive(Serialize)]
+struct Written<'a> {
+    device: Option<String>,
+    by: String,
+    #[serde(flatten)]
+    write: &'a gpu_host_probe::CardWrite,
+}
 
 impl Serialize for Declared<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let Declared(declared, boot) = self;
-        let holding = declared.holding(boot);
+        let Declared(declared, now) = self;
+        let holding = declared.holding(now);
         let check = declared.check.as_ref();
-        let mut document = serializer.serialize_struct("Declared", 8)?;
+        let written: Vec<Written<'_>> = match holding.unchecked() {
+            Some(layout_model::Unchecked::WrittenSince(writes)) => writes
+                .iter()
+                .map(|written| Written {
+                    device: written.device.map(|device| device.to_string()),
+                    by: written.write.by.to_string(),
+                    write: &written.write,
+                })
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut document = serializer.serialize_struct("Declared", 13)?;
         document.serialize_field("label", &declared.label)?;
         document.serialize_field("declared_at", &declared.declared_at)?;
-        document.serialize_field("holds", holding.token())?;
+        document.serialize_field("generation", &declared.generation)?;
+        document.serialize_field("holds", holding.state().as_str())?;
+        document.serialize_field(
+            "because",
+            &holding.unchecked().map(|why| why.kind().as_str()),
+        )?;
         document.serialize_field("why", &holding.to_string())?;
+        document.serialize_field("written_since", &written)?;
         document.serialize_field("differences", holding.differences())?;
         document.serialize_field(
             "unread",
             &check.map(|check| check.unread.clone()).unwrap_or_default(),
         )?;
-        document.serialize_field("checked_at", &check.map(|check| check.checked_at))?;
+        document.serialize_field(
+            "adopted",
+            &check.map(|check| check.adopted.clone()).unwrap_or_default(),
+        )?;
+        document.serialize_field("checked_at", &declared.checked_at())?;
+        document.serialize_field("lapsed", &declared.lapsed)?;
         document.serialize_field("gpus", &DeclaredGpus(declared))?;
         document.end()
     }
@@ -99,7 +135,7 @@ impl Serialize for DeclaredGpus<'_> {
             struct Gpu<'a> {
                 device: String,
                 #[serde(flatten)]
-                gpu: &'a crate::declared::DeclaredGpu,
+                gpu: &'a layout_model::DeclaredGpu,
             }
             list.serialize_element(&Gpu {
                 device: bdf.to_string(),
@@ -112,13 +148,14 @@ impl Serialize for DeclaredGpus<'_> {
 
 impl Serialize for SyncReport {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut document = serializer.serialize_struct("SyncReport", 7)?;
+        let mut document = serializer.serialize_struct("SyncReport", 8)?;
         document.serialize_field("status", &self.status)?;
         document.serialize_field("reason", &self.reason)?;
         document.serialize_field("message", &self.message)?;
         document.serialize_field("after_boot", &self.after_boot)?;
         document.serialize_field("gpus", &Gpus(&self.gpus))?;
         document.serialize_field("drift", &self.drift)?;
+        document.serialize_field("checked_at", &self.checked_at)?;
         document.serialize_field("warnings", &self.warnings)?;
         document.end()
     }

@@ -1,21 +1,91 @@
-//! [`HostState`]: what a host keeps, as the store writes it.
+//! [`HostState`]: what a host keeps, as the store writes it; its schema, read from every schema
+//! this version knows ([`HostState::from_json`]); and the first member two states differ in
+//! ([`first_difference`]), which finds a store that does not keep a member where it happens.
 
-use crate::declared::Declaration;
 use crate::gpu::GpuRecord;
-use crate::layout::LayoutRecord;
+use crate::record::LayoutRecord;
 use crate::status::{HostStatus, StoredReason};
 use gpu_host_probe::Boot;
 use gpu_partition_types::Bdf;
+use layout_model::Declaration;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
 
-/// The layout version of the state file ([`FileStore`](crate::FileStore)); a file of a later
-/// schema is refused, not guessed at. A database store keeps its own migrations and need not
-/// store it: it answers [`HostState::new`]'s (this one) on load.
-pub const SCHEMA: u32 = 1;
+/// The layout version of the state file ([`FileStore`](crate::FileStore)). It moves with the
+/// members of [`HostState`] (a test holds the members of each schema): a file of a later schema
+/// is refused, never guessed at or rewritten, so an older version never drops what a newer one
+/// wrote. A database store keeps its own migrations and need not store it: it answers
+/// [`HostState::new`]'s (this one) on load.
+///
+/// - 1: status, reason, message, boot, gpus, synced_at, layout, declared.
+/// - 2: lost and restored_at_boot added; a declaration's generation, its lapse, what becomes of
+///   instances it does not name, a check's record of writes and adopted instances, differences
+///   as typed facts; a declared instance's compute instance no longer stored (it is the one
+///   that fills it, from the card's catalogue). A schema-1 file reads: its declaration gets
+///   generation 1 and its check is dropped (its differences were prose), so until the next
+///   sync the cards' holding is not known.
+pub const SCHEMA: u32 = 2;
+
+/// The state file that did not read, as the store found it: kept aside, with why. While it is
+/// set the host says so (reason `state_lost`), and a boot restore fails: what the host was
+/// declared to be is not known. An apply or leave that declares anew ends it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct StateLost {
+    /// Where the state that did not read was kept aside.
+    pub kept: PathBuf,
+    /// When it was found (Unix seconds).
+    pub at: u64,
+    /// Why it did not read, for people.
+    pub why: String,
+}
+
+impl StateLost {
+    /// The state kept aside at `kept`, found at `at`, not read for `why`.
+    pub fn new(kept: impl Into<PathBuf>, at: u64, why: impl Into<String>) -> Self {
+        Self {
+            kept: kept.into(),
+            at,
+            why: why.into(),
+        }
+    }
+}
+
+impl fmt::Display for StateLost {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "the stored state did not read ({}); it is kept aside as {}, and what the host was \
+             declared to be is not known: put a good copy back, or declare a layout anew",
+            self.why,
+            self.kept.display()
+        )
+    }
+}
+
+/// The boot restore that ran last: in which boot, and when. A boot restore runs once per boot
+/// by itself: a second one in the same boot does nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct BootRestore {
+    /// The boot it ran in (`boot_id`, `boot_time`).
+    #[serde(flatten)]
+    pub boot: Boot,
+    /// When it started (Unix seconds).
+    pub at: u64,
+}
+
+impl BootRestore {
+    /// A boot restore in `boot`, started at `at`.
+    pub fn new(boot: Boot, at: u64) -> Self {
+        Self { boot, at }
+    }
+}
 
 /// The host fields, the boot of the last sync, and each GPU's record. Every field is part of
-/// the store's contract ([`StateStore`](crate::StateStore)).
+/// the store's contract ([`StateStore`](crate::StateStore)); a member added moves [`SCHEMA`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct HostState {
@@ -49,9 +119,17 @@ pub struct HostState {
     /// What the host is declared to be (the last apply or leave that wrote), with how the cards
     /// compared with it at the last sync that read them; `None` before the first. A store must
     /// keep it: it is what a restore brings the cards back to, and its check is what keeps the
-    /// host `entering (layout_drifted)` while the cards differ.
+    /// host `entering (layout_drifted)` while the cards differ. An apply that declares reads it
+    /// back under the lock and fails when the store did not keep it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declared: Option<Declaration>,
+    /// The stored state that did not read and was kept aside, while no declaration replaced it
+    /// (schema 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<StateLost>,
+    /// The last boot restore (schema 2): a second in the same boot does nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored_at_boot: Option<BootRestore>,
 }
 
 impl HostState {
@@ -68,7 +146,60 @@ impl HostState {
             synced_at: None,
             layout: None,
             declared: None,
+            lost: None,
+            restored_at_boot: None,
         }
+    }
+
+    /// The state of a host whose stored state did not read (`lost`): nothing else is known of
+    /// it, and it says so (`state_lost`) until a sync classifies it.
+    pub fn lost(lost: StateLost) -> Self {
+        let mut state = Self::new(
+            HostStatus::NotReported,
+            crate::status::HostReason::StateLost.into(),
+        );
+        state.message = Some(lost.to_string());
+        state.lost = Some(lost);
+        state
+    }
+
+    /// Reads a state file of any schema this version knows (1 and [`SCHEMA`]); a later schema is
+    /// refused with both numbers, whole JSON that does not fit is a value this version does not
+    /// read, anything else a torn file.
+    pub fn from_json(bytes: &[u8]) -> Result<HostState, StateReadError> {
+        let mut value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(StateReadError::Torn)?;
+        let schema = value.get("schema").and_then(serde_json::Value::as_u64);
+        match schema {
+            Some(found) if found > u64::from(SCHEMA) => {
+                return Err(StateReadError::NewerSchema {
+                    found: u32::try_from(found).unwrap_or(u32::MAX),
+                });
+            }
+            Some(1) => migrate_from_1(&mut value),
+            _ => {}
+        }
+        let mut state: HostState =
+            serde_json::from_value(value).map_err(StateReadError::Unsupported)?;
+        state.schema = SCHEMA;
+        Ok(state)
+    }
+}
+
+/// A schema-1 file as schema 2 reads it: its declaration is the first counted one, and its
+/// check (differences as prose) is dropped, so the next sync checks the cards afresh.
+fn migrate_from_1(value: &mut serde_json::Value) {
+    if let Some(declared) = value
+        .get_mut("declared")
+        .and_then(serde_json::Value::as_object_mut)
+    {
+        declared.remove("check");
+        declared
+            .entry("generation")
+            .or_insert(serde_json::Value::from(1));
+    }
+    if let Some(schema) = value.get_mut("schema") {
+        *schema = serde_json::Value::from(SCHEMA);
     }
 }
 
@@ -76,5 +207,117 @@ impl Default for HostState {
     /// A host that never synced: `not_reported`, no GPU.
     fn default() -> Self {
         Self::new(HostStatus::NotReported, StoredReason::none())
+    }
+}
+
+/// Why a state file did not read ([`HostState::from_json`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StateReadError {
+    /// It is not whole JSON: torn, truncated, or written by hand.
+    #[error("it is not a whole JSON document")]
+    Torn(#[source] serde_json::Error),
+    /// It is of a later schema than this version reads.
+    #[error("it has schema {found}; this version reads schema {SCHEMA} and earlier")]
+    NewerSchema {
+        /// Its schema.
+        found: u32,
+    },
+    /// It is whole JSON holding what this version does not read (a value of a later version,
+    /// an edit by hand).
+    #[error("it holds what this version does not read")]
+    Unsupported(#[source] serde_json::Error),
+}
+
+/// The first member in which two states differ, by its path (`declared`,
+/// `declared.gpus.0000:3b:00.0.board.serial`): what a store lost or changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FieldDifference {
+    /// The member's path, members joined by `.`, list entries by their position.
+    pub path: String,
+    /// What was saved there, in short (`Some(..)`, `None`, a value).
+    pub saved: String,
+    /// What was loaded there.
+    pub loaded: String,
+}
+
+impl fmt::Display for FieldDifference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: saved {}, loaded {}",
+            self.path, self.saved, self.loaded
+        )
+    }
+}
+
+/// The first member (in member order, depth first) in which `loaded` differs from `saved`;
+/// `None` when they are equal.
+pub fn first_difference(saved: &HostState, loaded: &HostState) -> Option<FieldDifference> {
+    let (Ok(saved_value), Ok(loaded_value)) =
+        (serde_json::to_value(saved), serde_json::to_value(loaded))
+    else {
+        return (saved != loaded).then(|| FieldDifference {
+            path: String::new(),
+            saved: format!("{saved:?}"),
+            loaded: format!("{loaded:?}"),
+        });
+    };
+    let found = walk(String::new(), Some(&saved_value), Some(&loaded_value));
+    match found {
+        None if saved != loaded => Some(FieldDifference {
+            path: String::new(),
+            saved: "a state".to_owned(),
+            loaded: "another state that writes alike".to_owned(),
+        }),
+        found => found,
+    }
+}
+
+fn short(value: Option<&serde_json::Value>) -> String {
+    use serde_json::Value;
+    match value {
+        None | Some(Value::Null) => "None".to_owned(),
+        Some(Value::Object(_)) => "Some(..)".to_owned(),
+        Some(Value::Array(items)) => format!("[{} item(s)]", items.len()),
+        Some(scalar) => scalar.to_string(),
+    }
+}
+
+fn walk(
+    path: String,
+    saved: Option<&serde_json::Value>,
+    loaded: Option<&serde_json::Value>,
+) -> Option<FieldDifference> {
+    use serde_json::Value;
+    let join = |name: &str| {
+        if path.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{path}.{name}")
+        }
+    };
+    match (saved, loaded) {
+        (Some(Value::Object(one)), Some(Value::Object(two))) => {
+            let mut names: Vec<&String> = one.keys().chain(two.keys()).collect();
+            names.sort();
+            names.dedup();
+            names
+                .into_iter()
+                .find_map(|name| walk(join(name), one.get(name), two.get(name)))
+        }
+        (Some(Value::Array(one)), Some(Value::Array(two))) if one.len() == two.len() => one
+            .iter()
+            .zip(two)
+            .enumerate()
+            .find_map(|(at, (a, b))| walk(join(&at.to_string()), Some(a), Some(b))),
+        (one, two) if one == two => None,
+        (None, Some(Value::Null)) | (Some(Value::Null), None) => None,
+        (one, two) => Some(FieldDifference {
+            path,
+            saved: short(one),
+            loaded: short(two),
+        }),
     }
 }

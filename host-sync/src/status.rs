@@ -102,6 +102,10 @@ gpu_partition_types::token_enum! {
     pub enum HostReason: "host reason" {
         /// No NVIDIA display-class physical function on the host.
         NoPartitionableGpu = "no_partitionable_gpu",
+        /// The stored state did not read and no good copy of it did: it is kept aside (the
+        /// message names the file), and what the host was declared to be is not known, until a
+        /// good copy is put back or a layout is declared anew.
+        StateLost = "state_lost",
         /// Pool switch off, some NVIDIA GPU last known divided.
         GpusStillDivided = "gpus_still_divided",
         /// Pool switch off.
@@ -118,8 +122,8 @@ gpu_partition_types::token_enum! {
         LayoutFailed = "layout_failed",
         /// Pool switch on, and some declared GPU the sync read differs from the declared layout
         /// (instances destroyed by a reboot, a driver reload or by hand; the MIG mode lost; another
-        /// card in the slot): the message names every difference; `partition restore` brings it
-        /// back.
+        /// card in the slot): the message names every difference; a restore of the declaration
+        /// brings back what it can.
         LayoutDrifted = "layout_drifted",
         /// Pool switch on, some NVIDIA GPU to be read is not settled.
         GpusPending = "gpus_pending",

@@ -2,20 +2,20 @@
 
 use crate::after_boot::is_after_boot;
 use crate::classify::{Facts, HelperState, classify};
-use crate::compare::{Difference, DifferenceKind};
-use crate::declared::{Declaration, LayoutCheck};
+use crate::clock::unix_now;
 use crate::gpu::GpuRecord;
-use crate::layout::LayoutRecord;
 use crate::modes;
 use crate::pci::{ScanError, scan, warn_skipped};
+use crate::record::LayoutRecord;
 use crate::state::HostState;
 use crate::status::{HostReason, HostStatus, Pool};
-use crate::store::{StateStore, StoreError};
+use crate::store::{StateStore, StoreError, save_checked};
 use crate::warning::SyncWarning;
 use gpu_host_probe::helper::{Helper, ReadFailure};
-use gpu_host_probe::{Boot, Cancel, DEFAULT_LOCK_WAIT, Host};
+use gpu_host_probe::{Boot, Cancel, DEFAULT_LOCK_WAIT, Host, WriteMark};
 use gpu_host_probe::{HostLock, LockError};
 use gpu_partition_types::{Bdf, Outcome, Reply};
+use layout_model::{Declaration, Difference, Fact, Lapse, LapseReason, LayoutCheck};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -105,6 +105,9 @@ pub struct SyncReport {
     /// ([`HostState::declared`]), by GPU in address order; empty when they hold it, when nothing
     /// is declared, or when no card was read (with the pool off no helper runs).
     pub drift: Vec<Difference>,
+    /// When this sync read the declared GPUs (Unix seconds): its check of the declaration;
+    /// `None` when nothing is declared or it did not read them (the pool off).
+    pub checked_at: Option<u64>,
     /// What did not change the course but a person should know.
     pub warnings: Vec<SyncWarning>,
 }
@@ -235,10 +238,14 @@ pub fn sync_under(
         None => helper,
     };
     let mut previous = store.load()?.unwrap_or_default();
+    let mut warnings: Vec<SyncWarning> = store
+        .take_notes()
+        .into_iter()
+        .map(SyncWarning::Store)
+        .collect();
     // Under the lock no apply runs: a record still `applying` is an interrupted one.
     previous.layout = previous.layout.map(|record| record.settled(now));
     let boot = options.boot.clone().unwrap_or_else(|| host.boot());
-    let mut warnings = Vec::new();
     let after_boot = match options.after_boot {
         AfterBoot::Yes => true,
         AfterBoot::No => false,
@@ -266,29 +273,40 @@ pub fn sync_under(
     let takes_part = options.pool.is_enabled() && gpus.iter().any(|gpu| gpu.is_nvidia());
     let mut helper_state = HelperState::NotChecked;
     let mut host_wide = None;
+    let mut replies = BTreeMap::new();
+    // Where the record of writes stands before the cards are read (the lock is held, so no write
+    // of ours comes between): a write recorded after it ends what this check says.
+    let mark = host.now().writes.mark();
     if takes_part {
         let to_read = modes::mark_not_checked(&gpus, &mut state.gpus);
-        let mut replies = BTreeMap::new();
         if !to_read.is_empty() {
             let read = read_cards(lock, helper, &to_read, &mut state, store)?;
             helper_state = read.helper;
             host_wide = read.host_wide;
             replies = read.replies;
         }
-        // Every sync that reads the cards compares them with what the host is declared to be.
-        if let Some(declared) = state.declared.as_mut() {
-            declared.check = Some(check(declared, &gpus, &replies, now, &state.boot));
-        }
     } else {
         modes::not_taking_part(&mut state.gpus, after_boot);
     }
+    // With the pool on every sync compares the cards with what the host is declared to be (a
+    // declared GPU no longer on the host differs); with it off no card is read, and from then on
+    // the last check says nothing.
+    let mut checked_at = None;
+    if let Some(declared) = state.declared.as_mut() {
+        if options.pool.is_enabled() {
+            declared.checked(check(declared, &gpus, &replies, now, &state.boot, mark));
+            checked_at = Some(now);
+        } else {
+            declared.lapse(Lapse::new(now, LapseReason::PoolDisabled));
+        }
+    }
     // Only what this sync found: with the pool off no card was read, and nothing is drift.
-    let drift: Vec<Difference> = match (&state.declared, takes_part) {
+    let drift: Vec<Difference> = match (&state.declared, checked_at) {
         (
             Some(Declaration {
                 check: Some(check), ..
             }),
-            true,
+            Some(_),
         ) => check.differences.clone(),
         _ => Vec::new(),
     };
@@ -299,6 +317,7 @@ pub fn sync_under(
         helper: helper_state,
         layout: state.layout.as_ref(),
         drift: &drift,
+        lost: state.lost.is_some(),
     });
     state.status = status;
     state.reason = reason.into();
@@ -310,6 +329,7 @@ pub fn sync_under(
             .and_then(LayoutRecord::failure)
             .map(|failure| failure.message),
         HostReason::LayoutDrifted => Some(drift_message(&drift)),
+        HostReason::StateLost => state.lost.as_ref().map(ToString::to_string),
         HostReason::NoPartitionableGpu
         | HostReason::LayoutApplying
         | HostReason::GpusStillDivided
@@ -318,7 +338,7 @@ pub fn sync_under(
         | HostReason::Ready => None,
     };
     state.synced_at = Some(now);
-    store.save(&state)?;
+    save_checked(store, &state)?;
     tracing::debug!("sync_gpu_partitioning: {status} ({reason}), after boot: {after_boot}");
     let report = SyncReport {
         status,
@@ -327,6 +347,7 @@ pub fn sync_under(
         after_boot,
         gpus: state.gpus,
         drift,
+        checked_at,
         warnings,
     };
     match &options.cancel {
@@ -337,46 +358,44 @@ pub fn sync_under(
     }
 }
 
-/// The message of a host whose cards differ from their declaration: every difference.
+/// The message of a host whose cards differ from their declaration: every difference (what
+/// brings each back is the caller's to say: [`Difference::remedy`]).
 fn drift_message(drift: &[Difference]) -> String {
     let each: Vec<String> = drift.iter().map(ToString::to_string).collect();
     format!(
-        "the cards differ from the declared layout ({}): {}; `partition restore` brings it back",
+        "the cards differ from the declared layout ({}): {}",
         drift.len(),
         each.join("; ")
     )
 }
 
 /// Compares each declared GPU with what this sync read of it: a GPU read is compared (the
-/// board, then the rules of `partition assert`); one on the host that was not read (bound to
-/// another driver, or its read failed) is unread, not drift — its own reason says why; one no
-/// longer on the host at all differs (`card`).
+/// board, then the rules of an assert); one on the host that was not read (bound to another
+/// driver, or its read failed) is unread, not drift — its own reason says why; one no longer on
+/// the host at all is gone. The check keeps where the record of writes stood (`mark`).
 fn check(
     declared: &Declaration,
     gpus: &[crate::pci::PciFunction],
     replies: &BTreeMap<Bdf, Box<Reply>>,
     now: u64,
     boot: &Boot,
+    mark: Option<WriteMark>,
 ) -> LayoutCheck {
     let mut differences = Vec::new();
     let mut unread = Vec::new();
+    let mut adopted = Vec::new();
     for (bdf, gpu) in &declared.gpus {
         match replies.get(bdf) {
-            Some(reply) => differences.extend(gpu.drift(reply)),
+            Some(reply) => {
+                let compared = gpu.drift(reply);
+                differences.extend(compared.differences);
+                adopted.extend(compared.adopted);
+            }
             None if gpus.iter().any(|found| found.bdf == *bdf) => unread.push(*bdf),
-            None => differences.push(Difference::new(
-                *bdf,
-                DifferenceKind::Card,
-                "no GPU is at this address any more; the layout was declared on one",
-            )),
+            None => differences.push(Difference::new(*bdf, Fact::GpuGone)),
         }
     }
-    LayoutCheck {
-        checked_at: now,
-        boot: boot.clone(),
-        differences,
-        unread,
-    }
+    LayoutCheck::new(now, boot.clone(), mark, differences, unread).adopted(adopted)
 }
 
 /// What reading the cards found.
@@ -454,12 +473,4 @@ fn read_cards(
         host_wide: None,
         replies,
     })
-}
-
-/// Seconds since the Unix epoch now (0 on a clock set before it).
-pub(crate) fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|since| since.as_secs())
-        .unwrap_or_default()
 }

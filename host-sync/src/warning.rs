@@ -1,6 +1,7 @@
 //! [`SyncWarning`]: what did not change a sync's course but a person should know.
 
 use crate::pci::SkippedEntry;
+use crate::store::StoreNote;
 use gpu_partition_types::Bdf;
 use std::fmt;
 use std::path::PathBuf;
@@ -29,6 +30,9 @@ pub enum SyncWarning {
         /// The GPUs whose presence or driver changed.
         gpus: Vec<Bdf>,
     },
+    /// The store did something on its own (a state file that did not read kept aside, a last
+    /// good copy put back).
+    Store(StoreNote),
 }
 
 impl SyncWarning {
@@ -56,6 +60,7 @@ impl fmt::Display for SyncWarning {
                     named.join(", ")
                 )
             }
+            Self::Store(note) => write!(f, "{note}"),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Whether a layout is applied ([`assert_applied`]): every GPU it names read under the host
-//! lock, several at once, and compared with it by the rules of `host_sync::differences` (GPU
+//! lock, several at once, and compared with it by the rules of `layout_model::differences` (GPU
 //! instances, compute instances and placements apart). It writes nothing.
 
 use crate::apply::ApplyError;
@@ -9,7 +9,7 @@ use crate::select::{HostGpu, host_gpus, select};
 use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_host_probe::{Host, HostLock};
 use gpu_partition_types::{Bdf, Reply};
-use host_sync::{Difference, DifferenceKind, differences};
+use layout_model::{Difference, Fact, differences};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -96,8 +96,10 @@ pub fn assert_applied(
                 Ok(reply) => differences(&reply, &w.want),
                 Err(failure) => vec![Difference::new(
                     w.gpu.bdf,
-                    DifferenceKind::Unreadable,
-                    failure.to_string(),
+                    Fact::Unread {
+                        reason: failure.reason,
+                        detail: failure.message,
+                    },
                 )],
             },
         })

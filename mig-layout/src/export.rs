@@ -10,7 +10,7 @@ use crate::select::{HostGpu, host_gpus};
 use gpu_host_probe::Host;
 use gpu_host_probe::helper::Helper;
 use gpu_partition_types::Reply;
-use host_sync::{Card, Declaration, ProfileKey};
+use layout_model::{Card, Declaration, ProfileKey};
 use std::time::Duration;
 
 /// What `export` wrote, and what it could not say in the format.

@@ -5,19 +5,19 @@
 //!   JSON), with its validation rules; every fault names its line and member
 //!   ([`LayoutError`]). [`to_yaml`] writes one back.
 //! - [`select()`] resolves a layout against the host's GPUs ([`host_gpus`]: NVIDIA GPUs bound
-//!   to `nvidia`, indexed in PCI address order) into a `host_sync::Want` per GPU.
+//!   to `nvidia`, indexed in PCI address order) into a `layout_model::Want` per GPU.
 //! - [`plan()`](plan::plan) is the pure planner (sans-IO): from a card's read reply and its
 //!   `Want`, the helper's steps in the order the driver needs, or an [`Impossible`] naming
 //!   the GPU and profile before anything is touched. It diffs, and places instances
 //!   explicitly by an exhaustive search ([`plan::fit`]).
-//! - A card is compared with its layout by `host_sync::differences` (GPU instances, compute
+//! - A card is compared with its layout by `layout_model::differences` (GPU instances, compute
 //!   instances and placements apart): what `assert`, the executor's read-back and the drift a
 //!   sync finds all report, by one set of rules.
 //! - [`apply()`] runs a layout under the host lock ([`ApplyRun`]): preflight every GPU, then
 //!   destroys and the mode, a warm reset where a mode change is pending, creates, the
 //!   read-back; the host status says `entering`/`leaving` (`layout_applying`) while it runs
 //!   and `layout_failed` with the message while a failure is unhealed; it records what the
-//!   host is declared to be (`host_sync::Declaration`). [`leave()`] is the layout that leaves
+//!   host is declared to be (`layout_model::Declaration`). [`leave()`] is the layout that leaves
 //!   partitioning. [`restore()`] brings the host back to its declaration by the same executor;
 //!   [`Hooks`] run around the writes as mig-parted's do.
 //! - [`export()`] writes the host's layout as a document `apply` takes back as zero steps.
@@ -43,8 +43,11 @@ pub use document::{
     DeviceId, DeviceRef, Devices, Document, LayoutError, MAX_DOCUMENT, Spec, to_json, to_yaml,
 };
 pub use export::{Exported, export, export_declared, export_host};
+pub use layout_model::Unnamed;
 pub use plan::{CardPlan, Impossible, ImpossibleKind, PlanLine, fit, plan, plan_card};
-pub use report::{ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, GpuReport, HostAfter};
+pub use report::{
+    ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, Conclusion, GpuReport, HostAfter,
+};
 pub use select::{Absent, HostGpu, SelectError, Selection, Wanted, host_gpus, select};
 
 // What an apply is given, from the crates that own it, so an embedder of `mig-layout` names

@@ -6,7 +6,8 @@ use crate::apply::HookRun;
 use crate::plan::{Impossible, PlanLine};
 use crate::select::Absent;
 use gpu_partition_types::{Bdf, StepOutcome, StepResult};
-use host_sync::{Difference, HostReason, HostStatus};
+use host_sync::{HostReason, HostStatus};
+use layout_model::{Adopted, Difference};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use std::time::Duration;
@@ -122,6 +123,8 @@ pub struct GpuReport {
     pub steps: Vec<StepResult>,
     /// How it differs from the layout after the apply (the read-back; empty when it holds).
     pub differences: Vec<Difference>,
+    /// The instances it has that the layout does not name, kept because the caller adopts them.
+    pub adopted: Vec<Adopted>,
     /// How its writes ended (`done`, or why it stopped: the apply's other GPUs go on); `None`
     /// when the apply wrote nothing (blocked, or a dry run).
     #[serde(serialize_with = "outcome_token")]
@@ -183,7 +186,7 @@ pub enum ApplyWarning {
         /// The slot.
         device: Bdf,
         /// How it differs.
-        change: host_sync::BoardChange,
+        change: layout_model::BoardChange,
     },
     /// Entries of a card's profile catalogue did not read (the helper lost them): the plan
     /// used the profiles that did, and a profile only a lost entry names is one the layout
@@ -274,7 +277,74 @@ pub struct ApplyReport {
     pub elapsed: Duration,
 }
 
+/// What an apply's end says of the host, derived from how it ended, its warnings and the host
+/// after it: what the last line a run prints says. Never that the layout holds while a GPU of
+/// the declaration differs or is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Conclusion {
+    /// Every GPU named holds the layout, read back, and so does the host's declaration.
+    Holds,
+    /// The GPUs written hold the layout, read back, but the host's declared layout does not: a
+    /// declared GPU is gone or left alone, or the sync after found another difference (the host
+    /// after says which).
+    DeclaredDiffers,
+    /// The plan was shown; nothing was written.
+    DryRun,
+    /// Nothing was changed (blocked).
+    NothingChanged,
+    /// The host is between layouts (failed).
+    BetweenLayouts,
+    /// A warm reset did not work: the host must be cold-rebooted.
+    ColdReboot,
+}
+
+impl std::fmt::Display for Conclusion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Holds => "the layout holds, read back",
+            Self::DeclaredDiffers => {
+                "the GPUs written hold the layout, read back; the declared layout does not hold \
+                 (the host line above says why)"
+            }
+            Self::DryRun => "dry run: nothing was written",
+            Self::NothingChanged => "nothing was changed",
+            Self::BetweenLayouts => "the host is between layouts: fix the cause and apply again",
+            Self::ColdReboot => "a warm reset did not work: cold-reboot this host",
+        })
+    }
+}
+
 impl ApplyReport {
+    /// What its end says of the host ([`Conclusion`]).
+    pub fn conclusion(&self) -> Conclusion {
+        match self.outcome {
+            ApplyOutcome::Done => {
+                let left_alone = self
+                    .warnings
+                    .iter()
+                    .any(|warning| matches!(warning, ApplyWarning::DeclaredAbsent { .. }));
+                let host_differs = self.host.as_ref().is_some_and(|host| {
+                    matches!(
+                        host.reason,
+                        HostReason::LayoutDrifted
+                            | HostReason::StateLost
+                            | HostReason::LayoutFailed
+                    )
+                });
+                if left_alone || host_differs {
+                    Conclusion::DeclaredDiffers
+                } else {
+                    Conclusion::Holds
+                }
+            }
+            ApplyOutcome::DryRun => Conclusion::DryRun,
+            ApplyOutcome::Blocked(_) => Conclusion::NothingChanged,
+            ApplyOutcome::Failed(_) => Conclusion::BetweenLayouts,
+            ApplyOutcome::ColdRebootRequired(_) => Conclusion::ColdReboot,
+        }
+    }
+
     /// An apply of `label` that has done nothing yet (done, so far).
     pub(crate) fn new(label: &str) -> Self {
         Self {

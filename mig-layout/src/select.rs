@@ -8,7 +8,8 @@
 use crate::document::{DeviceRef, Devices, Spec};
 use gpu_host_probe::PciIdentity;
 use gpu_partition_types::Bdf;
-use host_sync::{ScanError, Want, scan_gpus};
+use host_sync::{ScanError, scan_gpus};
+use layout_model::Want;
 use std::fmt;
 use std::path::Path;
 

@@ -98,6 +98,18 @@ sync found), layout-outcome (how the last apply ended)."
     /// Say whether root may trust these files and programs (for packaging and support).
     #[command(hide = true)]
     CheckTrust(CheckTrust),
+    /// The systemd generator (installed as /usr/lib/systemd/system-generators/mxctl-generator):
+    /// writes the sync timer's interval from the config's `sync-interval` into DIR.
+    #[command(hide = true)]
+    SystemdGenerator(SystemdGenerator),
+}
+
+/// `mxctl systemd-generator NORMAL_DIR [EARLY_DIR LATE_DIR]`
+#[derive(Debug, Args)]
+pub struct SystemdGenerator {
+    /// The generator's output directory for units (systemd gives three; the first is used).
+    #[arg(value_name = "DIR", required = true, num_args = 1..=3)]
+    pub dirs: Vec<PathBuf>,
 }
 
 /// `mxctl check-trust PATH…`
@@ -411,6 +423,29 @@ pub struct WriteArgs {
     /// [default: 0: held, the apply is blocked lock_busy].
     #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
     pub lock_wait: Option<std::time::Duration>,
+    /// What becomes of GPU instances the layout does not name: match (destroyed) or adopt
+    /// (kept, reported as adopted, never destroyed) [default: from the config, match; a
+    /// restore: what the declaration says].
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub unnamed_instances: Option<UnnamedArg>,
+}
+
+/// `--unnamed-instances`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum UnnamedArg {
+    /// Destroy them: the card is made to match the layout (mig-parted's way).
+    Match,
+    /// Keep them, report them as adopted, never destroy them.
+    Adopt,
+}
+
+impl From<UnnamedArg> for mig_layout::Unnamed {
+    fn from(arg: UnnamedArg) -> Self {
+        match arg {
+            UnnamedArg::Match => Self::Match,
+            UnnamedArg::Adopt => Self::Adopt,
+        }
+    }
 }
 
 /// `mxctl partition apply --config FILE --select LABEL [--device BDF]… [--dry-run]`
@@ -435,8 +470,9 @@ pub struct PartitionLeave {
 pub struct PartitionRestore {
     #[command(flatten)]
     pub write: WriteArgs,
-    /// As the boot unit runs it: nothing when the config says `restore-at-boot = disabled`, and
-    /// a host with nothing declared is not a failure.
+    /// As the boot unit runs it: once per boot (a second in the same boot does nothing),
+    /// nothing when the config says `restore-at-boot = disabled`, and a host with nothing
+    /// declared is not a failure (one whose state was lost is).
     #[arg(long)]
     pub at_boot: bool,
 }

@@ -36,10 +36,19 @@ pub struct Config {
     /// `hook-apply-start`, `hook-pre-apply-mode`, `hook-pre-apply-config`, `hook-apply-exit`
     /// (each line one more command, in order) and `hook-deadline`.
     pub hooks: Hooks,
+    /// `sync-interval`: how often the package's timer runs the sync (read-only on the cards),
+    /// so a change made outside mxctl shows within one interval.
+    pub sync_interval: Duration,
+    /// `unnamed-instances`: what an apply or restore does with instances a layout does not
+    /// name (`match`: destroyed; `adopt`: kept and reported).
+    pub unnamed: mig_layout::Unnamed,
 }
 
+/// The sync timer's interval by default: a change made outside mxctl shows within it.
+pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_secs(300);
+
 /// Every key, with the one-line description logged at start and written in the sample file.
-pub const KEYS: [(&str, &str); 15] = [
+pub const KEYS: [(&str, &str); 17] = [
     (
         "gpu-partition-helper",
         "Reads the partitions of the host's GPUs",
@@ -88,6 +97,14 @@ pub const KEYS: [(&str, &str); 15] = [
         "A command run when a layout apply, leave or restore ends (one per line)",
     ),
     ("hook-deadline", "Seconds one hook command may run"),
+    (
+        "sync-interval",
+        "Seconds between the sync timer's reads of the cards (systemctl daemon-reload applies it)",
+    ),
+    (
+        "unnamed-instances",
+        "What apply and restore do with GPU instances a layout does not name: match or adopt",
+    ),
 ];
 
 impl Default for Config {
@@ -102,6 +119,8 @@ impl Default for Config {
             links: LinkCommands::default(),
             restore_at_boot: true,
             hooks: Hooks::default(),
+            sync_interval: DEFAULT_SYNC_INTERVAL,
+            unnamed: mig_layout::Unnamed::Match,
         }
     }
 }
@@ -179,6 +198,12 @@ impl Config {
                     }
                 }
                 "hook-deadline" => config.hooks.deadline = seconds(key, value).map_err(bad)?,
+                "sync-interval" => config.sync_interval = seconds(key, value).map_err(bad)?,
+                "unnamed-instances" => {
+                    config.unnamed = value.parse().map_err(|_| {
+                        bad(format!("`{key}` must be match or adopt, not {value:?}"))
+                    })?;
+                }
                 hook if hook.starts_with("hook-") => {
                     let point: HookPoint = hook["hook-".len()..].parse().map_err(|_| {
                         bad(format!(
@@ -197,7 +222,7 @@ impl Config {
     }
 
     /// Each setting's value as written in the file, in the order of [`KEYS`].
-    pub fn values(&self) -> [String; 15] {
+    pub fn values(&self) -> [String; 17] {
         let hooks = |point: HookPoint| {
             let commands = self.hooks.at(point);
             if commands.is_empty() {
@@ -240,6 +265,8 @@ impl Config {
             hooks(HookPoint::PreApplyConfig),
             hooks(HookPoint::ApplyExit),
             format_seconds(self.hooks.deadline),
+            format_seconds(self.sync_interval),
+            self.unnamed.to_string(),
         ]
     }
 

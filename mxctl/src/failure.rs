@@ -94,6 +94,10 @@ pub enum Failure {
         #[source]
         source: std::io::Error,
     },
+    /// The stored state did not read and was kept aside: what the host was declared to be is
+    /// not known, so nothing can be restored.
+    #[error("nothing can be restored: {0}")]
+    StateLost(host_sync::StateLost),
 }
 
 impl Failure {
@@ -117,6 +121,7 @@ impl Failure {
             Self::Step(_) => "step",
             Self::Scan(_) => "sysfs",
             Self::Store(_) => "state",
+            Self::StateLost(_) => "state_lost",
             Self::Sync(host_sync::SyncError::Cancelled { .. })
             | Self::Lock(gpu_host_probe::LockError::Cancelled { .. }) => "cancelled",
             Self::Sync(host_sync::SyncError::Lock(lock)) | Self::Lock(lock) if lock.is_busy() => {

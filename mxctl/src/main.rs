@@ -90,6 +90,7 @@ fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
         Command::Labels(args) => commands::labels::run(args, &host, output),
         Command::Generate(args) => commands::generate::run(args),
         Command::CheckTrust(args) => Ok(commands::check_trust::run(args)),
+        Command::SystemdGenerator(args) => commands::systemd_generator::run(args, &config),
         Command::Partition(command) => match command {
             PartitionCommand::Apply(args) => {
                 commands::partition::apply::run(args, &config, &host, output)

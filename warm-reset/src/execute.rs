@@ -4,7 +4,9 @@
 use crate::backend::Backend;
 use crate::clock::{Clock, SystemClock};
 use crate::journal::{InFlight, Journal, JournalError, LastReset};
-use crate::machine::{Action, Event, InvalidTransition, MachineConfig, State, step};
+use crate::machine::{
+    Action, Event, InvalidTransition, MachineConfig, PendingColdReboot, State, step,
+};
 use crate::method::Method;
 use crate::reasons::ResetOutcome;
 use crate::target::Target;
@@ -91,6 +93,10 @@ pub enum ExecuteError {
     /// machine): nothing was written.
     #[error("the reset machine asked for the journal before the host lock was held")]
     JournalWithoutLock,
+    /// The reset could not be recorded in the machine's record of writes to its cards
+    /// ([`gpu_host_probe::HostLock::record_write`]), so it was not issued.
+    #[error("the reset could not be recorded as a write to the cards, so it was not issued")]
+    NotRecorded(#[source] gpu_host_probe::RecordError),
 }
 
 /// What sees every state a run enters, with the time.
@@ -253,15 +259,29 @@ fn drive(run: ResetRun<'_>, mut lock: Lock<'_>) -> Result<ResetReport, ExecuteEr
                 Action::CheckRoot => Some(Event::Root(backend.is_root())),
                 Action::CheckHost => Some(Event::Host(backend.prepare())),
                 Action::Resolve => Some(Event::Resolved(backend.resolve(&config.id))),
+                Action::ReadColdReboots { target } => Some(Event::ColdReboots(
+                    writer()?.load()?.cold_reboots(boot_id, &touched(&target)),
+                )),
                 Action::CheckUse { target } => Some(Event::Use(backend.check_use(&target))),
                 Action::MarkKernelLog => Some(Event::KernelLog(backend.mark_kernel_log())),
                 Action::WriteJournal { target } => {
+                    let devices = touched(&target);
+                    let method = target.method();
                     writer()?.begin(InFlight::new(
                         target,
                         clock.unix_ms(),
                         u64::try_from(config.window.as_millis()).unwrap_or(u64::MAX),
                         boot_id.map(str::to_owned),
                     ))?;
+                    // From here on what any observation of these cards said is over.
+                    let held = lock.held().ok_or(ExecuteError::JournalWithoutLock)?;
+                    held.record_write(
+                        &devices,
+                        gpu_host_probe::Writer::WarmReset {
+                            method: gpu_partition_types::Token::as_str(method).to_owned(),
+                        },
+                    )
+                    .map_err(ExecuteError::NotRecorded)?;
                     None
                 }
                 Action::IssueReset { target, deadline } => {
@@ -313,10 +333,52 @@ fn drive(run: ResetRun<'_>, mut lock: Lock<'_>) -> Result<ResetReport, ExecuteEr
                     ResetWarning::EndNotRecorded(gpu_host_probe::chain::Chain(&error).to_string()),
                 );
             }
+            // A device not back is not warm-reset again in this boot by anything of ours.
+            if let ResetOutcome::ColdRebootRequired(reason) = report.outcome {
+                let mut devices = if report.not_back.is_empty() {
+                    report
+                        .gpus
+                        .iter()
+                        .chain(&report.verified)
+                        .copied()
+                        .collect()
+                } else {
+                    report.not_back.clone()
+                };
+                devices.sort();
+                devices.dedup();
+                let pending = PendingColdReboot::new(
+                    devices,
+                    &report.target,
+                    reason,
+                    clock.unix_ms(),
+                    boot_id.map(str::to_owned),
+                );
+                if let Err(error) = Journal::new(held).record_cold_reboot(pending) {
+                    warn(
+                        &mut report.warnings,
+                        ResetWarning::EndNotRecorded(
+                            gpu_host_probe::chain::Chain(&error).to_string(),
+                        ),
+                    );
+                }
+            }
         }
     }
     drop(lock);
     Ok(report)
+}
+
+/// Every device a reset of `target` touches: those its ID names and those verified after it.
+fn touched(target: &Target) -> Vec<Bdf> {
+    let mut devices: Vec<Bdf> = target
+        .devices()
+        .into_iter()
+        .chain(target.verified())
+        .collect();
+    devices.sort();
+    devices.dedup();
+    devices
 }
 
 fn warn(warnings: &mut Vec<ResetWarning>, warning: ResetWarning) {

@@ -8,7 +8,7 @@
 //! read it ([`read_journal`], [`last_reset`]): it is replaced whole, so a read sees one whole
 //! file.
 
-use crate::machine::JournalView;
+use crate::machine::{JournalView, PendingColdReboot};
 use crate::reasons::ResetOutcome;
 use crate::target::Target;
 use gpu_host_probe::{Host, HostLock};
@@ -104,6 +104,32 @@ pub struct JournalFile {
     /// Finished plan steps, by key.
     #[serde(default)]
     pub steps: BTreeMap<String, StepRecord>,
+    /// The resets that ended needing a cold reboot, in the boot they ended in (those of an
+    /// earlier boot are dropped once the boot id tells).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cold_reboot: Vec<PendingColdReboot>,
+}
+
+impl JournalFile {
+    /// The resets of the boot `boot_id` (or of a boot that cannot be told apart) that ended
+    /// needing a cold reboot of one of `devices`.
+    pub fn cold_reboots(
+        &self,
+        boot_id: Option<&str>,
+        devices: &[gpu_partition_types::Bdf],
+    ) -> Vec<PendingColdReboot> {
+        self.cold_reboot
+            .iter()
+            .filter(|pending| pending.holds_in(boot_id))
+            .filter(|pending| {
+                pending
+                    .devices
+                    .iter()
+                    .any(|device| devices.contains(device))
+            })
+            .cloned()
+            .collect()
+    }
 }
 
 /// The journal could not be used; a run never guesses past it.
@@ -268,6 +294,19 @@ impl<'lock> Journal<'lock> {
     pub(crate) fn record_last(&self, last: LastReset) -> Result<(), JournalError> {
         let mut file = self.load()?;
         file.last = Some(last);
+        self.store(&file)
+    }
+
+    /// Records a reset that ended needing a cold reboot (dropping those of other boots).
+    pub(crate) fn record_cold_reboot(
+        &self,
+        pending: PendingColdReboot,
+    ) -> Result<(), JournalError> {
+        let mut file = self.load()?;
+        let boot_id = pending.boot_id.clone();
+        file.cold_reboot
+            .retain(|earlier| earlier.holds_in(boot_id.as_deref()));
+        file.cold_reboot.push(pending);
         self.store(&file)
     }
 

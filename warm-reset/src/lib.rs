@@ -64,7 +64,7 @@ pub use journal::{
 pub use kmsg::{DEFAULT_KMSG, KernelLog, KernelLogError, KernelLogSource, KmsgRecord};
 pub use machine::{
     Action, DEFAULT_WINDOW, Event, FIRST_POLL, InvalidTransition, JournalView, MachineConfig,
-    State, Transition, step,
+    PendingColdReboot, State, Transition, step,
 };
 pub use metax::backend::{MetaxBackend, MxSmiBackend};
 pub use metax::error::MxSmiError;

@@ -28,6 +28,9 @@ gpu_partition_types::token_enum! {
         KernelLogUnreadable = "kernel_log_unreadable",
         /// The journal records a reset still inside its window.
         ResetInFlight = "reset_in_flight",
+        /// A warm reset of this boot left a device of the group needing a cold reboot (named in
+        /// the detail): none touches it again until the host is cold-rebooted.
+        ColdRebootPending = "cold_reboot_pending",
         /// Another GPU operation holds the host lock.
         LockBusy = "lock_busy",
         /// `mx-smi` is absent, is not MetaX's, or does not answer as expected.

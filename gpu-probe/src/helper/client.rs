@@ -114,6 +114,18 @@ impl ReadFailure {
     }
 }
 
+/// Why the helper's `apply` gave no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyFailure {
+    /// The write could not be recorded in the machine's record of writes, so the helper was not
+    /// run: nothing was written.
+    #[error("the write could not be recorded, so the helper was not run")]
+    NotRecorded(#[source] crate::RecordError),
+    /// The helper's run gave no usable answer (the batch may have written part of its steps).
+    #[error("{0}")]
+    Run(ReadFailure),
+}
+
 impl std::fmt::Display for ReadFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.reason, self.message)
@@ -270,13 +282,27 @@ impl Helper {
     }
 
     /// Runs `apply` on `device` with `request` (the `format` of [`Helper::negotiate_apply`]),
-    /// under the host lock `_lock`: the helper's answer, or why there is none (the reasons of
+    /// under the host lock `lock`: the helper's answer, or why there is none (the reasons of
     /// a read: `timeout`, `busy` for exit 75, `crash` for any other failure — a request the
     /// helper refuses exits 2 —, `undecodable` for an answer that does not read), with its
-    /// message.
+    /// message. Before the helper runs, the write is recorded in the machine's record of writes
+    /// ([`HostLock::record_write`]): an observation of the card made before it is over, whatever
+    /// the batch then does; a write that cannot be recorded is not made.
     pub fn apply(
         &self,
-        _lock: &HostLock,
+        lock: &HostLock,
+        device: Bdf,
+        format: FormatVersion,
+        request: &ApplyRequest,
+    ) -> Result<ApplyAnswer, ApplyFailure> {
+        lock.record_write(&[device], crate::Writer::HelperApply)
+            .map_err(ApplyFailure::NotRecorded)?;
+        self.run_apply(device, format, request)
+            .map_err(ApplyFailure::Run)
+    }
+
+    fn run_apply(
+        &self,
         device: Bdf,
         format: FormatVersion,
         request: &ApplyRequest,

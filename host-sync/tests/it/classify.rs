@@ -4,9 +4,10 @@
 use gpu_host_probe::PciIdentity;
 use gpu_partition_types::{Bdf, PartitionMode};
 use host_sync::{
-    CHECKS, Difference, DifferenceKind, Direction, Facts, GpuRecord, HelperState, HostReason,
-    HostStatus, LayoutOutcome, LayoutRecord, PciFunction, StoredReason, classify,
+    CHECKS, Direction, Facts, GpuRecord, HelperState, HostReason, HostStatus, LayoutOutcome,
+    LayoutRecord, PciFunction, StoredReason, classify,
 };
+use layout_model::{Difference, Fact, ProfileRef};
 use std::collections::BTreeMap;
 
 fn bdf(bus: u8) -> Bdf {
@@ -59,6 +60,7 @@ fn run(
         helper,
         layout: None,
         drift: &[],
+        lost: false,
     });
     (status, reason.to_string())
 }
@@ -68,9 +70,9 @@ fn says(status: HostStatus, reason: &str) -> (HostStatus, String) {
 }
 
 #[test]
-fn the_table_has_nine_checks_ending_with_one_that_always_applies() {
-    assert_eq!(CHECKS.len(), 9);
-    assert_eq!(CHECKS[8].reason, HostReason::Ready);
+fn the_table_has_eleven_checks_ending_with_one_that_always_applies() {
+    assert_eq!(CHECKS.len(), 11);
+    assert_eq!(CHECKS[10].reason, HostReason::Ready);
 }
 
 #[test]
@@ -208,6 +210,7 @@ fn pool_on_with_a_gpu_never_read_is_entering() {
         helper: HelperState::Available,
         layout: None,
         drift: &[],
+        lost: false,
     });
     assert_eq!(
         (status, reason.to_string()),
@@ -259,6 +262,7 @@ fn a_gpu_left_unknown_over_a_division_still_holds_the_host_leaving() {
         helper: HelperState::NotChecked,
         layout: None,
         drift: &[],
+        lost: false,
     });
     assert_eq!(
         (status, reason),
@@ -280,6 +284,7 @@ fn with_layout(pool: bool, record: &LayoutRecord, mode: PartitionMode) -> (HostS
         helper: HelperState::Available,
         layout: Some(record),
         drift: &[],
+        lost: false,
     });
     (status, reason.to_string())
 }
@@ -382,6 +387,7 @@ fn a_host_without_an_nvidia_gpu_has_no_partitionable_gpu_whatever_its_last_layou
         helper: HelperState::NotChecked,
         layout: Some(&record),
         drift: &[],
+        lost: false,
     });
     assert_eq!(
         (status, reason),
@@ -394,8 +400,10 @@ fn drifted(pool: bool, layout: Option<&LayoutRecord>, mode: PartitionMode) -> (H
     let modes = modes(&gpus, &[mode]);
     let drift = [Difference::new(
         bdf(1),
-        DifferenceKind::GpuInstances,
-        "no GPU instance of 1g.5gb at 0+1, where the layout places one",
+        Fact::InstanceMissing {
+            profile: ProfileRef::new(19, Some("1g.5gb".to_owned())),
+            placement: gpu_partition_types::Placement::new(0, 1),
+        },
     )];
     let (status, reason) = classify(&Facts {
         gpus: &gpus,
@@ -408,6 +416,7 @@ fn drifted(pool: bool, layout: Option<&LayoutRecord>, mode: PartitionMode) -> (H
         helper: HelperState::Available,
         layout,
         drift: &drift,
+        lost: false,
     });
     (status, reason.to_string())
 }

@@ -19,6 +19,9 @@ use std::sync::mpsc;
 pub(super) struct Shared<'a> {
     pub lock: &'a HostLock,
     pub helper: &'a Helper,
+    /// The helper without the caller's cancel: the one read that settles what a batch ended
+    /// with no answer did to its card.
+    pub settle: &'a Helper,
     pub format: FormatVersion,
     pub cancel: Option<&'a Cancel>,
 }

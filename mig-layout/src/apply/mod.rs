@@ -51,9 +51,10 @@ use gpu_host_probe::{Cancel, Host, HostLock, LockError};
 use gpu_partition_types::{Bdf, StepResult, Token};
 use hooks::HookEnv;
 use host_sync::{
-    AfterBoot, ApplyEnd, Board, Declaration, Direction, LayoutOutcome, Pool, StateStore,
-    StoredReason, SyncOptions, sync_under,
+    AfterBoot, ApplyEnd, ApplyStateError, BootRestore, BootRestoreStart, Direction, LayoutOutcome,
+    Pool, StateLost, StateStore, StoreError, StoredReason, SyncOptions, sync_under,
 };
+use layout_model::{Board, Declaration, Unnamed};
 use preflight::Preflight;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -81,8 +82,13 @@ pub struct ApplyOptions {
     /// progress is ended as its deadline would end it; a warm reset in its window is never cut
     /// short. The apply then ends `blocked (cancelled)` when nothing was written yet, `failed
     /// (cancelled)` once writes began, recorded so, and the cards not read since are
-    /// `unknown (cancelled)` until the next sync.
+    /// `unknown (cancelled)` until the next sync. A cancel that ended the apply before its
+    /// first write leaves the declaration before it as it was.
     pub cancel: Option<Cancel>,
+    /// What becomes of the cards' instances the layout does not name (default: destroyed, the
+    /// card made to match); declared with the layout, so later syncs and restores treat them
+    /// alike.
+    pub unnamed: Unnamed,
 }
 
 impl ApplyOptions {
@@ -96,7 +102,14 @@ impl ApplyOptions {
             lock_wait: Duration::ZERO,
             hooks: Hooks::none(),
             cancel: None,
+            unnamed: Unnamed::Match,
         }
+    }
+
+    /// Treats the cards' instances the layout does not name as `unnamed` says.
+    pub fn unnamed(mut self, unnamed: Unnamed) -> Self {
+        self.unnamed = unnamed;
+        self
     }
 
     /// Ends the apply early when `cancel` is triggered.
@@ -290,6 +303,29 @@ pub enum ApplyError {
     /// The warm reset could not run (its journal, its machine).
     #[error("the warm reset could not run")]
     Reset(#[from] warm_reset::ExecuteError),
+    /// The apply's record could not be written.
+    #[error("cannot record the apply")]
+    Record(#[source] ApplyStateError),
+    /// The store did not keep what the apply recorded (a store written before a member of the
+    /// state existed drops it, the declaration above all): read back under the lock, the first
+    /// member that differs is named. The cards are as the report says.
+    #[error("the state store did not keep the apply's record: {difference}")]
+    NotKept {
+        /// The first member that differs, saved and loaded.
+        difference: host_sync::FieldDifference,
+        /// What the apply did.
+        report: Box<ApplyReport>,
+    },
+}
+
+impl From<ApplyStateError> for ApplyError {
+    fn from(error: ApplyStateError) -> Self {
+        match error {
+            ApplyStateError::Store(store) => Self::Store(store),
+            ApplyStateError::Scan(scan) => Self::Scan(scan),
+            other => Self::Record(other),
+        }
+    }
 }
 
 /// Applies the layout `specs` (one label of a document) as `options` say.
@@ -346,6 +382,12 @@ pub struct RestoreOptions {
     pub hooks: Hooks,
     /// Ends the restore early when triggered, as [`ApplyOptions::cancel`] ends an apply.
     pub cancel: Option<Cancel>,
+    /// What becomes of instances the declaration does not name; `None` (the default): what
+    /// each declared GPU says (what its apply chose).
+    pub unnamed: Option<Unnamed>,
+    /// The boot's restore: once per boot by itself — one already run in this boot makes this
+    /// one do nothing ([`Restore::AlreadyRanThisBoot`]); this one is recorded before it writes.
+    pub once_per_boot: bool,
 }
 
 impl RestoreOptions {
@@ -358,7 +400,22 @@ impl RestoreOptions {
             lock_wait: Duration::ZERO,
             hooks: Hooks::none(),
             cancel: None,
+            unnamed: None,
+            once_per_boot: false,
         }
+    }
+
+    /// Treats the cards' instances the declaration does not name as `unnamed` says, whatever
+    /// each declared GPU says.
+    pub fn unnamed(mut self, unnamed: Unnamed) -> Self {
+        self.unnamed = Some(unnamed);
+        self
+    }
+
+    /// Runs as the boot's restore: once per boot.
+    pub fn once_per_boot(mut self, once: bool) -> Self {
+        self.once_per_boot = once;
+        self
     }
 
     /// Ends the restore early when `cancel` is triggered.
@@ -397,25 +454,31 @@ impl RestoreOptions {
 pub enum Restore {
     /// Nothing is declared on this host (no apply or leave has written): nothing was done.
     NothingDeclared,
+    /// The stored state did not read and was kept aside: what the host was declared to be is not
+    /// known, and nothing was done (a boot restore must fail so, not report that nothing was
+    /// ever declared).
+    StateLost(StateLost),
+    /// A boot restore already ran in this boot ([`RestoreOptions::once_per_boot`]): nothing
+    /// was done.
+    AlreadyRanThisBoot(BootRestore),
     /// The declaration was applied by diff (zero steps when the cards hold it), recorded as an
     /// apply of its label.
     Ran(Box<ApplyReport>),
 }
 
-/// Brings the host back to what it is declared to be ([`host_sync::Declaration`]): the same
+/// Brings the host back to what it is declared to be ([`layout_model::Declaration`]): the same
 /// executor as [`apply()`], over each declared GPU at its declared placements; a card of
 /// another model in a declared slot blocks before any write (`card_changed`), another board of
 /// the same model is restored with a warning, and a declared GPU not on the host (or not bound
 /// to `nvidia`) is left alone with a warning. What a toolstack runs at start, after its
-/// database sync, on its own thread (the package's boot unit runs `mxctl partition restore`).
+/// database sync, on its own thread (the package's boot unit runs `mxctl partition restore
+/// --at-boot`, [`RestoreOptions::once_per_boot`]). The state is read under the host lock only.
 pub fn restore(run: ApplyRun<'_>, options: &RestoreOptions) -> Result<Restore, ApplyError> {
     let clock = run.reset.clock_or_real();
     let started = clock.now();
-    // The label, for a report of a lock held by another operation; read again under the lock.
-    let Some(first) = run.store.load()?.and_then(|state| state.declared) else {
-        return Ok(Restore::NothingDeclared);
-    };
-    let mut report = ApplyReport::new(&first.label);
+    // The declaration is read under the lock: held by another operation, the report says so
+    // under the name of a restore.
+    let mut report = ApplyReport::new("restore");
     let Some(lock) = take_lock(
         run.host,
         options.lock_wait,
@@ -426,11 +489,27 @@ pub fn restore(run: ApplyRun<'_>, options: &RestoreOptions) -> Result<Restore, A
         report.elapsed = clock.now().saturating_sub(started);
         return Ok(Restore::Ran(Box::new(report)));
     };
-    let Some(declared) = run.store.load()?.and_then(|state| state.declared) else {
-        return Ok(Restore::NothingDeclared);
+    let state = run.store.load()?.unwrap_or_default();
+    let Some(declared) = state.declared else {
+        return Ok(match state.lost {
+            Some(lost) => Restore::StateLost(lost),
+            None => Restore::NothingDeclared,
+        });
     };
+    if options.once_per_boot && !options.dry_run {
+        if let BootRestoreStart::AlreadyRan(earlier) =
+            host_sync::begin_boot_restore(&lock, run.store, &run.host.boot())?
+        {
+            return Ok(Restore::AlreadyRanThisBoot(earlier));
+        }
+    }
     report.label.clone_from(&declared.label);
-    let job = declared_job(run.host, &declared, &options.devices, &mut report)?;
+    let mut job = declared_job(run.host, &declared, &options.devices, &mut report)?;
+    if let Some(unnamed) = options.unnamed {
+        for wanted in &mut job.wanted {
+            wanted.want = wanted.want.clone().unnamed(unnamed);
+        }
+    }
     let settings = ApplyOptions {
         label: declared.label.clone(),
         devices: options.devices.clone(),
@@ -439,6 +518,7 @@ pub fn restore(run: ApplyRun<'_>, options: &RestoreOptions) -> Result<Restore, A
         lock_wait: options.lock_wait,
         hooks: options.hooks.clone(),
         cancel: options.cancel.clone(),
+        unnamed: options.unnamed.unwrap_or_default(),
     };
     run_locked(run, &lock, job, &settings, &mut report)?;
     drop(lock);
@@ -503,6 +583,9 @@ fn resolve(
         .warnings
         .extend(selection.absent.into_iter().map(ApplyWarning::Absent));
     let mut wanted = selection.wanted;
+    for w in &mut wanted {
+        w.want = w.want.clone().unnamed(options.unnamed);
+    }
     if !options.devices.is_empty() {
         for device in &options.devices {
             if !wanted.iter().any(|w| w.gpu.bdf == *device) {
@@ -574,6 +657,7 @@ fn run_locked(
         mut observe,
     } = run;
     // Every run of the helper ends when the caller cancels (the closing sync's too).
+    let run_helper = helper;
     let cancellable;
     let helper = match &options.cancel {
         Some(cancel) => {
@@ -637,6 +721,7 @@ fn run_locked(
                     shared: Shared {
                         lock,
                         helper,
+                        settle: run_helper,
                         format,
                         cancel: options.cancel.as_ref(),
                     },
@@ -812,6 +897,22 @@ fn go(
     host_sync::begin_apply(shared.lock, store, &record)?;
     phases::run(ctx, reset, &mut cards, report);
     let cancelled = shared.cancelled();
+    // Whether any card may have been written: a step done, a reset issued, a batch that gave no
+    // answer and left its card changed. None was: the declaration before stands.
+    let wrote = cards.iter().any(|gpu| gpu.wrote);
+    if !wrote && cancelled {
+        report.outcome = ApplyOutcome::Blocked(ApplyReason::Cancelled);
+        report.detail = Some(
+            "the apply was cancelled before its first write; nothing was written, and the \
+             declared layout is as it was"
+                .to_owned(),
+        );
+        report.gpus = cards.into_iter().map(|gpu| gpu.report).collect();
+        let end = ApplyEnd::new(ended(report.outcome), report.detail.clone(), false);
+        host_sync::end_apply(shared.lock, store, record, end)?;
+        report.host = Some(classify(shared.lock, shared.helper, store, options)?);
+        return Ok(());
+    }
     for gpu in &mut cards {
         let Some(stop) = gpu.stop.as_mut() else {
             gpu.report.outcome = Some(ApplyOutcome::Done);
@@ -871,10 +972,21 @@ fn go(
         .map(|gpu| (gpu.wanted.gpu.bdf, gpu.declared.clone()))
         .collect();
     report.gpus = cards.into_iter().map(|gpu| gpu.report).collect();
-    let mut end = ApplyEnd::new(ended(report.outcome), report.detail.clone(), true);
+    let mut end = ApplyEnd::new(ended(report.outcome), report.detail.clone(), wrote);
     end.modes = modes;
-    end.declared = Some(declared);
-    host_sync::end_apply(shared.lock, store, record, end)?;
+    // After a write the new declaration stands (the host is between layouts until it holds; a
+    // restore finishes it); an apply that wrote nothing leaves the one before.
+    end.declared = wrote.then_some(declared);
+    match host_sync::end_apply(shared.lock, store, record, end) {
+        Ok(()) => {}
+        Err(ApplyStateError::Store(StoreError::NotKept { difference })) => {
+            return Err(ApplyError::NotKept {
+                difference,
+                report: Box::new(report.clone()),
+            });
+        }
+        Err(error) => return Err(error.into()),
+    }
     report.host = Some(classify(shared.lock, shared.helper, store, options)?);
     Ok(())
 }

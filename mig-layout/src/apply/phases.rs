@@ -10,9 +10,9 @@ use super::reset::reset_batch;
 use crate::plan::{CardPlan, plan};
 use crate::report::{ApplyReason, ApplyReport, GpuReport};
 use crate::select::Wanted;
-use gpu_host_probe::helper::Helper;
+use gpu_host_probe::helper::{ApplyFailure, Helper};
 use gpu_partition_types::{ApplyAnswer, ApplyRequest, Bdf, Reply, Step, StepOutcome};
-use host_sync::{Board, Card, CardProfile, DeclaredGpu, differences};
+use layout_model::{Board, Card, DeclaredGpu, differences};
 use std::time::Duration;
 use warm_reset::ResetWith;
 
@@ -36,6 +36,9 @@ pub(super) struct Gpu {
     pub declared: DeclaredGpu,
     /// Why it stopped, once it did (the apply's other GPUs go on).
     pub stop: Option<Stop>,
+    /// Whether the card may have been written: a step done, a reset issued, or a batch that
+    /// gave no answer and left the card changed (or unread).
+    pub wrote: bool,
 }
 
 impl Gpu {
@@ -52,18 +55,23 @@ impl Gpu {
             || self.first.deferred
     }
 
-    /// Keeps what `planned` (made over `card`) decides of the GPU's declaration: its placements,
-    /// each with the compute instance that fills it (a deferred plan decides none).
-    pub fn decided(&mut self, planned: &CardPlan, card: &Card) {
+    /// Keeps what `planned` decides of the GPU's declaration: its placements (a deferred plan
+    /// decides none).
+    pub fn decided(&mut self, planned: &CardPlan) {
         let want = if planned.deferred {
             self.wanted.want.clone()
         } else {
             self.wanted.want.clone().placed(planned.target.clone())
         };
-        self.declared = DeclaredGpu::new(&want, self.board.clone(), |profile| {
-            card.profile(profile).and_then(CardProfile::filling)
-        });
+        self.declared = DeclaredGpu::new(&want, self.board.clone());
     }
+}
+
+/// The card as far as a write changes it: its mode and its instances.
+fn as_written(reply: &Reply) -> Option<(bool, Option<bool>, Vec<layout_model::CardInstance>)> {
+    Card::of(reply)
+        .ok()
+        .map(|card| (card.current, card.pending, card.instances))
 }
 
 /// Runs a batch of steps on one GPU with a deadline that grows with the batch; records each
@@ -80,14 +88,27 @@ fn run_batch(
     let deadline = shared.helper.config().deadline + STEP_DEADLINE.saturating_mul(count);
     let batch = Helper::new(shared.helper.config().clone().deadline(deadline));
     let request = ApplyRequest::new(steps);
-    let answer = batch
-        .apply(shared.lock, device, shared.format, &request)
-        .map_err(|failure| {
-            Stop::failed(
+    let answer = match batch.apply(shared.lock, device, shared.format, &request) {
+        Ok(answer) => answer,
+        Err(failure @ ApplyFailure::NotRecorded(_)) => {
+            return Err(Stop::failed(
+                ApplyReason::StepRefused,
+                format!("{device}: {}", gpu_host_probe::chain::Chain(&failure)),
+            ));
+        }
+        Err(ApplyFailure::Run(failure)) => {
+            settle(shared, gpu);
+            return Err(Stop::failed(
                 ApplyReason::StepRefused,
                 format!("{device}: the helper's apply gave no answer: {failure}"),
-            )
-        })?;
+            ));
+        }
+    };
+    gpu.wrote = gpu.wrote
+        || answer
+            .results
+            .iter()
+            .any(|result| matches!(result.outcome, StepOutcome::Done { .. }));
     let mut refused = None;
     for result in &answer.results {
         if let StepOutcome::Refused { .. } = result.outcome {
@@ -103,6 +124,23 @@ fn run_batch(
     match refused {
         Some(detail) => Err(Stop::failed(ApplyReason::StepRefused, detail)),
         None => Ok(answer),
+    }
+}
+
+/// What a batch that gave no answer (killed by its deadline or a cancel, crashed) did to its
+/// card is settled by one read without the cancel: the card as it was before means nothing was
+/// written; anything else — or no read — means it may have been.
+fn settle(shared: &Shared<'_>, gpu: &mut Gpu) {
+    let before = as_written(&gpu.reply);
+    match shared
+        .settle
+        .read_reply(shared.lock, gpu.report.device, shared.format)
+    {
+        Ok(reply) => {
+            gpu.wrote = gpu.wrote || before.is_none() || as_written(&reply) != before;
+            gpu.reply = reply;
+        }
+        Err(_) => gpu.wrote = true,
     }
 }
 
@@ -143,10 +181,8 @@ fn keep_stops(cards: &mut [Gpu], results: Vec<Option<Result<(), Stop>>>) {
 
 /// The GPU's destroys and its mode change, in one batch; whether its change is pending.
 fn first_batch(shared: &Shared<'_>, say: &dyn Fn(Progress), gpu: &mut Gpu) -> Result<(), Stop> {
-    let Ok(planned) = plan(&gpu.reply, &gpu.wanted.want) else {
-        return Ok(());
-    };
-    let steps = planned.first_batch();
+    // The preflight's plan, made over the card as it still is.
+    let steps = gpu.first.first_batch();
     if steps.is_empty() {
         return Ok(());
     }
@@ -179,6 +215,11 @@ fn resets(
         return;
     }
     let ended = reset_batch(ctx, with, &due, &in_apply, &mut report.resets);
+    for gpu in cards.iter_mut() {
+        if ended.issued.contains(&gpu.report.device) {
+            gpu.wrote = true;
+        }
+    }
     // The touched GPUs read again, side by side: those reset and the apply's others the
     // group took with them.
     let touched: Vec<Bdf> = in_apply
@@ -263,9 +304,7 @@ fn finish(shared: &Shared<'_>, say: &dyn Fn(Progress), gpu: &mut Gpu) -> Result<
             ),
         ));
     }
-    if let Ok(card) = Card::of(&gpu.reply) {
-        gpu.decided(&planned, &card);
-    }
+    gpu.decided(&planned);
     create(shared, say, gpu, &planned)?;
     // The read-back: what the layout wants, at the placements the plan chose.
     let placed = gpu.wanted.want.clone().placed(planned.target.clone());

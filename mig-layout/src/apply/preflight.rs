@@ -11,7 +11,7 @@ use crate::select::{HostGpu, Wanted};
 use gpu_host_probe::HostLock;
 use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_partition_types::{Bdf, FormatVersion, UnreadableReason};
-use host_sync::{Board, BoardChange, Card, DeclaredGpu};
+use layout_model::{Adopted, Board, BoardChange, Card, DeclaredGpu};
 use std::collections::BTreeMap;
 
 /// Every GPU planned, or why not (with the reports of all, for the blocked report).
@@ -62,6 +62,7 @@ pub(super) fn preflight(
             plan: Vec::new(),
             steps: Vec::new(),
             differences: Vec::new(),
+            adopted: Vec::new(),
             outcome: None,
             detail: None,
         };
@@ -107,12 +108,25 @@ pub(super) fn preflight(
             Ok(planned) => {
                 if let Some(card) = &card {
                     report.plan = planned.describe(card);
+                    report.adopted = planned
+                        .adopted
+                        .iter()
+                        .filter_map(|id| card.instances.iter().find(|i| i.id == *id))
+                        .map(|instance| {
+                            Adopted::new(
+                                device,
+                                instance.id,
+                                card.named(instance.profile_id),
+                                instance.placement,
+                            )
+                        })
+                        .collect();
                 }
                 if let Some(why) = busy::refusal(&reply, &planned) {
                     refusal.get_or_insert(why);
                 }
                 let mut gpu = Gpu {
-                    declared: DeclaredGpu::new(&wanted.want, board.clone(), |_| None),
+                    declared: DeclaredGpu::new(&wanted.want, board.clone()),
                     wanted,
                     reply,
                     report,
@@ -120,11 +134,10 @@ pub(super) fn preflight(
                     board,
                     first: planned,
                     stop: None,
+                    wrote: false,
                 };
-                if let Some(card) = &card {
-                    let planned = gpu.first.clone();
-                    gpu.decided(&planned, card);
-                }
+                let planned = gpu.first.clone();
+                gpu.decided(&planned);
                 cards.push(gpu);
             }
             Err(impossible) => {

@@ -16,9 +16,11 @@ use super::ctx::{Ctx, Shared, Stop};
 use crate::report::{ApplyOutcome, ApplyReason};
 use gpu_host_probe::HostLock;
 use gpu_partition_types::Bdf;
-use host_sync::Card;
+use layout_model::Card;
 use std::time::Duration;
-use warm_reset::{Clock, ExecuteError, ResetOutcome, ResetReport, ResetWith, window_left};
+use warm_reset::{
+    BlockedReason, Clock, ExecuteError, ResetOutcome, ResetReport, ResetWith, window_left,
+};
 
 /// Waits on `clock` until a reset the journal records in flight, of this boot, is past its
 /// window (warm-reset's rule, [`window_left`]): the machine then verifies it rather than
@@ -56,6 +58,8 @@ fn run(
 pub(super) struct BatchEnd {
     pub touched: Vec<Bdf>,
     pub stops: Vec<(Bdf, Stop)>,
+    /// The GPUs a reset of this batch was issued on (written, however it ended).
+    pub issued: Vec<Bdf>,
 }
 
 /// Completes the pending mode changes of `due` with warm resets, together: an earlier run's
@@ -75,6 +79,7 @@ pub(super) fn reset_batch(
     let mut end = BatchEnd {
         touched: Vec::new(),
         stops: Vec::new(),
+        issued: Vec::new(),
     };
     let machine = |error: &ExecuteError| {
         format!(
@@ -154,16 +159,8 @@ pub(super) fn reset_batch(
             }
         };
         if let ResetOutcome::Blocked(reason) = dry.outcome {
-            end.stops.push((
-                *device,
-                Stop::failed(
-                    ApplyReason::ResetBlocked,
-                    format!(
-                        "{device}: the warm reset is blocked ({reason}): {}",
-                        dry.detail
-                    ),
-                ),
-            ));
+            end.stops
+                .push((*device, blocked_stop(lock, *device, reason, &dry.detail)));
             continue;
         }
         if let Some(refusal) = busy_peer(&ctx.shared, *device, &dry.verified, in_apply) {
@@ -198,18 +195,15 @@ pub(super) fn reset_batch(
             outcome: done.outcome,
         });
     }
+    if done.outcome.reset_issued() {
+        end.issued.extend(batch.iter().copied());
+    }
     match done.outcome {
         ResetOutcome::Done | ResetOutcome::DryRun => {
             end.touched.extend(done.verified.iter().copied())
         }
         ResetOutcome::Blocked(reason) => stop_all(&mut end, &batch, &|device| {
-            Stop::failed(
-                ApplyReason::ResetBlocked,
-                format!(
-                    "{device}: the warm reset is blocked ({reason}): {}",
-                    done.detail
-                ),
-            )
+            blocked_stop(lock, device, reason, &done.detail)
         }),
         ResetOutcome::ColdRebootRequired(reason) => {
             // Where the verification tells the GPUs apart, only those not back need the cold
@@ -243,6 +237,32 @@ pub(super) fn reset_batch(
     }
     resets.push(done);
     end
+}
+
+/// Why `device` stops when its reset is blocked for `reason`: a reset of this boot that left it
+/// needing a cold reboot keeps it so (the host keeps saying a cold reboot is needed, with the
+/// reason that reset ended with); any other refusal is `reset_blocked`.
+fn blocked_stop(lock: &HostLock, device: Bdf, reason: BlockedReason, detail: &str) -> Stop {
+    let earlier = (reason == BlockedReason::ColdRebootPending)
+        .then(|| {
+            let boot_id = gpu_host_probe::read_boot_id(lock.host().proc_root());
+            warm_reset::read_journal(lock.host())
+                .ok()?
+                .cold_reboots(boot_id.as_deref(), &[device])
+                .into_iter()
+                .next()
+        })
+        .flatten();
+    match earlier {
+        Some(earlier) => Stop {
+            outcome: ApplyOutcome::ColdRebootRequired(earlier.reason),
+            detail: format!("{device}: {detail}"),
+        },
+        None => Stop::failed(
+            ApplyReason::ResetBlocked,
+            format!("{device}: the warm reset is blocked ({reason}): {detail}"),
+        ),
+    }
 }
 
 /// The refusal of `device`'s reset when its group takes an NVLink peer the apply does not name

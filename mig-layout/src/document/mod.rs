@@ -35,7 +35,7 @@ pub use write::{to_json, to_yaml};
 
 use gpu_host_probe::{PciIdentity, PciSubsystem};
 use gpu_partition_types::{Bdf, JsonPointer};
-use host_sync::ProfileKey;
+use layout_model::ProfileKey;
 use std::fmt;
 
 /// A layout document: labelled layouts, in the order the document gives them.

@@ -6,7 +6,7 @@ use super::node::{Entry, Key, Node};
 use super::{DeviceId, DeviceRef, Devices, Document, Spec};
 use gpu_host_probe::PciSubsystem;
 use gpu_partition_types::{Bdf, JsonPointer};
-use host_sync::ProfileKey;
+use layout_model::ProfileKey;
 use saphyr::{LoadableYamlNode, MarkedYaml};
 use saphyr_parser::{Event, Parser, ScanError};
 

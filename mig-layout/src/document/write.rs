@@ -1,7 +1,7 @@
 //! The writer: a document as mig-parted's v1 YAML, which the reader reads back equal.
 
 use super::{DeviceRef, Devices, Document, Spec};
-use host_sync::ProfileKey;
+use layout_model::ProfileKey;
 use std::fmt::Write as _;
 
 /// A double-quoted scalar: JSON's string syntax is YAML's double-quoted style.

@@ -46,6 +46,15 @@ pub fn representable(placement: Placement) -> bool {
     mask(placement).is_some()
 }
 
+/// Whether two placements share a slice.
+pub fn overlaps(one: Placement, other: Placement) -> bool {
+    match (mask(one), mask(other)) {
+        (Some(one), Some(other)) => one & other != 0,
+        // A placement the card cannot hold overlaps nothing it can; treated as in the way.
+        _ => true,
+    }
+}
+
 struct Search<'a> {
     demands: &'a [Demand],
     masks: Vec<Vec<u128>>,

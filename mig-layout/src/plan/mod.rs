@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use gpu_partition_types::Reply;
-//! use host_sync::{ProfileKey, Want};
+//! use layout_model::{ProfileKey, Want};
 //! use mig_layout::plan;
 //!
 //! // An A100 with MIG on and nothing carved; its 1g.5gb profile has seven placements.
@@ -37,7 +37,7 @@ pub mod fit;
 
 use fit::{Candidate, Demand};
 use gpu_partition_types::{Bdf, Placement, Reply, Step};
-use host_sync::{Card, CardInstance, CardProfile, Placed, Want};
+use layout_model::{Card, CardInstance, CardProfile, Placed, Unnamed, Want};
 use std::fmt;
 
 gpu_partition_types::token_enum! {
@@ -57,6 +57,9 @@ gpu_partition_types::token_enum! {
         ProfileIncomplete = "profile_incomplete",
         /// A member of the reply the plan depends on did not read.
         Unreadable = "unreadable",
+        /// An instance the caller adopts is where the layout needs room (or MIG off would
+        /// destroy it).
+        AdoptedInTheWay = "adopted_in_the_way",
     }
 }
 
@@ -143,6 +146,9 @@ pub struct CardPlan {
     pub fill: Vec<Fill>,
     /// GPU instances kept as they are.
     pub kept: Vec<u32>,
+    /// GPU instances the layout does not name, kept because the caller adopts them
+    /// ([`Unnamed::Adopt`]): never destroyed, not part of the layout.
+    pub adopted: Vec<u32>,
     /// The GPU instances as the layout leaves the card (the read-back must find exactly these,
     /// each with its filling compute instance).
     pub target: Vec<Placed>,
@@ -160,6 +166,7 @@ impl CardPlan {
             create: Vec::new(),
             fill: Vec::new(),
             kept: Vec::new(),
+            adopted: Vec::new(),
             target: Vec::new(),
             deferred: false,
         }
@@ -272,6 +279,12 @@ impl CardPlan {
         if self.deferred {
             lines.push(PlanLine::Deferred);
         }
+        for id in &self.adopted {
+            lines.push(PlanLine::Adopted {
+                gpu_instance_id: *id,
+                of: of(*id),
+            });
+        }
         lines
     }
 }
@@ -326,6 +339,13 @@ pub enum PlanLine {
     },
     /// The instances are created once MIG is on (the card lists its profiles only then).
     Deferred,
+    /// A GPU instance the layout does not name, kept: the caller adopts such instances.
+    Adopted {
+        /// It.
+        gpu_instance_id: u32,
+        /// Its profile and placement, when the card lists it.
+        of: Option<(String, Placement)>,
+    },
 }
 
 fn at(of: &Option<(String, Placement)>) -> String {
@@ -385,6 +405,15 @@ impl fmt::Display for PlanLine {
             Self::Deferred => {
                 f.write_str("then create the instances: the card lists its profiles once MIG is on")
             }
+            Self::Adopted {
+                gpu_instance_id,
+                of,
+            } => write!(
+                f,
+                "keep GPU instance {gpu_instance_id}{}: the layout does not name it, and it is \
+                 adopted",
+                at(of)
+            ),
         }
     }
 }
@@ -435,6 +464,15 @@ pub fn plan_card(card: &Card, want: &Want) -> Result<CardPlan, Impossible> {
         (false, _) => plan.set_mode = Some(want.enabled),
     }
     if !want.enabled {
+        if want.unnamed == Unnamed::Adopt {
+            if let Some(instance) = card.instances_now().first() {
+                return Err(adopted_in_the_way(
+                    card,
+                    instance,
+                    "turning MIG off would destroy it",
+                ));
+            }
+        }
         destroy_all(card, &mut plan, |_| true);
         return Ok(plan);
     }
@@ -444,11 +482,14 @@ pub fn plan_card(card: &Card, want: &Want) -> Result<CardPlan, Impossible> {
         return Ok(plan);
     }
     let wanted = resolve(card, want)?;
+    let existing: &[CardInstance] = if card.current { &card.instances } else { &[] };
+    if want.unnamed == Unnamed::Adopt && !existing.is_empty() {
+        return plan_adopting(card, want, &wanted, plan);
+    }
     if wanted.is_empty() {
         destroy_all(card, &mut plan, |_| true);
         return Ok(plan);
     }
-    let existing: &[CardInstance] = if card.current { &card.instances } else { &[] };
     let mut demands = Vec::with_capacity(wanted.len());
     for (profile, count) in &wanted {
         let decided = want.placements.as_ref().map(|placed| {
@@ -539,6 +580,178 @@ pub fn plan_card(card: &Card, want: &Want) -> Result<CardPlan, Impossible> {
         _ => 1,
     });
     Ok(plan)
+}
+
+/// The plan when the card's instances the layout does not name are adopted: for each profile,
+/// the card's instances of it where the layout places them (or, with the placements not
+/// decided, the first ones by placement, up to the count) are the layout's; every other
+/// instance is adopted — kept, never destroyed —, and the layout's missing instances are placed
+/// in the slices no instance holds. A decided placement an adopted instance covers is impossible
+/// (`adopted_in_the_way`, naming it).
+fn plan_adopting(
+    card: &Card,
+    want: &Want,
+    wanted: &[(&CardProfile, u32)],
+    mut plan: CardPlan,
+) -> Result<CardPlan, Impossible> {
+    let device = card.device;
+    let existing = card.instances_now();
+    let mut named: Vec<&CardInstance> = Vec::new();
+    let mut demands = Vec::new();
+    let mut profiles = Vec::new();
+    for (profile, count) in wanted {
+        let mut own: Vec<&CardInstance> = existing
+            .iter()
+            .filter(|instance| instance.profile_id == profile.id)
+            .collect();
+        own.sort_by_key(|instance| (instance.placement.start, instance.placement.size));
+        let decided = want.placements.as_ref().map(|placed| {
+            placed
+                .iter()
+                .filter(|placed| placed.profile_id == profile.id)
+                .map(|placed| placed.placement)
+                .collect::<Vec<_>>()
+        });
+        let (mine, places): (Vec<&CardInstance>, Vec<Placement>) = match decided {
+            Some(decided) => {
+                let mine: Vec<&CardInstance> = own
+                    .iter()
+                    .copied()
+                    .filter(|instance| decided.contains(&instance.placement))
+                    .collect();
+                let places = decided
+                    .into_iter()
+                    .filter(|placement| !mine.iter().any(|i| i.placement == *placement))
+                    .collect();
+                (mine, places)
+            }
+            None => {
+                let keep = usize::try_from(*count).unwrap_or(usize::MAX).min(own.len());
+                let mine: Vec<&CardInstance> = own.iter().copied().take(keep).collect();
+                let places = profile.placements.clone().unwrap_or_default();
+                (mine, places)
+            }
+        };
+        let left = count.saturating_sub(u32::try_from(mine.len()).unwrap_or(u32::MAX));
+        named.extend(mine);
+        if left == 0 {
+            continue;
+        }
+        let free: Vec<Placement> = places
+            .iter()
+            .copied()
+            .filter(|placement| {
+                fit::representable(*placement)
+                    && !existing
+                        .iter()
+                        .any(|instance| fit::overlaps(instance.placement, *placement))
+            })
+            .collect();
+        if want.placements.is_some() && free.len() < places.len() {
+            let blocked = places.iter().find_map(|placement| {
+                existing
+                    .iter()
+                    .find(|instance| fit::overlaps(instance.placement, *placement))
+            });
+            if let Some(instance) = blocked {
+                return Err(adopted_in_the_way(
+                    card,
+                    instance,
+                    &format!("the layout places {} where it sits", profile.label()),
+                ));
+            }
+        }
+        demands.push(Demand {
+            count: left,
+            candidates: free
+                .into_iter()
+                .map(|placement| Candidate {
+                    placement,
+                    existing: None,
+                })
+                .collect(),
+        });
+        profiles.push(*profile);
+    }
+    let Some((chosen, _)) = fit::fit(&demands) else {
+        let asked: Vec<String> = profiles
+            .iter()
+            .zip(&demands)
+            .map(|(profile, demand)| format!("{} × {}", demand.count, profile.label()))
+            .collect();
+        return Err(Impossible::new(
+            device,
+            profiles.first().map(|profile| profile.label()),
+            ImpossibleKind::AdoptedInTheWay,
+            format!(
+                "{device}: {} do not fit in the slices the adopted instances leave free",
+                asked.join(", ")
+            ),
+        ));
+    };
+    for ((profile, demand), picks) in profiles.iter().zip(&demands).zip(&chosen) {
+        let (compute_profile_id, _) = profile
+            .filling()
+            .ok_or_else(|| slices_unknown(card, profile))?;
+        for pick in picks {
+            let Some(candidate) = demand.candidates.get(*pick) else {
+                continue;
+            };
+            plan.target
+                .push(Placed::new(profile.id, candidate.placement));
+            plan.create.push(Create {
+                profile_id: profile.id,
+                profile: profile.label(),
+                placement: candidate.placement,
+                compute_profile_id,
+            });
+        }
+    }
+    for instance in existing {
+        if !named.iter().any(|mine| mine.id == instance.id) {
+            plan.adopted.push(instance.id);
+            continue;
+        }
+        plan.target
+            .push(Placed::new(instance.profile_id, instance.placement));
+        if card.complete(instance) {
+            plan.kept.push(instance.id);
+            continue;
+        }
+        for compute in &instance.compute {
+            plan.destroy.push(Step::DestroyComputeInstance {
+                gpu_instance_id: instance.id,
+                compute_instance_id: compute.id,
+            });
+        }
+        if let Some((compute_profile_id, _)) = card
+            .profile(instance.profile_id)
+            .and_then(CardProfile::filling)
+        {
+            plan.fill.push(Fill {
+                gpu_instance_id: instance.id,
+                compute_profile_id,
+            });
+        }
+    }
+    plan.target.sort();
+    Ok(plan)
+}
+
+fn adopted_in_the_way(card: &Card, instance: &CardInstance, why: &str) -> Impossible {
+    Impossible::new(
+        card.device,
+        Some(card.label(instance.profile_id)),
+        ImpossibleKind::AdoptedInTheWay,
+        format!(
+            "{}: GPU instance {} ({}) at {}+{} is adopted, never destroyed, and {why}",
+            card.device,
+            instance.id,
+            card.label(instance.profile_id),
+            instance.placement.start,
+            instance.placement.size
+        ),
+    )
 }
 
 /// Destroys every instance `which` picks: their compute instances first, then the instances.

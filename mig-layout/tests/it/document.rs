@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::document;
-use host_sync::ProfileKey;
+use layout_model::ProfileKey;
 use mig_layout::{DeviceId, DeviceRef, Devices, Document, to_yaml};
 
 fn name(text: &str) -> ProfileKey {

@@ -7,7 +7,7 @@ use crate::common;
 use common::{carry_out, document, reply};
 use gpu_host_probe::PciIdentity;
 use gpu_partition_types::{Placement, Step};
-use host_sync::{ProfileKey, Want, differences};
+use layout_model::{ProfileKey, Want, differences};
 use mig_layout::plan;
 use mig_layout::{HostGpu, ImpossibleKind, select};
 

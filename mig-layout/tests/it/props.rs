@@ -6,7 +6,7 @@ use crate::common;
 
 use common::{carry_out, reply};
 use gpu_partition_types::Placement;
-use host_sync::{ProfileKey, Want, differences};
+use layout_model::{ProfileKey, Want, differences};
 use mig_layout::fit::{Candidate, Demand, Score, fit};
 use mig_layout::plan;
 use mig_layout::{DeviceRef, Devices, Document, Spec, to_json, to_yaml};

@@ -60,9 +60,10 @@ pub fn rfc3339(secs: u64) -> String {
     )
 }
 
-/// The feature file of `state` in the boot `boot`, expiring at `expires` (Unix seconds). A value
-/// that is no valid label value (a layout label with a `+`, say) is left out, with a warning.
-pub fn render(state: &HostState, expires: u64, boot: &host_sync::Boot) -> String {
+/// The feature file of `state` judged against `now`, expiring at `expires` (Unix seconds). A
+/// value that is no valid label value (a layout label with a `+`, say) is left out, with a
+/// warning.
+pub fn render(state: &HostState, expires: u64, now: &gpu_host_probe::Now) -> String {
     let mut text = String::new();
     let _ = writeln!(text, "# mxctl: this host's GPU partitioning (mxctl labels)");
     let _ = writeln!(text, "# +expiry-time={}", rfc3339(expires));
@@ -88,10 +89,19 @@ pub fn render(state: &HostState, expires: u64, boot: &host_sync::Boot) -> String
         label("layout-outcome", layout.outcome.as_str());
     }
     // What the host is declared to be, and whether the cards hold it: never `holds` unless a
-    // sync of this boot read every declared card and found it so.
+    // sync of this boot read every declared card and found it so, and nothing of ours wrote to
+    // them since; with when they were last read (Unix seconds), so a scheduler sees the
+    // observation's age.
     if let Some(declared) = &state.declared {
         label("layout", &declared.label);
-        label("layout-state", declared.holding(boot).token());
+        label(
+            "layout-state",
+            gpu_partition_types::Token::as_str(declared.holding(now).state()),
+        );
+        label("layout-generation", &declared.generation.to_string());
+        if let Some(at) = declared.checked_at() {
+            label("layout-checked", &at.to_string());
+        }
     }
     text
 }
@@ -114,7 +124,7 @@ pub fn run(args: &Labels, host: &Host, output: Output) -> Result<u8, Failure> {
         .load()?
         .unwrap_or_default();
     let expires = unix_now().saturating_add(args.expiry.as_secs().max(1));
-    let text = render(&state, expires, &host.boot());
+    let text = render(&state, expires, &host.now());
     match &args.output {
         None => std::io::stdout()
             .lock()

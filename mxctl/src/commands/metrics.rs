@@ -6,8 +6,10 @@ use crate::cli::Metrics;
 use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
+use gpu_host_probe::Now;
 use gpu_partition_types::{PartitionMode, Token};
-use host_sync::{Boot, DifferenceKind, FileStore, HostState, HostStatus, StateStore, StoredReason};
+use host_sync::{FileStore, HostState, HostStatus, StateStore, StoredReason};
+use layout_model::{DifferenceKind, HoldingState};
 use prometheus::{Encoder, Gauge, GaugeVec, Opts, Registry, TextEncoder};
 use std::io::Write;
 use warm_reset::LastReset;
@@ -37,7 +39,7 @@ pub fn run(args: &Metrics, host: &Host, output: Output) -> Result<u8, Failure> {
             None
         }
     };
-    let text = render(&state, last.as_ref(), &host.boot()).map_err(Failure::Metrics)?;
+    let text = render(&state, last.as_ref(), &host.now()).map_err(Failure::Metrics)?;
     match &args.output {
         None => std::io::stdout()
             .lock()
@@ -64,11 +66,11 @@ fn one_if(is: bool) -> f64 {
     if is { 1.0 } else { 0.0 }
 }
 
-/// The metrics of `state` and `last` in the boot `boot`, in the text format.
+/// The metrics of `state` and `last` judged against `now`, in the text format.
 pub fn render(
     state: &HostState,
     last: Option<&LastReset>,
-    boot: &Boot,
+    now: &Now,
 ) -> Result<Vec<u8>, prometheus::Error> {
     let registry = Registry::new();
     let status = family(
@@ -140,17 +142,34 @@ pub fn render(
         .set(seconds(layout.finished_at.unwrap_or(layout.started_at)));
     }
     if let Some(declared) = &state.declared {
-        let holding = declared.holding(boot);
+        let holding = declared.holding(now);
         let held = family(
             &registry,
             "mxctl_layout_declared",
             "Whether the cards hold the declared MIG layout, as the last sync that read them \
-             found in this boot: 1 for the state (holds, drifted, unknown), 0 for the others.",
+             found in this boot with nothing of ours written to them since: 1 for the state \
+             (holds, drifted, unknown), 0 for the others.",
             &["label", "state"],
         )?;
-        for value in ["holds", "drifted", "unknown"] {
-            held.with_label_values(&[declared.label.as_str(), value])
-                .set(one_if(value == holding.token()));
+        for value in HoldingState::ALL {
+            held.with_label_values(&[declared.label.as_str(), value.as_str()])
+                .set(one_if(*value == holding.state()));
+        }
+        family(
+            &registry,
+            "mxctl_layout_generation",
+            "How many declarations this host has had, the one now included.",
+            &["label"],
+        )?
+        .with_label_values(&[declared.label.as_str()])
+        .set(declared.generation as f64);
+        if let Some(at) = declared.checked_at() {
+            let gauge = Gauge::with_opts(Opts::new(
+                "mxctl_layout_checked_timestamp_seconds",
+                "When a sync last read the declared GPUs, in seconds since the Unix epoch.",
+            ))?;
+            registry.register(Box::new(gauge.clone()))?;
+            gauge.set(seconds(at));
         }
         let found = holding.differences();
         let drift = family(
@@ -161,7 +180,7 @@ pub fn render(
             &["kind"],
         )?;
         for kind in DifferenceKind::ALL {
-            let count = found.iter().filter(|d| d.kind == *kind).count();
+            let count = found.iter().filter(|d| d.kind() == *kind).count();
             drift.with_label_values(&[kind.as_str()]).set(count as f64);
         }
     }

@@ -13,3 +13,4 @@ pub mod reset_backend;
 pub mod reset_plan;
 pub mod state;
 pub mod sync;
+pub mod systemd_generator;

@@ -27,6 +27,7 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
         .method(method)
         .window(window(&args.backend, config))
         .dry_run(args.dry_run);
+    let simulated = args.simulate.is_some();
     let report = match &args.simulate {
         Some(scenario) => {
             let clock = Arc::new(SystemClock::new());
@@ -60,8 +61,22 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
             )?
         }
     };
-    print(&report, output)?;
+    // A reset is a write to the cards: read them again, as after an apply (a simulation
+    // touches no card).
+    let after = (!simulated && report.outcome.reset_issued())
+        .then(|| super::sync::after_write(config, host))
+        .flatten();
+    print(&report, after.as_ref(), output)?;
     Ok(exit_code(report.outcome))
+}
+
+/// The reset's document with the host the sync after it left (`host`: the sync's document,
+/// `null` when none ran).
+#[derive(serde::Serialize)]
+struct WithHost<'a> {
+    #[serde(flatten)]
+    report: &'a ResetReport,
+    host: Option<&'a host_sync::SyncReport>,
 }
 
 /// Runs the machine, showing each step (and, on a terminal, a bar over the window).
@@ -130,8 +145,13 @@ pub fn run_machine(
     )?)
 }
 
-/// Prints the result for people, or the `--json` document.
-pub fn print(report: &ResetReport, output: Output) -> Result<(), Failure> {
+/// Prints the result for people, or the `--json` document, with the host after the sync that
+/// followed it, when one ran.
+pub fn print(
+    report: &ResetReport,
+    after: Option<&host_sync::SyncReport>,
+    output: Output,
+) -> Result<(), Failure> {
     let mut text = String::new();
     let _ = writeln!(text, "outcome: {}", report.outcome);
     if !report.detail.is_empty() {
@@ -160,6 +180,9 @@ pub fn print(report: &ResetReport, output: Output) -> Result<(), Failure> {
         let _ = writeln!(text, "warning: {warning}");
     }
     let _ = writeln!(text, "elapsed: {:.1} s", report.elapsed.as_secs_f64());
+    if let Some(after) = after {
+        text.push_str(&super::sync::host_lines(after));
+    }
     let _ = writeln!(
         text,
         "{}",
@@ -171,5 +194,11 @@ pub fn print(report: &ResetReport, output: Output) -> Result<(), Failure> {
                 "the warm reset did not work: cold-reboot this host",
         }
     );
-    output.emit(report, &text)
+    output.emit(
+        &WithHost {
+            report,
+            host: after,
+        },
+        &text,
+    )
 }

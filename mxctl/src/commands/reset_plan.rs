@@ -78,6 +78,25 @@ pub fn step(args: &StepArgs, config: &Config, host: &Host, output: Output) -> Re
             action.action, action.outcome, action.detail
         );
     }
-    output.emit(&report, &text)?;
+    // A step that reset wrote to the cards: read them again, as after an apply.
+    let after = (!report.repeated && report.outcome.reset_issued())
+        .then(|| super::sync::after_write(config, host))
+        .flatten();
+    if let Some(after) = &after {
+        text.push_str(&super::sync::host_lines(after));
+    }
+    #[derive(serde::Serialize)]
+    struct WithHost<'a> {
+        #[serde(flatten)]
+        report: &'a warm_reset::PlanStepReport,
+        host: Option<&'a host_sync::SyncReport>,
+    }
+    output.emit(
+        &WithHost {
+            report: &report,
+            host: after.as_ref(),
+        },
+        &text,
+    )?;
     Ok(exit_code(report.outcome))
 }

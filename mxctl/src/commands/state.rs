@@ -6,9 +6,10 @@ use crate::output::Output;
 use gpu_host_probe::Host;
 use gpu_partition_types::Bdf;
 use host_sync::{
-    Declaration, Difference, FileStore, GpuRecord, Holding, HostStatus, LayoutOutcome,
-    LayoutRecord, StateStore, StatusReport, StoredReason,
+    FileStore, GpuRecord, HostStatus, LayoutOutcome, LayoutRecord, StateStore, StatusReport,
+    StoredReason,
 };
+use layout_model::{Declaration, Difference, Holding, Remedy};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -30,9 +31,23 @@ pub struct StateReport<'a> {
     /// `status` only: the last layout apply.
     pub layout: Option<&'a LayoutRecord>,
     /// `status` only: what the host is declared to be, and whether the cards hold it now.
-    pub declared: Option<(&'a Declaration, Holding<'a>)>,
+    pub declared: Option<(&'a Declaration, Holding)>,
     /// `sync` only: how the declared GPUs it read differ.
     pub drift: &'a [Difference],
+    /// When the declared GPUs were last read (`sync`: by it), when they were.
+    pub checked_at: Option<u64>,
+}
+
+/// What brings the differences back, for people: the command of mxctl that does.
+fn hint(differences: &[Difference]) -> Option<&'static str> {
+    let remedies: Vec<Remedy> = differences.iter().map(Difference::remedy).collect();
+    if remedies.contains(&Remedy::Restore) {
+        Some("`mxctl partition restore` brings back what differs from the declaration")
+    } else if remedies.contains(&Remedy::NewLayout) {
+        Some("the declaration cannot be restored on what is there: apply a layout for it")
+    } else {
+        None
+    }
 }
 
 impl StateReport<'_> {
@@ -82,18 +97,54 @@ impl StateReport<'_> {
         if let Some((declared, holding)) = &self.declared {
             let _ = writeln!(
                 text,
-                "declared layout: {} ({} GPU(s)): {holding}",
+                "declared layout: {} ({} GPU(s), generation {}): {holding}",
                 declared.label,
-                declared.gpus.len()
+                declared.gpus.len(),
+                declared.generation
             );
             if let Holding::Drifted(found) = holding {
-                for difference in *found {
+                for difference in found {
                     let _ = writeln!(text, "  differs: {difference}");
+                }
+                if let Some(hint) = hint(found) {
+                    let _ = writeln!(text, "  {hint}");
+                }
+            }
+            if let Some(check) = &declared.check {
+                for adopted in &check.adopted {
+                    let _ = writeln!(
+                        text,
+                        "  adopted: {} GPU instance {} ({}) at {}+{}",
+                        adopted.device,
+                        adopted.gpu_instance_id,
+                        adopted.profile,
+                        adopted.placement.start,
+                        adopted.placement.size
+                    );
                 }
             }
         }
         for difference in self.drift {
             let _ = writeln!(text, "differs from the declared layout: {difference}");
+        }
+        if let Some(hint) = hint(self.drift) {
+            let _ = writeln!(text, "{hint}");
+        }
+        match (&self.declared, self.checked_at) {
+            (Some(_), at) => {
+                let _ = writeln!(
+                    text,
+                    "cards last read: {}",
+                    at.map_or_else(
+                        || "not since the layout was declared".to_owned(),
+                        |at| format!("{at} (Unix time)")
+                    )
+                );
+            }
+            (None, Some(at)) => {
+                let _ = writeln!(text, "declared GPUs read: {at} (Unix time)");
+            }
+            (None, None) => {}
         }
         for warning in self.warnings {
             let _ = writeln!(text, "warning: {warning}");
@@ -108,7 +159,7 @@ pub fn run(host: &Host, output: Output) -> Result<u8, Failure> {
     let state = FileStore::read_only(host.state_dir())
         .load()?
         .unwrap_or_default();
-    let boot = host.boot();
+    let now = host.now();
     let text = StateReport {
         status: state.status,
         reason: &state.reason,
@@ -120,10 +171,11 @@ pub fn run(host: &Host, output: Output) -> Result<u8, Failure> {
         declared: state
             .declared
             .as_ref()
-            .map(|declared| (declared, declared.holding(&boot))),
+            .map(|declared| (declared, declared.holding(&now))),
         drift: &[],
+        checked_at: state.declared.as_ref().and_then(Declaration::checked_at),
     }
     .text();
-    output.emit(&StatusReport::new(&state, &boot), &text)?;
+    output.emit(&StatusReport::new(&state, &now), &text)?;
     Ok(0)
 }

@@ -37,8 +37,42 @@ pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<
         layout: None,
         declared: None,
         drift: &report.drift,
+        checked_at: report.checked_at,
     }
     .text();
     output.emit(&report, &text)?;
     Ok(0)
+}
+
+/// The sync mxctl runs after a write of its own to the cards (a warm reset, a plan step): with
+/// the config's pool switch and helper, waiting for the lock as a sync does. The write ended
+/// every check of the cards it touched; this reads them again, so the surfaces say what they
+/// hold now (`entering (layout_drifted)`, naming what the reset took). `None` with a warning
+/// when it could not run: the host then says `unknown` until a sync does.
+pub fn after_write(config: &Config, host: &Host) -> Option<host_sync::SyncReport> {
+    let options = SyncOptions::new(config.pool, AfterBoot::No);
+    let mut store = FileStore::new(host.state_dir());
+    let helper = gpu_host_probe::helper::Helper::new(config.helper.clone());
+    match host_sync::sync(host, &helper, &mut store, &options) {
+        Ok(report) => Some(report),
+        Err(error) => {
+            tracing::warn!(
+                "the sync after the write could not run: {}; the cards' state is unknown until \
+                 a sync reads them",
+                gpu_host_probe::chain::Chain(&error)
+            );
+            None
+        }
+    }
+}
+
+/// The host as the sync after a write left it, for the end of a command's text.
+pub fn host_lines(after: &host_sync::SyncReport) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
+    let _ = writeln!(text, "host:    {} ({})", after.status, after.reason);
+    if let Some(message) = &after.message {
+        let _ = writeln!(text, "why:     {message}");
+    }
+    text
 }

@@ -378,7 +378,19 @@ fn assert_exits_0_after_apply_and_1_naming_the_difference_after_an_instance_is_d
     let (code, report) = assert(&host);
     assert_eq!(code, 1);
     let differences = report["gpus"][0]["differences"].as_array().unwrap();
-    assert_eq!(differences[0]["kind"], "gpu_instances", "{report:#}");
+    assert_eq!(differences[0]["kind"], "instance_count", "{report:#}");
+    assert_eq!(
+        (
+            &differences[0]["profile"]["name"],
+            &differences[0]["found"],
+            &differences[0]["wanted"]
+        ),
+        (
+            &serde_json::json!("2g.20gb"),
+            &serde_json::json!(0),
+            &serde_json::json!(1)
+        )
+    );
     assert_eq!(
         differences[0]["message"],
         "0 GPU instance(s) of 2g.20gb, the layout wants 1"

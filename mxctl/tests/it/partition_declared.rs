@@ -97,7 +97,7 @@ fn after_a_reboot_the_boot_sync_says_layout_drifted_and_a_restore_brings_it_back
         assert!(
             on_it
                 .iter()
-                .all(|d| d.contains("\"gpu_instances\"") && d.contains("no GPU instance of"))
+                .all(|d| d.contains("\"instance_missing\"") && d.contains("no GPU instance of"))
         );
         assert!(
             on_it.iter().any(|d| d.contains("of 3g.20gb at")),
@@ -135,9 +135,9 @@ fn after_a_reboot_the_boot_sync_says_layout_drifted_and_a_restore_brings_it_back
     for line in [
         "mxctl_layout_declared{label=\"all-balanced\",state=\"drifted\"} 1",
         "mxctl_layout_declared{label=\"all-balanced\",state=\"holds\"} 0",
-        "mxctl_layout_drift{kind=\"gpu_instances\"} 12",
+        "mxctl_layout_drift{kind=\"instance_missing\"} 12",
         "mxctl_layout_drift{kind=\"mode\"} 1",
-        "mxctl_layout_drift{kind=\"placements\"} 0",
+        "mxctl_layout_drift{kind=\"instance_moved\"} 0",
     ] {
         assert!(metrics.contains(&line.to_owned()), "{line}: {metrics:#?}");
     }
@@ -213,7 +213,7 @@ fn one_instance_destroyed_by_hand_is_exactly_the_drift_and_exactly_what_a_restor
     assert_eq!(
         messages(&sync["drift"]),
         [format!(
-            "\"{A100_1}\" \"gpu_instances\": \"no GPU instance of 2g.10gb at {start}+2, where the \
+            "\"{A100_1}\" \"instance_missing\": \"no GPU instance of 2g.10gb at {start}+2, where the \
              layout places one\""
         )]
     );

@@ -541,6 +541,7 @@ fn the_text_output_shows_each_step_and_the_outcome() {
             "preflight: root",
             "preflight: tool, driver and versions",
             "preflight: target",
+            "preflight: cold reboot pending",
             "preflight: in use",
             "preflight: kernel log",
             "resetting",

@@ -133,7 +133,7 @@ fn status_before_any_sync_is_not_reported() {
     assert_eq!(code, 0);
     assert_eq!(
         status,
-        serde_json::json!({"status": "not_reported", "reason": "", "message": null, "gpus": [], "layout": null, "declared": null})
+        serde_json::json!({"status": "not_reported", "reason": "", "message": null, "synced_at": null, "gpus": [], "layout": null, "declared": null, "lost": null})
     );
 }
 
@@ -195,23 +195,21 @@ fn a_failed_read_over_a_divided_gpu_is_possibly_enabled() {
 }
 
 #[test]
-fn a_corrupt_state_file_is_a_clear_error_and_is_kept_aside() {
+fn a_corrupt_state_file_is_kept_aside_and_every_sync_and_status_after_says_the_state_was_lost() {
     let host = Host::new();
     std::fs::create_dir_all(host.path("state")).unwrap();
-    std::fs::write(
-        host.path("state/state.json"),
-        "{\"schema\": 1, \"status\": \"inactive\", \"rea",
-    )
-    .unwrap();
-    let output = host.command(&["sync"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(document["error"]["kind"], "state");
-    let message = document["error"]["message"].as_str().unwrap();
-    assert!(
-        message.contains("state.json does not read; kept aside as"),
-        "{message}"
+    let torn = "{\"schema\": 2, \"status\": \"inactive\", \"rea";
+    std::fs::write(host.path("state/state.json"), torn).unwrap();
+    let (code, first) = host.run(&["sync"]);
+    assert_eq!(code, 0, "{first}");
+    assert_eq!(
+        (first["status"].as_str(), first["reason"].as_str()),
+        (Some("inactive"), Some("state_lost"))
     );
+    let message = first["message"].as_str().unwrap();
+    assert!(message.contains("kept aside as"), "{message}");
+    let warnings = first["warnings"].to_string();
+    assert!(warnings.contains("did not read"), "{warnings}");
     let kept: Vec<_> = std::fs::read_dir(host.path("state"))
         .unwrap()
         .filter_map(|entry| entry.ok())
@@ -223,10 +221,17 @@ fn a_corrupt_state_file_is_a_clear_error_and_is_kept_aside() {
         })
         .collect();
     assert_eq!(kept.len(), 1);
-    assert_eq!(
-        std::fs::read_to_string(kept[0].path()).unwrap(),
-        "{\"schema\": 1, \"status\": \"inactive\", \"rea"
+    assert!(
+        message.contains(&kept[0].path().display().to_string()),
+        "{message}"
     );
+    assert_eq!(std::fs::read_to_string(kept[0].path()).unwrap(), torn);
+    // Not only the first: every later sync, and the status, still say it.
+    let (_, second) = host.run(&["sync"]);
+    assert_eq!(second["reason"], "state_lost", "{second}");
+    let (_, status) = host.run(&["status"]);
+    assert_eq!(status["reason"], "state_lost", "{status}");
+    assert!(status["lost"]["kept"].as_str().is_some(), "{status}");
 }
 
 #[test]
@@ -253,23 +258,33 @@ fn status_reports_a_corrupt_state_file_and_leaves_it_where_it_is() {
 }
 
 #[test]
-fn a_state_file_of_a_later_schema_is_refused_and_left_alone() {
+fn a_state_file_of_a_later_schema_is_refused_naming_both_schemas_and_left_byte_for_byte() {
     let host = Host::new();
     std::fs::create_dir_all(host.path("state")).unwrap();
-    std::fs::write(
-        host.path("state/state.json"),
-        r#"{"schema": 2, "status": "merged"}"#,
-    )
-    .unwrap();
-    let (code, document) = host.run(&["status"]);
-    assert_eq!(code, 1);
-    assert!(
-        document["error"]["message"]
-            .as_str()
+    let later = r#"{"schema": 3, "status": "merged", "declared": {"label": "x"}}"#;
+    std::fs::write(host.path("state/state.json"), later).unwrap();
+    for command in [&["status"][..], &["sync"][..]] {
+        let (code, document) = host.run(command);
+        assert_eq!(code, 1, "{command:?}");
+        let message = document["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("schema 3") && message.contains("schema 2"),
+            "{message}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(host.path("state/state.json")).unwrap(),
+            later
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(host.path("state"))
             .unwrap()
-            .contains("schema 2")
+            .filter(|e| e
+                .as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().starts_with("state")))
+            .count(),
+        1
     );
-    assert!(host.path("state/state.json").exists());
 }
 
 #[test]
@@ -568,8 +583,13 @@ fn sync_with_the_pool_on_reads_each_card_through_the_real_helper_and_nvml() {
     );
 }
 
-/// A document whose messages name a test's temporary files, made stable for a snapshot.
+/// A document whose messages name a test's temporary files, made stable for a snapshot (and
+/// the time of the last sync, when it has one, replaced by its presence).
 fn redacted(document: &serde_json::Value) -> serde_json::Value {
     let text = gpu_host_probe::test_util::redact_temp_dirs(&document.to_string());
-    serde_json::from_str(&text).unwrap()
+    let mut document: serde_json::Value = serde_json::from_str(&text).unwrap();
+    if let Some(at) = document.get_mut("synced_at").filter(|at| at.is_u64()) {
+        *at = serde_json::json!("[unix time]");
+    }
+    document
 }

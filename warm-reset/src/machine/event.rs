@@ -22,6 +22,53 @@ pub enum JournalView {
     },
 }
 
+/// A reset of this boot that ended needing a cold reboot, as the journal keeps it: until the host
+/// is cold-rebooted, no warm reset of ours touches those devices again.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub struct PendingColdReboot {
+    /// The devices the verification did not find back (the whole group when it could not tell
+    /// them apart).
+    pub devices: Vec<gpu_partition_types::Bdf>,
+    /// The ID that reset was given.
+    pub target: String,
+    /// Why it needs a cold reboot.
+    pub reason: crate::reasons::ColdRebootReason,
+    /// When it ended (Unix milliseconds).
+    pub ended_unix_ms: u64,
+    /// The kernel's boot id then, when it was readable (a cold reboot changes it).
+    pub boot_id: Option<String>,
+}
+
+impl PendingColdReboot {
+    /// A reset of `target` that ended at `ended_unix_ms` in the boot `boot_id` needing a cold
+    /// reboot of `devices`, for `reason`.
+    pub fn new(
+        devices: Vec<gpu_partition_types::Bdf>,
+        target: &str,
+        reason: crate::reasons::ColdRebootReason,
+        ended_unix_ms: u64,
+        boot_id: Option<String>,
+    ) -> Self {
+        Self {
+            devices,
+            target: target.to_owned(),
+            reason,
+            ended_unix_ms,
+            boot_id,
+        }
+    }
+
+    /// Whether it still holds in the boot `boot_id`: the same boot, or one that cannot be told
+    /// apart (an unread boot id on either side: a warm reset is never risked on a guess).
+    pub fn holds_in(&self, boot_id: Option<&str>) -> bool {
+        match (self.boot_id.as_deref(), boot_id) {
+            (Some(then), Some(now)) => then == now,
+            _ => true,
+        }
+    }
+}
+
 /// What happened: the answer to an action, or the start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -38,6 +85,8 @@ pub enum Event {
     Host(Result<Vec<ResetWarning>, Refusal>),
     /// The group the ID names (with warnings), or why not.
     Resolved(Result<(Target, Vec<ResetWarning>), Refusal>),
+    /// The resets of this boot that ended needing a cold reboot of a device of the group.
+    ColdReboots(Vec<PendingColdReboot>),
     /// Whether anything uses the group: warnings, or why it is in use.
     Use(Result<Vec<ResetWarning>, Refusal>),
     /// The end of the kernel log was noted, or why it could not be read.
@@ -64,6 +113,7 @@ impl Event {
             Self::Root(_) => "root",
             Self::Host(_) => "host checked",
             Self::Resolved(_) => "target resolved",
+            Self::ColdReboots(_) => "cold reboots pending",
             Self::Use(_) => "use checked",
             Self::KernelLog(_) => "kernel log marked",
             Self::ResetEnded(_) => "reset ended",
@@ -101,6 +151,12 @@ pub enum Action {
     CheckHost,
     /// Resolve the configured ID → [`Event::Resolved`].
     Resolve,
+    /// Read the journal for resets of this boot that ended needing a cold reboot of a device of
+    /// the group → [`Event::ColdReboots`].
+    ReadColdReboots {
+        /// The group.
+        target: Target,
+    },
     /// → [`Event::Use`].
     CheckUse {
         /// The group.

@@ -11,7 +11,7 @@ mod event;
 mod state;
 mod verify;
 
-pub use event::{Action, Event, InvalidTransition, JournalView};
+pub use event::{Action, Event, InvalidTransition, JournalView, PendingColdReboot};
 pub use state::State;
 
 use crate::backend::{BackendError, Refusal, ResetEnd};
@@ -220,11 +220,34 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
         }
         (S::CheckingHost, E::Host(Err(refusal))) => blocked(refusal),
         (S::ResolvingTarget, E::Resolved(Ok((target, warnings)))) => go(
-            S::CheckingUse {
+            S::CheckingColdReboot {
                 target: target.clone(),
             },
-            warned(warnings, Action::CheckUse { target }),
+            warned(warnings, Action::ReadColdReboots { target }),
         ),
+        (S::CheckingColdReboot { target }, E::ColdReboots(pending)) => match pending.first() {
+            None => go(
+                S::CheckingUse {
+                    target: target.clone(),
+                },
+                vec![Action::CheckUse { target }],
+            ),
+            // Another warm reset of a device that did not come back risks the host: only a
+            // cold reboot clears it.
+            Some(earlier) => {
+                let named: Vec<String> = earlier.devices.iter().map(ToString::to_string).collect();
+                blocked(Refusal::new(
+                    BlockedReason::ColdRebootPending,
+                    format!(
+                        "the warm reset of {} in this boot ended needing a cold reboot ({}) of \
+                         {}: no warm reset touches it again until the host is cold-rebooted",
+                        earlier.target,
+                        earlier.reason,
+                        named.join(", ")
+                    ),
+                ))
+            }
+        },
         (S::ResolvingTarget, E::Resolved(Err(refusal))) => blocked(refusal),
         (S::CheckingUse { target }, E::Use(Ok(warnings))) => go(
             S::CheckingKernelLog { target },
@@ -321,6 +344,7 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
             | E::Root(_)
             | E::Host(_)
             | E::Resolved(_)
+            | E::ColdReboots(_)
             | E::Use(_)
             | E::KernelLog(_)
             | E::ResetEnded(_)

@@ -20,6 +20,11 @@ pub enum State {
     CheckingHost,
     /// Preflight: which devices does the ID name, and which does a reset touch?
     ResolvingTarget,
+    /// Preflight: did a reset of this boot leave a device of the group needing a cold reboot?
+    CheckingColdReboot {
+        /// The group.
+        target: Target,
+    },
     /// Preflight: does anything use the group?
     CheckingUse {
         /// The group.
@@ -104,6 +109,7 @@ impl State {
             | Self::CheckingRoot
             | Self::CheckingHost
             | Self::ResolvingTarget
+            | Self::CheckingColdReboot { .. }
             | Self::CheckingUse { .. }
             | Self::CheckingKernelLog { .. }
             | Self::Resetting { .. }
@@ -121,6 +127,7 @@ impl State {
             Self::CheckingRoot => "preflight: root",
             Self::CheckingHost => "preflight: tool, driver and versions",
             Self::ResolvingTarget => "preflight: target",
+            Self::CheckingColdReboot { .. } => "preflight: cold reboot pending",
             Self::CheckingUse { .. } => "preflight: in use",
             Self::CheckingKernelLog { .. } => "preflight: kernel log",
             Self::Resetting { .. } => "resetting",

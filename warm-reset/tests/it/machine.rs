@@ -223,19 +223,50 @@ fn a_host_that_refuses_blocks_with_its_reason_and_detail() {
 }
 
 #[test]
-fn a_resolved_target_is_checked_for_use_after_its_warnings() {
+fn a_resolved_target_is_checked_for_a_pending_cold_reboot_after_its_warnings() {
     let (state, actions) = go(
         State::ResolvingTarget,
         Event::Resolved(Ok((target(), vec![ResetWarning::VerifyingEarlierReset]))),
     );
-    assert_eq!(state, State::CheckingUse { target: target() });
+    assert_eq!(state, State::CheckingColdReboot { target: target() });
     assert_eq!(
         actions,
         [
             Action::Warn(ResetWarning::VerifyingEarlierReset),
-            Action::CheckUse { target: target() }
+            Action::ReadColdReboots { target: target() }
         ]
     );
+}
+
+#[test]
+fn a_target_no_reset_of_this_boot_left_needing_a_cold_reboot_is_checked_for_use() {
+    let (state, actions) = go(
+        State::CheckingColdReboot { target: target() },
+        Event::ColdReboots(Vec::new()),
+    );
+    assert_eq!(state, State::CheckingUse { target: target() });
+    assert_eq!(actions, [Action::CheckUse { target: target() }]);
+}
+
+#[test]
+fn a_device_an_earlier_reset_of_this_boot_left_needing_a_cold_reboot_blocks_naming_it() {
+    let pending = warm_reset::PendingColdReboot::new(
+        target().devices(),
+        "0",
+        ColdRebootReason::GpuMissing,
+        1_767_229_200_000,
+        Some("5a3c".into()),
+    );
+    let (state, actions) = go(
+        State::CheckingColdReboot { target: target() },
+        Event::ColdReboots(vec![pending]),
+    );
+    let State::Blocked { reason, detail } = state else {
+        panic!("not blocked: {state:?}");
+    };
+    assert_eq!(reason, BlockedReason::ColdRebootPending);
+    assert!(detail.contains("gpu_missing"), "{detail}");
+    assert!(actions.is_empty());
 }
 
 #[test]
@@ -473,6 +504,7 @@ fn all_states() -> Vec<State> {
         State::CheckingRoot,
         State::CheckingHost,
         State::ResolvingTarget,
+        State::CheckingColdReboot { target: target() },
         State::CheckingUse { target: target() },
         State::CheckingKernelLog { target: target() },
         resetting(),
@@ -501,6 +533,7 @@ fn all_events() -> Vec<Event> {
         Event::Root(true),
         Event::Host(Ok(vec![])),
         Event::Resolved(Ok((target(), vec![]))),
+        Event::ColdReboots(Vec::new()),
         Event::Use(Ok(vec![])),
         Event::KernelLog(Ok(())),
         Event::ResetEnded(ResetEnd::Finished),
@@ -521,11 +554,12 @@ fn answers(state: &State) -> &'static [usize] {
         State::CheckingRoot => &[3],
         State::CheckingHost => &[4],
         State::ResolvingTarget => &[5],
-        State::CheckingUse { .. } => &[6],
-        State::CheckingKernelLog { .. } => &[7],
-        State::Resetting { .. } => &[8, 9, 10],
-        State::Verifying { .. } => &[11, 12],
-        State::CheckingKernel { .. } => &[13],
+        State::CheckingColdReboot { .. } => &[6],
+        State::CheckingUse { .. } => &[7],
+        State::CheckingKernelLog { .. } => &[8],
+        State::Resetting { .. } => &[9, 10, 11],
+        State::Verifying { .. } => &[12, 13],
+        State::CheckingKernel { .. } => &[14],
         _ => &[],
     }
 }
@@ -553,7 +587,7 @@ fn every_other_state_and_event_pair_is_an_invalid_transition_that_keeps_the_stat
             }
         }
     }
-    assert_eq!(pairs, 15 * 14 - 14);
+    assert_eq!(pairs, 16 * 15 - 15);
 }
 
 #[test]

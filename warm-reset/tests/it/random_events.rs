@@ -9,7 +9,7 @@ use warm_reset::metax::MetaxTarget;
 use warm_reset::metax::mx_smi::{GpuRow, GpuState};
 use warm_reset::{
     Action, Back, BackendError, BlockedReason, ColdRebootReason, Event, JournalView, MachineConfig,
-    NotBack, Refusal, ResetEnd, State, Target, TargetFacts, step,
+    NotBack, PendingColdReboot, Refusal, ResetEnd, State, Target, TargetFacts, step,
 };
 
 /// What a host says when it does not answer.
@@ -88,6 +88,16 @@ fn answer(action: &Action, dice: &mut Dice, now: &mut Duration) -> Option<Event>
         Action::Resolve => Event::Resolved(match dice.roll(5) {
             0 => Err(refused(dice)),
             _ => Ok((target(), vec![])),
+        }),
+        Action::ReadColdReboots { .. } => Event::ColdReboots(match dice.roll(6) {
+            0 => vec![PendingColdReboot::new(
+                target().devices(),
+                "0",
+                ColdRebootReason::GpuMissing,
+                0,
+                None,
+            )],
+            _ => Vec::new(),
         }),
         Action::CheckUse { .. } => Event::Use(checked(dice)),
         Action::IssueReset { deadline, .. } => match dice.roll(5) {

@@ -6,7 +6,7 @@
 use gpu_partition_types::{
     Case, ComputeInstance, GpuInstance, Lenient, MigState, Nullable, Placement, Reply, Step,
 };
-use host_sync::Card;
+use layout_model::Card;
 use mig_layout::{CardPlan, Document};
 use std::path::PathBuf;
 

@@ -11,7 +11,7 @@ use gpu_host_probe::Host;
 use host_sync::FileStore;
 use mig_layout::{
     ApplyOptions, ApplyOutcome, ApplyReport, ApplyRun, Progress, ResetWith, Restore,
-    RestoreOptions, Spec,
+    RestoreOptions, Spec, Unnamed,
 };
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -70,8 +70,10 @@ enum What<'a> {
     Declared,
 }
 
-/// `partition restore`: the declaration applied by diff. `--at-boot` (the boot unit): nothing
-/// when `restore-at-boot` is disabled, and nothing declared is not a failure.
+/// `partition restore`: the declaration applied by diff. `--at-boot` (the boot unit): once per
+/// boot, nothing when `restore-at-boot` is disabled, and nothing declared is not a failure; a
+/// state that was lost is, at boot as anywhere (its clients must not start on a host that lost
+/// its layout as if none had been declared).
 pub fn restore(
     args: &PartitionRestore,
     config: &Config,
@@ -127,15 +129,20 @@ fn write(
                 .devices(args.devices.clone())
                 .dry_run(args.dry_run)
                 .lock_wait(args.lock_wait.unwrap_or_default())
-                .hooks(config.hooks.clone());
+                .hooks(config.hooks.clone())
+                .unnamed(args.unnamed_instances.map_or(config.unnamed, Unnamed::from));
             mig_layout::apply(run, specs, &options).map_err(layout_failure)?
         }
         What::Declared => {
-            let options = RestoreOptions::new(pool(args.pool, config))
+            let mut options = RestoreOptions::new(pool(args.pool, config))
                 .devices(args.devices.clone())
                 .dry_run(args.dry_run)
                 .lock_wait(args.lock_wait.unwrap_or_default())
-                .hooks(config.hooks.clone());
+                .hooks(config.hooks.clone())
+                .once_per_boot(at_boot);
+            if let Some(unnamed) = args.unnamed_instances {
+                options = options.unnamed(unnamed.into());
+            }
             match mig_layout::restore(run, &options).map_err(layout_failure)? {
                 Restore::Ran(report) => *report,
                 Restore::NothingDeclared => {
@@ -144,6 +151,16 @@ fn write(
                     output.emit(&serde_json::json!({"restored": false, "why": said}), said)?;
                     return Ok(if at_boot { 0 } else { 3 });
                 }
+                Restore::AlreadyRanThisBoot(earlier) => {
+                    let said = format!(
+                        "a boot restore already ran in this boot (at {} Unix time): nothing was \
+                         done",
+                        earlier.at
+                    );
+                    output.emit(&serde_json::json!({"restored": false, "why": said}), &said)?;
+                    return Ok(0);
+                }
+                Restore::StateLost(lost) => return Err(Failure::StateLost(lost)),
             }
         }
     };
@@ -174,7 +191,18 @@ pub fn text(report: &ApplyReport) -> String {
             let _ = writeln!(
                 text,
                 "  differs ({}): {}",
-                difference.kind, difference.message
+                difference.kind(),
+                difference.message()
+            );
+        }
+        for adopted in &gpu.adopted {
+            let _ = writeln!(
+                text,
+                "  adopted: GPU instance {} ({}) at {}+{}, not in the layout, kept",
+                adopted.gpu_instance_id,
+                adopted.profile,
+                adopted.placement.start,
+                adopted.placement.size
             );
         }
     }
@@ -207,17 +235,8 @@ pub fn text(report: &ApplyReport) -> String {
     }
     let _ = writeln!(text, "writes:  {}", report.writes());
     let _ = writeln!(text, "elapsed: {:.1} s", report.elapsed.as_secs_f64());
-    let _ = writeln!(
-        text,
-        "{}",
-        match report.outcome {
-            ApplyOutcome::Done => "the layout holds, read back",
-            ApplyOutcome::DryRun => "dry run: nothing was written",
-            ApplyOutcome::Blocked(_) => "nothing was changed",
-            ApplyOutcome::Failed(_) => "the host is between layouts: fix the cause and apply again",
-            ApplyOutcome::ColdRebootRequired(_) =>
-                "the warm reset did not work: cold-reboot this host, then apply again",
-        }
-    );
+    // What the run says last is derived from how it ended and the host after it: never that
+    // the layout holds while the host says it does not.
+    let _ = writeln!(text, "{}", report.conclusion());
     text
 }

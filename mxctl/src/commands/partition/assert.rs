@@ -34,7 +34,10 @@ pub fn run(
             let _ = writeln!(
                 text,
                 "GPU {}  {}  {}: {}",
-                gpu.index, gpu.device, difference.kind, difference.message
+                gpu.index,
+                gpu.device,
+                difference.kind(),
+                difference.message()
             );
         }
     }

@@ -1,7 +1,8 @@
 //! What one GPU should be ([`Want`]): MIG on or off, its GPU instances by profile
-//! ([`ProfileKey`]) with their counts, and — once an apply chose them — where each sits
-//! ([`Placed`]). A layout document resolves into one per GPU (`mig-layout`), and a declaration
-//! keeps one per GPU ([`crate::Declaration`]).
+//! ([`ProfileKey`]) with their counts, once an apply chose them where each sits ([`Placed`]),
+//! and what becomes of the instances it does not name ([`Unnamed`]). A layout document
+//! resolves into one per GPU (`mig-layout`), and a declaration keeps one per GPU
+//! ([`crate::Declaration`]).
 
 use gpu_partition_types::Placement;
 use serde::{Deserialize, Serialize};
@@ -93,6 +94,21 @@ impl Ord for Placed {
     }
 }
 
+gpu_partition_types::token_enum! {
+    /// What becomes of a card's GPU instances that a layout does not name: mig-parted makes the
+    /// card match (they are destroyed); xen-api's partitioning design adopts a division it did
+    /// not create ("marked inferred, never destroyed").
+    #[derive(Default)]
+    pub enum Unnamed: "unnamed instances" {
+        /// Destroyed: the card is made to match the layout (the default).
+        #[default]
+        Match = "match",
+        /// Kept and reported as adopted, never destroyed; the layout's instances are placed
+        /// around them (a layout they leave no room for is impossible).
+        Adopt = "adopt",
+    }
+}
+
 /// What one GPU should be.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -107,6 +123,9 @@ pub struct Want {
     /// instances sit elsewhere differs. `None`: anywhere they fit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placements: Option<Vec<Placed>>,
+    /// What becomes of the card's instances the layout does not name.
+    #[serde(default)]
+    pub unnamed: Unnamed,
 }
 
 impl Want {
@@ -116,6 +135,7 @@ impl Want {
             enabled: true,
             instances,
             placements: None,
+            unnamed: Unnamed::Match,
         }
     }
 
@@ -125,6 +145,7 @@ impl Want {
             enabled: false,
             instances: Vec::new(),
             placements: None,
+            unnamed: Unnamed::Match,
         }
     }
 
@@ -133,6 +154,12 @@ impl Want {
         let mut placements = placements;
         placements.sort();
         self.placements = Some(placements);
+        self
+    }
+
+    /// The same, with the card's instances it does not name treated as `unnamed` says.
+    pub fn unnamed(mut self, unnamed: Unnamed) -> Self {
+        self.unnamed = unnamed;
         self
     }
 }

@@ -1,12 +1,13 @@
 //! [`Card`]: a card's read reply as the layout rules see it — its mode, its catalogue (profiles
 //! by ID, with their names, counts and placements) and its GPU instances, each read whole or
-//! refused. The planner (`mig-layout`), `partition assert` and the drift a sync finds all judge
-//! a card through it, so one reading of a reply serves them all.
+//! refused. The planner (`mig-layout`), an assert, the executor's read-back and the drift a sync
+//! finds all judge a card through it, so one reading of a reply serves them all.
 
 use crate::want::ProfileKey;
 use gpu_partition_types::{
     Bdf, Case, ComputeInstance, GpuInstance, Lenient, MigState, Placement, Profile, Reply,
 };
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// NVML's compute instance profile IDs by slice count (`NVML_COMPUTE_INSTANCE_PROFILE_*`):
@@ -22,6 +23,48 @@ pub fn filling_compute_profile(slices: u32) -> Option<u32> {
         .map(|(_, id)| *id)
 }
 
+/// A member of a reply that the layout rules depend on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "member", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ReplyMember {
+    /// The whole card (its reply's case is `unreadable`).
+    Card,
+    /// The profile catalogue.
+    Catalogue,
+    /// The list of GPU instances.
+    GpuInstances,
+    /// One entry of that list (its ID did not read either).
+    GpuInstance,
+    /// A GPU instance's placement.
+    Placement {
+        /// The GPU instance.
+        gpu_instance_id: u32,
+    },
+    /// A GPU instance's compute instances.
+    ComputeInstances {
+        /// The GPU instance.
+        gpu_instance_id: u32,
+    },
+}
+
+impl fmt::Display for ReplyMember {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Card => f.write_str("the card"),
+            Self::Catalogue => f.write_str("the profile catalogue"),
+            Self::GpuInstances => f.write_str("the GPU instances"),
+            Self::GpuInstance => f.write_str("a GPU instance"),
+            Self::Placement { gpu_instance_id } => {
+                write!(f, "the placement of GPU instance {gpu_instance_id}")
+            }
+            Self::ComputeInstances { gpu_instance_id } => {
+                write!(f, "the compute instances of GPU instance {gpu_instance_id}")
+            }
+        }
+    }
+}
+
 /// A member of a reply that the layout rules depend on did not read, so nothing can be judged
 /// over it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,8 +73,8 @@ pub fn filling_compute_profile(slices: u32) -> Option<u32> {
 pub struct CardUnreadable {
     /// The card.
     pub device: Bdf,
-    /// What did not read (`the profile catalogue`, `the placement of GPU instance 3`).
-    pub what: String,
+    /// What did not read.
+    pub what: ReplyMember,
 }
 
 /// A profile of the catalogue, as the layout rules use it.
@@ -69,9 +112,12 @@ impl CardProfile {
 
     /// Its name for people: the name, else `profile ID`.
     pub fn label(&self) -> String {
-        self.name
-            .clone()
-            .unwrap_or_else(|| format!("profile {}", self.id))
+        self.named().to_string()
+    }
+
+    /// It as a difference names it: its ID and, when it read, its name.
+    pub fn named(&self) -> ProfileRef {
+        ProfileRef::new(self.id, self.name.clone())
     }
 
     /// The compute instance profile that fills one of its GPU instances, and its placement.
@@ -124,12 +170,9 @@ impl Card {
     /// The card of `reply`; refused when a member the rules depend on did not read.
     pub fn of(reply: &Reply) -> Result<Card, CardUnreadable> {
         let device = reply.device;
-        let unreadable = |what: &str| CardUnreadable {
-            device,
-            what: what.to_owned(),
-        };
+        let unreadable = |what: ReplyMember| CardUnreadable { device, what };
         match reply.case {
-            Case::Unreadable => return Err(unreadable("the card")),
+            Case::Unreadable => return Err(unreadable(ReplyMember::Card)),
             Case::NotApplicable => {
                 return Ok(Card {
                     device,
@@ -162,17 +205,17 @@ impl Card {
                 }
                 (read, unread)
             }
-            Lenient::Lost(_) => return Err(unreadable("the profile catalogue")),
+            Lenient::Lost(_) => return Err(unreadable(ReplyMember::Catalogue)),
         };
         let instances = match &reply.gpu_instances {
             Lenient::Read(instances) => instances
                 .iter()
                 .map(|instance| match instance {
                     Lenient::Read(instance) => instance_of(device, instance),
-                    Lenient::Lost(_) => Err(unreadable("a GPU instance")),
+                    Lenient::Lost(_) => Err(unreadable(ReplyMember::GpuInstance)),
                 })
                 .collect::<Result<Vec<_>, _>>()?,
-            Lenient::Lost(_) => return Err(unreadable("the GPU instances")),
+            Lenient::Lost(_) => return Err(unreadable(ReplyMember::GpuInstances)),
         };
         Ok(Card {
             device,
@@ -192,8 +235,13 @@ impl Card {
 
     /// A profile's name for people: its name, else `profile ID`.
     pub fn label(&self, id: u32) -> String {
+        self.named(id).to_string()
+    }
+
+    /// A profile as a difference names it: its ID, and its name where the catalogue gives it.
+    pub fn named(&self, id: u32) -> ProfileRef {
         self.profile(id)
-            .map_or_else(|| format!("profile {id}"), CardProfile::label)
+            .map_or_else(|| ProfileRef::new(id, None), CardProfile::named)
     }
 
     /// The profile a key names.
@@ -224,22 +272,51 @@ impl Card {
 }
 
 fn instance_of(device: Bdf, instance: &GpuInstance) -> Result<CardInstance, CardUnreadable> {
-    let what = |member: &str| CardUnreadable {
-        device,
-        what: format!("the {member} of GPU instance {}", instance.id),
-    };
-    let placement = *instance.placement.read().ok_or_else(|| what("placement"))?;
+    let gpu_instance_id = instance.id;
+    let what = |what: ReplyMember| CardUnreadable { device, what };
+    let placement = *instance
+        .placement
+        .read()
+        .ok_or_else(|| what(ReplyMember::Placement { gpu_instance_id }))?;
     let compute = instance
         .compute_instances
         .read()
         .cloned()
-        .ok_or_else(|| what("compute instances"))?;
+        .ok_or_else(|| what(ReplyMember::ComputeInstances { gpu_instance_id }))?;
     Ok(CardInstance {
         id: instance.id,
         profile_id: instance.profile_id,
         placement,
         compute,
     })
+}
+
+/// A GPU instance profile as a difference names it: its ID and, when the card's catalogue gave
+/// it, its name (`id` and `name` in `--json`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ProfileRef {
+    /// The profile's ID.
+    pub id: u32,
+    /// Its name (`1g.5gb`), when the catalogue gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+impl ProfileRef {
+    /// The profile `id`, named `name` where known.
+    pub fn new(id: u32, name: Option<String>) -> Self {
+        Self { id, name }
+    }
+}
+
+impl fmt::Display for ProfileRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.name {
+            Some(name) => f.write_str(name),
+            None => write!(f, "profile {}", self.id),
+        }
+    }
 }
 
 /// Where a GPU instance is, for people: `START+SIZE` in memory slices.

@@ -1,22 +1,15 @@
 //! [`LayoutRecord`]: what the host keeps of the last MIG layout applied to it, so that its
-//! status tells the truth while a layout is applied and after one failed.
+//! status tells the truth while a layout is applied and after one failed. Only the records:
+//! their writers are [`crate::apply_state`]'s.
 //!
-//! The layout executor (crate `mig-layout`) has it written under the host lock, through this
-//! module's [`start_apply`], [`begin_apply`] and [`end_apply`] (the one writer of the host
-//! state beside the sync): `applying` when writes start (with the host `entering` or `leaving`,
-//! reason `layout_applying`), then how it ended, with what the host is declared to be. The classifier reads it: while a failure is unhealed — an apply that failed, needed a
-//! cold reboot, or was interrupted (a record still `applying` when the lock is taken again) —
-//! the host stays `entering` (pool on) or `leaving` (pool off) with reason `layout_failed` and
-//! the failure's message, until an apply succeeds.
+//! The classifier reads it: while a failure is unhealed — an apply that failed, needed a cold
+//! reboot, or was interrupted (a record still `applying` when the lock is taken again) — the
+//! host stays `entering` (pool on) or `leaving` (pool off) with reason `layout_failed` and the
+//! failure's message, until an apply succeeds.
 
-use crate::declared::{Declaration, DeclaredGpu};
-use crate::status::{HostReason, HostStatus, StoredReason};
-use crate::store::{StateStore, StoreError};
-use crate::sync::SyncError;
-use gpu_host_probe::HostLock;
-use gpu_partition_types::{Bdf, PartitionMode, Token};
+use crate::status::{HostStatus, StoredReason};
+use gpu_partition_types::Token;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 gpu_partition_types::token_enum! {
     /// Which way a layout goes.
@@ -338,129 +331,6 @@ impl LayoutRecord {
             self.started_at,
         )
     }
-}
-
-/// How an apply ended, as [`end_apply`] records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ApplyEnd {
-    /// How it ended (`done`, `blocked`, `failed`, `cold_reboot_required`), with its reason.
-    pub outcome: LayoutOutcome,
-    /// What happened, for people.
-    pub message: Option<String>,
-    /// Whether it wrote to any card (a blocked apply did not: the host fields stay as they are).
-    pub wrote: bool,
-    /// The mode each GPU it read last gave: the sync that follows reads no card with the pool
-    /// off, and must know what the apply left.
-    pub modes: Vec<(Bdf, PartitionMode)>,
-    /// What the host is declared to be from now on: the GPUs it named, each as applied (an
-    /// apply that wrote declares; a blocked one or a dry run does not).
-    pub declared: Option<BTreeMap<Bdf, DeclaredGpu>>,
-}
-
-impl ApplyEnd {
-    /// An apply that ended with `outcome` (`message` for people), having written or not; no
-    /// mode read, nothing declared (set them as fields).
-    pub fn new(outcome: LayoutOutcome, message: Option<String>, wrote: bool) -> Self {
-        Self {
-            outcome,
-            message,
-            wrote,
-            modes: Vec::new(),
-            declared: None,
-        }
-    }
-}
-
-/// The record of an apply of `label` going `direction` that starts now, under `lock`, over the
-/// stored one (an interrupted apply before it settled as failed, its failure kept). Nothing is
-/// written: [`begin_apply`] writes it once the apply is to write.
-pub fn start_apply(
-    _lock: &HostLock,
-    store: &mut dyn StateStore,
-    label: &str,
-    direction: Direction,
-) -> Result<LayoutRecord, StoreError> {
-    let state = store.load()?.unwrap_or_default();
-    let now = unix_now();
-    let previous = state.layout.map(|record| record.settled(now));
-    Ok(LayoutRecord::applying(
-        label,
-        direction,
-        now,
-        previous.as_ref(),
-    ))
-}
-
-/// Writes, under `lock`, the host `direction` with `layout_applying` and `record` as running:
-/// from here on the host is between layouts until [`end_apply`] says how the apply ended.
-pub fn begin_apply(
-    _lock: &HostLock,
-    store: &mut dyn StateStore,
-    record: &LayoutRecord,
-) -> Result<(), StoreError> {
-    let mut state = store.load()?.unwrap_or_default();
-    state.status = record.direction.status();
-    state.reason = HostReason::LayoutApplying.into();
-    state.message = Some(format!("applying the layout {:?}", record.label));
-    state.layout = Some(record.clone());
-    store.save(&state)
-}
-
-/// Writes, under `lock`, how the apply of `record` ended. After writes began the host is
-/// `direction` with `layout_failed` (and the message) while a failure is unhealed, else with
-/// `gpus_pending` until the sync that follows classifies it; a blocked apply leaves the host
-/// fields as they are. Each GPU read gets the mode it gave (its record made first, from the
-/// host's sysfs, where the state has none), and what the apply declares replaces the
-/// declaration of those GPUs (the others' stay), unchecked until the next sync reads them.
-pub fn end_apply(
-    lock: &HostLock,
-    store: &mut dyn StateStore,
-    record: LayoutRecord,
-    end: ApplyEnd,
-) -> Result<(), SyncError> {
-    let now = unix_now();
-    let finished = record.finish(end.outcome, end.message, now);
-    let mut state = store.load()?.unwrap_or_default();
-    if end.wrote {
-        let failure = finished.failure();
-        state.status = finished.direction.status();
-        state.reason = if failure.is_some() {
-            HostReason::LayoutFailed.into()
-        } else {
-            HostReason::GpusPending.into()
-        };
-        state.message = failure.map(|failure| failure.message);
-    }
-    if end
-        .modes
-        .iter()
-        .any(|(bdf, _)| !state.gpus.contains_key(bdf))
-    {
-        let found = crate::pci::scan(lock.host().sysfs_root())?;
-        let unread: Vec<Bdf> = found.skipped.iter().filter_map(|entry| entry.bdf).collect();
-        state.gpus = crate::modes::carry_over(&found.gpus, &state.gpus, &unread);
-    }
-    for (bdf, mode) in &end.modes {
-        if let Some(gpu) = state.gpus.get_mut(bdf) {
-            crate::modes::read_answered(gpu, *mode);
-        }
-    }
-    if let Some(gpus) = end.declared {
-        state.declared = Some(Declaration::new(
-            &finished.label,
-            now,
-            state.declared.as_ref(),
-            gpus,
-        ));
-    }
-    state.layout = Some(finished);
-    store.save(&state)?;
-    Ok(())
-}
-
-fn unix_now() -> u64 {
-    crate::sync::unix_now()
 }
 
 #[cfg(test)]

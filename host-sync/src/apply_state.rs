@@ -1,0 +1,184 @@
+//! The host state an apply writes, under the host lock: [`start_apply`], [`begin_apply`] and
+//! [`end_apply`], the one writer of the host state beside the sync. The layout executor
+//! (crate `mig-layout`) calls them: `applying` when writes start (with the host `entering` or
+//! `leaving`, reason `layout_applying`), then how it ended, with what the host is declared to
+//! be.
+
+use crate::clock::unix_now;
+use crate::pci::ScanError;
+use crate::record::{Direction, LayoutOutcome, LayoutRecord};
+use crate::state::BootRestore;
+use crate::status::HostReason;
+use crate::store::{StateStore, StoreError, save_checked};
+use gpu_host_probe::{Boot, BootMatch, HostLock};
+use gpu_partition_types::{Bdf, PartitionMode};
+use layout_model::{Declaration, DeclaredGpu};
+use std::collections::BTreeMap;
+
+/// How an apply ended, as [`end_apply`] records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ApplyEnd {
+    /// How it ended (`done`, `blocked`, `failed`, `cold_reboot_required`), with its reason.
+    pub outcome: LayoutOutcome,
+    /// What happened, for people.
+    pub message: Option<String>,
+    /// Whether it wrote to any card (a blocked apply did not: the host fields stay as they are).
+    pub wrote: bool,
+    /// The mode each GPU it read last gave: the sync that follows reads no card with the pool
+    /// off, and must know what the apply left.
+    pub modes: Vec<(Bdf, PartitionMode)>,
+    /// What the host is declared to be from now on: the GPUs it named, each as applied (an
+    /// apply that wrote declares; a blocked one, a dry run, or one that ended before its first
+    /// write does not, and the declaration before it stands).
+    pub declared: Option<BTreeMap<Bdf, DeclaredGpu>>,
+}
+
+impl ApplyEnd {
+    /// An apply that ended with `outcome` (`message` for people), having written or not; no
+    /// mode read, nothing declared (set them as fields).
+    pub fn new(outcome: LayoutOutcome, message: Option<String>, wrote: bool) -> Self {
+        Self {
+            outcome,
+            message,
+            wrote,
+            modes: Vec::new(),
+            declared: None,
+        }
+    }
+}
+
+/// The record of an apply of `label` going `direction` that starts now, under `lock`, over the
+/// stored one (an interrupted apply before it settled as failed, its failure kept). Nothing is
+/// written: [`begin_apply`] writes it once the apply is to write.
+pub fn start_apply(
+    _lock: &HostLock,
+    store: &mut dyn StateStore,
+    label: &str,
+    direction: Direction,
+) -> Result<LayoutRecord, StoreError> {
+    let state = store.load()?.unwrap_or_default();
+    let now = unix_now();
+    let previous = state.layout.map(|record| record.settled(now));
+    Ok(LayoutRecord::applying(
+        label,
+        direction,
+        now,
+        previous.as_ref(),
+    ))
+}
+
+/// Writes, under `lock`, the host `direction` with `layout_applying` and `record` as running:
+/// from here on the host is between layouts until [`end_apply`] says how the apply ended.
+pub fn begin_apply(
+    _lock: &HostLock,
+    store: &mut dyn StateStore,
+    record: &LayoutRecord,
+) -> Result<(), StoreError> {
+    let mut state = store.load()?.unwrap_or_default();
+    state.status = record.direction.status();
+    state.reason = HostReason::LayoutApplying.into();
+    state.message = Some(format!("applying the layout {:?}", record.label));
+    state.layout = Some(record.clone());
+    store.save(&state)
+}
+
+/// Writes, under `lock`, how the apply of `record` ended. After writes began the host is
+/// `direction` with `layout_failed` (and the message) while a failure is unhealed, else with
+/// `gpus_pending` until the sync that follows classifies it; a blocked apply leaves the host
+/// fields as they are. Each GPU read gets the mode it gave (its record made first, from the
+/// host's sysfs, where the state has none), and what the apply declares replaces the
+/// declaration of those GPUs (the others' stay), unchecked until the next sync reads them, one
+/// generation on; a state that was lost is then no longer (the host is declared anew). The state
+/// is read back once saved: a store that did not keep a member is
+/// [`StoreError::NotKept`], naming it.
+pub fn end_apply(
+    lock: &HostLock,
+    store: &mut dyn StateStore,
+    record: LayoutRecord,
+    end: ApplyEnd,
+) -> Result<(), ApplyStateError> {
+    let now = unix_now();
+    let finished = record.finish(end.outcome, end.message, now);
+    let mut state = store.load()?.unwrap_or_default();
+    if end.wrote {
+        let failure = finished.failure();
+        state.status = finished.direction.status();
+        state.reason = if failure.is_some() {
+            HostReason::LayoutFailed.into()
+        } else {
+            HostReason::GpusPending.into()
+        };
+        state.message = failure.map(|failure| failure.message);
+    }
+    if end
+        .modes
+        .iter()
+        .any(|(bdf, _)| !state.gpus.contains_key(bdf))
+    {
+        let found = crate::pci::scan(lock.host().sysfs_root())?;
+        let unread: Vec<Bdf> = found.skipped.iter().filter_map(|entry| entry.bdf).collect();
+        state.gpus = crate::modes::carry_over(&found.gpus, &state.gpus, &unread);
+    }
+    for (bdf, mode) in &end.modes {
+        if let Some(gpu) = state.gpus.get_mut(bdf) {
+            crate::modes::read_answered(gpu, *mode);
+        }
+    }
+    if let Some(gpus) = end.declared {
+        state.declared = Some(Declaration::new(
+            &finished.label,
+            now,
+            state.declared.as_ref(),
+            gpus,
+        ));
+        state.lost = None;
+    }
+    state.layout = Some(finished);
+    save_checked(store, &state)?;
+    Ok(())
+}
+
+/// Whether a boot restore is to run ([`begin_boot_restore`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BootRestoreStart {
+    /// None ran in this boot: this one is recorded as the boot's, and runs.
+    Run,
+    /// One already ran in this boot: nothing is to be done.
+    AlreadyRan(BootRestore),
+}
+
+/// Decides, under `lock`, whether a boot restore runs in the boot `boot`: once per boot — one
+/// recorded in the same boot ([`gpu_host_probe::Boot::compare`]) means this one does nothing;
+/// else this one is recorded (before it writes anything, so a second in the same boot never
+/// repeats it, even after a crash) and runs. A boot that cannot be told apart from the
+/// recorded one runs (a restore applies the declaration by diff: it changes nothing that holds,
+/// and no warm reset repeats one that left a card needing a cold reboot).
+pub fn begin_boot_restore(
+    _lock: &HostLock,
+    store: &mut dyn StateStore,
+    boot: &Boot,
+) -> Result<BootRestoreStart, StoreError> {
+    let mut state = store.load()?.unwrap_or_default();
+    if let Some(earlier) = &state.restored_at_boot {
+        if earlier.boot.compare(boot) == BootMatch::Same {
+            return Ok(BootRestoreStart::AlreadyRan(earlier.clone()));
+        }
+    }
+    state.restored_at_boot = Some(BootRestore::new(boot.clone(), unix_now()));
+    save_checked(store, &state)?;
+    Ok(BootRestoreStart::Run)
+}
+
+/// An apply's record could not be written; what was written before stays consistent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApplyStateError {
+    /// The state store failed, or did not keep what was saved.
+    #[error("cannot record the apply in the state store")]
+    Store(#[from] StoreError),
+    /// sysfs could not be scanned (for the record of a GPU the state had none of).
+    #[error("cannot scan the PCI devices")]
+    Scan(#[from] ScanError),
+}

@@ -1,0 +1,256 @@
+//! [`Declaration`]: what a host was declared to be by its last layout apply (or leave), kept in
+//! its state so that every sync that reads the cards can say whether they still hold it.
+//!
+//! A MIG layout does not outlive the card's next reset: a reboot, a driver reload, a warm reset
+//! or an administrator's `nvidia-smi mig -dgi` destroys GPU instances on every generation, and
+//! from Hopper on a reboot loses the MIG mode too. So the host keeps, per GPU (by PCI address),
+//! the MIG mode and the layout as applied — the GPU instance profiles with their counts and,
+//! once the apply chose them, the placements —, what becomes of instances it does not name, and
+//! the board it was applied to. A sync compares each declared GPU it read with its declaration
+//! ([`DeclaredGpu::drift`]); whether the cards hold it is decided now, from that check
+//! ([`Declaration::holding`]). A GPU the sync could not read is not drift: its own reason says
+//! why.
+
+use crate::board::Board;
+use crate::card::Card;
+use crate::check::{Holding, Lapse, LayoutCheck};
+use crate::compare::{Comparison, compare};
+use crate::difference::{Difference, Fact};
+use crate::want::{Placed, ProfileKey, Unnamed, Want};
+use gpu_host_probe::Now;
+use gpu_partition_types::{Bdf, Reply};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A profile of a declared layout with its count, as the layout named it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct DeclaredCount {
+    /// The profile, by name or ID.
+    pub profile: ProfileKey,
+    /// How many GPU instances of it.
+    pub count: u32,
+}
+
+impl DeclaredCount {
+    /// `count` GPU instances of `profile`.
+    pub fn new(profile: ProfileKey, count: u32) -> Self {
+        Self { profile, count }
+    }
+}
+
+/// One GPU as declared.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct DeclaredGpu {
+    /// MIG on or off.
+    pub mig_enabled: bool,
+    /// The GPU instance profiles with their counts (empty with MIG off).
+    #[serde(default)]
+    pub profiles: Vec<DeclaredCount>,
+    /// Where the apply placed them (each filled by the one compute instance of its slice count,
+    /// which the card's catalogue gives, so it is not stored); `None` when the apply stopped
+    /// before it chose (a card with MIG off lists its catalogue only once MIG is on): then only
+    /// the counts are declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instances: Option<Vec<Placed>>,
+    /// What becomes of instances the declaration does not name.
+    #[serde(default)]
+    pub unnamed: Unnamed,
+    /// The board the layout was applied to.
+    #[serde(default)]
+    pub board: Board,
+}
+
+impl DeclaredGpu {
+    /// A declared GPU as a store keeps it, from its stored fields.
+    pub fn stored(
+        mig_enabled: bool,
+        profiles: Vec<DeclaredCount>,
+        instances: Option<Vec<Placed>>,
+        unnamed: Unnamed,
+        board: Board,
+    ) -> Self {
+        Self {
+            mig_enabled,
+            profiles,
+            instances,
+            unnamed,
+            board,
+        }
+    }
+
+    /// A GPU declared to be `want` (every instance it places, at its placement), on `board`.
+    pub fn new(want: &Want, board: Board) -> Self {
+        Self {
+            mig_enabled: want.enabled,
+            profiles: want
+                .instances
+                .iter()
+                .filter(|(_, count)| *count > 0)
+                .map(|(profile, count)| DeclaredCount {
+                    profile: profile.clone(),
+                    count: *count,
+                })
+                .collect(),
+            instances: want.placements.clone().filter(|_| want.enabled),
+            unnamed: want.unnamed,
+            board,
+        }
+    }
+
+    /// MIG off, no instance, on `board`: what leaving partitioning declares.
+    pub fn disabled(board: Board) -> Self {
+        Self::new(&Want::disabled(), board)
+    }
+
+    /// What the GPU should be, as the planner and the comparison take it.
+    pub fn want(&self) -> Want {
+        let counts = self
+            .profiles
+            .iter()
+            .map(|count| (count.profile.clone(), count.count))
+            .collect();
+        if !self.mig_enabled {
+            return Want::disabled();
+        }
+        let want = Want::enabled(counts).unnamed(self.unnamed);
+        match &self.instances {
+            Some(instances) => want.placed(instances.clone()),
+            None => want,
+        }
+    }
+
+    /// How the card of `reply` compares with this declaration: the board first, then the rules
+    /// of [`crate::compare`].
+    pub fn drift(&self, reply: &Reply) -> Comparison {
+        let mut found = Comparison::default();
+        if let Some(change) = self.board.change(&Board::of(reply)) {
+            found
+                .differences
+                .push(Difference::new(reply.device, Fact::Board(change)));
+        }
+        match Card::of(reply) {
+            Ok(card) => {
+                let compared = compare(&card, &self.want());
+                found.differences.extend(compared.differences);
+                found.adopted = compared.adopted;
+            }
+            Err(unreadable) => found.differences.push(Difference::new(
+                reply.device,
+                Fact::Unreadable {
+                    what: unreadable.what,
+                },
+            )),
+        }
+        found
+    }
+}
+
+/// What a host was declared to be: the last apply's label and each GPU it declared (an apply
+/// replaces the GPUs it names and keeps the others), how many times it changed, and the last
+/// check of the cards.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Declaration {
+    /// The label of the apply that declared it last (`leave` for a leave).
+    pub label: String,
+    /// When (Unix seconds).
+    pub declared_at: u64,
+    /// How many declarations this host has had, this one included (1 for the first): a
+    /// toolstack that recorded the generation with a placement knows whether the placement
+    /// belongs to the layout now declared.
+    #[serde(default)]
+    pub generation: u64,
+    /// Each declared GPU, by address.
+    pub gpus: BTreeMap<Bdf, DeclaredGpu>,
+    /// What the last sync that read the cards found; `None` since it was declared until one
+    /// does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<LayoutCheck>,
+    /// A sync since that check that did not read the cards (the pool off): the check then says
+    /// nothing. `None` once a sync reads them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lapsed: Option<Lapse>,
+}
+
+impl Declaration {
+    /// A declaration of `label` at `declared_at`, over `previous` (whose GPUs `gpus` does not
+    /// name are kept; its generation is counted on), not checked yet.
+    pub fn new(
+        label: impl Into<String>,
+        declared_at: u64,
+        previous: Option<&Declaration>,
+        gpus: BTreeMap<Bdf, DeclaredGpu>,
+    ) -> Self {
+        let mut all = previous.map(|p| p.gpus.clone()).unwrap_or_default();
+        all.extend(gpus);
+        Self {
+            label: label.into(),
+            declared_at,
+            generation: previous.map_or(1, |p| p.generation.saturating_add(1)),
+            gpus: all,
+            check: None,
+            lapsed: None,
+        }
+    }
+
+    /// A declaration as a store keeps it, from its stored fields.
+    pub fn stored(
+        label: impl Into<String>,
+        declared_at: u64,
+        generation: u64,
+        gpus: BTreeMap<Bdf, DeclaredGpu>,
+        check: Option<LayoutCheck>,
+        lapsed: Option<Lapse>,
+    ) -> Self {
+        Self {
+            label: label.into(),
+            declared_at,
+            generation,
+            gpus,
+            check,
+            lapsed,
+        }
+    }
+
+    /// Whether every declared GPU has MIG off (a host declared out of partitioning).
+    pub fn is_disabled(&self) -> bool {
+        self.gpus.values().all(|gpu| !gpu.mig_enabled)
+    }
+
+    /// The declared GPUs' addresses.
+    pub fn devices(&self) -> Vec<Bdf> {
+        self.gpus.keys().copied().collect()
+    }
+
+    /// A sync read the cards and found `check`: it is the check from now on.
+    pub fn checked(&mut self, check: LayoutCheck) {
+        self.check = Some(check);
+        self.lapsed = None;
+    }
+
+    /// A sync did not read the cards: the last check says nothing from now on (the first lapse
+    /// since the check is kept).
+    pub fn lapse(&mut self, lapse: Lapse) {
+        if self.lapsed.is_none() {
+            self.lapsed = Some(lapse);
+        }
+    }
+
+    /// When the cards were last read, when they have been since the declaration.
+    pub fn checked_at(&self) -> Option<u64> {
+        self.check.as_ref().map(|check| check.checked_at)
+    }
+
+    /// Whether the cards hold it, judged now ([`Holding::of`]): against the boot now and the
+    /// machine's record of writes now.
+    pub fn holding(&self, now: &Now) -> Holding {
+        Holding::of(
+            self.check.as_ref(),
+            self.lapsed.as_ref(),
+            &self.devices(),
+            now,
+        )
+    }
+}

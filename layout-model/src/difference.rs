@@ -1,0 +1,467 @@
+//! [`Difference`]: one way a card differs from what it should be, as data — its kind
+//! ([`DifferenceKind`], a listable set) and its facts ([`Fact`]: the mode found and wanted, a
+//! profile's count found and wanted, the placement of an instance missing, the ID and placement
+//! of an extra one, where one moved from and to, …) — with the message for people derived from
+//! them. It serializes (and is stored) flat: `device`, `kind`, the facts, and `message`.
+
+use crate::board::BoardChange;
+use crate::card::{At, ProfileRef, ReplyMember};
+use crate::want::ProfileKey;
+use gpu_partition_types::{Bdf, Placement, Token, UnreadableReason};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+gpu_partition_types::token_enum! {
+    /// What a difference is about. The set is listable ([`Token::ALL`]): a metric by kind or an
+    /// embedder that acts on some kinds names every one.
+    #[non_exhaustive]
+    pub enum DifferenceKind: "difference" {
+        /// The MIG mode (now, or pending), or a card with no MIG mode where MIG is wanted.
+        Mode = "mode",
+        /// A profile of the layout the card's catalogue does not have.
+        Profile = "profile",
+        /// How many GPU instances of a profile (where the placements are not decided).
+        InstanceCount = "instance_count",
+        /// No GPU instance at a placement where the layout places one.
+        InstanceMissing = "instance_missing",
+        /// A GPU instance the layout does not name.
+        InstanceExtra = "instance_extra",
+        /// A GPU instance at another placement than the one the layout places it at.
+        InstanceMoved = "instance_moved",
+        /// A GPU instance at none of its profile's placements.
+        InstanceMisplaced = "instance_misplaced",
+        /// A GPU instance whose compute instances are not the one that fills it.
+        ComputeInstances = "compute_instances",
+        /// Another board in the slot than the one declared.
+        Board = "board",
+        /// No GPU at the address any more.
+        GpuGone = "gpu_gone",
+        /// The card could not be read at all.
+        Unread = "unread",
+        /// The card's reply did not read whole.
+        Unreadable = "unreadable",
+    }
+}
+
+/// A compute instance as a card holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ComputeFound {
+    /// Its ID in its GPU instance.
+    pub id: u32,
+    /// Its compute instance profile's ID.
+    pub profile_id: u32,
+    /// Where it sits, in compute slices.
+    pub placement: Placement,
+}
+
+impl ComputeFound {
+    /// The compute instance `id` of `profile_id` at `placement`.
+    pub fn new(id: u32, profile_id: u32, placement: Placement) -> Self {
+        Self {
+            id,
+            profile_id,
+            placement,
+        }
+    }
+}
+
+/// The compute instance that fills a GPU instance: its profile and placement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Filling {
+    /// The compute instance profile's ID.
+    pub profile_id: u32,
+    /// Its placement, in compute slices.
+    pub placement: Placement,
+}
+
+impl Filling {
+    /// The compute instance of `profile_id` at `placement`.
+    pub fn new(profile_id: u32, placement: Placement) -> Self {
+        Self {
+            profile_id,
+            placement,
+        }
+    }
+}
+
+/// What differs, as facts (`kind` and the facts' members in `--json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Fact {
+    /// The MIG mode found and wanted.
+    Mode {
+        /// Whether the card has a MIG mode at all.
+        capable: bool,
+        /// MIG on now.
+        current: bool,
+        /// The mode after the next reset, when it differs from now.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pending: Option<bool>,
+        /// The mode wanted.
+        wanted: bool,
+    },
+    /// A profile the layout names that the card's catalogue does not have.
+    Profile {
+        /// The profile as the layout names it.
+        profile: ProfileKey,
+    },
+    /// How many GPU instances of a profile, found and wanted.
+    InstanceCount {
+        /// The profile.
+        profile: ProfileRef,
+        /// How many the card has.
+        found: u32,
+        /// How many are wanted.
+        wanted: u32,
+    },
+    /// No GPU instance of a profile at a placement where the layout places one.
+    InstanceMissing {
+        /// The profile.
+        profile: ProfileRef,
+        /// Where the layout places it.
+        placement: Placement,
+    },
+    /// A GPU instance the layout does not name.
+    InstanceExtra {
+        /// Its ID.
+        gpu_instance_id: u32,
+        /// Its profile.
+        profile: ProfileRef,
+        /// Where it sits.
+        placement: Placement,
+    },
+    /// A GPU instance at another placement than the layout's for it.
+    InstanceMoved {
+        /// Its ID.
+        gpu_instance_id: u32,
+        /// Its profile.
+        profile: ProfileRef,
+        /// Where it sits.
+        found: Placement,
+        /// Where the layout places it.
+        wanted: Placement,
+    },
+    /// A GPU instance at none of its profile's placements.
+    InstanceMisplaced {
+        /// Its ID.
+        gpu_instance_id: u32,
+        /// Its profile.
+        profile: ProfileRef,
+        /// Where it sits.
+        placement: Placement,
+    },
+    /// A GPU instance whose compute instances are not exactly the one that fills it.
+    ComputeInstances {
+        /// The GPU instance's ID.
+        gpu_instance_id: u32,
+        /// Its profile.
+        profile: ProfileRef,
+        /// The compute instances it has.
+        found: Vec<ComputeFound>,
+        /// The one that fills it, when the card says how many compute slices its profile has.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wanted: Option<Filling>,
+    },
+    /// Another board in the slot than the declared one.
+    Board(BoardChange),
+    /// No GPU is at the address any more; the layout was declared on one.
+    GpuGone,
+    /// The card could not be read (an assert's read failed).
+    Unread {
+        /// Why, as the helper protocol's reason.
+        #[serde(with = "token_text")]
+        reason: UnreadableReason,
+        /// What happened, for people (the run, the helper's words).
+        detail: String,
+    },
+    /// A member of the card's reply the comparison depends on did not read.
+    Unreadable {
+        /// Which.
+        what: ReplyMember,
+    },
+}
+
+/// A reason written as its token and read back from it.
+mod token_text {
+    use gpu_partition_types::UnreadableReason;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(
+        reason: &UnreadableReason,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(reason)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<UnreadableReason, D::Error> {
+        let text = std::borrow::Cow::<str>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+fn on(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
+}
+
+impl Fact {
+    /// Its kind.
+    pub fn kind(&self) -> DifferenceKind {
+        match self {
+            Self::Mode { .. } => DifferenceKind::Mode,
+            Self::Profile { .. } => DifferenceKind::Profile,
+            Self::InstanceCount { .. } => DifferenceKind::InstanceCount,
+            Self::InstanceMissing { .. } => DifferenceKind::InstanceMissing,
+            Self::InstanceExtra { .. } => DifferenceKind::InstanceExtra,
+            Self::InstanceMoved { .. } => DifferenceKind::InstanceMoved,
+            Self::InstanceMisplaced { .. } => DifferenceKind::InstanceMisplaced,
+            Self::ComputeInstances { .. } => DifferenceKind::ComputeInstances,
+            Self::Board(_) => DifferenceKind::Board,
+            Self::GpuGone => DifferenceKind::GpuGone,
+            Self::Unread { .. } => DifferenceKind::Unread,
+            Self::Unreadable { .. } => DifferenceKind::Unreadable,
+        }
+    }
+}
+
+impl fmt::Display for Fact {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Mode {
+                capable: false,
+                wanted,
+                ..
+            } => write!(
+                f,
+                "the card has no MIG mode; the layout wants MIG {}",
+                on(*wanted)
+            ),
+            Self::Mode {
+                current,
+                pending: Some(pending),
+                wanted,
+                ..
+            } => write!(
+                f,
+                "MIG is {} now, {} after the next reset; the layout wants it {}",
+                on(*current),
+                on(*pending),
+                on(*wanted)
+            ),
+            Self::Mode {
+                current,
+                pending: None,
+                wanted,
+                ..
+            } => write!(
+                f,
+                "MIG is {}; the layout wants it {}",
+                on(*current),
+                on(*wanted)
+            ),
+            Self::Profile { profile } => write!(f, "the card has no profile {profile}"),
+            Self::InstanceCount {
+                profile,
+                found,
+                wanted,
+            } => write!(
+                f,
+                "{found} GPU instance(s) of {profile}, the layout wants {wanted}"
+            ),
+            Self::InstanceMissing { profile, placement } => write!(
+                f,
+                "no GPU instance of {profile} at {}, where the layout places one",
+                At(*placement)
+            ),
+            Self::InstanceExtra {
+                gpu_instance_id,
+                profile,
+                placement,
+            } => write!(
+                f,
+                "GPU instance {gpu_instance_id} ({profile}) at {} is not in the layout",
+                At(*placement)
+            ),
+            Self::InstanceMoved {
+                gpu_instance_id,
+                profile,
+                found,
+                wanted,
+            } => write!(
+                f,
+                "GPU instance {gpu_instance_id} ({profile}) sits at {}; the layout places it at {}",
+                At(*found),
+                At(*wanted)
+            ),
+            Self::InstanceMisplaced {
+                gpu_instance_id,
+                profile,
+                placement,
+            } => write!(
+                f,
+                "GPU instance {gpu_instance_id} ({profile}) sits at {}, none of its profile's \
+                 placements",
+                At(*placement)
+            ),
+            Self::ComputeInstances {
+                gpu_instance_id,
+                profile,
+                found,
+                wanted,
+            } => {
+                let has = if found.is_empty() {
+                    "no compute instance".to_owned()
+                } else {
+                    let each: Vec<String> = found
+                        .iter()
+                        .map(|ci| {
+                            format!(
+                                "{} (profile {} at {})",
+                                ci.id,
+                                ci.profile_id,
+                                At(ci.placement)
+                            )
+                        })
+                        .collect();
+                    format!("compute instance(s) {}", each.join(", "))
+                };
+                let wants = wanted.map_or_else(
+                    || "its filling compute instance".to_owned(),
+                    |filling| {
+                        format!(
+                            "one compute instance of profile {} at {}",
+                            filling.profile_id,
+                            At(filling.placement)
+                        )
+                    },
+                );
+                write!(
+                    f,
+                    "GPU instance {gpu_instance_id} ({profile}) has {has}; the layout wants {wants}"
+                )
+            }
+            Self::Board(change) => write!(f, "{change}"),
+            Self::GpuGone => {
+                f.write_str("no GPU is at this address any more; the layout was declared on one")
+            }
+            Self::Unread { reason, detail } => {
+                write!(f, "the card did not read ({reason}): {detail}")
+            }
+            Self::Unreadable { what } => {
+                write!(f, "{what} did not read, so nothing can be compared over it")
+            }
+        }
+    }
+}
+
+/// What brings a difference back, where something of the declaration can (a typed hint: the
+/// library names no command of a program).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Remedy {
+    /// Applying the declaration again (a restore) brings it back.
+    Restore,
+    /// The declaration cannot be applied to what is there (another model, a profile the card
+    /// lacks): a new layout for it is needed.
+    NewLayout,
+    /// Nothing of ours: the GPU is gone, or the card must be read first.
+    None,
+}
+
+/// One way a card differs from what it should be.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Difference {
+    /// The card.
+    pub device: Bdf,
+    /// What differs.
+    pub fact: Fact,
+}
+
+impl Difference {
+    /// `fact` on `device`.
+    pub fn new(device: Bdf, fact: Fact) -> Self {
+        Self { device, fact }
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> DifferenceKind {
+        self.fact.kind()
+    }
+
+    /// What differs, for people (derived from the facts).
+    pub fn message(&self) -> String {
+        self.fact.to_string()
+    }
+
+    /// What brings it back.
+    pub fn remedy(&self) -> Remedy {
+        match &self.fact {
+            Fact::Mode { capable: false, .. } | Fact::Profile { .. } => Remedy::NewLayout,
+            Fact::Board(BoardChange::OtherModel { .. }) => Remedy::NewLayout,
+            Fact::Mode { .. }
+            | Fact::InstanceCount { .. }
+            | Fact::InstanceMissing { .. }
+            | Fact::InstanceExtra { .. }
+            | Fact::InstanceMoved { .. }
+            | Fact::InstanceMisplaced { .. }
+            | Fact::ComputeInstances { .. }
+            | Fact::Board(BoardChange::OtherBoard { .. }) => Remedy::Restore,
+            Fact::GpuGone | Fact::Unread { .. } | Fact::Unreadable { .. } => Remedy::None,
+        }
+    }
+}
+
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({}): {}",
+            self.device,
+            self.kind().as_str(),
+            self.fact
+        )
+    }
+}
+
+/// The stored and printed form: `device`, the facts with their `kind`, and `message`.
+#[derive(Serialize)]
+struct Written<'a> {
+    device: &'a Bdf,
+    #[serde(flatten)]
+    fact: &'a Fact,
+    message: String,
+}
+
+#[derive(Deserialize)]
+struct Read {
+    device: Bdf,
+    #[serde(flatten)]
+    fact: Fact,
+}
+
+impl Serialize for Difference {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Written {
+            device: &self.device,
+            fact: &self.fact,
+            message: self.message(),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Difference {
+    /// The facts are read; `message` is derived again from them, not read.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let read = Read::deserialize(deserializer)?;
+        Ok(Self {
+            device: read.device,
+            fact: read.fact,
+        })
+    }
+}

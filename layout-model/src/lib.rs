@@ -1,0 +1,42 @@
+//! The vocabulary of GPU partition layouts, and its rules: what a card holds ([`Card`], read
+//! from the helper's reply), what a layout wants of it ([`Want`]), how the two differ
+//! ([`Difference`], typed facts with the message derived from them), what a host is declared
+//! to be ([`Declaration`]) and whether its cards hold it now ([`Holding`]).
+//!
+//! No I/O: the planner and executor (`mig-layout`) and the sync (`host-sync`) read the cards and
+//! keep the state; they judge through this crate, so an assert, an apply's read-back and the
+//! drift a sync finds are one set of rules.
+//!
+//! - [`Card::of`] reads a reply whole or refuses it ([`CardUnreadable`], naming the member).
+//! - [`compare()`] gives every [`Difference`] between a card and a [`Want`] (and the instances
+//!   adopted, with [`Unnamed::Adopt`]); [`differences`] does it from a reply.
+//! - [`DifferenceKind`] lists every kind ([`gpu_partition_types::Token::ALL`]); each
+//!   [`Fact`] carries its numbers, and [`Difference::remedy`] says what brings it back.
+//! - [`Declaration`]: the declared GPUs ([`DeclaredGpu`], each compared by
+//!   [`DeclaredGpu::drift`], the board first), its generation, the last [`LayoutCheck`] and
+//!   the [`Lapse`] since. [`Declaration::holding`] judges the check now: a check of another boot
+//!   or of a boot that cannot be told apart, one followed by a write of ours
+//!   ([`gpu_host_probe::CardWrites`]) or by a sync that did not read the cards, says nothing.
+//!
+//! The rules are in the project's `docs/partition.md`.
+#![doc = include_str!("../README.md")]
+#![deny(missing_docs)]
+
+mod board;
+mod card;
+mod check;
+mod compare;
+mod declared;
+mod difference;
+mod want;
+
+pub use board::{Board, BoardChange, BoardId};
+pub use card::{
+    Card, CardInstance, CardProfile, CardUnreadable, ProfileRef, ReplyMember,
+    filling_compute_profile,
+};
+pub use check::{Holding, HoldingState, Lapse, LapseReason, LayoutCheck, Unchecked, UncheckedKind};
+pub use compare::{Adopted, Comparison, compare, differences};
+pub use declared::{Declaration, DeclaredCount, DeclaredGpu};
+pub use difference::{ComputeFound, Difference, DifferenceKind, Fact, Filling, Remedy};
+pub use want::{Placed, ProfileKey, Unnamed, Want};
