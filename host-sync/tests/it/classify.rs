@@ -445,3 +445,30 @@ fn with_the_pool_off_a_drift_changes_nothing() {
         says(HostStatus::Inactive, "pool_disabled")
     );
 }
+
+fn lost(gpus: &[PciFunction], pool: bool) -> (HostStatus, String) {
+    let modes = modes(gpus, &vec![PartitionMode::Enabled; gpus.len()]);
+    let drift = [];
+    let (status, reason) = classify(&Facts {
+        gpus,
+        pool: if pool {
+            host_sync::Pool::Enabled
+        } else {
+            host_sync::Pool::Disabled
+        },
+        modes: &modes,
+        helper: HelperState::Available,
+        layout: None,
+        drift: &drift,
+        lost: true,
+    });
+    (status, reason.to_string())
+}
+
+#[test]
+fn a_host_that_lost_its_state_is_never_ready_and_says_so_before_anything_else() {
+    let gpus = [nvidia(1, Some("nvidia"))];
+    assert_eq!(lost(&gpus, true), says(HostStatus::Entering, "state_lost"));
+    assert_eq!(lost(&gpus, false), says(HostStatus::Inactive, "state_lost"));
+    assert_eq!(lost(&[], true), says(HostStatus::Inactive, "state_lost"));
+}

@@ -19,6 +19,8 @@ struct Careless {
     backing: Arc<Mutex<Option<HostState>>>,
     forget_last_read: bool,
     forget_boot: bool,
+    /// A store written before the declaration existed: it never stores it.
+    forget_declared: bool,
 }
 
 impl StateStore for Careless {
@@ -35,6 +37,9 @@ impl StateStore for Careless {
         }
         if self.forget_boot {
             state.boot = host_sync::Boot::default();
+        }
+        if self.forget_declared {
+            state.declared = None;
         }
         *self.backing.lock().unwrap() = Some(state);
         Ok(())
@@ -132,4 +137,218 @@ fn a_boxed_store_passes_the_suite_as_its_store_does() {
         )))
     })
     .unwrap();
+}
+
+#[test]
+fn a_store_that_does_not_keep_the_declaration_fails_the_suite_naming_the_member() {
+    let store = Careless {
+        forget_declared: true,
+        ..Careless::default()
+    };
+    let failure = check_store(|| store.clone()).unwrap_err();
+    assert_eq!(
+        failure.found,
+        "the first member that differs is declared: saved Some(..), loaded None"
+    );
+}
+
+#[test]
+fn saving_checked_into_a_store_that_drops_a_member_names_it_where_it_happens() {
+    let mut store = Careless {
+        forget_declared: true,
+        ..Careless::default()
+    };
+    let mut state = HostState::default();
+    state.declared = Some(layout_model::Declaration::new(
+        "all-balanced",
+        1,
+        None,
+        Default::default(),
+    ));
+    let error = host_sync::save_checked(&mut store, &state).unwrap_err();
+    let StoreError::NotKept { difference } = &error else {
+        panic!("{error:?}");
+    };
+    assert_eq!(difference.path, "declared");
+}
+
+/// The members of a state file at each schema: a member added to `HostState` without its
+/// schema moving fails here (an older version would read the newer file and drop it).
+const MEMBERS: [(u32, &[&str]); 2] = [
+    (
+        1,
+        &[
+            "boot_id",
+            "boot_time",
+            "declared",
+            "gpus",
+            "layout",
+            "message",
+            "reason",
+            "schema",
+            "status",
+            "synced_at",
+        ],
+    ),
+    (2, &["lost", "restored_at_boot"]),
+];
+
+#[test]
+fn the_schema_moves_with_the_members_of_the_state() {
+    let mut state = HostState::lost(host_sync::StateLost::new("/x", 1, "torn"));
+    state.message = Some("why".into());
+    state.boot = host_sync::Boot::new(Some("b".into()), Some(2));
+    state.synced_at = Some(3);
+    state.declared = Some(layout_model::Declaration::new(
+        "l",
+        1,
+        None,
+        Default::default(),
+    ));
+    state.layout = Some(host_sync::LayoutRecord::applying(
+        "l",
+        host_sync::Direction::Entering,
+        1,
+        None,
+    ));
+    state.restored_at_boot = Some(host_sync::BootRestore::new(host_sync::Boot::default(), 4));
+    state.gpus.insert(
+        "0000:3b:00.0".parse().unwrap(),
+        host_sync::GpuRecord::new(
+            0x10de,
+            0x20b0,
+            None,
+            gpu_partition_types::PartitionMode::NotInUse,
+        ),
+    );
+    let value = serde_json::to_value(&state).unwrap();
+    let mut written: Vec<&str> = value
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    written.sort_unstable();
+    let mut known: Vec<&str> = MEMBERS
+        .iter()
+        .filter(|(schema, _)| *schema <= host_sync::SCHEMA)
+        .flat_map(|(_, members)| members.iter().copied())
+        .collect();
+    known.sort_unstable();
+    assert_eq!(
+        (host_sync::SCHEMA, written),
+        (MEMBERS.len() as u32, known),
+        "a member of HostState was added or removed: move SCHEMA and list the members here"
+    );
+}
+
+#[test]
+fn a_file_of_schema_1_reads_its_declaration_as_the_first_generation_and_its_check_is_dropped() {
+    let text = r#"{"schema": 1, "status": "active", "reason": "ready",
+        "boot_id": "5a3c", "gpus": {},
+        "declared": {"label": "all-balanced", "declared_at": 10,
+          "gpus": {"0000:3b:00.0": {"mig_enabled": true,
+            "profiles": [{"profile": "1g.5gb", "count": 1}],
+            "instances": [{"profile_id": 19, "placement": {"start": 0, "size": 1},
+              "compute_profile_id": 0, "compute_placement": {"start": 0, "size": 1}}],
+            "board": {"model": "NVIDIA A100-SXM4-40GB"}}},
+          "check": {"checked_at": 20, "boot_id": "5a3c",
+            "differences": [{"device": "0000:3b:00.0", "kind": "gpu_instances",
+              "message": "0 GPU instance(s) of 1g.5gb, the layout wants 1"}],
+            "unread": []}}}"#;
+    let state = HostState::from_json(text.as_bytes()).unwrap();
+    assert_eq!(state.schema, host_sync::SCHEMA);
+    let declared = state.declared.unwrap();
+    assert_eq!(declared.generation, 1);
+    assert_eq!(declared.check, None);
+    let gpu = &declared.gpus[&"0000:3b:00.0".parse().unwrap()];
+    assert_eq!(gpu.instances.as_ref().map(Vec::len), Some(1));
+}
+
+#[test]
+fn a_file_of_a_later_schema_is_refused_with_both_numbers_and_left_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"{"schema": 3, "status": "active", "reason": "ready", "later": {"x": 1}}"#;
+    std::fs::write(dir.path().join("state.json"), text).unwrap();
+    let error = FileStore::new(dir.path()).load().unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains("schema 3") && message.contains("schema 2"),
+        "{message}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("state.json")).unwrap(),
+        text
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+fn declared_state() -> HostState {
+    let mut state = HostState::default();
+    state.declared = Some(layout_model::Declaration::new(
+        "all-balanced",
+        1,
+        None,
+        Default::default(),
+    ));
+    state
+}
+
+fn kept_aside(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|entry| {
+            entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("state.json.corrupt-")
+        })
+        .map(|entry| entry.path())
+        .collect()
+}
+
+#[test]
+fn a_truncated_state_file_is_kept_aside_and_its_last_good_copy_put_back_with_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = FileStore::new(dir.path());
+    store.save(&declared_state()).unwrap();
+    let text = std::fs::read(dir.path().join("state.json")).unwrap();
+    std::fs::write(dir.path().join("state.json"), &text[..text.len() / 2]).unwrap();
+    let loaded = store.load().unwrap().unwrap();
+    assert_eq!(loaded, declared_state());
+    let notes = store.take_notes();
+    assert!(
+        matches!(notes.as_slice(), [host_sync::StoreNote::Recovered { .. }]),
+        "{notes:?}"
+    );
+    assert_eq!(kept_aside(dir.path()).len(), 1);
+    // Put back whole: the next load reads it with no note.
+    assert_eq!(store.load().unwrap().unwrap(), declared_state());
+    assert!(store.take_notes().is_empty());
+}
+
+#[test]
+fn a_truncated_state_file_without_a_good_copy_becomes_a_host_that_says_it_lost_its_state() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("state.json"), "{\"schema\": 2, \"sta").unwrap();
+    let mut store = FileStore::new(dir.path());
+    let loaded = store.load().unwrap().unwrap();
+    let lost = loaded.lost.clone().unwrap();
+    assert_eq!(kept_aside(dir.path()), vec![lost.kept.clone()]);
+    assert_eq!(loaded.reason.as_str(), "state_lost");
+    assert!(loaded.declared.is_none());
+    // It is written so: every later load says it too, until a declaration replaces it.
+    assert_eq!(store.load().unwrap().unwrap().lost, Some(lost));
+}
+
+#[test]
+fn a_reader_that_changes_nothing_reports_a_torn_file_and_leaves_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("state.json"), "{").unwrap();
+    assert!(matches!(
+        FileStore::read_only(dir.path()).load(),
+        Err(StoreError::Unreadable { .. })
+    ));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }

@@ -974,9 +974,10 @@ fn go(
     report.gpus = cards.into_iter().map(|gpu| gpu.report).collect();
     let mut end = ApplyEnd::new(ended(report.outcome), report.detail.clone(), wrote);
     end.modes = modes;
-    // After a write the new declaration stands (the host is between layouts until it holds; a
-    // restore finishes it); an apply that wrote nothing leaves the one before.
-    end.declared = wrote.then_some(declared);
+    // The new declaration stands once the layout holds, and after any write (the host is then
+    // between layouts until it holds; a restore finishes it); an apply that ended before its
+    // first write without the layout holding leaves the one before.
+    end.declared = (wrote || report.outcome == ApplyOutcome::Done).then_some(declared);
     match host_sync::end_apply(shared.lock, store, record, end) {
         Ok(()) => {}
         Err(ApplyStateError::Store(StoreError::NotKept { difference })) => {

@@ -5,200 +5,22 @@
 //! cancel, each by what the card then holds and what the store records.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use fake_nvml::reset::{FakeNvmlBackend, ResetFault};
-use fake_nvml::scenario::{Client, GpuInstance, Scenario};
+use fake_nvml::reset::ResetFault;
+use fake_nvml::scenario::{Client, GpuInstance};
 use fake_nvml::scenarios;
 use gpu_host_probe::Cancel;
 use gpu_host_probe::helper::{Helper, HelperConfig};
-use gpu_partition_types::{Bdf, StepOutcome};
-use host_sync::fake_sysfs::FakeSysfs;
-use host_sync::{Host, MemoryStore, Pool, StateStore};
+use gpu_partition_types::StepOutcome;
+use host_sync::{Pool, StateStore};
 use mig_layout::{
-    ApplyOptions, ApplyOutcome, ApplyReason, ApplyReport, ApplyRun, ApplyWarning, Document, Hook,
-    HookPoint, Hooks, ImpossibleKind, Method, PlanLine, Progress, ResetWith, Restore,
-    RestoreOptions, apply, restore,
+    ApplyOptions, ApplyOutcome, ApplyReason, ApplyWarning, Hook, HookPoint, Hooks, ImpossibleKind,
+    PlanLine, Progress, Restore, RestoreOptions,
 };
-use std::path::PathBuf;
-use std::sync::Arc;
+
 use std::time::Duration;
-use warm_reset::{Clock, ColdRebootReason, VirtualClock};
+use warm_reset::{Clock, ColdRebootReason};
 
-const FIRST: &str = "0000:3b:00.0";
-const SECOND: &str = "0000:3c:00.0";
-
-/// The layouts the tests apply.
-const LAYOUTS: &str = r#"version: v1
-mig-configs:
-  all-1g.5gb:
-    - devices: all
-      mig-enabled: true
-      mig-devices:
-        "1g.5gb": 7
-  first-3g:
-    - devices: [0]
-      mig-enabled: true
-      mig-devices:
-        "3g.20gb": 1
-  too-many:
-    - devices: all
-      mig-enabled: true
-      mig-devices:
-        "1g.5gb": 8
-  all-disabled:
-    - devices: all
-      mig-enabled: false
-"#;
-
-fn bdf(text: &str) -> Bdf {
-    text.parse().unwrap()
-}
-
-/// A host of A100-SXM4-40GB cards (MIG off, a mode change waits for a reset), each bound to
-/// `nvidia` in a built sysfs, with the real helper over the fake NVML and the fake's reset
-/// backend on a virtual clock.
-struct Bed {
-    dir: tempfile::TempDir,
-    host: Host,
-    helper: Helper,
-    state: PathBuf,
-    store: MemoryStore,
-    clock: Arc<VirtualClock>,
-    backend: FakeNvmlBackend,
-}
-
-impl Bed {
-    fn new(cards: &[(&str, &str)], nvlink: &[&[&str]]) -> Bed {
-        let dir = tempfile::tempdir().unwrap();
-        let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
-        for (bus_id, _) in cards {
-            sysfs
-                .function(bus_id, "0x10de", "0x20b0", "0x030200", Some("nvidia"))
-                .unwrap();
-        }
-        let mut scenario: serde_json::Value =
-            serde_json::from_str(&fake_nvml::support::scenario_of(cards).unwrap()).unwrap();
-        scenario["nvlink"] = serde_json::json!(nvlink);
-        let nvml = dir.path().join("nvml");
-        std::fs::create_dir_all(&nvml).unwrap();
-        let (wrapper, state) =
-            fake_nvml::support::stateful_helper_wrapper(&nvml, &scenario.to_string(), None)
-                .unwrap();
-        let proc_root = dir.path().join("proc");
-        std::fs::create_dir_all(proc_root.join("sys/kernel/random")).unwrap();
-        std::fs::write(
-            proc_root.join("sys/kernel/random/boot_id"),
-            "11111111-2222-3333-4444-555555555555\n",
-        )
-        .unwrap();
-        let host = Host::new(dir.path().join("state"))
-            .with_sysfs_root(sysfs.root())
-            .with_proc_root(proc_root);
-        let clock = Arc::new(VirtualClock::new(1_800_000_000_000));
-        let backend = fake_nvml::reset::backend(&state, clock.clone());
-        Bed {
-            host,
-            helper: Helper::new(HelperConfig::new(wrapper)),
-            state,
-            store: MemoryStore::default(),
-            clock,
-            backend,
-            dir,
-        }
-    }
-
-    fn two_a100s() -> Bed {
-        Self::new(
-            &[
-                (FIRST, scenarios::A100_MIG_OFF),
-                (SECOND, scenarios::A100_MIG_OFF),
-            ],
-            &[],
-        )
-    }
-
-    /// Changes the fake's state as another NVML client (or the world) would.
-    fn change(&self, change: impl FnOnce(&mut Scenario)) {
-        change_state(&self.state, change);
-    }
-
-    fn card(&self, bus_id: &str) -> fake_nvml::scenario::Device {
-        let scenario = Scenario::from_json(&std::fs::read(&self.state).unwrap()).unwrap();
-        scenario.device_at(bus_id).unwrap().clone()
-    }
-
-    fn options(&self, label: &str) -> ApplyOptions {
-        ApplyOptions::new(label, Pool::Enabled)
-    }
-
-    fn apply(&mut self, options: &ApplyOptions) -> ApplyReport {
-        self.apply_observed(options, &mut |_| {})
-    }
-
-    fn apply_observed(
-        &mut self,
-        options: &ApplyOptions,
-        observe: &mut dyn FnMut(&Progress),
-    ) -> ApplyReport {
-        let document = Document::from_text(LAYOUTS).unwrap();
-        let specs = document.label(&options.label).unwrap().to_vec();
-        let clock: &dyn Clock = &*self.clock;
-        let reset = ResetWith::new(Method::Nvidia, &mut self.backend)
-            .window(Duration::from_secs(90))
-            .clock(clock);
-        let run = ApplyRun::new(&self.host, &self.helper, &mut self.store, reset).observe(observe);
-        apply(run, &specs, options).unwrap()
-    }
-
-    fn restore(&mut self, options: &RestoreOptions) -> Restore {
-        let clock: &dyn Clock = &*self.clock;
-        let reset = ResetWith::new(Method::Nvidia, &mut self.backend)
-            .window(Duration::from_secs(90))
-            .clock(clock);
-        restore(
-            ApplyRun::new(&self.host, &self.helper, &mut self.store, reset),
-            options,
-        )
-        .unwrap()
-    }
-
-    /// The stored layout record's outcome and reason tokens.
-    fn recorded(&mut self) -> (String, Option<String>) {
-        let layout = self.store.load().unwrap().unwrap().layout.unwrap();
-        let json = serde_json::to_value(&layout).unwrap();
-        (
-            json["outcome"].as_str().unwrap().to_owned(),
-            json["reason"].as_str().map(str::to_owned),
-        )
-    }
-}
-
-fn change_state(state: &std::path::Path, change: impl FnOnce(&mut Scenario)) {
-    fake_nvml::store::change(
-        state,
-        |_| Duration::ZERO,
-        |scenario| {
-            change(scenario);
-            Ok::<(), ()>(())
-        },
-    )
-    .unwrap();
-}
-
-fn device_mut<'a>(scenario: &'a mut Scenario, bus_id: &str) -> &'a mut fake_nvml::scenario::Device {
-    let wanted = fake_nvml::scenario::parse_bus_id(bus_id);
-    scenario
-        .devices
-        .iter_mut()
-        .find(|device| fake_nvml::scenario::parse_bus_id(&device.pci_bus_id) == wanted)
-        .unwrap()
-}
-
-fn mig(device: &fake_nvml::scenario::Device) -> (u32, u32) {
-    match device.mig_mode {
-        fake_nvml::scenario::MigMode::Mode { current, pending } => (current, pending),
-        _ => panic!("no MIG"),
-    }
-}
+use crate::common::bed::{Bed, FIRST, SECOND, bdf, change_state, device_mut, mig};
 
 #[test]
 fn two_a100s_enter_partitioning_reset_together_in_one_command_and_read_back_as_the_layout_wants() {

@@ -3,6 +3,7 @@
 
 mod apply;
 mod common;
+mod declared;
 mod document;
 mod plan;
 mod props;

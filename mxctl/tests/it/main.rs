@@ -4,6 +4,7 @@
 mod ansible;
 mod common;
 mod crash;
+mod declared_truth;
 mod embedding;
 mod generate;
 mod helper_fixture_mode;

@@ -10,6 +10,8 @@ use layout_model::Card;
 use mig_layout::{CardPlan, Document};
 use std::path::PathBuf;
 
+pub mod bed;
+
 pub fn data(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")

@@ -1,0 +1,358 @@
+//! The declared layout tells the truth, for a toolstack that composes the crates itself: a warm
+//! reset it runs through `warm-reset` ends the check; a cancel before the first write leaves the
+//! declaration; a store that drops the declaration is named; adopt or match; once per boot; no
+//! second warm reset of a card that needs a cold reboot; the end of a restore with a declared GPU
+//! gone says the layout does not hold.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common::bed::{Bed, FIRST, SECOND, bdf, change_state, device_mut};
+use fake_nvml::reset::ResetFault;
+use fake_nvml::scenario::GpuInstance;
+use gpu_host_probe::Cancel;
+use gpu_host_probe::helper::{Helper, HelperConfig};
+use host_sync::{HostState, MemoryStore, Pool, StateStore, StoreError};
+use layout_model::{DifferenceKind, Holding, HoldingState, Unchecked, Unnamed};
+use mig_layout::{
+    ApplyError, ApplyOutcome, ApplyReason, Conclusion, Document, Method, ResetWith, Restore,
+    RestoreOptions,
+};
+use std::time::Duration;
+use warm_reset::{Clock, MachineConfig, ResetOutcome, ResetRun};
+
+fn holding(bed: &mut Bed) -> Holding {
+    let state = bed.store.load().unwrap().unwrap();
+    state.declared.unwrap().holding(&bed.host.now())
+}
+
+fn label(bed: &mut Bed) -> String {
+    bed.store.load().unwrap().unwrap().declared.unwrap().label
+}
+
+/// `all-1g.5gb` applied on both A100s (MIG on, a reset, seven instances each), holding.
+fn applied() -> Bed {
+    let mut bed = Bed::two_a100s();
+    let report = bed.apply(&bed.options("all-1g.5gb"));
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_eq!(holding(&mut bed), Holding::Holds);
+    bed
+}
+
+#[test]
+fn a_warm_reset_an_embedder_runs_through_the_library_makes_the_holding_unknown_naming_it() {
+    let mut bed = applied();
+    let config = MachineConfig::new("0")
+        .method(Method::Nvidia)
+        .window(Duration::from_secs(90));
+    let clock: &dyn Clock = &*bed.clock;
+    let report =
+        warm_reset::execute(ResetRun::new(&config, &bed.host, &mut bed.backend).clock(clock))
+            .unwrap();
+    assert_eq!(report.outcome, ResetOutcome::Done, "{}", report.detail);
+    let after = holding(&mut bed);
+    let Holding::Unknown(Unchecked::WrittenSince(writes)) = &after else {
+        panic!("{after:?}");
+    };
+    assert_eq!(writes[0].device, Some(bdf(FIRST)));
+    assert!(
+        after.to_string().contains("a warm reset (nvidia)"),
+        "{after}"
+    );
+    // The next sync reads the card again: the reset took its instances.
+    let sync = host_sync::sync(
+        &bed.host,
+        &bed.helper,
+        &mut bed.store,
+        &host_sync::SyncOptions::new(Pool::Enabled, host_sync::AfterBoot::No),
+    )
+    .unwrap();
+    assert_eq!(sync.reason, host_sync::HostReason::LayoutDrifted);
+    assert_eq!(
+        sync.drift
+            .iter()
+            .filter(|d| d.kind() == DifferenceKind::InstanceMissing && d.device == bdf(FIRST))
+            .count(),
+        7
+    );
+    assert_eq!(holding(&mut bed).state(), HoldingState::Drifted);
+}
+
+#[test]
+fn the_pool_switched_off_after_a_check_makes_the_holding_unknown() {
+    let mut bed = applied();
+    host_sync::sync(
+        &bed.host,
+        &bed.helper,
+        &mut bed.store,
+        &host_sync::SyncOptions::new(Pool::Disabled, host_sync::AfterBoot::No),
+    )
+    .unwrap();
+    assert!(
+        matches!(holding(&mut bed), Holding::Unknown(Unchecked::Lapsed(_))),
+        "{:?}",
+        holding(&mut bed)
+    );
+}
+
+/// A helper that answers every read as the fake does, and hangs in `apply` once it has said it
+/// started (it touches `started`).
+fn hanging_in_apply(bed: &Bed) -> (Helper, std::path::PathBuf) {
+    let started = bed.dir.path().join("apply-started");
+    let wrapper = bed.dir.path().join("hanging-helper");
+    let real = bed.helper.config().path.clone();
+    gpu_host_probe::test_util::write_executable(
+        &wrapper,
+        &format!(
+            "#!/bin/sh\ncase \"$1\" in apply) : > '{}'; exec sleep 3600 ;; esac\nexec '{}' \"$@\"\n",
+            started.display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    (Helper::new(HelperConfig::new(wrapper)), started)
+}
+
+#[test]
+fn a_cancel_while_the_first_batch_is_in_flight_writes_nothing_and_the_declaration_stands() {
+    let mut bed = applied();
+    let (hanging, started) = hanging_in_apply(&bed);
+    let real = std::mem::replace(&mut bed.helper, hanging);
+    let cancel = Cancel::new();
+    let canceller = {
+        let cancel = cancel.clone();
+        std::thread::spawn(move || {
+            // Waits for the batch to be in flight (no bound on time: the apply waits for it).
+            while !started.exists() {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            cancel.cancel();
+        })
+    };
+    let report = bed.apply(&bed.options("all-disabled").cancel(cancel));
+    canceller.join().unwrap();
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::Cancelled),
+        "{:?}",
+        report.detail
+    );
+    assert!(
+        report
+            .detail
+            .as_deref()
+            .is_some_and(|detail| detail.contains("nothing was written")),
+        "{:?}",
+        report.detail
+    );
+    assert_eq!(label(&mut bed), "all-1g.5gb");
+    // A restore applies the declaration that stands: the cards hold it, zero steps.
+    bed.helper = real;
+    let Restore::Ran(restored) = bed.restore(&RestoreOptions::new(Pool::Enabled)) else {
+        panic!("nothing restored");
+    };
+    assert_eq!(restored.label, "all-1g.5gb");
+    assert_eq!(
+        restored.outcome,
+        ApplyOutcome::Done,
+        "{:?}",
+        restored.detail
+    );
+    assert_eq!(restored.writes(), 0);
+}
+
+/// A store written before the declaration existed: it keeps every member but `declared`.
+#[derive(Debug, Default)]
+struct OldStore(MemoryStore);
+
+impl StateStore for OldStore {
+    fn load(&mut self) -> Result<Option<HostState>, StoreError> {
+        self.0.load()
+    }
+
+    fn save(&mut self, state: &HostState) -> Result<(), StoreError> {
+        let mut kept = state.clone();
+        kept.declared = None;
+        self.0.save(&kept)
+    }
+}
+
+#[test]
+fn an_apply_into_a_store_that_does_not_keep_the_declaration_fails_naming_it() {
+    let bed = Bed::two_a100s();
+    let document = Document::from_text(crate::common::bed::LAYOUTS).unwrap();
+    let specs = document.label("all-1g.5gb").unwrap().to_vec();
+    let mut store = OldStore::default();
+    let mut backend = fake_nvml::reset::backend(&bed.state, bed.clock.clone());
+    let clock: &dyn Clock = &*bed.clock;
+    let reset = ResetWith::new(Method::Nvidia, &mut backend)
+        .window(Duration::from_secs(90))
+        .clock(clock);
+    let error = mig_layout::apply(
+        mig_layout::ApplyRun::new(&bed.host, &bed.helper, &mut store, reset),
+        &specs,
+        &bed.options("all-1g.5gb"),
+    )
+    .unwrap_err();
+    let ApplyError::NotKept { difference, report } = &error else {
+        panic!("{error:?}");
+    };
+    assert_eq!(difference.path, "declared");
+    assert_eq!(
+        difference.to_string(),
+        "declared: saved Some(..), loaded None"
+    );
+    // What the apply did is in the report all the same.
+    assert_eq!(report.outcome, ApplyOutcome::Done);
+}
+
+/// Creates GPU instance `id` of 1g.5gb at slice `start` on `bus_id` by hand, with its compute
+/// instance, as an administrator's `nvidia-smi mig -cgi` does.
+fn by_hand(bed: &Bed, bus_id: &str, id: u32, start: u32) {
+    let instance: GpuInstance = serde_json::from_value(serde_json::json!({
+        "id": id, "profile_id": 19, "placement": {"start": start, "size": 1},
+        "compute_instances": [{"id": 0, "profile_id": 0, "placement": {"start": 0, "size": 1}}],
+    }))
+    .unwrap();
+    change_state(&bed.state, |scenario| {
+        device_mut(scenario, bus_id).gpu_instances.push(instance);
+    });
+}
+
+/// `first-3g` (one 3g.20gb on the first card) applied: slices 4 to 7 are free.
+fn first_3g() -> Bed {
+    let mut bed = Bed::two_a100s();
+    let report = bed.apply(&bed.options("first-3g"));
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    bed
+}
+
+#[test]
+fn an_instance_created_by_hand_is_destroyed_by_a_restore_by_default() {
+    let mut bed = first_3g();
+    by_hand(&bed, FIRST, 9, 6);
+    let Restore::Ran(report) = bed.restore(&RestoreOptions::new(Pool::Enabled)) else {
+        panic!("nothing restored");
+    };
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert!(bed.card(FIRST).gpu_instances.iter().all(|gi| gi.id != 9));
+}
+
+#[test]
+fn adopting_an_instance_created_by_hand_a_restore_keeps_it_and_reports_it() {
+    let mut bed = first_3g();
+    by_hand(&bed, FIRST, 9, 6);
+    let options = RestoreOptions::new(Pool::Enabled).unnamed(Unnamed::Adopt);
+    let Restore::Ran(report) = bed.restore(&options) else {
+        panic!("nothing restored");
+    };
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_eq!(report.writes(), 0);
+    let adopted = &report.gpus[0].adopted;
+    assert_eq!(adopted.len(), 1, "{report:?}");
+    assert_eq!(adopted[0].gpu_instance_id, 9);
+    assert!(bed.card(FIRST).gpu_instances.iter().any(|gi| gi.id == 9));
+    // Declared so: the sync after it found no drift, and lists it as adopted.
+    let state = bed.store.load().unwrap().unwrap();
+    let declared = state.declared.unwrap();
+    assert_eq!(declared.gpus[&bdf(FIRST)].unnamed, Unnamed::Adopt);
+    assert_eq!(declared.check.as_ref().unwrap().adopted.len(), 1);
+    assert_eq!(declared.holding(&bed.host.now()), Holding::Holds);
+}
+
+#[test]
+fn an_adopted_instance_where_the_declaration_places_one_makes_the_restore_impossible() {
+    let mut bed = first_3g();
+    // The 3g.20gb destroyed by hand, and a 1g.5gb made where it was.
+    change_state(&bed.state, |scenario| {
+        device_mut(scenario, FIRST).gpu_instances.clear();
+    });
+    by_hand(&bed, FIRST, 9, 0);
+    let options = RestoreOptions::new(Pool::Enabled).unnamed(Unnamed::Adopt);
+    let Restore::Ran(report) = bed.restore(&options) else {
+        panic!("nothing restored");
+    };
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::LayoutImpossible)
+    );
+    let impossible = report.impossible.unwrap();
+    assert_eq!(impossible.kind, mig_layout::ImpossibleKind::AdoptedInTheWay);
+    assert!(
+        impossible.message.contains("GPU instance 9"),
+        "{impossible}"
+    );
+}
+
+#[test]
+fn a_boot_restore_runs_once_per_boot_by_itself() {
+    let mut bed = applied();
+    let options = RestoreOptions::new(Pool::Enabled).once_per_boot(true);
+    assert!(matches!(bed.restore(&options), Restore::Ran(_)));
+    assert!(matches!(
+        bed.restore(&options),
+        Restore::AlreadyRanThisBoot(_)
+    ));
+    // A plain restore is not a boot's: it runs.
+    assert!(matches!(
+        bed.restore(&RestoreOptions::new(Pool::Enabled)),
+        Restore::Ran(_)
+    ));
+}
+
+#[test]
+fn after_a_reset_that_needs_a_cold_reboot_no_restore_warm_resets_that_card_again_in_the_boot() {
+    let mut bed = Bed::two_a100s();
+    bed.backend.host_mut().fault = Some(ResetFault::Hang);
+    let report = bed.apply(&bed.options("first-3g"));
+    assert!(
+        matches!(report.outcome, ApplyOutcome::ColdRebootRequired(_)),
+        "{:?}",
+        report.outcome
+    );
+    let resets = bed.backend.host().resets.len();
+    bed.backend.host_mut().fault = None;
+    let Restore::Ran(again) = bed.restore(&RestoreOptions::new(Pool::Enabled)) else {
+        panic!("nothing restored");
+    };
+    assert_eq!(bed.backend.host().resets.len(), resets, "a second reset");
+    assert!(
+        matches!(again.outcome, ApplyOutcome::ColdRebootRequired(_)),
+        "{:?}: {:?}",
+        again.outcome,
+        again.detail
+    );
+    assert!(
+        again
+            .detail
+            .as_deref()
+            .is_some_and(|detail| detail.contains("cold reboot")),
+        "{:?}",
+        again.detail
+    );
+    let journal = warm_reset::read_journal(&bed.host).unwrap();
+    assert_eq!(journal.cold_reboot.len(), 1);
+    assert_eq!(journal.cold_reboot[0].devices, vec![bdf(FIRST)]);
+}
+
+#[test]
+fn a_restore_with_a_declared_gpu_gone_ends_saying_the_layout_does_not_hold() {
+    let mut bed = applied();
+    // The second card leaves the host (unbound from nvidia, as for pass-through).
+    std::fs::remove_file(
+        bed.host
+            .sysfs_root()
+            .join("bus/pci/devices")
+            .join(SECOND)
+            .join("driver"),
+    )
+    .unwrap();
+    let Restore::Ran(report) = bed.restore(&RestoreOptions::new(Pool::Enabled)) else {
+        panic!("nothing restored");
+    };
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_eq!(report.conclusion(), Conclusion::DeclaredDiffers);
+    assert_ne!(
+        report.conclusion().to_string(),
+        "the layout holds, read back"
+    );
+}
