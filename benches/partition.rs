@@ -119,7 +119,7 @@ fn whole_apply(c: &mut Criterion) {
     let specs = document.label("balanced").unwrap_or_default().to_vec();
     let host = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
     let client = Helper::new(HelperConfig::new(&helper));
-    let options = ApplyOptions::new("balanced", host_sync::Pool::Enabled);
+    let options = ApplyOptions::new(host_sync::Pool::Enabled);
     let fresh = || {
         let _ = std::fs::remove_file(&state);
     };
@@ -135,7 +135,7 @@ fn whole_apply(c: &mut Criterion) {
             let mut backend = warm_reset::NvidiaSmiBackend::new(None, "/proc", "/dev/kmsg");
             let reset = ResetWith::new(Method::Nvidia, &mut backend).window(Duration::from_secs(5));
             let run = ApplyRun::new(&host, &client, &mut store, reset);
-            mig_layout::apply(run, &specs, &options).map_or(0, |report| report.writes())
+            mig_layout::apply(run, "balanced", &specs, &options).map_or(0, |report| report.writes())
         })
     });
     // The same helper runs, one after the other, with nothing around them: `--version`, the

@@ -17,7 +17,7 @@ use fake_nvml::scenario::Scenario;
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{MemoryStore, Pool, StateStore};
-use mig_layout::{ApplyOptions, ApplyRun, Document, Host, Method, ResetWith, RestoreOptions};
+use mig_layout::{ApplyOptions, ApplyRun, Document, Host, Method, ResetWith};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -122,7 +122,7 @@ impl Bed {
             .window(Duration::from_secs(30))
             .clock(&*clock);
         let run = ApplyRun::new(&self.host, &self.helper, store, reset);
-        mig_layout::apply(run, specs, &ApplyOptions::new("all-1g.5gb", Pool::Enabled))
+        mig_layout::apply(run, "all-1g.5gb", specs, &ApplyOptions::new(Pool::Enabled))
             .is_ok_and(|report| report.outcome == mig_layout::ApplyOutcome::Done)
     }
 
@@ -134,7 +134,7 @@ impl Bed {
             .clock(&*clock);
         let run = ApplyRun::new(&self.host, &self.helper, store, reset);
         matches!(
-            mig_layout::restore(run, &RestoreOptions::new(Pool::Enabled)),
+            mig_layout::restore(run, &ApplyOptions::new(Pool::Enabled)),
             Ok(mig_layout::Restore::Ran(report)) if report.outcome == mig_layout::ApplyOutcome::Done
         )
     }
@@ -149,10 +149,9 @@ impl Bed {
         mig_layout::assert_applied(
             &self.host,
             &self.helper,
-            specs,
             "all-1g.5gb",
-            &[],
-            Duration::ZERO,
+            specs,
+            &ApplyOptions::new(Pool::Enabled),
         )
         .is_ok()
     }

@@ -89,14 +89,21 @@ fn main() -> Result<(), Box<dyn Error>> {
     let specs = layouts.label("all-1g.5gb").ok_or("no all-1g.5gb")?;
 
     // 1. The plan, as data: a dry run writes nothing.
-    let mut run = |options: &ApplyOptions, specs: &[mig_layout::Spec], store: &mut Table| {
-        let reset = ResetWith::new(Method::Nvidia, &mut backend)
-            .window(warm_reset::DEFAULT_WINDOW)
-            .clock(&*clock);
-        mig_layout::apply(ApplyRun::new(&host, &helper, store, reset), specs, options)
-    };
+    let mut run =
+        |label: &str, options: &ApplyOptions, specs: &[mig_layout::Spec], store: &mut Table| {
+            let reset = ResetWith::new(Method::Nvidia, &mut backend)
+                .window(warm_reset::DEFAULT_WINDOW)
+                .clock(&*clock);
+            mig_layout::apply(
+                ApplyRun::new(&host, &helper, store, reset),
+                label,
+                specs,
+                options,
+            )
+        };
     let planned = run(
-        &ApplyOptions::new("all-1g.5gb", Pool::Enabled).dry_run(true),
+        "all-1g.5gb",
+        &ApplyOptions::new(Pool::Enabled).dry_run(true),
         specs,
         &mut store,
     )?;
@@ -121,7 +128,8 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     // 2. The apply.
     let applied = run(
-        &ApplyOptions::new("all-1g.5gb", Pool::Enabled),
+        "all-1g.5gb",
+        &ApplyOptions::new(Pool::Enabled),
         specs,
         &mut store,
     )?;
@@ -159,7 +167,8 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     // 4. Leaving partitioning: MIG off on every card, a reset each.
     let left = run(
-        &ApplyOptions::new("leave", Pool::Enabled),
+        "leave",
+        &ApplyOptions::new(Pool::Enabled),
         &mig_layout::leave(),
         &mut store,
     )?;

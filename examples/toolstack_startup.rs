@@ -395,9 +395,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 /// An H100 whose declared layout a reboot undid: the sync at start sees the drift, the
 /// restore on the start-up thread brings it back.
 fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
-    use mig_layout::{
-        ApplyOptions, ApplyRun, Document, Method, ResetWith, Restore, RestoreOptions,
-    };
+    use mig_layout::{ApplyOptions, ApplyRun, Document, Method, ResetWith, Restore};
     let dir = work.join("h100");
     let sysfs = FakeSysfs::new(dir.join("sys"))?;
     sysfs.function(
@@ -431,8 +429,9 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
     let reset = ResetWith::new(Method::Nvidia, &mut backend).window(warm_reset::DEFAULT_WINDOW);
     let applied = mig_layout::apply(
         ApplyRun::new(&host, &helper, &mut store, reset),
+        "all-balanced",
         &specs,
-        &ApplyOptions::new("all-balanced", host_sync::Pool::Enabled),
+        &ApplyOptions::new(host_sync::Pool::Enabled),
     )?;
     println!("before the restart: all-balanced {}", applied.outcome);
     // The host reboots: a new boot id, and the card as a reboot leaves it.
@@ -465,7 +464,7 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
         let mut backend = warm_reset::NvidiaSmiBackend::new(None, host.proc_root(), "/dev/null");
         let reset = ResetWith::new(Method::Nvidia, &mut backend).window(warm_reset::DEFAULT_WINDOW);
         let run = ApplyRun::new(&host, &helper, &mut store, reset);
-        match mig_layout::restore(run, &RestoreOptions::new(host_sync::Pool::Enabled))
+        match mig_layout::restore(run, &ApplyOptions::new(host_sync::Pool::Enabled))
             .map_err(|e| e.to_string())?
         {
             Restore::NothingDeclared => println!("restore: nothing declared"),

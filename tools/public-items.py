@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 
-CRATES = ["gpu-partition-types", "gpu-host-probe", "host-sync", "warm-reset", "mig-layout"]
+CRATES = ["gpu-partition-types", "gpu-host-probe", "layout-model", "host-sync", "warm-reset", "mig-layout"]
 KINDS_SKIPPED = {"impl", "use", "module"}
 
 

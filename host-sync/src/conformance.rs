@@ -184,7 +184,7 @@ fn expect<S: StateStore>(
 }
 
 fn reason(token: &str) -> StoredReason {
-    StoredReason::new(token).unwrap_or_default()
+    StoredReason::of_token(token)
 }
 
 fn bdf(n: usize) -> Bdf {

@@ -309,7 +309,7 @@ impl LayoutRecord {
     fn own_failure(&self) -> LayoutFailure {
         let (reason, message) = match self.outcome.reason() {
             None => (
-                StoredReason::new("interrupted").unwrap_or_default(),
+                StoredReason::of_token("interrupted"),
                 format!(
                     "the apply of layout {:?} started at {} (Unix time) was interrupted; \
                      apply it again",

@@ -77,7 +77,9 @@ struct Declared<'a>(&'a Declaration, &'a Now);
 #[derive(Serialize)]
 struct Written<'a> {
     device: Option<String>,
-    by: String,
+    /// What wrote and when, for people.
+    message: String,
+    /// `seq`, `by` (the writer's token), `method` (a reset's), `at_unix_ms`.
     #[serde(flatten)]
     write: &'a gpu_host_probe::CardWrite,
 }
@@ -92,7 +94,7 @@ impl Serialize for Declared<'_> {
                 .iter()
                 .map(|written| Written {
                     device: written.device.map(|device| device.to_string()),
-                    by: written.write.by.to_string(),
+                    message: written.to_string(),
                     write: &written.write,
                 })
                 .collect(),

@@ -252,8 +252,8 @@ impl fmt::Display for FieldDifference {
     }
 }
 
-/// The first member (in member order, depth first) in which `loaded` differs from `saved`;
-/// `None` when they are equal.
+/// The first member (members by name, depth first; list entries by position) in which `loaded`
+/// differs from `saved`; `None` when they are equal.
 pub fn first_difference(saved: &HostState, loaded: &HostState) -> Option<FieldDifference> {
     let (Ok(saved_value), Ok(loaded_value)) =
         (serde_json::to_value(saved), serde_json::to_value(loaded))

@@ -73,6 +73,28 @@ impl StoredReason {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A reason from a token of a closed set (another crate's reason enum): it cannot fail, so
+    /// no record is ever written with a reason the store then refuses — a byte outside
+    /// `[a-z0-9_]` becomes `_`, a first byte that is no letter gets `r` before it, and it is cut
+    /// at 64 bytes. (Every reason of this project's enums is a token already; a test says so.)
+    pub fn of_token(token: &str) -> Self {
+        let mut text: String = token
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' {
+                    char::from(b)
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if !text.starts_with(|c: char| c.is_ascii_lowercase()) {
+            text.insert(0, 'r');
+        }
+        text.truncate(64);
+        Self(text)
+    }
 }
 
 impl fmt::Display for StoredReason {
@@ -150,6 +172,30 @@ mod tests {
                 Ok(StoredReason::from(*reason))
             );
         }
+    }
+
+    #[test]
+    fn a_token_of_a_closed_set_is_always_a_reason_that_reads_back() {
+        for token in [
+            "step_refused",
+            "apply-start",
+            "1st",
+            "",
+            &"a".repeat(70),
+            "Ready",
+        ] {
+            let reason = StoredReason::of_token(token);
+            assert_eq!(
+                StoredReason::new(reason.as_str()),
+                Ok(reason.clone()),
+                "{token:?}"
+            );
+            assert!(!reason.as_str().is_empty(), "{token:?}");
+        }
+        assert_eq!(
+            StoredReason::of_token("step_refused").as_str(),
+            "step_refused"
+        );
     }
 
     #[test]

@@ -70,7 +70,8 @@ impl std::fmt::Display for StoreNote {
         match self {
             Self::Recovered { kept, from } => write!(
                 f,
-                "the state file did not read; it is kept aside as {}, and its last good copy {}                  was put back",
+                "the state file did not read; it is kept aside as {}, and its last good copy {} \
+                 was put back",
                 kept.display(),
                 from.display()
             ),
@@ -112,17 +113,6 @@ pub enum StoreError {
         /// The cause.
         #[source]
         source: std::io::Error,
-    },
-    /// The state file does not read; it was moved aside, never replaced with defaults.
-    #[error("the state file {} does not read; kept aside as {}", path.display(), kept.display())]
-    Corrupt {
-        /// The state file.
-        path: PathBuf,
-        /// Where it now is.
-        kept: PathBuf,
-        /// What was wrong.
-        #[source]
-        source: serde_json::Error,
     },
     /// The state file does not read (a read-only store leaves it where it is; the next sync
     /// keeps it aside).

@@ -157,9 +157,9 @@ pub struct Declaration {
     pub label: String,
     /// When (Unix seconds).
     pub declared_at: u64,
-    /// How many declarations this host has had, this one included (1 for the first): a
-    /// toolstack that recorded the generation with a placement knows whether the placement
-    /// belongs to the layout now declared.
+    /// How many times what the host is declared to be changed, counting the first as 1 (declaring
+    /// again what is declared — a restore — keeps it): a toolstack that recorded the generation
+    /// with a placement knows whether the placement belongs to the layout now declared.
     #[serde(default)]
     pub generation: u64,
     /// Each declared GPU, by address.
@@ -176,19 +176,27 @@ pub struct Declaration {
 
 impl Declaration {
     /// A declaration of `label` at `declared_at`, over `previous` (whose GPUs `gpus` does not
-    /// name are kept; its generation is counted on), not checked yet.
+    /// name are kept; its generation is counted on when anything changed), not checked yet.
     pub fn new(
         label: impl Into<String>,
         declared_at: u64,
         previous: Option<&Declaration>,
         gpus: BTreeMap<Bdf, DeclaredGpu>,
     ) -> Self {
+        let label = label.into();
         let mut all = previous.map(|p| p.gpus.clone()).unwrap_or_default();
         all.extend(gpus);
+        // The generation counts changes: declaring again what is declared (a restore, an apply
+        // of the layout that holds) keeps it, so a placement recorded with it stays current.
+        let generation = match previous {
+            None => 1,
+            Some(p) if p.label == label && p.gpus == all => p.generation,
+            Some(p) => p.generation.saturating_add(1),
+        };
         Self {
-            label: label.into(),
+            label,
             declared_at,
-            generation: previous.map_or(1, |p| p.generation.saturating_add(1)),
+            generation,
             gpus: all,
             check: None,
             lapsed: None,

@@ -2,16 +2,15 @@
 //! lock, several at once, and compared with it by the rules of `layout_model::differences` (GPU
 //! instances, compute instances and placements apart). It writes nothing.
 
-use crate::apply::ApplyError;
+use crate::apply::{ApplyError, ApplyOptions, asked_for};
 use crate::document::Spec;
-use crate::report::ApplyWarning;
+use crate::report::{ApplyReason, ApplyWarning};
 use crate::select::{HostGpu, host_gpus, select};
 use gpu_host_probe::helper::{Helper, ReadFailure};
-use gpu_host_probe::{Host, HostLock};
+use gpu_host_probe::{Host, HostLock, LockError};
 use gpu_partition_types::{Bdf, Reply};
 use layout_model::{Difference, Fact, differences};
 use serde::Serialize;
-use std::time::Duration;
 
 /// One GPU of the layout and how it differs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -28,19 +27,78 @@ pub struct GpuAssert {
     pub differences: Vec<Difference>,
 }
 
+/// How an assert ended: the layout holds, it does not, or the cards could not be read at all
+/// (blocked, as an apply is: the lock held by another GPU operation, the caller's cancel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AssertOutcome {
+    /// Every GPU the layout names is as it wants.
+    Applied,
+    /// Some GPU differs (or did not read): the differences say how.
+    Differs,
+    /// Nothing was read.
+    Blocked(ApplyReason),
+}
+
+impl AssertOutcome {
+    /// Its token: `applied`, `differs` or `blocked`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Applied => "applied",
+            Self::Differs => "differs",
+            Self::Blocked(_) => "blocked",
+        }
+    }
+}
+
+impl AssertOutcome {
+    /// Why it was blocked; `None` otherwise.
+    pub fn reason(self) -> Option<ApplyReason> {
+        match self {
+            Self::Blocked(reason) => Some(reason),
+            Self::Applied | Self::Differs => None,
+        }
+    }
+}
+
 /// Whether a layout is applied: the document of `mxctl --json partition assert` (`label`,
+/// `outcome` — `applied`, `differs`, `blocked` —, `reason` and `detail` of a blocked one,
 /// `applied`, `gpus`, `warnings`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AssertReport {
     /// The layout's label.
     pub label: String,
-    /// Every GPU it names is as it wants.
+    /// How it ended (`outcome` and `reason` in JSON).
+    pub outcome: AssertOutcome,
+    /// What blocked it, for people (the lock's holder); `None` otherwise.
+    pub detail: Option<String>,
+    /// Every GPU it names is as it wants (`outcome` is `applied`).
     pub applied: bool,
     /// Each GPU it names, in index order.
     pub gpus: Vec<GpuAssert>,
     /// What a person should know (devices the layout lists that the host does not have).
     pub warnings: Vec<ApplyWarning>,
+}
+
+impl Serialize for AssertReport {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut report = serializer.serialize_struct("AssertReport", 7)?;
+        report.serialize_field("label", &self.label)?;
+        report.serialize_field("outcome", self.outcome.as_str())?;
+        report.serialize_field(
+            "reason",
+            &self
+                .outcome
+                .reason()
+                .map(gpu_partition_types::Token::as_str),
+        )?;
+        report.serialize_field("detail", &self.detail)?;
+        report.serialize_field("applied", &self.applied)?;
+        report.serialize_field("gpus", &self.gpus)?;
+        report.serialize_field("warnings", &self.warnings)?;
+        report.end()
+    }
 }
 
 /// Reads every GPU of `gpus` under `lock`, several at once: `--version` once, then each card's
@@ -58,30 +116,46 @@ pub(crate) fn read_cards(
         .collect()
 }
 
-/// Whether the layout `specs` (labelled `label`) holds on this host (only on `devices` when
-/// given), waiting up to `lock_wait` for the host lock.
+/// Whether the layout `specs` (labelled `label`) holds on this host: of `options`, the GPUs
+/// asked for (`devices`, by the one rule an apply keeps), the wait for the lock (`lock_wait`;
+/// held past it, the assert is blocked `lock_busy` naming the holder, as an apply is) and the
+/// cancel.
 pub fn assert_applied(
     host: &Host,
     helper: &Helper,
-    specs: &[Spec],
     label: &str,
-    devices: &[Bdf],
-    lock_wait: Duration,
+    specs: &[Spec],
+    options: &ApplyOptions,
 ) -> Result<AssertReport, ApplyError> {
     let selection = select(specs, &host_gpus(host.sysfs_root())?)?;
-    let mut wanted = selection.wanted;
-    for device in devices {
-        if !wanted.iter().any(|w| w.gpu.bdf == *device) {
-            return Err(ApplyError::NotNamed {
-                device: *device,
-                label: label.to_owned(),
-            });
+    let wanted = asked_for(selection.wanted, |w| w.gpu.bdf, &options.devices, label)?;
+    let warnings = selection
+        .absent
+        .into_iter()
+        .map(ApplyWarning::Absent)
+        .collect();
+    let blocked = |reason, detail: String| AssertReport {
+        label: label.to_owned(),
+        outcome: AssertOutcome::Blocked(reason),
+        detail: Some(detail),
+        applied: false,
+        gpus: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let taken = match &options.cancel {
+        Some(cancel) => host.lock_unless(options.lock_wait, cancel),
+        None => host.lock(options.lock_wait),
+    };
+    let lock = match taken {
+        Ok(lock) => lock,
+        Err(busy) if busy.is_busy() => {
+            return Ok(blocked(ApplyReason::LockBusy, busy.to_string()));
         }
-    }
-    if !devices.is_empty() {
-        wanted.retain(|w| devices.contains(&w.gpu.bdf));
-    }
-    let lock = host.lock(lock_wait).map_err(ApplyError::Lock)?;
+        Err(cancelled @ LockError::Cancelled { .. }) => {
+            return Ok(blocked(ApplyReason::Cancelled, cancelled.to_string()));
+        }
+        Err(error) => return Err(ApplyError::Lock(error)),
+    };
     let gpus: Vec<HostGpu> = wanted.iter().map(|w| w.gpu.clone()).collect();
     let replies = read_cards(&lock, helper, &gpus);
     drop(lock);
@@ -104,14 +178,18 @@ pub fn assert_applied(
             },
         })
         .collect();
+    let applied = gpus.iter().all(|gpu| gpu.differences.is_empty());
+    let outcome = if applied {
+        AssertOutcome::Applied
+    } else {
+        AssertOutcome::Differs
+    };
     Ok(AssertReport {
         label: label.to_owned(),
-        applied: gpus.iter().all(|gpu| gpu.differences.is_empty()),
+        outcome,
+        detail: None,
+        applied,
         gpus,
-        warnings: selection
-            .absent
-            .into_iter()
-            .map(ApplyWarning::Absent)
-            .collect(),
+        warnings,
     })
 }

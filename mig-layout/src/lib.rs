@@ -36,9 +36,9 @@ mod select;
 
 pub use apply::{
     ApplyError, ApplyObserver, ApplyOptions, ApplyRun, HOOK_DEADLINE, Hook, HookPoint, HookRun,
-    Hooks, Progress, Restore, RestoreOptions, STEP_DEADLINE, apply, leave, restore,
+    Hooks, Progress, Restore, STEP_DEADLINE, apply, leave, restore,
 };
-pub use assert::{AssertReport, GpuAssert, assert_applied};
+pub use assert::{AssertOutcome, AssertReport, GpuAssert, assert_applied};
 pub use document::{
     DeviceId, DeviceRef, Devices, Document, LayoutError, MAX_DOCUMENT, Spec, to_json, to_yaml,
 };

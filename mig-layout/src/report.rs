@@ -62,6 +62,9 @@ gpu_partition_types::token_enum! {
 pub enum ApplyOutcome {
     /// Every GPU named is as the layout wants, read back.
     Done,
+    /// The layout names no GPU of this host (as mig-parted, one file serves hosts of different
+    /// sizes): nothing was read or written, and nothing is declared.
+    NothingNamed,
     /// The plan was made and shown; nothing was written.
     DryRun,
     /// Refused before anything was written.
@@ -78,6 +81,7 @@ impl ApplyOutcome {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Done => "done",
+            Self::NothingNamed => "nothing_named",
             Self::DryRun => "dry_run",
             Self::Blocked(_) => "blocked",
             Self::Failed(_) => "failed",
@@ -89,7 +93,7 @@ impl ApplyOutcome {
     pub fn reason(self) -> Option<&'static str> {
         use gpu_partition_types::Token;
         match self {
-            Self::Done | Self::DryRun => None,
+            Self::Done | Self::NothingNamed | Self::DryRun => None,
             Self::Blocked(reason) | Self::Failed(reason) => Some(reason.as_str()),
             Self::ColdRebootRequired(reason) => Some(reason.as_str()),
         }
@@ -173,8 +177,6 @@ pub enum ApplyWarning {
     /// A device the layout lists is not on this host (as mig-parted, a spec for GPU 7 on a host
     /// of two names nothing).
     Absent(Absent),
-    /// The layout names no GPU of this host: nothing to do.
-    NothingNamed,
     /// A declared GPU is not an NVIDIA GPU bound to `nvidia` on this host now: the restore
     /// left it alone.
     DeclaredAbsent {
@@ -205,9 +207,6 @@ impl std::fmt::Display for ApplyWarning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Absent(absent) => write!(f, "{absent}"),
-            Self::NothingNamed => {
-                f.write_str("the layout names no GPU of this host; nothing to do")
-            }
             Self::DeclaredAbsent { device } => write!(
                 f,
                 "{device} is declared but is not an NVIDIA GPU bound to nvidia on this host now; \
@@ -223,7 +222,8 @@ impl std::fmt::Display for ApplyWarning {
                 let each: Vec<String> = positions.iter().map(ToString::to_string).collect();
                 write!(
                     f,
-                    "{device}: {} entr{} of the profile catalogue did not read (at {}); the                      plan used the others",
+                    "{device}: {} entr{} of the profile catalogue did not read (at {}); the \
+                     plan used the others",
                     positions.len(),
                     if positions.len() == 1 { "y" } else { "ies" },
                     each.join(", ")
@@ -297,6 +297,23 @@ pub enum Conclusion {
     BetweenLayouts,
     /// A warm reset did not work: the host must be cold-rebooted.
     ColdReboot,
+    /// The layout names no GPU of this host: nothing was done.
+    NothingNamed,
+}
+
+impl Conclusion {
+    /// Its token (`conclusion` in `--json`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Holds => "holds",
+            Self::DeclaredDiffers => "declared_differs",
+            Self::DryRun => "dry_run",
+            Self::NothingChanged => "nothing_changed",
+            Self::BetweenLayouts => "between_layouts",
+            Self::ColdReboot => "cold_reboot",
+            Self::NothingNamed => "nothing_named",
+        }
+    }
 }
 
 impl std::fmt::Display for Conclusion {
@@ -311,6 +328,9 @@ impl std::fmt::Display for Conclusion {
             Self::NothingChanged => "nothing was changed",
             Self::BetweenLayouts => "the host is between layouts: fix the cause and apply again",
             Self::ColdReboot => "a warm reset did not work: cold-reboot this host",
+            Self::NothingNamed => {
+                "the layout names no GPU of this host: nothing was read or written"
+            }
         })
     }
 }
@@ -338,26 +358,11 @@ impl ApplyReport {
                     Conclusion::Holds
                 }
             }
+            ApplyOutcome::NothingNamed => Conclusion::NothingNamed,
             ApplyOutcome::DryRun => Conclusion::DryRun,
             ApplyOutcome::Blocked(_) => Conclusion::NothingChanged,
             ApplyOutcome::Failed(_) => Conclusion::BetweenLayouts,
             ApplyOutcome::ColdRebootRequired(_) => Conclusion::ColdReboot,
-        }
-    }
-
-    /// An apply of `label` that has done nothing yet (done, so far).
-    pub(crate) fn new(label: &str) -> Self {
-        Self {
-            label: label.to_owned(),
-            outcome: ApplyOutcome::Done,
-            detail: None,
-            impossible: None,
-            gpus: Vec::new(),
-            resets: Vec::new(),
-            host: None,
-            hooks: Vec::new(),
-            warnings: Vec::new(),
-            elapsed: Duration::ZERO,
         }
     }
 
@@ -367,9 +372,67 @@ impl ApplyReport {
     }
 }
 
+/// How an apply ends: its outcome and why, set by each end of the run (never assumed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct End {
+    pub outcome: ApplyOutcome,
+    pub detail: Option<String>,
+}
+
+impl End {
+    pub fn new(outcome: ApplyOutcome, detail: impl Into<Option<String>>) -> Self {
+        Self {
+            outcome,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn blocked(reason: ApplyReason, detail: impl Into<String>) -> Self {
+        Self::new(ApplyOutcome::Blocked(reason), Some(detail.into()))
+    }
+}
+
+/// An apply's report while it runs: everything but how it ended, which only an [`End`] gives
+/// ([`Draft::finish`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Draft {
+    pub label: String,
+    pub impossible: Option<Impossible>,
+    pub gpus: Vec<GpuReport>,
+    pub resets: Vec<ResetReport>,
+    pub host: Option<HostAfter>,
+    pub hooks: Vec<HookRun>,
+    pub warnings: Vec<ApplyWarning>,
+}
+
+impl Draft {
+    pub fn new(label: &str) -> Self {
+        Self {
+            label: label.to_owned(),
+            ..Self::default()
+        }
+    }
+
+    /// The report of the apply that ended so, after `elapsed`.
+    pub fn finish(self, end: End, elapsed: Duration) -> ApplyReport {
+        ApplyReport {
+            label: self.label,
+            outcome: end.outcome,
+            detail: end.detail,
+            impossible: self.impossible,
+            gpus: self.gpus,
+            resets: self.resets,
+            host: self.host,
+            hooks: self.hooks,
+            warnings: self.warnings,
+            elapsed,
+        }
+    }
+}
+
 impl Serialize for ApplyReport {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut report = serializer.serialize_struct("ApplyReport", 12)?;
+        let mut report = serializer.serialize_struct("ApplyReport", 13)?;
         report.serialize_field("label", &self.label)?;
         report.serialize_field("outcome", self.outcome.as_str())?;
         report.serialize_field("reason", &self.outcome.reason())?;
@@ -380,6 +443,7 @@ impl Serialize for ApplyReport {
         report.serialize_field("host", &self.host)?;
         report.serialize_field("hooks", &self.hooks)?;
         report.serialize_field("warnings", &self.warnings)?;
+        report.serialize_field("conclusion", self.conclusion().as_str())?;
         report.serialize_field(
             "elapsed_ms",
             &u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),

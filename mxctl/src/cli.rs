@@ -71,13 +71,18 @@ pub enum Command {
 (the report's reason): lock_busy, pool_disabled, helper_unavailable, gpu_unreadable, gpu_busy, \
 layout_impossible, hook_failed (a pre-apply hook failed: nothing was written), card_changed \
 (another model is in a declared slot: nothing was written), step_refused, reset_blocked, \
-mode_pending, did_not_converge, read_back_differs, cancelled.\n\n\
-An apply or a leave that wrote declares what the host is to be. While the cards differ from it, \
-every sync with the pool on says entering (layout_drifted), naming each difference; \
-`partition restore` brings the cards back, and mxctl-restore.service does so once per boot, \
-before mxctl-layout.target, which a GPU client's unit orders itself after. The label \
-layout-state and the metrics mxctl_layout_declared{label,state} and mxctl_layout_drift{kind} \
-say whether the cards hold it."
+mode_pending, did_not_converge, read_back_differs, cancelled. An apply whose layout names no \
+GPU of the host ends nothing_named (exit 0).\n\n\
+An apply or a leave that wrote, or whose layout holds, declares what the host is to be. While \
+the cards differ from it, every sync with the pool on says entering (layout_drifted), naming \
+each difference; `partition restore` brings the cards back, and mxctl-restore.service does so \
+once per boot (--at-boot: a second in the same boot does nothing), before \
+mxctl-layout.target, which a GPU client's unit orders itself after. Any write of mxctl's to a \
+card (an apply, a reset) ends what the last sync found, until one reads the cards again; \
+mxctl-sync.timer reads them every sync-interval. A host whose stored state did not read says \
+state_lost, and its boot restore fails. The labels layout-state and layout-checked and the \
+metrics mxctl_layout_declared{label,state}, mxctl_layout_checked_timestamp_seconds and \
+mxctl_layout_drift{kind} say whether the cards hold it, and since when."
     )]
     Partition(PartitionCommand),
     /// Print the stored state and the last warm reset as Prometheus metrics (text format
@@ -88,8 +93,11 @@ say whether the cards hold it."
     #[command(
         after_long_help = "Labels, each under mxctl.feature.node.kubernetes.io/: status, \
 reason, gpu-<address>.mode (an NVIDIA GPU's partition mode; the address with dashes for colons, as gpu-0000-3b-00.0.mode), layout (the declared layout's \
-label), layout-state (holds, drifted or unknown: whether the cards hold it, as this boot's last \
-sync found), layout-outcome (how the last apply ended)."
+label), layout-state (holds, drifted or unknown: whether the cards hold it, judged now — never \
+holds unless a sync of this boot read every declared card, found it so, and nothing of mxctl's \
+wrote to them since), layout-checked (when the cards were last read, in Unix seconds), \
+layout-generation (how many times the declaration changed), layout-outcome (how the last \
+apply ended)."
     )]
     Labels(Labels),
     /// Write the man pages and the shell completions into a directory (for packaging).

@@ -136,6 +136,14 @@ impl Failure {
         }
     }
 
+    /// How mxctl exits with it: a command line that does not fit is usage; anything else failed.
+    pub fn exit(&self) -> crate::exit::Exit {
+        match self {
+            Self::Usage(_) => crate::exit::Exit::Usage,
+            _ => crate::exit::Exit::Failed,
+        }
+    }
+
     /// The message with its chain of causes, for people.
     pub fn message(&self) -> String {
         gpu_host_probe::chain::Chain(self).to_string()

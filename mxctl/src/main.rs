@@ -7,6 +7,7 @@
 mod cli;
 mod commands;
 mod config;
+mod exit;
 mod failure;
 mod helper;
 mod output;
@@ -15,6 +16,7 @@ mod paths;
 use clap::Parser;
 use cli::{Cli, Command, PartitionCommand, ReplyCommand, ResetCommand};
 use config::Config;
+use exit::Exit;
 use failure::Failure;
 use gpu_host_probe::Host;
 use output::Output;
@@ -35,20 +37,17 @@ fn main() -> ExitCode {
     let output = Output {
         json: cli.global.json,
     };
-    match run(&cli, output) {
-        Ok(code) => ExitCode::from(code),
+    let exit = match run(&cli, output) {
+        Ok(exit) => exit,
         Err(failure) => {
             output.fail(&failure);
-            ExitCode::from(if matches!(failure, Failure::Usage(_)) {
-                2
-            } else {
-                1
-            })
+            failure.exit()
         }
-    }
+    };
+    ExitCode::from(exit.code())
 }
 
-fn run(cli: &Cli, output: Output) -> Result<u8, Failure> {
+fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
     let config = Config::load(cli.global.config.as_deref())?;
     config.log();
     let state_dir = cli

@@ -265,23 +265,23 @@ fn drive(run: ResetRun<'_>, mut lock: Lock<'_>) -> Result<ResetReport, ExecuteEr
                 Action::CheckUse { target } => Some(Event::Use(backend.check_use(&target))),
                 Action::MarkKernelLog => Some(Event::KernelLog(backend.mark_kernel_log())),
                 Action::WriteJournal { target } => {
-                    let devices = touched(&target);
-                    let method = target.method();
+                    // First the record of writes: from here on what any observation of these
+                    // cards said is over (a reset it could not record is not issued, and leaves
+                    // no reset in flight in the journal).
+                    let held = lock.held().ok_or(ExecuteError::JournalWithoutLock)?;
+                    held.record_write(
+                        &touched(&target),
+                        gpu_host_probe::Writer::WarmReset {
+                            method: gpu_partition_types::Token::as_str(target.method()).to_owned(),
+                        },
+                    )
+                    .map_err(ExecuteError::NotRecorded)?;
                     writer()?.begin(InFlight::new(
                         target,
                         clock.unix_ms(),
                         u64::try_from(config.window.as_millis()).unwrap_or(u64::MAX),
                         boot_id.map(str::to_owned),
                     ))?;
-                    // From here on what any observation of these cards said is over.
-                    let held = lock.held().ok_or(ExecuteError::JournalWithoutLock)?;
-                    held.record_write(
-                        &devices,
-                        gpu_host_probe::Writer::WarmReset {
-                            method: gpu_partition_types::Token::as_str(method).to_owned(),
-                        },
-                    )
-                    .map_err(ExecuteError::NotRecorded)?;
                     None
                 }
                 Action::IssueReset { target, deadline } => {

@@ -130,6 +130,9 @@ fn a_later_declaration_replaces_the_gpus_it_names_keeps_the_others_and_counts_a_
         BTreeMap::from([(bdf(2), DeclaredGpu::disabled(Board::default()))]),
     );
     assert_eq!(second.generation, 2);
+    // Declaring again what is declared (a restore) keeps the generation.
+    let again = Declaration::new("leave-gpu-2", 30, Some(&second), BTreeMap::new());
+    assert_eq!(again.generation, 2);
     assert_eq!(second.label, "leave-gpu-2");
     assert!(second.gpus[&bdf(1)].mig_enabled);
     assert!(!second.gpus[&bdf(2)].mig_enabled);

@@ -12,6 +12,11 @@ pub fn refusal(reply: &Reply, plan: &CardPlan) -> Option<(ApplyReason, String)> 
     if plan.is_empty() {
         return None;
     }
+    processes(reply).or_else(|| vgpus(reply, plan))
+}
+
+/// Processes on the card (or a list that did not read) refuse any plan.
+fn processes(reply: &Reply) -> Option<(ApplyReason, String)> {
     let device = reply.device;
     let processes = match &reply.processes {
         Lenient::Read(processes) => processes,
@@ -36,15 +41,21 @@ pub fn refusal(reply: &Reply, plan: &CardPlan) -> Option<(ApplyReason, String)> 
             Lenient::Lost(_) => "a process whose entry did not read".to_owned(),
         })
         .collect();
-    if !named.is_empty() {
-        return Some((
+    (!named.is_empty()).then(|| {
+        (
             ApplyReason::GpuBusy,
             format!(
                 "{device} has clients: {}; nothing is changed while a process holds the card",
                 named.join(", ")
             ),
-        ));
-    }
+        )
+    })
+}
+
+/// A vGPU on a GPU instance the plan destroys, or any vGPU on a card whose mode changes (or a
+/// list that did not read), refuses the plan.
+fn vgpus(reply: &Reply, plan: &CardPlan) -> Option<(ApplyReason, String)> {
+    let device = reply.device;
     let vgpus = match &reply.vgpus {
         Lenient::Read(vgpus) => vgpus,
         Lenient::Lost(lost) => {
@@ -63,39 +74,39 @@ pub fn refusal(reply: &Reply, plan: &CardPlan) -> Option<(ApplyReason, String)> 
         .iter()
         .filter_map(|step| match step {
             Step::DestroyGpuInstance { gpu_instance_id } => Some(*gpu_instance_id),
-            _ => None,
+            Step::DestroyComputeInstance { .. }
+            | Step::SetMigMode { .. }
+            | Step::CreateGpuInstance { .. }
+            | Step::CreateComputeInstance { .. } => None,
         })
         .collect();
     let mode_changes = plan.set_mode.is_some() || plan.reset;
-    for vgpu in vgpus.iter().filter_map(Lenient::read) {
-        let on = vgpu.gpu_instance_id.into_option();
-        let hit = match on {
+    let vgpu = vgpus.iter().filter_map(Lenient::read).find(|vgpu| {
+        match vgpu.gpu_instance_id.into_option() {
             Some(instance) => destroyed.contains(&instance) || mode_changes,
             None => mode_changes,
-        };
-        if hit {
-            let vm = vgpu
-                .vm
-                .as_option()
-                .map(|vm| format!(" of VM {vm}"))
-                .unwrap_or_default();
-            let place = on.map_or_else(
-                || "on the whole card".to_owned(),
-                |instance| format!("on GPU instance {instance}"),
-            );
-            return Some((
-                ApplyReason::GpuBusy,
-                format!(
-                    "{device}: vGPU {}{vm} is {place}, which the layout would {}",
-                    vgpu.uuid,
-                    if mode_changes {
-                        "take away with the mode change"
-                    } else {
-                        "destroy"
-                    }
-                ),
-            ));
         }
-    }
-    None
+    })?;
+    let on = vgpu.gpu_instance_id.into_option();
+    let vm = vgpu
+        .vm
+        .as_option()
+        .map(|vm| format!(" of VM {vm}"))
+        .unwrap_or_default();
+    let place = on.map_or_else(
+        || "on the whole card".to_owned(),
+        |instance| format!("on GPU instance {instance}"),
+    );
+    Some((
+        ApplyReason::GpuBusy,
+        format!(
+            "{device}: vGPU {}{vm} is {place}, which the layout would {}",
+            vgpu.uuid,
+            if mode_changes {
+                "take away with the mode change"
+            } else {
+                "destroy"
+            }
+        ),
+    ))
 }

@@ -182,8 +182,8 @@ impl fmt::Display for HookRun {
 pub(super) struct HookEnv {
     pub label: String,
     pub devices: String,
-    /// `MXCTL_OUTCOME` and `MXCTL_REASON`, at `apply-exit`.
-    pub outcome: Option<(String, String)>,
+    /// How the apply ended: `MXCTL_OUTCOME` and `MXCTL_REASON`, at `apply-exit`.
+    pub outcome: Option<crate::report::ApplyOutcome>,
 }
 
 fn kept(bytes: &[u8]) -> String {
@@ -208,10 +208,10 @@ pub(super) fn run_point(
             .env("MXCTL_HOOK", point.to_string())
             .env("MXCTL_LABEL", &env.label)
             .env("MXCTL_DEVICES", &env.devices);
-        if let Some((outcome, reason)) = &env.outcome {
+        if let Some(outcome) = env.outcome {
             spec = spec
-                .env("MXCTL_OUTCOME", outcome)
-                .env("MXCTL_REASON", reason);
+                .env("MXCTL_OUTCOME", outcome.as_str())
+                .env("MXCTL_REASON", outcome.reason().unwrap_or_default());
         }
         let done = run(&spec);
         let ok = matches!(done.result, RunResult::Exited(0));

@@ -8,13 +8,13 @@ use super::Progress;
 use super::ctx::{Ctx, Shared, Stop, fan_out};
 use super::reset::reset_batch;
 use crate::plan::{CardPlan, plan};
-use crate::report::{ApplyReason, ApplyReport, GpuReport};
+use crate::report::{ApplyReason, GpuReport};
 use crate::select::Wanted;
 use gpu_host_probe::helper::{ApplyFailure, Helper};
 use gpu_partition_types::{ApplyAnswer, ApplyRequest, Bdf, Reply, Step, StepOutcome};
 use layout_model::{Board, Card, DeclaredGpu, differences};
 use std::time::Duration;
-use warm_reset::ResetWith;
+use warm_reset::{ResetReport, ResetWith};
 
 /// How long one step of a batch may add to the helper's deadline: NVML takes about a second
 /// to destroy a GPU instance.
@@ -151,7 +151,7 @@ pub(super) fn run(
     ctx: &mut Ctx<'_, '_>,
     reset: &mut ResetWith<'_>,
     cards: &mut [Gpu],
-    report: &mut ApplyReport,
+    resets_run: &mut Vec<ResetReport>,
 ) {
     let first = fan_out(
         ctx,
@@ -160,7 +160,7 @@ pub(super) fn run(
         |shared, say, gpu| first_batch(shared, say, gpu),
     );
     keep_stops(cards, first);
-    resets(ctx, reset, cards, report);
+    resets(ctx, reset, cards, resets_run);
     let last = fan_out(
         ctx,
         cards,
@@ -202,7 +202,7 @@ fn resets(
     ctx: &mut Ctx<'_, '_>,
     with: &mut ResetWith<'_>,
     cards: &mut [Gpu],
-    report: &mut ApplyReport,
+    resets_run: &mut Vec<ResetReport>,
 ) {
     let in_apply: Vec<Bdf> = cards.iter().map(|gpu| gpu.report.device).collect();
     let due: Vec<Bdf> = cards
@@ -214,7 +214,7 @@ fn resets(
     if due.is_empty() {
         return;
     }
-    let ended = reset_batch(ctx, with, &due, &in_apply, &mut report.resets);
+    let ended = reset_batch(ctx, with, &due, &in_apply, resets_run);
     for gpu in cards.iter_mut() {
         if ended.issued.contains(&gpu.report.device) {
             gpu.wrote = true;

@@ -9,7 +9,7 @@ use crate::plan::{Impossible, plan};
 use crate::report::{ApplyReason, ApplyWarning, GpuReport};
 use crate::select::{HostGpu, Wanted};
 use gpu_host_probe::HostLock;
-use gpu_host_probe::helper::{Helper, ReadFailure};
+use gpu_host_probe::helper::{CardRead, Helper, ReadFailure};
 use gpu_partition_types::{Bdf, FormatVersion, UnreadableReason};
 use layout_model::{Adopted, Board, BoardChange, Card, DeclaredGpu};
 use std::collections::BTreeMap;
@@ -30,12 +30,26 @@ pub(super) enum Preflight {
     },
 }
 
+/// A read that failed refuses the apply: `gpu_busy` when another client holds the card, else
+/// `gpu_unreadable`.
 fn read_refusal(gpu: &HostGpu, failure: &ReadFailure) -> (ApplyReason, String) {
-    let reason = match failure.reason {
-        UnreadableReason::Busy => ApplyReason::GpuBusy,
-        _ => ApplyReason::GpuUnreadable,
+    let reason = if failure.reason == UnreadableReason::Busy {
+        ApplyReason::GpuBusy
+    } else {
+        ApplyReason::GpuUnreadable
     };
     (reason, format!("{gpu}: {failure}"))
+}
+
+/// One GPU after its read: planned and free to go on, or refused (with its report as far as
+/// it got).
+enum Checked {
+    Go(Box<Gpu>, Option<(ApplyReason, String)>),
+    Refused(
+        Box<GpuReport>,
+        (ApplyReason, String),
+        Option<Box<Impossible>>,
+    ),
 }
 
 pub(super) fn preflight(
@@ -50,118 +64,134 @@ pub(super) fn preflight(
     let mut refusal: Option<(ApplyReason, String)> = None;
     let mut impossible_first: Option<Impossible> = None;
     let mut warnings = Vec::new();
-    // Every card read side by side (the helper's fan-out), then each planned in index order.
+    // Every card read side by side (the helper's fan-out), then each planned in index order;
+    // the first refusal in index order is the apply's.
     let devices: Vec<Bdf> = wanted.iter().map(|w| w.gpu.bdf).collect();
     let reads = helper.read_all(lock, &devices, format);
     for (wanted, read) in wanted.into_iter().zip(reads) {
-        let device = wanted.gpu.bdf;
-        let mut report = GpuReport {
-            device,
-            index: wanted.gpu.index,
-            line: wanted.line,
-            plan: Vec::new(),
-            steps: Vec::new(),
-            differences: Vec::new(),
-            adopted: Vec::new(),
-            outcome: None,
-            detail: None,
-        };
-        let reply = match read.into_reply() {
-            Ok(reply) => reply,
-            Err(failure) => {
-                refusal.get_or_insert_with(|| read_refusal(&wanted.gpu, &failure));
-                others.push(report);
-                continue;
-            }
-        };
-        let board = Board::of(&reply);
-        let declared = boards.and_then(|boards| boards.get(&device));
-        match declared.and_then(|declared| declared.change(&board)) {
-            Some(change @ BoardChange::OtherModel { .. }) => {
-                refusal.get_or_insert((
-                    ApplyReason::CardChanged,
-                    format!(
-                        "{}: {change}; nothing is restored on a card of another model: apply a \
-                         layout for it",
-                        wanted.gpu
-                    ),
-                ));
-                others.push(report);
-                continue;
-            }
-            Some(change @ BoardChange::OtherBoard { .. }) => {
-                warnings.push(ApplyWarning::OtherBoard { device, change });
-            }
-            None => {}
-        }
-        let card = Card::of(&reply).ok();
-        if let Some(card) = card
-            .as_ref()
-            .filter(|card| !card.unread_profiles.is_empty())
-        {
-            warnings.push(ApplyWarning::ProfilesUnread {
-                device,
-                positions: card.unread_profiles.clone(),
-            });
-        }
-        match plan(&reply, &wanted.want) {
-            Ok(planned) => {
-                if let Some(card) = &card {
-                    report.plan = planned.describe(card);
-                    report.adopted = planned
-                        .adopted
-                        .iter()
-                        .filter_map(|id| card.instances.iter().find(|i| i.id == *id))
-                        .map(|instance| {
-                            Adopted::new(
-                                device,
-                                instance.id,
-                                card.named(instance.profile_id),
-                                instance.placement,
-                            )
-                        })
-                        .collect();
-                }
-                if let Some(why) = busy::refusal(&reply, &planned) {
+        let declared = boards.and_then(|boards| boards.get(&wanted.gpu.bdf));
+        match check(wanted, read, declared, &mut warnings) {
+            Checked::Go(gpu, busy) => {
+                if let Some(why) = busy {
                     refusal.get_or_insert(why);
                 }
-                let mut gpu = Gpu {
-                    declared: DeclaredGpu::new(&wanted.want, board.clone()),
-                    wanted,
-                    reply,
-                    report,
-                    needs_reset: planned.reset,
-                    board,
-                    first: planned,
-                    stop: None,
-                    wrote: false,
-                };
-                let planned = gpu.first.clone();
-                gpu.decided(&planned);
-                cards.push(gpu);
+                cards.push(*gpu);
             }
-            Err(impossible) => {
+            Checked::Refused(report, why, impossible) => {
                 if refusal.is_none() {
-                    refusal = Some((ApplyReason::LayoutImpossible, impossible.message.clone()));
-                    impossible_first = Some(impossible);
+                    refusal = Some(why);
+                    impossible_first = impossible.map(|impossible| *impossible);
                 }
-                others.push(report);
+                others.push(*report);
             }
         }
     }
-    match refusal {
-        None => Preflight::Go(cards, warnings),
-        Some((reason, detail)) => {
-            let mut gpus: Vec<GpuReport> = cards.into_iter().map(|gpu| gpu.report).collect();
-            gpus.append(&mut others);
-            gpus.sort_by_key(|gpu| gpu.index);
-            Preflight::Refused {
-                reason,
-                detail,
-                impossible: impossible_first,
-                gpus,
-                warnings,
-            }
-        }
+    let Some((reason, detail)) = refusal else {
+        return Preflight::Go(cards, warnings);
+    };
+    let mut gpus: Vec<GpuReport> = cards.into_iter().map(|gpu| gpu.report).collect();
+    gpus.append(&mut others);
+    gpus.sort_by_key(|gpu| gpu.index);
+    Preflight::Refused {
+        reason,
+        detail,
+        impossible: impossible_first,
+        gpus,
+        warnings,
     }
+}
+
+/// A GPU's read, its board against the one declared in its slot (a restore), and its plan.
+fn check(
+    wanted: Wanted,
+    read: CardRead,
+    declared: Option<&Board>,
+    warnings: &mut Vec<ApplyWarning>,
+) -> Checked {
+    let device = wanted.gpu.bdf;
+    let mut report = GpuReport {
+        device,
+        index: wanted.gpu.index,
+        line: wanted.line,
+        plan: Vec::new(),
+        steps: Vec::new(),
+        differences: Vec::new(),
+        adopted: Vec::new(),
+        outcome: None,
+        detail: None,
+    };
+    let reply = match read.into_reply() {
+        Ok(reply) => reply,
+        Err(failure) => {
+            return Checked::Refused(Box::new(report), read_refusal(&wanted.gpu, &failure), None);
+        }
+    };
+    let board = Board::of(&reply);
+    match declared.and_then(|declared| declared.change(&board)) {
+        Some(change @ BoardChange::OtherModel { .. }) => {
+            let why = format!(
+                "{}: {change}; nothing is restored on a card of another model: apply a layout \
+                 for it",
+                wanted.gpu
+            );
+            return Checked::Refused(Box::new(report), (ApplyReason::CardChanged, why), None);
+        }
+        Some(change @ BoardChange::OtherBoard { .. }) => {
+            warnings.push(ApplyWarning::OtherBoard { device, change });
+        }
+        None => {}
+    }
+    let card = Card::of(&reply).ok();
+    if let Some(card) = card
+        .as_ref()
+        .filter(|card| !card.unread_profiles.is_empty())
+    {
+        warnings.push(ApplyWarning::ProfilesUnread {
+            device,
+            positions: card.unread_profiles.clone(),
+        });
+    }
+    let planned = match plan(&reply, &wanted.want) {
+        Ok(planned) => planned,
+        Err(impossible) => {
+            let why = (ApplyReason::LayoutImpossible, impossible.message.clone());
+            return Checked::Refused(Box::new(report), why, Some(Box::new(impossible)));
+        }
+    };
+    if let Some(card) = &card {
+        report.plan = planned.describe(card);
+        report.adopted = adopted(card, &planned);
+    }
+    let busy = busy::refusal(&reply, &planned);
+    let mut gpu = Gpu {
+        declared: DeclaredGpu::new(&wanted.want, board.clone()),
+        wanted,
+        reply,
+        report,
+        needs_reset: planned.reset,
+        board,
+        first: planned,
+        stop: None,
+        wrote: false,
+    };
+    let first = gpu.first.clone();
+    gpu.decided(&first);
+    Checked::Go(Box::new(gpu), busy)
+}
+
+/// The instances the plan adopts, as the report names them.
+fn adopted(card: &Card, planned: &crate::plan::CardPlan) -> Vec<Adopted> {
+    planned
+        .adopted
+        .iter()
+        .filter_map(|id| card.instances.iter().find(|i| i.id == *id))
+        .map(|instance| {
+            Adopted::new(
+                card.device,
+                instance.id,
+                card.named(instance.profile_id),
+                instance.placement,
+            )
+        })
+        .collect()
 }

@@ -81,80 +81,111 @@ pub(super) fn reset_batch(
         stops: Vec::new(),
         issued: Vec::new(),
     };
-    let machine = |error: &ExecuteError| {
-        format!(
-            "the warm reset could not run: {}",
-            gpu_host_probe::chain::Chain(error)
-        )
+    let Some(due) = earlier_reset(ctx, with, due, resets, &mut end) else {
+        return end;
     };
-    let stop_all = |end: &mut BatchEnd, devices: &[Bdf], stop: &dyn Fn(Bdf) -> Stop| {
+    let batch = each_alone(ctx, with, &due, in_apply, &mut end);
+    if batch.is_empty() {
+        return end;
+    }
+    if let Err(stop) = ctx.shared.go_on("the warm reset") {
+        end.stop_all(&batch, |_| stop.clone());
+        return end;
+    }
+    issue(ctx, with, &batch, resets, &mut end);
+    end
+}
+
+impl BatchEnd {
+    fn stop_all(&mut self, devices: &[Bdf], stop: impl Fn(Bdf) -> Stop) {
         for device in devices {
-            end.stops.push((*device, stop(*device)));
-        }
-    };
-    let mut due: Vec<Bdf> = due.to_vec();
-    let lock = ctx.shared.lock;
-    // An earlier run's reset still in its window: waited out, then verified by the machine.
-    match wait_out_in_flight(lock, with.clock_or_real()) {
-        Err(error) => {
-            let detail = machine(&error);
-            stop_all(&mut end, &due, &|device| {
-                Stop::failed(ApplyReason::ResetBlocked, format!("{device}: {detail}"))
-            });
-            return end;
-        }
-        Ok(None) => {}
-        Ok(Some(waited)) => {
-            for device in &due {
-                ctx.say(Progress::WaitedForEarlierReset {
-                    device: *device,
-                    waited,
-                });
-            }
-            match run(lock, with, &due, false) {
-                Err(error) => {
-                    let detail = machine(&error);
-                    stop_all(&mut end, &due, &|device| {
-                        Stop::failed(ApplyReason::ResetBlocked, format!("{device}: {detail}"))
-                    });
-                    return end;
-                }
-                Ok(verified) => {
-                    let done = matches!(verified.outcome, ResetOutcome::Done);
-                    resets.push(verified);
-                    if done {
-                        let reads = ctx.shared.reread(&due, "after an earlier reset");
-                        let mut still = Vec::new();
-                        for (device, read) in due.iter().zip(reads) {
-                            match read {
-                                Ok(reply)
-                                    if Card::of(&reply).is_ok_and(|c| c.pending.is_none()) =>
-                                {
-                                    ctx.say(Progress::EarlierResetCompleted { device: *device });
-                                    end.touched.push(*device);
-                                }
-                                _ => still.push(*device),
-                            }
-                        }
-                        due = still;
-                    }
-                }
-            }
+            self.stops.push((*device, stop(*device)));
         }
     }
-    // Each GPU preflighted alone: its group, and the peers it would take with it.
+
+    /// Every one of `devices` stops: the reset machine could not run.
+    fn could_not_run(&mut self, devices: &[Bdf], error: &ExecuteError) {
+        let detail = machine(error);
+        self.stop_all(devices, |device| {
+            Stop::failed(ApplyReason::ResetBlocked, format!("{device}: {detail}"))
+        });
+    }
+}
+
+fn machine(error: &ExecuteError) -> String {
+    format!(
+        "the warm reset could not run: {}",
+        gpu_host_probe::chain::Chain(error)
+    )
+}
+
+/// An earlier run's reset still in its window: waited out, then verified by the machine; the
+/// GPUs of `due` it did not complete (all of them when there was none), or `None` when every
+/// GPU stopped (the journal or the machine could not be used).
+fn earlier_reset(
+    ctx: &mut Ctx<'_, '_>,
+    with: &mut ResetWith<'_>,
+    due: &[Bdf],
+    resets: &mut Vec<ResetReport>,
+    end: &mut BatchEnd,
+) -> Option<Vec<Bdf>> {
+    let lock = ctx.shared.lock;
+    let waited = match wait_out_in_flight(lock, with.clock_or_real()) {
+        Err(error) => {
+            end.could_not_run(due, &error);
+            return None;
+        }
+        Ok(None) => return Some(due.to_vec()),
+        Ok(Some(waited)) => waited,
+    };
+    for device in due {
+        ctx.say(Progress::WaitedForEarlierReset {
+            device: *device,
+            waited,
+        });
+    }
+    let verified = match run(lock, with, due, false) {
+        Err(error) => {
+            end.could_not_run(due, &error);
+            return None;
+        }
+        Ok(verified) => verified,
+    };
+    let done = matches!(verified.outcome, ResetOutcome::Done);
+    resets.push(verified);
+    if !done {
+        return Some(due.to_vec());
+    }
+    let reads = ctx.shared.reread(due, "after an earlier reset");
+    let mut still = Vec::new();
+    for (device, read) in due.iter().zip(reads) {
+        match read {
+            Ok(reply) if Card::of(&reply).is_ok_and(|c| c.pending.is_none()) => {
+                ctx.say(Progress::EarlierResetCompleted { device: *device });
+                end.touched.push(*device);
+            }
+            _ => still.push(*device),
+        }
+    }
+    Some(still)
+}
+
+/// Each GPU of `due` preflighted alone — its group, and the peers it would take with it —:
+/// those whose reset may go (the others stop, each with why).
+fn each_alone(
+    ctx: &Ctx<'_, '_>,
+    with: &mut ResetWith<'_>,
+    due: &[Bdf],
+    in_apply: &[Bdf],
+    end: &mut BatchEnd,
+) -> Vec<Bdf> {
+    let lock = ctx.shared.lock;
     let mut batch = Vec::new();
-    for device in &due {
+    for device in due {
         let dry = match run(lock, with, &[*device], true) {
             Ok(dry) => dry,
             Err(error) => {
-                end.stops.push((
-                    *device,
-                    Stop::failed(
-                        ApplyReason::ResetBlocked,
-                        format!("{device}: {}", machine(&error)),
-                    ),
-                ));
+                end.could_not_run(&[*device], &error);
                 continue;
             }
         };
@@ -169,27 +200,29 @@ pub(super) fn reset_batch(
         }
         batch.push(*device);
     }
-    if batch.is_empty() {
-        return end;
-    }
-    if let Err(stop) = ctx.shared.go_on("the warm reset") {
-        stop_all(&mut end, &batch, &|_| stop.clone());
-        return end;
-    }
-    for device in &batch {
+    batch
+}
+
+/// The reset of `batch`, in one command and one window: how each GPU ends.
+fn issue(
+    ctx: &mut Ctx<'_, '_>,
+    with: &mut ResetWith<'_>,
+    batch: &[Bdf],
+    resets: &mut Vec<ResetReport>,
+    end: &mut BatchEnd,
+) {
+    let lock = ctx.shared.lock;
+    for device in batch {
         ctx.say(Progress::Resetting { device: *device });
     }
-    let done = match run(lock, with, &batch, false) {
+    let done = match run(lock, with, batch, false) {
         Ok(done) => done,
         Err(error) => {
-            let detail = machine(&error);
-            stop_all(&mut end, &batch, &|device| {
-                Stop::failed(ApplyReason::ResetBlocked, format!("{device}: {detail}"))
-            });
-            return end;
+            end.could_not_run(batch, &error);
+            return;
         }
     };
-    for device in &batch {
+    for device in batch {
         ctx.say(Progress::Reset {
             device: *device,
             outcome: done.outcome,
@@ -200,11 +233,13 @@ pub(super) fn reset_batch(
     }
     match done.outcome {
         ResetOutcome::Done | ResetOutcome::DryRun => {
-            end.touched.extend(done.verified.iter().copied())
+            end.touched.extend(done.verified.iter().copied());
         }
-        ResetOutcome::Blocked(reason) => stop_all(&mut end, &batch, &|device| {
-            blocked_stop(lock, device, reason, &done.detail)
-        }),
+        ResetOutcome::Blocked(reason) => {
+            end.stop_all(batch, |device| {
+                blocked_stop(lock, device, reason, &done.detail)
+            });
+        }
         ResetOutcome::ColdRebootRequired(reason) => {
             // Where the verification tells the GPUs apart, only those not back need the cold
             // reboot; the others of the group are back and go on.
@@ -213,19 +248,17 @@ pub(super) fn reset_batch(
             } else {
                 done.not_back.clone()
             };
-            for device in &batch {
-                if lost.contains(device) {
-                    end.stops.push((
-                        *device,
-                        Stop {
-                            outcome: ApplyOutcome::ColdRebootRequired(reason),
-                            detail: format!(
-                                "{device}: the warm reset did not work ({reason}): {}",
-                                done.detail
-                            ),
-                        },
-                    ));
-                }
+            for device in batch.iter().filter(|device| lost.contains(device)) {
+                end.stops.push((
+                    *device,
+                    Stop {
+                        outcome: ApplyOutcome::ColdRebootRequired(reason),
+                        detail: format!(
+                            "{device}: the warm reset did not work ({reason}): {}",
+                            done.detail
+                        ),
+                    },
+                ));
             }
             end.touched.extend(
                 done.verified
@@ -236,7 +269,6 @@ pub(super) fn reset_batch(
         }
     }
     resets.push(done);
-    end
 }
 
 /// Why `device` stops when its reset is blocked for `reason`: a reset of this boot that left it

@@ -14,7 +14,7 @@ use gpu_partition_types::StepOutcome;
 use host_sync::{Pool, StateStore};
 use mig_layout::{
     ApplyOptions, ApplyOutcome, ApplyReason, ApplyWarning, Hook, HookPoint, Hooks, ImpossibleKind,
-    PlanLine, Progress, Restore, RestoreOptions,
+    PlanLine, Progress, Restore,
 };
 
 use std::time::Duration;
@@ -115,7 +115,7 @@ fn a_held_lock_blocks_the_apply_with_lock_busy_before_any_read() {
 #[test]
 fn with_the_pool_off_a_layout_that_turns_mig_on_is_blocked_pool_disabled() {
     let mut bed = Bed::two_a100s();
-    let report = bed.apply(&ApplyOptions::new("all-1g.5gb", Pool::Disabled));
+    let report = bed.apply(&bed.options("all-1g.5gb").pool(Pool::Disabled));
     assert_eq!(
         report.outcome,
         ApplyOutcome::Blocked(ApplyReason::PoolDisabled)
@@ -209,7 +209,7 @@ fn a_restore_onto_a_card_of_another_model_is_blocked_card_changed() {
     let mut bed = Bed::two_a100s();
     bed.apply(&bed.options("all-1g.5gb"));
     bed.change(|scenario| device_mut(scenario, SECOND).name = "NVIDIA A30".to_owned());
-    let Restore::Ran(report) = bed.restore(&RestoreOptions::new(Pool::Enabled)) else {
+    let Restore::Ran(report) = bed.restore(&ApplyOptions::new(Pool::Enabled)) else {
         panic!("nothing declared");
     };
     assert_eq!(
@@ -623,4 +623,53 @@ fn one_of_four_gpus_not_back_after_the_reset_needs_a_cold_reboot_and_the_other_t
             );
         }
     }
+}
+
+#[test]
+fn a_layout_that_names_no_gpu_of_the_host_says_so_and_never_that_it_holds() {
+    let mut bed = Bed::two_a100s();
+    let report = bed.apply(&bed.options("gpu-7"));
+    assert_eq!(report.outcome, ApplyOutcome::NothingNamed);
+    assert!(
+        report
+            .detail
+            .as_deref()
+            .is_some_and(|detail| detail.contains("names no GPU of this host")),
+        "{:?}",
+        report.detail
+    );
+    assert_eq!(report.conclusion(), mig_layout::Conclusion::NothingNamed);
+    assert_ne!(
+        report.conclusion().to_string(),
+        "the layout holds, read back"
+    );
+    assert!(bed.store.load().unwrap().is_none(), "nothing recorded");
+}
+
+#[test]
+fn an_assert_whose_lock_is_held_is_blocked_lock_busy_naming_the_holder_as_an_apply_is() {
+    let bed = Bed::two_a100s();
+    let _held = bed.host.try_lock().unwrap();
+    let document = mig_layout::Document::from_text(crate::common::bed::LAYOUTS).unwrap();
+    let specs = document.label("all-1g.5gb").unwrap();
+    let report = mig_layout::assert_applied(
+        &bed.host,
+        &bed.helper,
+        "all-1g.5gb",
+        specs,
+        &ApplyOptions::new(Pool::Enabled),
+    )
+    .unwrap();
+    assert_eq!(
+        report.outcome,
+        mig_layout::AssertOutcome::Blocked(ApplyReason::LockBusy)
+    );
+    assert!(
+        report
+            .detail
+            .as_deref()
+            .is_some_and(|detail| detail.contains("held by pid")),
+        "{:?}",
+        report.detail
+    );
 }

@@ -14,8 +14,8 @@ use gpu_host_probe::helper::{Helper, HelperConfig};
 use host_sync::{HostState, MemoryStore, Pool, StateStore, StoreError};
 use layout_model::{DifferenceKind, Holding, HoldingState, Unchecked, Unnamed};
 use mig_layout::{
-    ApplyError, ApplyOutcome, ApplyReason, Conclusion, Document, Method, ResetWith, Restore,
-    RestoreOptions,
+    ApplyError, ApplyOptions, ApplyOutcome, ApplyReason, Conclusion, Document, Method, ResetWith,
+    Restore,
 };
 use std::time::Duration;
 use warm_reset::{Clock, MachineConfig, ResetOutcome, ResetRun};
@@ -147,7 +147,7 @@ fn a_cancel_while_the_first_batch_is_in_flight_writes_nothing_and_the_declaratio
     assert_eq!(label(&mut bed), "all-1g.5gb");
     // A restore applies the declaration that stands: the cards hold it, zero steps.
     bed.helper = real;
-    let Restore::Ran(restored) = bed.restore(&RestoreOptions::new(Pool::Enabled)) else {
+    let Restore::Ran(restored) = bed.restore(&ApplyOptions::new(Pool::Enabled)) else {
         panic!("nothing restored");
     };
     assert_eq!(restored.label, "all-1g.5gb");
@@ -189,8 +189,9 @@ fn an_apply_into_a_store_that_does_not_keep_the_declaration_fails_naming_it() {
         .clock(clock);
     let error = mig_layout::apply(
         mig_layout::ApplyRun::new(&bed.host, &bed.helper, &mut store, reset),
+        "all-1g.5gb",
         &specs,
-        &bed.options("all-1g.5gb"),
+        &ApplyOptions::new(Pool::Enabled),
     )
     .unwrap_err();
     let ApplyError::NotKept { difference, report } = &error else {
@@ -230,7 +231,7 @@ fn first_3g() -> Bed {
 fn an_instance_created_by_hand_is_destroyed_by_a_restore_by_default() {
     let mut bed = first_3g();
     by_hand(&bed, FIRST, 9, 6);
-    let Restore::Ran(report) = bed.restore(&RestoreOptions::new(Pool::Enabled)) else {
+    let Restore::Ran(report) = bed.restore(&ApplyOptions::new(Pool::Enabled)) else {
         panic!("nothing restored");
     };
     assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
@@ -241,7 +242,7 @@ fn an_instance_created_by_hand_is_destroyed_by_a_restore_by_default() {
 fn adopting_an_instance_created_by_hand_a_restore_keeps_it_and_reports_it() {
     let mut bed = first_3g();
     by_hand(&bed, FIRST, 9, 6);
-    let options = RestoreOptions::new(Pool::Enabled).unnamed(Unnamed::Adopt);
+    let options = ApplyOptions::new(Pool::Enabled).unnamed(Unnamed::Adopt);
     let Restore::Ran(report) = bed.restore(&options) else {
         panic!("nothing restored");
     };
@@ -267,7 +268,7 @@ fn an_adopted_instance_where_the_declaration_places_one_makes_the_restore_imposs
         device_mut(scenario, FIRST).gpu_instances.clear();
     });
     by_hand(&bed, FIRST, 9, 0);
-    let options = RestoreOptions::new(Pool::Enabled).unnamed(Unnamed::Adopt);
+    let options = ApplyOptions::new(Pool::Enabled).unnamed(Unnamed::Adopt);
     let Restore::Ran(report) = bed.restore(&options) else {
         panic!("nothing restored");
     };
@@ -286,7 +287,7 @@ fn an_adopted_instance_where_the_declaration_places_one_makes_the_restore_imposs
 #[test]
 fn a_boot_restore_runs_once_per_boot_by_itself() {
     let mut bed = applied();
-    let options = RestoreOptions::new(Pool::Enabled).once_per_boot(true);
+    let options = ApplyOptions::new(Pool::Enabled).once_per_boot(true);
     assert!(matches!(bed.restore(&options), Restore::Ran(_)));
     assert!(matches!(
         bed.restore(&options),
@@ -294,7 +295,7 @@ fn a_boot_restore_runs_once_per_boot_by_itself() {
     ));
     // A plain restore is not a boot's: it runs.
     assert!(matches!(
-        bed.restore(&RestoreOptions::new(Pool::Enabled)),
+        bed.restore(&ApplyOptions::new(Pool::Enabled)),
         Restore::Ran(_)
     ));
 }
@@ -311,7 +312,7 @@ fn after_a_reset_that_needs_a_cold_reboot_no_restore_warm_resets_that_card_again
     );
     let resets = bed.backend.host().resets.len();
     bed.backend.host_mut().fault = None;
-    let Restore::Ran(again) = bed.restore(&RestoreOptions::new(Pool::Enabled)) else {
+    let Restore::Ran(again) = bed.restore(&ApplyOptions::new(Pool::Enabled)) else {
         panic!("nothing restored");
     };
     assert_eq!(bed.backend.host().resets.len(), resets, "a second reset");
@@ -346,7 +347,7 @@ fn a_restore_with_a_declared_gpu_gone_ends_saying_the_layout_does_not_hold() {
             .join("driver"),
     )
     .unwrap();
-    let Restore::Ran(report) = bed.restore(&RestoreOptions::new(Pool::Enabled)) else {
+    let Restore::Ran(report) = bed.restore(&ApplyOptions::new(Pool::Enabled)) else {
         panic!("nothing restored");
     };
     assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);

@@ -3,9 +3,10 @@
 //! it on the files the package installs.
 
 use crate::cli::CheckTrust;
+use crate::exit::Exit;
 
 /// Prints `PATH: trusted` or `PATH: not safe: …` for each path; 0 when all are trusted.
-pub fn run(args: &CheckTrust) -> u8 {
+pub fn run(args: &CheckTrust) -> Exit {
     let mut all = true;
     for path in &args.paths {
         match gpu_host_probe::trust::check_trusted(path) {
@@ -16,5 +17,5 @@ pub fn run(args: &CheckTrust) -> u8 {
             }
         }
     }
-    if all { 0 } else { 1 }
+    if all { Exit::Done } else { Exit::Failed }
 }

@@ -2,6 +2,7 @@
 //! completions, made from the command-line definition, for the package.
 
 use crate::cli::{Cli, Generate};
+use crate::exit::Exit;
 use crate::failure::Failure;
 use clap::CommandFactory;
 use clap_complete::Shell;
@@ -9,7 +10,7 @@ use std::path::Path;
 
 /// Writes `DIR/man/*.1` (one page per command) and `DIR/completions/` (`mxctl.bash`, `_mxctl`,
 /// `mxctl.fish`).
-pub fn run(args: &Generate) -> Result<u8, Failure> {
+pub fn run(args: &Generate) -> Result<Exit, Failure> {
     let man = args.out_dir.join("man");
     let completions = args.out_dir.join("completions");
     for dir in [&man, &completions] {
@@ -20,7 +21,7 @@ pub fn run(args: &Generate) -> Result<u8, Failure> {
         clap_complete::generate_to(shell, &mut visible(), "mxctl", &completions)
             .map_err(failed(&completions))?;
     }
-    Ok(0)
+    Ok(Exit::Done)
 }
 
 /// The command line without its hidden commands (this one): the completion generators would
@@ -40,7 +41,16 @@ fn visible() -> clap::Command {
     if let Some(about) = full.get_about() {
         visible = visible.about(about.clone());
     }
-    visible
+    visible.after_long_help(exit_status())
+}
+
+/// The man page's exit status, from the one table of codes.
+fn exit_status() -> String {
+    let lines: Vec<String> = Exit::ALL
+        .iter()
+        .map(|exit| format!("{}: {}", exit.code(), exit.meaning()))
+        .collect();
+    format!("Exit status: {}.", lines.join("; "))
 }
 
 fn failed(path: &Path) -> impl Fn(std::io::Error) -> Failure + '_ {

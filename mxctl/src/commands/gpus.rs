@@ -1,5 +1,6 @@
 //! `mxctl gpus`: the display-class PCI functions of this host.
 
+use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::output::{Output, table};
 use serde::Serialize;
@@ -21,7 +22,7 @@ struct Gpu {
 }
 
 /// Lists the GPUs; writes nothing.
-pub fn run(sysfs_root: &Path, output: Output) -> Result<u8, Failure> {
+pub fn run(sysfs_root: &Path, output: Output) -> Result<Exit, Failure> {
     let gpus: Vec<Gpu> = host_sync::scan_gpus(sysfs_root)?
         .into_iter()
         .map(|gpu| Gpu {
@@ -57,5 +58,5 @@ pub fn run(sysfs_root: &Path, output: Output) -> Result<u8, Failure> {
         table(&rows)
     };
     output.emit(&GpusReport { gpus }, &text)?;
-    Ok(0)
+    Ok(Exit::Done)
 }

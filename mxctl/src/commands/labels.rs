@@ -5,6 +5,7 @@
 //! stop. Writes nothing but the file it is asked for.
 
 use crate::cli::Labels;
+use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
@@ -114,7 +115,7 @@ fn unix_now() -> u64 {
 }
 
 /// Prints the feature file, or writes it to `--output`.
-pub fn run(args: &Labels, host: &Host, output: Output) -> Result<u8, Failure> {
+pub fn run(args: &Labels, host: &Host, output: Output) -> Result<Exit, Failure> {
     if output.json {
         return Err(Failure::Usage(
             "labels prints a node-feature-discovery feature file; --json does not apply".to_owned(),
@@ -132,7 +133,7 @@ pub fn run(args: &Labels, host: &Host, output: Output) -> Result<u8, Failure> {
             .map_err(|source| Failure::Output { source })?,
         Some(path) => crate::output::write_file(path, text.as_bytes(), OUTPUT_MODE)?,
     }
-    Ok(0)
+    Ok(Exit::Done)
 }
 
 #[cfg(test)]

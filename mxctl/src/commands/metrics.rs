@@ -3,6 +3,7 @@
 //! a file.
 
 use crate::cli::Metrics;
+use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
@@ -18,7 +19,7 @@ use warm_reset::LastReset;
 const OUTPUT_MODE: u32 = 0o644;
 
 /// Prints the metrics, or writes them to `--output`.
-pub fn run(args: &Metrics, host: &Host, output: Output) -> Result<u8, Failure> {
+pub fn run(args: &Metrics, host: &Host, output: Output) -> Result<Exit, Failure> {
     if output.json {
         return Err(Failure::Usage(
             "metrics prints the Prometheus text format; --json does not apply".to_owned(),
@@ -47,7 +48,7 @@ pub fn run(args: &Metrics, host: &Host, output: Output) -> Result<u8, Failure> {
             .map_err(|source| Failure::Output { source })?,
         Some(path) => crate::output::write_file(path, &text, OUTPUT_MODE)?,
     }
-    Ok(0)
+    Ok(Exit::Done)
 }
 
 /// One gauge family with these label names, registered in `registry`.

@@ -2,6 +2,7 @@
 
 use crate::cli::Probe;
 use crate::config::Config;
+use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::helper::helper;
 use crate::output::{Output, table};
@@ -17,7 +18,7 @@ pub struct ProbeReport<'a> {
 
 /// Reads the cards named with `--device`, or else every NVIDIA GPU bound to `nvidia`, under the
 /// host lock (waiting as a sync does), so no card is read inside a warm reset's window.
-pub fn run(args: &Probe, config: &Config, host: &Host, output: Output) -> Result<u8, Failure> {
+pub fn run(args: &Probe, config: &Config, host: &Host, output: Output) -> Result<Exit, Failure> {
     let devices = if args.devices.is_empty() {
         host_sync::scan_gpus(host.sysfs_root())?
             .into_iter()
@@ -32,7 +33,7 @@ pub fn run(args: &Probe, config: &Config, host: &Host, output: Output) -> Result
 }
 
 /// Prints the reads; a probe that recorded failed reads is still done (exit 0).
-pub fn print(reads: &[CardRead], output: Output) -> Result<u8, Failure> {
+pub fn print(reads: &[CardRead], output: Output) -> Result<Exit, Failure> {
     let mut rows = vec![
         ["DEVICE", "OUTCOME", "PARTITION-MODE", "REASON", "ELAPSED"]
             .map(str::to_owned)
@@ -63,5 +64,5 @@ pub fn print(reads: &[CardRead], output: Output) -> Result<u8, Failure> {
         }
     }
     output.emit(&ProbeReport { gpus: reads }, &text)?;
-    Ok(0)
+    Ok(Exit::Done)
 }

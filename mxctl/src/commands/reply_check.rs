@@ -1,6 +1,7 @@
 //! `mxctl reply check`: decode a helper reply as the probe would, and say what it gives.
 
 use crate::cli::ReplyCheck;
+use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::output::Output;
 use gpu_partition_types::{Case, PartitionMode, RefusedReply, Reply};
@@ -39,14 +40,18 @@ struct CheckError {
 }
 
 /// Runs the check; the exit code is 0 when the reply is accepted, 1 when refused.
-pub fn run(args: &ReplyCheck, output: Output) -> Result<u8, Failure> {
+pub fn run(args: &ReplyCheck, output: Output) -> Result<Exit, Failure> {
     let input = read_input(args.file.as_deref())?;
     let (report, text) = match Reply::from_json(&input, args.device.as_ref()) {
         Ok(reply) => accepted(&reply),
         Err(refusal) => refused(&refusal),
     };
     output.emit(&report, &text)?;
-    Ok(if report.accepted { 0 } else { 1 })
+    Ok(if report.accepted {
+        Exit::Done
+    } else {
+        Exit::Failed
+    })
 }
 
 fn read_input(file: Option<&Path>) -> Result<Vec<u8>, Failure> {

@@ -1,9 +1,10 @@
 //! `mxctl reset`: a warm reset on this host by a method (metax, nvidia, pci), real or
 //! simulated.
 
-use super::reset_backend::{exit_code, real_backend, window};
+use super::reset_backend::{real_backend, window};
 use crate::cli::Reset;
 use crate::config::Config;
+use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
@@ -18,7 +19,7 @@ use warm_reset::{
 };
 
 /// Runs `mxctl reset` on this host (its `plan` and `step` are `reset_plan`'s).
-pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result<u8, Failure> {
+pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result<Exit, Failure> {
     let Some(device) = args.device.as_deref() else {
         return Err(Failure::Usage("reset needs --device ID|all".to_owned()));
     };
@@ -67,16 +68,16 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
         .then(|| super::sync::after_write(config, host))
         .flatten();
     print(&report, after.as_ref(), output)?;
-    Ok(exit_code(report.outcome))
+    Ok(Exit::of_reset(report.outcome))
 }
 
-/// The reset's document with the host the sync after it left (`host`: the sync's document,
-/// `null` when none ran).
+/// The reset's document with the host the sync after it left (`host_after`: the sync's
+/// document, `null` when none ran).
 #[derive(serde::Serialize)]
 struct WithHost<'a> {
     #[serde(flatten)]
     report: &'a ResetReport,
-    host: Option<&'a host_sync::SyncReport>,
+    host_after: Option<&'a host_sync::SyncReport>,
 }
 
 /// Runs the machine, showing each step (and, on a terminal, a bar over the window).
@@ -197,7 +198,7 @@ pub fn print(
     output.emit(
         &WithHost {
             report,
-            host: after,
+            host_after: after,
         },
         &text,
     )

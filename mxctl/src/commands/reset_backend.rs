@@ -5,16 +5,7 @@ use crate::cli::{BackendArgs, MethodArg};
 use crate::config::Config;
 use gpu_host_probe::Host;
 use std::time::Duration;
-use warm_reset::{Backend, MxSmiBackend, NvidiaSmiBackend, ResetOutcome, SysfsBackend};
-
-/// The exit code of an outcome: 0 done or dry run, 3 blocked, 4 cold reboot.
-pub fn exit_code(outcome: ResetOutcome) -> u8 {
-    match outcome {
-        ResetOutcome::Done | ResetOutcome::DryRun => 0,
-        ResetOutcome::Blocked(_) => 3,
-        ResetOutcome::ColdRebootRequired(_) => 4,
-    }
-}
+use warm_reset::{Backend, MxSmiBackend, NvidiaSmiBackend, SysfsBackend};
 
 /// The reset window: `--window`, else the config's.
 pub fn window(args: &BackendArgs, config: &Config) -> Duration {

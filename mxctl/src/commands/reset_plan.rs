@@ -1,9 +1,10 @@
 //! `mxctl reset plan` and `mxctl reset step`: a reset across the hosts of an interconnect
 //! group, as a plan that an orchestrator runs one idempotent host step at a time.
 
-use super::reset_backend::{exit_code, real_backend, window};
+use super::reset_backend::{real_backend, window};
 use crate::cli::{PlanArgs, StepArgs, StrategyArg};
 use crate::config::Config;
+use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
@@ -16,7 +17,7 @@ fn read(path: &Path) -> Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>
 }
 
 /// Prints the plan as JSON (with or without `--json`).
-pub fn plan(args: &PlanArgs, config: &Config) -> Result<u8, Failure> {
+pub fn plan(args: &PlanArgs, config: &Config) -> Result<Exit, Failure> {
     let bad = |source: Box<dyn std::error::Error + Send + Sync>| Failure::Group {
         path: args.group.clone(),
         source,
@@ -38,11 +39,16 @@ pub fn plan(args: &PlanArgs, config: &Config) -> Result<u8, Failure> {
         source: std::io::Error::other(error),
     })?;
     println!("{text}");
-    Ok(0)
+    Ok(Exit::Done)
 }
 
 /// Runs this host's share of one phase.
-pub fn step(args: &StepArgs, config: &Config, host: &Host, output: Output) -> Result<u8, Failure> {
+pub fn step(
+    args: &StepArgs,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<Exit, Failure> {
     let bad = |source: Box<dyn std::error::Error + Send + Sync>| Failure::Plan {
         path: args.plan.clone(),
         source,
@@ -89,14 +95,14 @@ pub fn step(args: &StepArgs, config: &Config, host: &Host, output: Output) -> Re
     struct WithHost<'a> {
         #[serde(flatten)]
         report: &'a warm_reset::PlanStepReport,
-        host: Option<&'a host_sync::SyncReport>,
+        host_after: Option<&'a host_sync::SyncReport>,
     }
     output.emit(
         &WithHost {
             report: &report,
-            host: after.as_ref(),
+            host_after: after.as_ref(),
         },
         &text,
     )?;
-    Ok(exit_code(report.outcome))
+    Ok(Exit::of_reset(report.outcome))
 }

@@ -1,6 +1,7 @@
 //! `mxctl status`, and the state as `sync` and `status` print it for people (their `--json`
 //! documents are `host-sync`'s own: `SyncReport` and `StatusReport`).
 
+use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
@@ -155,7 +156,7 @@ impl StateReport<'_> {
 
 /// Prints the stored state; writes nothing (a state file that does not read is reported and
 /// left for the next sync to keep aside).
-pub fn run(host: &Host, output: Output) -> Result<u8, Failure> {
+pub fn run(host: &Host, output: Output) -> Result<Exit, Failure> {
     let state = FileStore::read_only(host.state_dir())
         .load()?
         .unwrap_or_default();
@@ -177,5 +178,5 @@ pub fn run(host: &Host, output: Output) -> Result<u8, Failure> {
     }
     .text();
     output.emit(&StatusReport::new(&state, &now), &text)?;
-    Ok(0)
+    Ok(Exit::Done)
 }

@@ -3,6 +3,7 @@
 use super::state::StateReport;
 use crate::cli::{AfterBootArg, Sync};
 use crate::config::Config;
+use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::helper::helper;
 use crate::output::Output;
@@ -10,7 +11,7 @@ use gpu_host_probe::Host;
 use host_sync::{AfterBoot, FileStore, SyncOptions};
 
 /// Runs the sync and prints the state it wrote.
-pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<u8, Failure> {
+pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<Exit, Failure> {
     let pool = args.pool.map_or(config.pool, host_sync::Pool::from);
     let after_boot = match args.after_boot {
         AfterBootArg::Auto => AfterBoot::Auto,
@@ -41,7 +42,7 @@ pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<
     }
     .text();
     output.emit(&report, &text)?;
-    Ok(0)
+    Ok(Exit::Done)
 }
 
 /// The sync mxctl runs after a write of its own to the cards (a warm reset, a plan step): with

@@ -7,6 +7,7 @@
 
 use crate::cli::SystemdGenerator;
 use crate::config::Config;
+use crate::exit::Exit;
 use crate::failure::Failure;
 use std::time::Duration;
 
@@ -29,7 +30,7 @@ pub fn drop_in(interval: Duration) -> String {
 }
 
 /// Writes the drop-in into the first directory systemd gave.
-pub fn run(args: &SystemdGenerator, config: &Config) -> Result<u8, Failure> {
+pub fn run(args: &SystemdGenerator, config: &Config) -> Result<Exit, Failure> {
     let Some(normal) = args.dirs.first() else {
         return Err(Failure::Usage(
             "systemd-generator needs the generator's directory".to_owned(),
@@ -42,7 +43,7 @@ pub fn run(args: &SystemdGenerator, config: &Config) -> Result<u8, Failure> {
         drop_in(config.sync_interval).as_bytes(),
         0o644,
     )?;
-    Ok(0)
+    Ok(Exit::Done)
 }
 
 #[cfg(test)]

@@ -67,11 +67,14 @@ fn after_mxctl_resets_a_gpu_whose_layout_held_its_sync_names_the_lost_instances_
     assert_eq!(report["outcome"], "done", "{report:#}");
     // The reset wrote to the card: mxctl read it again, and says what the reset took.
     assert_eq!(
-        (&report["host"]["status"], &report["host"]["reason"]),
+        (
+            &report["host_after"]["status"],
+            &report["host_after"]["reason"]
+        ),
         (&Value::from("entering"), &Value::from("layout_drifted")),
         "{report:#}"
     );
-    let drift = report["host"]["drift"].as_array().unwrap();
+    let drift = report["host_after"]["drift"].as_array().unwrap();
     let missing: Vec<&Value> = drift
         .iter()
         .filter(|d| d["kind"] == "instance_missing")

@@ -12,8 +12,8 @@ use gpu_partition_types::Bdf;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{Host, MemoryStore, Pool, StateStore};
 use mig_layout::{
-    ApplyOptions, ApplyReport, ApplyRun, Document, Method, Progress, ResetWith, Restore,
-    RestoreOptions, apply, restore,
+    ApplyOptions, ApplyReport, ApplyRun, Document, Method, Progress, ResetWith, Restore, apply,
+    restore,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -44,6 +44,11 @@ mig-configs:
   all-disabled:
     - devices: all
       mig-enabled: false
+  gpu-7:
+    - devices: [7]
+      mig-enabled: true
+      mig-devices:
+        "1g.5gb": 7
 "#;
 
 pub fn bdf(text: &str) -> Bdf {
@@ -123,30 +128,34 @@ impl Bed {
         scenario.device_at(bus_id).unwrap().clone()
     }
 
-    pub fn options(&self, label: &str) -> ApplyOptions {
-        ApplyOptions::new(label, Pool::Enabled)
+    /// An apply of the layout `label` of [`LAYOUTS`], the pool on.
+    pub fn options(&self, label: &'static str) -> Labelled {
+        Labelled {
+            label,
+            options: ApplyOptions::new(Pool::Enabled),
+        }
     }
 
-    pub fn apply(&mut self, options: &ApplyOptions) -> ApplyReport {
+    pub fn apply(&mut self, options: &Labelled) -> ApplyReport {
         self.apply_observed(options, &mut |_| {})
     }
 
     pub fn apply_observed(
         &mut self,
-        options: &ApplyOptions,
+        options: &Labelled,
         observe: &mut dyn FnMut(&Progress),
     ) -> ApplyReport {
         let document = Document::from_text(LAYOUTS).unwrap();
-        let specs = document.label(&options.label).unwrap().to_vec();
+        let specs = document.label(options.label).unwrap().to_vec();
         let clock: &dyn Clock = &*self.clock;
         let reset = ResetWith::new(Method::Nvidia, &mut self.backend)
             .window(Duration::from_secs(90))
             .clock(clock);
         let run = ApplyRun::new(&self.host, &self.helper, &mut self.store, reset).observe(observe);
-        apply(run, &specs, options).unwrap()
+        apply(run, options.label, &specs, &options.options).unwrap()
     }
 
-    pub fn restore(&mut self, options: &RestoreOptions) -> Restore {
+    pub fn restore(&mut self, options: &ApplyOptions) -> Restore {
         let clock: &dyn Clock = &*self.clock;
         let reset = ResetWith::new(Method::Nvidia, &mut self.backend)
             .window(Duration::from_secs(90))
@@ -197,5 +206,38 @@ pub fn mig(device: &fake_nvml::scenario::Device) -> (u32, u32) {
     match device.mig_mode {
         fake_nvml::scenario::MigMode::Mode { current, pending } => (current, pending),
         _ => panic!("no MIG"),
+    }
+}
+
+/// An apply's options with the label of [`LAYOUTS`] it applies.
+pub struct Labelled {
+    pub label: &'static str,
+    pub options: ApplyOptions,
+}
+
+impl Labelled {
+    pub fn cancel(mut self, cancel: gpu_host_probe::Cancel) -> Self {
+        self.options = self.options.cancel(cancel);
+        self
+    }
+
+    pub fn dry_run(mut self, dry_run: bool) -> Self {
+        self.options = self.options.dry_run(dry_run);
+        self
+    }
+
+    pub fn hooks(mut self, hooks: mig_layout::Hooks) -> Self {
+        self.options = self.options.hooks(hooks);
+        self
+    }
+
+    pub fn lock_wait(mut self, wait: Duration) -> Self {
+        self.options = self.options.lock_wait(wait);
+        self
+    }
+
+    pub fn pool(mut self, pool: Pool) -> Self {
+        self.options.pool = pool;
+        self
     }
 }

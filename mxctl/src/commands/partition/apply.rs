@@ -4,30 +4,19 @@
 use super::{layout, layout_failure, pool, reset_backend};
 use crate::cli::{PartitionApply, PartitionLeave, PartitionRestore, WriteArgs};
 use crate::config::Config;
+use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::helper::helper;
 use crate::output::Output;
 use gpu_host_probe::Host;
 use host_sync::FileStore;
 use mig_layout::{
-    ApplyOptions, ApplyOutcome, ApplyReport, ApplyRun, Progress, ResetWith, Restore,
-    RestoreOptions, Spec, Unnamed,
+    ApplyOptions, ApplyReport, ApplyRun, Progress, ResetWith, Restore, Spec, Unnamed,
 };
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::time::Instant;
 use warm_reset::Method;
-
-/// The exit code of an outcome: 0 done or dry run, 1 failed, 3 blocked, 4 cold reboot (as
-/// `reset`'s).
-pub fn exit_code(outcome: ApplyOutcome) -> u8 {
-    match outcome {
-        ApplyOutcome::Done | ApplyOutcome::DryRun => 0,
-        ApplyOutcome::Failed(_) => 1,
-        ApplyOutcome::Blocked(_) => 3,
-        ApplyOutcome::ColdRebootRequired(_) => 4,
-    }
-}
 
 /// `partition apply`.
 pub fn run(
@@ -35,7 +24,7 @@ pub fn run(
     config: &Config,
     host: &Host,
     output: Output,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     let specs = layout(&args.layout)?;
     write(
         What::Layout(&specs, &args.layout.select),
@@ -53,7 +42,7 @@ pub fn leave(
     config: &Config,
     host: &Host,
     output: Output,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     write(
         What::Layout(&mig_layout::leave(), "leave"),
         &args.write,
@@ -79,12 +68,12 @@ pub fn restore(
     config: &Config,
     host: &Host,
     output: Output,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     if args.at_boot && !config.restore_at_boot {
         let said = "restore-at-boot is disabled in the config: the declared layout is not restored";
         tracing::info!("{said}");
         output.emit(&serde_json::json!({"restored": false, "why": said}), said)?;
-        return Ok(0);
+        return Ok(Exit::Done);
     }
     write(
         What::Declared,
@@ -103,7 +92,7 @@ fn write(
     host: &Host,
     output: Output,
     at_boot: bool,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     let helper = helper(&args.helper, config);
     let mut store = FileStore::new(host.state_dir());
     let mut backend = reset_backend(args, config, host);
@@ -123,49 +112,72 @@ fn write(
         }
     };
     let run = ApplyRun::new(host, &helper, &mut store, reset).observe(&mut show);
-    let report = match what {
+    let options = ApplyOptions::new(pool(args.pool, config))
+        .devices(args.devices.clone())
+        .dry_run(args.dry_run)
+        .lock_wait(args.lock_wait.unwrap_or_default())
+        .hooks(config.hooks.clone())
+        .once_per_boot(at_boot);
+    match what {
         What::Layout(specs, label) => {
-            let options = ApplyOptions::new(label, pool(args.pool, config))
-                .devices(args.devices.clone())
-                .dry_run(args.dry_run)
-                .lock_wait(args.lock_wait.unwrap_or_default())
-                .hooks(config.hooks.clone())
-                .unnamed(args.unnamed_instances.map_or(config.unnamed, Unnamed::from));
-            mig_layout::apply(run, specs, &options).map_err(layout_failure)?
+            let options =
+                options.unnamed(args.unnamed_instances.map_or(config.unnamed, Unnamed::from));
+            let report = mig_layout::apply(run, label, specs, &options).map_err(layout_failure)?;
+            output.emit(&report, &text(&report))?;
+            Ok(Exit::of_apply(report.outcome))
         }
         What::Declared => {
-            let mut options = RestoreOptions::new(pool(args.pool, config))
-                .devices(args.devices.clone())
-                .dry_run(args.dry_run)
-                .lock_wait(args.lock_wait.unwrap_or_default())
-                .hooks(config.hooks.clone())
-                .once_per_boot(at_boot);
-            if let Some(unnamed) = args.unnamed_instances {
-                options = options.unnamed(unnamed.into());
-            }
-            match mig_layout::restore(run, &options).map_err(layout_failure)? {
-                Restore::Ran(report) => *report,
-                Restore::NothingDeclared => {
-                    let said = "nothing is declared on this host: no partition apply or leave \
-                                has written, so there is nothing to restore";
-                    output.emit(&serde_json::json!({"restored": false, "why": said}), said)?;
-                    return Ok(if at_boot { 0 } else { 3 });
-                }
-                Restore::AlreadyRanThisBoot(earlier) => {
-                    let said = format!(
-                        "a boot restore already ran in this boot (at {} Unix time): nothing was \
-                         done",
-                        earlier.at
-                    );
-                    output.emit(&serde_json::json!({"restored": false, "why": said}), &said)?;
-                    return Ok(0);
-                }
-                Restore::StateLost(lost) => return Err(Failure::StateLost(lost)),
-            }
+            let options = match args.unnamed_instances {
+                Some(unnamed) => options.unnamed(unnamed.into()),
+                None => options,
+            };
+            let restored = mig_layout::restore(run, &options).map_err(layout_failure)?;
+            restored_document(restored, at_boot, output)
         }
+    }
+}
+
+/// A restore's one document: the report's members (as `partition apply` prints them) with
+/// `restored` (whether it ran) and `why` (why not; `null` when it ran) — a restore that did not
+/// run gives the same members, empty, its `outcome` `nothing_declared` or
+/// `already_ran_this_boot` and its `detail` the why.
+fn restored_document(restored: Restore, at_boot: bool, output: Output) -> Result<Exit, Failure> {
+    let (why, outcome, exit) = match restored {
+        Restore::Ran(report) => {
+            let mut document = serde_json::to_value(&*report).map_err(|error| Failure::Output {
+                source: std::io::Error::other(error),
+            })?;
+            if let Some(members) = document.as_object_mut() {
+                members.insert("restored".to_owned(), serde_json::Value::Bool(true));
+                members.insert("why".to_owned(), serde_json::Value::Null);
+            }
+            output.emit(&document, &text(&report))?;
+            return Ok(Exit::of_apply(report.outcome));
+        }
+        Restore::StateLost(lost) => return Err(Failure::StateLost(lost)),
+        Restore::NothingDeclared => (
+            "nothing is declared on this host: no partition apply or leave has written, so \
+             there is nothing to restore"
+                .to_owned(),
+            "nothing_declared",
+            if at_boot { Exit::Done } else { Exit::Blocked },
+        ),
+        Restore::AlreadyRanThisBoot(earlier) => (
+            format!(
+                "a boot restore already ran in this boot (at {} Unix time): nothing was done",
+                earlier.at
+            ),
+            "already_ran_this_boot",
+            Exit::Done,
+        ),
     };
-    output.emit(&report, &text(&report))?;
-    Ok(exit_code(report.outcome))
+    let document = serde_json::json!({
+        "restored": false, "why": why, "label": null, "outcome": outcome, "reason": null,
+        "detail": why, "impossible": null, "gpus": [], "resets": [], "host": null, "hooks": [],
+        "warnings": [], "elapsed_ms": 0,
+    });
+    output.emit(&document, &format!("{why}\n"))?;
+    Ok(exit)
 }
 
 /// The report for people: each GPU's plan and steps, the resets, how it ended, the host after.

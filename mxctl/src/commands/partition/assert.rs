@@ -5,6 +5,7 @@
 use super::{layout, layout_failure};
 use crate::cli::PartitionAssert;
 use crate::config::Config;
+use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::helper::helper;
 use crate::output::Output;
@@ -17,15 +18,17 @@ pub fn run(
     config: &Config,
     host: &Host,
     output: Output,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     let specs = layout(&args.layout)?;
+    let options = mig_layout::ApplyOptions::new(config.pool)
+        .devices(args.devices.clone())
+        .lock_wait(host_sync::DEFAULT_LOCK_WAIT);
     let report = mig_layout::assert_applied(
         host,
         &helper(&args.helper, config),
-        &specs,
         &args.layout.select,
-        &args.devices,
-        host_sync::DEFAULT_LOCK_WAIT,
+        &specs,
+        &options,
     )
     .map_err(layout_failure)?;
     let mut text = String::new();
@@ -44,16 +47,19 @@ pub fn run(
     for warning in &report.warnings {
         let _ = writeln!(text, "warning: {warning}");
     }
+    if let Some(detail) = &report.detail {
+        let _ = writeln!(text, "{}: {detail}", report.outcome.as_str());
+    }
     let _ = writeln!(
         text,
         "the layout {:?} is {}",
         report.label,
-        if report.applied {
-            "applied"
-        } else {
-            "not applied"
+        match report.outcome {
+            mig_layout::AssertOutcome::Applied => "applied",
+            mig_layout::AssertOutcome::Differs => "not applied",
+            mig_layout::AssertOutcome::Blocked(_) => "not known: the cards were not read",
         }
     );
     output.emit(&report, &text)?;
-    Ok(u8::from(!report.applied))
+    Ok(Exit::of_assert(report.outcome))
 }

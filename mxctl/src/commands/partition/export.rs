@@ -6,6 +6,7 @@
 use super::layout_failure;
 use crate::cli::PartitionExport;
 use crate::config::Config;
+use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::helper::helper;
 use crate::output::Output;
@@ -19,7 +20,7 @@ pub fn run(
     config: &Config,
     host: &Host,
     output: Output,
-) -> Result<u8, Failure> {
+) -> Result<Exit, Failure> {
     let exported = if args.declared {
         let state = FileStore::read_only(host.state_dir()).load()?;
         let Some(declared) = state.and_then(|state| state.declared) else {
@@ -43,5 +44,5 @@ pub fn run(
         tracing::warn!("{warning}");
     }
     output.emit(&to_json(&exported.document), &to_yaml(&exported.document))?;
-    Ok(0)
+    Ok(Exit::Done)
 }

@@ -1,0 +1,101 @@
+//! How an apply ends once it wrote: each GPU's stop turned into its report's outcome, the
+//! apply's worst, the record's outcome of an apply's, and the sync that classifies the host.
+
+use super::options::ApplyOptions;
+use super::phases::Gpu;
+use super::run::ApplyError;
+use crate::report::{ApplyOutcome, ApplyReason, End, HostAfter};
+use gpu_host_probe::HostLock;
+use gpu_host_probe::helper::Helper;
+use gpu_partition_types::Token;
+use host_sync::{AfterBoot, LayoutOutcome, StateStore, StoredReason, SyncOptions, sync_under};
+
+/// The record's outcome of an apply's (a dry run and an apply that named nothing record none;
+/// they are never asked for one).
+pub(super) fn recorded(outcome: ApplyOutcome) -> LayoutOutcome {
+    let reason = StoredReason::of_token;
+    match outcome {
+        ApplyOutcome::Done | ApplyOutcome::NothingNamed | ApplyOutcome::DryRun => {
+            LayoutOutcome::Done
+        }
+        ApplyOutcome::Blocked(why) => LayoutOutcome::Blocked(reason(why.as_str())),
+        ApplyOutcome::Failed(why) => LayoutOutcome::Failed(reason(why.as_str())),
+        ApplyOutcome::ColdRebootRequired(why) => {
+            LayoutOutcome::ColdRebootRequired(reason(why.as_str()))
+        }
+    }
+}
+
+/// Each GPU's report outcome from its stop (done when it has none; a stop of a cancelled apply
+/// failed as cancelled, not as its own reason), and how the apply ends: as its worst GPU — a
+/// cold reboot before a failure; among equals the first in index order gives the reason —,
+/// with a detail naming every GPU that stopped; done when none did.
+pub(super) fn worst(cards: &mut [Gpu], cancelled: bool) -> End {
+    for gpu in cards.iter_mut() {
+        let Some(stop) = gpu.stop.as_mut() else {
+            gpu.report.outcome = Some(ApplyOutcome::Done);
+            continue;
+        };
+        if let ApplyOutcome::Failed(reason) = stop.outcome {
+            if reason != ApplyReason::Cancelled && cancelled {
+                stop.outcome = ApplyOutcome::Failed(ApplyReason::Cancelled);
+                stop.detail = format!("the apply was cancelled: {}", stop.detail);
+            }
+        }
+        gpu.report.outcome = Some(stop.outcome);
+        gpu.report.detail = Some(stop.detail.clone());
+    }
+    let severity = |outcome: ApplyOutcome| match outcome {
+        ApplyOutcome::ColdRebootRequired(_) => 2,
+        ApplyOutcome::Failed(_) => 1,
+        ApplyOutcome::Done
+        | ApplyOutcome::NothingNamed
+        | ApplyOutcome::DryRun
+        | ApplyOutcome::Blocked(_) => 0,
+    };
+    let stops: Vec<&super::ctx::Stop> = cards.iter().filter_map(|gpu| gpu.stop.as_ref()).collect();
+    let Some(most) = stops.iter().map(|stop| severity(stop.outcome)).max() else {
+        return End::new(ApplyOutcome::Done, None);
+    };
+    let outcome = stops
+        .iter()
+        .find(|stop| severity(stop.outcome) == most)
+        .map_or(ApplyOutcome::Done, |stop| stop.outcome);
+    let each: Vec<&str> = stops.iter().map(|stop| stop.detail.as_str()).collect();
+    let held = cards.len() - stops.len();
+    let detail = if held > 0 {
+        format!(
+            "{}; the other {held} GPU(s) of the layout hold it",
+            each.join("; ")
+        )
+    } else {
+        each.join("; ")
+    };
+    End::new(outcome, Some(detail))
+}
+
+/// The sync that ends an apply, under its lock.
+pub(super) fn classify(
+    lock: &HostLock,
+    helper: &Helper,
+    store: &mut dyn StateStore,
+    options: &ApplyOptions,
+) -> Result<HostAfter, ApplyError> {
+    let mut sync = SyncOptions::new(options.pool, AfterBoot::No);
+    if let Some(cancel) = &options.cancel {
+        sync = sync.cancel(cancel.clone());
+    }
+    let after = match sync_under(lock, helper, store, &sync) {
+        Ok(after) => after,
+        // Cancelled, it still wrote the host as it found it: that is the host after.
+        Err(host_sync::SyncError::Cancelled {
+            written: Some(after),
+        }) => *after,
+        Err(error) => return Err(error.into()),
+    };
+    Ok(HostAfter {
+        status: after.status,
+        reason: after.reason,
+        message: after.message,
+    })
+}

@@ -1,0 +1,133 @@
+//! What an apply is to write, and under which lock: the host lock taken (or why not), the GPUs
+//! a layout names on this host or a declaration declares, and the one rule for the GPUs a
+//! caller asks for by address.
+
+use super::options::ApplyOptions;
+use super::run::ApplyError;
+use crate::document::Spec;
+use crate::report::{ApplyReason, ApplyWarning, Draft, End};
+use crate::select::{HostGpu, Wanted, host_gpus, select};
+use gpu_host_probe::{Host, HostLock, LockError};
+use gpu_partition_types::Bdf;
+use layout_model::{Board, Declaration, Unnamed};
+use std::collections::BTreeMap;
+
+/// The GPUs an apply writes, and (a restore) the boards declared in their slots.
+pub(super) struct Job {
+    pub wanted: Vec<Wanted>,
+    pub boards: Option<BTreeMap<Bdf, Board>>,
+}
+
+/// The host lock, or how the apply ends without it: blocked `lock_busy` (naming the holder) or
+/// `cancelled`.
+pub(super) fn take_lock(
+    host: &Host,
+    options: &ApplyOptions,
+) -> Result<Result<HostLock, End>, ApplyError> {
+    let taken = match &options.cancel {
+        Some(cancel) => host.lock_unless(options.lock_wait, cancel),
+        None => host.lock(options.lock_wait),
+    };
+    match taken {
+        Ok(lock) => Ok(Ok(lock)),
+        Err(busy) if busy.is_busy() => {
+            Ok(Err(End::blocked(ApplyReason::LockBusy, busy.to_string())))
+        }
+        Err(cancelled @ LockError::Cancelled { .. }) => Ok(Err(End::blocked(
+            ApplyReason::Cancelled,
+            format!("{cancelled}; nothing was changed"),
+        ))),
+        Err(error) => Err(ApplyError::Lock(error)),
+    }
+}
+
+/// Of `named` (what a layout or a declaration names, by address), only those `asked` for; none
+/// asked: all. An address asked for that is not named is refused, naming it and `label`: the
+/// one rule an apply, a restore and an assert share.
+pub(crate) fn asked_for<T>(
+    named: Vec<T>,
+    address: impl Fn(&T) -> Bdf,
+    asked: &[Bdf],
+    label: &str,
+) -> Result<Vec<T>, ApplyError> {
+    if let Some(device) = asked
+        .iter()
+        .find(|device| !named.iter().any(|item| address(item) == **device))
+    {
+        return Err(ApplyError::NotNamed {
+            device: *device,
+            label: label.to_owned(),
+        });
+    }
+    Ok(named
+        .into_iter()
+        .filter(|item| asked.is_empty() || asked.contains(&address(item)))
+        .collect())
+}
+
+/// The GPUs the layout `specs` names on this host (of `options.devices`, when given), each
+/// treating the instances it does not name as the options say (matched by default).
+pub(crate) fn resolve(
+    host: &Host,
+    label: &str,
+    specs: &[Spec],
+    options: &ApplyOptions,
+    draft: &mut Draft,
+) -> Result<Vec<Wanted>, ApplyError> {
+    let gpus = host_gpus(host.sysfs_root())?;
+    let selection = select(specs, &gpus)?;
+    draft
+        .warnings
+        .extend(selection.absent.into_iter().map(ApplyWarning::Absent));
+    let unnamed = options.unnamed.unwrap_or(Unnamed::Match);
+    let mut wanted = asked_for(selection.wanted, |w| w.gpu.bdf, &options.devices, label)?;
+    for w in &mut wanted {
+        w.want = w.want.clone().unnamed(unnamed);
+    }
+    Ok(wanted)
+}
+
+/// Each declared GPU (of `options.devices`, when given) that is an NVIDIA GPU bound to
+/// `nvidia` on the host now, wanting what it is declared to be (the instances it does not
+/// name as the options say, else as it was declared); the others are warned about and left
+/// alone.
+pub(super) fn declared_job(
+    host: &Host,
+    declared: &Declaration,
+    options: &ApplyOptions,
+    draft: &mut Draft,
+) -> Result<Job, ApplyError> {
+    let gpus: Vec<HostGpu> = host_gpus(host.sysfs_root())?;
+    let asked = asked_for(
+        declared.gpus.iter().collect(),
+        |(bdf, _)| **bdf,
+        &options.devices,
+        &declared.label,
+    )?;
+    let mut wanted = Vec::new();
+    let mut boards = BTreeMap::new();
+    for (bdf, gpu) in asked {
+        match gpus.iter().find(|found| found.bdf == *bdf) {
+            Some(found) => {
+                let mut want = gpu.want();
+                if let Some(unnamed) = options.unnamed {
+                    want = want.unnamed(unnamed);
+                }
+                wanted.push(Wanted {
+                    gpu: found.clone(),
+                    want,
+                    line: None,
+                });
+                boards.insert(*bdf, gpu.board.clone());
+            }
+            None => draft
+                .warnings
+                .push(ApplyWarning::DeclaredAbsent { device: *bdf }),
+        }
+    }
+    wanted.sort_by_key(|w| w.gpu.index);
+    Ok(Job {
+        wanted,
+        boards: Some(boards),
+    })
+}

@@ -1,0 +1,177 @@
+//! An apply once it holds the host lock: the `apply-start` hooks, what decides before any card
+//! is read (the pool switch, a layout that names nothing), the helper's `apply` format, the
+//! writes ([`super::writes`]), the record of a blocked apply, and the `apply-exit` hooks. Each
+//! end of the run gives its [`End`]: none is assumed.
+
+use super::ctx::{Ctx, Shared};
+use super::end::{classify, recorded};
+use super::hooks::{self, HookEnv, HookPoint, HookRun};
+use super::job::Job;
+use super::options::ApplyOptions;
+use super::progress::Progress;
+use super::run::{ApplyError, ApplyRun};
+use super::writes::{self, Write};
+use crate::report::{ApplyOutcome, ApplyReason, ApplyWarning, Draft, End};
+use gpu_host_probe::HostLock;
+use gpu_host_probe::helper::Helper;
+use host_sync::{ApplyEnd, Direction};
+
+/// How the apply ends: a pre-hook that failed blocks it.
+pub(super) fn hook_failed(failed: &HookRun) -> End {
+    let said = failed.stderr.trim();
+    End::blocked(
+        ApplyReason::HookFailed,
+        if said.is_empty() {
+            format!("{failed}; nothing was changed")
+        } else {
+            format!("{failed} ({said}); nothing was changed")
+        },
+    )
+}
+
+/// How the apply ends: the caller cancelled it before any write.
+pub(super) fn cancelled(when: &str) -> End {
+    End::blocked(
+        ApplyReason::Cancelled,
+        format!("the apply was cancelled {when}; nothing was changed"),
+    )
+}
+
+/// Which way the job goes: into partitioning when some GPU of it has MIG on.
+fn direction(job: &Job) -> Direction {
+    if job.wanted.iter().any(|w| w.want.enabled) {
+        Direction::Entering
+    } else {
+        Direction::Leaving
+    }
+}
+
+/// What ends the apply before any card is read: a failed `apply-start` hook, MIG turned on with
+/// the pool off, a layout that names no GPU of this host; `None` when it goes on.
+fn before_reading(
+    options: &ApplyOptions,
+    env: &HookEnv,
+    job: &Job,
+    draft: &mut Draft,
+) -> Option<End> {
+    if !options.dry_run {
+        if let Some(failed) =
+            hooks::run_point(&options.hooks, HookPoint::ApplyStart, env, &mut draft.hooks)
+        {
+            return Some(hook_failed(&failed));
+        }
+    }
+    if direction(job) == Direction::Entering && !options.pool.is_enabled() {
+        return Some(End::blocked(
+            ApplyReason::PoolDisabled,
+            "the pool switch is off, and the layout turns MIG on: switch the pool on first",
+        ));
+    }
+    if job.wanted.is_empty() {
+        let what = if job.boards.is_some() {
+            "no GPU the host is declared to have is on it, bound to nvidia"
+        } else {
+            "the layout names no GPU of this host"
+        };
+        return Some(End::new(
+            ApplyOutcome::NothingNamed,
+            Some(format!("{what}: nothing was read or written")),
+        ));
+    }
+    None
+}
+
+/// An apply under `lock`, labelled `label`: everything after the lock is taken.
+pub(super) fn run_locked(
+    run: ApplyRun<'_>,
+    lock: &HostLock,
+    label: &str,
+    job: Job,
+    options: &ApplyOptions,
+    draft: &mut Draft,
+) -> Result<End, ApplyError> {
+    let ApplyRun {
+        host: _,
+        helper,
+        store,
+        mut reset,
+        mut observe,
+    } = run;
+    // Every run of the helper ends when the caller cancels (the closing sync's too); the one read
+    // that settles what a batch without an answer did runs without it.
+    let cancellable = options
+        .cancel
+        .as_ref()
+        .map(|cancel| Helper::new(helper.config().clone().cancel(cancel.clone())));
+    let reader = cancellable.as_ref().unwrap_or(helper);
+    let direction = direction(&job);
+    let mut env = hook_env(label, &job);
+    let mut progress = |progress: Progress| {
+        tracing::debug!("{}: {progress}", progress.device());
+        if let Some(observe) = observe.as_mut() {
+            observe(&progress);
+        }
+    };
+    let end = match before_reading(options, &env, &job, draft) {
+        Some(end) => end,
+        None => match reader.negotiate_apply() {
+            Err(_) if options.cancelled() => cancelled("before the helper answered"),
+            Err(failure) => End::blocked(ApplyReason::HelperUnavailable, failure.to_string()),
+            Ok(format) => {
+                let mut ctx = Ctx {
+                    shared: Shared {
+                        lock,
+                        helper: reader,
+                        settle: helper,
+                        format,
+                        cancel: options.cancel.as_ref(),
+                    },
+                    progress: &mut progress,
+                };
+                let write = Write {
+                    label,
+                    job,
+                    direction,
+                    options,
+                    env: &env,
+                };
+                writes::go(&mut ctx, store, &mut reset, write, draft)?
+            }
+        },
+    };
+    if matches!(end.outcome, ApplyOutcome::Blocked(_)) && draft.host.is_none() {
+        // A blocked apply is recorded too (for monitoring), and the host classified.
+        let record = host_sync::start_apply(lock, store, label, direction)?;
+        let blocked = ApplyEnd::new(recorded(end.outcome), end.detail.clone(), false);
+        host_sync::end_apply(lock, store, record, blocked)?;
+        draft.host = Some(classify(lock, reader, store, options)?);
+    }
+    if !options.dry_run {
+        env.outcome = Some(end.outcome);
+        exit_hooks(options, &env, draft);
+    }
+    Ok(end)
+}
+
+/// What every hook of the apply of `label` over `job` is told.
+fn hook_env(label: &str, job: &Job) -> HookEnv {
+    HookEnv {
+        label: label.to_owned(),
+        devices: job
+            .wanted
+            .iter()
+            .map(|w| w.gpu.bdf.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+        outcome: None,
+    }
+}
+
+/// The `apply-exit` hooks, once the apply is over (one that fails is a warning).
+fn exit_hooks(options: &ApplyOptions, env: &HookEnv, draft: &mut Draft) {
+    let mut runs = Vec::new();
+    if let Some(failed) = hooks::run_point(&options.hooks, HookPoint::ApplyExit, env, &mut runs) {
+        draft.warnings.push(ApplyWarning::ExitHookFailed(failed));
+    }
+    draft.hooks.extend(runs);
+}

@@ -1,0 +1,108 @@
+//! [`ApplyRun`]: on which host, through which helper, into which store, resetting how; and
+//! [`ApplyError`], an apply that could not run.
+
+use super::progress::ApplyObserver;
+use crate::report::ApplyReport;
+use gpu_host_probe::helper::Helper;
+use gpu_host_probe::{Host, LockError};
+use gpu_partition_types::Bdf;
+use host_sync::{ApplyStateError, StateStore};
+use warm_reset::ResetWith;
+
+/// One apply: on which host, through which helper, into which store, resetting how.
+pub struct ApplyRun<'a> {
+    pub(super) host: &'a Host,
+    pub(super) helper: &'a Helper,
+    pub(super) store: &'a mut dyn StateStore,
+    pub(super) reset: ResetWith<'a>,
+    pub(super) observe: Option<ApplyObserver<'a>>,
+}
+
+impl std::fmt::Debug for ApplyRun<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApplyRun")
+            .field("host", self.host)
+            .field("reset", &self.reset)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> ApplyRun<'a> {
+    /// An apply on `host` through `helper`, recorded in `store`, completing pending mode
+    /// changes through `reset` (the nvidia method's backend).
+    pub fn new(
+        host: &'a Host,
+        helper: &'a Helper,
+        store: &'a mut dyn StateStore,
+        reset: ResetWith<'a>,
+    ) -> Self {
+        Self {
+            host,
+            helper,
+            store,
+            reset,
+            observe: None,
+        }
+    }
+
+    /// Shows each step as it runs.
+    pub fn observe(mut self, observe: ApplyObserver<'a>) -> Self {
+        self.observe = Some(observe);
+        self
+    }
+}
+
+/// An apply that could not run; what was written before stays consistent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApplyError {
+    /// The host lock's file could not be used.
+    #[error("the host lock failed")]
+    Lock(#[source] LockError),
+    /// sysfs could not be scanned.
+    #[error("cannot find the host's GPUs")]
+    Scan(#[from] host_sync::ScanError),
+    /// The layout names a GPU twice.
+    #[error("the layout does not select")]
+    Select(#[from] crate::select::SelectError),
+    /// A GPU asked for (`--device`) is not one the layout (or the declaration) names.
+    #[error("{device} is not a GPU the layout {label:?} names on this host")]
+    NotNamed {
+        /// The GPU.
+        device: Bdf,
+        /// The layout.
+        label: String,
+    },
+    /// The state store failed.
+    #[error("cannot use the state store")]
+    Store(#[from] host_sync::StoreError),
+    /// The sync that ends the apply failed (the apply's own record was written).
+    #[error("the sync after the apply failed")]
+    Sync(#[from] host_sync::SyncError),
+    /// The warm reset could not run (its journal, its machine).
+    #[error("the warm reset could not run")]
+    Reset(#[from] warm_reset::ExecuteError),
+    /// The apply's record could not be written.
+    #[error("cannot record the apply")]
+    Record(#[source] ApplyStateError),
+    /// The store did not keep what the apply recorded (a store written before a member of the
+    /// state existed drops it, the declaration above all): read back under the lock, the first
+    /// member that differs is named. The cards are as the report says.
+    #[error("the state store did not keep the apply's record: {difference}")]
+    NotKept {
+        /// The first member that differs, saved and loaded.
+        difference: host_sync::FieldDifference,
+        /// What the apply did.
+        report: Box<ApplyReport>,
+    },
+}
+
+impl From<ApplyStateError> for ApplyError {
+    fn from(error: ApplyStateError) -> Self {
+        match error {
+            ApplyStateError::Store(store) => Self::Store(store),
+            ApplyStateError::Scan(scan) => Self::Scan(scan),
+            other => Self::Record(other),
+        }
+    }
+}

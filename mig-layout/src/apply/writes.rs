@@ -1,0 +1,185 @@
+//! The part of an apply that may write: the preflight of every GPU (refusing before any write),
+//! the pre-hooks, the host written `entering`/`leaving`, the phases ([`super::phases`]), then
+//! the record of how it ended with what the host is now declared to be, read back.
+
+use super::ctx::Ctx;
+use super::end::{classify, recorded, worst};
+use super::hooks::{self, HookEnv, HookPoint};
+use super::job::Job;
+use super::locked::{cancelled, hook_failed};
+use super::options::ApplyOptions;
+use super::phases::{self, Gpu};
+use super::preflight::{self, Preflight};
+use super::progress::Progress;
+use super::run::ApplyError;
+use crate::report::{ApplyOutcome, ApplyReason, Draft, End};
+use host_sync::{ApplyEnd, ApplyStateError, Direction, LayoutRecord, StateStore, StoreError};
+use std::time::Duration;
+use warm_reset::ResetWith;
+
+/// What the writes are for.
+pub(super) struct Write<'a> {
+    pub label: &'a str,
+    pub job: Job,
+    pub direction: Direction,
+    pub options: &'a ApplyOptions,
+    pub env: &'a HookEnv,
+}
+
+/// The preflight, then (unless it refused, or this is a dry run) the pre-hooks and the writes,
+/// recorded with what the host is now declared to be.
+pub(super) fn go(
+    ctx: &mut Ctx<'_, '_>,
+    store: &mut dyn StateStore,
+    reset: &mut ResetWith<'_>,
+    write: Write<'_>,
+    draft: &mut Draft,
+) -> Result<End, ApplyError> {
+    let mut cards = match preflighted(ctx, write.job, draft) {
+        Ok(cards) => cards,
+        Err(end) => return Ok(end),
+    };
+    if write.options.dry_run {
+        draft.gpus = cards.into_iter().map(|gpu| gpu.report).collect();
+        return Ok(End::new(ApplyOutcome::DryRun, None));
+    }
+    if let Some(end) = before_writes(ctx, &cards, write.options, write.env, draft) {
+        draft.gpus = cards.into_iter().map(|gpu| gpu.report).collect();
+        return Ok(end);
+    }
+    // From here on the host is between layouts until the record says how the apply ended.
+    let shared = ctx.shared;
+    let record = host_sync::start_apply(shared.lock, store, write.label, write.direction)?;
+    host_sync::begin_apply(shared.lock, store, &record)?;
+    phases::run(ctx, reset, &mut cards, &mut draft.resets);
+    let end = ended(&mut cards, shared.cancelled());
+    // Whether any card may have been written: a step done, a reset issued, a batch that gave no
+    // answer and left its card changed.
+    let wrote = cards.iter().any(|gpu| gpu.wrote);
+    let mut applied = ApplyEnd::new(recorded(end.outcome), end.detail.clone(), wrote);
+    applied.modes = cards
+        .iter()
+        .map(|gpu| (gpu.wanted.gpu.bdf, gpu.reply.outcome().partition_mode()))
+        .collect();
+    // The new declaration stands once the layout holds, and after any write (the host is then
+    // between layouts until it holds; a restore finishes it); an apply that ended before its
+    // first write without the layout holding leaves the one before.
+    applied.declared = (wrote || end.outcome == ApplyOutcome::Done).then(|| {
+        cards
+            .iter()
+            .map(|gpu| (gpu.wanted.gpu.bdf, gpu.declared.clone()))
+            .collect()
+    });
+    draft.gpus = cards.into_iter().map(|gpu| gpu.report).collect();
+    record_end(ctx, store, record, applied, &end, draft)?;
+    draft.host = Some(classify(shared.lock, shared.helper, store, write.options)?);
+    Ok(end)
+}
+
+/// Every GPU read and planned, the plans shown; or how the apply ends when the preflight
+/// refused it (for a cancel while the cards were read, cancelled).
+fn preflighted(ctx: &mut Ctx<'_, '_>, job: Job, draft: &mut Draft) -> Result<Vec<Gpu>, End> {
+    let shared = ctx.shared;
+    let checked = preflight::preflight(
+        shared.lock,
+        shared.helper,
+        shared.format,
+        job.wanted,
+        job.boards.as_ref(),
+    );
+    let (cards, warnings) = match checked {
+        Preflight::Go(cards, warnings) => (cards, warnings),
+        Preflight::Refused { gpus, warnings, .. } if shared.cancelled() => {
+            draft.warnings.extend(warnings);
+            draft.gpus = gpus;
+            return Err(cancelled("while the cards were read"));
+        }
+        Preflight::Refused {
+            reason,
+            detail,
+            impossible,
+            gpus,
+            warnings,
+        } => {
+            draft.warnings.extend(warnings);
+            draft.gpus = gpus;
+            draft.impossible = impossible;
+            return Err(End::blocked(reason, detail));
+        }
+    };
+    draft.warnings.extend(warnings);
+    for gpu in &cards {
+        for line in &gpu.report.plan {
+            ctx.say(Progress::Plan {
+                device: gpu.report.device,
+                line: line.clone(),
+            });
+        }
+    }
+    Ok(cards)
+}
+
+/// The hooks before the writes — a mode change (and its reset), then the instances — and a
+/// last look at the cancel: how the apply ends when either stops it, else `None`.
+fn before_writes(
+    ctx: &Ctx<'_, '_>,
+    cards: &[Gpu],
+    options: &ApplyOptions,
+    env: &HookEnv,
+    draft: &mut Draft,
+) -> Option<End> {
+    let changes_mode = cards.iter().any(Gpu::changes_mode);
+    let changes_instances = cards.iter().any(Gpu::changes_instances);
+    for (point, due) in [
+        (HookPoint::PreApplyMode, changes_mode),
+        (HookPoint::PreApplyConfig, changes_instances),
+    ] {
+        if !due {
+            continue;
+        }
+        if let Some(failed) = hooks::run_point(&options.hooks, point, env, &mut draft.hooks) {
+            return Some(hook_failed(&failed));
+        }
+    }
+    ctx.shared
+        .cancelled()
+        .then(|| cancelled("before the writes"))
+}
+
+/// How the writes ended: nothing written and cancelled is blocked (the declaration before
+/// stands); else as the worst GPU.
+fn ended(cards: &mut [Gpu], cancelled: bool) -> End {
+    if cancelled && !cards.iter().any(|gpu| gpu.wrote) {
+        for gpu in cards.iter_mut() {
+            gpu.report.outcome = None;
+        }
+        return End::blocked(
+            ApplyReason::Cancelled,
+            "the apply was cancelled before its first write; nothing was written, and the \
+             declared layout is as it was",
+        );
+    }
+    worst(cards, cancelled)
+}
+
+/// Records how the apply ended; a store that did not keep it fails the apply, naming the
+/// member, with the report of what was done.
+fn record_end(
+    ctx: &Ctx<'_, '_>,
+    store: &mut dyn StateStore,
+    record: LayoutRecord,
+    applied: ApplyEnd,
+    end: &End,
+    draft: &Draft,
+) -> Result<(), ApplyError> {
+    match host_sync::end_apply(ctx.shared.lock, store, record, applied) {
+        Ok(()) => Ok(()),
+        Err(ApplyStateError::Store(StoreError::NotKept { difference })) => {
+            Err(ApplyError::NotKept {
+                difference,
+                report: Box::new(draft.clone().finish(end.clone(), Duration::ZERO)),
+            })
+        }
+        Err(error) => Err(error.into()),
+    }
+}
