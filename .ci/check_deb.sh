@@ -21,6 +21,7 @@ for file in \
     ./usr/lib/systemd/system/mxctl-sync.path \
     ./usr/lib/systemd/system/mxctl-restore.service \
     ./usr/lib/systemd/system/mxctl-layout.target \
+    ./usr/lib/systemd/system-generators/mxctl-generator \
     ./usr/share/man/man1/mxctl-partition-restore.1.gz \
     ./usr/share/man/man1/mxctl.1.gz \
     ./usr/share/man/man1/mxctl-sync.1.gz \
@@ -32,6 +33,9 @@ for file in \
     ./usr/share/fish/vendor_completions.d/mxctl.fish; do
     grep -q " $file\$" <<<"$listing" || { echo "missing from the package: $file" >&2; exit 1; }
 done
+# systemd runs only the generators it may execute.
+grep -Eq '^-rwxr-xr-x .* \./usr/lib/systemd/system-generators/mxctl-generator$' <<<"$listing" ||
+    { echo "mxctl-generator is not mode 755 in the package" >&2; exit 1; }
 conffiles=$(dpkg-deb -I "$deb" conffiles)
 [ "$conffiles" = /etc/mxctl.conf ] || { echo "conffiles: $conffiles" >&2; exit 1; }
 for script in postinst prerm postrm; do
@@ -62,6 +66,23 @@ grep -qx 'ExecStart=/usr/bin/mxctl sync --after-boot auto --lock-wait 900' "$roo
 # writer's SIGPIPE would fail the check by chance.
 postinst=$(dpkg-deb -I "$deb" postinst)
 grep -q 'install -d -m 0700 -o root -g root /var/lib/mxctl' <<<"$postinst"
+
+# The generator hands systemd's directories to the package's mxctl, which writes the timer's
+# interval from the config's sync-interval as a drop-in in the first one.
+sh -n "$root/usr/lib/systemd/system-generators/mxctl-generator"
+grep -qx 'exec /usr/bin/mxctl systemd-generator "$@"' "$root/usr/lib/systemd/system-generators/mxctl-generator"
+generated=$(mktemp -d)
+trap 'rm -rf "$root" "$generated"' EXIT
+printf 'sync-interval = 20\n' >"$generated/mxctl.conf"
+"$root/usr/bin/mxctl" --config "$generated/mxctl.conf" systemd-generator \
+    "$generated/normal" "$generated/early" "$generated/late"
+drop_in="$generated/normal/mxctl-sync.timer.d/50-sync-interval.conf"
+grep -qx 'OnUnitActiveSec=20000ms' "$drop_in" && grep -qx 'OnBootSec=20000ms' "$drop_in" ||
+    { echo "the generator's drop-in does not say 20 s:" >&2; cat "$drop_in" >&2; exit 1; }
+# The timer with the drop-in is still a unit systemd takes.
+mkdir -p "$root/etc/systemd/system/mxctl-sync.timer.d"
+cp "$drop_in" "$root/etc/systemd/system/mxctl-sync.timer.d/"
+systemd-analyze verify --man=no --root="$root" "$root/usr/lib/systemd/system/mxctl-sync.timer"
 
 "$root/usr/libexec/mxctl/gpu-partition-helper" --version
 # The conffile names the helper where the package puts it.

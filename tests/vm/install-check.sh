@@ -1,6 +1,7 @@
 #!/bin/sh
 # The install bed's checks, in the booted Debian with the package installed by dpkg -i:
-# the boot-time sync, the state, the metrics, the udev rule, remove and purge. Each prints
+# the boot-time sync, the state, the metrics, the udev rule, remove and purge, and an install
+# again on the running system (the sync timer enabled and started at once). Each prints
 # `VMTEST <name> pass|fail <detail>`; then the machine powers off.
 pass() { echo "VMTEST $1 pass $2"; }
 fail() { echo "VMTEST $1 fail $2"; }
@@ -106,11 +107,25 @@ ok eight_rebinds_do_not_trip_the_start_limit $? "Result=$result, StartLimitInter
 dpkg -r mxctl >/tmp/dpkg-r.log 2>&1
 [ -f /etc/mxctl.conf ] && [ ! -e /usr/bin/mxctl ] && [ ! -e /lib/udev/rules.d/60-mxctl.rules ]
 ok remove_keeps_the_conffile $? "$(ls -l /etc/mxctl.conf 2>&1)"
+timer=$(systemctl is-active mxctl-sync.timer)
+generated=$(ls -d /run/systemd/generator*/mxctl-sync.timer.d 2>/dev/null)
+[ "$timer" != active ] && [ -z "$generated" ]
+ok remove_stops_the_timer_and_drops_its_interval $? "mxctl-sync.timer $timer, generated drop-ins: ${generated:-none}"
 dpkg -P mxctl >/tmp/dpkg-p.log 2>&1
 [ ! -e /etc/mxctl.conf ]
 ok purge_removes_the_conffile $? "$(ls /etc/mxctl.conf 2>&1)"
 [ ! -e /var/lib/mxctl ] && [ ! -e /var/lib/prometheus/node-exporter/mxctl.prom ]
 ok purge_removes_the_state $? "$(ls -d /var/lib/mxctl /var/lib/prometheus/node-exporter/mxctl.prom 2>&1 | tr '\n' ' ')"
+
+# On a running systemd the package's postinst enables the timer and starts it, its interval
+# written by the generator at the daemon-reload.
+dpkg -i /root/mxctl.deb >/tmp/dpkg-i.log 2>&1
+enabled=$(systemctl is-enabled mxctl-sync.timer)
+timer=$(systemctl is-active mxctl-sync.timer)
+drop_in=$(ls /run/systemd/generator*/mxctl-sync.timer.d/50-sync-interval.conf 2>/dev/null | head -n 1)
+[ "$enabled" = enabled ] && [ "$timer" = active ] && [ -n "$drop_in" ] &&
+    grep -qx 'OnUnitActiveSec=300000ms' "$drop_in"
+ok an_install_on_a_running_systemd_enables_and_starts_the_timer $? "mxctl-sync.timer $enabled, $timer, drop-in ${drop_in:-none}"
 
 echo "VMTEST-DONE"
 systemctl poweroff --no-block
