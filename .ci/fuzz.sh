@@ -38,3 +38,4 @@ run reply_reader 300000 mig-layout/tests/data/replies/*.json mxctl/tests/replies
 run apply_readers 300000 mxctl/tests/replies/*.json
 run mx_smi_parsers 100000 warm-reset/tests/data/mx-smi/*.txt
 run nvidia_smi_parsers 300000 warm-reset/tests/data/nvidia-smi/*.txt
+run state_reader 100000 fuzz/seeds/state/*

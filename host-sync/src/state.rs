@@ -177,6 +177,12 @@ impl HostState {
                 });
             }
             Some(1) => migrate_from_1(&mut value),
+            // No version wrote a schema below 1: not a state of ours.
+            Some(0) => {
+                return Err(StateReadError::Unsupported(serde::de::Error::custom(
+                    "schema 0 was never written by any version",
+                )));
+            }
             _ => {}
         }
         let mut state: HostState =

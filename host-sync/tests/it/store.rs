@@ -283,6 +283,20 @@ fn a_file_of_a_later_schema_is_refused_with_both_numbers_and_left_byte_for_byte(
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
 
+#[test]
+fn a_file_of_schema_0_is_not_a_state_of_ours_and_is_refused_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"{"schema": 0, "status": "active", "reason": "ready"}"#;
+    std::fs::write(dir.path().join("state.json"), text).unwrap();
+    let error = FileStore::new(dir.path()).load().unwrap_err();
+    let message = gpu_host_probe::chain::Chain(&error).to_string();
+    assert!(message.contains("schema 0"), "{message}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("state.json")).unwrap(),
+        text
+    );
+}
+
 fn declared_state() -> HostState {
     let mut state = HostState::default();
     state.declared = Some(layout_model::Declaration::new(
