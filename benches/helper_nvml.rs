@@ -66,7 +66,9 @@ fn helper_nvml(c: &mut Criterion) {
         ],
     ));
     let client = Helper::new(config);
-    let paths = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
+    let paths = Host::new(dir.path().join("state"))
+        .with_sysfs_root(sysfs.root())
+        .with_lock_dir(dir.path().join("locks"));
     let options = SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::No);
     let mut store = FileStore::new(dir.path().join("state"));
     let first = sync(&paths, &client, &mut store, &options);

@@ -117,7 +117,9 @@ fn whole_apply(c: &mut Criterion) {
         return;
     };
     let specs = document.label("balanced").unwrap_or_default().to_vec();
-    let host = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
+    let host = Host::new(dir.path().join("state"))
+        .with_sysfs_root(sysfs.root())
+        .with_lock_dir(dir.path().join("locks"));
     let client = Helper::new(HelperConfig::new(&helper));
     let options = ApplyOptions::new(host_sync::Pool::Enabled);
     let fresh = || {

@@ -16,7 +16,7 @@ use warm_reset::PciBackend;
 use warm_reset::pci::{FunctionState, PciHost, SysfsHost};
 use warm_reset::{
     BackendError, Holder, Host, KernelLogSource, KmsgRecord, MachineConfig, Method, ResetEnd,
-    ResetOutcome, ResetRun, execute,
+    ResetOutcome, ResetRun, ResetTarget, execute,
 };
 
 /// How long the FIFO holds the write.
@@ -118,8 +118,14 @@ fn overhead(c: &mut Criterion) {
         let (fifo, watched, stop) = (fifo.clone(), watched.clone(), stop.clone());
         std::thread::spawn(move || serve(fifo, watched, stop))
     };
-    let host = Host::new(dir.path().join("state"));
-    let config = MachineConfig::new(GPU).method(Method::Pci);
+    let host = Host::new(dir.path().join("state")).with_lock_dir(dir.path().join("locks"));
+    let target = ResetTarget::device(Bdf {
+        domain: 0,
+        bus: 0x3b,
+        device: 0,
+        function: 0,
+    });
+    let config = MachineConfig::new(target).method(Method::Pci);
     let mut group = c.benchmark_group("warm_reset_pci");
     group.sample_size(30);
     group.bench_function("reset_overhead_beyond_a_20ms_hold", |b| {

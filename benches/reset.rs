@@ -4,15 +4,26 @@
 //! back as soon as `mx-smi -r` returns, once with GPUs back 300 ms later (one more poll).
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use gpu_partition_types::Bdf;
 use std::sync::Arc;
 use std::time::Duration;
 use warm_reset::sim::{SimMetax, SimNvidia, SimPci};
-use warm_reset::{Host, MachineConfig, Method, ResetOutcome, ResetRun, SystemClock, execute};
+use warm_reset::{
+    Host, MachineConfig, Method, ResetOutcome, ResetRun, ResetTarget, SystemClock, execute,
+};
+
+/// The simulated PCI host's GPU, 0000:3b:00.0.
+const GPU_3B: Bdf = Bdf {
+    domain: 0,
+    bus: 0x3b,
+    device: 0,
+    function: 0,
+};
 
 fn overhead(c: &mut Criterion) {
     let Ok(dir) = tempfile::tempdir() else { return };
-    let host = Host::new(dir.path());
-    let config = MachineConfig::new("1");
+    let host = Host::new(dir.path()).with_lock_dir(dir.path().join("locks"));
+    let config = MachineConfig::new(ResetTarget::index(1));
     let mut group = c.benchmark_group("warm_reset_simulated");
     group
         .sample_size(10)
@@ -32,7 +43,7 @@ fn overhead(c: &mut Criterion) {
     }
     // The same for the other methods: `nvidia-smi --gpu-reset` and the sysfs write, each 500 ms,
     // their GPUs back 300 ms after it ends.
-    let nvidia = MachineConfig::new("0").method(Method::Nvidia);
+    let nvidia = MachineConfig::new(ResetTarget::index(0)).method(Method::Nvidia);
     group.bench_function("nvidia_reset_500ms_back_after_300ms", |b| {
         b.iter(|| {
             let clock = Arc::new(SystemClock::new());
@@ -43,7 +54,7 @@ fn overhead(c: &mut Criterion) {
             assert!(report.is_ok_and(|report| report.outcome == ResetOutcome::Done));
         })
     });
-    let pci = MachineConfig::new("0000:3b:00.0").method(Method::Pci);
+    let pci = MachineConfig::new(ResetTarget::device(GPU_3B)).method(Method::Pci);
     group.bench_function("pci_reset_500ms_back_after_300ms", |b| {
         b.iter(|| {
             let clock = Arc::new(SystemClock::new());

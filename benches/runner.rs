@@ -79,7 +79,7 @@ fn fan_out(c: &mut Criterion) {
             function: 0,
         })
         .collect();
-    let host = Host::new(dir.path().join("state"));
+    let host = Host::new(dir.path().join("state")).with_lock_dir(dir.path().join("locks"));
     let Ok(lock) = host.try_lock() else {
         return;
     };

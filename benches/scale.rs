@@ -13,7 +13,7 @@
 //! `cargo bench -p benches --bench scale`
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
-use fake_nvml::scenario::Scenario;
+use fake_nvml::{Scenario, StateFile};
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{MemoryStore, Pool, StateStore};
@@ -72,16 +72,15 @@ impl Bed {
         std::fs::create_dir_all(&nvml).ok()?;
         let (wrapper, state) =
             fake_nvml::support::stateful_helper_wrapper(&nvml, &scenario.to_string(), None).ok()?;
-        let proc_root = dir.path().join("proc");
-        std::fs::create_dir_all(proc_root.join("sys/kernel/random")).ok()?;
-        std::fs::write(
-            proc_root.join("sys/kernel/random/boot_id"),
-            "11111111-2222-3333-4444-555555555555\n",
+        let proc_root = fake_nvml::support::ProcRoot::booted(
+            dir.path().join("proc"),
+            "11111111-2222-3333-4444-555555555555",
         )
         .ok()?;
         let host = Host::new(dir.path().join("state"))
             .with_sysfs_root(sysfs.root())
-            .with_proc_root(proc_root);
+            .with_proc_root(proc_root.path())
+            .with_lock_dir(dir.path().join("locks"));
         let fresh = Scenario::from_json(scenario.to_string().as_bytes()).ok()?;
         Some(Bed {
             host,
@@ -94,19 +93,12 @@ impl Bed {
 
     /// Every card back to MIG off with nothing on it.
     fn reset_cards(&self) {
-        let _ = fake_nvml::store::write(&self.state, &self.fresh);
+        let _ = StateFile::new(&self.state).write(&self.fresh);
     }
 
     /// What a reboot leaves of the cards: the Ampere mode kept, the instances gone.
     fn reboot(&self) {
-        let _ = fake_nvml::store::change(
-            &self.state,
-            |_| Duration::ZERO,
-            |state| {
-                state.devices.iter_mut().for_each(fake_nvml::rules::reboot);
-                Ok::<(), ()>(())
-            },
-        );
+        let _ = StateFile::new(&self.state).reboot();
     }
 
     fn apply(&self, store: &mut MemoryStore) -> bool {
@@ -117,7 +109,7 @@ impl Bed {
             return false;
         };
         let clock: Arc<dyn mig_layout::Clock> = Arc::new(warm_reset::SystemClock::new());
-        let mut backend = fake_nvml::reset::backend(&self.state, clock.clone());
+        let mut backend = fake_nvml::backend(&self.state, clock.clone());
         let reset = ResetWith::new(Method::Nvidia, &mut backend)
             .window(Duration::from_secs(30))
             .clock(&*clock);
@@ -128,7 +120,7 @@ impl Bed {
 
     fn restore(&self, store: &mut MemoryStore) -> bool {
         let clock: Arc<dyn mig_layout::Clock> = Arc::new(warm_reset::SystemClock::new());
-        let mut backend = fake_nvml::reset::backend(&self.state, clock.clone());
+        let mut backend = fake_nvml::backend(&self.state, clock.clone());
         let reset = ResetWith::new(Method::Nvidia, &mut backend)
             .window(Duration::from_secs(30))
             .clock(&*clock);

@@ -31,7 +31,9 @@ fn host_sync(c: &mut Criterion) {
             return;
         };
         let helper = Helper::new(HelperConfig::new(&helper_path));
-        let paths = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
+        let paths = Host::new(dir.path().join("state"))
+            .with_sysfs_root(sysfs.root())
+            .with_lock_dir(dir.path().join("locks"));
         let options = SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::No);
         let mut store = FileStore::new(dir.path().join("state"));
         let first = sync(&paths, &helper, &mut store, &options);

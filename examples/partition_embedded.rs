@@ -3,7 +3,7 @@
 //! a warm reset), reads what the apply recorded back through its own store, and leaves.
 //!
 //! The cards are the fake NVML's (`fake-nvml`): the real helper binary runs against it, and
-//! the reset is warm-reset's own nvidia method over the fake's state (`fake_nvml::reset`). On
+//! the reset is warm-reset's own nvidia method over the fake's state (`fake_nvml::backend`). On
 //! a real host the same code takes `HelperConfig::new("/usr/libexec/gpu-partition-helper")`
 //! and `warm_reset::NvidiaSmiBackend`.
 //!
@@ -78,12 +78,14 @@ fn main() -> Result<(), Box<dyn Error>> {
     let (wrapper, nvml_state) =
         fake_nvml::support::stateful_helper_wrapper(&nvml, &scenario, None)?;
 
+    // A built host: its machine lock beside it, not among the machine's in /run.
     let host = Host::new(work.path().join("state"))
+        .with_lock_dir(work.path().join("locks"))
         .with_sysfs_root(sysfs.root())
         .with_proc_root(&proc_root);
     let helper = Helper::new(HelperConfig::new(wrapper));
     let clock: Arc<dyn mig_layout::Clock> = Arc::new(warm_reset::SystemClock::new());
-    let mut backend = fake_nvml::reset::backend(&nvml_state, clock.clone());
+    let mut backend = fake_nvml::backend(&nvml_state, clock.clone());
     let mut store = Table::default();
     let layouts = Document::from_text(LAYOUTS)?;
     let specs = layouts.label("all-1g.5gb").ok_or("no all-1g.5gb")?;

@@ -9,12 +9,12 @@ use std::error::Error;
 use std::sync::Arc;
 use std::time::Duration;
 use warm_reset::sim::{METAX_SCENARIOS, SimMetax};
-use warm_reset::{Host, MachineConfig, ResetRun, State, VirtualClock, execute};
+use warm_reset::{Host, MachineConfig, ResetRun, ResetTarget, State, VirtualClock, execute};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
     let scenario = args.next().unwrap_or_else(|| "ok".to_owned());
-    let id = args.next().unwrap_or_else(|| "1".to_owned());
+    let target: ResetTarget = args.next().as_deref().unwrap_or("1").parse()?;
     let clock = VirtualClock::new(0);
     let Some(mut sim) = SimMetax::scenario(&scenario, Arc::new(clock.clone())) else {
         let names: Vec<&str> = METAX_SCENARIOS.iter().map(|(name, _)| *name).collect();
@@ -37,7 +37,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             last = state.name();
         }
     };
-    let config = MachineConfig::new(&id);
+    let config = MachineConfig::new(target);
     let report = execute(
         ResetRun::new(&config, &host, &mut sim)
             .clock(&clock)

@@ -9,9 +9,11 @@
 //!    sync reads the boot id from the host's procfs itself), while the toolstack starts its
 //!    other services; then the store back, with the report.
 //! 3. The why of every failed read, next to its reason token.
-//! 4. A warm reset on a simulated host of the same `Host`: tried while the sync holds the host
-//!    lock it is blocked (`lock_busy`), since both take the one lock of the host's state
-//!    directory; tried after, it runs. Its end is matched without a catch-all.
+//! 4. A warm reset of the same `Host` (the real nvidia method, its `nvidia-smi` absent here):
+//!    tried while the sync holds the host lock it is blocked (`lock_busy`, naming the holder),
+//!    since both take the machine's one lock; tried after, it goes past the lock to its own
+//!    preflight. A simulated reset runs on a simulated host of its own, never on the machine's
+//!    lock. Each end is matched without a catch-all.
 //! 5. The declared MIG layout restored at start, after the sync, on a thread of its own: on an
 //!    H100 (the real helper over the fake NVML) a layout was applied before the host rebooted,
 //!    which destroyed its instances and, on Hopper, its MIG mode; the sync at start says
@@ -311,17 +313,41 @@ fn host(work: &std::path::Path) -> Result<(Host, Helper), Box<dyn Error>> {
         // Slow enough that the reset below meets the sync holding the lock.
         .every_read(Act::Sleep(Duration::from_millis(300)))
         .write()?;
-    let host = Host::new(state).with_sysfs_root(sysfs.root());
+    // A built host: its machine lock beside it, not among the machine's in /run.
+    let host = Host::new(state)
+        .with_lock_dir(work.join("locks"))
+        .with_sysfs_root(sysfs.root());
     Ok((host, Helper::new(HelperConfig::new(helper))))
 }
 
-/// A warm reset of the simulated MetaX host, matched without a catch-all.
+/// An operator's warm reset of GPU 0 by the nvidia method (here without `nvidia-smi`).
 fn reset(host: &Host) -> Result<(), Box<dyn Error>> {
+    let mut backend = warm_reset::NvidiaSmiBackend::new(
+        Some(PathBuf::from("/nonexistent/nvidia-smi")),
+        host.proc_root(),
+        "/dev/null",
+    );
+    let config =
+        MachineConfig::new(warm_reset::ResetTarget::index(0)).method(warm_reset::Method::Nvidia);
+    show(&execute(ResetRun::new(&config, host, &mut backend))?);
+    Ok(())
+}
+
+/// A warm reset of a simulated MetaX host: it runs on the simulation's own lock and journal.
+fn reset_simulated(host: &Host) -> Result<(), Box<dyn Error>> {
     let clock = Arc::new(SystemClock::new());
     let mut sim = SimMetax::new(clock.clone(), &[2, 2]);
     sim.host_mut().reset_duration = Duration::from_millis(50);
-    let config = MachineConfig::new("0");
-    let report = execute(ResetRun::new(&config, host, &mut sim).clock(clock.as_ref()))?;
+    let config = MachineConfig::new(warm_reset::ResetTarget::index(0));
+    print!("simulated ");
+    show(&execute(
+        ResetRun::new(&config, host, &mut sim).clock(clock.as_ref()),
+    )?);
+    Ok(())
+}
+
+/// A reset's end, matched without a catch-all.
+fn show(report: &warm_reset::ResetReport) {
     match report.outcome {
         ResetOutcome::Done => println!("reset: done; {} GPU(s) verified", report.verified.len()),
         ResetOutcome::DryRun => println!("reset: dry run, nothing was reset"),
@@ -335,7 +361,6 @@ fn reset(host: &Host) -> Result<(), Box<dyn Error>> {
             println!("reset: cold-reboot this host ({reason}): {}", report.detail)
         }
     }
-    Ok(())
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
@@ -385,8 +410,10 @@ fn main() -> Result<(), Box<dyn Error>> {
             .and_then(|state| state.boot.boot_id.as_deref())
             .unwrap_or("(none)")
     );
-    // 5. With the sync done, the reset runs.
+    // 5. With the sync done, the reset goes past the lock (to its own preflight); a simulated
+    //    reset runs on a machine of its own.
     reset(&host)?;
+    reset_simulated(&host)?;
     // 6. The declared layout, restored at start on its own thread.
     restore_at_start(work.path())?;
     Ok(())
@@ -405,23 +432,25 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
         "0x030200",
         Some("nvidia"),
     )?;
-    let proc_root = dir.join("proc");
-    let boot_id = proc_root.join("sys/kernel/random/boot_id");
-    std::fs::create_dir_all(boot_id.parent().ok_or("no parent")?)?;
-    std::fs::write(&boot_id, "11111111-2222-3333-4444-555555555555\n")?;
+    let proc = fake_nvml::support::ProcRoot::booted(
+        dir.join("proc"),
+        "11111111-2222-3333-4444-555555555555",
+    )?;
+    let proc_root = proc.path();
     let nvml = dir.join("nvml");
     std::fs::create_dir_all(&nvml)?;
     let scenario =
         fake_nvml::support::scenario_of(&[("0000:3b:00.0", fake_nvml::scenarios::H100_MIG_OFF)])?;
     let (wrapper, state) = fake_nvml::support::stateful_helper_wrapper(&nvml, &scenario, None)?;
     let host = Host::new(dir.join("state"))
+        .with_lock_dir(dir.join("locks"))
         .with_sysfs_root(sysfs.root())
-        .with_proc_root(&proc_root);
+        .with_proc_root(proc_root);
     let helper = Helper::new(HelperConfig::new(wrapper));
     let mut store = DbStore::default();
     // Before the restart: the toolstack applied `all-balanced` (a Hopper part changes its mode
     // at once, so no reset is needed; the backend is the real one, and not called).
-    let mut backend = warm_reset::NvidiaSmiBackend::new(None, &proc_root, dir.join("kmsg"));
+    let mut backend = warm_reset::NvidiaSmiBackend::new(None, proc_root, dir.join("kmsg"));
     let specs = Document::from_text(ALL_BALANCED)?
         .label("all-balanced")
         .ok_or("no all-balanced")?
@@ -435,16 +464,11 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
     )?;
     println!("before the restart: all-balanced {}", applied.outcome);
     // The host reboots: a new boot id, and the card as a reboot leaves it.
-    std::fs::write(&boot_id, "99999999-2222-3333-4444-555555555555\n")?;
-    fake_nvml::store::change(
-        &state,
-        |_| Duration::ZERO,
-        |nvml| {
-            nvml.devices.iter_mut().for_each(fake_nvml::rules::reboot);
-            Ok::<(), String>(())
-        },
-    )
-    .map_err(|_| "the fake's state did not change")?;
+    fake_nvml::support::reboot(
+        &fake_nvml::StateFile::new(&state),
+        &proc,
+        "99999999-2222-3333-4444-555555555555",
+    )?;
     // At start, after the database sync, on its own thread: the host sync, then the restore.
     let judge = host.clone();
     let start = std::thread::spawn(move || -> Result<DbStore, String> {

@@ -7,23 +7,24 @@
 //! What it models:
 //!
 //! - `--query-gpu`: every device of the state, indexed in bus order, with its UUID and name.
-//! - `topo -m`: the scenario's [`nvlink`](crate::scenario::Scenario::nvlink) groups as `NV12`
+//! - `topo -m`: the scenario's [`nvlink`](crate::Scenario::nvlink) groups as `NV12`
 //!   cells (an A100 SXM4's twelve NVLinks), every other pair `SYS`; the nvidia method resets a
 //!   card's whole group in one command, and refuses when a peer outside the apply is in use.
 //! - holders of `/dev/nvidia<minor>` and compute apps: the device's `clients`.
-//! - `--gpu-reset -i <bus ids>`: [`crate::rules::gpu_reset`] on each, written to the state file
-//!   under its lock, after the scenario's reset cost on the given clock; the published success
-//!   line per GPU.
+//! - `--gpu-reset -i <bus ids>`: [`StateFile::reset_gpu`] on each (under the file's lock),
+//!   after the scenario's reset cost on the given clock; the published success line per GPU.
 //! - the kernel log: empty.
 //! - what goes wrong, when a test asks ([`ResetFault`]): a reset without effect, a hung one, a
 //!   card gone after its reset.
 
-use crate::scenario::{Scenario, parse_bus_id};
+use crate::scenario::{Device, Scenario, parse_bus_id};
+use crate::store::StateFile;
 use gpu_partition_types::Bdf;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use warm_reset::nvidia::NvidiaHost;
+use warm_reset::nvidia::nvidia_smi::NvidiaGpu;
+use warm_reset::nvidia::{NvidiaHost, reset_ids};
 use warm_reset::{
     BackendError, Clock, Holder, KernelLogSource, KmsgRecord, NvidiaSmiError, ToolEnd,
 };
@@ -34,7 +35,7 @@ pub type FakeNvmlBackend = warm_reset::NvidiaBackend<FakeNvmlHost>;
 /// The NVIDIA host a fake NVML's state file describes.
 #[derive(Debug)]
 pub struct FakeNvmlHost {
-    state: PathBuf,
+    state: StateFile,
     clock: Arc<dyn Clock>,
     /// Every `--gpu-reset -i` received, in order (the bus IDs, comma-joined).
     pub resets: Vec<String>,
@@ -60,7 +61,7 @@ pub enum ResetFault {
 /// cost on `clock`.
 pub fn backend(state: impl Into<PathBuf>, clock: Arc<dyn Clock>) -> FakeNvmlBackend {
     warm_reset::NvidiaBackend::of(FakeNvmlHost {
-        state: state.into(),
+        state: StateFile::new(state),
         clock,
         resets: Vec::new(),
         fault: None,
@@ -86,11 +87,13 @@ fn unavailable(path: PathBuf, why: std::io::Error) -> BackendError {
 impl FakeNvmlHost {
     /// The state as the file holds it now.
     fn scenario(&self) -> Result<Scenario, BackendError> {
-        read(&self.state).map_err(|why| unavailable(self.state.clone(), std::io::Error::other(why)))
+        self.state
+            .read()
+            .map_err(|why| unavailable(self.state.path().to_owned(), std::io::Error::other(why)))
     }
 
     /// The devices in bus order, each with its index (its minor too) and printed bus ID.
-    fn listed(&self) -> Result<Vec<(u32, String, crate::scenario::Device)>, BackendError> {
+    fn listed(&self) -> Result<Vec<(u32, String, Device)>, BackendError> {
         let scenario = self.scenario()?;
         let gone = match &self.fault {
             Some(ResetFault::Gone(bus_id)) if !self.resets.is_empty() => parse_bus_id(bus_id),
@@ -112,12 +115,6 @@ impl FakeNvmlHost {
             .map(|((_, printed, device), index)| (index, printed, device))
             .collect())
     }
-}
-
-fn read(path: &Path) -> Result<Scenario, String> {
-    let bytes =
-        std::fs::read(path).map_err(|error| format!("cannot read {}: {error}", path.display()))?;
-    Scenario::from_json(&bytes).map_err(|error| format!("{}: {error}", path.display()))
 }
 
 impl KernelLogSource for FakeNvmlHost {
@@ -240,8 +237,9 @@ impl NvidiaHost for FakeNvmlHost {
             .collect())
     }
 
-    fn reset(&mut self, ids: &str, within: Duration) -> ToolEnd {
-        self.resets.push(ids.to_owned());
+    fn reset(&mut self, group: &[NvidiaGpu], within: Duration) -> ToolEnd {
+        let ids = reset_ids(group);
+        self.resets.push(ids.clone());
         let command = format!("nvidia-smi --gpu-reset -i {ids}");
         let cost = self
             .scenario()
@@ -257,26 +255,16 @@ impl NvidiaHost for FakeNvmlHost {
         }
         let effect = self.fault != Some(ResetFault::NoEffect);
         let mut said = String::new();
-        for id in ids.split(',') {
-            let wanted = parse_bus_id(id);
-            let changed = crate::store::change(
-                &self.state,
-                |_| Duration::ZERO,
-                |state| {
-                    let card = state
-                        .devices
-                        .iter_mut()
-                        .find(|device| {
-                            wanted.is_some() && parse_bus_id(&device.pci_bus_id) == wanted
-                        })
-                        .ok_or(())?;
-                    if effect {
-                        crate::rules::gpu_reset(card);
-                    }
-                    Ok::<(), ()>(())
-                },
-            );
-            if changed.is_err() {
+        for id in group.iter().map(|gpu| gpu.bus_id.as_str()) {
+            // A reset without effect still finds the card (one that is not there is not reset).
+            let found = if effect {
+                self.state.reset_gpu(id).is_ok()
+            } else {
+                self.state
+                    .read()
+                    .is_ok_and(|state| state.device_at(id).is_some())
+            };
+            if !found {
                 said.push_str(&format!("Unable to reset GPU {id}: not found\n"));
                 return ToolEnd::Exited {
                     command,

@@ -1,6 +1,8 @@
 //! The driver's rules the fake enforces, as pure functions over a device of the scenario: what
-//! is free, what fits, what may be destroyed, what a GPU reset does. The C functions of
-//! [`crate::exports`] only decode their arguments and call these.
+//! is free, what fits, what may be destroyed, what a GPU reset and a reboot do. The C functions
+//! (`exports`) only decode their arguments and call these, and the reader of a scenario
+//! (`read`) checks a state by them; they import the scenario's types and nothing else of the
+//! crate.
 
 use crate::scenario::{
     Client, ComputeInstance, Device, GpuInstance, MigMode, MigModeAtBoot, MigModeChange, Placement,
@@ -388,18 +390,36 @@ pub fn destroy_gpu_instance(device: &mut Device, gpu_instance_id: u32) -> Result
     Ok(())
 }
 
-/// `nvmlDeviceSetMigMode`: the call's return, then the activation status. With clients the
-/// activation is `NVML_ERROR_IN_USE` and nothing changes; a device whose change needs a reset
+/// Why `nvmlDeviceSetMigMode` changes nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum MigModeError {
+    /// The card has no MIG mode: the call itself answers `NVML_ERROR_NOT_SUPPORTED`.
+    #[error("the card has no MIG mode")]
+    NotSupported,
+    /// Processes hold the card: the call answers, its activation status is `NVML_ERROR_IN_USE`.
+    #[error("processes hold the card")]
+    Held,
+    /// MIG off with GPU instances left: the call answers, its activation status is
+    /// `NVML_ERROR_IN_USE`.
+    #[error("GPU instances are left")]
+    InstancesLeft,
+}
+
+/// `nvmlDeviceSetMigMode`: with clients, or MIG off asked with instances left, nothing changes
+/// (the activation is `NVML_ERROR_IN_USE`); a device whose change needs a reset
 /// (`"mig_mode_change": "reset"`, Ampere) keeps it pending; otherwise (Hopper and later) it
-/// takes effect at once. Turning MIG off with instances left is refused in use.
-pub fn set_mig_mode(device: &mut Device, enabled: bool) -> Result<Result<(), Code>, Code> {
+/// takes effect at once.
+pub(crate) fn set_mig_mode(device: &mut Device, enabled: bool) -> Result<(), MigModeError> {
     let MigMode::Mode { current, .. } = device.mig_mode else {
-        return Err(NOT_SUPPORTED);
+        return Err(MigModeError::NotSupported);
     };
-    let wanted = u32::from(enabled);
-    if !device.clients.is_empty() || (!enabled && !device.gpu_instances.is_empty()) {
-        return Ok(Err(IN_USE));
+    if !device.clients.is_empty() {
+        return Err(MigModeError::Held);
     }
+    if !enabled && !device.gpu_instances.is_empty() {
+        return Err(MigModeError::InstancesLeft);
+    }
+    let wanted = u32::from(enabled);
     device.mig_mode = match device.mig_mode_change {
         MigModeChange::Immediate => MigMode::Mode {
             current: wanted,
@@ -410,7 +430,7 @@ pub fn set_mig_mode(device: &mut Device, enabled: bool) -> Result<Result<(), Cod
             pending: wanted,
         },
     };
-    Ok(Ok(()))
+    Ok(())
 }
 
 /// What a GPU reset does to the device: a pending mode becomes current, and every instance is
@@ -613,7 +633,7 @@ mod tests {
     #[test]
     fn an_ampere_mode_change_stays_pending_until_a_reset_and_a_hopper_one_is_at_once() {
         let mut ampere = a100(0, "reset");
-        assert_eq!(set_mig_mode(&mut ampere, true), Ok(Ok(())));
+        assert_eq!(set_mig_mode(&mut ampere, true), Ok(()));
         assert_eq!(
             ampere.mig_mode,
             MigMode::Mode {
@@ -630,7 +650,7 @@ mod tests {
             }
         );
         let mut hopper = a100(0, "immediate");
-        set_mig_mode(&mut hopper, true).unwrap().unwrap();
+        set_mig_mode(&mut hopper, true).unwrap();
         assert_eq!(
             hopper.mig_mode,
             MigMode::Mode {
@@ -647,7 +667,7 @@ mod tests {
             pid: 4242,
             name: "python3".to_owned(),
         });
-        assert_eq!(set_mig_mode(&mut card, true), Ok(Err(IN_USE)));
+        assert_eq!(set_mig_mode(&mut card, true), Err(MigModeError::Held));
         assert_eq!(
             card.mig_mode,
             MigMode::Mode {
@@ -658,9 +678,25 @@ mod tests {
     }
 
     #[test]
+    fn mig_off_with_an_instance_left_is_in_use_and_on_a_card_without_mig_not_supported() {
+        let mut card = a100(1, "immediate");
+        create_gpu_instance(&mut card, 19, at(0, 1)).unwrap();
+        assert_eq!(
+            set_mig_mode(&mut card, false),
+            Err(MigModeError::InstancesLeft)
+        );
+        assert!(mig_on(&card));
+        card.mig_mode = MigMode::NotSupported;
+        assert_eq!(
+            set_mig_mode(&mut card, true),
+            Err(MigModeError::NotSupported)
+        );
+    }
+
+    #[test]
     fn a_reboot_keeps_an_ampere_mode_and_loses_a_hopper_one_and_every_instance() {
         let mut ampere = a100(0, "reset");
-        set_mig_mode(&mut ampere, true).unwrap().unwrap();
+        set_mig_mode(&mut ampere, true).unwrap();
         reboot(&mut ampere);
         assert_eq!(
             ampere.mig_mode,
@@ -670,7 +706,7 @@ mod tests {
             }
         );
         let mut hopper = a100(0, "immediate");
-        set_mig_mode(&mut hopper, true).unwrap().unwrap();
+        set_mig_mode(&mut hopper, true).unwrap();
         create_gpu_instance(&mut hopper, 19, at(0, 1)).unwrap();
         reboot(&mut hopper);
         assert_eq!(

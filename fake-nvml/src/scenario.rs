@@ -50,7 +50,7 @@ pub struct Scenario {
     pub devices: Vec<Device>,
     /// The NVLink groups: each the bus IDs of cards joined by NVLink (as `nvidia-smi topo -m`
     /// shows them, `NV<n>` between each pair). A reset through
-    /// [`FakeNvmlBackend`](crate::reset::FakeNvmlBackend) takes a card's whole group with it,
+    /// [`FakeNvmlBackend`](crate::FakeNvmlBackend) takes a card's whole group with it,
     /// as the nvidia method asks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub nvlink: Vec<Vec<String>>,
@@ -62,7 +62,7 @@ pub struct Scenario {
 /// What a real card's work costs, for benchmarks and tests that run at a card's pace: each
 /// NVML call named in `calls_ms` takes that long (the library sleeps on entry, outside any
 /// lock, so calls of different processes — different cards — overlap as on a host), and a GPU
-/// reset through [`FakeNvmlBackend`](crate::reset::FakeNvmlBackend) takes `reset_ms` on its
+/// reset through [`FakeNvmlBackend`](crate::FakeNvmlBackend) takes `reset_ms` on its
 /// clock. NVIDIA publishes no figure for either; the benchmarks state the ones they choose.
 ///
 /// ```json
@@ -308,7 +308,8 @@ pub struct Profile {
     #[serde(default)]
     pub placements: Vec<Placement>,
     /// The compute instance profile IDs a GPU instance of it offers; absent: NVML's by slice
-    /// count ([`crate::rules::compute_profiles`]).
+    /// count (1c up to the profile's own slices; a 4-slice profile offers no 3-slice compute
+    /// instance, as on an A100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_profiles: Option<Vec<u32>>,
 }
@@ -378,176 +379,7 @@ pub struct Vgpu {
     pub vm: Option<String>,
 }
 
-/// A scenario that cannot be used.
-#[derive(Debug)]
-pub struct ScenarioError(pub String);
-
-impl std::fmt::Display for ScenarioError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
 impl Scenario {
-    /// Reads and checks the file `FAKE_NVML_SCENARIO` names.
-    pub fn from_env() -> Result<Scenario, ScenarioError> {
-        let path = std::env::var_os("FAKE_NVML_SCENARIO")
-            .ok_or_else(|| ScenarioError("FAKE_NVML_SCENARIO is not set".to_owned()))?;
-        let shown = std::path::Path::new(&path).display().to_string();
-        let bytes = std::fs::read(&path)
-            .map_err(|error| ScenarioError(format!("cannot read {shown}: {error}")))?;
-        Scenario::from_json(&bytes).map_err(|error| ScenarioError(format!("{shown}: {error}")))
-    }
-
-    /// Reads and checks a scenario.
-    pub fn from_json(bytes: &[u8]) -> Result<Scenario, ScenarioError> {
-        let mut reader = serde_json::Deserializer::from_slice(bytes);
-        let scenario: Scenario =
-            serde_path_to_error::deserialize(&mut reader).map_err(|error| {
-                let at = error.path().to_string();
-                ScenarioError(format!("not a scenario: {at}: {}", error.into_inner()))
-            })?;
-        reader
-            .end()
-            .map_err(|error| ScenarioError(format!("not a scenario: {error}")))?;
-        scenario.check()?;
-        Ok(scenario)
-    }
-
-    /// Refuses a state the driver cannot hold, naming the member: a bus ID that is none, a
-    /// failure that is no NVML error, an `unpublished` that names no member, a GPU instance of
-    /// a profile the card has not or off its placements or over another, a compute instance
-    /// of a profile its GPU instance does not offer or off its placements or over another, an
-    /// ID twice, and an NVLink group naming no card of the scenario.
-    fn check(&self) -> Result<(), ScenarioError> {
-        let refuse = |at: String, why: String| Err(ScenarioError(format!("{at}: {why}")));
-        for (d, device) in self.devices.iter().enumerate() {
-            let here = format!("devices[{d}]");
-            if parse_bus_id(&device.pci_bus_id).is_none() {
-                return refuse(
-                    format!("{here}.pci_bus_id"),
-                    format!("{:?} is not a PCI bus ID", device.pci_bus_id),
-                );
-            }
-            for (function, error) in &device.fail {
-                if error_code(error).is_none() {
-                    return refuse(
-                        format!("{here}.fail.{function}"),
-                        format!("{error:?} is not an NVML_ERROR_* name"),
-                    );
-                }
-            }
-            for (p, profile) in device.gpu_instance_profiles.iter().enumerate() {
-                for field in &profile.unpublished {
-                    if !Profile::NUMBERS.contains(&field.as_str()) {
-                        return refuse(
-                            format!("{here}.gpu_instance_profiles[{p}].unpublished"),
-                            format!(
-                                "{field:?} is not a number of a profile ({})",
-                                Profile::NUMBERS.join(", ")
-                            ),
-                        );
-                    }
-                }
-            }
-            let mut seen = Vec::new();
-            for (g, gi) in device.gpu_instances.iter().enumerate() {
-                let at = format!("{here}.gpu_instances[{g}]");
-                if seen.contains(&gi.id) {
-                    return refuse(
-                        format!("{at}.id"),
-                        format!("{} is the ID of another GPU instance", gi.id),
-                    );
-                }
-                seen.push(gi.id);
-                let Some(profile) = device
-                    .gpu_instance_profiles
-                    .iter()
-                    .find(|p| p.id == gi.profile_id)
-                else {
-                    return refuse(
-                        format!("{at}.profile_id"),
-                        format!("the card has no profile of ID {}", gi.profile_id),
-                    );
-                };
-                if !profile.placements.is_empty() && !profile.placements.contains(&gi.placement) {
-                    return refuse(
-                        format!("{at}.placement"),
-                        format!(
-                            "{}+{} is not a placement of {}",
-                            gi.placement.start, gi.placement.size, profile.name
-                        ),
-                    );
-                }
-                if let Some(other) = device.gpu_instances[..g]
-                    .iter()
-                    .find(|other| crate::rules::overlaps(other.placement, gi.placement))
-                {
-                    return refuse(
-                        format!("{at}.placement"),
-                        format!("it overlaps GPU instance {}", other.id),
-                    );
-                }
-                let mut ci_seen = Vec::new();
-                for (c, ci) in gi.compute_instances.iter().enumerate() {
-                    let at = format!("{at}.compute_instances[{c}]");
-                    if ci_seen.contains(&ci.id) {
-                        return refuse(
-                            format!("{at}.id"),
-                            format!("{} is the ID of another compute instance", ci.id),
-                        );
-                    }
-                    ci_seen.push(ci.id);
-                    let Ok(slices) = crate::rules::compute_profile_slices(profile, ci.profile_id)
-                    else {
-                        return refuse(
-                            format!("{at}.profile_id"),
-                            format!(
-                                "a GPU instance of {} offers no compute instance profile {}",
-                                profile.name, ci.profile_id
-                            ),
-                        );
-                    };
-                    if !crate::rules::compute_placements(profile, slices).contains(&ci.placement) {
-                        return refuse(
-                            format!("{at}.placement"),
-                            format!(
-                                "{}+{} is not a placement of compute profile {} in {}",
-                                ci.placement.start, ci.placement.size, ci.profile_id, profile.name
-                            ),
-                        );
-                    }
-                    if let Some(other) = gi.compute_instances[..c]
-                        .iter()
-                        .find(|other| crate::rules::overlaps(other.placement, ci.placement))
-                    {
-                        return refuse(
-                            format!("{at}.placement"),
-                            format!("it overlaps compute instance {}", other.id),
-                        );
-                    }
-                }
-            }
-        }
-        for (at, group) in self.nvlink.iter().enumerate() {
-            for (b, bus_id) in group.iter().enumerate() {
-                let wanted = parse_bus_id(bus_id);
-                if wanted.is_none()
-                    || !self
-                        .devices
-                        .iter()
-                        .any(|device| parse_bus_id(&device.pci_bus_id) == wanted)
-                {
-                    return refuse(
-                        format!("nvlink[{at}][{b}]"),
-                        format!("{bus_id:?} is not the bus ID of a device of the scenario"),
-                    );
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// The device at `bus_id` (either form NVML knows).
     pub fn device_at(&self, bus_id: &str) -> Option<&Device> {
         let wanted = parse_bus_id(bus_id)?;
@@ -555,11 +387,19 @@ impl Scenario {
             .iter()
             .find(|device| parse_bus_id(&device.pci_bus_id) == Some(wanted))
     }
+
+    /// The device at `bus_id` (either form NVML knows), to change.
+    pub fn device_at_mut(&mut self, bus_id: &str) -> Option<&mut Device> {
+        let wanted = parse_bus_id(bus_id)?;
+        self.devices
+            .iter_mut()
+            .find(|device| parse_bus_id(&device.pci_bus_id) == Some(wanted))
+    }
 }
 
 /// A bus ID as numbers (domain, bus, device, function), from either form NVML accepts, in any
 /// case.
-pub fn parse_bus_id(text: &str) -> Option<(u32, u8, u8, u8)> {
+pub(crate) fn parse_bus_id(text: &str) -> Option<(u32, u8, u8, u8)> {
     let hex = |part: &str, most: usize| {
         (!part.is_empty() && part.len() <= most && part.bytes().all(|b| b.is_ascii_hexdigit()))
             .then(|| u32::from_str_radix(part, 16).ok())
@@ -577,7 +417,7 @@ pub fn parse_bus_id(text: &str) -> Option<(u32, u8, u8, u8)> {
 }
 
 /// The code of an `NVML_ERROR_*` name without its prefix (`NO_PERMISSION`).
-pub fn error_code(name: &str) -> Option<nvml::nvmlReturn_t> {
+pub(crate) fn error_code(name: &str) -> Option<nvml::nvmlReturn_t> {
     ERRORS
         .iter()
         .find(|(known, _)| *known == name)
@@ -585,7 +425,7 @@ pub fn error_code(name: &str) -> Option<nvml::nvmlReturn_t> {
 }
 
 /// Every `NVML_ERROR_*` name with its code.
-pub const ERRORS: [(&str, nvml::nvmlReturn_t); 31] = [
+const ERRORS: [(&str, nvml::nvmlReturn_t); 31] = [
     (
         "UNINITIALIZED",
         nvml::nvmlReturn_enum_NVML_ERROR_UNINITIALIZED,
@@ -694,13 +534,5 @@ mod tests {
             parse_bus_id("00000000:3B:00.0")
         );
         assert_eq!(parse_bus_id("3b:00.0"), None);
-    }
-
-    #[test]
-    fn a_failure_that_names_no_nvml_error_is_refused() {
-        let text = br#"{"driver_version": "1", "nvml_version": "1", "devices": [{
-            "pci_bus_id": "0000:3b:00.0", "mig_mode": "not_supported",
-            "fail": {"nvmlDeviceGetMigMode": "BROKEN"}}]}"#;
-        assert!(Scenario::from_json(text).is_err());
     }
 }

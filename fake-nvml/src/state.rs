@@ -3,10 +3,10 @@
 //! every call, so a handle of a destroyed instance answers `NVML_ERROR_INVALID_ARGUMENT` and
 //! never names another), and the call log.
 
-use crate::scenario::{Device, GpuInstance, Scenario, error_code};
-use crate::store::{self, ChangeError};
+use crate::call_log;
+use crate::scenario::{Device, GpuInstance, Scenario, error_code, parse_bus_id};
+use crate::store::{self, ChangeError, StateFile};
 use nvml_wrapper_sys::bindings as nvml;
-use std::io::Write;
 use std::sync::{Mutex, MutexGuard};
 
 static SCENARIO: Mutex<Option<Scenario>> = Mutex::new(None);
@@ -18,20 +18,12 @@ pub(crate) fn scenario() -> MutexGuard<'static, Option<Scenario>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Every call begins here (never under the scenario's lock): one line appended to the file
-/// `FAKE_NVML_LOG` names, if it is set; then the call's cost in the scenario's `costs`, slept
-/// with no lock held.
+/// Every call begins here (never under the scenario's lock): its line in the call log
+/// ([`call_log::append`], whole), then the call's cost in the scenario's `costs`, slept with
+/// no lock held.
 pub(crate) fn log(call: std::fmt::Arguments<'_>) {
     let line = call.to_string();
-    if let Some(path) = std::env::var_os("FAKE_NVML_LOG") {
-        if let Ok(mut file) = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-        {
-            let _ = writeln!(file, "{line}");
-        }
-    }
+    call_log::append(&line);
     let function = line.split(' ').next().unwrap_or_default();
     let cost = scenario()
         .as_ref()
@@ -97,7 +89,7 @@ pub(crate) fn device_at_index(scenario: &Scenario, index: u32) -> Answer<usize> 
         .devices
         .iter()
         .enumerate()
-        .map(|(at, device)| (crate::scenario::parse_bus_id(&device.pci_bus_id), at))
+        .map(|(at, device)| (parse_bus_id(&device.pci_bus_id), at))
         .collect();
     order.sort();
     let index = usize::try_from(index).map_err(|_| INVALID)?;
@@ -213,7 +205,7 @@ pub(crate) fn change<T>(
         failure(device, function)?;
         change(device)
     };
-    let Some(path) = store::state_path() else {
+    let Some(state) = StateFile::from_env() else {
         return on(memory);
     };
     let delay = |state: &Scenario| {
@@ -223,17 +215,29 @@ pub(crate) fn change<T>(
             .map_or(0, |device| device.write_delay_ms);
         std::time::Duration::from_millis(ms)
     };
-    match store::change(&path, delay, on) {
+    match store::change(&state, delay, on) {
         Ok((state, answer)) => {
             *memory = state;
             Ok(answer)
         }
         Err(ChangeError::Refused(code)) => Err(code),
         Err(ChangeError::State(error)) => {
-            eprintln!("fake-nvml: {error}");
+            complain(&error);
             Err(nvml::nvmlReturn_enum_NVML_ERROR_UNKNOWN)
         }
     }
+}
+
+/// Says on stderr why the library answers as it does (a state or scenario it cannot use):
+/// the error and each of its causes, as `fake-nvml: a: b: c`.
+pub(crate) fn complain(error: &dyn std::error::Error) {
+    let mut text = format!("fake-nvml: {error}");
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        text.push_str(&format!(": {next}"));
+        cause = next.source();
+    }
+    eprintln!("{text}");
 }
 
 /// The device and vGPU of a vGPU instance number.

@@ -9,7 +9,13 @@
 //! caller's target directory. A crate outside this workspace that depends on `fake-nvml` by
 //! path gets them so; one that has it from a registry sets the variables. The build without
 //! `nvmlDeviceGetGpuInstanceProfileInfoV` is always built so.
+//!
+//! A test host's boot: [`ProcRoot`] is the `/proc` the host crates read (its boot id), and
+//! [`reboot`] reboots the host — the fake's cards as a reboot leaves them, and a new boot id.
 
+use crate::read::ScenarioError;
+use crate::scenario::Scenario;
+use crate::store::{StateFile, StateFileError};
 use gpu_host_probe::test_util::write_executable;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,25 +30,89 @@ pub enum Build {
     WithoutProfileInfoV,
 }
 
-/// Something the support could not find or build.
-#[derive(Debug)]
-pub struct SupportError(pub String);
-
-impl std::fmt::Display for SupportError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
+/// Something the support could not find, build or write.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SupportError {
+    /// The running program's path is not known (it names where the built files are).
+    #[error("cannot find the running program")]
+    NoProgram(#[source] std::io::Error),
+    /// A path has no directory above it where one is needed.
+    #[error("{} has no parent directory", .0.display())]
+    NoParent(PathBuf),
+    /// A variable names a file that is not there.
+    #[error("{variable} names {}, which is no file", path.display())]
+    NotAFile {
+        /// The variable (`FAKE_NVML_LIBRARY`, `FAKE_NVML_HELPER`, `FAKE_NVML_BINARY`).
+        variable: &'static str,
+        /// What it names.
+        path: PathBuf,
+    },
+    /// Something to build, but fake-nvml was not built from a checkout of its workspace.
+    #[error(
+        "cannot build {package}: fake-nvml was not built from a checkout of its workspace; set \
+         {variable} to a built one"
+    )]
+    NoWorkspace {
+        /// The package.
+        package: &'static str,
+        /// The variable to set instead.
+        variable: &'static str,
+    },
+    /// Cargo could not be run.
+    #[error("cannot run cargo")]
+    Cargo(#[source] std::io::Error),
+    /// The build failed.
+    #[error("cargo build -p {package} (in {}) failed: {stderr}", workspace.display())]
+    BuildFailed {
+        /// The package.
+        package: &'static str,
+        /// The workspace built in.
+        workspace: PathBuf,
+        /// What cargo said.
+        stderr: String,
+    },
+    /// The build succeeded without making the file.
+    #[error("no {0} after the build")]
+    NotBuilt(&'static str),
+    /// A file or directory could not be made, copied or written.
+    #[error("cannot write {}", path.display())]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A scenario (given, or made of templates) does not read.
+    #[error("the scenario")]
+    Scenario(#[source] ScenarioError),
+    /// A template of [`scenario_of`] is not JSON of a scenario with a device.
+    #[error("template {index} of the scenario has no device")]
+    Template {
+        /// Its position among the cards.
+        index: usize,
+    },
+    /// A template of [`scenario_of`] is not JSON.
+    #[error("template {index} of the scenario is not JSON")]
+    TemplateJson {
+        /// Its position among the cards.
+        index: usize,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The fake's state file could not be written or changed.
+    #[error("the fake's state")]
+    State(#[source] StateFileError),
 }
-
-impl std::error::Error for SupportError {}
 
 /// The running program's profile directory (`target/debug`, `target/release`).
 fn profile_dir() -> Result<PathBuf, SupportError> {
-    let exe = std::env::current_exe()
-        .map_err(|error| SupportError(format!("cannot find the running program: {error}")))?;
+    let exe = std::env::current_exe().map_err(SupportError::NoProgram)?;
     let dir = exe
         .parent()
-        .ok_or_else(|| SupportError(format!("{} has no directory", exe.display())))?;
+        .ok_or_else(|| SupportError::NoParent(exe.clone()))?;
     Ok(match dir.file_name().and_then(|name| name.to_str()) {
         Some("deps" | "examples") => dir.parent().unwrap_or(dir).to_path_buf(),
         _ => dir.to_path_buf(),
@@ -64,22 +134,17 @@ fn own_workspace() -> Option<PathBuf> {
 /// Builds `package` (with `features`) of this crate's own workspace — never the caller's:
 /// `cargo build --manifest-path <that workspace> --locked` into `<the caller's target
 /// directory>/<name>`. Answers its profile directory.
-fn build(package: &str, features: &[&str], name: &str) -> Result<PathBuf, SupportError> {
-    let workspace = own_workspace().ok_or_else(|| {
-        SupportError(format!(
-            "cannot build {package}: fake-nvml was not built from a checkout of its workspace; \
-             set {} to a built one",
-            match package {
-                "gpu-partition-helper" => "FAKE_NVML_HELPER",
-                "fake-nvml" => "FAKE_NVML_LIBRARY (and FAKE_NVML_BINARY)",
-                _ => "the variable of fake_nvml::support",
-            }
-        ))
-    })?;
+fn build(
+    package: &'static str,
+    variable: &'static str,
+    features: &[&str],
+    name: &str,
+) -> Result<PathBuf, SupportError> {
+    let workspace = own_workspace().ok_or(SupportError::NoWorkspace { package, variable })?;
     let profile = profile_dir()?;
     let target = profile
         .parent()
-        .ok_or_else(|| SupportError(format!("{} has no parent", profile.display())))?
+        .ok_or_else(|| SupportError::NoParent(profile.clone()))?
         .join(name);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
@@ -101,15 +166,13 @@ fn build(package: &str, features: &[&str], name: &str) -> Result<PathBuf, Suppor
     if is_release(&profile) {
         command.arg("--release");
     }
-    let output = command
-        .output()
-        .map_err(|error| SupportError(format!("cannot run cargo: {error}")))?;
+    let output = command.output().map_err(SupportError::Cargo)?;
     if !output.status.success() {
-        return Err(SupportError(format!(
-            "cargo build -p {package} (in {}) failed: {}",
-            workspace.display(),
-            String::from_utf8_lossy(&output.stderr)
-        )));
+        return Err(SupportError::BuildFailed {
+            package,
+            workspace,
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
     }
     Ok(target.join(if is_release(&profile) {
         "release"
@@ -119,18 +182,15 @@ fn build(package: &str, features: &[&str], name: &str) -> Result<PathBuf, Suppor
 }
 
 /// The file the variable `name` names, when it is set (and not empty).
-fn from_env(name: &str) -> Result<Option<PathBuf>, SupportError> {
-    match std::env::var_os(name).filter(|value| !value.is_empty()) {
+fn from_env(variable: &'static str) -> Result<Option<PathBuf>, SupportError> {
+    match std::env::var_os(variable).filter(|value| !value.is_empty()) {
         None => Ok(None),
         Some(path) => {
             let path = PathBuf::from(path);
             if path.is_file() {
                 Ok(Some(path))
             } else {
-                Err(SupportError(format!(
-                    "{name} names {}, which is no file",
-                    path.display()
-                )))
+                Err(SupportError::NotAFile { variable, path })
             }
         }
     }
@@ -155,19 +215,25 @@ pub fn library(build_of: Build) -> Result<PathBuf, SupportError> {
             if let Some(found) = first(&[profile.join("deps"), profile.clone()], &[NAME]) {
                 return Ok(found);
             }
-            let built = build("fake-nvml", &[], "fake-nvml-support")?;
+            let built = build(
+                "fake-nvml",
+                "FAKE_NVML_LIBRARY (and FAKE_NVML_BINARY)",
+                &[],
+                "fake-nvml-support",
+            )?;
             first(&[built], &[NAME])
         }
         Build::WithoutProfileInfoV => {
             let built = build(
                 "fake-nvml",
+                "FAKE_NVML_LIBRARY (and FAKE_NVML_BINARY)",
                 &["without-profile-info-v"],
                 "fake-nvml-without-profile-info-v",
             )?;
             first(&[built], &[NAME])
         }
     }
-    .ok_or_else(|| SupportError(format!("no {NAME} after the build")))
+    .ok_or(SupportError::NotBuilt(NAME))
 }
 
 /// The built `gpu-partition-helper` binary.
@@ -180,8 +246,8 @@ pub fn helper_binary() -> Result<PathBuf, SupportError> {
     if let Some(found) = first(&[profile], &[NAME]) {
         return Ok(found);
     }
-    let built = build(NAME, &[], "fake-nvml-support")?;
-    first(&[built], &[NAME]).ok_or_else(|| SupportError(format!("no {NAME} after the build")))
+    let built = build(NAME, "FAKE_NVML_HELPER", &[], "fake-nvml-support")?;
+    first(&[built], &[NAME]).ok_or(SupportError::NotBuilt(NAME))
 }
 
 /// `'text'` for `sh`.
@@ -199,14 +265,14 @@ pub fn fake_nvml_binary() -> Result<PathBuf, SupportError> {
     if let Some(found) = first(&[profile], &[NAME]) {
         return Ok(found);
     }
-    let built = build(NAME, &[], "fake-nvml-support")?;
-    first(&[built], &[NAME]).ok_or_else(|| SupportError(format!("no {NAME} after the build")))
+    let built = build(NAME, "FAKE_NVML_BINARY", &[], "fake-nvml-support")?;
+    first(&[built], &[NAME]).ok_or(SupportError::NotBuilt(NAME))
 }
 
-/// A helper wrapper in `dir` whose fake keeps its state in `dir/state.json` (made from
-/// `scenario` by the first run): consecutive runs see each other's writes, and `fake-nvml
-/// reset` with the same `FAKE_NVML_STATE` resets a GPU in it. Answers the wrapper's path and
-/// the state file.
+/// A helper wrapper in `dir` whose fake keeps its state in `dir/state.json`, written from
+/// `scenario` now: consecutive runs see each other's writes, and [`StateFile`] (or `fake-nvml
+/// reset` with the same `FAKE_NVML_STATE`) changes it between them. Answers the wrapper's
+/// path and the state file's.
 pub fn stateful_helper_wrapper(
     dir: &Path,
     scenario: &str,
@@ -216,9 +282,10 @@ pub fn stateful_helper_wrapper(
     let wrapper = wrapper(dir, scenario, Build::Current, log, Some(&state))?;
     // The state exists from the start, so what reads it besides the library (the test reset
     // backend, `fake-nvml reset`) sees the scenario before any run.
-    let parsed = crate::scenario::Scenario::from_json(scenario.as_bytes())
-        .map_err(|error| SupportError(format!("the scenario: {error}")))?;
-    crate::store::write(&state, &parsed).map_err(|error| SupportError(error.to_string()))?;
+    let parsed = Scenario::from_json(scenario.as_bytes()).map_err(SupportError::Scenario)?;
+    StateFile::new(&state)
+        .write(&parsed)
+        .map_err(SupportError::State)?;
     Ok((wrapper, state))
 }
 
@@ -242,16 +309,13 @@ fn wrapper(
     log: Option<&Path>,
     state: Option<&Path>,
 ) -> Result<PathBuf, SupportError> {
-    let io = |what: &str, path: &Path, error: std::io::Error| {
-        SupportError(format!("cannot {what} {}: {error}", path.display()))
-    };
     let lib_dir = dir.join("lib");
-    std::fs::create_dir_all(&lib_dir).map_err(|e| io("create", &lib_dir, e))?;
+    std::fs::create_dir_all(&lib_dir).map_err(written(&lib_dir))?;
     let library = library(build_of)?;
     let installed = lib_dir.join("libnvidia-ml.so.1");
-    std::fs::copy(&library, &installed).map_err(|e| io("copy the library to", &installed, e))?;
+    std::fs::copy(&library, &installed).map_err(written(&installed))?;
     let scenario_path = dir.join("scenario.json");
-    std::fs::write(&scenario_path, scenario).map_err(|e| io("write", &scenario_path, e))?;
+    std::fs::write(&scenario_path, scenario).map_err(written(&scenario_path))?;
     let mut log_line = log
         .map(|log| format!("export FAKE_NVML_LOG={}\n", quoted(log)))
         .unwrap_or_default();
@@ -265,19 +329,24 @@ fn wrapper(
         quoted(&helper_binary()?),
     );
     let wrapper = dir.join("helper");
-    write_executable(&wrapper, &script).map_err(|e| io("write", &wrapper, e))?;
+    write_executable(&wrapper, &script).map_err(written(&wrapper))?;
     Ok(wrapper)
+}
+
+/// [`SupportError::Write`] of `path`.
+fn written(path: &Path) -> impl FnOnce(std::io::Error) -> SupportError {
+    let path = path.to_owned();
+    move |source| SupportError::Write { path, source }
 }
 
 /// A scenario of several cards, each the first device of a scenario file (`template`) put at
 /// another bus ID; the driver versions are those of the first template. Answers the JSON.
 pub fn scenario_of(cards: &[(&str, &str)]) -> Result<String, SupportError> {
-    let bad = |why: String| SupportError(format!("cannot build the scenario: {why}"));
     let mut devices = Vec::new();
     let mut versions = None;
-    for (bus_id, template) in cards {
-        let mut parsed: serde_json::Value =
-            serde_json::from_str(template).map_err(|error| bad(error.to_string()))?;
+    for (index, (bus_id, template)) in cards.iter().enumerate() {
+        let mut parsed: serde_json::Value = serde_json::from_str(template)
+            .map_err(|source| SupportError::TemplateJson { index, source })?;
         versions.get_or_insert_with(|| {
             (
                 parsed["driver_version"].clone(),
@@ -286,7 +355,7 @@ pub fn scenario_of(cards: &[(&str, &str)]) -> Result<String, SupportError> {
         });
         let mut device = parsed["devices"][0].take();
         if !device.is_object() {
-            return Err(bad("a template without a device".to_owned()));
+            return Err(SupportError::Template { index });
         }
         device["pci_bus_id"] = (*bus_id).into();
         devices.push(device);
@@ -297,7 +366,84 @@ pub fn scenario_of(cards: &[(&str, &str)]) -> Result<String, SupportError> {
         "nvml_version": nvml_version,
         "devices": devices,
     });
-    crate::scenario::Scenario::from_json(scenario.to_string().as_bytes())
-        .map_err(|error| bad(error.to_string()))?;
+    Scenario::from_json(scenario.to_string().as_bytes()).map_err(SupportError::Scenario)?;
     Ok(scenario.to_string())
+}
+
+/// A test host's `/proc` as the host crates read it (`host_sync::Host::with_proc_root`,
+/// warm-reset's backends): its boot id, `sys/kernel/random/boot_id`, which tells one boot from
+/// the next. The directory may hold more (processes, the driver's files); this writes the boot
+/// id only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcRoot {
+    root: PathBuf,
+}
+
+impl ProcRoot {
+    /// The `/proc` at `root` (nothing is written yet).
+    pub fn at(root: impl Into<PathBuf>) -> ProcRoot {
+        ProcRoot { root: root.into() }
+    }
+
+    /// The `/proc` at `root`, booted as `boot_id` ([`ProcRoot::boot`]).
+    pub fn booted(root: impl Into<PathBuf>, boot_id: &str) -> Result<ProcRoot, SupportError> {
+        let proc_root = ProcRoot::at(root);
+        proc_root.boot(boot_id)?;
+        Ok(proc_root)
+    }
+
+    /// Its directory, to give a host as its proc root.
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    /// The boot id file (`sys/kernel/random/boot_id`).
+    pub fn boot_id_file(&self) -> PathBuf {
+        self.root.join("sys/kernel/random/boot_id")
+    }
+
+    /// Boots the host as `boot_id`: the boot id file says it (as the kernel writes it, with a
+    /// newline), its directories made as needed.
+    pub fn boot(&self, boot_id: &str) -> Result<(), SupportError> {
+        let file = self.boot_id_file();
+        let dir = file
+            .parent()
+            .ok_or_else(|| SupportError::NoParent(file.clone()))?;
+        std::fs::create_dir_all(dir).map_err(written(dir))?;
+        std::fs::write(&file, format!("{boot_id}\n")).map_err(written(&file))
+    }
+}
+
+/// A reboot of a test host: the fake's cards as a reboot leaves them ([`StateFile::reboot`]:
+/// no instance survives, the MIG mode only where the part keeps it), then the new boot id in
+/// `proc_root` ([`ProcRoot::boot`]), so a sync after it sees another boot.
+pub fn reboot(state: &StateFile, proc_root: &ProcRoot, boot_id: &str) -> Result<(), SupportError> {
+    state.reboot().map_err(SupportError::State)?;
+    proc_root.boot(boot_id)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_reboot_writes_the_new_boot_id_and_leaves_no_instance() {
+        let dir = tempfile::tempdir().unwrap();
+        let proc_root = ProcRoot::booted(dir.path().join("proc"), "11111111-aaaa").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("proc/sys/kernel/random/boot_id")).unwrap(),
+            "11111111-aaaa\n"
+        );
+        let state = StateFile::new(dir.path().join("state.json"));
+        state
+            .write(&Scenario::from_json(crate::scenarios::A100_MIG_ON_CARVED.as_bytes()).unwrap())
+            .unwrap();
+        reboot(&state, &proc_root, "22222222-bbbb").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(proc_root.boot_id_file()).unwrap(),
+            "22222222-bbbb\n"
+        );
+        assert!(state.read().unwrap().devices[0].gpu_instances.is_empty());
+    }
 }

@@ -29,6 +29,33 @@ impl Cancel {
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
+
+    /// A guard that triggers it when dropped: held by an async task whose blocking call holds
+    /// a clone, aborting the task (or dropping its future) ends the call, which
+    /// `spawn_blocking` alone never does. [`CancelOnDrop::disarm`] lets it go untriggered.
+    #[must_use = "the guard cancels when it is dropped: bind it to a name that lives as long as the call"]
+    pub fn on_drop(&self) -> CancelOnDrop {
+        CancelOnDrop(Some(self.clone()))
+    }
+}
+
+/// Triggers its [`Cancel`] when dropped, unless disarmed ([`Cancel::on_drop`]).
+#[derive(Debug)]
+pub struct CancelOnDrop(Option<Cancel>);
+
+impl CancelOnDrop {
+    /// Lets the guard go without cancelling (the call ended on its own).
+    pub fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(cancel) = self.0.take() {
+            cancel.cancel();
+        }
+    }
 }
 
 /// Two cancellations are equal when they are the same one (clones of one another).
@@ -43,4 +70,19 @@ impl Eq for Cancel {}
 /// Whether `cancel` (if any) was triggered.
 pub(crate) fn cancelled(cancel: Option<&Cancel>) -> bool {
     cancel.is_some_and(Cancel::is_cancelled)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_guard_dropped_cancels_and_a_disarmed_one_does_not() {
+        let dropped = Cancel::new();
+        drop(dropped.on_drop());
+        assert!(dropped.is_cancelled());
+        let disarmed = Cancel::new();
+        disarmed.on_drop().disarm();
+        assert!(!disarmed.is_cancelled());
+    }
 }

@@ -16,12 +16,16 @@ use std::time::Duration;
 /// GPU, so its lock and journal stay apart from the real ones.
 pub const SIMULATED_DIR: &str = "simulated";
 
-/// One host: its state directory, and where its sysfs and procfs are.
+/// One host: its state directory, where its sysfs and procfs are, and the directory of the
+/// machine's locks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Host {
     state_dir: PathBuf,
     sysfs_root: PathBuf,
     proc_root: PathBuf,
+    /// The directory of machine locks, when the caller named one; else the user's default
+    /// ([`crate::lock::machine_lock_dir`]).
+    lock_dir: Option<PathBuf>,
     /// A simulation of the machine: its machine lock is apart from the real one.
     simulated: bool,
 }
@@ -33,7 +37,29 @@ impl Host {
             state_dir: state_dir.into(),
             sysfs_root: PathBuf::from("/sys"),
             proc_root: PathBuf::from("/proc"),
+            lock_dir: None,
             simulated: false,
+        }
+    }
+
+    /// The same host with its machine's locks (and its record of writes to the cards) in `dir`
+    /// instead of the user's default (`/run/gpu-host-probe` for root): for a toolstack whose
+    /// `/run` is not the host's (a container with the host's directory mounted elsewhere), or a
+    /// service user that must meet root's operations. Every process that uses the machine's
+    /// GPUs must name the same directory, or they do not exclude each other. Like the default,
+    /// it must be private (0700, its owner's; created so when absent).
+    pub fn with_lock_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.lock_dir = Some(dir.into());
+        self
+    }
+
+    /// The directory of the machine's locks: the one named ([`Host::with_lock_dir`]), else the
+    /// user's default ([`crate::lock::machine_lock_dir`]). A simulated host's is its own state
+    /// directory: a simulation never touches the machine's locks.
+    pub fn lock_dir(&self) -> PathBuf {
+        match &self.lock_dir {
+            Some(dir) => dir.clone(),
+            None => crate::lock::machine_lock_dir(),
         }
     }
 
@@ -65,11 +91,14 @@ impl Host {
     }
 
     /// The simulated host beside this one: its state directory is [`SIMULATED_DIR`] inside
-    /// this one's, and its machine lock is the simulated machine's, so a simulation never takes
-    /// the real lock nor writes the real journal.
+    /// this one's, and so is its machine lock (and its record of writes), so a simulation never
+    /// takes the real lock, never writes the real journal, and never touches the directory of
+    /// machine locks.
     pub fn simulated(&self) -> Host {
+        let state_dir = self.state_dir.join(SIMULATED_DIR);
         Self {
-            state_dir: self.state_dir.join(SIMULATED_DIR),
+            lock_dir: Some(state_dir.clone()),
+            state_dir,
             simulated: true,
             ..self.clone()
         }
@@ -88,14 +117,14 @@ impl Host {
         HostLock::acquire(self, wait, None)
     }
 
-    /// [`Host::lock`], giving up at once when `cancel` is triggered while it waits
-    /// ([`LockError::Cancelled`]).
+    /// [`Host::lock`], giving up at once when `cancel` (if any: `None` is [`Host::lock`]) is
+    /// triggered while it waits ([`LockError::Cancelled`]).
     pub fn lock_unless(
         &self,
         wait: Duration,
-        cancel: &crate::Cancel,
+        cancel: Option<&crate::Cancel>,
     ) -> Result<HostLock, LockError> {
-        HostLock::acquire(self, wait, Some(cancel))
+        HostLock::acquire(self, wait, cancel)
     }
 
     /// Takes the host GPU lock without waiting: held by another, it is [`LockError::Busy`] (or

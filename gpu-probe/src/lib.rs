@@ -39,7 +39,7 @@ pub mod trust;
 mod writes;
 
 pub use boot::{BOOT_TIME_SLACK_SECS, Boot, BootMatch, read_boot_id, read_boot_time};
-pub use cancel::Cancel;
+pub use cancel::{Cancel, CancelOnDrop};
 pub use host::{Host, SIMULATED_DIR};
 pub use lock::{
     DEFAULT_LOCK_WAIT, HostLock, LOCK_FILE, LockError, MACHINE_LOCK_DIR, machine_lock_dir,

@@ -52,7 +52,8 @@ pub fn machine_lock_dir() -> PathBuf {
     }
 }
 
-/// The machine lock of a host: in [`machine_lock_dir`], named after the host's sysfs root
+/// The machine lock of a host: in its directory of machine locks ([`Host::lock_dir`], by
+/// default [`machine_lock_dir`]), named after the host's sysfs root
 /// (resolved when it exists: `/sys` on a real machine is `sys.lock`, `/tmp/x/sys` is
 /// `tmp-x-sys.lock`; `/` becomes `-`, any byte outside `[A-Za-z0-9._]` `\xNN`, as
 /// systemd-escape writes paths; a name too long for a file ends in a hash of the whole), with
@@ -88,7 +89,7 @@ pub fn machine_lock_path(host: &Host) -> PathBuf {
         name.push_str(&format!("-{hash:016x}"));
     }
     name.push_str(".lock");
-    machine_lock_dir().join(name)
+    host.lock_dir().join(name)
 }
 
 /// How long a sync or a probe waits for another GPU operation to let go of the host lock (a

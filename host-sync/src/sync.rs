@@ -157,14 +157,12 @@ pub fn sync(
     store: &mut dyn StateStore,
     options: &SyncOptions,
 ) -> Result<SyncReport, SyncError> {
-    let lock = match &options.cancel {
-        Some(cancel) => host.lock_unless(options.lock_wait, cancel),
-        None => host.lock(options.lock_wait),
-    }
-    .map_err(|error| match error {
-        LockError::Cancelled { .. } => SyncError::Cancelled { written: None },
-        error => SyncError::Lock(error),
-    })?;
+    let lock = host
+        .lock_unless(options.lock_wait, options.cancel.as_ref())
+        .map_err(|error| match error {
+            LockError::Cancelled { .. } => SyncError::Cancelled { written: None },
+            error => SyncError::Lock(error),
+        })?;
     let mut before = drivers(&scan(host.sysfs_root())?.gpus);
     let mut report = sync_under(&lock, helper, store, options)?;
     // A GPU bound, unbound, added or removed while the sync ran (the udev events of a rebind
@@ -229,14 +227,7 @@ pub fn sync_under(
 ) -> Result<SyncReport, SyncError> {
     let host = lock.host();
     let now = unix_now();
-    let cancelled_helper;
-    let helper = match &options.cancel {
-        Some(cancel) => {
-            cancelled_helper = Helper::new(helper.config().clone().cancel(cancel.clone()));
-            &cancelled_helper
-        }
-        None => helper,
-    };
+    let helper = &helper.ending_on(options.cancel.as_ref());
     let mut previous = store.load()?.unwrap_or_default();
     let mut warnings: Vec<SyncWarning> = store
         .take_notes()
@@ -418,8 +409,8 @@ fn read_cards(
     store: &mut dyn StateStore,
 ) -> Result<Cards, SyncError> {
     let format = match helper.negotiate() {
-        (Ok(format), _) => format,
-        (Err(failure), _) => {
+        Ok(format) => format,
+        Err(gpu_host_probe::helper::Unnegotiated { failure, .. }) => {
             tracing::debug!("helper: {failure}, found once for the host");
             for bdf in to_read {
                 if let Some(record) = state.gpus.get_mut(bdf) {

@@ -241,7 +241,7 @@ impl Holding {
 impl fmt::Display for Holding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Holds => f.write_str("holds"),
+            Self::Holds => f.write_str(HoldingState::Holds.as_str()),
             Self::Drifted(found) => write!(f, "drifted ({} difference(s))", found.len()),
             Self::Unknown(why) => write!(f, "unknown: {why}"),
         }

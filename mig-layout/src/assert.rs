@@ -142,10 +142,7 @@ pub fn assert_applied(
         gpus: Vec::new(),
         warnings: Vec::new(),
     };
-    let taken = match &options.cancel {
-        Some(cancel) => host.lock_unless(options.lock_wait, cancel),
-        None => host.lock(options.lock_wait),
-    };
+    let taken = host.lock_unless(options.lock_wait, options.cancel.as_ref());
     let lock = match taken {
         Ok(lock) => lock,
         Err(busy) if busy.is_busy() => {

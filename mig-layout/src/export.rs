@@ -8,39 +8,181 @@ use crate::apply::ApplyError;
 use crate::document::{DeviceRef, Devices, Document, Spec};
 use crate::select::{HostGpu, host_gpus};
 use gpu_host_probe::Host;
-use gpu_host_probe::helper::Helper;
+use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_partition_types::Reply;
-use layout_model::{Card, Declaration, ProfileKey};
+use layout_model::{Card, CardUnreadable, Declaration, ProfileKey};
+use serde::Serialize;
 use std::time::Duration;
 
 /// What `export` wrote, and what it could not say in the format.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// It serializes to the document of `mxctl --json partition export`: `document` (the v1
+/// document, as JSON) and `warnings` (each `{"kind", "device", "index", …, "message"}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct Exported {
     /// The document.
+    #[serde(serialize_with = "document_json")]
     pub document: Document,
-    /// What the format cannot carry (a GPU instance without its filling compute instance, a
-    /// pending mode change, a card that did not read), for people.
-    pub warnings: Vec<String>,
+    /// What the format cannot carry.
+    pub warnings: Vec<ExportWarning>,
+}
+
+fn document_json<S: serde::Serializer>(
+    document: &Document,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    crate::document::to_json(document).serialize(serializer)
+}
+
+/// What a v1 document cannot carry of a GPU: its facts, the message derived from them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExportWarning {
+    /// The GPU's card did not read (the helper's failure): the GPU is left out.
+    Unread {
+        /// The GPU.
+        gpu: HostGpu,
+        /// Why.
+        failure: ReadFailure,
+    },
+    /// The card's reply does not give a layout (a member did not read): the GPU is left out.
+    NoLayout {
+        /// The GPU.
+        gpu: HostGpu,
+        /// What did not read.
+        unreadable: CardUnreadable,
+    },
+    /// A MIG mode change is pending until the next reset: exported as the mode is now.
+    PendingMode {
+        /// The GPU.
+        gpu: HostGpu,
+        /// Whether MIG is on now.
+        current: bool,
+        /// Whether it is on after the next reset.
+        pending: bool,
+    },
+    /// A GPU instance lacks the compute instance that fills it: applying the document
+    /// creates it.
+    Unfilled {
+        /// The GPU.
+        gpu: HostGpu,
+        /// The GPU instance.
+        gpu_instance_id: u32,
+        /// Its profile, as the card names it.
+        profile: String,
+    },
+}
+
+impl ExportWarning {
+    /// Its kind, as a token (`kind` in `--json`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Unread { .. } => "unread",
+            Self::NoLayout { .. } => "no_layout",
+            Self::PendingMode { .. } => "pending_mode",
+            Self::Unfilled { .. } => "unfilled",
+        }
+    }
+
+    /// The GPU it is about.
+    pub fn gpu(&self) -> &HostGpu {
+        match self {
+            Self::Unread { gpu, .. }
+            | Self::NoLayout { gpu, .. }
+            | Self::PendingMode { gpu, .. }
+            | Self::Unfilled { gpu, .. } => gpu,
+        }
+    }
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
+}
+
+impl std::fmt::Display for ExportWarning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unread { gpu, failure } => write!(f, "{gpu} is left out: {failure}"),
+            Self::NoLayout { gpu, unreadable } => write!(f, "{gpu} is left out: {unreadable}"),
+            Self::PendingMode {
+                gpu,
+                current,
+                pending,
+            } => write!(
+                f,
+                "{gpu}: MIG is {} now and {} after the next reset; exported as it is now",
+                on_off(*current),
+                on_off(*pending)
+            ),
+            Self::Unfilled {
+                gpu,
+                gpu_instance_id,
+                profile,
+            } => write!(
+                f,
+                "{gpu}: GPU instance {gpu_instance_id} ({profile}) lacks the compute instance \
+                 that fills it; applying this document creates it"
+            ),
+        }
+    }
+}
+
+impl Serialize for ExportWarning {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let gpu = self.gpu();
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("kind", self.as_str())?;
+        map.serialize_entry("device", &gpu.bdf.to_string())?;
+        map.serialize_entry("index", &gpu.index)?;
+        match self {
+            Self::Unread { failure, .. } => {
+                map.serialize_entry("reason", &failure.reason.to_string())?;
+            }
+            Self::NoLayout { unreadable, .. } => {
+                map.serialize_entry("unread", &unreadable.what.to_string())?;
+            }
+            Self::PendingMode {
+                current, pending, ..
+            } => {
+                map.serialize_entry("current", current)?;
+                map.serialize_entry("pending", pending)?;
+            }
+            Self::Unfilled {
+                gpu_instance_id,
+                profile,
+                ..
+            } => {
+                map.serialize_entry("gpu_instance_id", gpu_instance_id)?;
+                map.serialize_entry("profile", profile)?;
+            }
+        }
+        map.serialize_entry("message", &self.to_string())?;
+        map.end()
+    }
 }
 
 /// A GPU's layout: MIG on or off, and its instances counted by profile.
 type GpuLayout = (bool, Vec<(ProfileKey, u32)>);
 
-fn spec_of(gpu: &HostGpu, reply: &Reply, warnings: &mut Vec<String>) -> Option<GpuLayout> {
+fn spec_of(gpu: &HostGpu, reply: &Reply, warnings: &mut Vec<ExportWarning>) -> Option<GpuLayout> {
     let card = match Card::of(reply) {
         Ok(card) => card,
-        Err(impossible) => {
-            warnings.push(format!("{gpu} is left out: {impossible}"));
+        Err(unreadable) => {
+            warnings.push(ExportWarning::NoLayout {
+                gpu: gpu.clone(),
+                unreadable,
+            });
             return None;
         }
     };
     if let Some(pending) = card.pending {
-        warnings.push(format!(
-            "{gpu}: MIG is {} now and {} after the next reset; exported as it is now",
-            if card.current { "on" } else { "off" },
-            if pending { "on" } else { "off" },
-        ));
+        warnings.push(ExportWarning::PendingMode {
+            gpu: gpu.clone(),
+            current: card.current,
+            pending,
+        });
     }
     if !card.current {
         return Some((false, Vec::new()));
@@ -48,12 +190,11 @@ fn spec_of(gpu: &HostGpu, reply: &Reply, warnings: &mut Vec<String>) -> Option<G
     let mut counts: Vec<(ProfileKey, u32)> = Vec::new();
     for instance in &card.instances {
         if !card.complete(instance) {
-            warnings.push(format!(
-                "{gpu}: GPU instance {} ({}) lacks the compute instance that fills it; \
-                 applying this document creates it",
-                instance.id,
-                card.label(instance.profile_id)
-            ));
+            warnings.push(ExportWarning::Unfilled {
+                gpu: gpu.clone(),
+                gpu_instance_id: instance.id,
+                profile: card.label(instance.profile_id).to_string(),
+            });
         }
         let key = match card
             .profile(instance.profile_id)
@@ -127,7 +268,7 @@ pub fn export_host(
     for (gpu, reply) in gpus.into_iter().zip(replies) {
         match reply {
             Ok(reply) => read.push((gpu, reply)),
-            Err(failure) => unread.push(format!("{gpu} is left out: {failure}")),
+            Err(failure) => unread.push(ExportWarning::Unread { gpu, failure }),
         }
     }
     let mut exported = export(label, &read);

@@ -30,19 +30,21 @@ mod apply;
 mod assert;
 mod document;
 mod export;
+mod exposition;
 mod plan;
 mod report;
 mod select;
 
 pub use apply::{
-    ApplyError, ApplyObserver, ApplyOptions, ApplyRun, HOOK_DEADLINE, Hook, HookPoint, HookRun,
-    Hooks, Progress, Restore, STEP_DEADLINE, apply, leave, restore,
+    ApplyError, ApplyObserver, ApplyOptions, ApplyRun, HOOK_DEADLINE, HookPoint, HookRun, Hooks,
+    Progress, Restore, STEP_DEADLINE, apply, leave, restore,
 };
 pub use assert::{AssertOutcome, AssertReport, GpuAssert, assert_applied};
 pub use document::{
     DeviceId, DeviceRef, Devices, Document, LayoutError, MAX_DOCUMENT, Spec, to_json, to_yaml,
 };
-pub use export::{Exported, export, export_declared, export_host};
+pub use export::{ExportWarning, Exported, export, export_declared, export_host};
+pub use exposition::{LABEL_NAMESPACE, MetricsError, render_labels, render_metrics};
 pub use layout_model::Unnamed;
 pub use plan::{CardPlan, Impossible, ImpossibleKind, PlanLine, fit, plan, plan_card};
 pub use report::{
@@ -50,10 +52,12 @@ pub use report::{
 };
 pub use select::{Absent, HostGpu, SelectError, Selection, Wanted, host_gpus, select};
 
-// What an apply is given, from the crates that own it, so an embedder of `mig-layout` names
-// them without depending on each crate: the host and its helper, the cancel, the store and
-// the pool switch, and the reset's method, backend, window and clock.
-pub use gpu_host_probe::helper::Helper;
+// What an apply or a restore is given, from the crates that own it, so an embedder of
+// `mig-layout` names them all from here: the host, its helper and the helper's configuration,
+// the cancel, the store (the trait and the file store) and the pool switch, and the reset's
+// method, its backends (the trait and NVIDIA's real one), window and clock (the trait and the
+// real one).
+pub use gpu_host_probe::helper::{Helper, HelperConfig};
 pub use gpu_host_probe::{Cancel, Host};
-pub use host_sync::{Pool, StateStore};
-pub use warm_reset::{Backend, Clock, Method, ResetWith};
+pub use host_sync::{FileStore, Pool, StateStore};
+pub use warm_reset::{Backend, Clock, Method, NvidiaSmiBackend, ResetWith, SystemClock};

@@ -201,6 +201,9 @@ pub enum ApplyWarning {
     },
     /// The `apply-exit` hook did not exit 0 (the apply had ended).
     ExitHookFailed(HookRun),
+    /// A hook exited 0 while something it started still held its output: the apply went on;
+    /// what held the output was in the hook's process group and was stopped with it.
+    HookHeldOutput(HookRun),
 }
 
 impl std::fmt::Display for ApplyWarning {
@@ -230,6 +233,11 @@ impl std::fmt::Display for ApplyWarning {
                 )
             }
             Self::ExitHookFailed(run) => write!(f, "{run}"),
+            Self::HookHeldOutput(run) => write!(
+                f,
+                "{run}: it exited 0 but something it started still held its output, and was \
+                 stopped with the hook's process group; the apply went on"
+            ),
         }
     }
 }
@@ -248,8 +256,9 @@ impl Serialize for ApplyWarning {
 /// `device`, `index`, `line` — `null` for a GPU no document named —, `plan`, `steps` and
 /// `differences`), `resets` (each reset's own document), `host`
 /// (the status after, `null` when none was written), `hooks` (each hook command as it ran:
-/// `point`, `command`, `ok`, `ended`, `stdout`, `stderr`, `elapsed_ms`), `warnings` (their
-/// messages), `elapsed_ms`.
+/// `point`, `command`, its typed end — `end` with `code`, `signal`, `stream`, or `cause` and
+/// `message`, as [`gpu_host_probe::run::RunResult`] serializes —, `stdout`, `stderr`,
+/// `elapsed_ms`), `warnings` (their messages), `elapsed_ms`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ApplyReport {

@@ -3,6 +3,7 @@
 use clap::{ArgAction, Args, Parser, Subcommand};
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;
+use warm_reset::ResetTarget;
 
 mod spelling;
 
@@ -35,6 +36,11 @@ pub struct Global {
     /// Root of procfs.
     #[arg(long, global = true, value_name = "DIR", default_value = "/proc")]
     pub proc_root: PathBuf,
+    /// The directory of the machine's GPU locks and its record of writes to the cards
+    /// [default: /run/gpu-host-probe as root]: every process that uses this machine's GPUs
+    /// (mxctl, a toolstack) must name the same one.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub lock_dir: Option<PathBuf>,
     /// Print exactly one JSON document on stdout.
     #[arg(long, global = true)]
     pub json: bool,
@@ -170,9 +176,10 @@ pub struct Reset {
     #[command(subcommand)]
     pub command: Option<ResetCommand>,
     /// What to reset: for metax a node ID (GPU#N of mx-smi -L), a PCI address, a UUID or
-    /// `all`; for nvidia an index, a bus ID, a UUID or `all`; for pci a PCI address.
+    /// `all`; for nvidia an index, a bus ID, a UUID, several separated by commas, or `all`;
+    /// for pci a PCI address.
     #[arg(long, value_name = "ID|all")]
-    pub device: Option<String>,
+    pub device: Option<ResetTarget>,
     /// Run the preflight and say what would be reset; change nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -193,10 +200,10 @@ pub struct BackendArgs {
     #[arg(long, value_enum, default_value = "metax")]
     pub method: MethodArg,
     /// The mx-smi program [default: from the config, else the usual places].
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = program_path)]
     pub mx_smi: Option<PathBuf>,
     /// The nvidia-smi program [default: from the config, else /usr/bin/nvidia-smi, else PATH].
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = program_path)]
     pub nvidia_smi: Option<PathBuf>,
     /// The kernel log [default: from the config, /dev/kmsg].
     #[arg(long, value_name = "PATH")]
@@ -283,7 +290,7 @@ fn parse_window(text: &str) -> Result<std::time::Duration, String> {
 #[derive(Debug, Args)]
 pub struct HelperArgs {
     /// The helper program [default: from the config, /opt/xensource/libexec/gpu-partition-helper].
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = program_path)]
     pub helper: Option<PathBuf>,
     /// Seconds one helper run may take [default: from the config, 5].
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
@@ -310,6 +317,17 @@ pub struct Sync {
 
 fn parse_lock_wait(text: &str) -> Result<std::time::Duration, String> {
     crate::config::seconds("--lock-wait", text)
+}
+
+/// A program given on the command line: a relative path is the operator's, from the directory
+/// mxctl was started in, made absolute here (the runner never runs a relative path); a bare
+/// name stays a name, looked up in the runner's `PATH`.
+fn program_path(text: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(text);
+    if !gpu_host_probe::run::is_relative_path(&path) {
+        return Ok(path);
+    }
+    std::path::absolute(&path).map_err(|error| format!("cannot make {text:?} absolute: {error}"))
 }
 
 /// `enabled` or `disabled`.
@@ -348,6 +366,10 @@ pub struct Probe {
     /// every NVIDIA GPU bound to `nvidia`].
     #[arg(long = "device", value_name = "BDF")]
     pub devices: Vec<Bdf>,
+    /// Seconds to wait for the host lock while a reset, an apply or a sync holds it, then
+    /// fail with lock_busy [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
     #[command(flatten)]
     pub helper: HelperArgs,
 }
@@ -419,7 +441,7 @@ pub struct WriteArgs {
     pub helper: HelperArgs,
     /// The nvidia-smi program that resets a GPU whose mode change is pending [default: from
     /// the config, else /usr/bin/nvidia-smi, else PATH].
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = program_path)]
     pub nvidia_smi: Option<PathBuf>,
     /// The kernel log [default: from the config, /dev/kmsg].
     #[arg(long, value_name = "PATH")]
@@ -494,6 +516,10 @@ pub struct PartitionAssert {
     /// Only this GPU of the layout; repeat for several.
     #[arg(long = "device", value_name = "BDF")]
     pub devices: Vec<Bdf>,
+    /// Seconds to wait for the host lock while a reset, an apply or a sync holds it, then say
+    /// blocked (lock_busy) [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
     #[command(flatten)]
     pub helper: HelperArgs,
 }

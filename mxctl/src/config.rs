@@ -1,8 +1,10 @@
 //! The config file (`key = value` lines) and the settings in force.
 
+use crate::cli::Switch;
 use crate::failure::Failure;
 use gpu_host_probe::helper::HelperConfig;
-use mig_layout::{Hook, HookPoint, Hooks};
+use gpu_host_probe::run::CommandLine;
+use mig_layout::{HookPoint, Hooks};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use warm_reset::LinkCommands;
@@ -47,64 +49,180 @@ pub struct Config {
 /// The sync timer's interval by default: a change made outside mxctl shows within it.
 pub const DEFAULT_SYNC_INTERVAL: Duration = Duration::from_secs(300);
 
-/// Every key, with the one-line description logged at start and written in the sample file.
-pub const KEYS: [(&str, &str); 17] = [
-    (
-        "gpu-partition-helper",
-        "Reads the partitions of the host's GPUs",
-    ),
-    ("helper-deadline", "Seconds a helper run may take"),
-    (
-        "gpu-partitioning",
-        "The pool switch for GPU partitioning: enabled or disabled",
-    ),
-    ("mx-smi", "The MetaX mx-smi program"),
-    (
-        "nvidia-smi",
-        "The NVIDIA nvidia-smi program (reset --method nvidia)",
-    ),
-    (
-        "reset-window",
-        "Seconds a warm reset may take, from the reset to the end of its verification",
-    ),
-    ("kmsg", "The kernel log device"),
-    (
-        "disconnect-links-command",
-        "Multi-host reset: drops this host's cross-host links",
-    ),
-    (
-        "connect-links-command",
-        "Multi-host reset: connects the cross-host links again",
-    ),
-    (
-        "restore-at-boot",
-        "The boot unit restores the declared MIG layout: enabled or disabled",
-    ),
-    (
-        "hook-apply-start",
-        "A command run when a layout apply, leave or restore starts (one per line)",
-    ),
-    (
-        "hook-pre-apply-mode",
-        "A command run before a MIG mode change and its reset (one per line)",
-    ),
-    (
-        "hook-pre-apply-config",
-        "A command run before GPU instances are destroyed or created (one per line)",
-    ),
-    (
-        "hook-apply-exit",
-        "A command run when a layout apply, leave or restore ends (one per line)",
-    ),
-    ("hook-deadline", "Seconds one hook command may run"),
-    (
-        "sync-interval",
-        "Seconds between the sync timer's reads of the cards (systemctl daemon-reload applies it)",
-    ),
-    (
-        "unnamed-instances",
-        "What apply and restore do with GPU instances a layout does not name: match or adopt",
-    ),
+/// One setting: its key, what it is for (logged at start), how a value in the file sets it,
+/// and how the value in force is written. [`SETTINGS`] is the one table of them.
+pub struct Setting {
+    /// The key.
+    pub key: &'static str,
+    /// What it is for, in one line.
+    pub about: &'static str,
+    /// Sets it from a value of the file; the message names what is wrong.
+    read: fn(&mut Config, &str) -> Result<(), String>,
+    /// The value in force, as the file would write it (or what a default does).
+    show: fn(&Config) -> String,
+}
+
+impl Setting {
+    /// The value in force.
+    pub fn value(&self, config: &Config) -> String {
+        (self.show)(config)
+    }
+}
+
+/// Every setting, in the order they are logged.
+pub const SETTINGS: &[Setting] = &[
+    Setting {
+        key: "gpu-partition-helper",
+        about: "Reads the partitions of the host's GPUs",
+        read: |c, v| {
+            c.helper.path = absolute(v)?;
+            Ok(())
+        },
+        show: |c| c.helper.path.display().to_string(),
+    },
+    Setting {
+        key: "helper-deadline",
+        about: "Seconds a helper run may take",
+        read: |c, v| {
+            c.helper.deadline = positive_seconds(v)?;
+            Ok(())
+        },
+        show: |c| format_seconds(c.helper.deadline),
+    },
+    Setting {
+        key: "gpu-partitioning",
+        about: "The pool switch for GPU partitioning: enabled or disabled",
+        read: |c, v| {
+            c.pool = one_of(v, "enabled or disabled")?;
+            Ok(())
+        },
+        show: |c| c.pool.to_string(),
+    },
+    Setting {
+        key: "mx-smi",
+        about: "The MetaX mx-smi program",
+        read: |c, v| {
+            c.mx_smi = Some(absolute(v)?);
+            Ok(())
+        },
+        show: |c| program(c.mx_smi.as_deref(), &MX_SMI_PLACES),
+    },
+    Setting {
+        key: "nvidia-smi",
+        about: "The NVIDIA nvidia-smi program (reset --method nvidia)",
+        read: |c, v| {
+            c.nvidia_smi = Some(absolute(v)?);
+            Ok(())
+        },
+        show: |c| program(c.nvidia_smi.as_deref(), &NVIDIA_SMI_PLACES),
+    },
+    Setting {
+        key: "reset-window",
+        about: "Seconds a warm reset may take, from the reset to the end of its verification",
+        read: |c, v| {
+            c.reset_window = positive_seconds(v)?;
+            Ok(())
+        },
+        show: |c| format_seconds(c.reset_window),
+    },
+    Setting {
+        key: "kmsg",
+        about: "The kernel log device",
+        read: |c, v| {
+            c.kmsg = absolute(v)?;
+            Ok(())
+        },
+        show: |c| c.kmsg.display().to_string(),
+    },
+    Setting {
+        key: "disconnect-links-command",
+        about: "Multi-host reset: drops this host's cross-host links",
+        read: |c, v| {
+            c.links.disconnect = command(v)?;
+            Ok(())
+        },
+        show: |c| c.links.disconnect.to_string(),
+    },
+    Setting {
+        key: "connect-links-command",
+        about: "Multi-host reset: connects the cross-host links again",
+        read: |c, v| {
+            c.links.connect = Some(command(v)?);
+            Ok(())
+        },
+        show: |c| {
+            c.links
+                .connect
+                .as_ref()
+                .map_or_else(|| "(none: a manual step)".to_owned(), ToString::to_string)
+        },
+    },
+    Setting {
+        key: "restore-at-boot",
+        about: "The boot unit restores the declared MIG layout: enabled or disabled",
+        read: |c, v| {
+            c.restore_at_boot = switch(v)? == Switch::Enabled;
+            Ok(())
+        },
+        show: |c| {
+            switch_name(if c.restore_at_boot {
+                Switch::Enabled
+            } else {
+                Switch::Disabled
+            })
+        },
+    },
+    Setting {
+        key: "hook-apply-start",
+        about: "A command run when a layout apply, leave or restore starts (one per line)",
+        read: |c, v| hook(c, HookPoint::ApplyStart, v),
+        show: |c| hooks(c, HookPoint::ApplyStart),
+    },
+    Setting {
+        key: "hook-pre-apply-mode",
+        about: "A command run before a MIG mode change and its reset (one per line)",
+        read: |c, v| hook(c, HookPoint::PreApplyMode, v),
+        show: |c| hooks(c, HookPoint::PreApplyMode),
+    },
+    Setting {
+        key: "hook-pre-apply-config",
+        about: "A command run before GPU instances are destroyed or created (one per line)",
+        read: |c, v| hook(c, HookPoint::PreApplyConfig, v),
+        show: |c| hooks(c, HookPoint::PreApplyConfig),
+    },
+    Setting {
+        key: "hook-apply-exit",
+        about: "A command run when a layout apply, leave or restore ends (one per line)",
+        read: |c, v| hook(c, HookPoint::ApplyExit, v),
+        show: |c| hooks(c, HookPoint::ApplyExit),
+    },
+    Setting {
+        key: "hook-deadline",
+        about: "Seconds one hook command may run",
+        read: |c, v| {
+            c.hooks.deadline = positive_seconds(v)?;
+            Ok(())
+        },
+        show: |c| format_seconds(c.hooks.deadline),
+    },
+    Setting {
+        key: "sync-interval",
+        about: "Seconds between the sync timer's reads of the cards (systemctl daemon-reload applies it)",
+        read: |c, v| {
+            c.sync_interval = positive_seconds(v)?;
+            Ok(())
+        },
+        show: |c| format_seconds(c.sync_interval),
+    },
+    Setting {
+        key: "unnamed-instances",
+        about: "What apply and restore do with GPU instances a layout does not name: match or adopt",
+        read: |c, v| {
+            c.unnamed = one_of(v, "match or adopt")?;
+            Ok(())
+        },
+        show: |c| c.unnamed.to_string(),
+    },
 ];
 
 impl Default for Config {
@@ -170,131 +288,115 @@ impl Config {
             if value.is_empty() {
                 return Err(bad(format!("`{key}` has no value")));
             }
-            match key {
-                "gpu-partition-helper" => config.helper.path = absolute(key, value).map_err(bad)?,
-                "helper-deadline" => config.helper.deadline = seconds(key, value).map_err(bad)?,
-                "gpu-partitioning" => {
-                    config.pool = value.parse().map_err(|_| {
-                        bad(format!(
-                            "`{key}` must be enabled or disabled, not {value:?}"
-                        ))
-                    })?;
+            match SETTINGS.iter().find(|setting| setting.key == key) {
+                Some(setting) => (setting.read)(&mut config, value)
+                    .map_err(|why| bad(format!("`{key}` {why}")))?,
+                None if key.starts_with("hook-") => {
+                    return Err(bad(format!(
+                        "unknown hook `{key}`: the hooks are hook-apply-start, \
+                         hook-pre-apply-mode, hook-pre-apply-config and hook-apply-exit"
+                    )));
                 }
-                "mx-smi" => config.mx_smi = Some(PathBuf::from(value)),
-                "nvidia-smi" => config.nvidia_smi = Some(PathBuf::from(value)),
-                "reset-window" => config.reset_window = seconds(key, value).map_err(bad)?,
-                "kmsg" => config.kmsg = PathBuf::from(value),
-                "disconnect-links-command" => config.links.disconnect = value.to_owned(),
-                "connect-links-command" => config.links.connect = Some(value.to_owned()),
-                "restore-at-boot" => {
-                    config.restore_at_boot = match value {
-                        "enabled" => true,
-                        "disabled" => false,
-                        _ => {
-                            return Err(bad(format!(
-                                "`{key}` must be enabled or disabled, not {value:?}"
-                            )));
-                        }
-                    }
+                None => {
+                    tracing::warn!("{}:{line_no}: unknown key `{key}` ignored", path.display());
                 }
-                "hook-deadline" => config.hooks.deadline = seconds(key, value).map_err(bad)?,
-                "sync-interval" => config.sync_interval = seconds(key, value).map_err(bad)?,
-                "unnamed-instances" => {
-                    config.unnamed = value.parse().map_err(|_| {
-                        bad(format!("`{key}` must be match or adopt, not {value:?}"))
-                    })?;
-                }
-                hook if hook.starts_with("hook-") => {
-                    let point: HookPoint = hook["hook-".len()..].parse().map_err(|_| {
-                        bad(format!(
-                            "unknown hook `{hook}`: the hooks are hook-apply-start, \
-                             hook-pre-apply-mode, hook-pre-apply-config and hook-apply-exit"
-                        ))
-                    })?;
-                    let command =
-                        Hook::parse(value).ok_or_else(|| bad(format!("`{key}` has no command")))?;
-                    config.hooks = std::mem::take(&mut config.hooks).with(point, command);
-                }
-                _ => tracing::warn!("{}:{line_no}: unknown key `{key}` ignored", path.display()),
             }
         }
         Ok(config)
     }
 
-    /// Each setting's value as written in the file, in the order of [`KEYS`].
-    pub fn values(&self) -> [String; 17] {
-        let hooks = |point: HookPoint| {
-            let commands = self.hooks.at(point);
-            if commands.is_empty() {
-                "(none)".to_owned()
-            } else {
-                commands
-                    .iter()
-                    .map(Hook::to_string)
-                    .collect::<Vec<_>>()
-                    .join(" ; ")
-            }
-        };
-        [
-            self.helper.path.display().to_string(),
-            format_seconds(self.helper.deadline),
-            self.pool.to_string(),
-            self.mx_smi.as_ref().map_or_else(
-                || format!("(first of {}, PATH)", MX_SMI_PLACES.join(", ")),
-                |path| path.display().to_string(),
-            ),
-            self.nvidia_smi.as_ref().map_or_else(
-                || format!("(first of {}, PATH)", NVIDIA_SMI_PLACES.join(", ")),
-                |path| path.display().to_string(),
-            ),
-            format_seconds(self.reset_window),
-            self.kmsg.display().to_string(),
-            self.links.disconnect.clone(),
-            self.links
-                .connect
-                .clone()
-                .unwrap_or_else(|| "(none: a manual step)".to_owned()),
-            if self.restore_at_boot {
-                "enabled"
-            } else {
-                "disabled"
-            }
-            .to_owned(),
-            hooks(HookPoint::ApplyStart),
-            hooks(HookPoint::PreApplyMode),
-            hooks(HookPoint::PreApplyConfig),
-            hooks(HookPoint::ApplyExit),
-            format_seconds(self.hooks.deadline),
-            format_seconds(self.sync_interval),
-            self.unnamed.to_string(),
-        ]
-    }
-
-    /// Logs every setting in force at debug, as `key = value (description)`.
+    /// Logs every setting in force at debug, as `key = value (what it is for)`.
     pub fn log(&self) {
-        for ((key, description), value) in KEYS.iter().zip(self.values()) {
-            tracing::debug!("{key} = {value} ({description})");
+        for setting in SETTINGS {
+            tracing::debug!(
+                "{} = {} ({})",
+                setting.key,
+                setting.value(self),
+                setting.about
+            );
         }
     }
 }
 
-fn absolute(key: &str, value: &str) -> Result<PathBuf, String> {
+/// An absolute path (a relative one would name whatever the working directory holds).
+fn absolute(value: &str) -> Result<PathBuf, String> {
     let path = PathBuf::from(value);
     if path.is_absolute() {
         Ok(path)
     } else {
-        Err(format!("`{key}` must be an absolute path, not {value:?}"))
+        Err(format!("must be an absolute path, not {value:?}"))
     }
 }
 
-/// A positive number of seconds, with a fraction if wanted (`0.5`).
-pub fn seconds(key: &str, value: &str) -> Result<Duration, String> {
+/// A value of a token type (`enabled`, `match`), naming the choices when it is none.
+fn one_of<T: std::str::FromStr>(value: &str, choices: &str) -> Result<T, String> {
+    value
+        .parse()
+        .map_err(|_| format!("must be {choices}, not {value:?}"))
+}
+
+/// `enabled` or `disabled`, as `--pool` reads it.
+fn switch(value: &str) -> Result<Switch, String> {
+    <Switch as clap::ValueEnum>::from_str(value, false)
+        .map_err(|_| format!("must be enabled or disabled, not {value:?}"))
+}
+
+/// The switch as the file writes it.
+fn switch_name(switch: Switch) -> String {
+    clap::ValueEnum::to_possible_value(&switch)
+        .map(|value| value.get_name().to_owned())
+        .unwrap_or_default()
+}
+
+/// A command line: an absolute program (or a bare name) and its words.
+fn command(value: &str) -> Result<CommandLine, String> {
+    CommandLine::parse(value).map_err(|error| format!("is no command to run: {error}"))
+}
+
+/// One more hook command at `point`.
+fn hook(config: &mut Config, point: HookPoint, value: &str) -> Result<(), String> {
+    let command = command(value)?;
+    config.hooks = std::mem::take(&mut config.hooks).with(point, command);
+    Ok(())
+}
+
+/// The hook commands at `point`, as the log shows them.
+fn hooks(config: &Config, point: HookPoint) -> String {
+    let commands = config.hooks.at(point);
+    if commands.is_empty() {
+        return "(none)".to_owned();
+    }
+    commands
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" ; ")
+}
+
+/// A program setting: the one configured, or where it is looked for.
+fn program(configured: Option<&Path>, places: &[&str]) -> String {
+    configured.map_or_else(
+        || format!("(first of {}, PATH)", places.join(", ")),
+        |path| path.display().to_string(),
+    )
+}
+
+fn positive_seconds(value: &str) -> Result<Duration, String> {
+    seconds_value(value)
+        .ok_or_else(|| format!("must be a number of seconds above 0, not {value:?}"))
+}
+
+fn seconds_value(value: &str) -> Option<Duration> {
     value
         .parse::<f64>()
         .ok()
         .filter(|secs| secs.is_finite() && *secs > 0.0 && *secs <= 86_400.0)
         .map(Duration::from_secs_f64)
-        .ok_or_else(|| format!("`{key}` must be a number of seconds above 0, not {value:?}"))
+}
+
+/// A positive number of seconds, with a fraction if wanted (`0.5`).
+pub fn seconds(key: &str, value: &str) -> Result<Duration, String> {
+    positive_seconds(value).map_err(|why| format!("`{key}` {why}"))
 }
 
 fn format_seconds(duration: Duration) -> String {
@@ -355,7 +457,56 @@ mod tests {
     }
 
     #[test]
-    fn every_key_is_logged_with_its_description() {
-        assert_eq!(Config::default().values().len(), KEYS.len());
+    fn each_setting_read_from_its_shown_value_gives_the_same_value() {
+        // Every default but the programs looked for (and the manual link step) is a value
+        // the file could hold.
+        let config = Config::default();
+        for setting in SETTINGS {
+            let shown = setting.value(&config);
+            if shown.starts_with('(') {
+                continue;
+            }
+            let mut again = Config::default();
+            (setting.read)(&mut again, &shown).unwrap();
+            assert_eq!(setting.value(&again), shown, "{}", setting.key);
+        }
+    }
+
+    #[test]
+    fn keys_are_unique() {
+        let mut keys: Vec<&str> = SETTINGS.iter().map(|s| s.key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), SETTINGS.len());
+    }
+
+    #[test]
+    fn a_relative_hook_path_is_refused_naming_the_key_and_line() {
+        let error = parse("\nhook-pre-apply-mode = hooks/drain.sh now\n").unwrap_err();
+        let message = error.to_string();
+        assert!(
+            message.starts_with("test.conf:2: `hook-pre-apply-mode` is no command to run")
+                && message.contains("hooks/drain.sh is a relative path"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_hook_given_twice_runs_both_commands_in_order() {
+        let config =
+            parse("hook-apply-exit = /bin/true one\nhook-apply-exit = /bin/true two\n").unwrap();
+        let lines: Vec<String> = config
+            .hooks
+            .at(HookPoint::ApplyExit)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(lines, ["/bin/true one", "/bin/true two"]);
+    }
+
+    #[test]
+    fn restore_at_boot_reads_as_a_switch() {
+        assert!(!parse("restore-at-boot = disabled").unwrap().restore_at_boot);
+        assert!(parse("restore-at-boot = off").is_err());
     }
 }

@@ -43,7 +43,7 @@ pub enum Failure {
     OutputFile(#[from] gpu_host_probe::fs::WriteError),
     /// The metrics could not be encoded.
     #[error("cannot encode the metrics")]
-    Metrics(#[source] prometheus::Error),
+    Metrics(#[source] mig_layout::MetricsError),
     /// The man pages or completions could not be written.
     #[error("cannot write {}", path.display())]
     Generate {

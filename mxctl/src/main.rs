@@ -68,9 +68,12 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
         cli.command,
         Command::Sync(_) | Command::Probe(_) | Command::Reset(_) | Command::Partition(_)
     );
-    let host = Host::new(state_dir)
+    let mut host = Host::new(state_dir)
         .with_sysfs_root(&cli.global.sysfs_root)
         .with_proc_root(&cli.global.proc_root);
+    if let Some(dir) = &cli.global.lock_dir {
+        host = host.with_lock_dir(dir);
+    }
     if creates
         || matches!(
             cli.command,

@@ -10,6 +10,7 @@ use crate::holders::ProcError;
 use crate::kmsg::KernelLogError;
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
+use crate::reset_target::ResetTarget;
 use crate::target::Target;
 use crate::warning::ResetWarning;
 use gpu_host_probe::chain::Chain;
@@ -48,6 +49,13 @@ pub enum BackendError {
         /// The target's method.
         target: Method,
     },
+}
+
+impl BackendError {
+    /// What the host said when it did not answer, with its causes, for a detail or a warning.
+    pub(crate) fn said(&self) -> String {
+        Chain(self).to_string()
+    }
 }
 
 impl BackendError {
@@ -164,14 +172,20 @@ pub struct Survey {
 
 /// The host as the procedure sees it.
 pub trait Backend {
+    /// Whether this is a simulation (a simulated host of [`crate::sim`]): a run then takes the
+    /// simulated host's lock and journal ([`gpu_host_probe::Host::simulated`]), never the
+    /// machine's — whatever host it was given. A real backend is not.
+    fn simulation(&self) -> bool {
+        false
+    }
     /// Whether this runs as root.
     fn is_root(&mut self) -> bool;
     /// What stops any reset on this host before a device is named: the tool, its driver, its
     /// versions. `Ok` holds warnings.
     fn prepare(&mut self) -> Result<Vec<ResetWarning>, Refusal>;
-    /// The group a reset of `id` touches: every device the reset may change, and what is
+    /// The group a reset of `target` touches: every device the reset may change, and what is
     /// verified after it; with warnings.
-    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<ResetWarning>), Refusal>;
+    fn resolve(&mut self, target: &ResetTarget) -> Result<(Target, Vec<ResetWarning>), Refusal>;
     /// Whether anything uses the group (processes, a host driver, another device of a bus).
     /// `Ok` holds warnings.
     fn check_use(&mut self, target: &Target) -> Result<Vec<ResetWarning>, Refusal>;

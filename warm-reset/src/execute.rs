@@ -5,7 +5,7 @@ use crate::backend::Backend;
 use crate::clock::{Clock, SystemClock};
 use crate::journal::{InFlight, Journal, JournalError, LastReset};
 use crate::machine::{
-    Action, Event, InvalidTransition, MachineConfig, PendingColdReboot, State, step,
+    Action, Event, InvalidTransition, LockAnswer, MachineConfig, PendingColdReboot, State, step,
 };
 use crate::method::Method;
 use crate::reasons::ResetOutcome;
@@ -196,11 +196,12 @@ pub fn execute(run: ResetRun<'_>) -> Result<ResetReport, ExecuteError> {
     drive(run, lock)
 }
 
-/// Takes the host lock without waiting: `None` when another GPU operation holds it.
-pub(crate) fn try_lock(host: &Host) -> Result<Option<HostLock>, LockError> {
+/// Takes the host lock without waiting: `Err` naming the holder when another GPU operation
+/// holds it (the lock's own words: its pid, and the state directory it works for).
+pub(crate) fn try_lock(host: &Host) -> Result<Result<HostLock, String>, LockError> {
     match host.try_lock() {
-        Ok(held) => Ok(Some(held)),
-        Err(error) if error.is_busy() => Ok(None),
+        Ok(held) => Ok(Ok(held)),
+        Err(error) if error.is_busy() => Ok(Err(error.to_string())),
         Err(error) => Err(error),
     }
 }
@@ -214,6 +215,16 @@ fn drive(run: ResetRun<'_>, mut lock: Lock<'_>) -> Result<ResetReport, ExecuteEr
         clock,
         mut observe,
     } = run;
+    // A simulation touches no card: it runs on the simulated host, its own lock and journal,
+    // whatever host or lock it was given.
+    let simulated;
+    let host = if backend.simulation() && !host.is_simulated() {
+        simulated = host.simulated();
+        lock = Lock::Take(None);
+        &simulated
+    } else {
+        host
+    };
     let system = SystemClock::new();
     let clock = clock.unwrap_or(&system);
     let boot_id = gpu_host_probe::read_boot_id(host.proc_root());
@@ -248,17 +259,24 @@ fn drive(run: ResetRun<'_>, mut lock: Lock<'_>) -> Result<ResetReport, ExecuteEr
             };
             let event = match action {
                 Action::TakeLock => {
-                    if let Lock::Take(taken) = &mut lock {
-                        *taken = try_lock(host).map_err(ExecuteError::Lock)?;
-                    }
-                    Some(Event::Lock(lock.held().is_some()))
+                    let answer = match &mut lock {
+                        Lock::Take(taken) => match try_lock(host).map_err(ExecuteError::Lock)? {
+                            Ok(held) => {
+                                *taken = Some(held);
+                                LockAnswer::Taken
+                            }
+                            Err(holder) => LockAnswer::Held(holder),
+                        },
+                        Lock::Held(_) => LockAnswer::Taken,
+                    };
+                    Some(Event::Lock(answer))
                 }
                 Action::ReadJournal => {
                     Some(Event::Journal(writer()?.view(clock.unix_ms(), boot_id)?))
                 }
                 Action::CheckRoot => Some(Event::Root(backend.is_root())),
                 Action::CheckHost => Some(Event::Host(backend.prepare())),
-                Action::Resolve => Some(Event::Resolved(backend.resolve(&config.id))),
+                Action::Resolve => Some(Event::Resolved(backend.resolve(&config.target))),
                 Action::ReadColdReboots { target } => Some(Event::ColdReboots(
                     writer()?.load()?.cold_reboots(boot_id, &touched(&target)),
                 )),
@@ -413,7 +431,7 @@ fn report(
     Ok(ResetReport {
         outcome,
         detail,
-        target: target.map_or_else(|| config.id.clone(), |target| target.id.clone()),
+        target: target.map_or_else(|| config.target.to_string(), |target| target.id.clone()),
         gpus: target.map(Target::devices).unwrap_or_default(),
         verified: target.map(Target::verified).unwrap_or_default(),
         not_back,

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 pub struct Holder {
     /// Its pid.
     pub pid: u32,
-    /// Its name (`comm`), or `?` when it ended before it could be read.
-    pub name: String,
+    /// Its name (`comm`); `None` when it ended before it could be read.
+    pub name: Option<String>,
     /// The file it holds.
     pub file: PathBuf,
 }
@@ -22,7 +22,7 @@ impl Holder {
     pub fn new(pid: u32, name: &str, file: impl Into<PathBuf>) -> Self {
         Self {
             pid,
-            name: name.to_owned(),
+            name: Some(name.to_owned()),
             file: file.into(),
         }
     }
@@ -84,8 +84,8 @@ pub fn holders(proc_root: &Path, files: &[PathBuf]) -> Result<Vec<Holder>, ProcE
             };
             if let Some(file) = files.iter().find(|file| **file == target) {
                 let name = std::fs::read_to_string(entry.path().join("comm"))
-                    .map(|comm| comm.trim_end().to_owned())
-                    .unwrap_or_else(|_| "?".to_owned());
+                    .ok()
+                    .map(|comm| comm.trim_end().to_owned());
                 found.push(Holder {
                     pid,
                     name,
@@ -99,11 +99,15 @@ pub fn holders(proc_root: &Path, files: &[PathBuf]) -> Result<Vec<Holder>, ProcE
     Ok(found)
 }
 
-/// The holders for people: `4242 qemu-system-x86 (/dev/vfio/12), …`.
+/// The holders for people: `4242 qemu-system-x86 (/dev/vfio/12), …` (`pid 4242` alone when
+/// its name could not be read).
 pub fn describe(holders: &[Holder]) -> String {
     holders
         .iter()
-        .map(|holder| format!("{} {} ({})", holder.pid, holder.name, holder.file.display()))
+        .map(|holder| match &holder.name {
+            Some(name) => format!("{} {name} ({})", holder.pid, holder.file.display()),
+            None => format!("pid {} ({})", holder.pid, holder.file.display()),
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -126,5 +130,16 @@ mod tests {
         std::fs::create_dir_all(proc_root.path().join("self")).unwrap();
         let found = holders(proc_root.path(), &[PathBuf::from("/dev/vfio/12")]).unwrap();
         assert_eq!(describe(&found), "42 qemu (/dev/vfio/12)");
+    }
+
+    #[test]
+    fn a_holder_whose_name_did_not_read_has_none_and_is_named_by_its_pid() {
+        let proc_root = tempfile::tempdir().unwrap();
+        let fd = proc_root.path().join("44/fd");
+        std::fs::create_dir_all(&fd).unwrap();
+        symlink("/dev/vfio/12", fd.join("3")).unwrap();
+        let found = holders(proc_root.path(), &[PathBuf::from("/dev/vfio/12")]).unwrap();
+        assert_eq!(found.first().map(|holder| holder.name.clone()), Some(None));
+        assert_eq!(describe(&found), "pid 44 (/dev/vfio/12)");
     }
 }

@@ -9,6 +9,7 @@
 //! file.
 
 use crate::machine::{JournalView, PendingColdReboot};
+use crate::plan_step::PlanStepReport;
 use crate::reasons::ResetOutcome;
 use crate::target::Target;
 use gpu_host_probe::{Host, HostLock};
@@ -54,15 +55,59 @@ impl InFlight {
 #[non_exhaustive]
 pub struct StepRecord {
     /// The step's whole report, as `--json` printed it.
-    pub report: serde_json::Value,
+    pub report: RecordedStep,
     /// How it ended.
     #[serde(flatten)]
     pub outcome: ResetOutcome,
 }
 
 impl StepRecord {
-    pub(crate) fn new(report: serde_json::Value, outcome: ResetOutcome) -> Self {
-        Self { report, outcome }
+    pub(crate) fn new(report: PlanStepReport) -> Self {
+        Self {
+            outcome: report.outcome,
+            report: RecordedStep::Read(Box::new(report)),
+        }
+    }
+}
+
+/// A step's report as the journal holds it: read, or — a hand edit, a later version's — kept
+/// as it was, so the journal's other records still read and a save loses nothing of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordedStep {
+    /// The report.
+    Read(Box<PlanStepReport>),
+    /// What the journal holds instead, which does not read as a report.
+    Unread(serde_json::Value),
+}
+
+impl RecordedStep {
+    /// The report, or why what the journal holds is none.
+    pub fn report(&self) -> Result<PlanStepReport, serde_json::Error> {
+        match self {
+            Self::Read(report) => Ok(report.as_ref().clone()),
+            Self::Unread(value) => serde_json::from_value(value.clone()),
+        }
+    }
+}
+
+impl Serialize for RecordedStep {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Self::Read(report) => report.serialize(serializer),
+            Self::Unread(value) => value.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for RecordedStep {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = serde_json::Value::deserialize(deserializer)?;
+        Ok(
+            match serde_json::from_value::<PlanStepReport>(value.clone()) {
+                Ok(report) => Self::Read(Box::new(report)),
+                Err(_) => Self::Unread(value),
+            },
+        )
     }
 }
 

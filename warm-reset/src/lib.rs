@@ -44,6 +44,7 @@ pub mod pci;
 mod plan;
 mod plan_step;
 mod reasons;
+mod reset_target;
 mod reset_with;
 #[cfg(feature = "sim")]
 pub mod sim;
@@ -58,13 +59,13 @@ pub use gpu_host_probe::Host;
 pub use gpu_partition_types::Token;
 pub use holders::{Holder, ProcError};
 pub use journal::{
-    InFlight, JOURNAL_FILE, JournalError, JournalFile, LastReset, StepRecord, last_reset,
-    read_journal, window_left,
+    InFlight, JOURNAL_FILE, JournalError, JournalFile, LastReset, RecordedStep, StepRecord,
+    last_reset, read_journal, window_left,
 };
 pub use kmsg::{DEFAULT_KMSG, KernelLog, KernelLogError, KernelLogSource, KmsgRecord};
 pub use machine::{
-    Action, DEFAULT_WINDOW, Event, FIRST_POLL, InvalidTransition, JournalView, MachineConfig,
-    PendingColdReboot, State, Transition, step,
+    Action, DEFAULT_WINDOW, Event, FIRST_POLL, InvalidTransition, JournalView, LockAnswer,
+    MachineConfig, PendingColdReboot, State, Transition, step,
 };
 pub use metax::backend::{MetaxBackend, MxSmiBackend};
 pub use metax::error::MxSmiError;
@@ -81,6 +82,7 @@ pub use plan::{
 };
 pub use plan_step::{ActionReport, PlanStepError, PlanStepReport, run_plan_step};
 pub use reasons::{BadOutcome, BlockedReason, ColdRebootReason, ResetOutcome, ResetReason};
+pub use reset_target::{ResetId, ResetTarget, ResetTargetError};
 pub use reset_with::ResetWith;
 pub use target::{Target, TargetFacts};
 pub use tool::{QUERY_DEADLINE, ToolEnd, ToolError};

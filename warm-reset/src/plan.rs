@@ -2,6 +2,7 @@
 //! operation. The plan is data: ordered phases of per-host actions that may run in parallel,
 //! with a barrier between phases, for an orchestrator that already exists to run.
 
+use gpu_host_probe::run::CommandLine;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -62,26 +63,28 @@ pub struct Group {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LinkCommands {
-    /// Drops a host's cross-host links.
-    pub disconnect: String,
+    /// Drops a host's cross-host links (the guide's `metalink_train 7` by default).
+    pub disconnect: CommandLine,
     /// Connects them again; `None` makes it a manual step.
-    pub connect: Option<String>,
+    pub connect: Option<CommandLine>,
 }
 
 impl LinkCommands {
     /// The commands: `disconnect`, and `connect` (`None` for a manual step).
-    pub fn new(disconnect: &str, connect: Option<&str>) -> Self {
+    pub fn new(disconnect: CommandLine, connect: Option<CommandLine>) -> Self {
         Self {
-            disconnect: disconnect.to_owned(),
-            connect: connect.map(str::to_owned),
+            disconnect,
+            connect,
         }
     }
 }
 
 impl Default for LinkCommands {
+    /// The guide's `metalink_train 7` (a bare name, found in the runner's `PATH`), and no
+    /// connect command.
     fn default() -> Self {
         Self {
-            disconnect: "metalink_train 7".to_owned(),
+            disconnect: CommandLine::new("metalink_train", ["7"]),
             connect: None,
         }
     }
@@ -100,7 +103,7 @@ pub struct PlanAction {
     pub node: Option<u32>,
     /// The command to run (link actions with a command).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
+    pub command: Option<CommandLine>,
     /// What a person must do (a link action without a command).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub manual: Option<String>,

@@ -6,14 +6,13 @@
 
 use crate::execute::{ExecuteError, try_lock};
 use crate::journal::{Journal, JournalError, StepRecord};
-use crate::machine::{LOCK_HELD, said};
 use crate::plan::{ActionKind, Plan, PlanAction};
 use crate::reasons::{BlockedReason, ColdRebootReason, ResetOutcome};
+use crate::reset_target::ResetTarget;
 use crate::reset_with::ResetWith;
-use gpu_host_probe::run::{RunResult, RunSpec, StartError, check_program, run};
+use gpu_host_probe::run::{CommandLine, RunResult, run};
 use gpu_host_probe::{Host, LockError};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 use std::time::Duration;
 
 /// How long a link command may run.
@@ -91,14 +90,11 @@ pub enum PlanStepError {
         #[source]
         source: serde_json::Error,
     },
-    /// A link command is empty.
-    #[error("the {0} action has an empty command")]
-    EmptyCommand(ActionKind),
     /// A link command failed.
     #[error("the link command `{command}` {result}")]
     LinkCommand {
         /// The command.
-        command: String,
+        command: CommandLine,
         /// How it ended.
         result: RunResult,
     },
@@ -147,25 +143,38 @@ pub fn run_plan_step(
         outcome: ResetOutcome::Done,
         actions: Vec::new(),
     };
+    // A simulation touches no card: its step runs on the simulated host, its own lock and
+    // journal, whatever host it was given (as `execute` does).
+    let simulated;
+    let on = if with.backend.simulation() && !on.is_simulated() {
+        simulated = on.simulated();
+        &simulated
+    } else {
+        on
+    };
     // The lock is held from here to the record: a step never waits for it (a blocked step
     // records nothing and runs again later).
-    let Some(lock) = try_lock(on).map_err(PlanStepError::Lock)? else {
-        if let Some(first) = actions.peek() {
-            let blocked = blocked_by_lock(first);
-            report.outcome = blocked.outcome;
-            report.actions.push(blocked);
+    let lock = match try_lock(on).map_err(PlanStepError::Lock)? {
+        Ok(lock) => lock,
+        Err(holder) => {
+            if let Some(first) = actions.peek() {
+                let blocked = blocked_by_lock(first, &holder);
+                report.outcome = blocked.outcome;
+                report.actions.push(blocked);
+            }
+            return Ok(report);
         }
-        return Ok(report);
     };
     let journal = Journal::new(&lock);
     if let Some(record) = journal.load()?.steps.get(&key) {
         let mut earlier =
-            serde_json::from_value::<PlanStepReport>(record.report.clone()).map_err(|source| {
-                PlanStepError::UnreadableRecord {
+            record
+                .report
+                .report()
+                .map_err(|source| PlanStepError::UnreadableRecord {
                     key: key.clone(),
                     source,
-                }
-            })?;
+                })?;
         earlier.repeated = true;
         tracing::info!("step {key} already ran: {}", earlier.outcome);
         return Ok(earlier);
@@ -189,8 +198,7 @@ pub fn run_plan_step(
     }
     // A blocked step changed nothing: it is not recorded, so it runs again once fixed.
     if !matches!(report.outcome, ResetOutcome::Blocked(_)) {
-        let value = serde_json::to_value(&report).map_err(JournalError::Encode)?;
-        journal.record_step(key, StepRecord::new(value, report.outcome))?;
+        journal.record_step(key, StepRecord::new(report.clone()))?;
     }
     drop(lock);
     Ok(report)
@@ -213,14 +221,12 @@ fn perform(
 ) -> Result<ActionReport, PlanStepError> {
     match action.action {
         ActionKind::Preflight | ActionKind::Reset => {
-            let id = action
-                .node
-                .map_or_else(|| "all".to_owned(), |node| node.to_string());
-            let result = with.execute(&id, action.action == ActionKind::Preflight, lock)?;
+            let target = action.node.map_or(ResetTarget::All, ResetTarget::index);
+            let result = with.execute(&target, action.action == ActionKind::Preflight, lock)?;
             Ok(action_report(action, result.outcome, result.detail))
         }
         ActionKind::Verify => Ok(match with.backend.survey() {
-            Err(why) => action_report(action, ColdRebootReason::GpuMissing.into(), said(&why)),
+            Err(why) => action_report(action, ColdRebootReason::GpuMissing.into(), why.said()),
             Ok(survey) if survey.not_available.is_empty() => action_report(
                 action,
                 ResetOutcome::Done,
@@ -241,24 +247,19 @@ fn perform(
                     format!("manual step: {manual}"),
                 ));
             };
-            let mut words = command.split_whitespace();
-            let program = words
-                .next()
-                .ok_or(PlanStepError::EmptyCommand(action.action))?;
-            // A command another user could have written is never run: the step is blocked.
-            if let Err(error @ StartError::Untrusted { .. }) = check_program(Path::new(program)) {
-                return Ok(action_report(
-                    action,
-                    BlockedReason::UnsafeProgram.into(),
-                    format!("the {} command was not run: {error}", action.action),
-                ));
-            }
-            let output = run(&RunSpec::new(program, LINK_COMMAND_DEADLINE).args(words));
+            // The runner's trust rules decide, as for every program: a command another user
+            // could have written (or a relative path) is never run, and the step is blocked.
+            let output = run(&command.spec(LINK_COMMAND_DEADLINE));
             match output.result {
                 RunResult::Exited(0) => Ok(action_report(
                     action,
                     ResetOutcome::Done,
                     format!("ran `{command}`"),
+                )),
+                RunResult::CouldNotStart(error) if error.is_unsafe() => Ok(action_report(
+                    action,
+                    BlockedReason::UnsafeProgram.into(),
+                    format!("the {} command was not run: {error}", action.action),
                 )),
                 result => Err(PlanStepError::LinkCommand {
                     command: command.clone(),
@@ -269,6 +270,6 @@ fn perform(
     }
 }
 
-fn blocked_by_lock(action: &PlanAction) -> ActionReport {
-    action_report(action, BlockedReason::LockBusy.into(), LOCK_HELD.to_owned())
+fn blocked_by_lock(action: &PlanAction, holder: &str) -> ActionReport {
+    action_report(action, BlockedReason::LockBusy.into(), holder.to_owned())
 }

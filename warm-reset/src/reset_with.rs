@@ -7,6 +7,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::execute::{ExecuteError, ResetReport, ResetRun, execute};
 use crate::machine::{DEFAULT_WINDOW, MachineConfig};
 use crate::method::Method;
+use crate::reset_target::ResetTarget;
 use gpu_host_probe::HostLock;
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -57,15 +58,15 @@ impl<'a> ResetWith<'a> {
         self.clock.unwrap_or(&*REAL)
     }
 
-    /// Runs the machine on `id` (the method's ID, or `all`) under `lock`, the caller's hold of
-    /// the host lock: a dry run when `dry_run`.
+    /// Runs the machine on `target` under `lock`, the caller's hold of the host lock: a dry
+    /// run when `dry_run`.
     pub fn execute(
         &mut self,
-        id: &str,
+        target: &ResetTarget,
         dry_run: bool,
         lock: &HostLock,
     ) -> Result<ResetReport, ExecuteError> {
-        let config = MachineConfig::new(id)
+        let config = MachineConfig::new(target.clone())
             .method(self.method)
             .window(self.window)
             .dry_run(dry_run);

@@ -189,7 +189,7 @@ impl Tool {
                     self.found = Some(found.clone());
                     return Ok(found);
                 }
-                Err(error @ StartError::Untrusted { .. }) => {
+                Err(error) if error.is_unsafe() => {
                     return Err(ToolError::Unsafe {
                         tool: self.name,
                         error,

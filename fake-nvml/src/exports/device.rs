@@ -2,7 +2,7 @@
 //! placements, GPU instances (listed and created), and the processes holding it.
 
 use crate::out::{write, write_found, write_list, write_str};
-use crate::rules;
+use crate::rules::{self, MigModeError};
 use crate::scenario::{MigMode, Profile, parse_bus_id};
 use crate::state::{self, Answer, INVALID, code, device, failure, log, with};
 use nvml_wrapper_sys::bindings as nvml;
@@ -374,7 +374,7 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuInstancePossiblePlacements_v2(
 }
 
 /// Sets the MIG mode ([`rules::set_mig_mode`]): the call's return, and the activation status
-/// through `activation_status`.
+/// through `activation_status` (`NVML_ERROR_IN_USE` where the card refuses the change).
 ///
 /// # Safety
 ///
@@ -393,13 +393,23 @@ pub unsafe extern "C" fn nvmlDeviceSetMigMode(
         Ok(index) => index,
         Err(call) => return call,
     };
-    let activation = state::change(index, "nvmlDeviceSetMigMode", |card| {
-        rules::set_mig_mode(card, mode == 1)
-    });
+    // The call fails on a card without MIG (or as the scenario says); a change the card
+    // refuses is the call's success with the activation status `NVML_ERROR_IN_USE`.
+    let activation = state::change(
+        index,
+        "nvmlDeviceSetMigMode",
+        |card| match rules::set_mig_mode(card, mode == 1) {
+            Ok(()) => Ok(nvml::nvmlReturn_enum_NVML_SUCCESS),
+            Err(MigModeError::Held | MigModeError::InstancesLeft) => {
+                Ok(nvml::nvmlReturn_enum_NVML_ERROR_IN_USE)
+            }
+            Err(MigModeError::NotSupported) => Err(nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED),
+        },
+    );
     match activation {
         Ok(status) => {
             // SAFETY: checked not null above; valid by the caller's contract.
-            unsafe { activation_status.write(code(status)) };
+            unsafe { activation_status.write(status) };
             nvml::nvmlReturn_enum_NVML_SUCCESS
         }
         Err(call) => call,

@@ -1,8 +1,8 @@
 //! Starting and stopping, versions, error strings.
 
 use crate::out::write_str;
-use crate::scenario::Scenario;
-use crate::state::{code, log, scenario, with};
+use crate::state::{code, complain, log, scenario, with};
+use crate::store::{self, StateFile};
 use nvml_wrapper_sys::bindings as nvml;
 use std::ffi::{c_char, c_uint};
 use std::sync::Mutex;
@@ -26,14 +26,14 @@ fn init(call: &str) -> nvml::nvmlReturn_t {
     log(format_args!("{call}"));
     let mut count = inits();
     if *count == 0 {
-        let loaded = match crate::store::state_path() {
-            Some(path) => crate::store::load(&path),
-            None => Scenario::from_env(),
+        let loaded = match StateFile::from_env() {
+            Some(state) => store::load(&state),
+            None => store::scenario_from_env(),
         };
         match loaded {
             Ok(loaded) => *scenario() = Some(loaded),
             Err(error) => {
-                eprintln!("fake-nvml: {error}");
+                complain(&error);
                 return nvml::nvmlReturn_enum_NVML_ERROR_UNINITIALIZED;
             }
         }

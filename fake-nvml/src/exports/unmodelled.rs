@@ -20,8 +20,6 @@ macro_rules! unmodelled {
                 nvml::nvmlReturn_enum_NVML_ERROR_FUNCTION_NOT_FOUND
             }
         )*
-        /// The functions answered so, by name.
-        pub const UNMODELLED: &[&str] = &[$(stringify!($name)),*];
     };
 }
 

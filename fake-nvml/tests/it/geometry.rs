@@ -4,8 +4,8 @@
 //! not compared.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use fake_nvml::scenario::{Profile, Scenario};
 use fake_nvml::scenarios::PARTS;
+use fake_nvml::{Profile, Scenario};
 use std::path::PathBuf;
 
 fn captures() -> PathBuf {

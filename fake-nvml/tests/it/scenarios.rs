@@ -2,8 +2,7 @@
 //! state the driver cannot hold, is refused with the member's path.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use fake_nvml::scenario::Scenario;
-use fake_nvml::scenarios;
+use fake_nvml::{Placement, Refusal, Scenario, ScenarioError, scenarios};
 
 #[test]
 fn every_shipped_scenario_reads() {
@@ -12,47 +11,75 @@ fn every_shipped_scenario_reads() {
     }
 }
 
-fn refused(edit: impl FnOnce(&mut serde_json::Value)) -> String {
+fn refused(edit: impl FnOnce(&mut serde_json::Value)) -> ScenarioError {
     let mut value: serde_json::Value = serde_json::from_str(scenarios::A100_MIG_ON_CARVED).unwrap();
     edit(&mut value);
-    Scenario::from_json(value.to_string().as_bytes())
-        .unwrap_err()
-        .to_string()
+    Scenario::from_json(value.to_string().as_bytes()).unwrap_err()
+}
+
+/// The member and what is wrong with it, of a state the driver cannot hold.
+fn refusal(error: ScenarioError) -> (String, Refusal) {
+    match error {
+        ScenarioError::Refused { at, why } => (at, why),
+        other => panic!("not a refusal: {other:?}"),
+    }
 }
 
 #[test]
 fn a_member_the_fake_does_not_read_is_refused_with_its_path() {
     let error = refused(|v| v["devices"][0]["gpu_instance_profiles"][0]["remaining"] = 7.into());
+    let ScenarioError::Shape { at, source } = &error else {
+        panic!("not a fault of shape: {error:?}");
+    };
     assert!(
-        error.contains("devices[0].gpu_instance_profiles[0]"),
-        "{error}"
+        at.starts_with("devices[0].gpu_instance_profiles[0]"),
+        "{at}"
     );
-    assert!(error.contains("remaining"), "{error}");
+    assert!(source.to_string().contains("remaining"), "{source}");
 }
 
 #[test]
 fn a_gpu_instance_off_its_profiles_placements_is_refused_with_its_path() {
-    let error = refused(|v| v["devices"][0]["gpu_instances"][0]["placement"]["start"] = 1.into());
+    let (at, why) = refusal(refused(|v| {
+        v["devices"][0]["gpu_instances"][0]["placement"]["start"] = 1.into()
+    }));
+    assert_eq!(at, "devices[0].gpu_instances[0].placement");
     assert!(
-        error.starts_with("devices[0].gpu_instances[0].placement"),
-        "{error}"
+        matches!(
+            why,
+            Refusal::OffPlacements {
+                placement: Placement { start: 1, .. },
+                ..
+            }
+        ),
+        "{why:?}"
     );
 }
 
 #[test]
 fn a_compute_instance_on_a_profile_its_gpu_instance_does_not_offer_is_refused() {
-    let error = refused(|v| {
+    let (at, why) = refusal(refused(|v| {
         v["devices"][0]["gpu_instances"][0]["compute_instances"][0]["profile_id"] = 4.into();
-    });
+    }));
+    assert_eq!(
+        at,
+        "devices[0].gpu_instances[0].compute_instances[0].profile_id"
+    );
     assert!(
-        error.starts_with("devices[0].gpu_instances[0].compute_instances[0].profile_id"),
-        "{error}"
+        matches!(
+            why,
+            Refusal::ComputeProfileNotOffered {
+                compute_profile: 4,
+                ..
+            }
+        ),
+        "{why:?}"
     );
 }
 
 #[test]
 fn overlapping_gpu_instances_are_refused() {
-    let error = refused(|v| {
+    let (at, why) = refusal(refused(|v| {
         let first = v["devices"][0]["gpu_instances"][0].clone();
         let mut twin = first;
         twin["id"] = 99.into();
@@ -60,14 +87,16 @@ fn overlapping_gpu_instances_are_refused() {
             .as_array_mut()
             .unwrap()
             .push(twin);
-    });
-    assert!(error.contains("overlaps"), "{error}");
+    }));
+    assert!(at.ends_with("].placement"), "{at}");
+    assert!(matches!(why, Refusal::OverGpuInstance(_)), "{why:?}");
 }
 
 #[test]
 fn an_unpublished_member_that_names_no_number_is_refused() {
-    let error = refused(|v| {
+    let (at, why) = refusal(refused(|v| {
         v["devices"][0]["gpu_instance_profiles"][0]["unpublished"] = serde_json::json!(["name"]);
-    });
-    assert!(error.contains("unpublished"), "{error}");
+    }));
+    assert_eq!(at, "devices[0].gpu_instance_profiles[0].unpublished");
+    assert_eq!(why, Refusal::NotAProfileNumber("name".to_owned()));
 }

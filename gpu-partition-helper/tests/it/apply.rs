@@ -512,7 +512,7 @@ fn a_helper_killed_anywhere_in_a_long_batch_leaves_a_state_that_reads_and_that_r
             continue;
         }
         let text = std::fs::read_to_string(&card.state).unwrap();
-        let state = fake_nvml::scenario::Scenario::from_json(text.as_bytes())
+        let state = fake_nvml::Scenario::from_json(text.as_bytes())
             .unwrap_or_else(|error| panic!("the state does not read: {error}\n{text}"));
         let stored: Vec<(u32, u32, usize)> = state.devices[0]
             .gpu_instances

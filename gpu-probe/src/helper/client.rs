@@ -104,6 +104,17 @@ pub struct ReadFailure {
     pub message: String,
 }
 
+/// Why `--version` gave no format to read with: the failure, which holds for every card, and
+/// how long the run took (each card's read is reported with it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Unnegotiated {
+    /// The failure.
+    pub failure: ReadFailure,
+    /// How long `--version` ran.
+    pub elapsed: Duration,
+}
+
 impl ReadFailure {
     /// A failure for `reason`, explained by `message`.
     pub fn new(reason: UnreadableReason, message: impl Into<String>) -> Self {
@@ -156,20 +167,29 @@ impl Helper {
         &self.config
     }
 
+    /// The same helper, every run of it ended when `cancel` (if any) is triggered.
+    pub fn ending_on(&self, cancel: Option<&crate::Cancel>) -> Helper {
+        match cancel {
+            Some(cancel) => Helper::new(self.config.clone().cancel(cancel.clone())),
+            None => self.clone(),
+        }
+    }
+
     /// Runs `--version` and picks the `read` format: the highest of major 1. A failure here
     /// holds for every card: the reason of the run, `undecodable`, or `incompatible`, with
     /// its message. (It reads no card, so it needs no lock.)
-    pub fn negotiate(&self) -> (Result<FormatVersion, ReadFailure>, Duration) {
+    pub fn negotiate(&self) -> Result<FormatVersion, Unnegotiated> {
         self.negotiate_command("read")
     }
 
     /// Runs `--version` and picks the `apply` format: the highest of major 1 (`incompatible`
     /// for a helper that only reads).
     pub fn negotiate_apply(&self) -> Result<FormatVersion, ReadFailure> {
-        self.negotiate_command("apply").0
+        self.negotiate_command("apply")
+            .map_err(|unnegotiated| unnegotiated.failure)
     }
 
-    fn negotiate_command(&self, command: &str) -> (Result<FormatVersion, ReadFailure>, Duration) {
+    fn negotiate_command(&self, command: &str) -> Result<FormatVersion, Unnegotiated> {
         let run = self.run(vec!["--version".into()], "--version");
         let negotiated = match self.run_failure(&run, "--version") {
             Some(failure) => Err(failure),
@@ -186,10 +206,13 @@ impl Helper {
                 }),
             },
         };
-        if let Err(failure) = &negotiated {
+        negotiated.map_err(|failure| {
             tracing::debug!("{failure}");
-        }
-        (negotiated, run.elapsed)
+            Unnegotiated {
+                failure,
+                elapsed: run.elapsed,
+            }
+        })
     }
 
     /// Reads one card with the negotiated `format`, under the host lock `_lock` (held, so the
@@ -345,10 +368,7 @@ impl Helper {
         devices: &[Bdf],
         lock_wait: Duration,
     ) -> Result<Vec<CardRead>, LockError> {
-        let lock = match &self.config.cancel {
-            Some(cancel) => host.lock_unless(lock_wait, cancel)?,
-            None => host.lock(lock_wait)?,
-        };
+        let lock = host.lock_unless(lock_wait, self.config.cancel.as_ref())?;
         Ok(self.probe_locked(&lock, devices))
     }
 
@@ -358,8 +378,8 @@ impl Helper {
             return Vec::new();
         }
         let format = match self.negotiate() {
-            (Ok(format), _) => format,
-            (Err(failure), elapsed) => {
+            Ok(format) => format,
+            Err(Unnegotiated { failure, elapsed }) => {
                 return devices
                     .iter()
                     .map(|device| CardRead::failed(*device, failure.clone(), elapsed))

@@ -7,6 +7,6 @@ mod client;
 mod config;
 mod reason;
 
-pub use client::{ApplyFailure, CardRead, Helper, MIN_SHARE, ReadFailure};
+pub use client::{ApplyFailure, CardRead, Helper, MIN_SHARE, ReadFailure, Unnegotiated};
 pub use config::{DEFAULT_HELPER, HelperConfig, Wrapper};
 pub use reason::reason_of;

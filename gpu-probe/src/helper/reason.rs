@@ -23,9 +23,9 @@ pub fn reason_of(result: &RunResult) -> Option<UnreadableReason> {
         RunResult::Cancelled => Some(UnreadableReason::Cancelled),
         RunResult::OutputTooLarge(_) => Some(UnreadableReason::Undecodable),
         RunResult::CouldNotStart(StartError::Absent { .. }) => Some(UnreadableReason::HelperAbsent),
-        RunResult::CouldNotStart(StartError::Untrusted { .. }) => {
-            Some(UnreadableReason::HelperUnsafe)
-        }
+        RunResult::CouldNotStart(
+            StartError::Untrusted { .. } | StartError::RelativePath { .. },
+        ) => Some(UnreadableReason::HelperUnsafe),
         RunResult::CouldNotStart(
             StartError::NotExecutable { .. } | StartError::SpawnFailed { .. },
         ) => Some(UnreadableReason::HelperNotExecutable),
@@ -85,6 +85,12 @@ mod tests {
             (
                 RunResult::CouldNotStart(spawn),
                 Some(UnreadableReason::HelperNotExecutable),
+            ),
+            (
+                RunResult::CouldNotStart(StartError::RelativePath {
+                    program: "bin/h".into(),
+                }),
+                Some(UnreadableReason::HelperUnsafe),
             ),
         ];
         for (result, reason) in table {

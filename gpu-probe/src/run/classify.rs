@@ -29,6 +29,19 @@ pub enum StartError {
         /// What is wrong.
         fault: crate::trust::TrustFault,
     },
+    /// A relative path (one with a `/` that does not start at `/`): it would name whatever
+    /// the working directory of this process holds there, so it is never run. A bare name is
+    /// looked up in [`CHILD_PATH`](super::CHILD_PATH) instead.
+    #[error(
+        "{} is a relative path, found from whatever directory this process runs in: never run; \
+         give an absolute path, or a bare name found in {}",
+        program.display(),
+        super::CHILD_PATH
+    )]
+    RelativePath {
+        /// The program.
+        program: PathBuf,
+    },
     /// The fork or the exec failed.
     #[error("{} could not be started: {why}", program.display())]
     SpawnFailed {
@@ -37,6 +50,28 @@ pub enum StartError {
         /// The error of the spawn.
         why: String,
     },
+}
+
+impl StartError {
+    /// Whether the program was refused as unsafe to run — another user could have changed it,
+    /// or its relative path could name anything — rather than found absent or broken.
+    pub fn is_unsafe(&self) -> bool {
+        match self {
+            Self::Untrusted { .. } | Self::RelativePath { .. } => true,
+            Self::Absent { .. } | Self::NotExecutable { .. } | Self::SpawnFailed { .. } => false,
+        }
+    }
+
+    /// Its kind, as a token (`cause` in `--json`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Absent { .. } => "absent",
+            Self::NotExecutable { .. } => "not_executable",
+            Self::Untrusted { .. } => "untrusted",
+            Self::RelativePath { .. } => "relative_path",
+            Self::SpawnFailed { .. } => "spawn_failed",
+        }
+    }
 }
 
 /// One of the child's output streams.
@@ -156,6 +191,52 @@ impl fmt::Display for RunResult {
             }
             Self::CouldNotStart(error) => write!(f, "not started: {error}"),
         }
+    }
+}
+
+impl serde::Serialize for RunResult {
+    /// As a typed end, one token in `end` and its facts beside it, so a reader tells a
+    /// timeout from an exit 1 from a program never started: `{"end": "exited", "code": 1}`,
+    /// `{"end": "signaled", "signal": 9}`, `{"end": "timed_out"}`, `{"end": "cancelled"}`,
+    /// `{"end": "end_unknown"}`, `{"end": "output_too_large", "stream": "stdout"}`,
+    /// `{"end": "pipes_held", "code": 0}` (or `"signal"`; neither when unknown), and
+    /// `{"end": "not_started", "cause": "untrusted", "message": "…"}` (`cause` is
+    /// [`StartError::as_str`]).
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        let termination = |map: &mut S::SerializeMap, end: &Termination| match end {
+            Termination::Exited(code) => map.serialize_entry("code", code),
+            Termination::Signaled(signal) => map.serialize_entry("signal", signal),
+            Termination::Unknown => Ok(()),
+        };
+        match self {
+            Self::Exited(code) => {
+                map.serialize_entry("end", "exited")?;
+                map.serialize_entry("code", code)?;
+            }
+            Self::Signaled(signal) => {
+                map.serialize_entry("end", "signaled")?;
+                map.serialize_entry("signal", signal)?;
+            }
+            Self::EndUnknown => map.serialize_entry("end", "end_unknown")?,
+            Self::TimedOut => map.serialize_entry("end", "timed_out")?,
+            Self::Cancelled => map.serialize_entry("end", "cancelled")?,
+            Self::OutputTooLarge(stream) => {
+                map.serialize_entry("end", "output_too_large")?;
+                map.serialize_entry("stream", &stream.to_string())?;
+            }
+            Self::LeakedPipes(end) => {
+                map.serialize_entry("end", "pipes_held")?;
+                termination(&mut map, end)?;
+            }
+            Self::CouldNotStart(error) => {
+                map.serialize_entry("end", "not_started")?;
+                map.serialize_entry("cause", error.as_str())?;
+                map.serialize_entry("message", &error.to_string())?;
+            }
+        }
+        map.end()
     }
 }
 

@@ -10,12 +10,14 @@
 //! - The result is classified by one pure function, [`classify`].
 
 mod classify;
+mod command;
 mod prepare;
 mod spec;
 mod supervise;
 
 pub use classify::{RunFacts, RunResult, StartError, Stream, Termination, classify};
-pub use prepare::resolve as check_program;
+pub use command::{CommandLine, CommandLineError};
+pub use prepare::{is_relative_path, resolve as check_program};
 pub use spec::{CHILD_PATH, OutputLimits, RunSpec};
 pub use supervise::run;
 

@@ -15,7 +15,12 @@ pub fn resolve(program: &Path) -> Result<PathBuf, StartError> {
             program: program.to_path_buf(),
         });
     }
-    if program.components().count() > 1 || program.is_absolute() {
+    if is_relative_path(program) {
+        return Err(StartError::RelativePath {
+            program: program.to_path_buf(),
+        });
+    }
+    if program.is_absolute() {
         check(program)?;
         return Ok(program.to_path_buf());
     }
@@ -33,6 +38,13 @@ pub fn resolve(program: &Path) -> Result<PathBuf, StartError> {
     Err(first_error.unwrap_or_else(|| StartError::Absent {
         program: program.to_path_buf(),
     }))
+}
+
+/// Whether `program` is a relative path — more than a bare name, not starting at `/` — that
+/// the runner refuses ([`StartError::RelativePath`]): the one rule, which a reader of commands
+/// calls to refuse one before anything runs.
+pub fn is_relative_path(program: &Path) -> bool {
+    !program.is_absolute() && program.components().count() > 1
 }
 
 /// A regular file this process may execute, that no other user could have written.

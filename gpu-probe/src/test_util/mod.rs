@@ -16,10 +16,35 @@ use crate::host::Host;
 use std::path::PathBuf;
 
 /// A host whose state lives in `dir`, on a machine of its own: its sysfs root is `dir` too (no
-/// PCI bus there, so a scan finds no GPU), so its machine lock is its own, and tests running at
-/// once (each with its own directory) never meet at the real machine's GPU lock, as two `Host`s
-/// of the real `/sys` would.
+/// PCI bus there, so a scan finds no GPU), and its machine's locks are in `dir/locks`, so
+/// tests running at once (each with its own directory) never meet at the real machine's GPU
+/// lock, as two `Host`s of the real `/sys` would, and leave nothing behind in the real
+/// directory of machine locks.
 pub fn isolated_host(dir: impl Into<PathBuf>) -> Host {
     let dir = dir.into();
-    Host::new(&dir).with_sysfs_root(dir)
+    Host::new(&dir)
+        .with_sysfs_root(&dir)
+        .with_lock_dir(dir.join(LOCK_DIR))
+}
+
+/// Where a test host's machine locks go inside its directory ([`isolated_host`],
+/// [`test_host`]).
+pub const LOCK_DIR: &str = "locks";
+
+/// A test host: its state in `state_dir`, its sysfs at `sysfs_root`, its procfs at
+/// `proc_root`, its machine's locks in `locks` beside the state directory — nothing of a test in
+/// the real directory of machine locks.
+pub fn test_host(
+    state_dir: impl Into<PathBuf>,
+    sysfs_root: impl Into<PathBuf>,
+    proc_root: impl Into<PathBuf>,
+) -> Host {
+    let state_dir = state_dir.into();
+    let locks = state_dir
+        .parent()
+        .map_or_else(|| state_dir.join(LOCK_DIR), |parent| parent.join(LOCK_DIR));
+    Host::new(state_dir)
+        .with_sysfs_root(sysfs_root)
+        .with_proc_root(proc_root)
+        .with_lock_dir(locks)
 }

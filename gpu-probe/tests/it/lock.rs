@@ -85,8 +85,12 @@ fn the_lock_is_held_across_processes() {
 fn two_hosts_of_one_machine_with_different_state_directories_meet_at_one_lock() {
     let dir = tempfile::tempdir().unwrap();
     let machine = dir.path().join("sys");
-    let first = Host::new(dir.path().join("toolstack")).with_sysfs_root(&machine);
-    let second = Host::new(dir.path().join("mxctl")).with_sysfs_root(&machine);
+    let first = Host::new(dir.path().join("toolstack"))
+        .with_lock_dir(dir.path().join("locks"))
+        .with_sysfs_root(&machine);
+    let second = Host::new(dir.path().join("mxctl"))
+        .with_lock_dir(dir.path().join("locks"))
+        .with_sysfs_root(&machine);
     let held = first.try_lock().unwrap();
     match second.try_lock().unwrap_err() {
         LockError::MachineBusy {
@@ -111,10 +115,13 @@ fn the_spelling_of_a_machines_sysfs_root_does_not_make_another_machine() {
     std::fs::create_dir(&machine).unwrap();
     std::os::unix::fs::symlink(&machine, dir.path().join("link")).unwrap();
     let _held = Host::new(dir.path().join("a"))
+        .with_lock_dir(dir.path().join("locks"))
         .with_sysfs_root(&machine)
         .try_lock()
         .unwrap();
-    let other = Host::new(dir.path().join("b")).with_sysfs_root(dir.path().join("link/../sys"));
+    let other = Host::new(dir.path().join("b"))
+        .with_lock_dir(dir.path().join("locks"))
+        .with_sysfs_root(dir.path().join("link/../sys"));
     assert!(other.try_lock().unwrap_err().is_busy());
 }
 
@@ -122,11 +129,13 @@ fn the_spelling_of_a_machines_sysfs_root_does_not_make_another_machine() {
 fn hosts_of_two_machines_do_not_exclude_each_other() {
     let dir = tempfile::tempdir().unwrap();
     let _held = Host::new(dir.path().join("a"))
+        .with_lock_dir(dir.path().join("locks"))
         .with_sysfs_root(dir.path().join("sys-a"))
         .try_lock()
         .unwrap();
     assert!(
         Host::new(dir.path().join("b"))
+            .with_lock_dir(dir.path().join("locks"))
             .with_sysfs_root(dir.path().join("sys-b"))
             .try_lock()
             .is_ok()
@@ -136,7 +145,9 @@ fn hosts_of_two_machines_do_not_exclude_each_other() {
 #[test]
 fn a_simulated_host_never_takes_the_real_machines_lock() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::new(dir.path().join("state")).with_sysfs_root(dir.path().join("sys"));
+    let host = Host::new(dir.path().join("state"))
+        .with_lock_dir(dir.path().join("locks"))
+        .with_sysfs_root(dir.path().join("sys"));
     let _real = host.try_lock().unwrap();
     let simulated = host.simulated().try_lock().unwrap();
     assert_ne!(simulated.machine_path(), _real.machine_path());
@@ -145,7 +156,9 @@ fn a_simulated_host_never_takes_the_real_machines_lock() {
 #[test]
 fn the_machine_lock_is_held_across_processes() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::new(dir.path().join("state")).with_sysfs_root(dir.path().join("sys"));
+    let host = Host::new(dir.path().join("state"))
+        .with_lock_dir(dir.path().join("locks"))
+        .with_sysfs_root(dir.path().join("sys"));
     let held = host.try_lock().unwrap();
     // flock(1) from util-linux, another process, cannot take the machine's lock file.
     let status = std::process::Command::new("flock")
@@ -184,7 +197,7 @@ fn a_wait_for_a_held_lock_ends_when_it_is_cancelled() {
     let _held = host.try_lock().unwrap();
     let cancel = gpu_host_probe::Cancel::new();
     let waited = std::thread::scope(|scope| {
-        let waiter = scope.spawn(|| host.lock_unless(Duration::from_secs(3600), &cancel));
+        let waiter = scope.spawn(|| host.lock_unless(Duration::from_secs(3600), Some(&cancel)));
         cancel.cancel();
         waiter.join().unwrap()
     });

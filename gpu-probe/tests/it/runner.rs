@@ -286,3 +286,47 @@ fn a_run_asked_for_once_cancelled_is_never_started() {
     assert_eq!((ran.result, ran.pid), (RunResult::Cancelled, None));
     assert!(!started.exists());
 }
+
+#[test]
+fn a_relative_program_path_is_never_run_whatever_the_working_directory_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    script(
+        dir.path(),
+        "hook.sh",
+        &format!("touch {}", marker.display()),
+    );
+    // The runner's working directory is this test's; a relative path is refused before any
+    // lookup, whatever directory the process happens to be in.
+    let run = run(&RunSpec::new("./hook.sh", SECOND));
+    assert!(
+        matches!(&run.result, RunResult::CouldNotStart(StartError::RelativePath { program }) if program.as_os_str() == "./hook.sh"),
+        "{}",
+        run.result
+    );
+    assert!(!marker.exists());
+}
+
+#[test]
+fn each_end_of_a_run_is_a_typed_end_in_json() {
+    let untrusted = RunResult::CouldNotStart(StartError::RelativePath {
+        program: "bin/h".into(),
+    });
+    let ends = [
+        RunResult::Exited(1),
+        RunResult::TimedOut,
+        RunResult::LeakedPipes(Termination::Exited(0)),
+        untrusted,
+    ];
+    let json: Vec<serde_json::Value> = ends
+        .iter()
+        .map(|end| serde_json::to_value(end).unwrap())
+        .collect();
+    assert_eq!(json[0], serde_json::json!({"end": "exited", "code": 1}));
+    assert_eq!(json[1], serde_json::json!({"end": "timed_out"}));
+    assert_eq!(json[2], serde_json::json!({"end": "pipes_held", "code": 0}));
+    assert_eq!(
+        (json[3]["end"].as_str(), json[3]["cause"].as_str()),
+        (Some("not_started"), Some("relative_path"))
+    );
+}

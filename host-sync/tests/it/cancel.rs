@@ -37,7 +37,9 @@ fn a_sync_cancelled_while_the_helper_hangs_ends_the_run_lets_go_of_the_lock_and_
         .write()
         .unwrap();
     let helper = Helper::new(HelperConfig::new(helper).deadline(FOREVER).concurrency(1));
-    let host = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
+    let host = Host::new(dir.path().join("state"))
+        .with_sysfs_root(sysfs.root())
+        .with_lock_dir(dir.path().join("locks"));
     let cancel = Cancel::new();
     let options = SyncOptions::new(Pool::Enabled, AfterBoot::Yes)
         .lock_wait(FOREVER)
@@ -89,7 +91,9 @@ fn a_sync_cancelled_while_it_waits_for_the_lock_writes_nothing() {
     let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
     sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
     let helper = FakeHelper::new(dir.path().join("helper")).write().unwrap();
-    let host = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
+    let host = Host::new(dir.path().join("state"))
+        .with_sysfs_root(sysfs.root())
+        .with_lock_dir(dir.path().join("locks"));
     let held = host.try_lock().unwrap();
     let cancel = Cancel::new();
     cancel.cancel();

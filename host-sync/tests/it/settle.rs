@@ -29,7 +29,9 @@ fn a_gpu_moved_to_vfio_pci_during_the_sync_is_stored_with_vfio_pci() {
         )
         .write()
         .unwrap();
-    let host = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
+    let host = Host::new(dir.path().join("state"))
+        .with_sysfs_root(sysfs.root())
+        .with_lock_dir(dir.path().join("locks"));
     let mut store = MemoryStore::default();
     let report = sync(
         &host,
@@ -60,7 +62,9 @@ fn a_sync_over_gpus_that_stay_runs_once() {
     let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
     sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
     let helper = FakeHelper::new(dir.path()).write().unwrap();
-    let host = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
+    let host = Host::new(dir.path().join("state"))
+        .with_sysfs_root(sysfs.root())
+        .with_lock_dir(dir.path().join("locks"));
     let report = sync(
         &host,
         &Helper::new(HelperConfig::new(&helper)),

@@ -29,7 +29,9 @@ fn a_sync_on_its_own_thread_hands_its_report_to_join() {
     sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
     let state = dir.path().join("state");
     let handle = spawn_sync(
-        Host::new(&state).with_sysfs_root(sysfs.root()),
+        Host::new(&state)
+            .with_sysfs_root(sysfs.root())
+            .with_lock_dir(dir.path().join("locks")),
         Helper::new(HelperConfig::new(slow_helper(dir.path()))),
         FileStore::new(&state),
         SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
@@ -48,7 +50,9 @@ fn the_store_comes_back_with_the_report_holding_what_the_sync_saved() {
     let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
     sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
     let handle = spawn_sync(
-        Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root()),
+        Host::new(dir.path().join("state"))
+            .with_sysfs_root(sysfs.root())
+            .with_lock_dir(dir.path().join("locks")),
         Helper::new(HelperConfig::new(slow_helper(dir.path()))),
         MemoryStore::default(),
         SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
@@ -71,7 +75,9 @@ fn a_second_sync_asked_for_while_one_runs_waits_its_turn() {
     let helper = slow_helper(dir.path());
     let start = || {
         spawn_sync(
-            Host::new(&state).with_sysfs_root(sysfs.root()),
+            Host::new(&state)
+                .with_sysfs_root(sysfs.root())
+                .with_lock_dir(dir.path().join("locks")),
             Helper::new(HelperConfig::new(&helper)),
             FileStore::new(&state),
             SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::No),
@@ -103,7 +109,9 @@ fn a_store_chosen_at_run_time_goes_to_the_thread_boxed() {
         Box::new(FileStore::new(&state))
     };
     let handle = spawn_sync(
-        Host::new(&state).with_sysfs_root(sysfs.root()),
+        Host::new(&state)
+            .with_sysfs_root(sysfs.root())
+            .with_lock_dir(dir.path().join("locks")),
         Helper::new(HelperConfig::new(slow_helper(dir.path()))),
         store,
         SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
@@ -117,4 +125,68 @@ fn a_store_chosen_at_run_time_goes_to_the_thread_boxed() {
             .unwrap()
             .is_some()
     );
+}
+
+/// A host of one NVIDIA GPU whose helper never answers (an hour's deadline), once it has
+/// noted `began` in `dir`.
+fn hanging(dir: &Path) -> (Host, Helper) {
+    let sysfs = FakeSysfs::new(dir.join("sys")).unwrap();
+    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let helper = FakeHelper::new(dir)
+        .every_read(Act::Shell(format!(
+            "touch {}; exec sleep 3600",
+            dir.join("began").display()
+        )))
+        .write()
+        .unwrap();
+    let host = Host::new(dir.join("state"))
+        .with_sysfs_root(sysfs.root())
+        .with_lock_dir(dir.join("locks"));
+    let helper =
+        Helper::new(HelperConfig::new(helper).deadline(std::time::Duration::from_secs(3600)));
+    (host, helper)
+}
+
+#[test]
+fn a_sync_handle_cancels_its_sync_and_join_says_it_was_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, helper) = hanging(dir.path());
+    let handle = spawn_sync(
+        host,
+        helper,
+        MemoryStore::default(),
+        SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
+    )
+    .unwrap();
+    handle.cancel();
+    let done = handle.join().unwrap();
+    assert!(
+        matches!(done.result, Err(host_sync::SyncError::Cancelled { .. })),
+        "{:?}",
+        done.result
+    );
+}
+
+#[test]
+fn a_sync_handle_dropped_unjoined_cancels_its_sync_and_the_lock_is_let_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let (host, helper) = hanging(dir.path());
+    let handle = spawn_sync(
+        host.clone(),
+        helper,
+        MemoryStore::default(),
+        SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
+    )
+    .unwrap();
+    // The sync holds the lock and waits on the helper (a give-up, not a bound on speed).
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !dir.path().join("began").exists() {
+        assert!(std::time::Instant::now() < give_up, "the helper never ran");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    drop(handle);
+    // Without the cancel the sync would hold the lock for the helper's hour: the wait ends
+    // once the cancelled sync lets go (however long the machine takes to get there).
+    let lock = host.lock(std::time::Duration::from_secs(3600));
+    assert!(lock.is_ok(), "{lock:?}");
 }

@@ -3,19 +3,22 @@
 //! and `apply-exit` (always, once the apply is over, with its outcome), for every apply, leave
 //! and restore that is not a dry run.
 //!
-//! Each runs through the runner of `gpu-host-probe` (a deadline, its output captured into the
-//! report, its own process group), under the trust rules of the helper: a program another user
-//! could change is never run. A pre-hook (`apply-start`, `pre-apply-mode`, `pre-apply-config`)
-//! that does not exit 0 blocks the apply before anything is written (`hook_failed`, naming the
-//! hook and its end); `apply-exit` runs all the same. A hook gets, beside `PATH` and `LANG`:
+//! Each is a [`CommandLine`] (an absolute path or a bare name, never a relative path or a
+//! shell line) run through the runner of `gpu-host-probe` (a deadline, its output captured
+//! into the report, its own process group), under the trust rules of the helper: a program
+//! another user could change is never run. A pre-hook (`apply-start`, `pre-apply-mode`,
+//! `pre-apply-config`) that does not exit 0 blocks the apply before anything is written
+//! (`hook_failed`, naming the hook and its typed end); `apply-exit` runs all the same. A hook
+//! that exits 0 while something it started still holds its output (a daemon restarted without
+//! redirecting it) passes, with a warning: what held the output was in the hook's process
+//! group and was stopped with it. A hook gets, beside `PATH` and `LANG`:
 //! `MXCTL_HOOK` (its point), `MXCTL_LABEL` (the layout), `MXCTL_DEVICES` (the GPUs, by PCI
 //! address, separated by spaces), and at `apply-exit` `MXCTL_OUTCOME` and `MXCTL_REASON`.
 
-use gpu_host_probe::run::{RunResult, RunSpec, run};
+use crate::report::{ApplyWarning, Draft};
+use gpu_host_probe::run::{CommandLine, RunResult, Termination, run};
 use serde::Serialize;
-use std::ffi::OsString;
 use std::fmt;
-use std::path::PathBuf;
 use std::time::Duration;
 
 gpu_partition_types::token_enum! {
@@ -32,60 +35,18 @@ gpu_partition_types::token_enum! {
     }
 }
 
-/// One command of a hook: a program and its arguments (never a shell line).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct Hook {
-    /// The program (an absolute path, or a name looked up in the runner's `PATH`).
-    pub program: PathBuf,
-    /// Its arguments.
-    pub args: Vec<OsString>,
-}
-
-impl Hook {
-    /// `program` with `args`.
-    pub fn new<I, S>(program: impl Into<PathBuf>, args: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<OsString>,
-    {
-        Self {
-            program: program.into(),
-            args: args.into_iter().map(Into::into).collect(),
-        }
-    }
-
-    /// A command line as a config gives it: words separated by spaces (no quoting, no shell);
-    /// `None` for a blank line.
-    pub fn parse(line: &str) -> Option<Self> {
-        let mut words = line.split_whitespace();
-        let program = words.next()?;
-        Some(Self::new(program, words))
-    }
-}
-
-impl fmt::Display for Hook {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.program.display())?;
-        for arg in &self.args {
-            write!(f, " {}", arg.to_string_lossy())?;
-        }
-        Ok(())
-    }
-}
-
 /// The hooks of an apply, by point, each run in the order given; and how long one may run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Hooks {
     /// `apply-start`.
-    pub apply_start: Vec<Hook>,
+    pub apply_start: Vec<CommandLine>,
     /// `pre-apply-mode`.
-    pub pre_apply_mode: Vec<Hook>,
+    pub pre_apply_mode: Vec<CommandLine>,
     /// `pre-apply-config`.
-    pub pre_apply_config: Vec<Hook>,
+    pub pre_apply_config: Vec<CommandLine>,
     /// `apply-exit`.
-    pub apply_exit: Vec<Hook>,
+    pub apply_exit: Vec<CommandLine>,
     /// How long one command may run before its group is killed (default 60 s).
     pub deadline: Duration,
 }
@@ -112,7 +73,7 @@ impl Hooks {
     }
 
     /// The same with `hook` added at `point`.
-    pub fn with(mut self, point: HookPoint, hook: Hook) -> Self {
+    pub fn with(mut self, point: HookPoint, hook: CommandLine) -> Self {
         self.at_mut(point).push(hook);
         self
     }
@@ -124,7 +85,7 @@ impl Hooks {
     }
 
     /// The commands at `point`.
-    pub fn at(&self, point: HookPoint) -> &[Hook] {
+    pub fn at(&self, point: HookPoint) -> &[CommandLine] {
         match point {
             HookPoint::ApplyStart => &self.apply_start,
             HookPoint::PreApplyMode => &self.pre_apply_mode,
@@ -133,7 +94,7 @@ impl Hooks {
         }
     }
 
-    fn at_mut(&mut self, point: HookPoint) -> &mut Vec<Hook> {
+    fn at_mut(&mut self, point: HookPoint) -> &mut Vec<CommandLine> {
         match point {
             HookPoint::ApplyStart => &mut self.apply_start,
             HookPoint::PreApplyMode => &mut self.pre_apply_mode,
@@ -143,7 +104,7 @@ impl Hooks {
     }
 }
 
-/// How much of a hook's stdout and stderr the report keeps (each).
+/// How many bytes of a hook's stdout and of its stderr the report keeps (each).
 const KEPT: usize = 16 << 10;
 
 /// One hook command as it ran.
@@ -152,13 +113,14 @@ const KEPT: usize = 16 << 10;
 pub struct HookRun {
     /// Its point.
     pub point: HookPoint,
-    /// The command line, for people.
-    pub command: String,
-    /// Whether it exited 0.
-    pub ok: bool,
-    /// How it ended, for people (`exited 0`, `timed out`, `was never started: …`).
-    pub ended: String,
-    /// What it wrote on stdout (at most 16 KiB, lossily UTF-8).
+    /// The command.
+    pub command: CommandLine,
+    /// How it ended, typed (in JSON: `end` and its facts beside it, as
+    /// [`RunResult`] serializes).
+    #[serde(flatten)]
+    pub end: RunResult,
+    /// What it wrote on stdout: at most 16 KiB of it, cut at a character boundary (lossily
+    /// UTF-8, then `…` when cut).
     pub stdout: String,
     /// What it wrote on stderr (the same).
     pub stderr: String,
@@ -167,13 +129,34 @@ pub struct HookRun {
     pub elapsed: Duration,
 }
 
+impl HookRun {
+    /// Whether it passed: it exited 0 (something it started may have held its output:
+    /// [`HookRun::held_output`]).
+    pub fn passed(&self) -> bool {
+        matches!(
+            self.end,
+            RunResult::Exited(0) | RunResult::LeakedPipes(Termination::Exited(0))
+        )
+    }
+
+    /// Whether it exited 0 while something it started still held its output (stopped with
+    /// the hook's process group): a warning, not a failure.
+    pub fn held_output(&self) -> bool {
+        matches!(self.end, RunResult::LeakedPipes(Termination::Exited(0)))
+    }
+}
+
 fn millis<S: serde::Serializer>(elapsed: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.serialize_u64(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl fmt::Display for HookRun {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} hook `{}` {}", self.point, self.command, self.ended)
+        write!(f, "{} hook `{}` ", self.point, self.command)?;
+        match &self.end {
+            RunResult::CouldNotStart(error) => write!(f, "was never started: {error}"),
+            end => write!(f, "{end}"),
+        }
     }
 }
 
@@ -186,25 +169,31 @@ pub(super) struct HookEnv {
     pub outcome: Option<crate::report::ApplyOutcome>,
 }
 
+/// At most [`KEPT`] bytes of `bytes` as text, cut at a character boundary, `…` when cut.
 fn kept(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
-    match text.char_indices().nth(KEPT) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.into_owned(),
+    if text.len() <= KEPT {
+        return text.into_owned();
     }
+    let mut at = KEPT;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    format!("{}…", &text[..at])
 }
 
-/// Runs the commands of `point` in order, each recorded in `runs`; stops at the first that does
-/// not exit 0 and answers it (a pre-hook that fails blocks the apply).
+/// Runs the commands of `point` in order, each recorded in the draft's hooks (one that held
+/// its output after exit 0 also as a warning); stops at the first that did not pass and
+/// answers it (a pre-hook that fails blocks the apply).
 pub(super) fn run_point(
     hooks: &Hooks,
     point: HookPoint,
     env: &HookEnv,
-    runs: &mut Vec<HookRun>,
+    draft: &mut Draft,
 ) -> Option<HookRun> {
     for hook in hooks.at(point) {
-        let mut spec = RunSpec::new(&hook.program, hooks.deadline)
-            .args(hook.args.iter().cloned())
+        let mut spec = hook
+            .spec(hooks.deadline)
             .env("MXCTL_HOOK", point.to_string())
             .env("MXCTL_LABEL", &env.label)
             .env("MXCTL_DEVICES", &env.devices);
@@ -214,25 +203,45 @@ pub(super) fn run_point(
                 .env("MXCTL_REASON", outcome.reason().unwrap_or_default());
         }
         let done = run(&spec);
-        let ok = matches!(done.result, RunResult::Exited(0));
-        let ended = match &done.result {
-            RunResult::CouldNotStart(error) => format!("was never started: {error}"),
-            result => format!("{result}"),
-        };
         let ran = HookRun {
             point,
-            command: hook.to_string(),
-            ok,
-            ended,
+            command: hook.clone(),
+            end: done.result,
             stdout: kept(&done.stdout),
             stderr: kept(&done.stderr),
             elapsed: done.elapsed,
         };
         tracing::info!("{ran}");
-        runs.push(ran.clone());
-        if !ok {
+        draft.hooks.push(ran.clone());
+        if ran.held_output() {
+            draft.warnings.push(ApplyWarning::HookHeldOutput(ran));
+        } else if !ran.passed() {
             return Some(ran);
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_is_kept_to_16_kib_in_bytes_cut_at_a_character_boundary() {
+        // 'é' is two bytes: 16 KiB of bytes end inside one at an odd length.
+        let long = format!("a{}", "é".repeat(KEPT));
+        let kept = kept(long.as_bytes());
+        let body = kept.strip_suffix('…').unwrap_or_default();
+        assert!(
+            body.len() <= KEPT && body.len() >= KEPT - 1,
+            "{}",
+            body.len()
+        );
+        assert!(long.starts_with(body));
+    }
+
+    #[test]
+    fn output_within_the_limit_is_kept_whole() {
+        assert_eq!(kept("done\n".as_bytes()), "done\n");
+    }
 }

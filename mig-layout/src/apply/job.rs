@@ -24,10 +24,7 @@ pub(super) fn take_lock(
     host: &Host,
     options: &ApplyOptions,
 ) -> Result<Result<HostLock, End>, ApplyError> {
-    let taken = match &options.cancel {
-        Some(cancel) => host.lock_unless(options.lock_wait, cancel),
-        None => host.lock(options.lock_wait),
-    };
+    let taken = host.lock_unless(options.lock_wait, options.cancel.as_ref());
     match taken {
         Ok(lock) => Ok(Ok(lock)),
         Err(busy) if busy.is_busy() => {

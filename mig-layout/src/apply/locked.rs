@@ -13,7 +13,6 @@ use super::run::{ApplyError, ApplyRun};
 use super::writes::{self, Write};
 use crate::report::{ApplyOutcome, ApplyReason, ApplyWarning, Draft, End};
 use gpu_host_probe::HostLock;
-use gpu_host_probe::helper::Helper;
 use host_sync::{ApplyEnd, Direction};
 
 /// How the apply ends: a pre-hook that failed blocks it.
@@ -55,9 +54,7 @@ fn before_reading(
     draft: &mut Draft,
 ) -> Option<End> {
     if !options.dry_run {
-        if let Some(failed) =
-            hooks::run_point(&options.hooks, HookPoint::ApplyStart, env, &mut draft.hooks)
-        {
+        if let Some(failed) = hooks::run_point(&options.hooks, HookPoint::ApplyStart, env, draft) {
             return Some(hook_failed(&failed));
         }
     }
@@ -99,11 +96,7 @@ pub(super) fn run_locked(
     } = run;
     // Every run of the helper ends when the caller cancels (the closing sync's too); the one read
     // that settles what a batch without an answer did runs without it.
-    let cancellable = options
-        .cancel
-        .as_ref()
-        .map(|cancel| Helper::new(helper.config().clone().cancel(cancel.clone())));
-    let reader = cancellable.as_ref().unwrap_or(helper);
+    let reader = &helper.ending_on(options.cancel.as_ref());
     let direction = direction(&job);
     let mut env = hook_env(label, &job);
     let mut progress = |progress: Progress| {
@@ -169,9 +162,7 @@ fn hook_env(label: &str, job: &Job) -> HookEnv {
 
 /// The `apply-exit` hooks, once the apply is over (one that fails is a warning).
 fn exit_hooks(options: &ApplyOptions, env: &HookEnv, draft: &mut Draft) {
-    let mut runs = Vec::new();
-    if let Some(failed) = hooks::run_point(&options.hooks, HookPoint::ApplyExit, env, &mut runs) {
+    if let Some(failed) = hooks::run_point(&options.hooks, HookPoint::ApplyExit, env, draft) {
         draft.warnings.push(ApplyWarning::ExitHookFailed(failed));
     }
-    draft.hooks.extend(runs);
 }

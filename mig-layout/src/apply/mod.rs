@@ -45,7 +45,7 @@ mod reset;
 mod run;
 mod writes;
 
-pub use hooks::{HOOK_DEADLINE, Hook, HookPoint, HookRun, Hooks};
+pub use hooks::{HOOK_DEADLINE, HookPoint, HookRun, Hooks};
 pub(crate) use job::asked_for;
 pub use options::ApplyOptions;
 pub use phases::STEP_DEADLINE;

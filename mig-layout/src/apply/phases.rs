@@ -341,7 +341,7 @@ fn create(
                 StepOutcome::Done {
                     gpu_instance_id, ..
                 } => gpu_instance_id,
-                _ => None,
+                StepOutcome::Refused { .. } | StepOutcome::Skipped => None,
             })
             .collect();
         if created.len() != planned.create.len() {

@@ -19,7 +19,8 @@ use gpu_partition_types::Bdf;
 use layout_model::Card;
 use std::time::Duration;
 use warm_reset::{
-    BlockedReason, Clock, ExecuteError, ResetOutcome, ResetReport, ResetWith, window_left,
+    BlockedReason, Clock, ExecuteError, ResetOutcome, ResetReport, ResetTarget, ResetWith,
+    window_left,
 };
 
 /// Waits on `clock` until a reset the journal records in flight, of this boot, is past its
@@ -41,16 +42,15 @@ fn wait_out_in_flight(
     Ok(Some(left))
 }
 
-/// Runs the nvidia method's machine on `devices` (one command for them all) under `lock`: a
-/// dry run when `dry_run`.
+/// Runs the nvidia method's machine on `target` (one command for all its GPUs) under `lock`:
+/// a dry run when `dry_run`.
 fn run(
     lock: &HostLock,
     with: &mut ResetWith<'_>,
-    devices: &[Bdf],
+    target: &ResetTarget,
     dry_run: bool,
 ) -> Result<ResetReport, ExecuteError> {
-    let ids: Vec<String> = devices.iter().map(ToString::to_string).collect();
-    with.execute(&ids.join(","), dry_run, lock)
+    with.execute(target, dry_run, lock)
 }
 
 /// How a batch of resets ended: the GPUs it touched (reset, or verified after an earlier
@@ -130,6 +130,9 @@ fn earlier_reset(
     end: &mut BatchEnd,
 ) -> Option<Vec<Bdf>> {
     let lock = ctx.shared.lock;
+    let Some(target) = ResetTarget::devices(due) else {
+        return Some(Vec::new());
+    };
     let waited = match wait_out_in_flight(lock, with.clock_or_real()) {
         Err(error) => {
             end.could_not_run(due, &error);
@@ -144,7 +147,7 @@ fn earlier_reset(
             waited,
         });
     }
-    let verified = match run(lock, with, due, false) {
+    let verified = match run(lock, with, &target, false) {
         Err(error) => {
             end.could_not_run(due, &error);
             return None;
@@ -164,7 +167,7 @@ fn earlier_reset(
                 ctx.say(Progress::EarlierResetCompleted { device: *device });
                 end.touched.push(*device);
             }
-            _ => still.push(*device),
+            Ok(_) | Err(_) => still.push(*device),
         }
     }
     Some(still)
@@ -182,7 +185,7 @@ fn each_alone(
     let lock = ctx.shared.lock;
     let mut batch = Vec::new();
     for device in due {
-        let dry = match run(lock, with, &[*device], true) {
+        let dry = match run(lock, with, &ResetTarget::device(*device), true) {
             Ok(dry) => dry,
             Err(error) => {
                 end.could_not_run(&[*device], &error);
@@ -212,10 +215,13 @@ fn issue(
     end: &mut BatchEnd,
 ) {
     let lock = ctx.shared.lock;
+    let Some(target) = ResetTarget::devices(batch) else {
+        return;
+    };
     for device in batch {
         ctx.say(Progress::Resetting { device: *device });
     }
-    let done = match run(lock, with, batch, false) {
+    let done = match run(lock, with, &target, false) {
         Ok(done) => done,
         Err(error) => {
             end.could_not_run(batch, &error);

@@ -137,7 +137,7 @@ fn before_writes(
         if !due {
             continue;
         }
-        if let Some(failed) = hooks::run_point(&options.hooks, point, env, &mut draft.hooks) {
+        if let Some(failed) = hooks::run_point(&options.hooks, point, env, draft) {
             return Some(hook_failed(&failed));
         }
     }

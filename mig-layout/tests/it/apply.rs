@@ -1,19 +1,19 @@
 //! The executor in its own crate: an apply over the real helper on the fake NVML (its state in
 //! a file, so consecutive runs see each other's writes), the fake's test reset backend
-//! (`fake_nvml::reset`, the nvidia method over that state) and a virtual clock. Each outcome,
+//! (`fake_nvml::backend`, the nvidia method over that state) and a virtual clock. Each outcome,
 //! each blocked and failed reason, the NVLink peer's refusal, a read-back difference and a
 //! cancel, each by what the card then holds and what the store records.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use fake_nvml::reset::ResetFault;
-use fake_nvml::scenario::{Client, GpuInstance};
 use fake_nvml::scenarios;
+use fake_nvml::{Client, GpuInstance, ResetFault};
 use gpu_host_probe::Cancel;
 use gpu_host_probe::helper::{Helper, HelperConfig};
+use gpu_host_probe::run::CommandLine;
 use gpu_partition_types::StepOutcome;
 use host_sync::{Pool, StateStore};
 use mig_layout::{
-    ApplyOptions, ApplyOutcome, ApplyReason, ApplyWarning, Hook, HookPoint, Hooks, ImpossibleKind,
+    ApplyOptions, ApplyOutcome, ApplyReason, ApplyWarning, HookPoint, Hooks, ImpossibleKind,
     PlanLine, Progress, Restore,
 };
 
@@ -194,7 +194,10 @@ fn a_layout_the_card_cannot_hold_is_blocked_as_impossible_with_its_kind() {
 #[test]
 fn a_start_hook_that_fails_blocks_the_apply_with_hook_failed() {
     let mut bed = Bed::two_a100s();
-    let hooks = Hooks::none().with(HookPoint::ApplyStart, Hook::new("/bin/false", [""; 0]));
+    let hooks = Hooks::none().with(
+        HookPoint::ApplyStart,
+        CommandLine::new("/bin/false", [""; 0]),
+    );
     let report = bed.apply(&bed.options("all-1g.5gb").hooks(hooks));
     assert_eq!(
         report.outcome,

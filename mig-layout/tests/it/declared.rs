@@ -7,8 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common::bed::{Bed, FIRST, SECOND, bdf, change_state, device_mut};
-use fake_nvml::reset::ResetFault;
-use fake_nvml::scenario::GpuInstance;
+use fake_nvml::{GpuInstance, ResetFault};
 use gpu_host_probe::Cancel;
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use host_sync::{HostState, MemoryStore, Pool, StateStore, StoreError};
@@ -41,7 +40,7 @@ fn applied() -> Bed {
 #[test]
 fn a_warm_reset_an_embedder_runs_through_the_library_makes_the_holding_unknown_naming_it() {
     let mut bed = applied();
-    let config = MachineConfig::new("0")
+    let config = MachineConfig::new("0".parse().unwrap())
         .method(Method::Nvidia)
         .window(Duration::from_secs(90));
     let clock: &dyn Clock = &*bed.clock;
@@ -182,7 +181,7 @@ fn an_apply_into_a_store_that_does_not_keep_the_declaration_fails_naming_it() {
     let document = Document::from_text(crate::common::bed::LAYOUTS).unwrap();
     let specs = document.label("all-1g.5gb").unwrap().to_vec();
     let mut store = OldStore::default();
-    let mut backend = fake_nvml::reset::backend(&bed.state, bed.clock.clone());
+    let mut backend = fake_nvml::backend(&bed.state, bed.clock.clone());
     let clock: &dyn Clock = &*bed.clock;
     let reset = ResetWith::new(Method::Nvidia, &mut backend)
         .window(Duration::from_secs(90))

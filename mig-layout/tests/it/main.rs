@@ -5,5 +5,6 @@ mod apply;
 mod common;
 mod declared;
 mod document;
+mod export;
 mod plan;
 mod props;

@@ -20,7 +20,7 @@ use warm_reset::{
 
 /// Runs `mxctl reset` on this host (its `plan` and `step` are `reset_plan`'s).
 pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result<Exit, Failure> {
-    let Some(device) = args.device.as_deref() else {
+    let Some(device) = args.device.clone() else {
         return Err(Failure::Usage("reset needs --device ID|all".to_owned()));
     };
     let method = Method::from(args.backend.method);

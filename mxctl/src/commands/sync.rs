@@ -18,10 +18,7 @@ pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<
         AfterBootArg::Yes => AfterBoot::Yes,
         AfterBootArg::No => AfterBoot::No,
     };
-    let mut options = SyncOptions::new(pool, after_boot);
-    if let Some(wait) = args.lock_wait {
-        options = options.lock_wait(wait);
-    }
+    let options = options(pool, after_boot, args.lock_wait);
     let mut store = FileStore::new(host.state_dir());
     let report = host_sync::sync(host, &helper(&args.helper, config), &mut store, &options)?;
     let text = StateReport {
@@ -76,4 +73,37 @@ pub fn host_lines(after: &host_sync::SyncReport) -> String {
         let _ = writeln!(text, "why:     {message}");
     }
     text
+}
+
+/// The sync's options: `--lock-wait` when given, else the library's bound
+/// ([`host_sync::DEFAULT_LOCK_WAIT`]).
+fn options(
+    pool: host_sync::Pool,
+    after_boot: AfterBoot,
+    lock_wait: Option<std::time::Duration>,
+) -> SyncOptions {
+    let options = SyncOptions::new(pool, after_boot);
+    match lock_wait {
+        Some(wait) => options.lock_wait(wait),
+        None => options,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn without_lock_wait_a_sync_waits_the_librarys_bound_and_with_it_the_value_given() {
+        let pool = host_sync::Pool::Enabled;
+        assert_eq!(
+            options(pool, AfterBoot::No, None).lock_wait,
+            host_sync::DEFAULT_LOCK_WAIT
+        );
+        assert_eq!(
+            options(pool, AfterBoot::No, Some(Duration::from_secs(60))).lock_wait,
+            Duration::from_secs(60)
+        );
+    }
 }

@@ -52,6 +52,7 @@ fn the_playbook_runs_every_action_of_a_plan_once_in_phase_order() {
         };
         let config = pool.config.as_path();
         let state = host.path("state");
+        let locks = host.path("locks");
         let proc_root = host.path("proc");
         // A machine of its own per host: the three hosts' steps run at once.
         let sysfs = host.path("sys");
@@ -61,7 +62,7 @@ fn the_playbook_runs_every_action_of_a_plan_once_in_phase_order() {
             "{name} ansible_connection=local mxctl={mxctl} workdir={workdir} mxctl_args={args} step_args={step}\n",
             mxctl = env!("CARGO_BIN_EXE_mxctl"),
             workdir = host.dir.path().display(),
-            args = list(&[Path::new("--config"), config, Path::new("--state-dir"), &state, Path::new("--proc-root"), &proc_root, Path::new("--sysfs-root"), &sysfs]),
+            args = list(&[Path::new("--config"), config, Path::new("--state-dir"), &state, Path::new("--lock-dir"), &locks, Path::new("--proc-root"), &proc_root, Path::new("--sysfs-root"), &sysfs]),
             step = list(&[Path::new("--mx-smi"), &mx_smi, Path::new("--kmsg"), &kmsg]),
         ));
     }
@@ -122,6 +123,7 @@ fn partition_inventory(
             format!("\"[{}]\"", quoted.join(", "))
         };
         let state = host.path("state");
+        let locks = host.path("locks");
         let proc_root = host.path("proc");
         let sysfs = host.sysfs.root().to_path_buf();
         let nvidia_smi = host.path("bin/nvidia-smi");
@@ -133,6 +135,7 @@ fn partition_inventory(
             args = list(&[
                 "--config".as_ref(), "/dev/null".as_ref(),
                 "--state-dir".as_ref(), state.as_os_str(),
+                "--lock-dir".as_ref(), locks.as_os_str(),
                 "--sysfs-root".as_ref(), sysfs.as_os_str(),
                 "--proc-root".as_ref(), proc_root.as_os_str(),
             ]),

@@ -40,6 +40,8 @@ fn a_sync_killed_at_random_points_never_leaves_a_torn_state_file() {
             .arg(sysfs.root())
             .arg("--state-dir")
             .arg(&state)
+            .arg("--lock-dir")
+            .arg(state.with_file_name("locks"))
             .args(["sync", "--after-boot", "yes", "--pool", pool, "--helper"])
             .arg(&helper);
         command
@@ -132,6 +134,8 @@ fn a_helper_dies_with_the_mxctl_that_started_it_so_no_write_outlives_its_run() {
         .arg(dir.path().join("sys"))
         .arg("--state-dir")
         .arg(dir.path().join("state"))
+        .arg("--lock-dir")
+        .arg(dir.path().join("locks"))
         .args([
             "probe",
             "--device",

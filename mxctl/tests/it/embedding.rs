@@ -40,12 +40,42 @@ fn wait_for(path: &std::path::Path) {
     }
 }
 
-fn reset(host: &Host) -> (ResetOutcome, Vec<String>) {
+/// A reset of GPU 0 by the nvidia method on `host`, its `nvidia-smi` absent: it meets the host
+/// lock first, and never reaches a card.
+fn reset(host: &Host) -> ResetOutcome {
+    let mut backend = warm_reset::NvidiaSmiBackend::new(
+        Some("/nonexistent/nvidia-smi".into()),
+        host.proc_root(),
+        "/dev/null",
+    );
+    let config = MachineConfig::new("0".parse().unwrap()).method(warm_reset::Method::Nvidia);
+    execute(ResetRun::new(&config, host, &mut backend))
+        .unwrap()
+        .outcome
+}
+
+#[test]
+fn a_simulated_reset_runs_on_its_own_lock_and_journal_never_the_machines() {
+    let dir = tempfile::tempdir().unwrap();
+    let host = gpu_host_probe::test_util::isolated_host(dir.path());
+    let _held = host.try_lock().unwrap();
     let clock = VirtualClock::new(1_700_000_000_000);
     let mut sim = SimMetax::new(Arc::new(clock.clone()), &[2, 2]);
-    let config = MachineConfig::new("0");
-    let report = execute(ResetRun::new(&config, host, &mut sim).clock(&clock)).unwrap();
-    (report.outcome, sim.host().resets.clone())
+    let config = MachineConfig::new("0".parse().unwrap());
+    let report = execute(ResetRun::new(&config, &host, &mut sim).clock(&clock)).unwrap();
+    assert_eq!(report.outcome, ResetOutcome::Done, "{}", report.detail);
+    assert!(read_journal(&host).unwrap().last.is_none());
+    assert!(read_journal(&host.simulated()).unwrap().last.is_some());
+    assert!(
+        std::fs::read_dir(host.lock_dir())
+            .unwrap()
+            .filter_map(Result::ok)
+            .all(|entry| !entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with("simulated-")),
+        "a simulation left its lock among the machine's"
+    );
 }
 
 #[test]
@@ -57,7 +87,9 @@ fn a_reset_while_a_sync_holds_the_host_lock_is_blocked_lock_busy_however_the_dir
     // The embedder keeps the state in its own store (here memory): the lock still lives in the
     // host's state directory, which the reset takes too.
     let sync = spawn_sync(
-        Host::new(&state).with_sysfs_root(sysfs.root()),
+        Host::new(&state)
+            .with_sysfs_root(sysfs.root())
+            .with_lock_dir(dir.path().join("locks")),
         Helper::new(HelperConfig::new(&helper)),
         MemoryStore::default(),
         SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
@@ -70,14 +102,15 @@ fn a_reset_while_a_sync_holds_the_host_lock_is_blocked_lock_busy_however_the_dir
         state.join("."),
         dir.path().join("sys/../state"),
     ] {
-        let (outcome, resets) = reset(&gpu_host_probe::test_util::isolated_host(&spelled));
+        let spelled = Host::new(&spelled)
+            .with_sysfs_root(sysfs.root())
+            .with_lock_dir(dir.path().join("locks"));
         assert_eq!(
-            outcome,
+            reset(&spelled),
             ResetOutcome::Blocked(BlockedReason::LockBusy),
             "{}",
-            spelled.display()
+            spelled.state_dir().display()
         );
-        assert!(resets.is_empty(), "a reset ran inside the sync's read");
     }
     assert!(
         read_journal(&gpu_host_probe::test_util::isolated_host(&state))
@@ -87,10 +120,19 @@ fn a_reset_while_a_sync_holds_the_host_lock_is_blocked_lock_busy_however_the_dir
     );
     let done = sync.join().unwrap();
     assert!(done.result.is_ok());
-    // The sync over, the reset goes ahead on the same host.
-    assert_eq!(
-        reset(&gpu_host_probe::test_util::isolated_host(&state)).0,
-        ResetOutcome::Done
+    // The sync over, the reset goes past the lock on the same host (to its own preflight).
+    let after = reset(
+        &Host::new(&state)
+            .with_sysfs_root(sysfs.root())
+            .with_lock_dir(dir.path().join("locks")),
+    );
+    // (as root: no nvidia-smi here; else: not root — either way past the lock).
+    assert!(
+        matches!(
+            after,
+            ResetOutcome::Blocked(BlockedReason::NvidiaSmiUnavailable | BlockedReason::NotRoot)
+        ),
+        "{after:?}"
     );
 }
 
@@ -98,7 +140,9 @@ fn a_reset_while_a_sync_holds_the_host_lock_is_blocked_lock_busy_however_the_dir
 fn a_sync_waits_for_a_reset_that_holds_the_host_lock_and_then_reads() {
     let dir = tempfile::tempdir().unwrap();
     let (sysfs, helper) = slow_host(dir.path());
-    let host = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
+    let host = Host::new(dir.path().join("state"))
+        .with_sysfs_root(sysfs.root())
+        .with_lock_dir(dir.path().join("locks"));
     let held = host.try_lock().unwrap();
     let sync = spawn_sync(
         host.clone(),

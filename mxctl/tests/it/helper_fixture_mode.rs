@@ -59,6 +59,8 @@ fn mxctl(dir: &Path, sysfs: &FakeSysfs, helper: &Path, args: &[&str]) -> serde_j
         .arg(sysfs.root())
         .arg("--state-dir")
         .arg(dir.join("state"))
+        .arg("--lock-dir")
+        .arg(dir.join("locks"))
         .arg("--proc-root")
         .arg(dir.join("proc"))
         .args(args)

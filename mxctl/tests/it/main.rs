@@ -6,6 +6,7 @@ mod common;
 mod crash;
 mod declared_truth;
 mod embedding;
+mod exposition;
 mod generate;
 mod helper_fixture_mode;
 mod labels;

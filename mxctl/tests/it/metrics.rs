@@ -18,6 +18,8 @@ fn metrics_command(state: &Path, output: Option<&Path>) -> Command {
     command
         .args(["--config", "/dev/null", "--state-dir"])
         .arg(state)
+        .arg("--lock-dir")
+        .arg(state.join("locks"))
         .arg("metrics");
     if let Some(output) = output {
         command.arg("--output").arg(output);

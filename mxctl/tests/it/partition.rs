@@ -402,11 +402,13 @@ fn an_exported_layout_applies_back_as_zero_steps() {
     let host = balanced_h100();
     let (code, exported) = common::run_json(host.command(&["export", "--label", "here"]));
     assert_eq!(code, 0, "{exported:#}");
+    assert_eq!(exported["warnings"], serde_json::json!([]), "{exported:#}");
+    let document = &exported["document"];
     assert_eq!(
-        exported["mig-configs"]["here"][0]["mig-devices"]["1g.10gb"], 2,
+        document["mig-configs"]["here"][0]["mig-devices"]["1g.10gb"], 2,
         "{exported:#}"
     );
-    let text = serde_json::to_string_pretty(&exported).unwrap();
+    let text = serde_json::to_string_pretty(document).unwrap();
     let (code, report) = host.apply(&text, "here", &[]);
     assert_eq!(code, 0, "{report:#}");
     assert!(
@@ -421,6 +423,8 @@ fn an_exported_layout_applies_back_as_zero_steps() {
         .arg(host.sysfs.root())
         .arg("--state-dir")
         .arg(host.path("state"))
+        .arg("--lock-dir")
+        .arg(host.path("locks"))
         .args(["partition", "export", "--helper"])
         .arg(&host.helper);
     let yaml = command.output().unwrap();
@@ -440,6 +444,8 @@ fn the_metrics_give_the_last_applys_outcome_and_reason() {
     command
         .args(["--config", "/dev/null", "--state-dir"])
         .arg(host.path("state"))
+        .arg("--lock-dir")
+        .arg(host.path("locks"))
         .arg("metrics");
     let text = String::from_utf8(command.output().unwrap().stdout).unwrap();
     // A sample for CI's readers (promtool, prometheus_client, node_exporter).
@@ -640,6 +646,8 @@ fn reset_from_another_state_dir(host: &PartitionHost) -> std::process::Command {
         .arg(host.path("proc"))
         .arg("--state-dir")
         .arg(host.path("another-state"))
+        .arg("--lock-dir")
+        .arg(host.path("locks"))
         .args([
             "reset",
             "--method",

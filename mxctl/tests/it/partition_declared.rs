@@ -398,11 +398,17 @@ fn a_failing_pre_apply_mode_hook_blocks_before_any_write_and_apply_exit_still_ru
     let hooks = report["hooks"].as_array().unwrap();
     assert_eq!(hooks.len(), 2, "{report:#}");
     assert_eq!(hooks[0]["point"], "pre-apply-mode");
-    assert_eq!(hooks[0]["ok"], false);
+    assert_eq!(
+        (&hooks[0]["end"], &hooks[0]["code"]),
+        (&"exited".into(), &3.into())
+    );
     assert_eq!(hooks[0]["stdout"], "stopping dcgm\n");
     assert_eq!(hooks[0]["stderr"], "dcgm would not stop\n");
     assert_eq!(hooks[1]["point"], "apply-exit");
-    assert_eq!(hooks[1]["ok"], true);
+    assert_eq!(
+        (&hooks[1]["end"], &hooks[1]["code"]),
+        (&"exited".into(), &0.into())
+    );
     assert_eq!(
         std::fs::read_to_string(host.path("exit-hook-ran")).unwrap(),
         "apply-exit all-balanced blocked hook_failed 0000:3b:00.0\n"
@@ -421,8 +427,111 @@ fn a_group_writable_hook_is_never_run_and_blocks_like_an_unsafe_helper() {
     let (code, report) = apply_configured(&host, &config);
     assert_eq!(code, 3, "{report:#}");
     assert_eq!(report["reason"], "hook_failed");
-    let ended = report["hooks"][0]["ended"].as_str().unwrap();
-    assert!(ended.starts_with("was never started"), "{ended}");
-    assert!(ended.contains("writable by its group"), "{ended}");
+    let hook = &report["hooks"][0];
+    assert_eq!(
+        (&hook["end"], &hook["cause"]),
+        (&"not_started".into(), &"untrusted".into())
+    );
+    let message = hook["message"].as_str().unwrap();
+    assert!(message.contains("writable by its group"), "{message}");
+    assert_eq!(host.writes(), Vec::<String>::new());
+}
+
+/// A config whose only hook is `pre-apply-mode = <dir>/hook`, a script of `body`, and whose
+/// hooks may run `deadline` seconds.
+fn one_hook(host: &PartitionHost, name: &str, body: &str, deadline: &str) -> std::path::PathBuf {
+    let dir = host.path("hooks");
+    std::fs::create_dir_all(&dir).unwrap();
+    let hook = dir.join(name);
+    gpu_host_probe::test_util::write_executable(&hook, &format!("#!/bin/sh\n{body}\n")).unwrap();
+    let config = host.path(&format!("{name}.conf"));
+    std::fs::write(
+        &config,
+        format!(
+            "hook-pre-apply-mode = {}\nhook-deadline = {deadline}\n",
+            hook.display()
+        ),
+    )
+    .unwrap();
+    config
+}
+
+#[test]
+fn a_hook_that_times_out_one_that_exits_1_and_one_refused_as_unsafe_end_three_typed_ways() {
+    use std::os::unix::fs::PermissionsExt;
+    let host = PartitionHost::one_h100();
+    let slow = one_hook(&host, "slow", "exec sleep 60", "0.2");
+    let failing = one_hook(&host, "failing", "exit 1", "10");
+    let unsafe_config = one_hook(&host, "unsafe", "exit 0", "10");
+    std::fs::set_permissions(
+        host.path("hooks/unsafe"),
+        std::fs::Permissions::from_mode(0o777),
+    )
+    .unwrap();
+    let mut ends = Vec::new();
+    for config in [&slow, &failing, &unsafe_config] {
+        let (code, report) = apply_configured(&host, config);
+        assert_eq!(
+            (code, &report["reason"]),
+            (3, &"hook_failed".into()),
+            "{report:#}"
+        );
+        let hook = &report["hooks"][0];
+        ends.push((
+            hook["end"].clone(),
+            hook.get("code").cloned(),
+            hook.get("cause").cloned(),
+        ));
+    }
+    assert_eq!(
+        ends,
+        [
+            ("timed_out".into(), None, None),
+            ("exited".into(), Some(1.into()), None),
+            ("not_started".into(), None, Some("untrusted".into())),
+        ]
+    );
+    assert_eq!(host.writes(), Vec::<String>::new());
+}
+
+#[test]
+fn a_hook_that_exits_0_leaving_a_child_on_its_output_lets_the_apply_run_with_a_warning() {
+    let host = PartitionHost::one_h100();
+    // A daemon restarted without redirecting its output, as such hooks are written.
+    let config = one_hook(&host, "restart", "sleep 60 &\nexit 0", "10");
+    let (code, report) = apply_configured(&host, &config);
+    assert_eq!(
+        (code, &report["outcome"]),
+        (0, &"done".into()),
+        "{report:#}"
+    );
+    let hook = &report["hooks"][0];
+    assert_eq!(
+        (&hook["end"], &hook["code"]),
+        (&"pipes_held".into(), &0.into())
+    );
+    let warnings = report["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w
+            .as_str()
+            .is_some_and(|w| w.contains("pre-apply-mode hook") && w.contains("held its output"))),
+        "{report:#}"
+    );
+    assert!(!host.writes().is_empty());
+}
+
+#[test]
+fn a_relative_hook_path_is_refused_before_any_write_naming_its_key() {
+    let host = PartitionHost::one_h100();
+    let config = host.path("relative.conf");
+    std::fs::write(&config, "hook-pre-apply-mode = hooks/drain.sh\n").unwrap();
+    let (code, report) = apply_configured(&host, &config);
+    assert_ne!(code, 0, "{report:#}");
+    let message = report["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`hook-pre-apply-mode`")
+            && message.contains("hooks/drain.sh is a relative path"),
+        "{message}"
+    );
     assert_eq!(host.writes(), Vec::<String>::new());
 }

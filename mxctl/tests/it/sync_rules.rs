@@ -246,6 +246,7 @@ fn the_probe_waits_for_a_held_host_lock_before_it_reads_any_card() {
     let helper = host.helper(|h| h);
     let held = gpu_host_probe::Host::new(host.path("state"))
         .with_sysfs_root(host.sysfs.root())
+        .with_lock_dir(host.path("locks"))
         .try_lock()
         .unwrap();
     let probe = host
@@ -277,6 +278,7 @@ fn the_probe_refuses_a_lock_held_past_its_wait_and_runs_nothing() {
     let helper = host.helper(|h| h);
     let _held = gpu_host_probe::Host::new(host.path("state"))
         .with_sysfs_root(host.sysfs.root())
+        .with_lock_dir(host.path("locks"))
         .try_lock()
         .unwrap();
     let started = Instant::now();
@@ -284,6 +286,8 @@ fn the_probe_refuses_a_lock_held_past_its_wait_and_runs_nothing() {
         "probe",
         "--device",
         "0000:3b:00.0",
+        "--lock-wait",
+        "0.5",
         "--helper",
         helper.to_str().unwrap(),
     ]);
@@ -291,7 +295,7 @@ fn the_probe_refuses_a_lock_held_past_its_wait_and_runs_nothing() {
         (code, document["error"]["kind"].as_str()),
         (1, Some("lock_busy"))
     );
-    assert!(started.elapsed() >= Duration::from_secs(10));
+    assert!(started.elapsed() >= Duration::from_millis(500));
     assert_eq!(host.helper_calls(), Vec::<String>::new());
 }
 
@@ -319,6 +323,8 @@ fn the_probe_never_reads_a_card_inside_a_warm_resets_window() {
     let probe = Command::new(env!("CARGO_BIN_EXE_mxctl"))
         .args(["--config", "/dev/null", "--json", "--state-dir"])
         .arg(reset.path("state"))
+        .arg("--lock-dir")
+        .arg(reset.path("locks"))
         .args([
             "probe",
             "--device",

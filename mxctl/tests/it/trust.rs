@@ -112,6 +112,8 @@ fn a_link_planted_as_the_metrics_file_leaves_its_target_untouched_and_fails_clea
     let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
         .args(["--config", "/dev/null", "--state-dir"])
         .arg(host.path("state"))
+        .arg("--lock-dir")
+        .arg(host.path("locks"))
         .args(["metrics", "--output"])
         .arg(out.join("mxctl.prom"))
         .output()
@@ -181,6 +183,8 @@ fn a_config_file_writable_by_others_is_refused_and_nothing_is_done() {
         .arg(&config)
         .args(["--json", "--state-dir"])
         .arg(host.path("state"))
+        .arg("--lock-dir")
+        .arg(host.path("locks"))
         .arg("sync")
         .output()
         .unwrap();

@@ -69,14 +69,23 @@ impl PendingColdReboot {
     }
 }
 
+/// Whether the host lock was taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockAnswer {
+    /// Taken (or held already by the caller).
+    Taken,
+    /// Another GPU operation holds it: who, as the lock says (its pid and state directory).
+    Held(String),
+}
+
 /// What happened: the answer to an action, or the start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Event {
     /// Begin.
     Start,
-    /// The host lock was taken (`true`) or is held by another (`false`).
-    Lock(bool),
+    /// The host lock was taken, or is held by another.
+    Lock(LockAnswer),
     /// The journal.
     Journal(JournalView),
     /// Whether this runs as root.

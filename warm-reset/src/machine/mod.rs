@@ -11,15 +11,15 @@ mod event;
 mod state;
 mod verify;
 
-pub use event::{Action, Event, InvalidTransition, JournalView, PendingColdReboot};
+pub use event::{Action, Event, InvalidTransition, JournalView, LockAnswer, PendingColdReboot};
 pub use state::State;
 
-use crate::backend::{BackendError, Refusal, ResetEnd};
+use crate::backend::{Refusal, ResetEnd};
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
+use crate::reset_target::ResetTarget;
 use crate::target::Target;
 use crate::warning::ResetWarning;
-use gpu_host_probe::chain::Chain;
 use std::time::Duration;
 
 /// The next state and the actions to perform in order, or why the event does not belong.
@@ -29,9 +29,8 @@ pub type Transition = Result<(State, Vec<Action>), Box<InvalidTransition>>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MachineConfig {
-    /// The ID to reset, as the method reads it (`mx-smi`'s and `nvidia-smi`'s IDs, a PCI
-    /// address), or `all`.
-    pub id: String,
+    /// What to reset: every GPU of the method, or GPUs by their IDs.
+    pub target: ResetTarget,
     /// The method whose backend runs (a reset in flight of another method is not verified by
     /// this one).
     pub method: Method,
@@ -56,11 +55,11 @@ pub const DEFAULT_WINDOW: Duration = Duration::from_secs(90);
 pub const FIRST_POLL: Duration = Duration::from_millis(100);
 
 impl MachineConfig {
-    /// A MetaX reset of `id` with the guide's window ([`DEFAULT_WINDOW`]), checked back as
-    /// soon as the reset ends, then after 100 ms, doubling to the guide's 1 s.
-    pub fn new(id: &str) -> Self {
+    /// A MetaX reset of `target` with the guide's window ([`DEFAULT_WINDOW`]), checked back
+    /// as soon as the reset ends, then after 100 ms, doubling to the guide's 1 s.
+    pub fn new(target: ResetTarget) -> Self {
         Self {
-            id: id.to_owned(),
+            target,
             method: Method::Metax,
             window: DEFAULT_WINDOW,
             poll: Duration::from_secs(1),
@@ -100,9 +99,6 @@ impl MachineConfig {
     }
 }
 
-/// Why a run is blocked when the host lock is taken.
-pub(crate) const LOCK_HELD: &str = "another GPU operation holds the host lock";
-
 fn blocked(refusal: Refusal) -> Transition {
     Ok((
         State::Blocked {
@@ -135,11 +131,6 @@ fn cold_not_back(
     ))
 }
 
-/// What the host said when it did not answer, with its causes, for a detail or a warning.
-pub(crate) fn said(error: &BackendError) -> String {
-    Chain(error).to_string()
-}
-
 /// The warnings, then the next action.
 fn warned(warnings: Vec<ResetWarning>, then: Action) -> Vec<Action> {
     warnings
@@ -160,8 +151,12 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
     let go = |state: State, actions: Vec<Action>| Ok((state, actions));
     match (state, event) {
         (S::Planned, E::Start) => go(S::Locking, vec![Action::TakeLock]),
-        (S::Locking, E::Lock(true)) => go(S::ReadingJournal, vec![Action::ReadJournal]),
-        (S::Locking, E::Lock(false)) => blocked(Refusal::new(BlockedReason::LockBusy, LOCK_HELD)),
+        (S::Locking, E::Lock(LockAnswer::Taken)) => {
+            go(S::ReadingJournal, vec![Action::ReadJournal])
+        }
+        (S::Locking, E::Lock(LockAnswer::Held(holder))) => {
+            blocked(Refusal::new(BlockedReason::LockBusy, holder))
+        }
         (S::ReadingJournal, E::Journal(JournalView::Clear)) => {
             go(S::CheckingRoot, vec![Action::CheckRoot])
         }
@@ -256,7 +251,7 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
         (S::CheckingUse { .. }, E::Use(Err(refusal))) => blocked(refusal),
         (S::CheckingKernelLog { .. }, E::KernelLog(Err(why))) => blocked(Refusal::new(
             BlockedReason::KernelLogUnreadable,
-            format!("the reset could not be verified: {}", said(&why)),
+            format!("the reset could not be verified: {}", why.said()),
         )),
         (S::CheckingKernelLog { target }, E::KernelLog(Ok(()))) if config.dry_run => {
             go(S::DryRun { target }, Vec::new())
@@ -283,7 +278,7 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
             vec![Action::CheckBack { target }],
         ),
         (S::Resetting { target, .. }, E::ResetEnded(ResetEnd::Failed(why))) => {
-            cold(ColdRebootReason::ResetError, said(&why), target)
+            cold(ColdRebootReason::ResetError, why.said(), target)
         }
         // The tool changed nothing: the run is blocked, and no reset is left in flight.
         (S::Resetting { .. }, E::ResetEnded(ResetEnd::Refused(refusal))) => Ok((
@@ -330,7 +325,7 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
         (S::CheckingKernel { target }, E::KernelErrors(Err(why))) => go(
             S::Done { target },
             vec![
-                Action::Warn(ResetWarning::KernelLogUnchecked(said(&why))),
+                Action::Warn(ResetWarning::KernelLogUnchecked(why.said())),
                 Action::CloseJournal,
             ],
         ),

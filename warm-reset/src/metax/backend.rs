@@ -9,9 +9,9 @@ use super::mx_smi::{self, GpuRow, GpuState};
 use super::target::MetaxTarget;
 use crate::backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
 use crate::kmsg::error_messages;
-use crate::machine::said;
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
+use crate::reset_target::ResetTarget;
 use crate::target::{Target, TargetFacts};
 use crate::tool::{ToolEnd, ToolError};
 use crate::warning::ResetWarning;
@@ -94,6 +94,10 @@ impl<H: MetaxHost> MetaxBackend<H> {
 }
 
 impl<H: MetaxHost> Backend for MetaxBackend<H> {
+    fn simulation(&self) -> bool {
+        self.host().simulation()
+    }
+
     fn is_root(&mut self) -> bool {
         self.host.is_root()
     }
@@ -151,12 +155,24 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
             .collect())
     }
 
-    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<ResetWarning>), Refusal> {
-        let rows = self.rows()?;
-        let Some(mut metax) = MetaxTarget::resolve(id, &rows) else {
+    fn resolve(&mut self, target: &ResetTarget) -> Result<(Target, Vec<ResetWarning>), Refusal> {
+        if let ResetTarget::Named(ids) = target
+            && ids.len() > 1
+        {
             return Err(Refusal::new(
                 BlockedReason::UnknownDevice,
-                format!("{id:?} names no GPU of mx-smi -L"),
+                format!(
+                    "{:?} names {} GPUs; mx-smi resets one GPU, or all, a command",
+                    target.to_string(),
+                    ids.len()
+                ),
+            ));
+        }
+        let rows = self.rows()?;
+        let Some(mut metax) = MetaxTarget::resolve(target, &rows) else {
+            return Err(Refusal::new(
+                BlockedReason::UnknownDevice,
+                format!("{:?} names no GPU of mx-smi -L", target.to_string()),
             ));
         };
         let mut warnings = Vec::new();
@@ -164,10 +180,13 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
             Ok(topology) => metax.topology = Some(topology),
             Err(why) => warnings.push(ResetWarning::TopologyUnread {
                 after_reset: false,
-                why: said(&why),
+                why: why.said(),
             }),
         }
-        Ok((Target::new(id.trim(), TargetFacts::Metax(metax)), warnings))
+        Ok((
+            Target::new(&target.to_string(), TargetFacts::Metax(metax)),
+            warnings,
+        ))
     }
 
     fn check_use(&mut self, _target: &Target) -> Result<Vec<ResetWarning>, Refusal> {
@@ -214,7 +233,7 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
         let metax = match facts(target) {
             Ok(metax) => metax.clone(),
             Err(error) => {
-                return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, said(&error)));
+                return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, error.said()));
             }
         };
         let rows = match self.rows() {
@@ -222,7 +241,7 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
             Err(why) => {
                 return Back::NotYet(NotBack::new(
                     ColdRebootReason::GpuMissing,
-                    format!("mx-smi -L failed: {}", said(&why)),
+                    format!("mx-smi -L failed: {}", why.said()),
                 ));
             }
         };
@@ -237,7 +256,7 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
                     Err(why) => Back::Yes {
                         warnings: vec![ResetWarning::TopologyUnread {
                             after_reset: true,
-                            why: said(&why),
+                            why: why.said(),
                         }],
                     },
                 },

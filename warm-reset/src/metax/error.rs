@@ -42,7 +42,10 @@ impl MxSmiError {
     pub fn blocked_reason(&self) -> BlockedReason {
         match self {
             Self::Tool(tool) if tool.is_unsafe() => BlockedReason::UnsafeProgram,
-            _ => BlockedReason::MxSmiUnavailable,
+            Self::Tool(_)
+            | Self::NotMetax { .. }
+            | Self::Unreadable(_)
+            | Self::SaidFailed { .. } => BlockedReason::MxSmiUnavailable,
         }
     }
 }

@@ -16,6 +16,10 @@ pub const MX_SMI_PLACES: [&str; 2] = ["/opt/mxdriver/bin/mx-smi", "/opt/maca/bin
 
 /// A MetaX host as the backend reads it.
 pub trait MetaxHost: KernelLogSource {
+    /// Whether this is a simulated host ([`crate::Backend::simulation`]).
+    fn simulation(&self) -> bool {
+        false
+    }
     /// Whether this runs as root.
     fn is_root(&mut self) -> bool;
     /// Whether `mx-smi` is there (present and executable), or why not.

@@ -2,6 +2,7 @@
 //! against.
 
 use super::mx_smi::{GpuRow, Topology};
+use crate::reset_target::ResetTarget;
 use gpu_partition_types::Bdf;
 use serde::{Deserialize, Serialize};
 
@@ -22,36 +23,27 @@ pub struct MetaxTarget {
 }
 
 impl MetaxTarget {
-    /// Resolves `id` against a listing: `all`, a node ID, a PCI address (any case), or a UUID
-    /// (any case, with or without its `GPU-` prefix). `None` when it names no GPU.
-    pub fn resolve(id: &str, listing: &[GpuRow]) -> Option<MetaxTarget> {
-        let id = id.trim();
-        let named: Vec<GpuRow> = if id.eq_ignore_ascii_case("all") {
-            listing.to_vec()
-        } else {
-            let bdf = id.parse::<Bdf>().ok();
-            let bare = |uuid: &str| uuid.trim_start_matches("GPU-").to_ascii_lowercase();
-            listing
-                .iter()
-                .filter(|row| {
-                    id.parse::<u32>().ok() == Some(row.node)
-                        || bdf == Some(row.bdf)
-                        || row
-                            .uuid
-                            .as_deref()
-                            .is_some_and(|uuid| bare(uuid) == bare(id))
-                })
-                .cloned()
-                .collect()
+    /// Resolves `target` against a listing: `all`, or one GPU by its node ID, PCI address or
+    /// UUID (`mx-smi -r -i` takes one ID). `None` when it names no GPU, or more than one ID.
+    pub fn resolve(target: &ResetTarget, listing: &[GpuRow]) -> Option<MetaxTarget> {
+        let (named, mx_smi_id): (Vec<GpuRow>, Option<String>) = match target {
+            ResetTarget::All => (listing.to_vec(), Some("all".to_owned())),
+            ResetTarget::Named(ids) => {
+                let [id] = ids.as_slice() else {
+                    return None;
+                };
+                let named: Vec<GpuRow> = listing
+                    .iter()
+                    .filter(|row| id.names(row.node, row.bdf, row.uuid.as_deref()))
+                    .cloned()
+                    .collect();
+                let node = named.first().map(|row| row.node.to_string());
+                (named, node)
+            }
         };
-        let first = named.first()?;
-        let mx_smi_id = if id.eq_ignore_ascii_case("all") {
-            "all".to_owned()
-        } else {
-            first.node.to_string()
-        };
+        named.first()?;
         Some(MetaxTarget {
-            mx_smi_id,
+            mx_smi_id: mx_smi_id?,
             named,
             before: listing.to_vec(),
             topology: None,
@@ -86,6 +78,10 @@ mod tests {
     use super::*;
     use crate::metax::mx_smi::GpuState;
 
+    fn resolve(words: &str) -> Option<MetaxTarget> {
+        MetaxTarget::resolve(&ResetTarget::parse(words).unwrap(), &listing())
+    }
+
     fn listing() -> Vec<GpuRow> {
         (0..3)
             .map(|n| {
@@ -102,46 +98,31 @@ mod tests {
 
     #[test]
     fn a_node_id_names_that_gpu_and_is_passed_as_is() {
-        let target = MetaxTarget::resolve("1", &listing()).unwrap();
+        let target = resolve("1").unwrap();
         assert_eq!((target.mx_smi_id.as_str(), target.named.len()), ("1", 1));
     }
 
     #[test]
     fn a_pci_address_in_any_case_names_its_gpu_by_node_id() {
-        assert_eq!(
-            MetaxTarget::resolve("0000:08:00.0", &listing())
-                .unwrap()
-                .mx_smi_id,
-            "2"
-        );
-        assert_eq!(MetaxTarget::resolve("0000:0A:00.0", &listing()), None);
+        assert_eq!(resolve("0000:08:00.0").unwrap().mx_smi_id, "2");
+        assert_eq!(resolve("0000:0A:00.0"), None);
     }
 
     #[test]
     fn a_uuid_with_or_without_its_prefix_names_its_gpu() {
-        assert_eq!(
-            MetaxTarget::resolve("GPU-AAAA-0", &listing())
-                .unwrap()
-                .mx_smi_id,
-            "0"
-        );
-        assert_eq!(
-            MetaxTarget::resolve("aaaa-2", &listing())
-                .unwrap()
-                .mx_smi_id,
-            "2"
-        );
+        assert_eq!(resolve("GPU-AAAA-0").unwrap().mx_smi_id, "0");
+        assert_eq!(resolve("aaaa-2").unwrap().mx_smi_id, "2");
     }
 
     #[test]
     fn all_names_every_gpu() {
-        let target = MetaxTarget::resolve("all", &listing()).unwrap();
+        let target = resolve("all").unwrap();
         assert_eq!((target.mx_smi_id.as_str(), target.named.len()), ("all", 3));
     }
 
     #[test]
-    fn an_id_that_names_no_gpu_resolves_to_nothing() {
-        assert_eq!(MetaxTarget::resolve("7", &listing()), None);
-        assert_eq!(MetaxTarget::resolve("", &listing()), None);
+    fn an_id_that_names_no_gpu_or_two_ids_resolve_to_nothing() {
+        assert_eq!(resolve("7"), None);
+        assert_eq!(resolve("0,1"), None, "mx-smi resets one ID a command");
     }
 }

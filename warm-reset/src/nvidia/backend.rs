@@ -5,15 +5,15 @@
 use super::error::NvidiaSmiError;
 use super::host::{NvidiaHost, NvidiaSmiHost};
 use super::nvidia_smi::{
-    self, NvidiaGpu, device_minor, parse_compute_apps, parse_gpus, parse_nvlinks, read_reset_output,
+    NvidiaGpu, device_minor, parse_compute_apps, parse_gpus, parse_nvlinks, read_reset_output,
 };
 use super::target::NvidiaTarget;
 use crate::backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
 use crate::holders::describe;
 use crate::kmsg::device_errors;
-use crate::machine::said;
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
+use crate::reset_target::ResetTarget;
 use crate::target::{Target, TargetFacts};
 use crate::tool::ToolEnd;
 use crate::warning::ResetWarning;
@@ -69,26 +69,18 @@ fn facts(target: &Target) -> Result<&NvidiaTarget, BackendError> {
     }
 }
 
-/// The GPUs an ID names, as `nvidia-smi -i` reads it: `all`, an index, a bus ID (any form), a
-/// UUID (any case, with or without `GPU-`).
-/// The GPUs `id` names: `all`, or one or more (comma-separated) indices, bus IDs or UUIDs, as
-/// `nvidia-smi -i` takes them. An ID that names none makes the whole list name none.
-fn named(id: &str, gpus: &[NvidiaGpu]) -> Vec<NvidiaGpu> {
-    let id = id.trim();
-    if id.eq_ignore_ascii_case("all") {
-        return gpus.to_vec();
-    }
-    let bare = |uuid: &str| uuid.trim_start_matches("GPU-").to_ascii_lowercase();
+/// The GPUs `target` names, as `nvidia-smi -i` reads it: `all`, or each ID's GPUs (an index, a
+/// bus ID, a UUID), each once. An ID that names none makes the whole list name none.
+fn named(target: &ResetTarget, gpus: &[NvidiaGpu]) -> Vec<NvidiaGpu> {
+    let ids = match target {
+        ResetTarget::All => return gpus.to_vec(),
+        ResetTarget::Named(ids) => ids,
+    };
     let mut named: Vec<NvidiaGpu> = Vec::new();
-    for one in id.split(',').map(str::trim) {
-        let bdf = nvidia_smi::parse_bus_id(one);
+    for id in ids {
         let found: Vec<&NvidiaGpu> = gpus
             .iter()
-            .filter(|gpu| {
-                one.parse::<u32>().ok() == Some(gpu.index)
-                    || bdf == Some(gpu.bdf)
-                    || bare(&gpu.uuid) == bare(one)
-            })
+            .filter(|gpu| id.names(gpu.index, gpu.bdf, Some(&gpu.uuid)))
             .collect();
         if found.is_empty() {
             return Vec::new();
@@ -116,6 +108,10 @@ impl<H: NvidiaHost> NvidiaBackend<H> {
 }
 
 impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
+    fn simulation(&self) -> bool {
+        self.host().simulation()
+    }
+
     fn is_root(&mut self) -> bool {
         self.host.is_root()
     }
@@ -126,13 +122,16 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
         Ok(Vec::new())
     }
 
-    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<ResetWarning>), Refusal> {
+    fn resolve(&mut self, target: &ResetTarget) -> Result<(Target, Vec<ResetWarning>), Refusal> {
         let gpus = self.gpus()?;
-        let named = named(id, &gpus);
+        let named = named(target, &gpus);
         if named.is_empty() {
             return Err(Refusal::new(
                 BlockedReason::UnknownDevice,
-                format!("{id:?} names no GPU of nvidia-smi --query-gpu"),
+                format!(
+                    "{:?} names no GPU of nvidia-smi --query-gpu",
+                    target.to_string()
+                ),
             ));
         }
         // The peers must be reset in the same command when Fabric Manager is absent or a GPU
@@ -142,7 +141,7 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
                 BlockedReason::NvidiaSmiUnavailable,
                 format!(
                     "the NVLink peers are unknown, so no GPU can be reset alone: {}",
-                    said(&error)
+                    error.said()
                 ),
             )
         })?;
@@ -170,7 +169,10 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
             });
         }
         let facts = NvidiaTarget { named, group };
-        Ok((Target::new(id.trim(), TargetFacts::Nvidia(facts)), warnings))
+        Ok((
+            Target::new(&target.to_string(), TargetFacts::Nvidia(facts)),
+            warnings,
+        ))
     }
 
     fn check_use(&mut self, target: &Target) -> Result<Vec<ResetWarning>, Refusal> {
@@ -212,7 +214,7 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
             Ok(nvidia) => nvidia.clone(),
             Err(error) => return ResetEnd::Failed(error),
         };
-        let (command, code, text) = match self.host.reset(&nvidia.reset_ids(), within) {
+        let (command, code, text) = match self.host.reset(&nvidia.group, within) {
             ToolEnd::Exited {
                 command,
                 code,
@@ -263,7 +265,7 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
         let nvidia = match facts(target) {
             Ok(nvidia) => nvidia.clone(),
             Err(error) => {
-                return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, said(&error)));
+                return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, error.said()));
             }
         };
         let gpus = match self.gpus() {
@@ -271,7 +273,7 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
             Err(error) => {
                 return Back::NotYet(NotBack::new(
                     ColdRebootReason::GpuMissing,
-                    format!("nvidia-smi --query-gpu failed: {}", said(&error)),
+                    format!("nvidia-smi --query-gpu failed: {}", error.said()),
                 ));
             }
         };

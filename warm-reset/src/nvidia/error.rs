@@ -48,7 +48,10 @@ impl NvidiaSmiError {
     pub fn blocked_reason(&self) -> BlockedReason {
         match self {
             Self::Tool(tool) if tool.is_unsafe() => BlockedReason::UnsafeProgram,
-            _ => BlockedReason::NvidiaSmiUnavailable,
+            Self::Tool(_)
+            | Self::Unreadable(_)
+            | Self::DriverFile { .. }
+            | Self::ResetFailed { .. } => BlockedReason::NvidiaSmiUnavailable,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! [`NvidiaSmiHost`], the real one.
 
 use super::error::NvidiaSmiError;
+use super::nvidia_smi::NvidiaGpu;
 use crate::backend::BackendError;
 use crate::holders::{Holder, holders};
 use crate::kmsg::{KernelLog, KernelLogSource, KmsgRecord};
@@ -15,8 +16,22 @@ use std::time::Duration;
 /// Where `nvidia-smi` usually is, tried when none is configured; then `nvidia-smi` on `PATH`.
 pub const NVIDIA_SMI_PLACES: [&str; 1] = ["/usr/bin/nvidia-smi"];
 
+/// What `--gpu-reset -i` is given for `group`: the bus IDs as `nvidia-smi` printed them,
+/// separated by commas (the tool's own list form).
+pub fn reset_ids(group: &[NvidiaGpu]) -> String {
+    group
+        .iter()
+        .map(|gpu| gpu.bus_id.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// An NVIDIA host as the backend reads it.
 pub trait NvidiaHost: KernelLogSource {
+    /// Whether this is a simulated host ([`crate::Backend::simulation`]).
+    fn simulation(&self) -> bool {
+        false
+    }
     /// Whether this runs as root.
     fn is_root(&mut self) -> bool;
     /// Whether `nvidia-smi` is there (present and executable), or why not.
@@ -31,8 +46,9 @@ pub trait NvidiaHost: KernelLogSource {
     fn information(&mut self, bdf: Bdf) -> Result<String, BackendError>;
     /// The processes holding one of `files`.
     fn holders(&mut self, files: &[PathBuf]) -> Result<Vec<Holder>, BackendError>;
-    /// `--gpu-reset -i <ids>`, killed if it has not ended `within`.
-    fn reset(&mut self, ids: &str, within: Duration) -> ToolEnd;
+    /// `--gpu-reset -i <bus IDs>` of `group` (in one command), killed if it has not ended
+    /// `within`.
+    fn reset(&mut self, group: &[NvidiaGpu], within: Duration) -> ToolEnd;
 }
 
 /// The real NVIDIA host.
@@ -120,10 +136,11 @@ impl NvidiaHost for NvidiaSmiHost {
         Ok(holders(&self.proc_root, files)?)
     }
 
-    fn reset(&mut self, ids: &str, within: Duration) -> ToolEnd {
+    fn reset(&mut self, group: &[NvidiaGpu], within: Duration) -> ToolEnd {
+        let ids = reset_ids(group);
         let ended = match self
             .nvidia_smi
-            .run_found(&["--gpu-reset", "-i", ids], within)
+            .run_found(&["--gpu-reset", "-i", &ids], within)
         {
             Ok(ended) => ended,
             Err(error) => return ToolEnd::Failed(NvidiaSmiError::from(error).into()),

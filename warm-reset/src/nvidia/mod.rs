@@ -21,5 +21,5 @@ mod host;
 pub mod nvidia_smi;
 mod target;
 
-pub use host::{NVIDIA_SMI_PLACES, NvidiaHost, NvidiaSmiHost};
+pub use host::{NVIDIA_SMI_PLACES, NvidiaHost, NvidiaSmiHost, reset_ids};
 pub use target::NvidiaTarget;

@@ -29,13 +29,4 @@ impl NvidiaTarget {
     pub fn group(&self) -> Vec<u32> {
         self.group.iter().map(|gpu| gpu.index).collect()
     }
-
-    /// The bus IDs `--gpu-reset -i` is given, comma-separated.
-    pub fn reset_ids(&self) -> String {
-        self.group
-            .iter()
-            .map(|gpu| gpu.bus_id.as_str())
-            .collect::<Vec<_>>()
-            .join(",")
-    }
 }

@@ -9,9 +9,9 @@ use super::target::{Member, PciTarget};
 use crate::backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
 use crate::holders::describe;
 use crate::kmsg::device_errors;
-use crate::machine::said;
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
+use crate::reset_target::{ResetId, ResetTarget};
 use crate::target::{Target, TargetFacts};
 use crate::warning::ResetWarning;
 use gpu_partition_types::Bdf;
@@ -118,6 +118,10 @@ impl<H: PciHost> PciBackend<H> {
 }
 
 impl<H: PciHost> Backend for PciBackend<H> {
+    fn simulation(&self) -> bool {
+        self.host().simulation()
+    }
+
     fn is_root(&mut self) -> bool {
         self.host.is_root()
     }
@@ -128,12 +132,19 @@ impl<H: PciHost> Backend for PciBackend<H> {
         Ok(Vec::new())
     }
 
-    fn resolve(&mut self, id: &str) -> Result<(Target, Vec<ResetWarning>), Refusal> {
-        let Ok(device) = id.trim().parse::<Bdf>() else {
+    fn resolve(&mut self, target: &ResetTarget) -> Result<(Target, Vec<ResetWarning>), Refusal> {
+        let ResetTarget::Named(ids) = target else {
+            return Err(Refusal::new(
+                BlockedReason::UnknownDevice,
+                "the pci method resets one function: name its PCI address (dddd:bb:dd.f), not all",
+            ));
+        };
+        let &[ResetId::Bus(device)] = ids.as_slice() else {
             return Err(Refusal::new(
                 BlockedReason::UnknownDevice,
                 format!(
-                    "{id:?} is not a PCI address (dddd:bb:dd.f); the pci method resets one function"
+                    "{:?} is not one PCI address (dddd:bb:dd.f); the pci method resets one function",
+                    target.to_string()
                 ),
             ));
         };
@@ -195,13 +206,13 @@ impl<H: PciHost> Backend for PciBackend<H> {
         let pci = match facts(target) {
             Ok(pci) => pci.clone(),
             Err(error) => {
-                return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, said(&error)));
+                return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, error.said()));
             }
         };
         let mut not_back = Vec::new();
         for member in &pci.members {
             match self.host.function(member.bdf) {
-                Err(error) => not_back.push(format!("{}: {}", member.bdf, said(&error))),
+                Err(error) => not_back.push(format!("{}: {}", member.bdf, error.said())),
                 Ok(None) => not_back.push(format!("{} is gone", member.bdf)),
                 Ok(Some(now)) if now.identity.vendor == GONE_VENDOR => not_back.push(format!(
                     "{} reads vendor 0xffff (it fell off the bus)",

@@ -3,7 +3,6 @@
 
 use crate::os_error::OsError;
 use crate::reasons::BlockedReason;
-use gpu_host_probe::run::StartError;
 use std::path::PathBuf;
 
 /// A sysfs entry that does not answer.
@@ -49,8 +48,11 @@ impl SysfsError {
     /// `unknown_device`.
     pub fn blocked_reason(&self) -> BlockedReason {
         match self {
-            Self::Writer(StartError::Untrusted { .. }) => BlockedReason::UnsafeProgram,
-            _ => BlockedReason::UnknownDevice,
+            Self::Writer(start) if start.is_unsafe() => BlockedReason::UnsafeProgram,
+            Self::Writer(_)
+            | Self::Read { .. }
+            | Self::Unexpected { .. }
+            | Self::ResetWrite { .. } => BlockedReason::UnknownDevice,
         }
     }
 }

@@ -14,6 +14,10 @@ use std::time::Duration;
 
 /// A host's PCI functions as the backend reads them.
 pub trait PciHost: KernelLogSource {
+    /// Whether this is a simulated host ([`crate::Backend::simulation`]).
+    fn simulation(&self) -> bool {
+        false
+    }
     /// Whether this runs as root.
     fn is_root(&mut self) -> bool;
     /// Whether the program that writes `reset` may be run (present, executable, trusted).

@@ -299,6 +299,10 @@ impl KernelLogSource for MetaxSim {
 }
 
 impl MetaxHost for MetaxSim {
+    fn simulation(&self) -> bool {
+        true
+    }
+
     fn is_root(&mut self) -> bool {
         self.root
     }

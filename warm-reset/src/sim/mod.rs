@@ -23,9 +23,9 @@ pub use pci::{PCI_SCENARIOS, PciFault, PciSim, SimPci, sim_function};
 
 use crate::backend::{Backend, Refusal};
 use crate::clock::Clock;
-use crate::execute::try_lock;
 use crate::journal::{InFlight, Journal, JournalError};
 use crate::method::Method;
+use crate::reset_target::ResetTarget;
 use gpu_host_probe::{Host, LockError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,14 +56,14 @@ pub fn scenario(method: Method, name: &str, clock: Arc<dyn Clock>) -> Option<Box
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum InterruptedError {
-    /// The host lock is held, or its file could not be opened.
+    /// The host lock is held (the error names its holder), or its file could not be opened.
     #[error("cannot take the host lock")]
-    Lock(#[source] Option<LockError>),
-    /// The backend does not know the ID.
-    #[error("the simulated host refuses {id:?}: {}", refusal.detail)]
+    Lock(#[source] LockError),
+    /// The backend does not know the target.
+    #[error("the simulated host refuses \"{target}\": {}", refusal.detail)]
     Resolve {
-        /// The ID.
-        id: String,
+        /// The target.
+        target: ResetTarget,
         /// Its refusal.
         refusal: Refusal,
     },
@@ -72,25 +72,23 @@ pub enum InterruptedError {
     Journal(#[from] JournalError),
 }
 
-/// Leaves the journal of `host` as a run killed inside its window leaves it: a reset of `id`
+/// Leaves the journal of `host` as a run killed inside its window leaves it: a reset of `target`
 /// (resolved through `backend`) in flight since `started_unix_ms`, with `window`, under
 /// `boot_id` — what a test of a restarted run starts from. Written under the host lock, like
 /// every journal write.
 pub fn interrupted_reset(
     host: &Host,
     backend: &mut dyn Backend,
-    id: &str,
+    target: &ResetTarget,
     started_unix_ms: u64,
     window: Duration,
     boot_id: Option<&str>,
 ) -> Result<(), InterruptedError> {
-    let lock = try_lock(host)
-        .map_err(|error| InterruptedError::Lock(Some(error)))?
-        .ok_or(InterruptedError::Lock(None))?;
+    let lock = host.try_lock().map_err(InterruptedError::Lock)?;
     let (target, _) = backend
-        .resolve(id)
+        .resolve(target)
         .map_err(|refusal| InterruptedError::Resolve {
-            id: id.to_owned(),
+            target: target.clone(),
             refusal,
         })?;
     let window_ms = u64::try_from(window.as_millis()).unwrap_or(u64::MAX);

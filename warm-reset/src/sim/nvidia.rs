@@ -9,8 +9,8 @@ use crate::backend::BackendError;
 use crate::clock::Clock;
 use crate::holders::Holder;
 use crate::kmsg::{KernelLogSource, KmsgRecord};
-use crate::nvidia::nvidia_smi::{NvidiaGpu, parse_bus_id};
-use crate::nvidia::{NVIDIA_SMI_PLACES, NvidiaHost};
+use crate::nvidia::nvidia_smi::NvidiaGpu;
+use crate::nvidia::{NVIDIA_SMI_PLACES, NvidiaHost, reset_ids};
 use crate::tool::{ToolEnd, ToolError};
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;
@@ -166,6 +166,10 @@ impl KernelLogSource for NvidiaSim {
 }
 
 impl NvidiaHost for NvidiaSim {
+    fn simulation(&self) -> bool {
+        true
+    }
+
     fn is_root(&mut self) -> bool {
         self.root
     }
@@ -217,28 +221,25 @@ impl NvidiaHost for NvidiaSim {
             .iter()
             .filter_map(|(pid, name, index)| {
                 let file = PathBuf::from(format!("/dev/nvidia{index}"));
-                files.contains(&file).then(|| Holder {
-                    pid: *pid,
-                    name: name.clone(),
-                    file,
-                })
+                files.contains(&file).then(|| Holder::new(*pid, name, file))
             })
             .collect())
     }
 
-    fn reset(&mut self, ids: &str, within: Duration) -> ToolEnd {
-        self.resets.push(ids.to_owned());
+    fn reset(&mut self, group: &[NvidiaGpu], within: Duration) -> ToolEnd {
+        let ids = reset_ids(group);
+        self.resets.push(ids.clone());
         let command = format!("nvidia-smi --gpu-reset -i {ids}");
-        let bdfs: Vec<Bdf> = ids.split(',').filter_map(parse_bus_id).collect();
+        let bdfs: Vec<Bdf> = group.iter().map(|gpu| gpu.bdf).collect();
         match self.fault {
             Some(NvidiaFault::Hang) => {
                 self.clock.sleep(within);
                 return ToolEnd::Hung;
             }
             Some(NvidiaFault::BusyBlock) => {
-                let lines: Vec<String> = ids
-                    .split(',')
-                    .map(|id| format!("  GPU {id}: In use by another client"))
+                let lines: Vec<String> = group
+                    .iter()
+                    .map(|gpu| format!("  GPU {}: In use by another client", gpu.bus_id))
                     .collect();
                 return ToolEnd::Exited {
                     command,
@@ -259,7 +260,7 @@ impl NvidiaHost for NvidiaSim {
         self.reset_done = true;
         self.back_at = Some((
             self.clock.now() + self.recovery,
-            ids.split(',').map(str::to_owned).collect(),
+            group.iter().map(|gpu| gpu.bus_id.clone()).collect(),
         ));
         if self.fault == Some(NvidiaFault::KernelErrors) {
             if let Some(first) = bdfs.first() {
@@ -279,9 +280,9 @@ impl NvidiaHost for NvidiaSim {
         ToolEnd::Exited {
             command,
             code: 0,
-            said: ids
-                .split(',')
-                .map(|id| format!("GPU {id} was successfully reset.\n"))
+            said: group
+                .iter()
+                .map(|gpu| format!("GPU {} was successfully reset.\n", gpu.bus_id))
                 .collect(),
         }
     }

@@ -130,6 +130,10 @@ impl KernelLogSource for PciSim {
 }
 
 impl PciHost for PciSim {
+    fn simulation(&self) -> bool {
+        true
+    }
+
     fn is_root(&mut self) -> bool {
         self.root
     }
@@ -227,11 +231,7 @@ impl SimPci {
         match name {
             "ok" => {}
             "busy" => {
-                host.holders = vec![Holder {
-                    pid: 4242,
-                    name: "qemu-system-x86".to_owned(),
-                    file: PathBuf::from("/dev/vfio/12"),
-                }];
+                host.holders = vec![Holder::new(4242, "qemu-system-x86", "/dev/vfio/12")];
             }
             "host-driver" => set(host, gpu, |f| f.driver = Some("nvidia".to_owned())),
             "no-reset-method" => set(host, gpu, |f| f.reset_methods = Some(Vec::new())),

@@ -9,8 +9,8 @@ use warm_reset::ResetWarning;
 use warm_reset::metax::MetaxTarget;
 use warm_reset::metax::mx_smi::{GpuRow, GpuState};
 use warm_reset::{
-    Action, Back, BackendError, BlockedReason, ColdRebootReason, Event, JournalView, MachineConfig,
-    Method, NotBack, Refusal, ResetEnd, State, Target, TargetFacts, step,
+    Action, Back, BackendError, BlockedReason, ColdRebootReason, Event, JournalView, LockAnswer,
+    MachineConfig, Method, NotBack, Refusal, ResetEnd, State, Target, TargetFacts, step,
 };
 
 const NOW: Duration = Duration::from_secs(100);
@@ -26,12 +26,12 @@ fn row(node: u32) -> GpuRow {
 }
 
 fn target() -> Target {
-    let metax = MetaxTarget::resolve("0", &[row(0), row(1)]).unwrap();
+    let metax = MetaxTarget::resolve(&"0".parse().unwrap(), &[row(0), row(1)]).unwrap();
     Target::new("0", TargetFacts::Metax(metax))
 }
 
 fn config() -> MachineConfig {
-    MachineConfig::new("0")
+    MachineConfig::new("0".parse().unwrap())
 }
 
 fn go(state: State, event: Event) -> (State, Vec<Action>) {
@@ -105,7 +105,7 @@ fn start_takes_the_host_lock() {
 #[test]
 fn a_taken_lock_leads_to_the_journal() {
     assert_eq!(
-        go(State::Locking, Event::Lock(true)),
+        go(State::Locking, Event::Lock(LockAnswer::Taken)),
         (State::ReadingJournal, vec![Action::ReadJournal])
     );
 }
@@ -113,7 +113,10 @@ fn a_taken_lock_leads_to_the_journal() {
 #[test]
 fn a_held_lock_blocks_with_lock_busy() {
     assert_eq!(
-        blocked_with(State::Locking, Event::Lock(false)),
+        blocked_with(
+            State::Locking,
+            Event::Lock(LockAnswer::Held("pid 4242".to_owned()))
+        ),
         BlockedReason::LockBusy
     );
 }
@@ -528,7 +531,7 @@ fn all_states() -> Vec<State> {
 fn all_events() -> Vec<Event> {
     vec![
         Event::Start,
-        Event::Lock(true),
+        Event::Lock(LockAnswer::Taken),
         Event::Journal(JournalView::Clear),
         Event::Root(true),
         Event::Host(Ok(vec![])),

@@ -208,7 +208,7 @@ fn another_vendors_mx_smi_blocks_with_mx_smi_unavailable_naming_it() {
 }
 
 fn resolved(backend: &mut MetaxBackend<Scripted>) -> (Target, Vec<ResetWarning>) {
-    backend.resolve("0").unwrap()
+    backend.resolve(&"0".parse().unwrap()).unwrap()
 }
 
 #[test]
@@ -234,7 +234,10 @@ fn a_topology_that_does_not_read_is_a_warning_and_the_group_stays_unknown() {
 
 #[test]
 fn an_id_that_names_no_gpu_blocks_with_unknown_device() {
-    let refusal = Scripted::new().backend().resolve("9").unwrap_err();
+    let refusal = Scripted::new()
+        .backend()
+        .resolve(&"9".parse().unwrap())
+        .unwrap_err();
     assert_eq!(refusal.reason, BlockedReason::UnknownDevice);
 }
 
@@ -242,7 +245,7 @@ fn an_id_that_names_no_gpu_blocks_with_unknown_device() {
 fn a_listing_that_fails_before_the_reset_blocks_with_mx_smi_unavailable() {
     let mut host = Scripted::new();
     host.listings = VecDeque::from([Err(why("exit 1"))]);
-    let refusal = host.backend().resolve("0").unwrap_err();
+    let refusal = host.backend().resolve(&"0".parse().unwrap()).unwrap_err();
     assert_eq!(refusal.reason, BlockedReason::MxSmiUnavailable);
 }
 

@@ -167,6 +167,16 @@ fn a_header_naming_a_gpu_twice_is_an_error() {
 }
 
 #[test]
+fn a_header_naming_one_gpu_in_two_spellings_is_an_error_not_a_gpu_linked_to_itself() {
+    // Found by fuzzing: `GPU02` and `GPU2` are one GPU, compared as the index they mean.
+    let text = "\tGPU02\tGPU1\tGPU2\tCPU Affinity\tNUMA Affinity\n\
+                GPU1\tPHB\t X \tNODE\t0-23\t0\n\
+                GPU2\tNV4\tNODE\t X \t0-23\t0\n";
+    let error = parse_nvlinks(text).unwrap_err();
+    assert!(error.to_string().contains("twice"), "{error}");
+}
+
+#[test]
 fn a_gpu_with_two_rows_is_an_error() {
     let text = sample("topo-m-2x5090-tabs.txt");
     let header_and_gpu0: Vec<&str> = text.lines().take(2).collect();

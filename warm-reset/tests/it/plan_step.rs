@@ -55,7 +55,7 @@ fn step(
 #[test]
 fn a_step_while_another_reset_is_in_flight_is_blocked_and_leaves_that_resets_record_intact() {
     let dir = tempfile::tempdir().unwrap();
-    let host = gpu_host_probe::test_util::isolated_host(dir.path());
+    let host = gpu_host_probe::test_util::isolated_host(dir.path()).simulated();
     let plan = one_host_plan();
     // Another reset of this host, in its window for a second (real clock, real lock).
     let other = {
@@ -64,7 +64,7 @@ fn a_step_while_another_reset_is_in_flight_is_blocked_and_leaves_that_resets_rec
             let clock = Arc::new(SystemClock::new());
             let mut sim = SimMetax::new(clock.clone(), &[2]);
             sim.host_mut().reset_duration = Duration::from_secs(1);
-            let config = MachineConfig::new("0");
+            let config = MachineConfig::new("0".parse().unwrap());
             execute(ResetRun::new(&config, &host, &mut sim).clock(clock.as_ref())).unwrap()
         })
     };
@@ -102,12 +102,12 @@ fn a_step_while_another_reset_is_in_flight_is_blocked_and_leaves_that_resets_rec
 #[test]
 fn a_step_record_that_does_not_read_is_an_error_naming_it_and_the_step_is_not_run_again() {
     let dir = tempfile::tempdir().unwrap();
-    let host = gpu_host_probe::test_util::isolated_host(dir.path());
+    let host = gpu_host_probe::test_util::isolated_host(dir.path()).simulated();
     let plan = one_host_plan();
     let first = step(&host, &plan, 1).unwrap();
     assert_eq!(first.outcome, ResetOutcome::Done);
     // A hand edit breaks the step's report (the journal itself still reads).
-    let path = dir.path().join(warm_reset::JOURNAL_FILE);
+    let path = host.state_dir().join(warm_reset::JOURNAL_FILE);
     let mut journal: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     journal["steps"]["p/phase-1/h1"]["report"]["actions"] = "lost".into();
@@ -131,10 +131,29 @@ fn a_step_record_that_does_not_read_is_an_error_naming_it_and_the_step_is_not_ru
 #[test]
 fn a_step_that_ran_reports_its_first_result_and_resets_nothing_more() {
     let dir = tempfile::tempdir().unwrap();
-    let host = gpu_host_probe::test_util::isolated_host(dir.path());
+    let host = gpu_host_probe::test_util::isolated_host(dir.path()).simulated();
     let plan = one_host_plan();
     assert_eq!(step(&host, &plan, 1).unwrap().outcome, ResetOutcome::Done);
     let (again, resets) = run(&host, &plan, 1);
     assert!(again.unwrap().repeated);
     assert!(resets.is_empty());
+}
+
+#[test]
+fn a_simulated_step_given_the_machines_host_runs_on_the_simulated_host_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let machine = gpu_host_probe::test_util::isolated_host(dir.path());
+    let plan = one_host_plan();
+    let _held = machine.try_lock().unwrap();
+    let report = step(&machine, &plan, 1).unwrap();
+    assert_eq!(report.outcome, ResetOutcome::Done, "{report:?}");
+    assert!(
+        read_journal(&machine).unwrap().steps.is_empty(),
+        "the machine's journal was written"
+    );
+    assert_eq!(
+        read_journal(&machine.simulated()).unwrap().steps.len(),
+        1,
+        "the simulated host's journal records the step"
+    );
 }

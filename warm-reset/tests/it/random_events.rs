@@ -8,8 +8,8 @@ use std::time::Duration;
 use warm_reset::metax::MetaxTarget;
 use warm_reset::metax::mx_smi::{GpuRow, GpuState};
 use warm_reset::{
-    Action, Back, BackendError, BlockedReason, ColdRebootReason, Event, JournalView, MachineConfig,
-    NotBack, PendingColdReboot, Refusal, ResetEnd, State, Target, TargetFacts, step,
+    Action, Back, BackendError, BlockedReason, ColdRebootReason, Event, JournalView, LockAnswer,
+    MachineConfig, NotBack, PendingColdReboot, Refusal, ResetEnd, State, Target, TargetFacts, step,
 };
 
 /// What a host says when it does not answer.
@@ -40,7 +40,7 @@ fn target() -> Target {
     )];
     Target::new(
         "0",
-        TargetFacts::Metax(MetaxTarget::resolve("0", &rows).unwrap()),
+        TargetFacts::Metax(MetaxTarget::resolve(&"0".parse().unwrap(), &rows).unwrap()),
     )
 }
 
@@ -75,7 +75,11 @@ fn back(dice: &mut Dice) -> Back {
 
 fn answer(action: &Action, dice: &mut Dice, now: &mut Duration) -> Option<Event> {
     Some(match action {
-        Action::TakeLock => Event::Lock(dice.roll(4) != 0),
+        Action::TakeLock => Event::Lock(if dice.roll(4) != 0 {
+            LockAnswer::Taken
+        } else {
+            LockAnswer::Held("pid 4242".to_owned())
+        }),
         Action::ReadJournal => match dice.roll(4) {
             0 => Event::Journal(JournalView::InFlight {
                 target: target(),
@@ -135,7 +139,7 @@ fn answer(action: &Action, dice: &mut Dice, now: &mut Duration) -> Option<Event>
 fn stray(dice: &mut Dice) -> Event {
     match dice.roll(10) {
         0 => Event::Start,
-        1 => Event::Lock(true),
+        1 => Event::Lock(LockAnswer::Taken),
         2 => Event::Root(true),
         3 => Event::Back(Back::Yes { warnings: vec![] }),
         4 => Event::ResetEnded(ResetEnd::Finished),
@@ -156,7 +160,7 @@ proptest! {
         dry_run in any::<bool>(),
     ) {
         let mut dice = Dice(choices.into());
-        let mut config = MachineConfig::new("0");
+        let mut config = MachineConfig::new("0".parse().unwrap());
         config.dry_run = dry_run;
         let mut now = Duration::ZERO;
         let mut state = State::Planned;

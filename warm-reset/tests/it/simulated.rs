@@ -29,7 +29,7 @@ impl Sim {
             clock,
             host,
             dir,
-            config: MachineConfig::new("1"),
+            config: MachineConfig::new("1".parse().unwrap()),
         }
     }
 
@@ -38,10 +38,12 @@ impl Sim {
         self
     }
 
-    /// The host: its state directory and its procfs.
+    /// The host a simulation runs on: the simulated host of a machine with this state
+    /// directory and procfs (a simulated backend never runs on the machine's own).
     fn machine(&self) -> Host {
         gpu_host_probe::test_util::isolated_host(self.dir.path().join("state"))
             .with_proc_root(self.dir.path().join("proc"))
+            .simulated()
     }
 
     /// Records a reset of node 0 in flight since `started_unix_ms`, under `boot_id`.
@@ -50,7 +52,7 @@ impl Sim {
         interrupted_reset(
             &host,
             &mut self.host,
-            "0",
+            &warm_reset::ResetTarget::index(0),
             started_unix_ms,
             Duration::from_secs(90),
             Some(boot_id),
@@ -224,7 +226,7 @@ fn a_dry_run_with_an_unreadable_kernel_log_is_blocked_too() {
 #[test]
 fn an_unknown_device_is_blocked_and_nothing_is_reset() {
     let mut sim = Sim::new();
-    sim.config = MachineConfig::new("GPU-nope");
+    sim.config = MachineConfig::new("GPU-nope".parse().unwrap());
     let report = sim.run();
     assert_eq!(
         (token(&report).as_str(), sim.host.host().resets.len()),

@@ -26,7 +26,7 @@ fn nvidia(change: impl FnOnce(&mut SimNvidia)) -> (ResetReport, Vec<String>) {
     let clock = VirtualClock::new(1_700_000_000_000);
     let mut host = SimNvidia::new(Arc::new(clock.clone()), 4, &[(0, 1)]);
     change(&mut host);
-    let config = MachineConfig::new("0").method(Method::Nvidia);
+    let config = MachineConfig::new("0".parse().unwrap()).method(Method::Nvidia);
     let report = run(&mut host, &clock, &config);
     (report, host.host().resets.clone())
 }
@@ -35,7 +35,7 @@ fn pci(change: impl FnOnce(&mut SimPci)) -> (ResetReport, usize) {
     let clock = VirtualClock::new(1_700_000_000_000);
     let mut host = SimPci::new(Arc::new(clock.clone()));
     change(&mut host);
-    let config = MachineConfig::new("0000:3b:00.0").method(Method::Pci);
+    let config = MachineConfig::new("0000:3b:00.0".parse().unwrap()).method(Method::Pci);
     let report = run(&mut host, &clock, &config);
     (report, host.host().resets.len())
 }
@@ -299,7 +299,7 @@ fn every_named_scenario_of_every_method_ends_with_its_methods_reason() {
         let report = run(
             host.as_mut(),
             &clock,
-            &MachineConfig::new(id).method(method),
+            &MachineConfig::new(id.parse().unwrap()).method(method),
         );
         assert_eq!(
             report.outcome.to_string(),
@@ -315,7 +315,7 @@ fn an_observer_is_told_of_verifying_once_however_many_checks_it_makes() {
     let mut host = SimNvidia::new(Arc::new(clock.clone()), 4, &[(0, 1)]);
     // Back 30 s after the command ends: the verification checks again and again meanwhile.
     host.host_mut().recovery = std::time::Duration::from_secs(30);
-    let config = MachineConfig::new("0").method(Method::Nvidia);
+    let config = MachineConfig::new("0".parse().unwrap()).method(Method::Nvidia);
     let dir = tempfile::tempdir().unwrap();
     let machine = gpu_host_probe::test_util::isolated_host(dir.path());
     let mut seen: Vec<&'static str> = Vec::new();
@@ -339,7 +339,7 @@ fn an_observer_is_told_of_verifying_once_however_many_checks_it_makes() {
 fn gpus_named_in_a_list_are_reset_with_their_peers_in_one_command() {
     let clock = VirtualClock::new(1_700_000_000_000);
     let mut host = SimNvidia::new(Arc::new(clock.clone()), 4, &[(0, 1)]);
-    let config = MachineConfig::new("0,2").method(Method::Nvidia);
+    let config = MachineConfig::new("0,2".parse().unwrap()).method(Method::Nvidia);
     let report = run(&mut host, &clock, &config);
     assert_eq!(ended(&report), ("done", String::new()));
     assert_eq!(

@@ -4,9 +4,8 @@
 //! virtual clock.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use fake_nvml::reset::FakeNvmlBackend;
-use fake_nvml::scenario::Scenario;
-use fake_nvml::scenarios;
+use fake_nvml::support::ProcRoot;
+use fake_nvml::{Device, FakeNvmlBackend, MigMode, Scenario, StateFile, scenarios};
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_partition_types::Bdf;
 use host_sync::fake_sysfs::FakeSysfs;
@@ -85,18 +84,17 @@ impl Bed {
         let (wrapper, state) =
             fake_nvml::support::stateful_helper_wrapper(&nvml, &scenario.to_string(), None)
                 .unwrap();
-        let proc_root = dir.path().join("proc");
-        std::fs::create_dir_all(proc_root.join("sys/kernel/random")).unwrap();
-        std::fs::write(
-            proc_root.join("sys/kernel/random/boot_id"),
-            "11111111-2222-3333-4444-555555555555\n",
+        let proc_root = ProcRoot::booted(
+            dir.path().join("proc"),
+            "11111111-2222-3333-4444-555555555555",
         )
         .unwrap();
         let host = Host::new(dir.path().join("state"))
             .with_sysfs_root(sysfs.root())
-            .with_proc_root(proc_root);
+            .with_proc_root(proc_root.path())
+            .with_lock_dir(dir.path().join("locks"));
         let clock = Arc::new(VirtualClock::new(1_800_000_000_000));
-        let backend = fake_nvml::reset::backend(&state, clock.clone());
+        let backend = fake_nvml::backend(&state, clock.clone());
         Bed {
             host,
             helper: Helper::new(HelperConfig::new(wrapper)),
@@ -123,8 +121,8 @@ impl Bed {
         change_state(&self.state, change);
     }
 
-    pub fn card(&self, bus_id: &str) -> fake_nvml::scenario::Device {
-        let scenario = Scenario::from_json(&std::fs::read(&self.state).unwrap()).unwrap();
+    pub fn card(&self, bus_id: &str) -> Device {
+        let scenario = StateFile::new(&self.state).read().unwrap();
         scenario.device_at(bus_id).unwrap().clone()
     }
 
@@ -179,32 +177,21 @@ impl Bed {
 }
 
 pub fn change_state(state: &std::path::Path, change: impl FnOnce(&mut Scenario)) {
-    fake_nvml::store::change(
-        state,
-        |_| Duration::ZERO,
-        |scenario| {
+    StateFile::new(state)
+        .change(|scenario| {
             change(scenario);
             Ok::<(), ()>(())
-        },
-    )
-    .unwrap();
+        })
+        .unwrap();
 }
 
-pub fn device_mut<'a>(
-    scenario: &'a mut Scenario,
-    bus_id: &str,
-) -> &'a mut fake_nvml::scenario::Device {
-    let wanted = fake_nvml::scenario::parse_bus_id(bus_id);
-    scenario
-        .devices
-        .iter_mut()
-        .find(|device| fake_nvml::scenario::parse_bus_id(&device.pci_bus_id) == wanted)
-        .unwrap()
+pub fn device_mut<'a>(scenario: &'a mut Scenario, bus_id: &str) -> &'a mut Device {
+    scenario.device_at_mut(bus_id).unwrap()
 }
 
-pub fn mig(device: &fake_nvml::scenario::Device) -> (u32, u32) {
+pub fn mig(device: &Device) -> (u32, u32) {
     match device.mig_mode {
-        fake_nvml::scenario::MigMode::Mode { current, pending } => (current, pending),
+        MigMode::Mode { current, pending } => (current, pending),
         _ => panic!("no MIG"),
     }
 }

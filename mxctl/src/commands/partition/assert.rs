@@ -22,7 +22,7 @@ pub fn run(
     let specs = layout(&args.layout)?;
     let options = mig_layout::ApplyOptions::new(config.pool)
         .devices(args.devices.clone())
-        .lock_wait(host_sync::DEFAULT_LOCK_WAIT);
+        .lock_wait(args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT));
     let report = mig_layout::assert_applied(
         host,
         &helper(&args.helper, config),

@@ -1,7 +1,8 @@
-//! `mxctl partition export`: the host's layout as a mig-parted v1 document (YAML, or JSON with
-//! `--json`) that `partition apply` takes back as zero steps, read from the cards under the host
-//! lock (`mig_layout::export_host`); with `--declared`, what the host is declared to be
-//! (`mig_layout::export_declared`), read from the state.
+//! `mxctl partition export`: the host's layout as a mig-parted v1 document (YAML) that
+//! `partition apply` takes back as zero steps, read from the cards under the host lock
+//! (`mig_layout::export_host`); with `--declared`, what the host is declared to be
+//! (`mig_layout::export_declared`), read from the state. With `--json`, `{"document",
+//! "warnings"}`: the same document as JSON, and what it cannot say, typed.
 
 use super::layout_failure;
 use crate::cli::PartitionExport;
@@ -12,9 +13,10 @@ use crate::helper::helper;
 use crate::output::Output;
 use gpu_host_probe::Host;
 use host_sync::{FileStore, StateStore};
-use mig_layout::{to_json, to_yaml};
+use mig_layout::to_yaml;
 
-/// Prints the document; what the format cannot say goes to the log as warnings.
+/// Prints the document; what the format cannot say goes to the log as warnings (and with
+/// `--json` beside the document).
 pub fn run(
     args: &PartitionExport,
     config: &Config,
@@ -43,6 +45,6 @@ pub fn run(
     for warning in &exported.warnings {
         tracing::warn!("{warning}");
     }
-    output.emit(&to_json(&exported.document), &to_yaml(&exported.document))?;
+    output.emit(&exported, &to_yaml(&exported.document))?;
     Ok(Exit::Done)
 }

@@ -78,7 +78,9 @@ impl Machine {
             .arg("--proc-root")
             .arg(self.path("proc"))
             .arg("--state-dir")
-            .arg(self.path("state"));
+            .arg(self.path("state"))
+            .arg("--lock-dir")
+            .arg(self.path("locks"));
         command
     }
 

@@ -267,17 +267,15 @@ impl PartitionHost {
         ]))
     }
 
-    /// A reboot of the host: a new boot id, and what a reboot does to the cards (`fake-nvml
-    /// reboot`: no GPU instance survives; the MIG mode only where the part keeps it).
+    /// A reboot of the host: what a reboot does to the cards (no GPU instance survives; the
+    /// MIG mode only where the part keeps it), and a new boot id.
     pub fn reboot(&self, boot_id: &str) {
-        self.write("proc/sys/kernel/random/boot_id", &format!("{boot_id}\n"));
-        let status = Command::new(support::fake_nvml_binary().unwrap())
-            .arg("reboot")
-            .env("FAKE_NVML_STATE", &self.state)
-            .env("FAKE_NVML_LOG", &self.log)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        support::reboot(
+            &fake_nvml::StateFile::new(&self.state),
+            &support::ProcRoot::at(self.path("proc")),
+            boot_id,
+        )
+        .unwrap();
     }
 
     /// `mxctl --json sync --after-boot auto --pool enabled`: the boot's sync.

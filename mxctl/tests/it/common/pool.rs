@@ -91,6 +91,8 @@ impl Pool {
             .arg(host.path("sys"))
             .arg("--state-dir")
             .arg(host.path("state"))
+            .arg("--lock-dir")
+            .arg(host.path("locks"))
             .args([
                 "reset",
                 "step",

@@ -56,6 +56,20 @@ fn gpu_index(token: &str) -> Option<u32> {
     token.strip_prefix("GPU")?.parse().ok()
 }
 
+/// A device of the matrix, as its name means it: a GPU by its index (so `GPU2` and `GPU02`
+/// are one GPU), any other device by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Device<'a> {
+    Gpu(u32),
+    Other(&'a str),
+}
+
+impl<'a> Device<'a> {
+    fn of(name: &'a str) -> Self {
+        gpu_index(name).map_or(Device::Other(name), Device::Gpu)
+    }
+}
+
 fn is_nvlink(cell: &str) -> bool {
     cell.strip_prefix("NV")
         .is_some_and(|count| !count.is_empty() && count.chars().all(|c| c.is_ascii_digit()))
@@ -70,11 +84,18 @@ pub fn parse_nvlinks(text: &str) -> Result<NvLinks, ParseError> {
             why: "no header row",
         });
     };
-    let columns: Vec<&str> = header
+    let columns: Vec<Device<'_>> = header
         .split_whitespace()
         .take_while(|token| !matches!(*token, "CPU" | "NUMA" | "GPU"))
+        .map(Device::of)
         .collect();
-    let gpus: Vec<u32> = columns.iter().filter_map(|c| gpu_index(c)).collect();
+    let gpus: Vec<u32> = columns
+        .iter()
+        .filter_map(|column| match column {
+            Device::Gpu(index) => Some(*index),
+            Device::Other(_) => None,
+        })
+        .collect();
     if columns.iter().collect::<BTreeSet<_>>().len() != columns.len() {
         return Err(ParseError::line(
             OUTPUT,
@@ -98,10 +119,11 @@ pub fn parse_nvlinks(text: &str) -> Result<NvLinks, ParseError> {
         let bad = |why| ParseError::line(OUTPUT, number, line, why);
         let mut cells = line.split_whitespace();
         let Some(name) = cells.next() else { continue };
-        if !columns.contains(&name) {
+        let device = Device::of(name);
+        if !columns.contains(&device) {
             return Err(bad("a row of a device the header does not name"));
         }
-        let Some(row) = gpu_index(name) else {
+        let Device::Gpu(row) = device else {
             continue;
         };
         let cells: Vec<&str> = cells.take(columns.len()).collect();
@@ -115,10 +137,10 @@ pub fn parse_nvlinks(text: &str) -> Result<NvLinks, ParseError> {
             if *cell != "X" && !is_nvlink(cell) && !PATHS.contains(cell) {
                 return Err(bad("a cell this reader does not know"));
             }
-            if (*column == name) != (*cell == "X") {
+            if (*column == device) != (*cell == "X") {
                 return Err(bad("an X off the diagonal, or a device joined to itself"));
             }
-            if let (Some(other), true) = (gpu_index(column), is_nvlink(cell)) {
+            if let (Device::Gpu(other), true) = (*column, is_nvlink(cell)) {
                 links.insert((row.min(other), row.max(other)));
             }
         }
