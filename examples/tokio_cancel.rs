@@ -2,9 +2,10 @@
 //! down while the GPU partition helper hangs: aborting the task cancels the sync, which ends
 //! the helper's run as its deadline would, writes what it found and lets go of the host lock.
 //!
-//! Aborting a task never stops the closure `spawn_blocking` runs; a guard that triggers a
-//! [`Cancel`] when the task is dropped does. Without it this sync would hold the host lock for
-//! the helper's whole deadline (an hour here).
+//! Aborting a task never stops the closure `spawn_blocking` runs; the sync handle's guard
+//! (`SyncHandle::cancel_on_drop`), held by the task, does: dropped with the task, it cancels
+//! the sync. Without it this sync would hold the host lock for the helper's whole deadline (an
+//! hour here).
 //!
 //! Run it with `cargo run -p examples --example tokio-cancel`.
 
@@ -12,31 +13,21 @@ use gpu_host_probe::Cancel;
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_host_probe::test_util::{Act, FakeHelper};
 use host_sync::fake_sysfs::FakeSysfs;
-use host_sync::{AfterBoot, FileStore, Host, Pool, StateStore, SyncError, SyncOptions, SyncReport};
+use host_sync::{
+    AfterBoot, FileStore, Host, Pool, StateStore, SyncError, SyncOptions, SyncReport, spawn_sync,
+};
 use std::error::Error;
 use std::time::{Duration, Instant};
 
-/// Cancels when dropped: held by the async task, so aborting the task (or dropping its future)
-/// cancels the blocking call it awaits.
-struct CancelOnDrop(Cancel);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        self.0.cancel();
-    }
-}
-
-/// The host sync, as a toolstack's async code calls it.
+/// The host sync, as a toolstack's async code calls it: on a thread of its own, awaited from
+/// the blocking pool, cancelled when this future is dropped (the task aborted).
 async fn host_sync(host: Host, helper: Helper) -> Result<SyncReport, Box<dyn Error + Send + Sync>> {
-    let cancel = Cancel::new();
-    let _cancel_on_abort = CancelOnDrop(cancel.clone());
-    let options = SyncOptions::new(Pool::Enabled, AfterBoot::Auto).cancel(cancel);
-    let report = tokio::task::spawn_blocking(move || {
-        let mut store = FileStore::new(host.state_dir());
-        host_sync::sync(&host, &helper, &mut store, &options)
-    })
-    .await??;
-    Ok(report)
+    let store = FileStore::new(host.state_dir());
+    let options = SyncOptions::new(Pool::Enabled, AfterBoot::Auto);
+    let handle = spawn_sync(host, helper, store, options)?;
+    let _cancel_on_abort = handle.cancel_on_drop();
+    let done = tokio::task::spawn_blocking(move || handle.join()).await??;
+    Ok(done.result?)
 }
 
 #[tokio::main(flavor = "current_thread")]

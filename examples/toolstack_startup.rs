@@ -419,10 +419,42 @@ fn main() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
+/// The declared layout restored at start, as a toolstack writes it: every name from one
+/// import path, `mig_layout`.
+fn restore(
+    host: &mig_layout::Host,
+    helper: &mig_layout::Helper,
+    store: &mut dyn mig_layout::StateStore,
+) -> Result<(), String> {
+    use mig_layout::{ApplyOptions, ApplyRun, Method, NvidiaSmiBackend, Pool, ResetWith, Restore};
+    let mut backend = NvidiaSmiBackend::new(None, host.proc_root(), "/dev/kmsg");
+    let reset = ResetWith::new(Method::Nvidia, &mut backend);
+    let run = ApplyRun::new(host, helper, store, reset);
+    match mig_layout::restore(run, &ApplyOptions::new(Pool::Enabled)).map_err(|e| e.to_string())? {
+        Restore::NothingDeclared => println!("restore: nothing declared"),
+        Restore::StateLost(lost) => return Err(format!("restore: {lost}")),
+        Restore::AlreadyRanThisBoot(earlier) => {
+            println!("restore: already ran in this boot, at {}", earlier.at);
+        }
+        Restore::Ran(report) => println!(
+            "restore of {}: {}, {} write(s); host {}",
+            report.label,
+            report.outcome,
+            report.writes(),
+            report
+                .host
+                .as_ref()
+                .map(|host| format!("{} ({})", host.status, host.reason))
+                .unwrap_or_default()
+        ),
+    }
+    Ok(())
+}
+
 /// An H100 whose declared layout a reboot undid: the sync at start sees the drift, the
 /// restore on the start-up thread brings it back.
 fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
-    use mig_layout::{ApplyOptions, ApplyRun, Document, Method, ResetWith, Restore};
+    use mig_layout::{ApplyOptions, ApplyRun, Document, Method, NvidiaSmiBackend, ResetWith};
     let dir = work.join("h100");
     let sysfs = FakeSysfs::new(dir.join("sys"))?;
     sysfs.function(
@@ -442,25 +474,25 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
     let scenario =
         fake_nvml::support::scenario_of(&[("0000:3b:00.0", fake_nvml::scenarios::H100_MIG_OFF)])?;
     let (wrapper, state) = fake_nvml::support::stateful_helper_wrapper(&nvml, &scenario, None)?;
-    let host = Host::new(dir.join("state"))
+    let host = mig_layout::Host::new(dir.join("state"))
         .with_lock_dir(dir.join("locks"))
         .with_sysfs_root(sysfs.root())
         .with_proc_root(proc_root);
-    let helper = Helper::new(HelperConfig::new(wrapper));
+    let helper = mig_layout::Helper::new(mig_layout::HelperConfig::new(wrapper));
     let mut store = DbStore::default();
     // Before the restart: the toolstack applied `all-balanced` (a Hopper part changes its mode
     // at once, so no reset is needed; the backend is the real one, and not called).
-    let mut backend = warm_reset::NvidiaSmiBackend::new(None, proc_root, dir.join("kmsg"));
+    let mut backend = NvidiaSmiBackend::new(None, proc_root, dir.join("kmsg"));
     let specs = Document::from_text(ALL_BALANCED)?
         .label("all-balanced")
         .ok_or("no all-balanced")?
         .to_vec();
-    let reset = ResetWith::new(Method::Nvidia, &mut backend).window(warm_reset::DEFAULT_WINDOW);
+    let reset = ResetWith::new(Method::Nvidia, &mut backend);
     let applied = mig_layout::apply(
         ApplyRun::new(&host, &helper, &mut store, reset),
         "all-balanced",
         &specs,
-        &ApplyOptions::new(host_sync::Pool::Enabled),
+        &ApplyOptions::new(mig_layout::Pool::Enabled),
     )?;
     println!("before the restart: all-balanced {}", applied.outcome);
     // The host reboots: a new boot id, and the card as a reboot leaves it.
@@ -485,29 +517,7 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
             report.reason,
             report.drift.len()
         );
-        let mut backend = warm_reset::NvidiaSmiBackend::new(None, host.proc_root(), "/dev/null");
-        let reset = ResetWith::new(Method::Nvidia, &mut backend).window(warm_reset::DEFAULT_WINDOW);
-        let run = ApplyRun::new(&host, &helper, &mut store, reset);
-        match mig_layout::restore(run, &ApplyOptions::new(host_sync::Pool::Enabled))
-            .map_err(|e| e.to_string())?
-        {
-            Restore::NothingDeclared => println!("restore: nothing declared"),
-            Restore::StateLost(lost) => return Err(format!("restore: {lost}")),
-            Restore::AlreadyRanThisBoot(earlier) => {
-                println!("restore: already ran in this boot, at {}", earlier.at);
-            }
-            Restore::Ran(report) => println!(
-                "restore of {}: {}, {} write(s); host {}",
-                report.label,
-                report.outcome,
-                report.writes(),
-                report
-                    .host
-                    .as_ref()
-                    .map(|host| format!("{} ({})", host.status, host.reason))
-                    .unwrap_or_default()
-            ),
-        }
+        restore(&host, &helper, &mut store)?;
         Ok(store)
     });
     let mut store = start.join().map_err(|_| "the start-up thread panicked")??;
