@@ -13,10 +13,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use warm_reset::PciBackend;
+use warm_reset::io::{Holder, KernelLogSource};
 use warm_reset::pci::{FunctionState, PciHost, SysfsHost};
 use warm_reset::{
-    BackendError, Holder, Host, KernelLogSource, KmsgRecord, MachineConfig, Method, ResetEnd,
-    ResetOutcome, ResetRun, ResetTarget, execute,
+    BackendError, Host, MachineConfig, Method, ResetEnd, ResetOutcome, ResetRun, ResetTarget,
+    execute,
 };
 
 /// How long the FIFO holds the write.
@@ -27,18 +28,12 @@ const GPU: &str = "0000:3b:00.0";
 /// The real sysfs host, run as if by root (the benchmark measures the work, not the refusal).
 struct Rooted(SysfsHost);
 
-impl KernelLogSource for Rooted {
-    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.0.mark_kernel_log()
-    }
-    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, BackendError> {
-        self.0.records_since_mark()
-    }
-}
-
 impl PciHost for Rooted {
     fn is_root(&mut self) -> bool {
         true
+    }
+    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
+        self.0.kernel_log()
     }
     fn check_writer(&mut self) -> Result<(), BackendError> {
         self.0.check_writer()

@@ -17,7 +17,10 @@ fn main() -> Result<(), Box<dyn Error>> {
     let target: ResetTarget = args.next().as_deref().unwrap_or("1").parse()?;
     let clock = VirtualClock::new(0);
     let Some(mut sim) = SimMetax::scenario(&scenario, Arc::new(clock.clone())) else {
-        let names: Vec<&str> = METAX_SCENARIOS.iter().map(|(name, _)| *name).collect();
+        let names: Vec<&str> = METAX_SCENARIOS
+            .iter()
+            .map(|scenario| scenario.name)
+            .collect();
         return Err(format!(
             "unknown scenario {scenario:?}; try one of {}",
             names.join(", ")

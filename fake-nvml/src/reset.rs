@@ -23,11 +23,10 @@ use gpu_partition_types::Bdf;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
+use warm_reset::io::{Holder, KernelLogSource, KmsgRecord, ToolEnd};
 use warm_reset::nvidia::nvidia_smi::NvidiaGpu;
-use warm_reset::nvidia::{NvidiaHost, reset_ids};
-use warm_reset::{
-    BackendError, Clock, Holder, KernelLogSource, KmsgRecord, NvidiaSmiError, ToolEnd,
-};
+use warm_reset::nvidia::{NvidiaHost, NvidiaSmiError, reset_ids};
+use warm_reset::{BackendError, Clock};
 
 /// The nvidia method's backend over the fake's state file.
 pub type FakeNvmlBackend = warm_reset::NvidiaBackend<FakeNvmlHost>;
@@ -130,6 +129,10 @@ impl KernelLogSource for FakeNvmlHost {
 impl NvidiaHost for FakeNvmlHost {
     fn is_root(&mut self) -> bool {
         true
+    }
+
+    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
+        self
     }
 
     fn find_nvidia_smi(&mut self) -> Result<(), BackendError> {

@@ -3,12 +3,12 @@
 //! implementation per method ([`crate::metax`], [`crate::nvidia`], [`crate::pci`]) and the
 //! simulated hosts of [`crate::sim`].
 
-use crate::MxSmiError;
-use crate::NvidiaSmiError;
-use crate::SysfsError;
 use crate::holders::ProcError;
 use crate::kmsg::KernelLogError;
+use crate::metax::MxSmiError;
 use crate::method::Method;
+use crate::nvidia::NvidiaSmiError;
+use crate::pci::SysfsError;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::reset_target::ResetTarget;
 use crate::target::Target;

@@ -142,7 +142,8 @@ impl KernelLog {
     }
 }
 
-/// A kernel log a backend reads: the real one ([`KernelLog`]) or a simulated host's.
+/// A kernel log a backend reads, through its host's `kernel_log()`: the real one (the kernel's,
+/// at [`DEFAULT_KMSG`] or where the host was told), a simulated host's, or a test's.
 pub trait KernelLogSource {
     /// Notes where the log ends now.
     fn mark_kernel_log(&mut self) -> Result<(), crate::BackendError>;

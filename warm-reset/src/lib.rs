@@ -19,10 +19,12 @@
 //!
 //! Every item has one path. At the root: the pure machine ([`step()`], for an embedder driving
 //! it from its own runtime), each method's backend ([`MxSmiBackend`], [`NvidiaSmiBackend`],
-//! [`SysfsBackend`]) and the multi-host plan. The modules [`metax`], [`nvidia`] and [`pci`] hold
-//! each method's host, target and the parsers of its tools' output (written against published
-//! outputs and failing closed), and `sim` (feature `sim`) a simulated host per method, for tests
-//! and `--simulate`.
+//! [`SysfsBackend`], one [`HostBackend`] over each method's host) and the multi-host plan. The
+//! modules [`metax`], [`nvidia`] and [`pci`] hold each method's host, target, the error of its
+//! tool and the parsers of its tools' output (written against published outputs and failing
+//! closed); [`io`] what every method's host is written with (a tool's end, the kernel log, the
+//! holders of a device file, and their errors), for a host written outside the crate; and
+//! `sim` (feature `sim`) a simulated host per method, for tests and `--simulate`.
 //!
 //! The rules of each method are in the project's `docs/warm-reset.md`.
 #![doc = include_str!("../README.md")]
@@ -32,6 +34,8 @@ mod backend;
 mod clock;
 mod execute;
 mod holders;
+mod host_backend;
+pub mod io;
 mod journal;
 mod kmsg;
 mod machine;
@@ -56,26 +60,19 @@ pub use backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Surve
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use execute::{ExecuteError, Observer, ResetReport, ResetRun, execute};
 pub use gpu_host_probe::Host;
-pub use gpu_partition_types::Token;
-pub use holders::{Holder, ProcError};
+pub use host_backend::HostBackend;
 pub use journal::{
     InFlight, JOURNAL_FILE, JournalError, JournalFile, LastReset, RecordedStep, StepRecord,
     last_reset, read_journal, window_left,
 };
-pub use kmsg::{DEFAULT_KMSG, KernelLog, KernelLogError, KernelLogSource, KmsgRecord};
 pub use machine::{
     Action, DEFAULT_WINDOW, Event, FIRST_POLL, InvalidTransition, JournalView, LockAnswer,
     MachineConfig, PendingColdReboot, State, Transition, step,
 };
 pub use metax::backend::{MetaxBackend, MxSmiBackend};
-pub use metax::error::MxSmiError;
 pub use method::Method;
 pub use nvidia::backend::{NvidiaBackend, NvidiaSmiBackend};
-pub use nvidia::error::NvidiaSmiError;
-pub use os_error::OsError;
-pub use parse_error::ParseError;
 pub use pci::backend::{PciBackend, SysfsBackend};
-pub use pci::error::SysfsError;
 pub use plan::{
     ActionKind, CONNECT_LINKS_MANUAL, Group, GroupHost, LinkCommands, Phase, Plan, PlanAction,
     PlanError, Strategy, check_group, plan,
@@ -85,5 +82,4 @@ pub use reasons::{BadOutcome, BlockedReason, ColdRebootReason, ResetOutcome, Res
 pub use reset_target::{ResetId, ResetTarget, ResetTargetError};
 pub use reset_with::ResetWith;
 pub use target::{Target, TargetFacts};
-pub use tool::{QUERY_DEADLINE, ToolEnd, ToolError};
 pub use warning::ResetWarning;

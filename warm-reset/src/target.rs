@@ -1,6 +1,7 @@
 //! [`Target`]: what a reset ID names on a host, as its backend resolved it: the devices named,
 //! the devices verified after the reset, and the backend's own facts (opaque to the machine).
 
+use crate::backend::BackendError;
 use crate::metax::MetaxTarget;
 use crate::method::Method;
 use crate::nvidia::NvidiaTarget;
@@ -49,6 +50,15 @@ impl Target {
         }
     }
 
+    /// The facts of the method whose facts are `F`, or the error of a target another method
+    /// resolved (each method's backend reads its own facts through this).
+    pub(crate) fn facts_of<F: MethodFacts>(&self) -> Result<&F, BackendError> {
+        F::of(&self.facts).ok_or(BackendError::WrongMethod {
+            backend: F::METHOD,
+            target: self.method(),
+        })
+    }
+
     /// The PCI addresses of the devices the ID names.
     pub fn devices(&self) -> Vec<Bdf> {
         match &self.facts {
@@ -74,6 +84,44 @@ impl Target {
             TargetFacts::Metax(metax) => metax.group(),
             TargetFacts::Nvidia(nvidia) => Some(nvidia.group()),
             TargetFacts::Pci(_) => None,
+        }
+    }
+}
+
+/// One method's facts: the method, and its variant of [`TargetFacts`].
+pub(crate) trait MethodFacts: Sized {
+    /// The method that resolves these facts.
+    const METHOD: Method;
+    /// These facts, when `facts` are this method's.
+    fn of(facts: &TargetFacts) -> Option<&Self>;
+}
+
+impl MethodFacts for MetaxTarget {
+    const METHOD: Method = Method::Metax;
+    fn of(facts: &TargetFacts) -> Option<&Self> {
+        match facts {
+            TargetFacts::Metax(metax) => Some(metax),
+            TargetFacts::Nvidia(_) | TargetFacts::Pci(_) => None,
+        }
+    }
+}
+
+impl MethodFacts for NvidiaTarget {
+    const METHOD: Method = Method::Nvidia;
+    fn of(facts: &TargetFacts) -> Option<&Self> {
+        match facts {
+            TargetFacts::Nvidia(nvidia) => Some(nvidia),
+            TargetFacts::Metax(_) | TargetFacts::Pci(_) => None,
+        }
+    }
+}
+
+impl MethodFacts for PciTarget {
+    const METHOD: Method = Method::Pci;
+    fn of(facts: &TargetFacts) -> Option<&Self> {
+        match facts {
+            TargetFacts::Pci(pci) => Some(pci),
+            TargetFacts::Metax(_) | TargetFacts::Nvidia(_) => None,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// How long one query of a tool may take.
-pub const QUERY_DEADLINE: Duration = Duration::from_secs(15);
+pub(crate) const QUERY_DEADLINE: Duration = Duration::from_secs(15);
 
 /// How a vendor's reset command ended, before anyone reads what it said: one shape for every
 /// method's host (`mx-smi -r`, `nvidia-smi --gpu-reset`); the method's backend reads it.

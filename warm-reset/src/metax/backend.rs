@@ -8,8 +8,8 @@ use super::modules::DriverUse;
 use super::mx_smi::{self, GpuRow, GpuState};
 use super::target::MetaxTarget;
 use crate::backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
+use crate::host_backend::HostBackend;
 use crate::kmsg::error_messages;
-use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::reset_target::ResetTarget;
 use crate::target::{Target, TargetFacts};
@@ -20,10 +20,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// A MetaX host behind the machine's questions.
-#[derive(Debug, Clone)]
-pub struct MetaxBackend<H> {
-    host: H,
-}
+pub type MetaxBackend<H> = HostBackend<MetaxTarget, H>;
 
 /// The real MetaX host: `mx-smi`, `/proc/modules`, the kernel log.
 pub type MxSmiBackend = MetaxBackend<MxSmiHost>;
@@ -40,42 +37,14 @@ impl MxSmiBackend {
     }
 }
 
-impl<H> MetaxBackend<H> {
-    /// The backend of `host`.
-    pub fn of(host: H) -> Self {
-        Self { host }
-    }
-
-    /// The host it asks.
-    pub fn host(&self) -> &H {
-        &self.host
-    }
-
-    /// The host it asks, to change (a simulated host's faults, say).
-    pub fn host_mut(&mut self) -> &mut H {
-        &mut self.host
-    }
-}
-
-/// The MetaX facts of a target, or the error of a target another method resolved.
-fn facts(target: &Target) -> Result<&MetaxTarget, BackendError> {
-    match &target.facts {
-        TargetFacts::Metax(metax) => Ok(metax),
-        TargetFacts::Nvidia(_) | TargetFacts::Pci(_) => Err(BackendError::WrongMethod {
-            backend: Method::Metax,
-            target: target.method(),
-        }),
-    }
-}
-
 impl<H: MetaxHost> MetaxBackend<H> {
     /// Plain `mx-smi`, which must be MetaX's: its output is read for the versions and the
     /// processes.
     fn plain(&mut self) -> Result<String, BackendError> {
-        let text = self.host.plain()?;
+        let text = self.host_mut().plain()?;
         if !mx_smi::is_metax(&text) {
             return Err(MxSmiError::NotMetax {
-                program: self.host.mx_smi_path(),
+                program: self.host().mx_smi_path(),
             }
             .into());
         }
@@ -83,12 +52,12 @@ impl<H: MetaxHost> MetaxBackend<H> {
     }
 
     fn rows(&mut self) -> Result<Vec<GpuRow>, BackendError> {
-        let text = self.host.listing()?;
+        let text = self.host_mut().listing()?;
         Ok(mx_smi::parse_listing(&text).map_err(MxSmiError::from)?)
     }
 
     fn topology(&mut self) -> Result<mx_smi::Topology, BackendError> {
-        let text = self.host.topology()?;
+        let text = self.host_mut().topology()?;
         Ok(mx_smi::parse_topology(&text).map_err(MxSmiError::from)?)
     }
 }
@@ -99,12 +68,12 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
     }
 
     fn is_root(&mut self) -> bool {
-        self.host.is_root()
+        self.host_mut().is_root()
     }
 
     fn prepare(&mut self) -> Result<Vec<ResetWarning>, Refusal> {
-        self.host.find_mx_smi()?;
-        match self.host.driver_use() {
+        self.host_mut().find_mx_smi()?;
+        match self.host_mut().driver_use() {
             DriverUse::Loaded(0) => {}
             DriverUse::NotLoaded => {
                 return Err(Refusal::new(
@@ -195,15 +164,15 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
     }
 
     fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.host.mark_kernel_log()
+        self.host_mut().kernel_log().mark_kernel_log()
     }
 
     fn reset(&mut self, target: &Target, within: Duration) -> ResetEnd {
-        let metax = match facts(target) {
+        let metax = match target.facts_of::<MetaxTarget>() {
             Ok(metax) => metax,
             Err(error) => return ResetEnd::Failed(error),
         };
-        match self.host.reset(&metax.mx_smi_id, within) {
+        match self.host_mut().reset(&metax.mx_smi_id, within) {
             ToolEnd::Exited {
                 command,
                 code: 0,
@@ -230,7 +199,7 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
     }
 
     fn check_back(&mut self, target: &Target) -> Back {
-        let metax = match facts(target) {
+        let metax = match target.facts_of::<MetaxTarget>() {
             Ok(metax) => metax.clone(),
             Err(error) => {
                 return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, error.said()));
@@ -265,7 +234,9 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
     }
 
     fn kernel_errors(&mut self, _target: &Target) -> Result<Vec<String>, BackendError> {
-        Ok(error_messages(self.host.records_since_mark()?))
+        Ok(error_messages(
+            self.host_mut().kernel_log().records_since_mark()?,
+        ))
     }
 
     fn survey(&mut self) -> Result<Survey, BackendError> {

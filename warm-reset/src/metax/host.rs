@@ -5,7 +5,7 @@
 use super::error::MxSmiError;
 use super::modules::{DriverUse, metax_use};
 use crate::backend::BackendError;
-use crate::kmsg::{KernelLog, KernelLogSource, KmsgRecord};
+use crate::kmsg::{KernelLog, KernelLogSource};
 use crate::tool::{Tool, ToolEnd, ToolError};
 use gpu_host_probe::run::RunResult;
 use std::path::PathBuf;
@@ -15,13 +15,15 @@ use std::time::Duration;
 pub const MX_SMI_PLACES: [&str; 2] = ["/opt/mxdriver/bin/mx-smi", "/opt/maca/bin/mx-smi"];
 
 /// A MetaX host as the backend reads it.
-pub trait MetaxHost: KernelLogSource {
+pub trait MetaxHost {
     /// Whether this is a simulated host ([`crate::Backend::simulation`]).
     fn simulation(&self) -> bool {
         false
     }
     /// Whether this runs as root.
     fn is_root(&mut self) -> bool;
+    /// The host's kernel log, which a reset is verified against.
+    fn kernel_log(&mut self) -> &mut dyn KernelLogSource;
     /// Whether `mx-smi` is there (present and executable), or why not.
     fn find_mx_smi(&mut self) -> Result<(), BackendError>;
     /// The `mx-smi` that answers, for messages.
@@ -66,19 +68,13 @@ impl MxSmiHost {
     }
 }
 
-impl KernelLogSource for MxSmiHost {
-    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.kernel_log.mark_kernel_log()
-    }
-
-    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, BackendError> {
-        self.kernel_log.records_since_mark()
-    }
-}
-
 impl MetaxHost for MxSmiHost {
     fn is_root(&mut self) -> bool {
         nix::unistd::geteuid().is_root()
+    }
+
+    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
+        &mut self.kernel_log
     }
 
     fn find_mx_smi(&mut self) -> Result<(), BackendError> {

@@ -10,8 +10,8 @@ use super::nvidia_smi::{
 use super::target::NvidiaTarget;
 use crate::backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
 use crate::holders::describe;
+use crate::host_backend::HostBackend;
 use crate::kmsg::device_errors;
-use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::reset_target::ResetTarget;
 use crate::target::{Target, TargetFacts};
@@ -22,10 +22,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// An NVIDIA host behind the machine's questions.
-#[derive(Debug, Clone)]
-pub struct NvidiaBackend<H> {
-    host: H,
-}
+pub type NvidiaBackend<H> = HostBackend<NvidiaTarget, H>;
 
 /// The real NVIDIA host: `nvidia-smi`, `/proc`, the kernel log.
 pub type NvidiaSmiBackend = NvidiaBackend<NvidiaSmiHost>;
@@ -39,33 +36,6 @@ impl NvidiaSmiBackend {
         kmsg: impl Into<PathBuf>,
     ) -> Self {
         Self::of(NvidiaSmiHost::new(nvidia_smi, proc_root, kmsg))
-    }
-}
-
-impl<H> NvidiaBackend<H> {
-    /// The backend of `host`.
-    pub fn of(host: H) -> Self {
-        Self { host }
-    }
-
-    /// The host it asks.
-    pub fn host(&self) -> &H {
-        &self.host
-    }
-
-    /// The host it asks, to change (a simulated host's faults, say).
-    pub fn host_mut(&mut self) -> &mut H {
-        &mut self.host
-    }
-}
-
-fn facts(target: &Target) -> Result<&NvidiaTarget, BackendError> {
-    match &target.facts {
-        TargetFacts::Nvidia(nvidia) => Ok(nvidia),
-        TargetFacts::Metax(_) | TargetFacts::Pci(_) => Err(BackendError::WrongMethod {
-            backend: Method::Nvidia,
-            target: target.method(),
-        }),
     }
 }
 
@@ -96,12 +66,12 @@ fn named(target: &ResetTarget, gpus: &[NvidiaGpu]) -> Vec<NvidiaGpu> {
 
 impl<H: NvidiaHost> NvidiaBackend<H> {
     fn gpus(&mut self) -> Result<Vec<NvidiaGpu>, BackendError> {
-        let text = self.host.query_gpus()?;
+        let text = self.host_mut().query_gpus()?;
         Ok(parse_gpus(&text).map_err(NvidiaSmiError::from)?)
     }
 
     fn device_file(&mut self, bdf: Bdf) -> Result<PathBuf, BackendError> {
-        let text = self.host.information(bdf)?;
+        let text = self.host_mut().information(bdf)?;
         let minor = device_minor(&text).map_err(NvidiaSmiError::from)?;
         Ok(PathBuf::from(format!("/dev/nvidia{minor}")))
     }
@@ -113,12 +83,12 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
     }
 
     fn is_root(&mut self) -> bool {
-        self.host.is_root()
+        self.host_mut().is_root()
     }
 
     fn prepare(&mut self) -> Result<Vec<ResetWarning>, Refusal> {
         // The `nvidia` module's use count is no idle test: dependent modules keep it above 0.
-        self.host.find_nvidia_smi()?;
+        self.host_mut().find_nvidia_smi()?;
         Ok(Vec::new())
     }
 
@@ -136,7 +106,7 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
         }
         // The peers must be reset in the same command when Fabric Manager is absent or a GPU
         // predates Ampere; always taking them is the safe superset.
-        let text = self.host.topology().map_err(|error| {
+        let text = self.host_mut().topology().map_err(|error| {
             Refusal::new(
                 BlockedReason::NvidiaSmiUnavailable,
                 format!(
@@ -176,19 +146,19 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
     }
 
     fn check_use(&mut self, target: &Target) -> Result<Vec<ResetWarning>, Refusal> {
-        let nvidia = facts(target)?.clone();
+        let nvidia = target.facts_of::<NvidiaTarget>()?.clone();
         let mut files = Vec::new();
         for gpu in &nvidia.group {
             files.push(self.device_file(gpu.bdf)?);
         }
-        let holders = self.host.holders(&files)?;
+        let holders = self.host_mut().holders(&files)?;
         if !holders.is_empty() {
             return Err(Refusal::new(
                 BlockedReason::GpuBusy,
                 format!("processes hold the GPUs: {}", describe(&holders)),
             ));
         }
-        let text = self.host.compute_apps()?;
+        let text = self.host_mut().compute_apps()?;
         let apps = parse_compute_apps(&text)
             .map_err(|error| Refusal::from(BackendError::from(NvidiaSmiError::from(error))))?;
         let busy: Vec<String> = apps
@@ -206,15 +176,15 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
     }
 
     fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.host.mark_kernel_log()
+        self.host_mut().kernel_log().mark_kernel_log()
     }
 
     fn reset(&mut self, target: &Target, within: Duration) -> ResetEnd {
-        let nvidia = match facts(target) {
+        let nvidia = match target.facts_of::<NvidiaTarget>() {
             Ok(nvidia) => nvidia.clone(),
             Err(error) => return ResetEnd::Failed(error),
         };
-        let (command, code, text) = match self.host.reset(&nvidia.group, within) {
+        let (command, code, text) = match self.host_mut().reset(&nvidia.group, within) {
             ToolEnd::Exited {
                 command,
                 code,
@@ -262,7 +232,7 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
     }
 
     fn check_back(&mut self, target: &Target) -> Back {
-        let nvidia = match facts(target) {
+        let nvidia = match target.facts_of::<NvidiaTarget>() {
             Ok(nvidia) => nvidia.clone(),
             Err(error) => {
                 return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, error.said()));
@@ -316,8 +286,11 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
     }
 
     fn kernel_errors(&mut self, target: &Target) -> Result<Vec<String>, BackendError> {
-        let group = facts(target)?.verified();
-        Ok(device_errors(self.host.records_since_mark()?, &group))
+        let group = target.facts_of::<NvidiaTarget>()?.verified();
+        Ok(device_errors(
+            self.host_mut().kernel_log().records_since_mark()?,
+            &group,
+        ))
     }
 
     fn survey(&mut self) -> Result<Survey, BackendError> {

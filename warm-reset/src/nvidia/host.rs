@@ -6,7 +6,7 @@ use super::error::NvidiaSmiError;
 use super::nvidia_smi::NvidiaGpu;
 use crate::backend::BackendError;
 use crate::holders::{Holder, holders};
-use crate::kmsg::{KernelLog, KernelLogSource, KmsgRecord};
+use crate::kmsg::{KernelLog, KernelLogSource};
 use crate::tool::{Tool, ToolEnd, ToolError};
 use gpu_host_probe::run::{RunResult, Termination};
 use gpu_partition_types::Bdf;
@@ -27,13 +27,15 @@ pub fn reset_ids(group: &[NvidiaGpu]) -> String {
 }
 
 /// An NVIDIA host as the backend reads it.
-pub trait NvidiaHost: KernelLogSource {
+pub trait NvidiaHost {
     /// Whether this is a simulated host ([`crate::Backend::simulation`]).
     fn simulation(&self) -> bool {
         false
     }
     /// Whether this runs as root.
     fn is_root(&mut self) -> bool;
+    /// The host's kernel log, which a reset is verified against.
+    fn kernel_log(&mut self) -> &mut dyn KernelLogSource;
     /// Whether `nvidia-smi` is there (present and executable), or why not.
     fn find_nvidia_smi(&mut self) -> Result<(), BackendError>;
     /// `--query-gpu=index,pci.bus_id,uuid,name --format=csv,noheader`.
@@ -79,19 +81,13 @@ impl NvidiaSmiHost {
     }
 }
 
-impl KernelLogSource for NvidiaSmiHost {
-    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.kernel_log.mark_kernel_log()
-    }
-
-    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, BackendError> {
-        self.kernel_log.records_since_mark()
-    }
-}
-
 impl NvidiaHost for NvidiaSmiHost {
     fn is_root(&mut self) -> bool {
         nix::unistd::geteuid().is_root()
+    }
+
+    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
+        &mut self.kernel_log
     }
 
     fn find_nvidia_smi(&mut self) -> Result<(), BackendError> {

@@ -16,10 +16,11 @@
 //!   again, then the kernel log.
 
 pub(crate) mod backend;
-pub(crate) mod error;
+mod error;
 mod host;
 pub mod nvidia_smi;
 mod target;
 
+pub use error::NvidiaSmiError;
 pub use host::{NVIDIA_SMI_PLACES, NvidiaHost, NvidiaSmiHost, reset_ids};
 pub use target::NvidiaTarget;

@@ -8,6 +8,7 @@ use super::host::{PciHost, SysfsHost};
 use super::target::{Member, PciTarget};
 use crate::backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
 use crate::holders::describe;
+use crate::host_backend::HostBackend;
 use crate::kmsg::device_errors;
 use crate::method::Method;
 use crate::reasons::{BlockedReason, ColdRebootReason};
@@ -22,10 +23,7 @@ use std::time::Duration;
 const BUS_METHODS: [&str; 2] = ["bus", "cxl_bus"];
 
 /// A host's PCI functions behind the machine's questions.
-#[derive(Debug, Clone)]
-pub struct PciBackend<H> {
-    host: H,
-}
+pub type PciBackend<H> = HostBackend<PciTarget, H>;
 
 /// The real host: sysfs, `/proc`, the kernel log.
 pub type SysfsBackend = PciBackend<SysfsHost>;
@@ -41,36 +39,9 @@ impl SysfsBackend {
     }
 }
 
-impl<H> PciBackend<H> {
-    /// The backend of `host`.
-    pub fn of(host: H) -> Self {
-        Self { host }
-    }
-
-    /// The host it asks.
-    pub fn host(&self) -> &H {
-        &self.host
-    }
-
-    /// The host it asks, to change (a simulated host's faults, say).
-    pub fn host_mut(&mut self) -> &mut H {
-        &mut self.host
-    }
-}
-
-fn facts(target: &Target) -> Result<&PciTarget, BackendError> {
-    match &target.facts {
-        TargetFacts::Pci(pci) => Ok(pci),
-        TargetFacts::Metax(_) | TargetFacts::Nvidia(_) => Err(BackendError::WrongMethod {
-            backend: Method::Pci,
-            target: target.method(),
-        }),
-    }
-}
-
 impl<H: PciHost> PciBackend<H> {
     fn present(&mut self, bdf: Bdf) -> Result<FunctionState, Refusal> {
-        self.host.function(bdf)?.ok_or_else(|| {
+        self.host_mut().function(bdf)?.ok_or_else(|| {
             Refusal::new(
                 BlockedReason::UnknownDevice,
                 format!("no PCI function {bdf} in sysfs"),
@@ -104,7 +75,7 @@ impl<H: PciHost> PciBackend<H> {
         let Some(file) = function.vfio_file() else {
             return Ok(None);
         };
-        let holders = self.host.holders(&[file])?;
+        let holders = self.host_mut().holders(&[file])?;
         if holders.is_empty() {
             return Ok(None);
         }
@@ -123,12 +94,12 @@ impl<H: PciHost> Backend for PciBackend<H> {
     }
 
     fn is_root(&mut self) -> bool {
-        self.host.is_root()
+        self.host_mut().is_root()
     }
 
     fn prepare(&mut self) -> Result<Vec<ResetWarning>, Refusal> {
         // No vendor tool and no module; only the shell that will write `reset` must be safe.
-        self.host.check_writer()?;
+        self.host_mut().check_writer()?;
         Ok(Vec::new())
     }
 
@@ -162,7 +133,7 @@ impl<H: PciHost> Backend for PciBackend<H> {
         };
         let mut members = vec![Member::new(device, function.identity)];
         if BUS_METHODS.contains(&method.as_str()) {
-            for other in self.host.bus_functions(device)? {
+            for other in self.host_mut().bus_functions(device)? {
                 if other != device {
                     let sibling = self.present(other)?;
                     members.push(Member::new(other, sibling.identity));
@@ -181,7 +152,7 @@ impl<H: PciHost> Backend for PciBackend<H> {
     }
 
     fn check_use(&mut self, target: &Target) -> Result<Vec<ResetWarning>, Refusal> {
-        let pci = facts(target)?.clone();
+        let pci = target.facts_of::<PciTarget>()?.clone();
         for member in &pci.members {
             let function = self.present(member.bdf)?;
             if let Some(refusal) = self.in_use(&function, pci.device)? {
@@ -192,18 +163,18 @@ impl<H: PciHost> Backend for PciBackend<H> {
     }
 
     fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.host.mark_kernel_log()
+        self.host_mut().kernel_log().mark_kernel_log()
     }
 
     fn reset(&mut self, target: &Target, within: Duration) -> ResetEnd {
-        match facts(target) {
-            Ok(pci) => self.host.write_reset(pci.device, within),
+        match target.facts_of::<PciTarget>() {
+            Ok(pci) => self.host_mut().write_reset(pci.device, within),
             Err(error) => ResetEnd::Failed(error),
         }
     }
 
     fn check_back(&mut self, target: &Target) -> Back {
-        let pci = match facts(target) {
+        let pci = match target.facts_of::<PciTarget>() {
             Ok(pci) => pci.clone(),
             Err(error) => {
                 return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, error.said()));
@@ -211,7 +182,7 @@ impl<H: PciHost> Backend for PciBackend<H> {
         };
         let mut not_back = Vec::new();
         for member in &pci.members {
-            match self.host.function(member.bdf) {
+            match self.host_mut().function(member.bdf) {
                 Err(error) => not_back.push(format!("{}: {}", member.bdf, error.said())),
                 Ok(None) => not_back.push(format!("{} is gone", member.bdf)),
                 Ok(Some(now)) if now.identity.vendor == GONE_VENDOR => not_back.push(format!(
@@ -238,8 +209,11 @@ impl<H: PciHost> Backend for PciBackend<H> {
     }
 
     fn kernel_errors(&mut self, target: &Target) -> Result<Vec<String>, BackendError> {
-        let members = facts(target)?.verified();
-        Ok(device_errors(self.host.records_since_mark()?, &members))
+        let members = target.facts_of::<PciTarget>()?.verified();
+        Ok(device_errors(
+            self.host_mut().kernel_log().records_since_mark()?,
+            &members,
+        ))
     }
 
     fn survey(&mut self) -> Result<Survey, BackendError> {

@@ -6,20 +6,22 @@ use super::error::SysfsError;
 use super::function::{FunctionState, read_function};
 use crate::backend::{BackendError, ResetEnd};
 use crate::holders::{Holder, holders};
-use crate::kmsg::{KernelLog, KernelLogSource, KmsgRecord};
+use crate::kmsg::{KernelLog, KernelLogSource};
 use gpu_host_probe::run::{RunResult, RunSpec, check_program, run};
 use gpu_partition_types::Bdf;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// A host's PCI functions as the backend reads them.
-pub trait PciHost: KernelLogSource {
+pub trait PciHost {
     /// Whether this is a simulated host ([`crate::Backend::simulation`]).
     fn simulation(&self) -> bool {
         false
     }
     /// Whether this runs as root.
     fn is_root(&mut self) -> bool;
+    /// The host's kernel log, which a reset is verified against.
+    fn kernel_log(&mut self) -> &mut dyn KernelLogSource;
     /// Whether the program that writes `reset` may be run (present, executable, trusted).
     fn check_writer(&mut self) -> Result<(), BackendError>;
     /// The function at `bdf` now; `None` when it is not there.
@@ -64,16 +66,6 @@ impl SysfsHost {
     }
 }
 
-impl KernelLogSource for SysfsHost {
-    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.kernel_log.mark_kernel_log()
-    }
-
-    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, BackendError> {
-        self.kernel_log.records_since_mark()
-    }
-}
-
 fn unreadable(path: &Path) -> impl Fn(std::io::Error) -> BackendError + '_ {
     move |source| {
         SysfsError::Read {
@@ -90,6 +82,10 @@ const WRITER: &str = "/bin/sh";
 impl PciHost for SysfsHost {
     fn is_root(&mut self) -> bool {
         nix::unistd::geteuid().is_root()
+    }
+
+    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
+        &mut self.kernel_log
     }
 
     fn check_writer(&mut self) -> Result<(), BackendError> {

@@ -14,11 +14,12 @@
 //!   error or a published failure (`not ready …; giving up` is logged at warning level).
 
 pub(crate) mod backend;
-pub(crate) mod error;
+mod error;
 mod function;
 mod host;
 mod target;
 
+pub use error::SysfsError;
 pub use function::{FunctionState, GONE_VENDOR, STUB_DRIVERS, read_function};
 pub use host::{PciHost, SysfsHost};
 pub use target::{Member, PciTarget};

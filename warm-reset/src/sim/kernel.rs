@@ -1,7 +1,7 @@
 //! [`SimKernelLog`]: a simulated host's kernel log.
 
 use crate::backend::BackendError;
-use crate::kmsg::{KernelLogError, KmsgRecord};
+use crate::kmsg::{KernelLogError, KernelLogSource, KmsgRecord};
 use std::path::PathBuf;
 
 /// A kernel log in memory: records appended by the simulated host, a mark, and whether it can
@@ -44,9 +44,10 @@ impl SimKernelLog {
         }
         .into()
     }
+}
 
-    /// Notes where the log ends now.
-    pub fn mark(&mut self) -> Result<(), BackendError> {
+impl KernelLogSource for SimKernelLog {
+    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
         if !self.readable {
             return Err(Self::denied());
         }
@@ -54,8 +55,7 @@ impl SimKernelLog {
         Ok(())
     }
 
-    /// The records added since the mark.
-    pub fn since_mark(&self) -> Result<Vec<KmsgRecord>, BackendError> {
+    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, BackendError> {
         if !self.readable {
             return Err(Self::denied());
         }

@@ -7,13 +7,13 @@
 //! `mx-smi topo -m` in their published layouts and the backend reads them back.
 
 use super::kernel::SimKernelLog;
+use super::{Scenario, set_up};
 use crate::MetaxBackend;
-use crate::MxSmiError;
 use crate::backend::BackendError;
 use crate::clock::Clock;
-use crate::kmsg::{KernelLogSource, KmsgRecord};
+use crate::kmsg::KernelLogSource;
 use crate::metax::mx_smi::{GpuProcess, GpuRow, GpuState, Topology, Versions};
-use crate::metax::{DriverUse, MX_SMI_PLACES, MetaxHost};
+use crate::metax::{DriverUse, MX_SMI_PLACES, MetaxHost, MxSmiError};
 use crate::tool::{ToolEnd, ToolError};
 use gpu_partition_types::Bdf;
 use std::fmt::Write as _;
@@ -288,16 +288,6 @@ impl MetaxSim {
     }
 }
 
-impl KernelLogSource for MetaxSim {
-    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.kernel_log.mark()
-    }
-
-    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, BackendError> {
-        self.kernel_log.since_mark()
-    }
-}
-
 impl MetaxHost for MetaxSim {
     fn simulation(&self) -> bool {
         true
@@ -305,6 +295,10 @@ impl MetaxHost for MetaxSim {
 
     fn is_root(&mut self) -> bool {
         self.root
+    }
+
+    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
+        &mut self.kernel_log
     }
 
     fn find_mx_smi(&mut self) -> Result<(), BackendError> {
@@ -378,72 +372,83 @@ impl MetaxHost for MetaxSim {
     }
 }
 
-/// The scenarios `mxctl reset --simulate` knows, with what each shows.
-pub const METAX_SCENARIOS: [(&str, &str); 17] = [
-    (
+/// The scenarios `mxctl reset --simulate` knows: what each shows and changes on the default host
+/// ([`SimMetax::scenario`]).
+pub const METAX_SCENARIOS: [Scenario<MetaxSim>; 17] = [
+    Scenario::new(
         "ok",
         "4 GPUs in 2 MetaXLink groups; the reset takes 2 s and every GPU comes back",
+        |_| {},
     ),
-    (
+    Scenario::new(
         "slow",
         "the reset takes 10 s and the GPUs come back 5 s later",
+        |host| {
+            host.reset_duration = Duration::from_secs(10);
+            host.recovery = Duration::from_secs(5);
+        },
     ),
-    ("hang", "mx-smi -r never ends: killed at the window's end"),
-    ("error", "mx-smi -r exits 1 with an error"),
-    (
+    Scenario::new(
+        "hang",
+        "mx-smi -r never ends: killed at the window's end",
+        |host| host.fault = Some(MetaxFault::Hang),
+    ),
+    Scenario::new("error", "mx-smi -r exits 1 with an error", |host| {
+        host.fault = Some(MetaxFault::Error);
+    }),
+    Scenario::new(
         "error-exit-0",
         "mx-smi -r exits 0 but prints that the reset failed",
+        |host| host.fault = Some(MetaxFault::SaysFailed),
     ),
-    ("gpu-missing", "GPU#1 is gone after the reset"),
-    ("gpu-unavailable", "GPU#1 stays Not Available"),
-    ("kernel-errors", "the kernel logs an error during the reset"),
-    ("topology-wrong", "GPU#0 and GPU#1 swap PCI addresses"),
-    (
+    Scenario::new("gpu-missing", "GPU#1 is gone after the reset", |host| {
+        host.fault = Some(MetaxFault::GpuMissing(1));
+    }),
+    Scenario::new("gpu-unavailable", "GPU#1 stays Not Available", |host| {
+        host.fault = Some(MetaxFault::GpuUnavailable(1));
+    }),
+    Scenario::new(
+        "kernel-errors",
+        "the kernel logs an error during the reset",
+        |host| host.fault = Some(MetaxFault::KernelErrors),
+    ),
+    Scenario::new(
+        "topology-wrong",
+        "GPU#0 and GPU#1 swap PCI addresses",
+        |host| host.fault = Some(MetaxFault::TopologyWrong),
+    ),
+    Scenario::new(
         "link-lost",
         "the MetaXLink between GPU#0 and GPU#1 does not come back",
+        |host| host.fault = Some(MetaxFault::LinkLost(0, 1)),
     ),
-    ("busy", "a process uses the GPUs"),
-    ("driver-in-use", "the metax use count is 2"),
-    ("driver-not-loaded", "no metax line in /proc/modules"),
-    ("too-old", "the kernel driver is 2.3.0"),
-    ("not-root", "the run is not root"),
-    ("no-mx-smi", "mx-smi is absent"),
-    (
+    Scenario::new("busy", "a process uses the GPUs", |host| {
+        host.processes = vec![GpuProcess::new(0, 4242, "python3 train.py", 4066)];
+    }),
+    Scenario::new("driver-in-use", "the metax use count is 2", |host| {
+        host.driver_use = Some(2);
+    }),
+    Scenario::new(
+        "driver-not-loaded",
+        "no metax line in /proc/modules",
+        |host| host.driver_use = None,
+    ),
+    Scenario::new("too-old", "the kernel driver is 2.3.0", |host| {
+        host.versions.kernel_driver = Some("2.3.0".to_owned());
+    }),
+    Scenario::new("not-root", "the run is not root", |host| host.root = false),
+    Scenario::new("no-mx-smi", "mx-smi is absent", |host| host.mx_smi = false),
+    Scenario::new(
         "kernel-log-unreadable",
         "the kernel log cannot be read: the reset could not be verified",
+        |host| host.kernel_log.readable = false,
     ),
 ];
 
 impl SimMetax {
-    /// The host of a named scenario (see [`METAX_SCENARIOS`]); `None` for an unknown name.
+    /// The host of a named scenario (see [`METAX_SCENARIOS`]): 4 GPUs in 2 MetaXLink groups,
+    /// changed as the scenario says; `None` for an unknown name.
     pub fn scenario(name: &str, clock: Arc<dyn Clock>) -> Option<SimMetax> {
-        let mut sim = SimMetax::new(clock, &[2, 2]);
-        let host = sim.host_mut();
-        match name {
-            "ok" => {}
-            "slow" => {
-                host.reset_duration = Duration::from_secs(10);
-                host.recovery = Duration::from_secs(5);
-            }
-            "hang" => host.fault = Some(MetaxFault::Hang),
-            "error" => host.fault = Some(MetaxFault::Error),
-            "error-exit-0" => host.fault = Some(MetaxFault::SaysFailed),
-            "gpu-missing" => host.fault = Some(MetaxFault::GpuMissing(1)),
-            "gpu-unavailable" => host.fault = Some(MetaxFault::GpuUnavailable(1)),
-            "kernel-errors" => host.fault = Some(MetaxFault::KernelErrors),
-            "topology-wrong" => host.fault = Some(MetaxFault::TopologyWrong),
-            "link-lost" => host.fault = Some(MetaxFault::LinkLost(0, 1)),
-            "busy" => {
-                host.processes = vec![GpuProcess::new(0, 4242, "python3 train.py", 4066)];
-            }
-            "driver-in-use" => host.driver_use = Some(2),
-            "driver-not-loaded" => host.driver_use = None,
-            "too-old" => host.versions.kernel_driver = Some("2.3.0".to_owned()),
-            "not-root" => host.root = false,
-            "no-mx-smi" => host.mx_smi = false,
-            "kernel-log-unreadable" => host.kernel_log.readable = false,
-            _ => return None,
-        }
-        Some(sim)
+        set_up(&METAX_SCENARIOS, name, || SimMetax::new(clock, &[2, 2]))
     }
 }

@@ -5,7 +5,7 @@
 //! - [`SimMetax`]: MetaX (`mx-smi`'s published layouts, printed and read back).
 //! - [`SimNvidia`]: NVIDIA (`nvidia-smi`'s published formats, printed and read back).
 //! - [`SimPci`]: PCI functions in sysfs.
-//! - [`scenario`]: a named scenario of a method, for `mxctl reset --simulate`.
+//! - [`scenario`]: a named [`Scenario`] of a method, for `mxctl reset --simulate`.
 //! - [`interrupted_reset`]: the journal as a run killed inside its window leaves it.
 //!
 //! Every simulator is `Send` (its clock is shared through an `Arc`), and refuses with the
@@ -23,6 +23,7 @@ pub use pci::{PCI_SCENARIOS, PciFault, PciSim, SimPci, sim_function};
 
 use crate::backend::{Backend, Refusal};
 use crate::clock::Clock;
+use crate::host_backend::HostBackend;
 use crate::journal::{InFlight, Journal, JournalError};
 use crate::method::Method;
 use crate::reset_target::ResetTarget;
@@ -30,12 +31,61 @@ use gpu_host_probe::{Host, LockError};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The scenarios of a method, with what each shows.
-pub fn scenarios(method: Method) -> &'static [(&'static str, &'static str)] {
+/// A named scenario of one method's simulated host `H`: what it shows, and what it changes on
+/// the method's default host. Each method's table ([`METAX_SCENARIOS`], [`NVIDIA_SCENARIOS`],
+/// [`PCI_SCENARIOS`]) is the one place a scenario is named.
+pub struct Scenario<H> {
+    /// Its name, as `mxctl reset --simulate` takes it.
+    pub name: &'static str,
+    /// What it shows.
+    pub shows: &'static str,
+    change: fn(&mut H),
+}
+
+impl<H> Scenario<H> {
+    const fn new(name: &'static str, shows: &'static str, change: fn(&mut H)) -> Self {
+        Self {
+            name,
+            shows,
+            change,
+        }
+    }
+}
+
+impl<H> std::fmt::Debug for Scenario<H> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scenario")
+            .field("name", &self.name)
+            .field("shows", &self.shows)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The scenario of `table` named `name`, set on the default host `default` builds; `None` (and
+/// nothing built) for a name the table does not have.
+fn set_up<M, H>(
+    table: &[Scenario<H>],
+    name: &str,
+    default: impl FnOnce() -> HostBackend<M, H>,
+) -> Option<HostBackend<M, H>> {
+    let scenario = table.iter().find(|scenario| scenario.name == name)?;
+    let mut sim = default();
+    (scenario.change)(sim.host_mut());
+    Some(sim)
+}
+
+/// The scenarios of a method, with what each shows, in the order of its table.
+pub fn scenarios(method: Method) -> Vec<(&'static str, &'static str)> {
+    fn listed<H>(table: &[Scenario<H>]) -> Vec<(&'static str, &'static str)> {
+        table
+            .iter()
+            .map(|scenario| (scenario.name, scenario.shows))
+            .collect()
+    }
     match method {
-        Method::Metax => &METAX_SCENARIOS,
-        Method::Nvidia => &NVIDIA_SCENARIOS,
-        Method::Pci => &PCI_SCENARIOS,
+        Method::Metax => listed(&METAX_SCENARIOS),
+        Method::Nvidia => listed(&NVIDIA_SCENARIOS),
+        Method::Pci => listed(&PCI_SCENARIOS),
     }
 }
 

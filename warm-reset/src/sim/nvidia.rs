@@ -3,14 +3,14 @@
 //! real host. It prints `nvidia-smi`'s published formats and the backend reads them back.
 
 use super::kernel::SimKernelLog;
+use super::{Scenario, set_up};
 use crate::NvidiaBackend;
-use crate::NvidiaSmiError;
 use crate::backend::BackendError;
 use crate::clock::Clock;
 use crate::holders::Holder;
-use crate::kmsg::{KernelLogSource, KmsgRecord};
+use crate::kmsg::KernelLogSource;
 use crate::nvidia::nvidia_smi::NvidiaGpu;
-use crate::nvidia::{NVIDIA_SMI_PLACES, NvidiaHost, reset_ids};
+use crate::nvidia::{NVIDIA_SMI_PLACES, NvidiaHost, NvidiaSmiError, reset_ids};
 use crate::tool::{ToolEnd, ToolError};
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;
@@ -155,16 +155,6 @@ impl NvidiaSim {
     }
 }
 
-impl KernelLogSource for NvidiaSim {
-    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.kernel_log.mark()
-    }
-
-    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, BackendError> {
-        self.kernel_log.since_mark()
-    }
-}
-
 impl NvidiaHost for NvidiaSim {
     fn simulation(&self) -> bool {
         true
@@ -172,6 +162,10 @@ impl NvidiaHost for NvidiaSim {
 
     fn is_root(&mut self) -> bool {
         self.root
+    }
+
+    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
+        &mut self.kernel_log
     }
 
     fn find_nvidia_smi(&mut self) -> Result<(), BackendError> {
@@ -288,45 +282,52 @@ impl NvidiaHost for NvidiaSim {
     }
 }
 
-/// The NVIDIA scenarios `mxctl reset --method nvidia --simulate` knows, with what each shows.
-pub const NVIDIA_SCENARIOS: [(&str, &str); 9] = [
-    (
+/// The NVIDIA scenarios `mxctl reset --method nvidia --simulate` knows: what each shows and
+/// changes on the default host ([`SimNvidia::scenario`]).
+pub const NVIDIA_SCENARIOS: [Scenario<NvidiaSim>; 9] = [
+    Scenario::new(
         "ok",
         "4 GPUs, 0 and 1 joined by NVLink: GPU 0 is reset with its peer, both come back",
+        |_| {},
     ),
-    (
+    Scenario::new(
         "busy",
         "a process holds /dev/nvidia1 (the NVLink peer of 0)",
+        |host| host.holders = vec![(2718, "nvidia-persiste".to_owned(), 1)],
     ),
-    ("compute-app", "a compute app runs on GPU 0"),
-    ("busy-block", "nvidia-smi refuses the reset as in use"),
-    ("error", "nvidia-smi --gpu-reset exits 3"),
-    ("hang", "nvidia-smi --gpu-reset never ends"),
-    ("gpu-missing", "GPU 1 is gone after the reset"),
-    (
+    Scenario::new("compute-app", "a compute app runs on GPU 0", |host| {
+        host.compute_apps = vec![(31415, 0)];
+    }),
+    Scenario::new(
+        "busy-block",
+        "nvidia-smi refuses the reset as in use",
+        |host| host.fault = Some(NvidiaFault::BusyBlock),
+    ),
+    Scenario::new("error", "nvidia-smi --gpu-reset exits 3", |host| {
+        host.fault = Some(NvidiaFault::Error);
+    }),
+    Scenario::new("hang", "nvidia-smi --gpu-reset never ends", |host| {
+        host.fault = Some(NvidiaFault::Hang);
+    }),
+    Scenario::new("gpu-missing", "GPU 1 is gone after the reset", |host| {
+        host.fault = Some(NvidiaFault::GpuMissing(1));
+    }),
+    Scenario::new(
         "kernel-errors",
         "the kernel gives up on GPU 0 after the reset",
+        |host| host.fault = Some(NvidiaFault::KernelErrors),
     ),
-    ("no-nvidia-smi", "nvidia-smi is absent"),
+    Scenario::new("no-nvidia-smi", "nvidia-smi is absent", |host| {
+        host.nvidia_smi = false;
+    }),
 ];
 
 impl SimNvidia {
-    /// The host of a named scenario (see [`NVIDIA_SCENARIOS`]); `None` for an unknown name.
+    /// The host of a named scenario (see [`NVIDIA_SCENARIOS`]): 4 GPUs, 0 and 1 joined by
+    /// NVLink, changed as the scenario says; `None` for an unknown name.
     pub fn scenario(name: &str, clock: Arc<dyn Clock>) -> Option<SimNvidia> {
-        let mut sim = SimNvidia::new(clock, 4, &[(0, 1)]);
-        let host = sim.host_mut();
-        match name {
-            "ok" => {}
-            "busy" => host.holders = vec![(2718, "nvidia-persiste".to_owned(), 1)],
-            "compute-app" => host.compute_apps = vec![(31415, 0)],
-            "busy-block" => host.fault = Some(NvidiaFault::BusyBlock),
-            "error" => host.fault = Some(NvidiaFault::Error),
-            "hang" => host.fault = Some(NvidiaFault::Hang),
-            "gpu-missing" => host.fault = Some(NvidiaFault::GpuMissing(1)),
-            "kernel-errors" => host.fault = Some(NvidiaFault::KernelErrors),
-            "no-nvidia-smi" => host.nvidia_smi = false,
-            _ => return None,
-        }
-        Some(sim)
+        set_up(&NVIDIA_SCENARIOS, name, || {
+            SimNvidia::new(clock, 4, &[(0, 1)])
+        })
     }
 }

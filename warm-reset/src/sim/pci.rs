@@ -3,11 +3,12 @@
 //! [`PciBackend`] as the real sysfs.
 
 use super::kernel::SimKernelLog;
+use super::{Scenario, set_up};
 use crate::PciBackend;
 use crate::backend::{BackendError, ResetEnd};
 use crate::clock::Clock;
 use crate::holders::Holder;
-use crate::kmsg::{KernelLogSource, KmsgRecord};
+use crate::kmsg::KernelLogSource;
 use crate::pci::{FunctionState, GONE_VENDOR, PciHost};
 use gpu_host_probe::PciIdentity;
 use gpu_partition_types::Bdf;
@@ -92,8 +93,8 @@ impl SimPci {
     /// A host with a GPU at `0000:3b:00.0` bound to `vfio-pci` (FLR, then bus) and its audio
     /// function at `0000:3b:00.1`, in IOMMU group 12.
     pub fn new(clock: Arc<dyn Clock>) -> Self {
-        let gpu = bdf("0000:3b:00.0");
-        let audio = bdf("0000:3b:00.1");
+        let gpu = bdf(GPU);
+        let audio = bdf(AUDIO);
         let functions = BTreeMap::from([
             (
                 gpu,
@@ -119,16 +120,6 @@ impl SimPci {
     }
 }
 
-impl KernelLogSource for PciSim {
-    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.kernel_log.mark()
-    }
-
-    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, BackendError> {
-        self.kernel_log.since_mark()
-    }
-}
-
 impl PciHost for PciSim {
     fn simulation(&self) -> bool {
         true
@@ -136,6 +127,10 @@ impl PciHost for PciSim {
 
     fn is_root(&mut self) -> bool {
         self.root
+    }
+
+    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
+        &mut self.kernel_log
     }
 
     fn check_writer(&mut self) -> Result<(), BackendError> {
@@ -202,59 +197,73 @@ impl PciHost for PciSim {
     }
 }
 
-/// The PCI scenarios `mxctl reset --method pci --simulate` knows, with what each shows.
-pub const PCI_SCENARIOS: [(&str, &str); 9] = [
-    (
+/// The GPU of the default host.
+const GPU: &str = "0000:3b:00.0";
+
+/// Its audio function.
+const AUDIO: &str = "0000:3b:00.1";
+
+/// The PCI scenarios `mxctl reset --method pci --simulate` knows: what each shows and changes
+/// on the default host ([`SimPci::scenario`]).
+pub const PCI_SCENARIOS: [Scenario<PciSim>; 9] = [
+    Scenario::new(
         "ok",
         "a GPU at 0000:3b:00.0 bound to vfio-pci is reset by FLR and reads its IDs again",
+        |_| {},
     ),
-    ("busy", "a VMM holds the GPU's VFIO group /dev/vfio/12"),
-    ("host-driver", "the GPU is bound to the host driver nvidia"),
-    ("no-reset-method", "the GPU's reset_method is empty"),
-    (
+    Scenario::new(
+        "busy",
+        "a VMM holds the GPU's VFIO group /dev/vfio/12",
+        |host| host.holders = vec![Holder::new(4242, "qemu-system-x86", "/dev/vfio/12")],
+    ),
+    Scenario::new(
+        "host-driver",
+        "the GPU is bound to the host driver nvidia",
+        |host| set(host, GPU, |f| f.driver = Some("nvidia".to_owned())),
+    ),
+    Scenario::new(
+        "no-reset-method",
+        "the GPU's reset_method is empty",
+        |host| set(host, GPU, |f| f.reset_methods = Some(Vec::new())),
+    ),
+    Scenario::new(
         "bus-sibling-in-use",
         "the GPU resets by bus, and its audio function is bound to snd_hda_intel",
+        |host| {
+            set(host, GPU, |f| {
+                f.reset_methods = Some(vec!["bus".to_owned()])
+            });
+            set(host, AUDIO, |f| f.driver = Some("snd_hda_intel".to_owned()));
+        },
     ),
-    ("hang", "the write to reset never returns"),
-    ("falls-off", "the GPU reads vendor 0xffff after the reset"),
-    ("gone", "the GPU is gone after the reset"),
-    ("gives-up", "the kernel gives up on the GPU after the reset"),
+    Scenario::new("hang", "the write to reset never returns", |host| {
+        host.fault = Some(PciFault::Hang);
+    }),
+    Scenario::new(
+        "falls-off",
+        "the GPU reads vendor 0xffff after the reset",
+        |host| host.fault = Some(PciFault::FallsOff),
+    ),
+    Scenario::new("gone", "the GPU is gone after the reset", |host| {
+        host.fault = Some(PciFault::Gone);
+    }),
+    Scenario::new(
+        "gives-up",
+        "the kernel gives up on the GPU after the reset",
+        |host| host.fault = Some(PciFault::GivesUp),
+    ),
 ];
 
 impl SimPci {
-    /// The host of a named scenario (see [`PCI_SCENARIOS`]); `None` for an unknown name.
+    /// The host of a named scenario (see [`PCI_SCENARIOS`]): the GPU and audio function of
+    /// [`SimPci::new`], changed as the scenario says; `None` for an unknown name.
     pub fn scenario(name: &str, clock: Arc<dyn Clock>) -> Option<SimPci> {
-        let mut sim = SimPci::new(clock);
-        let host = sim.host_mut();
-        let gpu = bdf("0000:3b:00.0");
-        let audio = bdf("0000:3b:00.1");
-        match name {
-            "ok" => {}
-            "busy" => {
-                host.holders = vec![Holder::new(4242, "qemu-system-x86", "/dev/vfio/12")];
-            }
-            "host-driver" => set(host, gpu, |f| f.driver = Some("nvidia".to_owned())),
-            "no-reset-method" => set(host, gpu, |f| f.reset_methods = Some(Vec::new())),
-            "bus-sibling-in-use" => {
-                set(host, gpu, |f| {
-                    f.reset_methods = Some(vec!["bus".to_owned()])
-                });
-                set(host, audio, |f| {
-                    f.driver = Some("snd_hda_intel".to_owned());
-                });
-            }
-            "hang" => host.fault = Some(PciFault::Hang),
-            "falls-off" => host.fault = Some(PciFault::FallsOff),
-            "gone" => host.fault = Some(PciFault::Gone),
-            "gives-up" => host.fault = Some(PciFault::GivesUp),
-            _ => return None,
-        }
-        Some(sim)
+        set_up(&PCI_SCENARIOS, name, || SimPci::new(clock))
     }
 }
 
-fn set(host: &mut PciSim, bdf: Bdf, change: impl FnOnce(&mut FunctionState)) {
-    if let Some(function) = host.functions.get_mut(&bdf) {
+fn set(host: &mut PciSim, address: &str, change: impl FnOnce(&mut FunctionState)) {
+    if let Some(function) = host.functions.get_mut(&bdf(address)) {
         change(function);
     }
 }

@@ -8,14 +8,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 use warm_reset::MetaxBackend;
 use warm_reset::ResetWarning;
-use warm_reset::ToolEnd;
+use warm_reset::io::{KernelLogSource, KmsgRecord, ToolEnd};
 use warm_reset::metax::mx_smi::{GpuRow, GpuState, Topology};
 use warm_reset::metax::{DriverUse, MetaxHost};
 use warm_reset::{
     Back, Backend, BackendError, BlockedReason, ColdRebootReason, NotBack, Refusal, ResetEnd,
     Target,
 };
-use warm_reset::{KernelLogSource, KmsgRecord};
 
 const PLAIN_IDLE: &str = include_str!("../data/mx-smi/plain-2.3.1-c500-idle.txt");
 const BUSY_SECTION: &str = include_str!("../data/mx-smi/process-table-busy.txt");
@@ -34,7 +33,7 @@ struct Scripted {
 }
 
 fn why(text: &str) -> BackendError {
-    warm_reset::MxSmiError::SaidFailed {
+    warm_reset::metax::MxSmiError::SaidFailed {
         command: "mx-smi".to_owned(),
         line: text.to_owned(),
     }
@@ -96,6 +95,9 @@ impl KernelLogSource for Scripted {
 impl MetaxHost for Scripted {
     fn is_root(&mut self) -> bool {
         true
+    }
+    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
+        self
     }
     fn find_mx_smi(&mut self) -> Result<(), BackendError> {
         Ok(())

@@ -3,7 +3,7 @@
 //! "idle" or as a whole answer.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use warm_reset::ParseError;
+use warm_reset::io::ParseError;
 use warm_reset::metax::mx_smi::{
     GpuProcess, GpuState, check_versions, is_metax, parse_header, parse_listing, parse_processes,
     parse_topology,

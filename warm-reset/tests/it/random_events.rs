@@ -14,7 +14,7 @@ use warm_reset::{
 
 /// What a host says when it does not answer.
 fn why(text: &str) -> BackendError {
-    warm_reset::MxSmiError::SaidFailed {
+    warm_reset::metax::MxSmiError::SaidFailed {
         command: "mx-smi".to_owned(),
         line: text.to_owned(),
     }

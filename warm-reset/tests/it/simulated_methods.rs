@@ -135,7 +135,7 @@ fn a_pci_function_on_vfio_is_reset_once_and_verified() {
 #[test]
 fn a_pci_function_whose_vfio_group_is_held_blocks_with_gpu_busy() {
     let (report, resets) = pci(|host| {
-        host.host_mut().holders = vec![warm_reset::Holder::new(4242, "qemu", "/dev/vfio/12")]
+        host.host_mut().holders = vec![warm_reset::io::Holder::new(4242, "qemu", "/dev/vfio/12")]
     });
     assert_eq!(ended(&report), ("blocked", "gpu_busy".into()));
     assert!(report.detail.contains("4242 qemu"), "{}", report.detail);

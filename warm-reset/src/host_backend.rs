@@ -1,0 +1,50 @@
+//! [`HostBackend`]: one method's host behind the machine's questions. The shape is the same for
+//! every method — a host the backend asks — and the rules are each method's own:
+//! [`MetaxBackend`](crate::MetaxBackend), [`NvidiaBackend`](crate::NvidiaBackend) and
+//! [`PciBackend`](crate::PciBackend) implement [`Backend`](crate::Backend) for their host trait.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+/// The backend of method `M` over the host `H`. `M` names the method by the facts its targets
+/// carry ([`MetaxTarget`](crate::metax::MetaxTarget),
+/// [`NvidiaTarget`](crate::nvidia::NvidiaTarget), [`PciTarget`](crate::pci::PciTarget)); `H`
+/// is the real host, a simulated one, or a test's.
+pub struct HostBackend<M, H> {
+    host: H,
+    method: PhantomData<fn() -> M>,
+}
+
+impl<M, H> HostBackend<M, H> {
+    /// The backend of `host`.
+    pub fn of(host: H) -> Self {
+        Self {
+            host,
+            method: PhantomData,
+        }
+    }
+
+    /// The host it asks.
+    pub fn host(&self) -> &H {
+        &self.host
+    }
+
+    /// The host it asks, to change (a simulated host's faults, say).
+    pub fn host_mut(&mut self) -> &mut H {
+        &mut self.host
+    }
+}
+
+impl<M, H: Clone> Clone for HostBackend<M, H> {
+    fn clone(&self) -> Self {
+        Self::of(self.host.clone())
+    }
+}
+
+impl<M, H: fmt::Debug> fmt::Debug for HostBackend<M, H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HostBackend")
+            .field("host", &self.host)
+            .finish()
+    }
+}
