@@ -23,16 +23,20 @@ pub struct GpuAssert {
     pub index: u32,
     /// The line of the layout's entry that names it (`None`: not read from a document).
     pub line: Option<usize>,
-    /// How it differs (a card that did not read differs as `unreadable`); empty: as wanted.
+    /// How it differs (a card that did not read differs as `unread`); empty: as wanted.
     pub differences: Vec<Difference>,
 }
 
-/// How an assert ended: the layout holds, it does not, or the cards could not be read at all
-/// (blocked, as an apply is: the lock held by another GPU operation, the caller's cancel).
+/// How an assert ended: the layout holds, it does not, it names no GPU of this host, or the
+/// cards could not be read at all (blocked, as an apply is: the lock held by another GPU
+/// operation, the caller's cancel).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AssertOutcome {
     /// Every GPU the layout names is as it wants.
     Applied,
+    /// The layout names no GPU of this host: nothing was read, and nothing is said to hold
+    /// (as an apply of it ends [`ApplyOutcome::NothingNamed`](crate::ApplyOutcome)).
+    NothingNamed,
     /// Some GPU differs (or did not read): the differences say how.
     Differs,
     /// Nothing was read.
@@ -40,10 +44,11 @@ pub enum AssertOutcome {
 }
 
 impl AssertOutcome {
-    /// Its token: `applied`, `differs` or `blocked`.
+    /// Its token: `applied`, `nothing_named`, `differs` or `blocked`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Applied => "applied",
+            Self::NothingNamed => "nothing_named",
             Self::Differs => "differs",
             Self::Blocked(_) => "blocked",
         }
@@ -55,13 +60,14 @@ impl AssertOutcome {
     pub fn reason(self) -> Option<ApplyReason> {
         match self {
             Self::Blocked(reason) => Some(reason),
-            Self::Applied | Self::Differs => None,
+            Self::Applied | Self::NothingNamed | Self::Differs => None,
         }
     }
 }
 
 /// Whether a layout is applied: the document of `mxctl --json partition assert` (`label`,
-/// `outcome` — `applied`, `differs`, `blocked` —, `reason` and `detail` of a blocked one,
+/// `outcome` — `applied`, `nothing_named`, `differs`, `blocked` —, `reason` and `detail` of a
+/// blocked one,
 /// `applied`, `gpus`, `warnings`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -134,14 +140,23 @@ pub fn assert_applied(
         .into_iter()
         .map(ApplyWarning::Absent)
         .collect();
-    let blocked = |reason, detail: String| AssertReport {
+    let unread = |outcome, detail: String, warnings| AssertReport {
         label: label.to_owned(),
-        outcome: AssertOutcome::Blocked(reason),
+        outcome,
         detail: Some(detail),
         applied: false,
         gpus: Vec::new(),
-        warnings: Vec::new(),
+        warnings,
     };
+    if wanted.is_empty() {
+        return Ok(unread(
+            AssertOutcome::NothingNamed,
+            "the layout names no GPU of this host: nothing was read".to_owned(),
+            warnings,
+        ));
+    }
+    let blocked =
+        |reason, detail: String| unread(AssertOutcome::Blocked(reason), detail, Vec::new());
     let taken = host.lock_unless(options.lock_wait, options.cancel.as_ref());
     let lock = match taken {
         Ok(lock) => lock,

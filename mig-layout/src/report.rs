@@ -338,7 +338,7 @@ impl std::fmt::Display for Conclusion {
             Self::BetweenLayouts => "the host is between layouts: fix the cause and apply again",
             Self::ColdReboot => "a warm reset did not work: cold-reboot this host",
             Self::NothingNamed => {
-                "the layout names no GPU of this host: nothing was read or written"
+                "the layout names no GPU on this host now: nothing was read or written"
             }
         })
     }

@@ -534,6 +534,10 @@ pub struct PartitionExport {
     /// label), read from the state, instead of what the cards hold.
     #[arg(long)]
     pub declared: bool,
+    /// Seconds to wait for the host lock while a reset, an apply or a sync holds it, then
+    /// fail with lock_busy [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
     #[command(flatten)]
     pub helper: HelperArgs,
 }

@@ -233,7 +233,7 @@ impl Default for Config {
             mx_smi: None,
             nvidia_smi: None,
             reset_window: warm_reset::DEFAULT_WINDOW,
-            kmsg: PathBuf::from(warm_reset::DEFAULT_KMSG),
+            kmsg: PathBuf::from(warm_reset::io::DEFAULT_KMSG),
             links: LinkCommands::default(),
             restore_at_boot: true,
             hooks: Hooks::default(),
@@ -470,6 +470,35 @@ mod tests {
             (setting.read)(&mut again, &shown).unwrap();
             assert_eq!(setting.value(&again), shown, "{}", setting.key);
         }
+    }
+
+    #[test]
+    fn the_sample_file_shows_every_setting_with_its_default_and_nothing_else() {
+        let sample = include_str!("../../mxctl.conf");
+        let mut shown: Vec<&str> = sample
+            .lines()
+            .filter_map(|line| line.strip_prefix("# ")?.split_once(" ="))
+            .map(|(key, _)| key)
+            .filter(|key| !key.contains(' '))
+            .collect();
+        shown.dedup();
+        let keys: Vec<&str> = SETTINGS.iter().map(|s| s.key).collect();
+        assert_eq!(shown, keys);
+        // Uncommented, each line with a value reads; the defaults stay the defaults, but for
+        // the examples of commands (the hooks) and the helper's path.
+        let uncommented: String = sample
+            .lines()
+            .filter_map(|line| line.strip_prefix("# "))
+            .filter(|line| {
+                line.split_once(" = ").is_some_and(|(key, value)| {
+                    SETTINGS.iter().any(|s| s.key == key) && !value.is_empty()
+                })
+            })
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let read = parse(&uncommented).unwrap();
+        assert_eq!(read.sync_interval, Config::default().sync_interval);
+        assert_eq!(read.unnamed, Config::default().unnamed);
     }
 
     #[test]

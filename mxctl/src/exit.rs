@@ -7,8 +7,8 @@ use warm_reset::ResetOutcome;
 /// How mxctl exits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
-    /// 0: done (a dry run too; an apply of a layout that names no GPU of this host; an assert
-    /// whose layout holds).
+    /// 0: done (a dry run too; an apply or an assert of a layout that names no GPU of this
+    /// host; an assert whose layout holds).
     Done,
     /// 1: failed (a layout between layouts, a refused reply, an assert that found a difference,
     /// any error).
@@ -46,7 +46,9 @@ impl Exit {
     /// What each code means, for the man pages.
     pub fn meaning(self) -> &'static str {
         match self {
-            Self::Done => "done (also a dry run, and an apply whose layout names no GPU here)",
+            Self::Done => {
+                "done (also a dry run, and an apply or assert whose layout names no GPU here)"
+            }
             Self::Failed => "failed, a refused reply, or an assert that found a difference",
             Self::Usage => "the command line does not fit",
             Self::Blocked => "blocked: nothing was changed",
@@ -76,7 +78,7 @@ impl Exit {
     /// The exit of an assert.
     pub fn of_assert(outcome: AssertOutcome) -> Self {
         match outcome {
-            AssertOutcome::Applied => Self::Done,
+            AssertOutcome::Applied | AssertOutcome::NothingNamed => Self::Done,
             AssertOutcome::Differs => Self::Failed,
             AssertOutcome::Blocked(_) => Self::Blocked,
         }

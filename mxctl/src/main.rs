@@ -1,7 +1,7 @@
 //! `mxctl`: the reference binary that composes the GPU host-management libraries.
 //!
-//! Exit codes: 0 done, 1 failed (or a refused reply), 2 usage, 3 reset blocked, 4 reset needs a
-//! cold reboot. Errors never print a panic or a backtrace; with `--json` a failure also prints
+//! Every command exits through the one table of codes in `exit.rs` (the man page's exit
+//! status). Errors never print a panic or a backtrace; with `--json` a failure also prints
 //! `{"error": {"kind": …, "message": …}}` on stdout.
 
 mod cli;

@@ -3,9 +3,11 @@
 
 mod ansible;
 mod common;
+mod contract;
 mod crash;
 mod declared_truth;
 mod embedding;
+
 mod exposition;
 mod generate;
 mod helper_fixture_mode;

@@ -70,10 +70,9 @@ pub fn restore(
     output: Output,
 ) -> Result<Exit, Failure> {
     if args.at_boot && !config.restore_at_boot {
-        let said = "restore-at-boot is disabled in the config: the declared layout is not restored";
-        tracing::info!("{said}");
-        output.emit(&serde_json::json!({"restored": false, "why": said}), said)?;
-        return Ok(Exit::Done);
+        let why = "restore-at-boot is disabled in the config: the declared layout is not restored";
+        tracing::info!("{why}");
+        return not_restored(why, "restore_disabled", Exit::Done, output);
     }
     write(
         What::Declared,
@@ -171,10 +170,18 @@ fn restored_document(restored: Restore, at_boot: bool, output: Output) -> Result
             Exit::Done,
         ),
     };
+    not_restored(&why, outcome, exit, output)
+}
+
+/// The document of a restore that did not run: the report's members, empty, its `outcome`
+/// saying why (`restore_disabled`, `nothing_declared`, `already_ran_this_boot`), its
+/// `conclusion` that nothing was changed.
+fn not_restored(why: &str, outcome: &str, exit: Exit, output: Output) -> Result<Exit, Failure> {
     let document = serde_json::json!({
         "restored": false, "why": why, "label": null, "outcome": outcome, "reason": null,
         "detail": why, "impossible": null, "gpus": [], "resets": [], "host": null, "hooks": [],
         "warnings": [], "elapsed_ms": 0,
+        "conclusion": mig_layout::Conclusion::NothingChanged.as_str(),
     });
     output.emit(&document, &format!("{why}\n"))?;
     Ok(exit)

@@ -56,6 +56,8 @@ pub fn run(
         report.label,
         match report.outcome {
             mig_layout::AssertOutcome::Applied => "applied",
+            mig_layout::AssertOutcome::NothingNamed =>
+                "not known here: it names no GPU of this host",
             mig_layout::AssertOutcome::Differs => "not applied",
             mig_layout::AssertOutcome::Blocked(_) => "not known: the cards were not read",
         }

@@ -38,7 +38,7 @@ pub fn run(
             host,
             &helper(&args.helper, config),
             label,
-            host_sync::DEFAULT_LOCK_WAIT,
+            args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT),
         )
         .map_err(layout_failure)?
     };

@@ -58,6 +58,9 @@ pub fn layout_failure(error: mig_layout::ApplyError) -> Failure {
         mig_layout::ApplyError::NotNamed { .. } | mig_layout::ApplyError::Select(_) => {
             Failure::Usage(gpu_host_probe::chain::Chain(&error).to_string())
         }
+        // A lock that could not be taken is the lock's failure (`lock_busy` naming the holder,
+        // `cancelled`, `unsafe_state_dir`), as every command reports it.
+        mig_layout::ApplyError::Lock(lock) => Failure::Lock(lock),
         other => Failure::Apply(other),
     }
 }
