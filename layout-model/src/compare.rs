@@ -45,6 +45,17 @@ impl Adopted {
     }
 }
 
+impl std::fmt::Display for Adopted {
+    /// `GPU instance 3 (1g.10gb) at 4+1` (the card is the reader's context).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GPU instance {} ({}) at {}+{}",
+            self.gpu_instance_id, self.profile, self.placement.start, self.placement.size
+        )
+    }
+}
+
 /// How a card compares with what it should be: every difference, and the instances adopted.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]

@@ -113,15 +113,7 @@ impl StateReport<'_> {
             }
             if let Some(check) = &declared.check {
                 for adopted in &check.adopted {
-                    let _ = writeln!(
-                        text,
-                        "  adopted: {} GPU instance {} ({}) at {}+{}",
-                        adopted.device,
-                        adopted.gpu_instance_id,
-                        adopted.profile,
-                        adopted.placement.start,
-                        adopted.placement.size
-                    );
+                    let _ = writeln!(text, "  adopted: {} {adopted}", adopted.device);
                 }
             }
         }

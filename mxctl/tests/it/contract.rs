@@ -5,18 +5,11 @@
 use crate::common;
 
 use common::sync_host::SyncHost;
-use std::process::Command;
 
 /// The man page's exit status (`Exit status: 0: done …; 1: …`) of `mxctl.1`, as
 /// `(code, meaning)`.
 fn documented() -> Vec<(i32, String)> {
-    let dir = tempfile::tempdir().unwrap();
-    let status = Command::new(env!("CARGO_BIN_EXE_mxctl"))
-        .args(["--config", "/dev/null", "generate", "--out-dir"])
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let dir = crate::generate::generate();
     let page = std::fs::read_to_string(dir.path().join("man/mxctl.1")).unwrap();
     let line = page
         .lines()
@@ -31,17 +24,23 @@ fn documented() -> Vec<(i32, String)> {
         .collect()
 }
 
-#[test]
-fn every_documented_exit_code_is_what_a_command_ends_with() {
-    let codes: Vec<i32> = documented().into_iter().map(|(code, _)| code).collect();
-    assert_eq!(codes, [0, 1, 2, 3, 4], "{:?}", documented());
-    let host = SyncHost::new();
+/// A layout file whose label `none` names GPU 7 alone, which a host of no GPU lacks.
+fn nothing_here(host: &SyncHost) -> std::path::PathBuf {
     let layout = host.path("nothing.yaml");
     std::fs::write(
         &layout,
         "version: v1\nmig-configs:\n  none:\n    - devices: [7]\n      mig-enabled: false\n",
     )
     .unwrap();
+    layout
+}
+
+#[test]
+fn every_documented_exit_code_is_what_a_command_ends_with() {
+    let codes: Vec<i32> = documented().into_iter().map(|(code, _)| code).collect();
+    assert_eq!(codes, [0, 1, 2, 3, 4], "{:?}", documented());
+    let host = SyncHost::new();
+    let layout = nothing_here(&host);
     let refused = host.path("refused.json");
     std::fs::write(&refused, "{\"format\": \"1.0\"}").unwrap();
     let layout = layout.to_str().unwrap();
@@ -70,12 +69,7 @@ fn every_documented_exit_code_is_what_a_command_ends_with() {
 #[test]
 fn an_assert_of_a_layout_that_names_no_gpu_here_says_so_and_never_that_it_is_applied() {
     let host = SyncHost::new();
-    let layout = host.path("nothing.yaml");
-    std::fs::write(
-        &layout,
-        "version: v1\nmig-configs:\n  none:\n    - devices: [7]\n      mig-enabled: false\n",
-    )
-    .unwrap();
+    let layout = nothing_here(&host);
     let (code, document) = host.run(&[
         "partition",
         "assert",

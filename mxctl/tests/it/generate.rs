@@ -4,7 +4,8 @@
 
 use std::process::Command;
 
-fn generate() -> tempfile::TempDir {
+/// The man pages and completions, generated into a temporary directory.
+pub fn generate() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let status = Command::new(env!("CARGO_BIN_EXE_mxctl"))
         .args(["--config", "/dev/null", "generate", "--out-dir"])

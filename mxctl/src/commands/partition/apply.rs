@@ -215,14 +215,7 @@ pub fn text(report: &ApplyReport) -> String {
             );
         }
         for adopted in &gpu.adopted {
-            let _ = writeln!(
-                text,
-                "  adopted: GPU instance {} ({}) at {}+{}, not in the layout, kept",
-                adopted.gpu_instance_id,
-                adopted.profile,
-                adopted.placement.start,
-                adopted.placement.size
-            );
+            let _ = writeln!(text, "  adopted: {adopted}, not in the layout, kept");
         }
     }
     for reset in &report.resets {
