@@ -353,7 +353,11 @@ pub fn scenario_of(cards: &[(&str, &str)]) -> Result<String, SupportError> {
                 parsed["nvml_version"].clone(),
             )
         });
-        let mut device = parsed["devices"][0].take();
+        let mut device = parsed
+            .get_mut("devices")
+            .and_then(|devices| devices.get_mut(0))
+            .map(serde_json::Value::take)
+            .unwrap_or_default();
         if !device.is_object() {
             return Err(SupportError::Template { index });
         }
@@ -445,5 +449,18 @@ mod tests {
             "22222222-bbbb\n"
         );
         assert!(state.read().unwrap().devices[0].gpu_instances.is_empty());
+    }
+
+    #[test]
+    fn a_template_without_a_device_is_an_error_naming_it_not_a_panic() {
+        for template in ["{}", "[]", "{\"devices\": 7}", "{\"devices\": []}"] {
+            assert!(
+                matches!(
+                    scenario_of(&[("0000:3b:00.0", template)]),
+                    Err(SupportError::Template { index: 0 })
+                ),
+                "{template}"
+            );
+        }
     }
 }

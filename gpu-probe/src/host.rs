@@ -44,10 +44,11 @@ impl Host {
 
     /// The same host with its machine's locks (and its record of writes to the cards) in `dir`
     /// instead of the user's default (`/run/gpu-host-probe` for root): for a toolstack whose
-    /// `/run` is not the host's (a container with the host's directory mounted elsewhere), or a
-    /// service user that must meet root's operations. Every process that uses the machine's
-    /// GPUs must name the same directory, or they do not exclude each other. Like the default,
-    /// it must be private (0700, its owner's; created so when absent).
+    /// `/run` is not the host's (a container with the host's directory mounted elsewhere).
+    /// Every process that uses the machine's GPUs must name the same directory, or they do not
+    /// exclude each other, and run as the same user: like the default, it must be private
+    /// (0700, the caller's own; created so when absent), so another user's processes are
+    /// refused it rather than sharing it.
     pub fn with_lock_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.lock_dir = Some(dir.into());
         self

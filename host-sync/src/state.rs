@@ -152,7 +152,8 @@ impl HostState {
     }
 
     /// The state of a host whose stored state did not read (`lost`): nothing else is known of
-    /// it, and it says so (`state_lost`) until a sync classifies it.
+    /// it, and every sync says so (`state_lost`) until an apply or a leave declares it again (or
+    /// the last good copy is put back).
     pub fn lost(lost: StateLost) -> Self {
         let mut state = Self::new(
             HostStatus::NotReported,

@@ -77,7 +77,8 @@ impl StoredReason {
     /// A reason from a token of a closed set (another crate's reason enum): it cannot fail, so
     /// no record is ever written with a reason the store then refuses — a byte outside
     /// `[a-z0-9_]` becomes `_`, a first byte that is no letter gets `r` before it, and it is cut
-    /// at 64 bytes. (Every reason of this project's enums is a token already; a test says so.)
+    /// at 64 bytes. (Every reason an apply records is a token already, as mig-layout's tests of
+    /// its records check.)
     pub fn of_token(token: &str) -> Self {
         let mut text: String = token
             .bytes()

@@ -2,10 +2,10 @@
 //! lock, several at once, and compared with it by the rules of `layout_model::differences` (GPU
 //! instances, compute instances and placements apart). It writes nothing.
 
-use crate::apply::{ApplyError, ApplyOptions, asked_for};
+use crate::apply::{ApplyError, ApplyOptions, resolve};
 use crate::document::Spec;
-use crate::report::{ApplyReason, ApplyWarning};
-use crate::select::{HostGpu, host_gpus, select};
+use crate::report::{ApplyReason, ApplyWarning, Draft};
+use crate::select::HostGpu;
 use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_host_probe::{Host, HostLock, LockError};
 use gpu_partition_types::{Bdf, Reply};
@@ -133,13 +133,11 @@ pub fn assert_applied(
     specs: &[Spec],
     options: &ApplyOptions,
 ) -> Result<AssertReport, ApplyError> {
-    let selection = select(specs, &host_gpus(host.sysfs_root())?)?;
-    let wanted = asked_for(selection.wanted, |w| w.gpu.bdf, &options.devices, label)?;
-    let warnings = selection
-        .absent
-        .into_iter()
-        .map(ApplyWarning::Absent)
-        .collect();
+    // The GPUs an apply of the same layout and options would want, each treating the
+    // instances the layout does not name as the options say: one rule for both.
+    let mut draft = Draft::new(label);
+    let wanted = resolve(host, label, specs, options, &mut draft)?;
+    let warnings = draft.warnings;
     let unread = |outcome, detail: String, warnings| AssertReport {
         label: label.to_owned(),
         outcome,

@@ -7,6 +7,7 @@ use crate::plan::{Impossible, PlanLine};
 use crate::select::Absent;
 use gpu_partition_types::{Bdf, StepOutcome, StepResult};
 use host_sync::{HostReason, HostStatus};
+use layout_model::HoldingState;
 use layout_model::{Adopted, Difference};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
@@ -168,6 +169,9 @@ pub struct HostAfter {
     pub reason: HostReason,
     /// The why, for people.
     pub message: Option<String>,
+    /// Whether the cards hold the declared layout, as that sync found them and judged now
+    /// (`holds`, `drifted`, `unknown`; `None`: nothing is declared).
+    pub declared: Option<HoldingState>,
 }
 
 /// What did not change an apply's course but a person should know.
@@ -298,6 +302,10 @@ pub enum Conclusion {
     /// declared GPU is gone or left alone, or the sync after found another difference (the host
     /// after says which).
     DeclaredDiffers,
+    /// The GPUs written hold the layout, read back, but whether the host's declared layout
+    /// holds is not known: the sync after did not read every declared GPU, or could not tell
+    /// (the host after says why).
+    DeclaredUnknown,
     /// The plan was shown; nothing was written.
     DryRun,
     /// Nothing was changed (blocked).
@@ -316,6 +324,7 @@ impl Conclusion {
         match self {
             Self::Holds => "holds",
             Self::DeclaredDiffers => "declared_differs",
+            Self::DeclaredUnknown => "declared_unknown",
             Self::DryRun => "dry_run",
             Self::NothingChanged => "nothing_changed",
             Self::BetweenLayouts => "between_layouts",
@@ -332,6 +341,10 @@ impl std::fmt::Display for Conclusion {
             Self::DeclaredDiffers => {
                 "the GPUs written hold the layout, read back; the declared layout does not hold \
                  (the host line above says why)"
+            }
+            Self::DeclaredUnknown => {
+                "the GPUs written hold the layout, read back; whether the declared layout holds \
+                 is not known (the host line above says why)"
             }
             Self::DryRun => "dry run: nothing was written",
             Self::NothingChanged => "nothing was changed",
@@ -361,10 +374,13 @@ impl ApplyReport {
                             | HostReason::LayoutFailed
                     )
                 });
-                if left_alone || host_differs {
-                    Conclusion::DeclaredDiffers
-                } else {
-                    Conclusion::Holds
+                // Holds only as the closing sync judged the declaration: never by default.
+                let declared = self.host.as_ref().and_then(|host| host.declared);
+                match declared {
+                    _ if left_alone || host_differs => Conclusion::DeclaredDiffers,
+                    Some(HoldingState::Holds) => Conclusion::Holds,
+                    Some(HoldingState::Drifted) => Conclusion::DeclaredDiffers,
+                    Some(HoldingState::Unknown) | None => Conclusion::DeclaredUnknown,
                 }
             }
             ApplyOutcome::NothingNamed => Conclusion::NothingNamed,
@@ -458,5 +474,44 @@ impl Serialize for ApplyReport {
             &u64::try_from(self.elapsed.as_millis()).unwrap_or(u64::MAX),
         )?;
         report.end()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A done apply whose closing sync left the host active (ready), the declaration as given.
+    fn done(declared: Option<HoldingState>) -> ApplyReport {
+        let mut draft = Draft::new("all-balanced");
+        draft.host = Some(HostAfter {
+            status: HostStatus::Active,
+            reason: HostReason::Ready,
+            message: None,
+            declared,
+        });
+        draft.finish(End::new(ApplyOutcome::Done, None), Duration::ZERO)
+    }
+
+    #[test]
+    fn a_done_apply_concludes_holds_only_when_the_closing_sync_found_the_declaration_holding() {
+        let concluded: Vec<Conclusion> = [
+            Some(HoldingState::Holds),
+            Some(HoldingState::Drifted),
+            Some(HoldingState::Unknown),
+            None,
+        ]
+        .into_iter()
+        .map(|declared| done(declared).conclusion())
+        .collect();
+        assert_eq!(
+            concluded,
+            [
+                Conclusion::Holds,
+                Conclusion::DeclaredDiffers,
+                Conclusion::DeclaredUnknown,
+                Conclusion::DeclaredUnknown,
+            ]
+        );
     }
 }

@@ -198,6 +198,17 @@ pub fn execute(run: ResetRun<'_>) -> Result<ResetReport, ExecuteError> {
 
 /// Takes the host lock without waiting: `Err` naming the holder when another GPU operation
 /// holds it (the lock's own words: its pid, and the state directory it works for).
+/// The host `backend` runs on: `host`, or — a simulation, which touches no card — its simulated
+/// host, with its own lock and journal, whatever host it was given (the one rule for
+/// [`execute`] and [`crate::run_plan_step`]).
+pub(crate) fn host_for<'a>(backend: &dyn Backend, host: &'a Host) -> std::borrow::Cow<'a, Host> {
+    if backend.simulation() && !host.is_simulated() {
+        std::borrow::Cow::Owned(host.simulated())
+    } else {
+        std::borrow::Cow::Borrowed(host)
+    }
+}
+
 pub(crate) fn try_lock(host: &Host) -> Result<Result<HostLock, String>, LockError> {
     match host.try_lock() {
         Ok(held) => Ok(Ok(held)),
@@ -217,14 +228,11 @@ fn drive(run: ResetRun<'_>, mut lock: Lock<'_>) -> Result<ResetReport, ExecuteEr
     } = run;
     // A simulation touches no card: it runs on the simulated host, its own lock and journal,
     // whatever host or lock it was given.
-    let simulated;
-    let host = if backend.simulation() && !host.is_simulated() {
-        simulated = host.simulated();
+    let host = host_for(&*backend, host);
+    if let std::borrow::Cow::Owned(_) = host {
         lock = Lock::Take(None);
-        &simulated
-    } else {
-        host
-    };
+    }
+    let host = host.as_ref();
     let system = SystemClock::new();
     let clock = clock.unwrap_or(&system);
     let boot_id = gpu_host_probe::read_boot_id(host.proc_root());

@@ -4,7 +4,7 @@
 //! host lock from its first action to the record of its result, so no other GPU operation runs
 //! between its actions and no record it writes can overwrite another run's.
 
-use crate::execute::{ExecuteError, try_lock};
+use crate::execute::{ExecuteError, host_for, try_lock};
 use crate::journal::{Journal, JournalError, StepRecord};
 use crate::plan::{ActionKind, Plan, PlanAction};
 use crate::reasons::{BlockedReason, ColdRebootReason, ResetOutcome};
@@ -143,15 +143,9 @@ pub fn run_plan_step(
         outcome: ResetOutcome::Done,
         actions: Vec::new(),
     };
-    // A simulation touches no card: its step runs on the simulated host, its own lock and
-    // journal, whatever host it was given (as `execute` does).
-    let simulated;
-    let on = if with.backend.simulation() && !on.is_simulated() {
-        simulated = on.simulated();
-        &simulated
-    } else {
-        on
-    };
+    // A simulation touches no card: its step runs on the simulated host (as `execute` does).
+    let on = host_for(&*with.backend, on);
+    let on = on.as_ref();
     // The lock is held from here to the record: a step never waits for it (a blocked step
     // records nothing and runs again later).
     let lock = match try_lock(on).map_err(PlanStepError::Lock)? {

@@ -108,7 +108,8 @@ proptest! {
             1 => {
                 let profile = instances[at].profile;
                 let Some(free) = free_placement(&instances, profile, None) else {
-                    return Ok(());
+                    // No room for an extra one: the case is rejected, not passed.
+                    return Err(TestCaseError::reject("no free placement for an extra instance"));
                 };
                 let mut extra = Gi::new(99, profile, free.start);
                 extra.compute = None;
@@ -118,7 +119,8 @@ proptest! {
             2 => {
                 let profile = instances[at].profile;
                 let Some(free) = free_placement(&instances, profile, Some(instances[at].id)) else {
-                    return Ok(());
+                    // Nowhere to move it: the case is rejected, not passed.
+                    return Err(TestCaseError::reject("no free placement to move the instance to"));
                 };
                 card.instances[at].start = free.start;
                 DifferenceKind::InstanceMoved

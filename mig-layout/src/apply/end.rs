@@ -93,9 +93,39 @@ pub(super) fn classify(
         }) => *after,
         Err(error) => return Err(error.into()),
     };
+    // The declaration as that sync left it, judged now; a store that does not read says
+    // nothing holds.
+    let declared = match store.load() {
+        Ok(state) => state
+            .and_then(|state| state.declared)
+            .map(|declared| declared.holding(&lock.host().now()).state()),
+        Err(_) => Some(layout_model::HoldingState::Unknown),
+    };
     Ok(HostAfter {
         status: after.status,
         reason: after.reason,
         message: after.message,
+        declared,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_reason_an_apply_records_is_a_stored_reason_as_it_is() {
+        let tokens = ApplyReason::ALL
+            .iter()
+            .map(|reason| reason.as_str())
+            .chain(warm_reset::ColdRebootReason::ALL.iter().map(|r| r.as_str()))
+            .chain(warm_reset::BlockedReason::ALL.iter().map(|r| r.as_str()));
+        for token in tokens {
+            assert_eq!(
+                StoredReason::new(token).map(|reason| reason.as_str().to_owned()),
+                Ok(token.to_owned()),
+                "{token}"
+            );
+        }
+    }
 }

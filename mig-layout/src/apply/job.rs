@@ -41,7 +41,7 @@ pub(super) fn take_lock(
 /// Of `named` (what a layout or a declaration names, by address), only those `asked` for; none
 /// asked: all. An address asked for that is not named is refused, naming it and `label`: the
 /// one rule an apply, a restore and an assert share.
-pub(crate) fn asked_for<T>(
+fn asked_for<T>(
     named: Vec<T>,
     address: impl Fn(&T) -> Bdf,
     asked: &[Bdf],

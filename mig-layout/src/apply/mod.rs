@@ -46,7 +46,7 @@ mod run;
 mod writes;
 
 pub use hooks::{HOOK_DEADLINE, HookPoint, HookRun, Hooks};
-pub(crate) use job::asked_for;
+pub(crate) use job::resolve;
 pub use options::ApplyOptions;
 pub use phases::STEP_DEADLINE;
 pub use progress::{ApplyObserver, Progress};
@@ -55,7 +55,7 @@ pub use run::{ApplyError, ApplyRun};
 use crate::document::{Devices, Spec};
 use crate::report::{ApplyReport, Draft};
 use host_sync::{BootRestore, BootRestoreStart, StateLost};
-use job::{declared_job, resolve, take_lock};
+use job::{declared_job, take_lock};
 use locked::run_locked;
 
 /// Applies the layout `specs` (the label `label` of a document) as `options` say.
@@ -138,6 +138,10 @@ pub fn restore(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<Restore, App
             None => Restore::NothingDeclared,
         });
     };
+    // The job first: a restore the caller asked wrongly (a --device not declared) is refused
+    // before it counts as the boot's one.
+    let mut draft = Draft::new(&declared.label);
+    let job = declared_job(run.host, &declared, options, &mut draft)?;
     if options.once_per_boot && !options.dry_run {
         if let BootRestoreStart::AlreadyRan(earlier) =
             host_sync::begin_boot_restore(&lock, run.store, &run.host.boot())?
@@ -145,8 +149,6 @@ pub fn restore(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<Restore, App
             return Ok(Restore::AlreadyRanThisBoot(earlier));
         }
     }
-    let mut draft = Draft::new(&declared.label);
-    let job = declared_job(run.host, &declared, options, &mut draft)?;
     let end = run_locked(run, &lock, &declared.label, job, options, &mut draft)?;
     drop(lock);
     let elapsed = clock.now().saturating_sub(started);

@@ -117,17 +117,20 @@ fn a_cancel_while_the_first_batch_is_in_flight_writes_nothing_and_the_declaratio
     let (hanging, started) = hanging_in_apply(&bed);
     let real = std::mem::replace(&mut bed.helper, hanging);
     let cancel = Cancel::new();
+    let returned = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let canceller = {
-        let cancel = cancel.clone();
+        let (cancel, returned) = (cancel.clone(), returned.clone());
         std::thread::spawn(move || {
-            // Waits for the batch to be in flight (no bound on time: the apply waits for it).
-            while !started.exists() {
+            // Waits for the batch to be in flight (no bound on time: the apply waits for it),
+            // or for an apply that returned without it (the assertions below then fail).
+            while !started.exists() && !returned.load(std::sync::atomic::Ordering::SeqCst) {
                 std::thread::sleep(Duration::from_millis(5));
             }
             cancel.cancel();
         })
     };
     let report = bed.apply(&bed.options("all-disabled").cancel(cancel));
+    returned.store(true, std::sync::atomic::Ordering::SeqCst);
     canceller.join().unwrap();
     assert_eq!(
         report.outcome,
@@ -354,5 +357,26 @@ fn a_restore_with_a_declared_gpu_gone_ends_saying_the_layout_does_not_hold() {
     assert_ne!(
         report.conclusion().to_string(),
         "the layout holds, read back"
+    );
+}
+
+#[test]
+fn an_assert_judges_instances_the_layout_does_not_name_as_an_apply_would_treat_them() {
+    let bed = first_3g();
+    by_hand(&bed, FIRST, 9, 6);
+    let document = mig_layout::Document::from_text(crate::common::bed::LAYOUTS).unwrap();
+    let specs = document.label("first-3g").unwrap().to_vec();
+    let assert = |unnamed| {
+        let options = ApplyOptions::new(Pool::Enabled).unnamed(unnamed);
+        mig_layout::assert_applied(&bed.host, &bed.helper, "first-3g", &specs, &options)
+            .unwrap()
+            .outcome
+    };
+    assert_eq!(
+        (assert(Unnamed::Adopt), assert(Unnamed::Match)),
+        (
+            mig_layout::AssertOutcome::Applied,
+            mig_layout::AssertOutcome::Differs
+        )
     );
 }

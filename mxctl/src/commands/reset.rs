@@ -71,15 +71,6 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
     Ok(Exit::of_reset(report.outcome))
 }
 
-/// The reset's document with the host the sync after it left (`host_after`: the sync's
-/// document, `null` when none ran).
-#[derive(serde::Serialize)]
-struct WithHost<'a> {
-    #[serde(flatten)]
-    report: &'a ResetReport,
-    host_after: Option<&'a host_sync::SyncReport>,
-}
-
 /// Runs the machine, showing each step (and, on a terminal, a bar over the window).
 pub fn run_machine(
     machine: &MachineConfig,
@@ -196,7 +187,7 @@ pub fn print(
         }
     );
     output.emit(
-        &WithHost {
+        &super::sync::WithHost {
             report,
             host_after: after,
         },

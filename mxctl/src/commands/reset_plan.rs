@@ -91,14 +91,8 @@ pub fn step(
     if let Some(after) = &after {
         text.push_str(&super::sync::host_lines(after));
     }
-    #[derive(serde::Serialize)]
-    struct WithHost<'a> {
-        #[serde(flatten)]
-        report: &'a warm_reset::PlanStepReport,
-        host_after: Option<&'a host_sync::SyncReport>,
-    }
     output.emit(
-        &WithHost {
+        &super::sync::WithHost {
             report: &report,
             host_after: after.as_ref(),
         },

@@ -64,6 +64,15 @@ pub fn after_write(config: &Config, host: &Host) -> Option<host_sync::SyncReport
     }
 }
 
+/// A write's document (a reset's, a plan step's) with the host the sync after it left
+/// (`host_after`: the sync's document, `null` when none ran).
+#[derive(serde::Serialize)]
+pub struct WithHost<'a, R> {
+    #[serde(flatten)]
+    pub report: &'a R,
+    pub host_after: Option<&'a host_sync::SyncReport>,
+}
+
 /// The host as the sync after a write left it, for the end of a command's text.
 pub fn host_lines(after: &host_sync::SyncReport) -> String {
     use std::fmt::Write as _;

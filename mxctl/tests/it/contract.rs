@@ -103,3 +103,32 @@ fn an_export_while_the_lock_is_held_fails_lock_busy_naming_the_holder() {
         "{message}"
     );
 }
+
+#[test]
+fn a_restore_that_did_not_run_prints_the_members_of_a_report_as_one_that_ran() {
+    let host = SyncHost::new();
+    let layout = nothing_here(&host);
+    let (_, applied) = host.run(&[
+        "partition",
+        "apply",
+        "--config",
+        layout.to_str().unwrap(),
+        "--select",
+        "none",
+    ]);
+    let (code, restored) = host.run(&["partition", "restore"]);
+    assert_eq!(
+        (code, &restored["outcome"]),
+        (3, &"nothing_declared".into()),
+        "{restored:#}"
+    );
+    let keys = |document: &serde_json::Value| {
+        let mut keys: Vec<String> = document.as_object().unwrap().keys().cloned().collect();
+        keys.sort();
+        keys
+    };
+    let mut expected = keys(&applied);
+    expected.extend(["restored".to_owned(), "why".to_owned()]);
+    expected.sort();
+    assert_eq!(keys(&restored), expected);
+}

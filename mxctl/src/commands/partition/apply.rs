@@ -244,6 +244,9 @@ pub fn text(report: &ApplyReport) -> String {
         if let Some(message) = &host.message {
             let _ = writeln!(text, "why:     {message}");
         }
+        if let Some(declared) = host.declared {
+            let _ = writeln!(text, "declared: {declared}");
+        }
     }
     let _ = writeln!(text, "writes:  {}", report.writes());
     let _ = writeln!(text, "elapsed: {:.1} s", report.elapsed.as_secs_f64());

@@ -20,7 +20,9 @@ pub fn run(
     output: Output,
 ) -> Result<Exit, Failure> {
     let specs = layout(&args.layout)?;
+    // The instances a layout does not name are judged as an apply would treat them.
     let options = mig_layout::ApplyOptions::new(config.pool)
+        .unnamed(config.unnamed)
         .devices(args.devices.clone())
         .lock_wait(args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT));
     let report = mig_layout::assert_applied(
