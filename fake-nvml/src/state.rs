@@ -37,6 +37,9 @@ pub(crate) fn log(call: std::fmt::Arguments<'_>) {
 const DEVICE_BASE: usize = 0x1000;
 const GPU_INSTANCE_BASE: usize = 0x100_0000;
 const COMPUTE_INSTANCE_BASE: usize = 0x1_0000_0000;
+/// MIG device handles (`nvmlDevice_t`s of a compute instance) lie above every other handle,
+/// so that a device call given one finds no card and answers `NVML_ERROR_INVALID_ARGUMENT`.
+const MIG_DEVICE_BASE: usize = 0x100_0000_0000;
 
 /// A handle made of a number; nothing is behind it.
 fn handle<T>(value: usize) -> *mut T {
@@ -71,6 +74,48 @@ pub(crate) fn compute_instance_handle(
     )
 }
 
+/// The MIG device of the compute instance `compute_instance_id` in the GPU instance
+/// `gpu_instance_id` of the card at `device` (an `nvmlDevice_t`, as NVML gives MIG devices).
+pub(crate) fn mig_device_handle(
+    device: usize,
+    gpu_instance_id: u32,
+    compute_instance_id: u32,
+) -> nvml::nvmlDevice_t {
+    handle(
+        MIG_DEVICE_BASE
+            + (device << 24)
+            + (id_bits(gpu_instance_id) << 12)
+            + id_bits(compute_instance_id),
+    )
+}
+
+/// A MIG device handle's card (its position in the scenario), GPU instance ID and compute
+/// instance ID, failing as the scenario says for `function`; `None` for a handle that is no
+/// MIG device's (a card's handle); one whose compute instance is gone is invalid.
+pub(crate) fn mig_device(
+    scenario: &Scenario,
+    handle: nvml::nvmlDevice_t,
+    function: &str,
+) -> Answer<Option<(usize, u32, u32)>> {
+    let Some(value) = handle.addr().checked_sub(MIG_DEVICE_BASE) else {
+        device(scenario, handle, function)?;
+        return Ok(None);
+    };
+    let (device_index, gi_id, ci_id) = (value >> 24, (value >> 12) & 0xfff, value & 0xfff);
+    let (gi_id, ci_id) = (
+        u32::try_from(gi_id).map_err(|_| INVALID)?,
+        u32::try_from(ci_id).map_err(|_| INVALID)?,
+    );
+    let card = scenario.devices.get(device_index).ok_or(INVALID)?;
+    failure(card, function)?;
+    card.gpu_instances
+        .iter()
+        .find(|gi| gi.id == gi_id)
+        .and_then(|gi| gi.compute_instances.iter().find(|ci| ci.id == ci_id))
+        .ok_or(INVALID)?;
+    Ok(Some((device_index, gi_id, ci_id)))
+}
+
 /// vGPU instances are numbers in NVML already.
 pub(crate) fn vgpu_handle(device: usize, vgpu: usize) -> u32 {
     u32::try_from((device + 1) * 1000 + vgpu).unwrap_or(u32::MAX)
@@ -94,6 +139,23 @@ pub(crate) fn device_at_index(scenario: &Scenario, index: u32) -> Answer<usize> 
     order.sort();
     let index = usize::try_from(index).map_err(|_| INVALID)?;
     order.get(index).map(|(_, at)| *at).ok_or(INVALID)
+}
+
+/// The index NVML numbers the card at position `at` of the scenario: the inverse of
+/// [`device_at_index`].
+pub(crate) fn index_of_device(scenario: &Scenario, at: usize) -> Answer<u32> {
+    let key = scenario
+        .devices
+        .get(at)
+        .map(|device| parse_bus_id(&device.pci_bus_id))
+        .ok_or(INVALID)?;
+    let before = scenario
+        .devices
+        .iter()
+        .enumerate()
+        .filter(|(other, device)| (parse_bus_id(&device.pci_bus_id), *other) < (key, at))
+        .count();
+    u32::try_from(before).map_err(|_| INVALID)
 }
 
 /// Runs `call` on the scenario, or `NVML_ERROR_UNINITIALIZED` before `nvmlInit_v2`.

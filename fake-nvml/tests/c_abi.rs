@@ -46,6 +46,77 @@ fn nm_lists_every_function_of_the_surface() {
     }
 }
 
+/// Every function `nvml.h` declares, as nvml-wrapper-sys (the binding this crate is built on)
+/// binds them: the `pub unsafe fn nvml…` methods of its generated `bindings.rs`, found through
+/// `cargo metadata` (the exact version in the lock file; it fetches what the workspace has not).
+fn functions_the_binding_declares() -> Vec<String> {
+    let output = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--locked"])
+        .arg("--manifest-path")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(
+        output.status.success(),
+        "cargo metadata: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let manifest = metadata["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|package| package["name"] == "nvml-wrapper-sys")
+        .and_then(|package| package["manifest_path"].as_str())
+        .expect("nvml-wrapper-sys is a dependency")
+        .to_owned();
+    let bindings = std::path::Path::new(&manifest).with_file_name("src/bindings.rs");
+    let text = std::fs::read_to_string(&bindings).unwrap();
+    let mut names: Vec<String> = text
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("pub unsafe fn "))
+        .filter_map(|rest| rest.split('(').next())
+        .filter(|name| name.starts_with("nvml"))
+        .map(str::to_owned)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+fn every_function_nvml_h_declares_is_exported() {
+    let declared = functions_the_binding_declares();
+    assert!(
+        declared.len() > 300,
+        "the binding lists {} functions",
+        declared.len()
+    );
+    let output = std::process::Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(library(Build::Current).unwrap())
+        .output()
+        .expect("nm (binutils) runs");
+    let listed = String::from_utf8_lossy(&output.stdout);
+    let exported: std::collections::BTreeSet<&str> = listed
+        .lines()
+        .filter_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                [_, "T", name] => Some(name),
+                _ => None,
+            },
+        )
+        .collect();
+    let missing: Vec<&String> = declared
+        .iter()
+        .filter(|name| !exported.contains(name.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "declared by nvml.h, not exported: {missing:?}"
+    );
+}
+
 type Init = unsafe extern "C" fn() -> nvml::nvmlReturn_t;
 
 struct Fake {
@@ -119,6 +190,11 @@ fn every_function_of_the_surface_answers_through_dlopen_as_nvml_documents() {
     let shutdown = |fake: &Fake| fake.init("nvmlShutdown");
 
     // Reference counting: every init counts, and the library stays until the last shutdown.
+    assert_eq!(
+        shutdown(&fake),
+        nvml::nvmlReturn_enum_NVML_ERROR_UNINITIALIZED,
+        "a shutdown before any init"
+    );
     assert_eq!(
         count(&fake, "nvmlDeviceGetCount_v2").0,
         nvml::nvmlReturn_enum_NVML_ERROR_UNINITIALIZED
@@ -306,6 +382,12 @@ fn every_function_of_the_surface_answers_through_dlopen_as_nvml_documents() {
     assert_eq!(shutdown(&fake), OK);
     assert_eq!(
         shutdown(&fake),
-        nvml::nvmlReturn_enum_NVML_ERROR_UNINITIALIZED
+        OK,
+        "a shutdown past the count is no error (nvml.h)"
+    );
+    assert_eq!(
+        count(&fake, "nvmlDeviceGetCount_v2").0,
+        nvml::nvmlReturn_enum_NVML_ERROR_UNINITIALIZED,
+        "and the library is shut down"
     );
 }

@@ -10,6 +10,7 @@
 
 pub mod device;
 pub mod instance;
+pub mod lookup;
 pub mod system;
 pub mod unmodelled;
 pub mod vgpu;

@@ -6,6 +6,7 @@ use crate::store::{self, StateFile};
 use nvml_wrapper_sys::bindings as nvml;
 use std::ffi::{c_char, c_uint};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How many `nvmlInit*` calls the process made that no `nvmlShutdown` has answered: NVML counts
 /// them, and "shutdown only occurs when the reference count reaches zero" (nvml.h,
@@ -39,6 +40,7 @@ fn init(call: &str) -> nvml::nvmlReturn_t {
         }
     }
     *count = count.saturating_add(1);
+    EVER_INITIALISED.store(true, Ordering::SeqCst);
     nvml::nvmlReturn_enum_NVML_SUCCESS
 }
 
@@ -61,13 +63,19 @@ pub extern "C" fn nvmlInitWithFlags(flags: c_uint) -> nvml::nvmlReturn_t {
     init(&format!("nvmlInitWithFlags {flags}"))
 }
 
-/// Counts one initialisation down; the last forgets the scenario (a shutdown with none left is
-/// `NVML_ERROR_UNINITIALIZED`).
+/// Whether an `nvmlInit*` call of this process ever succeeded.
+static EVER_INITIALISED: AtomicBool = AtomicBool::new(false);
+
+/// Counts one initialisation down; the last forgets the scenario. One past the count answers
+/// `NVML_SUCCESS` ("for backwards compatibility, no error is reported if nvmlShutdown() is
+/// called more times than nvmlInit()", nvml.h), and one before any initialisation succeeded
+/// `NVML_ERROR_UNINITIALIZED` ("the library has not been successfully initialized").
 #[unsafe(no_mangle)]
 pub extern "C" fn nvmlShutdown() -> nvml::nvmlReturn_t {
     log(format_args!("nvmlShutdown"));
     let mut count = inits();
     match *count {
+        0 if EVER_INITIALISED.load(Ordering::SeqCst) => nvml::nvmlReturn_enum_NVML_SUCCESS,
         0 => nvml::nvmlReturn_enum_NVML_ERROR_UNINITIALIZED,
         1 => {
             *count = 0;
