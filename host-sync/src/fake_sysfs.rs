@@ -76,7 +76,18 @@ impl FakeSysfs {
         self.function(bdf, "0x10de", "0x2335", "0x030200", driver)
     }
 
+    /// Makes the physical function `bdf` SR-IOV capable: `sriov_totalvfs` is `total`,
+    /// `sriov_numvfs` 0 until [`FakeSysfs::virtual_function`] adds VFs.
+    pub fn sriov(&self, bdf: &str, total: u32) -> io::Result<&Self> {
+        let dir = self.device_dir(bdf);
+        std::fs::write(dir.join("sriov_totalvfs"), format!("{total}\n"))?;
+        std::fs::write(dir.join("sriov_numvfs"), "0\n")?;
+        Ok(self)
+    }
+
     /// Adds an SR-IOV virtual function of `parent` (a `physfn` link), with the parent's ids.
+    /// Where the parent is SR-IOV capable ([`FakeSysfs::sriov`]), the VF is its next
+    /// `virtfn<N>` and `sriov_numvfs` counts it, as the kernel shows VFs it enabled.
     pub fn virtual_function(
         &self,
         bdf: &str,
@@ -84,8 +95,55 @@ impl FakeSysfs {
         driver: Option<&str>,
     ) -> io::Result<&Self> {
         self.function(bdf, "0x10de", "0x2336", "0x030200", driver)?;
-        let dir = self.root.join("devices/pci0000:00").join(bdf);
+        let dir = self.device_dir(bdf);
         symlink(format!("../{parent}"), dir.join("physfn"))?;
+        let parent_dir = self.device_dir(parent);
+        let numvfs = parent_dir.join("sriov_numvfs");
+        if let Ok(text) = std::fs::read_to_string(&numvfs) {
+            let enabled: u32 = text.trim().parse().map_err(io::Error::other)?;
+            symlink(
+                format!("../{bdf}"),
+                parent_dir.join(format!("virtfn{enabled}")),
+            )?;
+            std::fs::write(&numvfs, format!("{}\n", enabled + 1))?;
+        }
+        Ok(self)
+    }
+
+    /// Gives the VF `bdf` NVIDIA's vGPU files: `nvidia/current_vgpu_type` (`0` for none) and
+    /// `nvidia/creatable_vgpu_types` (the header, then `<id> : <name>` lines); where `placed`
+    /// is `Some((gpu instance, placement))`, `gpu_instance_id` and `placement_id` too (a real
+    /// driver answers `ENXIO` for them while the VF has no vGPU; here they are absent).
+    pub fn vgpu(
+        &self,
+        bdf: &str,
+        current: u32,
+        creatable: &[(u32, &str)],
+        placed: Option<(u32, u32)>,
+    ) -> io::Result<&Self> {
+        let dir = self.device_dir(bdf).join("nvidia");
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("current_vgpu_type"), format!("{current}\n"))?;
+        let mut list = String::from("ID    : vGPU Name\n");
+        for (id, name) in creatable {
+            list.push_str(&format!("{id:<5} : {name}\n"));
+        }
+        std::fs::write(dir.join("creatable_vgpu_types"), list)?;
+        if let Some((gpu_instance, placement)) = placed {
+            std::fs::write(dir.join("gpu_instance_id"), format!("{gpu_instance}\n"))?;
+            std::fs::write(dir.join("placement_id"), format!("{placement}\n"))?;
+        }
+        Ok(self)
+    }
+
+    /// Puts the function `bdf` in IOMMU group `group` (an `iommu_group` link into
+    /// `kernel/iommu_groups/<group>`).
+    pub fn iommu_group(&self, bdf: &str, group: u32) -> io::Result<&Self> {
+        std::fs::create_dir_all(self.root.join(format!("kernel/iommu_groups/{group}")))?;
+        symlink(
+            format!("../../../kernel/iommu_groups/{group}"),
+            self.device_dir(bdf).join("iommu_group"),
+        )?;
         Ok(self)
     }
 }

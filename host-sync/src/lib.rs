@@ -5,6 +5,8 @@
 //!
 //! - [`scan()`] finds display-class PCI physical functions (NVIDIA by vendor `10de`,
 //!   never by driver); an entry it cannot read is skipped and named, never a failed scan.
+//! - [`sriov::read_sriov`] reads a GPU's SR-IOV virtual functions and the vGPU files NVIDIA's
+//!   driver adds to each, from sysfs (no NVML), failing closed on what it does not know.
 //! - [`classify()`] is a pure function over [`Facts`] and an ordered table of checks
 //!   ([`CHECKS`]), most specific first, giving a [`HostStatus`] and a [`HostReason`].
 //! - [`modes`] holds the partition-mode rules of a sync as pure functions over [`GpuRecord`]s.
@@ -42,6 +44,7 @@ mod reason;
 mod record;
 mod report;
 mod spawn;
+pub mod sriov;
 mod state;
 mod status;
 mod store;

@@ -7,4 +7,5 @@ mod modes;
 mod pci;
 mod settle;
 mod spawn;
+mod sriov;
 mod store;
