@@ -146,4 +146,27 @@ impl FakeSysfs {
         )?;
         Ok(self)
     }
+
+    /// Makes the function `bdf` an mdev parent offering the type `id` (`nvidia-285`) named
+    /// `name`, with `available` more to make and the mdevs `devices` (UUIDs) made of it.
+    pub fn mdev_type(
+        &self,
+        bdf: &str,
+        id: &str,
+        name: &str,
+        available: u32,
+        devices: &[&str],
+    ) -> io::Result<&Self> {
+        let dir = self.device_dir(bdf).join("mdev_supported_types").join(id);
+        std::fs::create_dir_all(dir.join("devices"))?;
+        std::fs::write(dir.join("name"), format!("{name}\n"))?;
+        std::fs::write(dir.join("available_instances"), format!("{available}\n"))?;
+        std::fs::write(dir.join("device_api"), "vfio-pci\n")?;
+        for uuid in devices {
+            let device = self.device_dir(bdf).join(uuid);
+            std::fs::create_dir_all(&device)?;
+            symlink(format!("../../../{uuid}"), dir.join("devices").join(uuid))?;
+        }
+        Ok(self)
+    }
 }

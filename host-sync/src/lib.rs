@@ -6,7 +6,9 @@
 //! - [`scan()`] finds display-class PCI physical functions (NVIDIA by vendor `10de`,
 //!   never by driver); an entry it cannot read is skipped and named, never a failed scan.
 //! - [`sriov::read_sriov`] reads a GPU's SR-IOV virtual functions and the vGPU files NVIDIA's
-//!   driver adds to each, from sysfs (no NVML), failing closed on what it does not know.
+//!   driver adds to each, from sysfs (no NVML), failing closed on what it does not know;
+//!   [`mdev::read_mdev_types`] the older mediated-device interface, so a host managed that
+//!   way says what it is.
 //! - [`classify()`] is a pure function over [`Facts`] and an ordered table of checks
 //!   ([`CHECKS`]), most specific first, giving a [`HostStatus`] and a [`HostReason`].
 //! - [`modes`] holds the partition-mode rules of a sync as pure functions over [`GpuRecord`]s.
@@ -38,6 +40,7 @@ pub mod conformance;
 #[cfg(feature = "test-util")]
 pub mod fake_sysfs;
 mod gpu;
+pub mod mdev;
 pub mod modes;
 mod pci;
 mod reason;

@@ -5,6 +5,7 @@
 
 use gpu_partition_types::Bdf;
 use host_sync::fake_sysfs::FakeSysfs;
+use host_sync::mdev::read_mdev_types;
 use host_sync::sriov::{
     CreatableType, Sriov, SriovError, VfVgpu, VgpuTypeId, VirtualFunction,
     parse_creatable_vgpu_types, parse_current_vgpu_type, read_sriov,
@@ -369,5 +370,99 @@ proptest! {
         let back: Vec<(u32, String)> = read.iter().map(|t| (t.id.0.get(), t.name.clone())).collect();
         let want: Vec<(u32, String)> = types.iter().map(|(id, name)| (*id, format!("NVIDIA {name}"))).collect();
         prop_assert_eq!(back, want);
+    }
+}
+
+#[test]
+fn an_mdev_parent_s_types_read_as_a_p40_shows_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    sysfs.nvidia("0000:01:00.0", Some("nvidia")).unwrap();
+    sysfs
+        .mdev_type(
+            "0000:01:00.0",
+            "nvidia-285",
+            "GRID P40-8C",
+            3,
+            &["a297db4a-f4c2-11e6-90f6-d3b88d6c9525"],
+        )
+        .unwrap()
+        .mdev_type("0000:01:00.0", "nvidia-156", "GRID P40-2B", 12, &[])
+        .unwrap();
+    // The files of nvidia-285 as the published host printed them.
+    let at = sysfs
+        .device_dir("0000:01:00.0")
+        .join("mdev_supported_types/nvidia-285");
+    std::fs::write(
+        at.join("name"),
+        sample("mdev-name-p40-8c-vgpu_unlock-101.txt"),
+    )
+    .unwrap();
+    std::fs::write(
+        at.join("available_instances"),
+        sample("mdev-available_instances-p40-8c-vgpu_unlock-101.txt"),
+    )
+    .unwrap();
+    let types = read_mdev_types(sysfs.root(), bdf("0000:01:00.0"))
+        .unwrap()
+        .expect("an mdev parent");
+    let seen: Vec<(&str, &str, u32, Vec<String>)> = types
+        .iter()
+        .map(|t| {
+            (
+                t.id.as_str(),
+                t.name.as_str(),
+                t.available_instances,
+                t.devices.clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("nvidia-156", "GRID P40-2B", 12, vec![]),
+            (
+                "nvidia-285",
+                "GRID P40-8C",
+                3,
+                vec!["a297db4a-f4c2-11e6-90f6-d3b88d6c9525".to_owned()]
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_function_that_is_no_mdev_parent_has_no_mdev_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    assert!(
+        read_mdev_types(sysfs.root(), bdf("0000:3b:00.0"))
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn an_mdev_count_the_kernel_does_not_write_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    sysfs.nvidia("0000:01:00.0", Some("nvidia")).unwrap();
+    sysfs
+        .mdev_type("0000:01:00.0", "nvidia-285", "GRID P40-8C", 3, &[])
+        .unwrap();
+    let at = sysfs
+        .device_dir("0000:01:00.0")
+        .join("mdev_supported_types/nvidia-285/available_instances");
+    std::fs::write(at, "three\n").unwrap();
+    match read_mdev_types(sysfs.root(), bdf("0000:01:00.0")) {
+        Err(SriovError::Unreadable { path, .. }) => {
+            assert!(
+                path.ends_with("nvidia-285/available_instances"),
+                "{}",
+                path.display()
+            );
+        }
+        other => panic!("{other:?}"),
     }
 }
