@@ -1,4 +1,6 @@
-//! `mxctl gpus`: the display-class PCI functions of this host.
+//! `mxctl gpus`: the display-class PCI functions of this host, with each one's SR-IOV virtual
+//! functions and the vGPU type on each (the per-VF interface), or the mdev types it offers
+//! (the older interface), as sysfs shows them.
 
 use crate::exit::Exit;
 use crate::failure::Failure;
@@ -19,19 +21,118 @@ struct Gpu {
     class: String,
     driver: Option<String>,
     nvidia: bool,
+    /// `None`: the function cannot do SR-IOV (or its state could not be read: then
+    /// `sriov_unreadable` says why).
+    sriov: Option<Sriov>,
+    sriov_unreadable: Option<String>,
+    /// `None`: the function is no mdev parent (or, with `mdev_unreadable`, could not be read).
+    mdev_types: Option<Vec<MdevType>>,
+    mdev_unreadable: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Sriov {
+    total_vfs: u32,
+    vfs: Vec<Vf>,
+}
+
+#[derive(Debug, Serialize)]
+struct Vf {
+    index: u32,
+    device: String,
+    driver: Option<String>,
+    iommu_group: Option<u32>,
+    /// `None`: the VF has no `nvidia/` files (the vGPU manager does not serve it).
+    vgpu: Option<VfVgpu>,
+}
+
+#[derive(Debug, Serialize)]
+struct VfVgpu {
+    /// The vGPU type ID on the VF; `None`: no vGPU.
+    current_type: Option<u32>,
+    /// The types it can be given now, `[id, name]`.
+    creatable: Vec<(u32, String)>,
+    gpu_instance_id: Option<u32>,
+    placement_id: Option<u32>,
+}
+
+#[derive(Debug, Serialize)]
+struct MdevType {
+    id: String,
+    name: String,
+    available_instances: u32,
+    devices: Vec<String>,
+}
+
+fn sriov_view(sriov: host_sync::sriov::Sriov) -> Sriov {
+    Sriov {
+        total_vfs: sriov.total_vfs,
+        vfs: sriov
+            .vfs
+            .into_iter()
+            .map(|vf| Vf {
+                index: vf.index,
+                device: vf.bdf.to_string(),
+                driver: vf.driver,
+                iommu_group: vf.iommu_group,
+                vgpu: vf.vgpu.map(|files| VfVgpu {
+                    current_type: files.current_type.map(|id| id.0.get()),
+                    creatable: files
+                        .creatable
+                        .into_iter()
+                        .map(|t| (t.id.0.get(), t.name))
+                        .collect(),
+                    gpu_instance_id: files.gpu_instance_id,
+                    placement_id: files.placement_id,
+                }),
+            })
+            .collect(),
+    }
+}
+
+/// `Ok` as `(value, None)`, an error as `(None, Some(its chain))`, warned once.
+fn split<T>(read: Result<Option<T>, host_sync::sriov::SriovError>) -> (Option<T>, Option<String>) {
+    match read {
+        Ok(value) => (value, None),
+        Err(error) => {
+            let text = gpu_host_probe::chain::Chain(&error).to_string();
+            tracing::warn!("{text}");
+            (None, Some(text))
+        }
+    }
 }
 
 /// Lists the GPUs; writes nothing.
 pub fn run(sysfs_root: &Path, output: Output) -> Result<Exit, Failure> {
     let gpus: Vec<Gpu> = host_sync::scan_gpus(sysfs_root)?
         .into_iter()
-        .map(|gpu| Gpu {
-            device: gpu.bdf.to_string(),
-            nvidia: gpu.is_nvidia(),
-            vendor: format!("{:04x}", gpu.identity.vendor),
-            device_id: format!("{:04x}", gpu.identity.device),
-            class: format!("{:06x}", gpu.identity.class),
-            driver: gpu.driver,
+        .map(|gpu| {
+            let (sriov, sriov_unreadable) =
+                split(host_sync::sriov::read_sriov(sysfs_root, gpu.bdf));
+            let (mdev_types, mdev_unreadable) =
+                split(host_sync::mdev::read_mdev_types(sysfs_root, gpu.bdf));
+            Gpu {
+                device: gpu.bdf.to_string(),
+                nvidia: gpu.is_nvidia(),
+                vendor: format!("{:04x}", gpu.identity.vendor),
+                device_id: format!("{:04x}", gpu.identity.device),
+                class: format!("{:06x}", gpu.identity.class),
+                driver: gpu.driver,
+                sriov: sriov.map(sriov_view),
+                sriov_unreadable,
+                mdev_types: mdev_types.map(|types| {
+                    types
+                        .into_iter()
+                        .map(|t| MdevType {
+                            id: t.id,
+                            name: t.name,
+                            available_instances: t.available_instances,
+                            devices: t.devices,
+                        })
+                        .collect()
+                }),
+                mdev_unreadable,
+            }
         })
         .collect();
     let text = if gpus.is_empty() {
@@ -40,23 +141,86 @@ pub fn run(sysfs_root: &Path, output: Output) -> Result<Exit, Failure> {
             sysfs_root.display()
         )
     } else {
-        let mut rows = vec![
-            ["DEVICE", "VENDOR", "DEVICE-ID", "CLASS", "DRIVER", "NVIDIA"]
-                .map(str::to_owned)
-                .to_vec(),
-        ];
-        for gpu in &gpus {
-            rows.push(vec![
-                gpu.device.clone(),
-                gpu.vendor.clone(),
-                gpu.device_id.clone(),
-                gpu.class.clone(),
-                gpu.driver.clone().unwrap_or_else(|| "-".to_owned()),
-                if gpu.nvidia { "yes" } else { "no" }.to_owned(),
-            ]);
-        }
-        table(&rows)
+        text(&gpus)
     };
     output.emit(&GpusReport { gpus }, &text)?;
     Ok(Exit::Done)
+}
+
+/// The table, then one line per virtual function and per mdev type.
+fn text(gpus: &[Gpu]) -> String {
+    let mut rows = vec![
+        [
+            "DEVICE",
+            "VENDOR",
+            "DEVICE-ID",
+            "CLASS",
+            "DRIVER",
+            "NVIDIA",
+            "VFS",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+    ];
+    for gpu in gpus {
+        let vfs = match (&gpu.sriov, &gpu.sriov_unreadable) {
+            (Some(sriov), _) => format!("{} of {}", sriov.vfs.len(), sriov.total_vfs),
+            (None, Some(_)) => "unreadable".to_owned(),
+            (None, None) => "-".to_owned(),
+        };
+        rows.push(vec![
+            gpu.device.clone(),
+            gpu.vendor.clone(),
+            gpu.device_id.clone(),
+            gpu.class.clone(),
+            gpu.driver.clone().unwrap_or_else(|| "-".to_owned()),
+            if gpu.nvidia { "yes" } else { "no" }.to_owned(),
+            vfs,
+        ]);
+    }
+    let mut text = table(&rows);
+    for gpu in gpus {
+        if let Some(why) = &gpu.sriov_unreadable {
+            text.push_str(&format!("{}: SR-IOV state unreadable: {why}\n", gpu.device));
+        }
+        if let Some(why) = &gpu.mdev_unreadable {
+            text.push_str(&format!("{}: mdev types unreadable: {why}\n", gpu.device));
+        }
+        for vf in gpu.sriov.iter().flat_map(|sriov| &sriov.vfs) {
+            let vgpu = match &vf.vgpu {
+                None => "no vGPU files".to_owned(),
+                Some(VfVgpu {
+                    current_type: None,
+                    creatable,
+                    ..
+                }) => format!("no vGPU, {} types creatable", creatable.len()),
+                Some(VfVgpu {
+                    current_type: Some(id),
+                    gpu_instance_id,
+                    ..
+                }) => match gpu_instance_id {
+                    Some(gi) => format!("vGPU type {id} on GPU instance {gi}"),
+                    None => format!("vGPU type {id}"),
+                },
+            };
+            text.push_str(&format!(
+                "{} virtfn{} {} {}: {vgpu}\n",
+                gpu.device,
+                vf.index,
+                vf.device,
+                vf.driver.as_deref().unwrap_or("no driver"),
+            ));
+        }
+        for mdev in gpu.mdev_types.iter().flatten() {
+            text.push_str(&format!(
+                "{} mdev {} {}: {} made, {} more available\n",
+                gpu.device,
+                mdev.id,
+                mdev.name,
+                mdev.devices.len(),
+                mdev.available_instances
+            ));
+        }
+    }
+    text
 }

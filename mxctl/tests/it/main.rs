@@ -10,6 +10,7 @@ mod embedding;
 
 mod exposition;
 mod generate;
+mod gpus_vgpu;
 mod helper_fixture_mode;
 mod labels;
 mod metrics;

@@ -1,0 +1,111 @@
+//! `mxctl gpus` on a vGPU host: each GPU's SR-IOV virtual functions with the vGPU type on
+//! each (the per-VF interface), and an mdev parent's types (the older one), as sysfs shows
+//! them; a GPU whose SR-IOV state does not read says so and the listing goes on.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::common;
+
+use common::sync_host::SyncHost as Host;
+use std::path::Path;
+
+/// An H100 at `0000:41:00.0` with SR-IOV (16 VFs possible, two enabled: one holding type
+/// 1561 on GPU instance 3, one free with two types creatable), and a P40 at `0000:01:00.0`
+/// managed through mdev.
+fn vgpu_host(host: &Host) {
+    let sysfs = &host.sysfs;
+    sysfs.nvidia("0000:41:00.0", Some("nvidia")).unwrap();
+    sysfs.sriov("0000:41:00.0", 16).unwrap();
+    sysfs
+        .virtual_function("0000:41:00.4", "0000:41:00.0", Some("nvidia"))
+        .unwrap()
+        .virtual_function("0000:41:00.5", "0000:41:00.0", Some("vfio-pci"))
+        .unwrap();
+    sysfs
+        .vgpu("0000:41:00.4", 1561, &[], Some((3, 0)))
+        .unwrap()
+        .vgpu(
+            "0000:41:00.5",
+            0,
+            &[(1145, "NVIDIA L40S-1B"), (1147, "NVIDIA L40S-1Q")],
+            None,
+        )
+        .unwrap()
+        .iommu_group("0000:41:00.5", 71)
+        .unwrap();
+    sysfs.nvidia("0000:01:00.0", Some("nvidia")).unwrap();
+    sysfs
+        .mdev_type(
+            "0000:01:00.0",
+            "nvidia-285",
+            "GRID P40-8C",
+            2,
+            &["a297db4a-f4c2-11e6-90f6-d3b88d6c9525"],
+        )
+        .unwrap();
+}
+
+fn text(host: &Host) -> String {
+    let output = host
+        .mxctl_configured(Path::new("/dev/null"))
+        .arg("gpus")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn gpus_lists_each_virtual_function_with_its_vgpu_type_and_an_mdev_parent_s_types() {
+    let host = Host::new();
+    vgpu_host(&host);
+    insta::assert_snapshot!("gpus_vgpu_text", text(&host));
+}
+
+#[test]
+fn gpus_json_gives_the_sriov_state_typed() {
+    let host = Host::new();
+    vgpu_host(&host);
+    let (code, document) = host.run(&["gpus"]);
+    assert_eq!(code, 0, "{document}");
+    let h100 = &document["gpus"][1];
+    assert_eq!(h100["device"], "0000:41:00.0");
+    assert_eq!(h100["sriov"]["total_vfs"], 16);
+    let vfs = h100["sriov"]["vfs"].as_array().unwrap();
+    assert_eq!(vfs.len(), 2);
+    assert_eq!(vfs[0]["device"], "0000:41:00.4");
+    assert_eq!(vfs[0]["vgpu"]["current_type"], 1561);
+    assert_eq!(vfs[0]["vgpu"]["gpu_instance_id"], 3);
+    assert_eq!(vfs[1]["vgpu"]["current_type"], serde_json::Value::Null);
+    assert_eq!(
+        vfs[1]["vgpu"]["creatable"][1],
+        serde_json::json!([1147, "NVIDIA L40S-1Q"])
+    );
+    assert_eq!(vfs[1]["iommu_group"], 71);
+    assert_eq!(h100["mdev_types"], serde_json::Value::Null);
+    let p40 = &document["gpus"][0];
+    assert_eq!(p40["sriov"], serde_json::Value::Null);
+    assert_eq!(p40["mdev_types"][0]["name"], "GRID P40-8C");
+}
+
+#[test]
+fn a_gpu_whose_sriov_state_does_not_read_says_so_and_the_others_are_listed() {
+    let host = Host::new();
+    vgpu_host(&host);
+    // VFs being enabled while read: three said, two linked.
+    std::fs::write(
+        host.sysfs.device_dir("0000:41:00.0").join("sriov_numvfs"),
+        "3\n",
+    )
+    .unwrap();
+    let (code, document) = host.run(&["gpus"]);
+    assert_eq!(code, 0, "{document}");
+    let h100 = &document["gpus"][1];
+    assert_eq!(h100["sriov"], serde_json::Value::Null);
+    let why = h100["sriov_unreadable"].as_str().unwrap();
+    assert!(why.contains("sriov_numvfs says 3 VFs"), "{why}");
+    assert_eq!(document["gpus"][0]["mdev_types"][0]["id"], "nvidia-285");
+}
