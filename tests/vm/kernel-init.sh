@@ -94,5 +94,51 @@ out=$($M reset --method pci --device "$NIC_PORT" --window 10 2>/tmp/stderr)
 check a_bus_reset_the_root_port_never_completes_needs_a_cold_reboot '"reason": "reset_error"' "$out"
 check a_bus_reset_is_refused_by_the_kernel_with_enotty 'Inappropriate ioctl for device' "$out"
 
+# SR-IOV from the real kernel: QEMU's NVMe with `sriov_max_vfs=2` is a real PF. mxctl lists
+# display-class functions only, so a root beside /sys shows the PF as one (its class, vendor
+# and device files written there) while every SR-IOV file and link is the kernel's own: the
+# numbers are read through links to the real files, the virtfn links lead to the real VFs,
+# whose physfn the kernel wrote.
+SRIOV_PF=""
+for d in /sys/bus/pci/devices/*; do
+    [ -e "$d/sriov_totalvfs" ] && SRIOV_PF=${d##*/}
+done
+shim_root() { # a root whose one display function is the SR-IOV PF, as the kernel shows it now
+    rm -rf /tmp/shim
+    shim=/tmp/shim/bus/pci/devices/$SRIOV_PF
+    mkdir -p "$shim"
+    echo 0x030200 > "$shim/class"
+    echo 0x10de > "$shim/vendor"
+    echo 0x2335 > "$shim/device"
+    ln -s "/sys/bus/pci/devices/$SRIOV_PF/sriov_totalvfs" "$shim/sriov_totalvfs"
+    ln -s "/sys/bus/pci/devices/$SRIOV_PF/sriov_numvfs" "$shim/sriov_numvfs"
+    for link in /sys/bus/pci/devices/$SRIOV_PF/virtfn*; do
+        [ -e "$link" ] && ln -s "$(readlink -f "$link")" "$shim/${link##*/}"
+    done
+}
+if [ -z "$SRIOV_PF" ]; then
+    echo "VMTEST sriov_pf_found fail no function with sriov_totalvfs"
+else
+    echo "VMTEST sriov_pf_found pass $SRIOV_PF"
+    echo 0 > "/sys/bus/pci/devices/$SRIOV_PF/sriov_drivers_autoprobe"
+    shim_root
+    out=$(/bin/mxctl --config /dev/null --state-dir /run/mxctl --json -q gpus --sysfs-root /tmp/shim 2>&1)
+    check sriov_read_from_the_kernel_before_any_vf '"total_vfs": 2,' "$out"
+    check sriov_read_from_the_kernel_lists_no_vf '"vfs": \[\]' "$out"
+    echo 2 > "/sys/bus/pci/devices/$SRIOV_PF/sriov_numvfs"
+    shim_root
+    VF0=$(basename "$(readlink -f "/sys/bus/pci/devices/$SRIOV_PF/virtfn0")")
+    VF1=$(basename "$(readlink -f "/sys/bus/pci/devices/$SRIOV_PF/virtfn1")")
+    out=$(/bin/mxctl --config /dev/null --state-dir /run/mxctl --json -q gpus --sysfs-root /tmp/shim 2>&1)
+    check sriov_vfs_the_kernel_made_are_read_in_index_order "\"index\": 1, *\"device\": \"$VF1\"" "$(printf '%s' "$out" | tr -d '\n')"
+    check sriov_vf0_is_read_at_its_address "\"device\": \"$VF0\"" "$out"
+    text=$(/bin/mxctl --config /dev/null --state-dir /run/mxctl -q gpus --sysfs-root /tmp/shim 2>&1)
+    check sriov_text_says_two_of_two "2 of 2" "$text"
+    echo 0 > "/sys/bus/pci/devices/$SRIOV_PF/sriov_numvfs"
+    shim_root
+    out=$(/bin/mxctl --config /dev/null --state-dir /run/mxctl --json -q gpus --sysfs-root /tmp/shim 2>&1)
+    check sriov_vfs_disabled_are_gone '"vfs": \[\]' "$out"
+fi
+
 echo "VMTEST-DONE"
 poweroff -f

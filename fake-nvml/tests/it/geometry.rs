@@ -82,14 +82,31 @@ fn lgip(file: &str) -> Vec<Row> {
     rows
 }
 
-/// The `-lgip` captures, by part.
-const LGIP: [(&str, &str); 5] = [
-    ("a30-24gb", "a30-24gb-lgip.txt"),
-    ("h200-141gb", "h200-141gb-lgip.txt"),
-    ("gh200-144gb", "gh200-144gb-lgip.txt"),
-    ("b200-180gb", "b200-180gb-lgip.txt"),
-    ("h100-nvl-94gb", "h100-nvl-94gb-lgip.txt"),
+/// The `-lgip` captures, by part, with the rows each is held to (`None`: every row). The A30's
+/// R535 capture is held to the profile the 450 one lacks: its 4g.24gb memory differs between
+/// the two drivers (23.44 GiB against 23.50), and the part keeps the older capture's.
+const LGIP: [(&str, &str, Option<&[&str]>); 8] = [
+    ("a30-24gb", "a30-24gb-lgip.txt", None),
+    ("a30-24gb", "a30-24gb-r535-lgip.txt", Some(&["2g.12gb+me"])),
+    ("a100-sxm4-80gb", "a100-pcie-80gb-lgip.txt", None),
+    ("h200-141gb", "h200-141gb-lgip.txt", None),
+    ("h200-141gb", "h200-141gb-lgip-gpu2.txt", None),
+    ("gh200-144gb", "gh200-144gb-lgip.txt", None),
+    ("b200-180gb", "b200-180gb-lgip.txt", None),
+    ("h100-nvl-94gb", "h100-nvl-94gb-lgip.txt", None),
 ];
+
+/// The rows of the captures of [`LGIP`] each part is held to.
+fn held_rows() -> Vec<(&'static str, Row)> {
+    LGIP.iter()
+        .flat_map(|(name, file, only)| {
+            lgip(file)
+                .into_iter()
+                .filter(move |row| only.is_none_or(|rows| rows.contains(&row.name.as_str())))
+                .map(move |row| (*name, row))
+        })
+        .collect()
+}
 
 fn unpublished(profile: &Profile, field: &str) -> bool {
     profile.unpublished.iter().any(|f| f == field)
@@ -119,9 +136,9 @@ fn every_unpublished_number_is_zero_and_every_part_has_its_sources() {
 
 #[test]
 fn profile_ids_and_instance_counts_are_those_the_published_captures_show() {
-    for (name, file) in LGIP {
+    for (name, row) in held_rows() {
         let scenario = part(name);
-        for row in lgip(file) {
+        {
             let profile = profile(&scenario, &row.name);
             assert_eq!(
                 (profile.id, profile.instance_count),
@@ -147,11 +164,12 @@ fn slices_are_those_the_profile_names_say() {
 fn placements_are_those_published_by_lgipp() {
     for (name, file) in [
         ("a30-24gb", "a30-24gb-lgipp.txt"),
+        ("a30-24gb", "a30-24gb-r535-lgipp.txt"),
         ("a100-sxm4-40gb", "a100-sxm4-40gb-lgipp.txt"),
     ] {
         let scenario = part(name);
         let text = std::fs::read_to_string(captures().join(file)).unwrap();
-        for line in text.lines() {
+        for line in text.lines().filter(|line| line.starts_with("GPU ")) {
             // GPU  0 Profile ID 14 Placements: {0,1,2,3}:1
             let (head, tail) = line.split_once(':').unwrap();
             let id: u32 = head.split_whitespace().nth(4).unwrap().parse().unwrap();
@@ -160,7 +178,8 @@ fn placements_are_those_published_by_lgipp() {
                 .trim_start_matches('{')
                 .split_once("}:")
                 .unwrap();
-            let size: u32 = size.parse().unwrap();
+            // The size, before any note its publisher wrote after it.
+            let size: u32 = size.split_whitespace().next().unwrap().parse().unwrap();
             let published: Vec<(u32, u32)> = starts
                 .split(',')
                 .map(|s| (s.parse().unwrap(), size))
@@ -182,9 +201,9 @@ fn placements_are_those_published_by_lgipp() {
 
 #[test]
 fn memory_is_that_the_published_captures_show() {
-    for (name, file) in LGIP {
+    for (name, row) in held_rows() {
         let scenario = part(name);
-        for row in lgip(file) {
+        {
             let profile = profile(&scenario, &row.name);
             // -lgip prints GiB to two decimals: the MiB are within 5 of it.
             let published = row.gib * 1024.0;
@@ -200,9 +219,9 @@ fn memory_is_that_the_published_captures_show() {
 
 #[test]
 fn engines_are_those_the_captures_and_the_guide_publish() {
-    for (name, file) in LGIP {
+    for (name, row) in held_rows() {
         let scenario = part(name);
-        for row in lgip(file) {
+        {
             let p = profile(&scenario, &row.name);
             assert_eq!(
                 (p.multiprocessor_count, p.decoder_count, p.encoder_count),

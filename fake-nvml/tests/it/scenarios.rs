@@ -11,6 +11,35 @@ fn every_shipped_scenario_reads() {
     }
 }
 
+#[test]
+fn every_scenario_of_a_real_part_gives_its_memory_with_a_source() {
+    for (name, text) in scenarios::ALL.iter().chain(scenarios::PARTS.iter()) {
+        if name.starts_with("synthetic-") {
+            continue;
+        }
+        let value: serde_json::Value = serde_json::from_str(text).unwrap();
+        for device in value["devices"].as_array().unwrap() {
+            assert!(
+                device["memory_total_mib"]
+                    .as_u64()
+                    .is_some_and(|mib| mib > 0),
+                "{name}: {} gives no memory_total_mib (nvmlDeviceGetMemoryInfo would answer NOT_SUPPORTED, as no real card does)",
+                device["name"]
+            );
+        }
+        let sources = value["sources"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        assert!(
+            sources.iter().any(|source| source
+                .as_str()
+                .is_some_and(|s| s.starts_with("memory_total_mib: "))),
+            "{name}: the memory's source is not named"
+        );
+    }
+}
+
 fn refused(edit: impl FnOnce(&mut serde_json::Value)) -> ScenarioError {
     let mut value: serde_json::Value = serde_json::from_str(scenarios::A100_MIG_ON_CARVED).unwrap();
     edit(&mut value);
