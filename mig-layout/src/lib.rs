@@ -35,6 +35,15 @@ mod plan;
 mod report;
 mod select;
 
+/// NVIDIA vgpu-device-manager's config files read as they are, vGPU type names, and the MIG
+/// layout a spec of MIG-backed types needs (the vGPU layer's declared input).
+pub mod vgpu {
+    pub use crate::document::vgpu::{DeriveError, VgpuDocument, VgpuSpec};
+    pub use crate::document::vgpu_name::{
+        MigAttribute, Series, VgpuKind, VgpuNameError, VgpuTypeName,
+    };
+}
+
 pub use apply::{
     ApplyError, ApplyObserver, ApplyOptions, ApplyRun, HOOK_DEADLINE, HookPoint, HookRun, Hooks,
     Progress, Restore, STEP_DEADLINE, apply, leave, restore,

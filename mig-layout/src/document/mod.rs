@@ -27,6 +27,8 @@
 mod error;
 mod node;
 mod read;
+pub(crate) mod vgpu;
+pub(crate) mod vgpu_name;
 mod write;
 
 pub use error::LayoutError;

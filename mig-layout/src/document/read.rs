@@ -22,13 +22,13 @@ const VERSION: &str = "v1";
 
 /// The lines of `text` as YAML counts them (LF, CR LF and a lone CR break a line); its end may
 /// be on the line after the last break.
-fn line_count(text: &str) -> usize {
+pub(super) fn line_count(text: &str) -> usize {
     text.matches('\n').count() + text.matches('\r').count() - text.matches("\r\n").count() + 1
 }
 
 /// A parser's error at its marker; one the parser places past the end of the text (inside an
 /// unterminated scalar, say) is named at the text's last line.
-fn at_scan(text: &str, error: &ScanError) -> LayoutError {
+pub(super) fn at_scan(text: &str, error: &ScanError) -> LayoutError {
     let marker = error.marker();
     let last = line_count(text);
     if marker.line() > last {
@@ -56,7 +56,7 @@ fn printable(c: char) -> bool {
 
 /// Refuses a character YAML 1.2 does not admit in a stream, naming its line and column (a
 /// reader that took it would write it back escaped, and the two would not read alike).
-fn check_printable(text: &str) -> Result<(), LayoutError> {
+pub(super) fn check_printable(text: &str) -> Result<(), LayoutError> {
     let mut line = 1;
     let mut column = 1;
     let mut after_cr = false;
@@ -87,7 +87,7 @@ fn check_printable(text: &str) -> Result<(), LayoutError> {
 }
 
 /// Checks the shape of the text before building it: one document, nesting bounded.
-fn check_events(text: &str) -> Result<(), LayoutError> {
+pub(super) fn check_events(text: &str) -> Result<(), LayoutError> {
     let mut depth = 0usize;
     let mut documents = 0usize;
     for event in Parser::new_from_str(text) {
@@ -281,7 +281,7 @@ fn unexpected(entry: &Entry<'_, '_>, at: JsonPointer, name: &str) -> LayoutError
     )
 }
 
-fn devices_of(node: Node<'_, '_>) -> Result<Devices, LayoutError> {
+pub(super) fn devices_of(node: Node<'_, '_>) -> Result<Devices, LayoutError> {
     if let Ok(text) = node.string("`devices`") {
         return if text == "all" {
             Ok(Devices::All)
@@ -373,7 +373,7 @@ fn profile_name(text: &str) -> Result<ProfileKey, String> {
     Ok(ProfileKey::Name(text.to_owned()))
 }
 
-fn device_filter(node: Node<'_, '_>) -> Result<Vec<DeviceId>, LayoutError> {
+pub(super) fn device_filter(node: Node<'_, '_>) -> Result<Vec<DeviceId>, LayoutError> {
     if let Ok(text) = node.string("`device-filter`") {
         if text.is_empty() {
             return Ok(Vec::new());

@@ -8,3 +8,4 @@ mod document;
 mod export;
 mod plan;
 mod props;
+mod vgpu_document;

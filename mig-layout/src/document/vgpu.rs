@@ -1,0 +1,298 @@
+//! NVIDIA vgpu-device-manager's config files as they are (`version: v1`, `vgpu-configs`),
+//! read with that project's rules, and the MIG layout a spec of MIG-backed vGPU types needs,
+//! sized from the card's catalogue. The rules and their sources:
+//! `host-sync/tests/samples/vgpu/CATALOGUE.md`, part A.
+//!
+//! ```yaml
+//! version: v1
+//! vgpu-configs:
+//!   A100-1-5C:
+//!     - devices: all
+//!       vgpu-devices:
+//!         A100-1-5C: 7
+//! ```
+//!
+//! The rules (`api/spec/v1/spec.go`, `pkg/types/vgpu_config.go`): `version` is `v1` and
+//! required; `vgpu-configs` (at least one config, each at least one spec) is the only other
+//! member; a spec has `devices` (`all` or a list) and `vgpu-devices` (required: a mapping of
+//! type name to a count above 0; `{}` is "no vGPU"), and optionally `device-filter`; any other
+//! member is refused; one spec mixes no time-sliced type with a MIG-backed one. As with
+//! mig-parted's documents, `devices` may also list PCI addresses.
+
+use super::error::LayoutError;
+use super::node::{Entry, Node};
+use super::read::{at_scan, check_events, check_printable, device_filter, devices_of, line_count};
+use super::vgpu_name::VgpuTypeName;
+use super::{DeviceId, Devices, MAX_DOCUMENT, Spec};
+use gpu_partition_types::JsonPointer;
+use layout_model::ProfileKey;
+use saphyr::{LoadableYamlNode, MarkedYaml};
+
+/// A vgpu-device-manager config document: named configs, in the document's order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VgpuDocument {
+    /// Each config's name with its specs.
+    pub configs: Vec<(String, Vec<VgpuSpec>)>,
+}
+
+/// One spec of a vGPU config: the GPUs it is for and the vGPUs each should hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VgpuSpec {
+    /// The GPUs.
+    pub devices: Devices,
+    /// Only GPUs with one of these PCI device IDs (none: any).
+    pub device_filter: Vec<DeviceId>,
+    /// The vGPU types with their counts, in the document's order (none: no vGPU).
+    pub vgpu_devices: Vec<(VgpuTypeName, u32)>,
+    /// The line the spec starts on.
+    pub line: Option<usize>,
+    /// Where it is in the document (`/vgpu-configs/NAME/INDEX`).
+    pub at: JsonPointer,
+}
+
+impl VgpuDocument {
+    /// Reads a document, YAML or JSON; refused whole, naming the line and member at fault,
+    /// when any part breaks a rule.
+    pub fn from_text(text: &str) -> Result<VgpuDocument, LayoutError> {
+        if text.len() > MAX_DOCUMENT {
+            return Err(LayoutError::new(
+                None,
+                JsonPointer::root(),
+                format!(
+                    "{} bytes, more than the {MAX_DOCUMENT} a config document may have",
+                    text.len()
+                ),
+            ));
+        }
+        check_printable(text)?;
+        check_events(text)?;
+        let documents = MarkedYaml::load_from_str(text).map_err(|error| at_scan(text, &error))?;
+        let Some(root) = documents.first() else {
+            return Err(LayoutError::new(
+                Some(1),
+                JsonPointer::root(),
+                "the document is empty: it needs `version: v1` and `vgpu-configs`",
+            ));
+        };
+        let at = JsonPointer::root();
+        top(Node::new(root, &at)).map_err(|mut error| {
+            let last = line_count(text);
+            if error.line.is_some_and(|line| line > last) {
+                error.line = Some(last);
+                error.column = None;
+            }
+            error
+        })
+    }
+
+    /// The specs of the config `name`.
+    pub fn config(&self, name: &str) -> Option<&[VgpuSpec]> {
+        self.configs
+            .iter()
+            .find(|(known, _)| known == name)
+            .map(|(_, specs)| specs.as_slice())
+    }
+}
+
+fn top(node: Node<'_, '_>) -> Result<VgpuDocument, LayoutError> {
+    let entries = node.mapping("the document")?;
+    let version = entries
+        .iter()
+        .find(|entry| entry.key.text() == "version")
+        .ok_or_else(|| node.refuse("missing `version` (it must be `v1`)"))?;
+    let at = node.at.clone().member("version");
+    let text = Node::new(version.value, &at)
+        .string("`version`")?
+        .to_owned();
+    if text != "v1" {
+        return Err(LayoutError::new(
+            Some(version.line),
+            at,
+            format!("unknown version {text:?}: this reader knows `v1`"),
+        ));
+    }
+    let mut configs = None;
+    for entry in &entries {
+        let name = entry.key.text();
+        let at = node.at.clone().member(&name);
+        match name.as_str() {
+            "version" => {}
+            "vgpu-configs" => configs = Some(vgpu_configs(Node::new(entry.value, &at))?),
+            other => {
+                return Err(LayoutError::new(
+                    Some(entry.line),
+                    at.clone(),
+                    format!(
+                        "unexpected member {other:?}: a v1 document has only `version` and \
+                         `vgpu-configs`"
+                    ),
+                ));
+            }
+        }
+    }
+    let configs =
+        configs.ok_or_else(|| node.refuse("missing `vgpu-configs`: a document with no config"))?;
+    Ok(VgpuDocument { configs })
+}
+
+fn vgpu_configs(node: Node<'_, '_>) -> Result<Vec<(String, Vec<VgpuSpec>)>, LayoutError> {
+    let entries = node.mapping("`vgpu-configs`")?;
+    if entries.is_empty() {
+        return Err(node.refuse("`vgpu-configs` needs at least one config"));
+    }
+    entries
+        .iter()
+        .map(|entry| {
+            let name = entry.key.text();
+            let at = node.at.clone().member(&name);
+            let items = Node::new(entry.value, &at).sequence(&format!("the config {name:?}"))?;
+            if items.is_empty() {
+                return Err(LayoutError::new(
+                    Some(entry.line),
+                    at.clone(),
+                    format!("the config {name:?} needs at least one entry"),
+                ));
+            }
+            let specs = items
+                .iter()
+                .enumerate()
+                .map(|(index, item)| {
+                    let at = at.clone().index(index);
+                    spec(Node::new(item, &at))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((name, specs))
+        })
+        .collect()
+}
+
+fn spec(node: Node<'_, '_>) -> Result<VgpuSpec, LayoutError> {
+    let entries = node.mapping("an entry of a config")?;
+    let mut devices = None;
+    let mut vgpu_devices = None;
+    let mut filter = Vec::new();
+    for entry in &entries {
+        let name = entry.key.text();
+        let at = node.at.clone().member(&name);
+        let value = Node::new(entry.value, &at);
+        match name.as_str() {
+            "devices" => devices = Some(devices_of(value)?),
+            "vgpu-devices" => vgpu_devices = Some(vgpu_devices_of(value)?),
+            "device-filter" => filter = device_filter(value)?,
+            other => return Err(unexpected(entry, at.clone(), other)),
+        }
+    }
+    let devices = devices.ok_or_else(|| node.refuse("missing required member `devices`"))?;
+    let vgpu_devices = vgpu_devices
+        .ok_or_else(|| node.refuse("missing required member `vgpu-devices` (`{}` for no vGPU)"))?;
+    let mig = vgpu_devices
+        .iter()
+        .filter(|(name, _)| name.is_mig_backed())
+        .count();
+    if mig > 0 && mig < vgpu_devices.len() {
+        return Err(node.refuse(
+            "`vgpu-devices` mixes time-sliced and MIG-backed types, which one GPU cannot hold",
+        ));
+    }
+    Ok(VgpuSpec {
+        devices,
+        device_filter: filter,
+        vgpu_devices,
+        line: Some(node.line()),
+        at: node.at.clone(),
+    })
+}
+
+fn unexpected(entry: &Entry<'_, '_>, at: JsonPointer, name: &str) -> LayoutError {
+    LayoutError::new(
+        Some(entry.line),
+        at,
+        format!(
+            "unexpected member {name:?}: an entry has `devices`, `vgpu-devices` and \
+             `device-filter`"
+        ),
+    )
+}
+
+fn vgpu_devices_of(node: Node<'_, '_>) -> Result<Vec<(VgpuTypeName, u32)>, LayoutError> {
+    if node.is_null() {
+        return Err(node.refuse("`vgpu-devices` must be a mapping (`{}` for no vGPU)"));
+    }
+    let entries = node.mapping("`vgpu-devices`")?;
+    let mut listed: Vec<(VgpuTypeName, u32)> = Vec::with_capacity(entries.len());
+    for entry in &entries {
+        let text = entry.key.text();
+        let at = node.at.clone().member(&text);
+        let refuse = |message: String| LayoutError::new(Some(entry.line), at.clone(), message);
+        let name: VgpuTypeName = text
+            .parse()
+            .map_err(|error: super::vgpu_name::VgpuNameError| refuse(error.to_string()))?;
+        if listed.iter().any(|(known, _)| *known == name) {
+            return Err(refuse(format!("{name} is named twice")));
+        }
+        let count = Node::new(entry.value, &at).count(&format!("the count of {text}"))?;
+        if count == 0 {
+            return Err(refuse(format!(
+                "the count of {text} is 0: a count is above 0 (leave the type out instead)"
+            )));
+        }
+        listed.push((name, count));
+    }
+    Ok(listed)
+}
+
+/// Why a vGPU spec's MIG layout cannot be sized.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeriveError {
+    /// The card's catalogue does not say how many vGPUs of a type one GPU instance holds.
+    #[error(
+        "{at}: the card's catalogue does not give how many {name} vGPUs one GPU instance holds"
+    )]
+    NotInCatalogue {
+        /// The type.
+        name: VgpuTypeName,
+        /// The spec.
+        at: JsonPointer,
+    },
+}
+
+impl VgpuSpec {
+    /// The MIG layout the spec's vGPUs need, as a mig-parted spec for the same GPUs: MIG on
+    /// with, per MIG-backed type, `ceil(count / per GPU instance)` GPU instances of the
+    /// type's profile (vgpu-device-manager makes one per vGPU, which is wrong where a GPU
+    /// instance holds several: `per_gpu_instance` gives it from the card's catalogue, NVML's
+    /// "max instances per GPU instance"); two types of one profile add up. A spec of
+    /// time-sliced types, or of none, is MIG off.
+    pub fn mig_layout(
+        &self,
+        per_gpu_instance: impl Fn(&VgpuTypeName) -> Option<u32>,
+    ) -> Result<Spec, DeriveError> {
+        let mut mig_devices: Vec<(ProfileKey, u32)> = Vec::new();
+        for (name, count) in &self.vgpu_devices {
+            let Some(profile) = name.mig_profile() else {
+                continue;
+            };
+            let per = per_gpu_instance(name)
+                .filter(|per| *per > 0)
+                .ok_or_else(|| DeriveError::NotInCatalogue {
+                    name: name.clone(),
+                    at: self.at.clone(),
+                })?;
+            let instances = count.div_ceil(per);
+            let key = ProfileKey::Name(profile);
+            match mig_devices.iter_mut().find(|(known, _)| *known == key) {
+                Some((_, total)) => *total = total.saturating_add(instances),
+                None => mig_devices.push((key, instances)),
+            }
+        }
+        let mig_enabled = !mig_devices.is_empty();
+        let mut spec = Spec::new(self.devices.clone(), mig_enabled, mig_devices);
+        spec.device_filter = self.device_filter.clone();
+        spec.line = self.line;
+        spec.at = self.at.clone();
+        Ok(spec)
+    }
+}

@@ -1,0 +1,301 @@
+//! vgpu-device-manager's config files read as they are, with that project's rules; vGPU type
+//! names by its grammar; the MIG layout a spec of MIG-backed types needs, sized from the
+//! catalogue.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use layout_model::ProfileKey;
+use mig_layout::Devices;
+use mig_layout::vgpu::{
+    DeriveError, MigAttribute, Series, VgpuDocument, VgpuKind, VgpuSpec, VgpuTypeName,
+};
+use proptest::prelude::*;
+
+fn example() -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../host-sync/tests/samples/vgpu/vgpu-device-manager-config-example-excerpt.yaml");
+    std::fs::read_to_string(path).unwrap()
+}
+
+fn name(text: &str) -> VgpuTypeName {
+    text.parse().unwrap()
+}
+
+#[test]
+fn vgpu_device_manager_s_own_example_config_reads_whole() {
+    let document = VgpuDocument::from_text(&example()).unwrap();
+    let spec = &document.config("A100-1-5C").expect("the A100-1-5C config")[0];
+    assert_eq!(spec.devices, Devices::All);
+    assert_eq!(spec.vgpu_devices, [(name("A100-1-5C"), 7)]);
+    assert!(document.config("A30-2-12CME").is_some());
+    assert!(document.configs.len() > 20, "{}", document.configs.len());
+}
+
+#[test]
+fn type_names_read_by_vgpu_device_manager_s_grammar() {
+    for (text, gpu, kind, series) in [
+        (
+            "A100-1-5C",
+            "A100",
+            VgpuKind::MigBacked {
+                slices: 1,
+                gb: 5,
+                attribute: None,
+            },
+            Series::C,
+        ),
+        ("A100-4C", "A100", VgpuKind::TimeSliced { gb: 4 }, Series::C),
+        (
+            "A30-2-12CME",
+            "A30",
+            VgpuKind::MigBacked {
+                slices: 2,
+                gb: 12,
+                attribute: Some(MigAttribute::Me),
+            },
+            Series::C,
+        ),
+        (
+            "A100-1-5CNOME",
+            "A100",
+            VgpuKind::MigBacked {
+                slices: 1,
+                gb: 5,
+                attribute: Some(MigAttribute::NoMe),
+            },
+            Series::C,
+        ),
+        (
+            "DC-1-24QGFX",
+            "DC",
+            VgpuKind::MigBacked {
+                slices: 1,
+                gb: 24,
+                attribute: Some(MigAttribute::Gfx),
+            },
+            Series::Q,
+        ),
+        (
+            "RTX6000-Ada-2Q",
+            "RTX6000-Ada",
+            VgpuKind::TimeSliced { gb: 2 },
+            Series::Q,
+        ),
+        ("M60-0Q", "M60", VgpuKind::TimeSliced { gb: 0 }, Series::Q),
+    ] {
+        let read = name(text);
+        assert_eq!(
+            (read.gpu.as_str(), read.kind, read.series),
+            (gpu, kind, series),
+            "{text}"
+        );
+        assert_eq!(read.to_string(), text);
+    }
+}
+
+#[test]
+fn a_name_outside_the_grammar_is_refused() {
+    for text in [
+        "",
+        "A100",
+        "A100-5c",
+        "A100-1-5Cme",
+        "A16-8E",
+        " A100-4C",
+        "A100-4C ",
+        "A100-1-5Cab",
+        "A100-01-5C",
+        "A100-1-05C",
+        "a100-4C",
+        "A100-1-5CMEME",
+    ] {
+        assert!(text.parse::<VgpuTypeName>().is_err(), "{text:?}");
+    }
+}
+
+#[test]
+fn a_mig_backed_type_names_its_profile_with_the_attribute_mig_writes() {
+    for (text, profile) in [
+        ("A100-1-5C", "1g.5gb"),
+        ("A100-1-5CME", "1g.5gb+me"),
+        ("A100-1-5CNOME", "1g.5gb-me"),
+        ("A100-7-40CMEALL", "7g.40gb+me.all"),
+        ("DC-1-24QGFX", "1g.24gb+gfx"),
+    ] {
+        assert_eq!(name(text).mig_profile().as_deref(), Some(profile), "{text}");
+    }
+    assert_eq!(name("A100-4C").mig_profile(), None);
+}
+
+#[test]
+fn the_short_name_of_a_driver_s_full_name_is_its_last_word() {
+    assert_eq!(VgpuTypeName::short_name("NVIDIA A100-1-5C"), "A100-1-5C");
+    assert_eq!(VgpuTypeName::short_name("GRID A100-1-5C"), "A100-1-5C");
+    assert_eq!(
+        VgpuTypeName::short_name("NVIDIA RTX Pro 6000 Blackwell DC-48C"),
+        "DC-48C"
+    );
+}
+
+/// The reader's message and member for a document.
+fn refused(text: &str) -> (Option<usize>, String, String) {
+    let error = VgpuDocument::from_text(text).unwrap_err();
+    (error.line, error.at.to_string(), error.message)
+}
+
+#[test]
+fn each_rule_of_the_format_refuses_naming_the_line_and_member() {
+    let cases: [(&str, &str, &str); 8] = [
+        ("vgpu-configs: {}\n", "", "missing `version`"),
+        (
+            "version: v2\nvgpu-configs: {a: [{devices: all, vgpu-devices: {}}]}\n",
+            "/version",
+            "unknown version",
+        ),
+        ("version: v1\nbogus: 1\n", "/bogus", "unexpected member"),
+        (
+            "version: v1\nvgpu-configs: {}\n",
+            "/vgpu-configs",
+            "at least one config",
+        ),
+        (
+            "version: v1\nvgpu-configs:\n  a: []\n",
+            "/vgpu-configs/a",
+            "at least one entry",
+        ),
+        (
+            "version: v1\nvgpu-configs:\n  a:\n    - devices: all\n",
+            "/vgpu-configs/a/0",
+            "missing required member `vgpu-devices`",
+        ),
+        (
+            "version: v1\nvgpu-configs:\n  a:\n    - devices: all\n      vgpu-devices:\n        A100-1-5C: 0\n",
+            "/vgpu-configs/a/0/vgpu-devices/A100-1-5C",
+            "is 0",
+        ),
+        (
+            "version: v1\nvgpu-configs:\n  a:\n    - devices: all\n      vgpu-devices:\n        A100-4C: 2\n        A100-1-5C: 1\n",
+            "/vgpu-configs/a/0",
+            "mixes time-sliced and MIG-backed",
+        ),
+    ];
+    for (text, at, said) in cases {
+        let (line, member, message) = refused(text);
+        assert!(line.is_some(), "{text:?}");
+        assert_eq!(member, at, "{text:?}: {message}");
+        assert!(message.contains(said), "{text:?}: {message}");
+    }
+}
+
+#[test]
+fn a_type_name_that_does_not_read_is_refused_at_its_key() {
+    let (line, at, message) = refused(
+        "version: v1\nvgpu-configs:\n  a:\n    - devices: all\n      vgpu-devices:\n        A100-5c: 1\n",
+    );
+    assert_eq!(
+        (line, at.as_str()),
+        (Some(6), "/vgpu-configs/a/0/vgpu-devices/A100-5c")
+    );
+    assert!(message.contains("series"), "{message}");
+}
+
+#[test]
+fn no_vgpu_is_an_empty_mapping_and_leaves_mig_off() {
+    let document = VgpuDocument::from_text(
+        "version: v1\nvgpu-configs:\n  none:\n    - devices: all\n      vgpu-devices: {}\n",
+    )
+    .unwrap();
+    let spec = &document.config("none").unwrap()[0];
+    assert!(spec.vgpu_devices.is_empty());
+    let layout = spec.mig_layout(|_| None).unwrap();
+    assert!(!layout.mig_enabled);
+}
+
+fn mixed() -> VgpuSpec {
+    let document = VgpuDocument::from_text(
+        "version: v1\nvgpu-configs:\n  mixed:\n    - devices: [0, \"0000:3b:00.0\"]\n      device-filter: \"0x20B010DE\"\n      vgpu-devices:\n        A100-1-5C: 3\n        A100-2-10C: 1\n        A100-1-5CME: 1\n",
+    )
+    .unwrap();
+    document.config("mixed").unwrap()[0].clone()
+}
+
+#[test]
+fn one_gpu_instance_per_vgpu_where_the_catalogue_says_one_fits() {
+    let spec = mixed();
+    let layout = spec.mig_layout(|_| Some(1)).unwrap();
+    assert!(layout.mig_enabled);
+    assert_eq!(layout.device_filter, spec.device_filter);
+    assert_eq!(layout.devices, spec.devices);
+    assert_eq!(
+        layout.mig_devices,
+        [
+            (ProfileKey::Name("1g.5gb".to_owned()), 3),
+            (ProfileKey::Name("2g.10gb".to_owned()), 1),
+            (ProfileKey::Name("1g.5gb+me".to_owned()), 1),
+        ]
+    );
+}
+
+#[test]
+fn a_gpu_instance_holds_as_many_vgpus_as_the_catalogue_says() {
+    let spec = mixed();
+    // Say two A100-1-5C fit one GPU instance: three need two instances, not three.
+    let layout = spec
+        .mig_layout(|name| {
+            Some(if name.to_string() == "A100-1-5C" {
+                2
+            } else {
+                1
+            })
+        })
+        .unwrap();
+    assert_eq!(
+        layout.mig_devices[0],
+        (ProfileKey::Name("1g.5gb".to_owned()), 2)
+    );
+}
+
+#[test]
+fn a_type_the_catalogue_does_not_size_is_refused_naming_it() {
+    let spec = mixed();
+    let error = spec
+        .mig_layout(|name| (name.to_string() != "A100-2-10C").then_some(1))
+        .unwrap_err();
+    let DeriveError::NotInCatalogue { name, at } = &error else {
+        panic!("{error:?}");
+    };
+    assert_eq!(
+        (name.to_string().as_str(), at.to_string().as_str()),
+        ("A100-2-10C", "/vgpu-configs/mixed/0")
+    );
+}
+
+proptest! {
+    /// Every MIG-backed name the grammar admits reads back as written, and its profile says
+    /// its slices and memory.
+    #[test]
+    fn a_mig_backed_name_round_trips_and_names_its_profile(
+        gpu in "[A-Z][A-Z0-9]{0,6}",
+        slices in 1u8..=9,
+        gb in 0u32..200,
+        series in prop_oneof![Just("A"), Just("B"), Just("C"), Just("Q")],
+        attribute in prop_oneof![Just(""), Just("ME"), Just("NOME"), Just("MEALL"), Just("GFX")],
+    ) {
+        let text = format!("{gpu}-{slices}-{gb}{series}{attribute}");
+        let read: VgpuTypeName = text.parse().unwrap();
+        prop_assert_eq!(read.to_string(), text);
+        let profile = read.mig_profile().unwrap();
+        let want = format!("{slices}g.{gb}gb");
+        prop_assert!(profile.starts_with(&want));
+    }
+
+    /// The layout's instances are enough for every vGPU and no more than needed.
+    #[test]
+    fn the_derived_instances_hold_every_vgpu_and_no_more(count in 1u32..64, per in 1u32..8) {
+        let text = format!("version: v1\nvgpu-configs:\n  a:\n    - devices: all\n      vgpu-devices:\n        A100-1-5C: {count}\n");
+        let document = VgpuDocument::from_text(&text).unwrap();
+        let layout = document.config("a").unwrap()[0].mig_layout(|_| Some(per)).unwrap();
+        let instances = layout.mig_devices[0].1;
+        prop_assert!(instances * per >= count);
+        prop_assert!((instances - 1) * per < count);
+    }
+}
