@@ -83,7 +83,7 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
         host.check_state_dir(creates)?;
     }
     match &cli.command {
-        Command::Gpus => commands::gpus::run(host.sysfs_root(), output),
+        Command::Gpus => commands::gpus::run(host.sysfs_root(), host.proc_root(), output),
         Command::Sync(args) => commands::sync::run(args, &config, &host, output),
         Command::Status => commands::state::run(&host, output),
         Command::Probe(args) => commands::probe::run(args, &config, &host, output),

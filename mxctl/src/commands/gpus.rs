@@ -6,11 +6,14 @@ use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::output::{Output, table};
 use serde::Serialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Serialize)]
 struct GpusReport {
     gpus: Vec<Gpu>,
+    /// Why the holders of the VFs' VFIO groups could not be told (`None`: they were, or no VF
+    /// has an IOMMU group): then every VF's `vfio_holders` is `null`.
+    vfio_holders_unreadable: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -42,8 +45,22 @@ struct Vf {
     device: String,
     driver: Option<String>,
     iommu_group: Option<u32>,
+    /// The processes holding its VFIO group open (`/dev/vfio/<group>`: a running VM, say);
+    /// `None` where the VF has no IOMMU group or they could not be told.
+    vfio_holders: Option<Vec<VfioHolder>>,
     /// `None`: the VF has no `nvidia/` files (the vGPU manager does not serve it).
     vgpu: Option<VfVgpu>,
+}
+
+#[derive(Debug, Serialize)]
+struct VfioHolder {
+    pid: u32,
+    name: Option<String>,
+}
+
+/// `/dev/vfio/<group>`: what a process holds open of a VF assigned to it.
+fn vfio_file(group: u32) -> PathBuf {
+    PathBuf::from(format!("/dev/vfio/{group}"))
 }
 
 #[derive(Debug, Serialize)]
@@ -75,6 +92,7 @@ fn sriov_view(sriov: host_sync::sriov::Sriov) -> Sriov {
                 device: vf.bdf.to_string(),
                 driver: vf.driver,
                 iommu_group: vf.iommu_group,
+                vfio_holders: None,
                 vgpu: vf.vgpu.map(|files| VfVgpu {
                     current_type: files.current_type.map(|id| id.0.get()),
                     creatable: files
@@ -102,9 +120,52 @@ fn split<T>(read: Result<Option<T>, host_sync::sriov::SriovError>) -> (Option<T>
     }
 }
 
+/// Fills each VF's `vfio_holders` from one look at every process under `proc_root`; answers
+/// why they could not be told, if so.
+fn fill_vfio_holders(gpus: &mut [Gpu], proc_root: &Path) -> Option<String> {
+    let vfs = || {
+        gpus.iter()
+            .filter_map(|gpu| gpu.sriov.as_ref())
+            .flat_map(|sriov| &sriov.vfs)
+    };
+    let files: Vec<PathBuf> = vfs()
+        .filter_map(|vf| vf.iommu_group)
+        .map(vfio_file)
+        .collect();
+    if files.is_empty() {
+        return None;
+    }
+    let found = match warm_reset::io::holders(proc_root, &files) {
+        Ok(found) => found,
+        Err(error) => {
+            let text = gpu_host_probe::chain::Chain(&error).to_string();
+            tracing::warn!("{text}");
+            return Some(text);
+        }
+    };
+    for vf in gpus
+        .iter_mut()
+        .filter_map(|gpu| gpu.sriov.as_mut())
+        .flat_map(|sriov| &mut sriov.vfs)
+    {
+        vf.vfio_holders = vf.iommu_group.map(|group| {
+            let file = vfio_file(group);
+            found
+                .iter()
+                .filter(|holder| holder.file == file)
+                .map(|holder| VfioHolder {
+                    pid: holder.pid,
+                    name: holder.name.clone(),
+                })
+                .collect()
+        });
+    }
+    None
+}
+
 /// Lists the GPUs; writes nothing.
-pub fn run(sysfs_root: &Path, output: Output) -> Result<Exit, Failure> {
-    let gpus: Vec<Gpu> = host_sync::scan_gpus(sysfs_root)?
+pub fn run(sysfs_root: &Path, proc_root: &Path, output: Output) -> Result<Exit, Failure> {
+    let mut gpus: Vec<Gpu> = host_sync::scan_gpus(sysfs_root)?
         .into_iter()
         .map(|gpu| {
             let (sriov, sriov_unreadable) =
@@ -135,6 +196,7 @@ pub fn run(sysfs_root: &Path, output: Output) -> Result<Exit, Failure> {
             }
         })
         .collect();
+    let vfio_holders_unreadable = fill_vfio_holders(&mut gpus, proc_root);
     let text = if gpus.is_empty() {
         format!(
             "no display-class PCI function under {}\n",
@@ -143,7 +205,13 @@ pub fn run(sysfs_root: &Path, output: Output) -> Result<Exit, Failure> {
     } else {
         text(&gpus)
     };
-    output.emit(&GpusReport { gpus }, &text)?;
+    output.emit(
+        &GpusReport {
+            gpus,
+            vfio_holders_unreadable,
+        },
+        &text,
+    )?;
     Ok(Exit::Done)
 }
 
@@ -203,8 +271,21 @@ fn text(gpus: &[Gpu]) -> String {
                     None => format!("vGPU type {id}"),
                 },
             };
+            let held = match &vf.vfio_holders {
+                Some(holders) if !holders.is_empty() => {
+                    let names: Vec<String> = holders
+                        .iter()
+                        .map(|h| match &h.name {
+                            Some(name) => format!("{} {name}", h.pid),
+                            None => format!("pid {}", h.pid),
+                        })
+                        .collect();
+                    format!(", VFIO group held by {}", names.join(", "))
+                }
+                _ => String::new(),
+            };
             text.push_str(&format!(
-                "{} virtfn{} {} {}: {vgpu}\n",
+                "{} virtfn{} {} {}: {vgpu}{held}\n",
                 gpu.device,
                 vf.index,
                 vf.device,

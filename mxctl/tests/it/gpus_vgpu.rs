@@ -109,3 +109,34 @@ fn a_gpu_whose_sriov_state_does_not_read_says_so_and_the_others_are_listed() {
     assert!(why.contains("sriov_numvfs says 3 VFs"), "{why}");
     assert_eq!(document["gpus"][0]["mdev_types"][0]["id"], "nvidia-285");
 }
+
+#[test]
+fn a_vf_whose_vfio_group_a_vm_holds_names_the_vm_s_pid() {
+    let host = Host::new();
+    vgpu_host(&host);
+    // A VMM holding VF 1's group open, and a process holding something else.
+    let proc_root = host.path("proc");
+    for (pid, comm, target) in [
+        ("4242", "qemu-system-x86", "/dev/vfio/71"),
+        ("4243", "bash", "/dev/null"),
+    ] {
+        let fd = proc_root.join(pid).join("fd");
+        std::fs::create_dir_all(&fd).unwrap();
+        std::os::unix::fs::symlink(target, fd.join("3")).unwrap();
+        std::fs::write(proc_root.join(pid).join("comm"), format!("{comm}\n")).unwrap();
+    }
+    let (code, document) = host.run(&["gpus"]);
+    assert_eq!(code, 0, "{document}");
+    let vfs = &document["gpus"][1]["sriov"]["vfs"];
+    assert_eq!(
+        vfs[0]["vfio_holders"],
+        serde_json::Value::Null,
+        "VF 0 has no IOMMU group"
+    );
+    assert_eq!(
+        vfs[1]["vfio_holders"],
+        serde_json::json!([{"pid": 4242, "name": "qemu-system-x86"}])
+    );
+    assert_eq!(document["vfio_holders_unreadable"], serde_json::Value::Null);
+    assert!(text(&host).contains("VFIO group held by 4242 qemu-system-x86"));
+}
