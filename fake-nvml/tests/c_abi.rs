@@ -3,8 +3,10 @@
 //! NVML documents; and `nm -D` lists them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, unsafe_code)]
 
+mod dlopen;
+
+use dlopen::Fake;
 use fake_nvml::support::{Build, library};
-use libloading::{Library, Symbol};
 use nvml_wrapper_sys::bindings as nvml;
 use std::ffi::{CStr, c_char, c_uint};
 
@@ -28,21 +30,29 @@ const SURFACE: [&str; 16] = [
     "nvmlDeviceCreateGpuInstance",
 ];
 
-#[test]
-fn nm_lists_every_function_of_the_surface() {
+/// The functions the built library exports, as `nm -D --defined-only` lists them.
+fn exported() -> std::collections::BTreeSet<String> {
     let output = std::process::Command::new("nm")
         .args(["-D", "--defined-only"])
         .arg(library(Build::Current).unwrap())
         .output()
         .expect("nm (binutils) runs");
-    let listed = String::from_utf8_lossy(&output.stdout);
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(
+            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
+                [_, "T", name] => Some(name.to_owned()),
+                _ => None,
+            },
+        )
+        .collect()
+}
+
+#[test]
+fn nm_lists_every_function_of_the_surface() {
+    let exported = exported();
     for name in SURFACE {
-        assert!(
-            listed
-                .lines()
-                .any(|line| line.ends_with(&format!(" T {name}"))),
-            "{name} is not exported"
-        );
+        assert!(exported.contains(name), "{name} is not exported");
     }
 }
 
@@ -92,21 +102,7 @@ fn every_function_nvml_h_declares_is_exported() {
         "the binding lists {} functions",
         declared.len()
     );
-    let output = std::process::Command::new("nm")
-        .args(["-D", "--defined-only"])
-        .arg(library(Build::Current).unwrap())
-        .output()
-        .expect("nm (binutils) runs");
-    let listed = String::from_utf8_lossy(&output.stdout);
-    let exported: std::collections::BTreeSet<&str> = listed
-        .lines()
-        .filter_map(
-            |line| match line.split_whitespace().collect::<Vec<_>>()[..] {
-                [_, "T", name] => Some(name),
-                _ => None,
-            },
-        )
-        .collect();
+    let exported = exported();
     let missing: Vec<&String> = declared
         .iter()
         .filter(|name| !exported.contains(name.as_str()))
@@ -117,70 +113,17 @@ fn every_function_nvml_h_declares_is_exported() {
     );
 }
 
-type Init = unsafe extern "C" fn() -> nvml::nvmlReturn_t;
-
-struct Fake {
-    lib: Library,
-}
-
-impl Fake {
-    fn get<T>(&self, name: &str) -> Symbol<'_, T> {
-        // SAFETY: each name is looked up with NVML's signature for it.
-        unsafe { self.lib.get(name.as_bytes()) }.unwrap_or_else(|e| panic!("{name}: {e}"))
-    }
-
-    fn init(&self, name: &str) -> nvml::nvmlReturn_t {
-        // SAFETY: NVML's init functions take nothing.
-        unsafe { self.get::<Init>(name)() }
-    }
-
-    fn handle(&self, index: u32) -> (nvml::nvmlReturn_t, nvml::nvmlDevice_t) {
-        let mut device: nvml::nvmlDevice_t = std::ptr::null_mut();
-        let f = self
-            .get::<unsafe extern "C" fn(c_uint, *mut nvml::nvmlDevice_t) -> nvml::nvmlReturn_t>(
-                "nvmlDeviceGetHandleByIndex_v2",
-            );
-        // SAFETY: a valid out-pointer.
-        let ret = unsafe { f(index, &mut device) };
-        (ret, device)
-    }
-
-    fn text(&self, name: &str, device: nvml::nvmlDevice_t) -> (nvml::nvmlReturn_t, String) {
-        let mut buffer = [0 as c_char; 96];
-        let f = self.get::<unsafe extern "C" fn(
-            nvml::nvmlDevice_t,
-            *mut c_char,
-            c_uint,
-        ) -> nvml::nvmlReturn_t>(name);
-        // SAFETY: the buffer holds 96 chars.
-        let ret = unsafe { f(device, buffer.as_mut_ptr(), 96) };
-        // SAFETY: NUL-terminated by the library (or still zeroed).
-        let text = unsafe { CStr::from_ptr(buffer.as_ptr()) }
-            .to_string_lossy()
-            .into_owned();
-        (ret, text)
-    }
-}
-
 const OK: nvml::nvmlReturn_t = nvml::nvmlReturn_enum_NVML_SUCCESS;
 
 #[test]
 fn every_function_of_the_surface_answers_through_dlopen_as_nvml_documents() {
-    let dir = tempfile::tempdir().unwrap();
-    let scenario = fake_nvml::support::scenario_of(&[
-        ("0000:3c:00.0", fake_nvml::scenarios::PART_A100_SXM4_80GB),
-        ("0000:3b:00.0", fake_nvml::scenarios::PART_H100_80GB),
-    ])
-    .unwrap();
-    let path = dir.path().join("scenario.json");
-    std::fs::write(&path, scenario).unwrap();
-    // SAFETY: this test binary's only test that touches the environment, before the library
-    // reads it; no other thread reads it.
-    unsafe { std::env::set_var("FAKE_NVML_SCENARIO", &path) };
-    // SAFETY: loading the fake runs no initialiser of its own.
-    let fake = Fake {
-        lib: unsafe { Library::new(library(Build::Current).unwrap()) }.unwrap(),
-    };
+    let fake = Fake::load(
+        &fake_nvml::support::scenario_of(&[
+            ("0000:3c:00.0", fake_nvml::scenarios::PART_A100_SXM4_80GB),
+            ("0000:3b:00.0", fake_nvml::scenarios::PART_H100_80GB),
+        ])
+        .unwrap(),
+    );
     let count = |fake: &Fake, name: &str| {
         let mut n: c_uint = 0;
         let f = fake.get::<unsafe extern "C" fn(*mut c_uint) -> nvml::nvmlReturn_t>(name);

@@ -22,13 +22,13 @@ const VERSION: &str = "v1";
 
 /// The lines of `text` as YAML counts them (LF, CR LF and a lone CR break a line); its end may
 /// be on the line after the last break.
-pub(super) fn line_count(text: &str) -> usize {
+fn line_count(text: &str) -> usize {
     text.matches('\n').count() + text.matches('\r').count() - text.matches("\r\n").count() + 1
 }
 
 /// A parser's error at its marker; one the parser places past the end of the text (inside an
 /// unterminated scalar, say) is named at the text's last line.
-pub(super) fn at_scan(text: &str, error: &ScanError) -> LayoutError {
+fn at_scan(text: &str, error: &ScanError) -> LayoutError {
     let marker = error.marker();
     let last = line_count(text);
     if marker.line() > last {
@@ -56,7 +56,7 @@ fn printable(c: char) -> bool {
 
 /// Refuses a character YAML 1.2 does not admit in a stream, naming its line and column (a
 /// reader that took it would write it back escaped, and the two would not read alike).
-pub(super) fn check_printable(text: &str) -> Result<(), LayoutError> {
+fn check_printable(text: &str) -> Result<(), LayoutError> {
     let mut line = 1;
     let mut column = 1;
     let mut after_cr = false;
@@ -87,7 +87,7 @@ pub(super) fn check_printable(text: &str) -> Result<(), LayoutError> {
 }
 
 /// Checks the shape of the text before building it: one document, nesting bounded.
-pub(super) fn check_events(text: &str) -> Result<(), LayoutError> {
+fn check_events(text: &str) -> Result<(), LayoutError> {
     let mut depth = 0usize;
     let mut documents = 0usize;
     for event in Parser::new_from_str(text) {
@@ -121,6 +121,22 @@ pub(super) fn check_events(text: &str) -> Result<(), LayoutError> {
 }
 
 pub(super) fn document(text: &str) -> Result<Document, LayoutError> {
+    read_root(
+        text,
+        "the document is empty: it needs `version: v1` and `mig-configs`",
+        top,
+    )
+}
+
+/// The one reader of a document's text, for both formats (mig-parted's layouts,
+/// vgpu-device-manager's configs): bounded in size, printable, one document nested no deeper
+/// than [`MAX_DEPTH`], then walked from its root by `walk`; a fault past the text's end is named
+/// at its last line.
+pub(super) fn read_root<T>(
+    text: &str,
+    empty: &str,
+    walk: impl FnOnce(Node<'_, '_>) -> Result<T, LayoutError>,
+) -> Result<T, LayoutError> {
     if text.len() > MAX_DOCUMENT {
         return Err(LayoutError::new(
             None,
@@ -135,14 +151,10 @@ pub(super) fn document(text: &str) -> Result<Document, LayoutError> {
     check_events(text)?;
     let documents = MarkedYaml::load_from_str(text).map_err(|error| at_scan(text, &error))?;
     let Some(root) = documents.first() else {
-        return Err(LayoutError::new(
-            Some(1),
-            JsonPointer::root(),
-            "the document is empty: it needs `version: v1` and `mig-configs`",
-        ));
+        return Err(LayoutError::new(Some(1), JsonPointer::root(), empty));
     };
     let at = JsonPointer::root();
-    top(Node::new(root, &at)).map_err(|mut error| {
+    walk(Node::new(root, &at)).map_err(|mut error| {
         // An empty node (an explicit key with no text, say) has its position after the text's
         // end: named at the last line.
         let last = line_count(text);
@@ -152,6 +164,45 @@ pub(super) fn document(text: &str) -> Result<Document, LayoutError> {
         }
         error
     })
+}
+
+/// The labelled lists of a document (`mig-configs`, `vgpu-configs`): at least one `label`,
+/// each a list (a `what`) of at least one entry, each entry read by `entry`.
+pub(super) fn labelled<S>(
+    node: Node<'_, '_>,
+    member: &str,
+    (label_word, what): (&str, &str),
+    entry: impl Fn(Node<'_, '_>) -> Result<S, LayoutError>,
+) -> Result<Vec<(String, Vec<S>)>, LayoutError> {
+    let entries = node.mapping(&format!("`{member}`"))?;
+    if entries.is_empty() {
+        return Err(node.refuse(format!("`{member}` needs at least one {label_word}")));
+    }
+    entries
+        .iter()
+        .map(|item| {
+            let label = item.key.text();
+            let at = node.at.clone().member(&label);
+            let value = Node::new(item.value, &at);
+            let items = value.sequence(&format!("the {what} {label:?}"))?;
+            if items.is_empty() {
+                return Err(LayoutError::new(
+                    Some(item.line),
+                    at.clone(),
+                    format!("the {what} {label:?} needs at least one entry"),
+                ));
+            }
+            let specs = items
+                .iter()
+                .enumerate()
+                .map(|(index, spec)| {
+                    let at = at.clone().index(index);
+                    entry(Node::new(spec, &at))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok((label, specs))
+        })
+        .collect()
 }
 
 fn top(node: Node<'_, '_>) -> Result<Document, LayoutError> {
@@ -195,35 +246,7 @@ fn top(node: Node<'_, '_>) -> Result<Document, LayoutError> {
 }
 
 fn mig_configs(node: Node<'_, '_>) -> Result<Vec<(String, Vec<Spec>)>, LayoutError> {
-    let entries = node.mapping("`mig-configs`")?;
-    if entries.is_empty() {
-        return Err(node.refuse("`mig-configs` needs at least one label"));
-    }
-    entries
-        .iter()
-        .map(|entry| {
-            let label = entry.key.text();
-            let at = node.at.clone().member(&label);
-            let value = Node::new(entry.value, &at);
-            let items = value.sequence(&format!("the layout {label:?}"))?;
-            if items.is_empty() {
-                return Err(LayoutError::new(
-                    Some(entry.line),
-                    at.clone(),
-                    format!("the layout {label:?} needs at least one entry"),
-                ));
-            }
-            let specs = items
-                .iter()
-                .enumerate()
-                .map(|(index, item)| {
-                    let at = at.clone().index(index);
-                    spec(Node::new(item, &at))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok((label, specs))
-        })
-        .collect()
+    labelled(node, "mig-configs", ("label", "layout"), spec)
 }
 
 fn spec(node: Node<'_, '_>) -> Result<Spec, LayoutError> {

@@ -21,12 +21,11 @@
 
 use super::error::LayoutError;
 use super::node::{Entry, Node};
-use super::read::{at_scan, check_events, check_printable, device_filter, devices_of, line_count};
+use super::read::{device_filter, devices_of, labelled, read_root};
 use super::vgpu_name::VgpuTypeName;
-use super::{DeviceId, Devices, MAX_DOCUMENT, Spec};
+use super::{DeviceId, Devices, Spec};
 use gpu_partition_types::JsonPointer;
 use layout_model::ProfileKey;
-use saphyr::{LoadableYamlNode, MarkedYaml};
 
 /// A vgpu-device-manager config document: named configs, in the document's order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,35 +55,11 @@ impl VgpuDocument {
     /// Reads a document, YAML or JSON; refused whole, naming the line and member at fault,
     /// when any part breaks a rule.
     pub fn from_text(text: &str) -> Result<VgpuDocument, LayoutError> {
-        if text.len() > MAX_DOCUMENT {
-            return Err(LayoutError::new(
-                None,
-                JsonPointer::root(),
-                format!(
-                    "{} bytes, more than the {MAX_DOCUMENT} a config document may have",
-                    text.len()
-                ),
-            ));
-        }
-        check_printable(text)?;
-        check_events(text)?;
-        let documents = MarkedYaml::load_from_str(text).map_err(|error| at_scan(text, &error))?;
-        let Some(root) = documents.first() else {
-            return Err(LayoutError::new(
-                Some(1),
-                JsonPointer::root(),
-                "the document is empty: it needs `version: v1` and `vgpu-configs`",
-            ));
-        };
-        let at = JsonPointer::root();
-        top(Node::new(root, &at)).map_err(|mut error| {
-            let last = line_count(text);
-            if error.line.is_some_and(|line| line > last) {
-                error.line = Some(last);
-                error.column = None;
-            }
-            error
-        })
+        read_root(
+            text,
+            "the document is empty: it needs `version: v1` and `vgpu-configs`",
+            top,
+        )
     }
 
     /// The specs of the config `name`.
@@ -138,34 +113,7 @@ fn top(node: Node<'_, '_>) -> Result<VgpuDocument, LayoutError> {
 }
 
 fn vgpu_configs(node: Node<'_, '_>) -> Result<Vec<(String, Vec<VgpuSpec>)>, LayoutError> {
-    let entries = node.mapping("`vgpu-configs`")?;
-    if entries.is_empty() {
-        return Err(node.refuse("`vgpu-configs` needs at least one config"));
-    }
-    entries
-        .iter()
-        .map(|entry| {
-            let name = entry.key.text();
-            let at = node.at.clone().member(&name);
-            let items = Node::new(entry.value, &at).sequence(&format!("the config {name:?}"))?;
-            if items.is_empty() {
-                return Err(LayoutError::new(
-                    Some(entry.line),
-                    at.clone(),
-                    format!("the config {name:?} needs at least one entry"),
-                ));
-            }
-            let specs = items
-                .iter()
-                .enumerate()
-                .map(|(index, item)| {
-                    let at = at.clone().index(index);
-                    spec(Node::new(item, &at))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok((name, specs))
-        })
-        .collect()
+    labelled(node, "vgpu-configs", ("config", "config"), spec)
 }
 
 fn spec(node: Node<'_, '_>) -> Result<VgpuSpec, LayoutError> {
