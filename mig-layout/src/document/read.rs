@@ -206,9 +206,19 @@ pub(super) fn labelled<S>(
 }
 
 fn top(node: Node<'_, '_>) -> Result<Document, LayoutError> {
+    let configs = versioned(node, "mig-configs", mig_configs)?.unwrap_or_default();
+    Ok(Document { configs })
+}
+
+/// A v1 document's top: `version`, read first as both projects read it (a document of another
+/// version is refused for that, whatever else it holds), then its one other member `member`,
+/// read by `read`; any other member is refused. `None` where `member` is absent.
+pub(super) fn versioned<T>(
+    node: Node<'_, '_>,
+    member: &str,
+    read: impl FnOnce(Node<'_, '_>) -> Result<T, LayoutError>,
+) -> Result<Option<T>, LayoutError> {
     let entries = node.mapping("the document")?;
-    // The version first, as mig-parted reads it: a document of another version is refused
-    // for that, whatever else it holds.
     let version = entries
         .iter()
         .find(|entry| entry.key == Key::Text("version".to_owned()))
@@ -224,25 +234,28 @@ fn top(node: Node<'_, '_>) -> Result<Document, LayoutError> {
             format!("unknown version {text:?}: this reader knows `v1`"),
         ));
     }
-    let mut configs = Vec::new();
+    let mut read = Some(read);
+    let mut found = None;
     for entry in &entries {
-        let at = node.at.clone().member(&entry.key.text());
-        match entry.key.text().as_str() {
-            "version" => {}
-            "mig-configs" => configs = mig_configs(Node::new(entry.value, &at))?,
-            other => {
+        let name = entry.key.text();
+        let at = node.at.clone().member(&name);
+        if name == "version" {
+            continue;
+        }
+        match read.take() {
+            Some(read) if name == member => found = Some(read(Node::new(entry.value, &at))?),
+            _ => {
                 return Err(LayoutError::new(
                     Some(entry.line),
                     at.clone(),
                     format!(
-                        "unexpected member {other:?}: a v1 document has only `version` and \
-                         `mig-configs`"
+                        "unexpected member {name:?}: a v1 document has only `version` and `{member}`"
                     ),
                 ));
             }
         }
     }
-    Ok(Document { configs })
+    Ok(found)
 }
 
 fn mig_configs(node: Node<'_, '_>) -> Result<Vec<(String, Vec<Spec>)>, LayoutError> {

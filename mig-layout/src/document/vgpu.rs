@@ -21,7 +21,7 @@
 
 use super::error::LayoutError;
 use super::node::{Entry, Node};
-use super::read::{device_filter, devices_of, labelled, read_root};
+use super::read::{device_filter, devices_of, labelled, read_root, versioned};
 use super::vgpu_name::VgpuTypeName;
 use super::{DeviceId, Devices, Spec};
 use gpu_partition_types::JsonPointer;
@@ -72,43 +72,8 @@ impl VgpuDocument {
 }
 
 fn top(node: Node<'_, '_>) -> Result<VgpuDocument, LayoutError> {
-    let entries = node.mapping("the document")?;
-    let version = entries
-        .iter()
-        .find(|entry| entry.key.text() == "version")
-        .ok_or_else(|| node.refuse("missing `version` (it must be `v1`)"))?;
-    let at = node.at.clone().member("version");
-    let text = Node::new(version.value, &at)
-        .string("`version`")?
-        .to_owned();
-    if text != "v1" {
-        return Err(LayoutError::new(
-            Some(version.line),
-            at,
-            format!("unknown version {text:?}: this reader knows `v1`"),
-        ));
-    }
-    let mut configs = None;
-    for entry in &entries {
-        let name = entry.key.text();
-        let at = node.at.clone().member(&name);
-        match name.as_str() {
-            "version" => {}
-            "vgpu-configs" => configs = Some(vgpu_configs(Node::new(entry.value, &at))?),
-            other => {
-                return Err(LayoutError::new(
-                    Some(entry.line),
-                    at.clone(),
-                    format!(
-                        "unexpected member {other:?}: a v1 document has only `version` and \
-                         `vgpu-configs`"
-                    ),
-                ));
-            }
-        }
-    }
-    let configs =
-        configs.ok_or_else(|| node.refuse("missing `vgpu-configs`: a document with no config"))?;
+    let configs = versioned(node, "vgpu-configs", vgpu_configs)?
+        .ok_or_else(|| node.refuse("missing `vgpu-configs`: a document with no config"))?;
     Ok(VgpuDocument { configs })
 }
 
