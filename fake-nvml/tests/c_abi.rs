@@ -57,30 +57,36 @@ fn nm_lists_every_function_of_the_surface() {
 }
 
 /// Every function `nvml.h` declares, as nvml-wrapper-sys (the binding this crate is built on)
-/// binds them: the `pub unsafe fn nvml…` methods of its generated `bindings.rs`, found through
-/// `cargo metadata` (the exact version in the lock file; it fetches what the workspace has not).
+/// binds them: the `pub unsafe fn nvml…` methods of its generated `bindings.rs`, in the
+/// registry's copy of the version the workspace's lock file names (built, so there; no network).
 fn functions_the_binding_declares() -> Vec<String> {
-    let output = std::process::Command::new(env!("CARGO"))
-        .args(["metadata", "--format-version", "1", "--locked"])
-        .arg("--manifest-path")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
-        .output()
-        .expect("cargo metadata runs");
-    assert!(
-        output.status.success(),
-        "cargo metadata: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let manifest = metadata["packages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|package| package["name"] == "nvml-wrapper-sys")
-        .and_then(|package| package["manifest_path"].as_str())
-        .expect("nvml-wrapper-sys is a dependency")
+    let lock = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.lock"))
+        .expect("the workspace's Cargo.lock");
+    let version = lock
+        .split("[[package]]")
+        .find(|package| package.contains("name = \"nvml-wrapper-sys\""))
+        .and_then(|package| {
+            package
+                .lines()
+                .find_map(|line| line.strip_prefix("version = \""))
+                .and_then(|rest| rest.strip_suffix('"'))
+        })
+        .expect("nvml-wrapper-sys in the lock file")
         .to_owned();
-    let bindings = std::path::Path::new(&manifest).with_file_name("src/bindings.rs");
+    let home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".cargo")))
+        .expect("CARGO_HOME or HOME");
+    let bindings = std::fs::read_dir(home.join("registry/src"))
+        .expect("the registry's sources")
+        .filter_map(Result::ok)
+        .map(|index| {
+            index
+                .path()
+                .join(format!("nvml-wrapper-sys-{version}/src/bindings.rs"))
+        })
+        .find(|path| path.exists())
+        .unwrap_or_else(|| panic!("no nvml-wrapper-sys-{version} under {}", home.display()));
     let text = std::fs::read_to_string(&bindings).unwrap();
     let mut names: Vec<String> = text
         .lines()

@@ -4,7 +4,7 @@
 //! linking to the mdevs made of that type, named by UUID). Read so that a host managed this way
 //! says what it is; the per-VF interface is [`crate::sriov`]'s. Samples: `tests/samples/vgpu/`.
 
-use crate::sriov::SriovError;
+use crate::sriov::{SriovError, VgpuTypeId};
 use gpu_partition_types::Bdf;
 use std::path::Path;
 
@@ -12,8 +12,11 @@ use std::path::Path;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MdevType {
-    /// Its directory's name (`nvidia-285`; the number is the vGPU type ID).
+    /// Its directory's name, the kernel's ID of the type (`nvidia-285`).
     pub id: String,
+    /// The vGPU type ID in an NVIDIA type's name (`nvidia-<id>`: the same number
+    /// `creatable_vgpu_types` gives); `None` for another vendor's type.
+    pub vgpu_type: Option<VgpuTypeId>,
     /// Its name (`GRID P40-8C`).
     pub name: String,
     /// How many more can be made now.
@@ -50,6 +53,7 @@ pub fn read_mdev_types(sysfs_root: &Path, bdf: Bdf) -> Result<Option<Vec<MdevTyp
             .filter(|name| !name.trim().is_empty() && !name.contains('\n'))
             .ok_or_else(|| SriovError::Unreadable {
                 path: name_path.clone(),
+                line: None,
                 problem: "not one line naming the type",
                 text: name.clone(),
             })?
@@ -62,6 +66,7 @@ pub fn read_mdev_types(sysfs_root: &Path, bdf: Bdf) -> Result<Option<Vec<MdevTyp
             .and_then(|digits| digits.parse().ok())
             .ok_or_else(|| SriovError::Unreadable {
                 path: count_path.clone(),
+                line: None,
                 problem: "not a decimal number and a newline",
                 text: count.clone(),
             })?;
@@ -83,7 +88,13 @@ pub fn read_mdev_types(sysfs_root: &Path, bdf: Bdf) -> Result<Option<Vec<MdevTyp
             }
         }
         devices.sort();
+        let vgpu_type = id
+            .strip_prefix("nvidia-")
+            .filter(|digits| digits.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|digits| digits.parse::<std::num::NonZeroU32>().ok())
+            .map(VgpuTypeId);
         types.push(MdevType {
+            vgpu_type,
             id,
             name,
             available_instances,

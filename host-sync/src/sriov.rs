@@ -93,14 +93,23 @@ pub enum SriovError {
         source: std::io::Error,
     },
     /// A file that holds what the kernel or the driver does not write there.
-    #[error("{}: {problem} (it holds {text:?})", path.display())]
+    #[error("{}{}: {problem} (it holds {text:?})", path.display(), line.map(|line| format!(", line {line}")).unwrap_or_default())]
     Unreadable {
         /// The file.
         path: PathBuf,
+        /// The line at fault (1-based), for a file of several lines.
+        line: Option<usize>,
         /// What is wrong.
         problem: &'static str,
         /// What it holds (the line, for a list).
         text: String,
+    },
+    /// A link or file that went away while it was read (VFs being enabled or disabled): read
+    /// again.
+    #[error("{} went away while it was read (VFs being enabled or disabled?): read again", path.display())]
+    Changed {
+        /// What went away.
+        path: PathBuf,
     },
     /// `sriov_numvfs` above `sriov_totalvfs`.
     #[error("{}: sriov_numvfs {enabled} is above sriov_totalvfs {total}", function.display())]
@@ -127,12 +136,12 @@ pub enum SriovError {
         links: Vec<u32>,
     },
     /// A VF whose `physfn` does not lead back to the function that lists it.
-    #[error("{}: its physfn is {}, not {parent}", vf.display(), physfn.display())]
+    #[error("{}: its physfn {}, not to {parent}", vf.display(), physfn.as_ref().map_or("is missing".to_owned(), |to| format!("leads to {}", to.display())))]
     NotItsParent {
         /// The VF's directory.
         vf: PathBuf,
-        /// Where its `physfn` leads.
-        physfn: PathBuf,
+        /// Where its `physfn` leads; `None` where it has none.
+        physfn: Option<PathBuf>,
         /// The function that lists it.
         parent: Bdf,
     },
@@ -151,20 +160,27 @@ fn read_number(path: &Path) -> Result<u32, SriovError> {
     number_in(text, path)
 }
 
-/// [`read_number`], `None` where reading fails with `ENXIO` (the driver's "no vGPU here") or
-/// the file is absent (a driver or card without MIG-backed vGPU).
+/// [`read_number`], `None` where [`nothing_there`].
 fn read_number_unless_enxio(path: &Path) -> Result<Option<u32>, SriovError> {
     match std::fs::read_to_string(path) {
         Ok(text) => number_in(text, path).map(Some),
-        Err(error) if error.raw_os_error() == Some(nix::errno::Errno::ENXIO as i32) => Ok(None),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) if nothing_there(&error) => Ok(None),
         Err(source) => Err(io(path)(source)),
     }
+}
+
+/// Whether a read of `gpu_instance_id` or `placement_id` failed because there is nothing to
+/// say: `ENXIO`, the driver's answer while the VF has no vGPU, or no such file (a driver or
+/// card without MIG-backed vGPU). Any other failure (`EIO`, `EACCES`) is one.
+fn nothing_there(error: &std::io::Error) -> bool {
+    error.raw_os_error() == Some(nix::errno::Errno::ENXIO as i32)
+        || error.kind() == std::io::ErrorKind::NotFound
 }
 
 fn number_in(text: String, path: &Path) -> Result<u32, SriovError> {
     parse_number(&text).ok_or_else(|| SriovError::Unreadable {
         path: path.to_path_buf(),
+        line: None,
         problem: "not a decimal number and a newline",
         text,
     })
@@ -183,6 +199,7 @@ fn parse_number(text: &str) -> Option<u32> {
 pub fn parse_current_vgpu_type(text: &str, path: &Path) -> Result<Option<VgpuTypeId>, SriovError> {
     let number = parse_number(text).ok_or_else(|| SriovError::Unreadable {
         path: path.to_path_buf(),
+        line: None,
         problem: "not a vGPU type ID and a newline",
         text: text.to_owned(),
     })?;
@@ -190,46 +207,64 @@ pub fn parse_current_vgpu_type(text: &str, path: &Path) -> Result<Option<VgpuTyp
 }
 
 /// `creatable_vgpu_types`' text: the header `ID : vGPU Name` (any spacing), then one
-/// `<id> : <name>` line each. Anything else — no header, an ID that is not a nonzero number,
-/// a line without a name, one ID twice — is an error naming the line.
+/// `<id> : <name>` line each, the ID decimal digits. Anything else — no header, an ID that is
+/// not a nonzero number, a line without a name, an empty line, a carriage return, one ID twice —
+/// is an error naming the line (its number and text). The last line's newline may be missing.
 pub fn parse_creatable_vgpu_types(
     text: &str,
     path: &Path,
 ) -> Result<Vec<CreatableType>, SriovError> {
-    let bad = |problem: &'static str, line: &str| SriovError::Unreadable {
+    let bad = |problem: &'static str, at: usize, line: &str| SriovError::Unreadable {
         path: path.to_path_buf(),
+        line: Some(at),
         problem,
         text: line.to_owned(),
     };
-    let mut lines = text.lines();
-    let header = lines
-        .next()
-        .ok_or_else(|| bad("empty: no header line", ""))?;
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    let mut lines = body
+        .split('\n')
+        .enumerate()
+        .map(|(at, line)| (at + 1, line));
+    let (_, header) = lines.next().unwrap_or((1, ""));
+    if header.is_empty() && body.is_empty() {
+        return Err(bad("empty: no header line", 1, ""));
+    }
     let words: Vec<&str> = header.split_whitespace().collect();
-    if words != ["ID", ":", "vGPU", "Name"] {
+    if words != ["ID", ":", "vGPU", "Name"] || header.contains('\r') {
         return Err(bad(
             "the first line is not the header `ID : vGPU Name`",
+            1,
             header,
         ));
     }
     let mut types: Vec<CreatableType> = Vec::new();
-    for line in lines {
+    for (at, line) in lines {
+        if line.contains('\r') {
+            return Err(bad(
+                "a carriage return, which the driver does not write",
+                at,
+                line,
+            ));
+        }
         if line.trim().is_empty() {
-            continue;
+            return Err(bad("an empty line", at, line));
         }
         let (id, name) = line
             .split_once(':')
-            .ok_or_else(|| bad("a line without `:`", line))?;
+            .ok_or_else(|| bad("a line without `:`", at, line))?;
+        let id = id.trim();
         let id = id
-            .trim()
-            .parse::<std::num::NonZeroU32>()
-            .map_err(|_| bad("a type ID that is not a nonzero number", line))?;
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| id.parse::<std::num::NonZeroU32>().ok())
+            .flatten()
+            .ok_or_else(|| bad("a type ID that is not a nonzero decimal number", at, line))?;
         let name = name.trim();
         if name.is_empty() {
-            return Err(bad("a type without a name", line));
+            return Err(bad("a type without a name", at, line));
         }
         if types.iter().any(|known| known.id.0 == id) {
-            return Err(bad("a type ID listed twice", line));
+            return Err(bad("a type ID listed twice", at, line));
         }
         types.push(CreatableType {
             id: VgpuTypeId(id),
@@ -307,6 +342,7 @@ pub fn read_sriov(sysfs_root: &Path, bdf: Bdf) -> Result<Option<Sriov>, SriovErr
                 _ => {
                     return Err(SriovError::Unreadable {
                         path: entry.path(),
+                        line: None,
                         problem: "a virtfn link whose number does not read",
                         text: number.to_owned(),
                     });
@@ -325,18 +361,19 @@ pub fn read_sriov(sysfs_root: &Path, bdf: Bdf) -> Result<Option<Sriov>, SriovErr
     let mut vfs = Vec::with_capacity(links.len());
     for index in links {
         let link = function.join(format!("virtfn{index}"));
-        let name = link_name(&link)?.unwrap_or_default();
+        let name = link_name(&link)?.ok_or_else(|| SriovError::Changed { path: link.clone() })?;
         let vf_bdf: Bdf = name.parse().map_err(|_| SriovError::Unreadable {
             path: link.clone(),
+            line: None,
             problem: "a virtfn link that does not lead to a PCI address",
             text: name.clone(),
         })?;
         let physfn = link.join("physfn");
-        let back = link_name(&physfn)?.and_then(|name| name.parse::<Bdf>().ok());
-        if back != Some(bdf) {
+        let back = link_name(&physfn)?;
+        if back.as_deref().and_then(|name| name.parse::<Bdf>().ok()) != Some(bdf) {
             return Err(SriovError::NotItsParent {
                 vf: link,
-                physfn: std::fs::read_link(&physfn).unwrap_or_default(),
+                physfn: std::fs::read_link(&physfn).ok(),
                 parent: bdf,
             });
         }
@@ -344,6 +381,7 @@ pub fn read_sriov(sysfs_root: &Path, bdf: Bdf) -> Result<Option<Sriov>, SriovErr
             None => None,
             Some(group) => Some(group.parse::<u32>().map_err(|_| SriovError::Unreadable {
                 path: link.join("iommu_group"),
+                line: None,
                 problem: "an IOMMU group that is not a number",
                 text: group,
             })?),
@@ -360,4 +398,19 @@ pub fn read_sriov(sysfs_root: &Path, bdf: Bdf) -> Result<Option<Sriov>, SriovErr
         total_vfs: total,
         vfs,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nothing_there;
+    use nix::errno::Errno;
+
+    #[test]
+    fn enxio_and_a_missing_file_say_nothing_is_there_and_other_failures_are_failures() {
+        let raw = |errno: Errno| std::io::Error::from_raw_os_error(errno as i32);
+        assert!(nothing_there(&raw(Errno::ENXIO)));
+        assert!(nothing_there(&raw(Errno::ENOENT)));
+        assert!(!nothing_there(&raw(Errno::EIO)));
+        assert!(!nothing_there(&raw(Errno::EACCES)));
+    }
 }

@@ -99,9 +99,9 @@ check a_bus_reset_is_refused_by_the_kernel_with_enotty 'Inappropriate ioctl for 
 # and device files written there) while every SR-IOV file and link is the kernel's own: the
 # numbers are read through links to the real files, the virtfn links lead to the real VFs,
 # whose physfn the kernel wrote.
-SRIOV_PF=""
+SRIOV_PF=""; SRIOV_PFS=0
 for d in /sys/bus/pci/devices/*; do
-    [ -e "$d/sriov_totalvfs" ] && SRIOV_PF=${d##*/}
+    if [ -e "$d/sriov_totalvfs" ]; then SRIOV_PF=${d##*/}; SRIOV_PFS=$((SRIOV_PFS + 1)); fi
 done
 shim_root() { # a root whose one display function is the SR-IOV PF, as the kernel shows it now
     rm -rf /tmp/shim
@@ -116,16 +116,20 @@ shim_root() { # a root whose one display function is the SR-IOV PF, as the kerne
         [ -e "$link" ] && ln -s "$(readlink -f "$link")" "$shim/${link##*/}"
     done
 }
-if [ -z "$SRIOV_PF" ]; then
-    echo "VMTEST sriov_pf_found fail no function with sriov_totalvfs"
+if [ "$SRIOV_PFS" != 1 ]; then
+    echo "VMTEST sriov_pf_found fail $SRIOV_PFS functions with sriov_totalvfs, one expected"
 else
-    echo "VMTEST sriov_pf_found pass $SRIOV_PF"
+    echo "VMTEST sriov_pf_found pass $SRIOV_PF (driver $(basename "$(readlink "/sys/bus/pci/devices/$SRIOV_PF/driver")"))"
     echo 0 > "/sys/bus/pci/devices/$SRIOV_PF/sriov_drivers_autoprobe"
     shim_root
     out=$(/bin/mxctl --config /dev/null --state-dir /run/mxctl --json -q gpus --sysfs-root /tmp/shim 2>&1)
     check sriov_read_from_the_kernel_before_any_vf '"total_vfs": 2,' "$out"
     check sriov_read_from_the_kernel_lists_no_vf '"vfs": \[\]' "$out"
-    echo 2 > "/sys/bus/pci/devices/$SRIOV_PF/sriov_numvfs"
+    if echo 2 > "/sys/bus/pci/devices/$SRIOV_PF/sriov_numvfs"; then
+        echo "VMTEST sriov_the_kernel_enables_two_vfs pass"
+    else
+        echo "VMTEST sriov_the_kernel_enables_two_vfs fail the write of sriov_numvfs was refused"
+    fi
     shim_root
     VF0=$(basename "$(readlink -f "/sys/bus/pci/devices/$SRIOV_PF/virtfn0")")
     VF1=$(basename "$(readlink -f "/sys/bus/pci/devices/$SRIOV_PF/virtfn1")")
@@ -134,7 +138,8 @@ else
     check sriov_vf0_is_read_at_its_address "\"device\": \"$VF0\"" "$out"
     text=$(/bin/mxctl --config /dev/null --state-dir /run/mxctl -q gpus --sysfs-root /tmp/shim 2>&1)
     check sriov_text_says_two_of_two "2 of 2" "$text"
-    echo 0 > "/sys/bus/pci/devices/$SRIOV_PF/sriov_numvfs"
+    echo 0 > "/sys/bus/pci/devices/$SRIOV_PF/sriov_numvfs" ||
+        echo "VMTEST sriov_the_kernel_disables_the_vfs fail the write of sriov_numvfs was refused"
     shim_root
     out=$(/bin/mxctl --config /dev/null --state-dir /run/mxctl --json -q gpus --sysfs-root /tmp/shim 2>&1)
     check sriov_vfs_disabled_are_gone '"vfs": \[\]' "$out"

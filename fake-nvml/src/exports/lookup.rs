@@ -5,8 +5,10 @@
 //! NVML's rules (`nvml.h`, NVML API reference, "Multi Instance GPU Management"): the maximum
 //! MIG device count is zero where MIG is not supported or not enabled; a MIG device handle by
 //! index is `NVML_ERROR_NOT_SUPPORTED` on a card without MIG enabled, `INVALID_ARGUMENT` past
-//! the maximum, and `NOT_FOUND` where no MIG device is at that index (the tail is sparse, as
-//! on real cards: go-nvlib walks every index to the maximum and skips these).
+//! the maximum, and `NOT_FOUND` where no MIG device is at that index (what NVIDIA's go-nvlib
+//! expects: its walk of a card's MIG devices goes through every index to the maximum and skips
+//! those). The fake numbers the MIG devices densely, by GPU instance and compute instance ID;
+//! how a real driver numbers them is not published.
 
 use crate::out::write;
 use crate::scenario::{Device, MigMode};
@@ -36,8 +38,9 @@ pub unsafe extern "C" fn nvmlDeviceGetIndex(
     }))
 }
 
-/// The card's minor number (its node is `/dev/nvidia<minor>`): the driver numbers cards in the
-/// order it probes them, which is bus order, so the minor is the index here.
+/// The card's minor number (its node is `/dev/nvidia<minor>`): here the index, bus order. A real
+/// driver numbers cards in the order it probes them, which need not be NVML's index order; no
+/// client should take the two for one, and none here does.
 ///
 /// # Safety
 ///

@@ -82,39 +82,71 @@ fn a_full_card_lists_only_the_header_and_nothing_is_creatable() {
 
 #[test]
 fn creatable_vgpu_types_in_a_shape_the_driver_does_not_print_are_refused_naming_the_line() {
-    for (text, problem) in [
-        ("", "empty: no header line"),
+    for (text, problem, line) in [
+        ("", "empty: no header line", 1),
         (
             "1145  : NVIDIA L40S-1B\n",
             "the first line is not the header `ID : vGPU Name`",
+            1,
         ),
-        ("ID    : vGPU Name\nNVIDIA L40S-1B\n", "a line without `:`"),
+        (
+            "ID    : vGPU Name\nNVIDIA L40S-1B\n",
+            "a line without `:`",
+            2,
+        ),
         (
             "ID    : vGPU Name\nabc   : NVIDIA L40S-1B\n",
-            "a type ID that is not a nonzero number",
+            "a type ID that is not a nonzero decimal number",
+            2,
         ),
         (
             "ID    : vGPU Name\n0     : NVIDIA L40S-1B\n",
-            "a type ID that is not a nonzero number",
+            "a type ID that is not a nonzero decimal number",
+            2,
         ),
-        ("ID    : vGPU Name\n1145  : \n", "a type without a name"),
+        (
+            "ID    : vGPU Name\n1145  : NVIDIA L40S-1B\n+1147 : NVIDIA L40S-1Q\n",
+            "a type ID that is not a nonzero decimal number",
+            3,
+        ),
+        ("ID    : vGPU Name\n1145  : \n", "a type without a name", 2),
         (
             "ID    : vGPU Name\n1145  : NVIDIA L40S-1B\n1145  : NVIDIA L40S-1Q\n",
             "a type ID listed twice",
+            3,
+        ),
+        (
+            "ID    : vGPU Name\n\n1145  : NVIDIA L40S-1B\n",
+            "an empty line",
+            2,
+        ),
+        (
+            "ID    : vGPU Name\n1145  : NVIDIA L40S-1B\r\n",
+            "a carriage return, which the driver does not write",
+            2,
         ),
     ] {
         match parse_creatable_vgpu_types(text, Path::new(AT)) {
             Err(SriovError::Unreadable {
                 problem: said,
                 path,
+                line: at_line,
                 ..
             }) => {
-                assert_eq!(said, problem, "{text:?}");
+                assert_eq!((said, at_line), (problem, Some(line)), "{text:?}");
                 assert_eq!(path, Path::new(AT));
             }
             other => panic!("{text:?}: {other:?}"),
         }
     }
+}
+
+#[test]
+fn the_last_line_s_newline_may_be_missing() {
+    let types =
+        parse_creatable_vgpu_types("ID    : vGPU Name\n1145  : NVIDIA L40S-1B", Path::new(AT))
+            .unwrap();
+    assert_eq!(ids_and_names(&types), [(1145, "NVIDIA L40S-1B")]);
 }
 
 #[test]
@@ -367,6 +399,7 @@ proptest! {
             text.push_str(&format!("{id:<5} : NVIDIA {name}\n"));
         }
         let read = parse_creatable_vgpu_types(&text, Path::new(AT)).unwrap();
+        prop_assert!(read.iter().all(|t| t.id.to_string() == t.id.0.get().to_string()));
         let back: Vec<(u32, String)> = read.iter().map(|t| (t.id.0.get(), t.name.clone())).collect();
         let want: Vec<(u32, String)> = types.iter().map(|(id, name)| (*id, format!("NVIDIA {name}"))).collect();
         prop_assert_eq!(back, want);

@@ -16,8 +16,10 @@
 //! required; `vgpu-configs` (at least one config, each at least one spec) is the only other
 //! member; a spec has `devices` (`all` or a list) and `vgpu-devices` (required: a mapping of
 //! type name to a count above 0; `{}` is "no vGPU"), and optionally `device-filter`; any other
-//! member is refused; one spec mixes no time-sliced type with a MIG-backed one. As with
-//! mig-parted's documents, `devices` may also list PCI addresses.
+//! member is refused; one spec mixes no time-sliced type with a MIG-backed one. Two differences,
+//! both this project's choice: as in mig-parted's documents here, `devices` may also list PCI
+//! addresses (vgpu-device-manager takes indices only), and a document without `vgpu-configs`
+//! (vgpu-device-manager reads it as "nothing") is refused, since there is nothing to apply.
 
 use super::error::LayoutError;
 use super::node::{Entry, Node};

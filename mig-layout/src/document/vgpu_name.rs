@@ -96,8 +96,10 @@ pub enum VgpuKind {
 }
 
 /// A vGPU type's short name (`A100-1-5C`), as a vgpu-device-manager config and the last word of
-/// the driver's full name (`NVIDIA A100-1-5C`) give it.
+/// the driver's full name (`NVIDIA A100-1-5C`) give it. Made by parsing only, so that it always
+/// writes back as a name that reads.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct VgpuTypeName {
     /// The GPU part (`A100`, `A100D`, `RTX6000-Ada`).
     pub gpu: String,
@@ -262,8 +264,9 @@ impl VgpuTypeName {
     }
 
     /// The short name of a driver's full type name: its last word (`NVIDIA A100-1-5C`,
-    /// `GRID A100-1-5C` → `A100-1-5C`), as vgpu-device-manager compares them.
-    pub fn short_name(full: &str) -> &str {
-        full.split_whitespace().last().unwrap_or_default()
+    /// `GRID A100-1-5C` → `A100-1-5C`), as vgpu-device-manager compares them; `None` for a
+    /// name of no word.
+    pub fn short_name(full: &str) -> Option<&str> {
+        full.split_whitespace().last()
     }
 }

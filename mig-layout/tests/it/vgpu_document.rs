@@ -128,12 +128,19 @@ fn a_mig_backed_type_names_its_profile_with_the_attribute_mig_writes() {
 
 #[test]
 fn the_short_name_of_a_driver_s_full_name_is_its_last_word() {
-    assert_eq!(VgpuTypeName::short_name("NVIDIA A100-1-5C"), "A100-1-5C");
-    assert_eq!(VgpuTypeName::short_name("GRID A100-1-5C"), "A100-1-5C");
+    assert_eq!(
+        VgpuTypeName::short_name("NVIDIA A100-1-5C"),
+        Some("A100-1-5C")
+    );
+    assert_eq!(
+        VgpuTypeName::short_name("GRID A100-1-5C"),
+        Some("A100-1-5C")
+    );
     assert_eq!(
         VgpuTypeName::short_name("NVIDIA RTX Pro 6000 Blackwell DC-48C"),
-        "DC-48C"
+        Some("DC-48C")
     );
+    assert_eq!(VgpuTypeName::short_name("  "), None);
 }
 
 /// The reader's message and member for a document.
@@ -284,8 +291,14 @@ proptest! {
         let read: VgpuTypeName = text.parse().unwrap();
         prop_assert_eq!(read.to_string(), text);
         let profile = read.mig_profile().unwrap();
-        let want = format!("{slices}g.{gb}gb");
-        prop_assert!(profile.starts_with(&want));
+        let suffix = match attribute {
+            "ME" => "+me",
+            "NOME" => "-me",
+            "MEALL" => "+me.all",
+            "GFX" => "+gfx",
+            _ => "",
+        };
+        prop_assert_eq!(profile, format!("{slices}g.{gb}gb{suffix}"));
     }
 
     /// The layout's instances are enough for every vGPU and no more than needed.

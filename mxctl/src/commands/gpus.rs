@@ -67,15 +67,23 @@ fn vfio_file(group: u32) -> PathBuf {
 struct VfVgpu {
     /// The vGPU type ID on the VF; `None`: no vGPU.
     current_type: Option<u32>,
-    /// The types it can be given now, `[id, name]`.
-    creatable: Vec<(u32, String)>,
+    /// The types it can be given now.
+    creatable: Vec<Creatable>,
     gpu_instance_id: Option<u32>,
     placement_id: Option<u32>,
 }
 
 #[derive(Debug, Serialize)]
+struct Creatable {
+    id: u32,
+    name: String,
+}
+
+#[derive(Debug, Serialize)]
 struct MdevType {
     id: String,
+    /// The vGPU type ID of an NVIDIA type (`nvidia-<id>`).
+    vgpu_type: Option<u32>,
     name: String,
     available_instances: u32,
     devices: Vec<String>,
@@ -98,7 +106,10 @@ fn sriov_view(sriov: host_sync::sriov::Sriov) -> Sriov {
                     creatable: files
                         .creatable
                         .into_iter()
-                        .map(|t| (t.id.0.get(), t.name))
+                        .map(|t| Creatable {
+                            id: t.id.0.get(),
+                            name: t.name,
+                        })
                         .collect(),
                     gpu_instance_id: files.gpu_instance_id,
                     placement_id: files.placement_id,
@@ -185,6 +196,7 @@ pub fn run(sysfs_root: &Path, proc_root: &Path, output: Output) -> Result<Exit, 
                     types
                         .into_iter()
                         .map(|t| MdevType {
+                            vgpu_type: t.vgpu_type.map(|id| id.0.get()),
                             id: t.id,
                             name: t.name,
                             available_instances: t.available_instances,
@@ -203,7 +215,7 @@ pub fn run(sysfs_root: &Path, proc_root: &Path, output: Output) -> Result<Exit, 
             sysfs_root.display()
         )
     } else {
-        text(&gpus)
+        text(&gpus, vfio_holders_unreadable.as_deref())
     };
     output.emit(
         &GpusReport {
@@ -215,8 +227,9 @@ pub fn run(sysfs_root: &Path, proc_root: &Path, output: Output) -> Result<Exit, 
     Ok(Exit::Done)
 }
 
-/// The table, then one line per virtual function and per mdev type.
-fn text(gpus: &[Gpu]) -> String {
+/// The table, then one line per virtual function and per mdev type, and why the VFIO groups'
+/// holders are unknown, when they are.
+fn text(gpus: &[Gpu], holders_unreadable: Option<&str>) -> String {
     let mut rows = vec![
         [
             "DEVICE",
@@ -247,6 +260,11 @@ fn text(gpus: &[Gpu]) -> String {
         ]);
     }
     let mut text = table(&rows);
+    if let Some(why) = holders_unreadable {
+        text.push_str(&format!(
+            "who holds the VFs' VFIO groups is unknown (a VM may hold one): {why}\n"
+        ));
+    }
     for gpu in gpus {
         if let Some(why) = &gpu.sriov_unreadable {
             text.push_str(&format!("{}: SR-IOV state unreadable: {why}\n", gpu.device));

@@ -82,13 +82,14 @@ fn gpus_json_gives_the_sriov_state_typed() {
     assert_eq!(vfs[1]["vgpu"]["current_type"], serde_json::Value::Null);
     assert_eq!(
         vfs[1]["vgpu"]["creatable"][1],
-        serde_json::json!([1147, "NVIDIA L40S-1Q"])
+        serde_json::json!({"id": 1147, "name": "NVIDIA L40S-1Q"})
     );
     assert_eq!(vfs[1]["iommu_group"], 71);
     assert_eq!(h100["mdev_types"], serde_json::Value::Null);
     let p40 = &document["gpus"][0];
     assert_eq!(p40["sriov"], serde_json::Value::Null);
     assert_eq!(p40["mdev_types"][0]["name"], "GRID P40-8C");
+    assert_eq!(p40["mdev_types"][0]["vgpu_type"], 285);
 }
 
 #[test]
@@ -139,4 +140,27 @@ fn a_vf_whose_vfio_group_a_vm_holds_names_the_vm_s_pid() {
     );
     assert_eq!(document["vfio_holders_unreadable"], serde_json::Value::Null);
     assert!(text(&host).contains("VFIO group held by 4242 qemu-system-x86"));
+}
+
+#[test]
+fn holders_that_cannot_be_told_are_said_unknown_never_none() {
+    let host = Host::new();
+    vgpu_host(&host);
+    // A process whose fd list does not read (a file where the directory is).
+    let proc_root = host.path("proc");
+    std::fs::create_dir_all(proc_root.join("4242")).unwrap();
+    std::fs::write(proc_root.join("4242/fd"), "").unwrap();
+    let (code, document) = host.run(&["gpus"]);
+    assert_eq!(code, 0, "{document}");
+    assert!(
+        document["vfio_holders_unreadable"]
+            .as_str()
+            .is_some_and(|why| why.contains("4242/fd")),
+        "{document}"
+    );
+    assert_eq!(
+        document["gpus"][1]["sriov"]["vfs"][1]["vfio_holders"],
+        serde_json::Value::Null
+    );
+    assert!(text(&host).contains("who holds the VFs' VFIO groups is unknown"));
 }
