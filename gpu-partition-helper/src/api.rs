@@ -106,6 +106,22 @@ pub struct VgpuInfo {
     pub vm: Option<String>,
 }
 
+/// A vGPU type the card supports, as the vGPU type calls report it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct VgpuTypeInfo {
+    pub id: u32,
+    pub name: Nvml<String>,
+    /// `Ok(None)` for a time-sliced type (NVML's `INVALID_GPU_INSTANCE_PROFILE_ID`).
+    pub gpu_instance_profile_id: Nvml<Option<u32>>,
+    /// `nvmlVgpuTypeGetFramebufferSize`, in bytes.
+    pub framebuffer_bytes: Nvml<u64>,
+    pub max_instances: Nvml<u32>,
+    /// `nvmlVgpuTypeGetMaxInstancesPerGpuInstance`; `Ok(None)` for a time-sliced type, for
+    /// which it is not asked.
+    pub max_instances_per_gpu_instance: Nvml<Option<u32>>,
+}
+
 /// A process holding the card.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[allow(missing_docs)]
@@ -159,6 +175,12 @@ pub trait NvmlCard {
     fn placements(&self, profile_id: u32) -> Nvml<Vec<(u32, u32)>>;
     /// The processes holding the card (`nvmlDeviceGetComputeRunningProcesses_v3`).
     fn processes(&self) -> Nvml<Vec<ProcessInfo>>;
+    /// The vGPU types the card supports (`nvmlDeviceGetSupportedVgpus` and the
+    /// `nvmlVgpuTypeGet*` calls of each).
+    fn vgpu_types(&self) -> Nvml<Vec<VgpuTypeInfo>>;
+    /// Whether the card is in heterogeneous vGPU mode (`nvmlDeviceGetVgpuHeterogeneousMode`);
+    /// `NotSupported` for a card without the setting.
+    fn vgpu_heterogeneous_mode(&self) -> Nvml<bool>;
 
     /// `nvmlDeviceSetMigMode`: `Err` for the call's own failure, else the activation status.
     fn set_mig_mode(&self, enabled: bool) -> Nvml<Nvml<()>>;

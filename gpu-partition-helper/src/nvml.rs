@@ -10,18 +10,19 @@
 use crate::api::ProcessInfo;
 use crate::api::{
     ComputeInstanceInfo, GpuInstanceInfo, Nvml as Answer, NvmlCard, NvmlFailure, NvmlHost,
-    ProfileInfo, VgpuInfo,
+    ProfileInfo, VgpuInfo, VgpuTypeInfo,
 };
 use crate::catalogue::v1_capabilities;
 use nvml_wrapper::enum_wrappers::vgpu::VmId;
 use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
 use nvml_wrapper::{Device, Nvml};
 use nvml_wrapper_sys::bindings::{
-    self as sys, INVALID_GPU_INSTANCE_ID, NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED,
-    nvmlComputeInstance_t, nvmlComputeInstanceInfo_t, nvmlComputeInstancePlacement_t,
-    nvmlComputeInstanceProfileInfo_t, nvmlDevice_t, nvmlGpuInstance_t, nvmlGpuInstanceInfo_t,
-    nvmlGpuInstancePlacement_t, nvmlGpuInstanceProfileInfo_t, nvmlGpuInstanceProfileInfo_v2_t,
-    nvmlGpuInstanceProfileInfo_v3_t, nvmlProcessInfo_t, nvmlReturn_t,
+    self as sys, INVALID_GPU_INSTANCE_ID, INVALID_GPU_INSTANCE_PROFILE_ID,
+    NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED, nvmlComputeInstance_t, nvmlComputeInstanceInfo_t,
+    nvmlComputeInstancePlacement_t, nvmlComputeInstanceProfileInfo_t, nvmlDevice_t,
+    nvmlGpuInstance_t, nvmlGpuInstanceInfo_t, nvmlGpuInstancePlacement_t,
+    nvmlGpuInstanceProfileInfo_t, nvmlGpuInstanceProfileInfo_v2_t, nvmlGpuInstanceProfileInfo_v3_t,
+    nvmlProcessInfo_t, nvmlReturn_t, nvmlVgpuHeterogeneousMode_t, nvmlVgpuTypeMaxInstance_t,
 };
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -204,7 +205,7 @@ impl NvmlCard for RealCard<'_> {
         let sym = nvml_sym(lib.nvmlDeviceGetGpuInstanceProfileInfoV.as_ref()).map_err(failure)?;
         // SAFETY: zeroed plain-old-data, then the v3 version stamp NVML reads first.
         let mut info: nvmlGpuInstanceProfileInfo_v3_t = unsafe { std::mem::zeroed() };
-        info.version = (std::mem::size_of::<nvmlGpuInstanceProfileInfo_v3_t>() as u32) | (3 << 24);
+        info.version = struct_version::<nvmlGpuInstanceProfileInfo_v3_t>(3);
         // SAFETY: NVML reads `version` and writes a v3 struct, which `info` is; the binding
         // declares the v2 pointer type for the same versioned entry point.
         let code = unsafe {
@@ -530,4 +531,59 @@ impl NvmlCard for RealCard<'_> {
         }
         Ok(vgpus)
     }
+
+    fn vgpu_types(&self) -> Answer<Vec<VgpuTypeInfo>> {
+        let lib = self.nvml.lib();
+        let types = self.device.vgpu_supported_types().map_err(failure)?;
+        Ok(types
+            .into_iter()
+            .map(|kind| {
+                let gpu_instance_profile_id = match kind.instance_profile_id() {
+                    Ok(INVALID_GPU_INSTANCE_PROFILE_ID) => Ok(None),
+                    Ok(id) => Ok(Some(id)),
+                    Err(error) => Err(failure(error)),
+                };
+                let max_instances_per_gpu_instance = match gpu_instance_profile_id {
+                    Ok(None) => Ok(None),
+                    _ => max_per_gpu_instance(lib, kind.id()).map(Some),
+                };
+                VgpuTypeInfo {
+                    id: kind.id(),
+                    name: kind.name().map_err(failure),
+                    gpu_instance_profile_id,
+                    framebuffer_bytes: kind.framebuffer_size().map_err(failure),
+                    max_instances: kind.max_instances().map_err(failure),
+                    max_instances_per_gpu_instance,
+                }
+            })
+            .collect())
+    }
+
+    fn vgpu_heterogeneous_mode(&self) -> Answer<bool> {
+        let lib = self.nvml.lib();
+        let sym = nvml_sym(lib.nvmlDeviceGetVgpuHeterogeneousMode.as_ref()).map_err(failure)?;
+        // SAFETY: zeroed plain-old-data, then the v1 version stamp NVML reads first.
+        let mut mode: nvmlVgpuHeterogeneousMode_t = unsafe { std::mem::zeroed() };
+        mode.version = struct_version::<nvmlVgpuHeterogeneousMode_t>(1);
+        // SAFETY: a valid device handle and a pointer to a local v1 struct.
+        check(unsafe { sym(self.handle(), &mut mode) })?;
+        Ok(mode.mode != 0)
+    }
+}
+
+/// `NVML_STRUCT_VERSION`: the struct's size with the version in the top byte.
+fn struct_version<T>(version: u32) -> u32 {
+    (std::mem::size_of::<T>() as u32) | (version << 24)
+}
+
+/// `nvmlVgpuTypeGetMaxInstancesPerGpuInstance` (v1 struct) for one type.
+fn max_per_gpu_instance(lib: &sys::NvmlLib, type_id: u32) -> Answer<u32> {
+    let sym = nvml_sym(lib.nvmlVgpuTypeGetMaxInstancesPerGpuInstance.as_ref()).map_err(failure)?;
+    // SAFETY: zeroed plain-old-data, then the version stamp and the type asked of.
+    let mut asked: nvmlVgpuTypeMaxInstance_t = unsafe { std::mem::zeroed() };
+    asked.version = struct_version::<nvmlVgpuTypeMaxInstance_t>(1);
+    asked.vgpuTypeId = type_id;
+    // SAFETY: a pointer to a local v1 struct NVML reads and fills.
+    check(unsafe { sym(&mut asked) })?;
+    Ok(asked.maxInstancePerGI)
 }

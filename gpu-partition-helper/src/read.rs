@@ -1,11 +1,13 @@
 //! From NVML's answers to a reply: the mapping, pure over the [`NvmlHost`] trait.
 
-use crate::api::{NvmlCard, NvmlFailure, NvmlHost, ProcessInfo, ProfileInfo, VgpuInfo};
+use crate::api::{
+    NvmlCard, NvmlFailure, NvmlHost, ProcessInfo, ProfileInfo, VgpuInfo, VgpuTypeInfo,
+};
 use crate::catalogue;
 use gpu_partition_types::{
     Bdf, Capability, CardIdentity, Case, ComputeInstance, Driver, Enumerated, FormatVersion,
     GpuInstance, JsonPointer, Lenient, LostMember, MigState, Mode, Nullable, Placement, Problem,
-    Process, Profile, Reply, Signature, Unreadable, Vgpu,
+    Process, Profile, Reply, Signature, Unreadable, Vgpu, VgpuMode, VgpuType,
 };
 
 /// NVML's capability bit for peer-to-peer (`NVML_GPU_INSTANCE_PROFILE_CAPS_P2P`).
@@ -139,6 +141,18 @@ fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Res
         }
         Err(failure) => lost("processes", failure.to_string()),
     };
+    let vgpu_types = match card.vgpu_types() {
+        Ok(types) => Lenient::Read(types.into_iter().map(to_vgpu_type).collect()),
+        // A card (or a driver) without vGPU supports no type.
+        Err(NvmlFailure::NotSupported) => Lenient::Read(Vec::new()),
+        Err(failure) => lost("vgpu_types", failure.to_string()),
+    };
+    let vgpu_mode = match card.vgpu_heterogeneous_mode() {
+        Ok(on) => Lenient::Read(VgpuMode::new(Nullable::Value(on))),
+        Err(NvmlFailure::NotSupported) => Lenient::Read(VgpuMode::new(Nullable::Null)),
+        // A driver without the call cannot say whether the card has the setting.
+        Err(failure) => lost("vgpu_mode", failure.to_string()),
+    };
     let (current, pending) = match card.mig_mode() {
         Ok(mode) => mode,
         Err(NvmlFailure::NotSupported) => {
@@ -152,6 +166,8 @@ fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Res
             reply.card = board;
             reply.vgpus = vgpus;
             reply.processes = processes;
+            reply.vgpu_types = vgpu_types;
+            reply.vgpu_mode = vgpu_mode;
             return Ok(reply);
         }
         Err(failure) => return Err(stop("reading the MIG mode", failure)),
@@ -237,6 +253,8 @@ fn read_opened(card: &dyn NvmlCard, device: Bdf, driver: Lenient<Driver>) -> Res
     reply.gpu_instances = Lenient::Read(gpu_instances);
     reply.vgpus = vgpus;
     reply.processes = processes;
+    reply.vgpu_types = vgpu_types;
+    reply.vgpu_mode = vgpu_mode;
     Ok(reply)
 }
 
@@ -313,4 +331,20 @@ fn to_vgpu((index, info): (usize, VgpuInfo)) -> Lenient<Vgpu> {
     vgpu.vgpu_type = keep(info.type_name);
     vgpu.type_id = keep(info.type_id);
     Lenient::Read(vgpu)
+}
+
+/// NVML gives a framebuffer in bytes; the reply says MiB.
+const MIB: u64 = 1 << 20;
+
+/// A vGPU type: its ID always (NVML listed it), each other member read or lost with NVML's
+/// reason.
+fn to_vgpu_type(info: VgpuTypeInfo) -> Lenient<VgpuType> {
+    let mut kind = VgpuType::new(info.id);
+    kind.name = keep(info.name);
+    kind.gpu_instance_profile_id = keep(info.gpu_instance_profile_id.map(Nullable::from));
+    kind.framebuffer_mib = keep(info.framebuffer_bytes.map(|bytes| bytes / MIB));
+    kind.max_instances = keep(info.max_instances);
+    kind.max_instances_per_gpu_instance =
+        keep(info.max_instances_per_gpu_instance.map(Nullable::from));
+    Lenient::Read(kind)
 }

@@ -104,8 +104,9 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
     let mut gpu_instances = Vec::new();
     let mut vgpus = Vec::new();
     let mut processes = Vec::new();
+    let mut vgpu_types = Vec::new();
     let mut unknown_members = Vec::new();
-    let mut offsets = [0usize; 4];
+    let mut offsets = [0usize; LISTS.len()];
     for &position in &order {
         let page = &mut pages[position];
         let lengths = [
@@ -113,6 +114,7 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
             read_len(&page.gpu_instances),
             read_len(&page.vgpus),
             read_len(&page.processes),
+            read_len(&page.vgpu_types),
         ];
         for mut member in std::mem::take(&mut page.unknown) {
             let list = match member.pointer.tokens().first() {
@@ -134,6 +136,7 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
         gpu_instances.push(page.gpu_instances.take());
         vgpus.push(page.vgpus.take());
         processes.push(page.processes.take());
+        vgpu_types.push(page.vgpu_types.take());
     }
     unknown_members.sort();
     unknown_members.dedup();
@@ -150,12 +153,20 @@ pub(crate) fn fold(mut pages: Vec<Page>) -> Result<Reply, RefusedReply> {
         gpu_instances: join("gpu_instances", gpu_instances),
         vgpus: join("vgpus", vgpus),
         processes: join("processes", processes),
+        vgpu_types: join("vgpu_types", vgpu_types),
+        vgpu_mode: base.vgpu_mode,
         unknown_members,
     })
 }
 
 /// The lists joined across pages, in the order of `offsets` in [`fold`].
-const LISTS: [&str; 4] = ["profiles", "gpu_instances", "vgpus", "processes"];
+const LISTS: [&str; 5] = [
+    "profiles",
+    "gpu_instances",
+    "vgpus",
+    "processes",
+    "vgpu_types",
+];
 
 /// How many elements a page's list adds to the joined list.
 fn read_len<T>(list: &PageList<T>) -> usize {

@@ -1,7 +1,7 @@
 //! The reply of the GPU partition helper: versioned JSON, read leniently and written back.
 //!
 //! The helper is a program that reports how one NVIDIA card is partitioned (MIG mode, GPU
-//! instances, the profile catalogue, vGPUs placed on instances). This crate holds its two
+//! instances, the profile catalogue, vGPUs placed on instances, the vGPU type catalogue). This crate holds its two
 //! replies — [`VersionReply`] (`HELPER --version`) and [`Reply`] (`HELPER read`) — with:
 //!
 //! - readers that are strict where the protocol is strict and lenient elsewhere: a fault in a
@@ -28,7 +28,7 @@
 //! let lost: Vec<String> = reply.lost().iter().map(|l| l.pointer.to_string()).collect();
 //! assert_eq!(lost, ["/card", "/driver", "/gpu_instances", "/processes", "/profiles/0/free_instances",
 //!                   "/profiles/0/placements",
-//!                   "/profiles/0/signature", "/vgpus"]);
+//!                   "/profiles/0/signature", "/vgpu_mode", "/vgpu_types", "/vgpus"]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![doc = include_str!("../README.md")]
@@ -64,6 +64,7 @@ mod process;
 mod profile;
 mod version;
 mod vgpu;
+mod vgpu_type;
 
 pub use apply::{
     ApplyAnswer, ApplyRequest, Op, RefusalKind, Refused, Step, StepOutcome, StepResult,
@@ -92,6 +93,7 @@ pub use token::{Token, UnknownToken, expected_list};
 pub use unknown::{JsonType, UnknownMember};
 pub use version::{Command, Incompatible, VersionReply};
 pub use vgpu::Vgpu;
+pub use vgpu_type::{VgpuMode, VgpuType};
 
 #[doc(hidden)]
 pub use token::__private;

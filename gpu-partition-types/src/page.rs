@@ -4,7 +4,7 @@ use crate::Process;
 use crate::read::{Decode, Fault, Field, Path, members, required, value};
 use crate::{
     Bdf, CardIdentity, Case, Driver, FormatVersion, GpuInstance, Lenient, Mode, Profile,
-    UnknownMember, Unreadable, Vgpu,
+    UnknownMember, Unreadable, Vgpu, VgpuMode, VgpuType,
 };
 use serde::de::MapAccess;
 
@@ -48,6 +48,8 @@ pub(crate) struct RawPage {
     gpu_instances: Option<Field<Lenient<Vec<Lenient<GpuInstance>>>>>,
     vgpus: Option<Field<Lenient<Vec<Lenient<Vgpu>>>>>,
     processes: Option<Field<Lenient<Vec<Lenient<Process>>>>>,
+    vgpu_types: Option<Field<Lenient<Vec<Lenient<VgpuType>>>>>,
+    vgpu_mode: Option<Field<Lenient<VgpuMode>>>,
 }
 
 /// A page whose strict members all read.
@@ -65,6 +67,8 @@ pub(crate) struct Page {
     pub(crate) gpu_instances: PageList<GpuInstance>,
     pub(crate) vgpus: PageList<Vgpu>,
     pub(crate) processes: PageList<Process>,
+    pub(crate) vgpu_types: PageList<VgpuType>,
+    pub(crate) vgpu_mode: Lenient<VgpuMode>,
     /// The members this reader does not know, pointing into this page.
     pub(crate) unknown: Vec<UnknownMember>,
 }
@@ -126,6 +130,8 @@ impl RawPage {
             gpu_instances: present(self.gpu_instances),
             vgpus: present(self.vgpus),
             processes: present(self.processes),
+            vgpu_types: present(self.vgpu_types),
+            vgpu_mode: crate::read::lenient(self.vgpu_mode, &root, "vgpu_mode"),
             unknown: Vec::new(),
         })
     }
@@ -154,6 +160,8 @@ impl Decode for RawPage {
             gpu_instances: None,
             vgpus: None,
             processes: None,
+            vgpu_types: None,
+            vgpu_mode: None,
         };
         members(map, at, |name, map| {
             match name {
@@ -169,6 +177,8 @@ impl Decode for RawPage {
                 "gpu_instances" => page.gpu_instances = Some(value(map, at, name)?),
                 "vgpus" => page.vgpus = Some(value(map, at, name)?),
                 "processes" => page.processes = Some(value(map, at, name)?),
+                "vgpu_types" => page.vgpu_types = Some(value(map, at, name)?),
+                "vgpu_mode" => page.vgpu_mode = Some(value(map, at, name)?),
                 _ => return Ok(false),
             }
             Ok(true)

@@ -7,6 +7,7 @@ use crate::read;
 use crate::{
     Bdf, CardIdentity, Case, Driver, FormatVersion, GpuInstance, JsonPointer, Lenient, LostMember,
     Mode, Outcome, Profile, RefusedReply, UnknownMember, Unreadable, UnreadableReason, Vgpu,
+    VgpuMode, VgpuType,
 };
 
 /// The reply of `HELPER read`, with its pages folded into one.
@@ -40,6 +41,11 @@ pub struct Reply {
     pub vgpus: Lenient<Vec<Lenient<Vgpu>>>,
     /// The processes holding the card (format 1.1; a reply of 1.0 reads with it lost).
     pub processes: Lenient<Vec<Lenient<Process>>>,
+    /// The vGPU types the card supports (format 1.3; a reply of an earlier minor reads with
+    /// it lost).
+    pub vgpu_types: Lenient<Vec<Lenient<VgpuType>>>,
+    /// The card's vGPU mode (format 1.3; a reply of an earlier minor reads with it lost).
+    pub vgpu_mode: Lenient<VgpuMode>,
     /// The members this reader does not know (a later minor's), sorted by pointer: not kept,
     /// not written back, but listed so that a caller sees what it was not told. Unknown
     /// *values* of known members are [`Reply::unknown`].
@@ -86,6 +92,8 @@ impl Reply {
             gpu_instances: Lenient::Read(Vec::new()),
             vgpus: Lenient::Read(Vec::new()),
             processes: Lenient::Read(Vec::new()),
+            vgpu_types: Lenient::Read(Vec::new()),
+            vgpu_mode: crate::record::unset(),
             unknown_members: Vec::new(),
         }
     }
@@ -126,6 +134,8 @@ impl Reply {
         collect_lost(&self.gpu_instances, &mut lost, GpuInstance::lost_into);
         collect_lost(&self.vgpus, &mut lost, Vgpu::lost_into);
         collect_lost(&self.processes, &mut lost, Process::lost_into);
+        collect_lost(&self.vgpu_types, &mut lost, VgpuType::lost_into);
+        lost.extend(self.vgpu_mode.lost());
         lost.sort_by(|a, b| a.pointer.cmp(&b.pointer));
         lost
     }

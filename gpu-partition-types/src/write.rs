@@ -41,7 +41,11 @@ impl Serialize for Wire<'_> {
             range.clone(),
         )?;
         write_list(&mut map, "vgpus", &reply.vgpus, range.clone())?;
-        write_list(&mut map, "processes", &reply.processes, range)?;
+        write_list(&mut map, "processes", &reply.processes, range.clone())?;
+        write_list(&mut map, "vgpu_types", &reply.vgpu_types, range)?;
+        if let Lenient::Read(mode) = &reply.vgpu_mode {
+            map.serialize_entry("vgpu_mode", mode)?;
+        }
         map.end()
     }
 }
@@ -114,7 +118,8 @@ impl Reply {
         let longest = length(&self.profiles)
             .max(length(&self.gpu_instances))
             .max(length(&self.vgpus))
-            .max(length(&self.processes));
+            .max(length(&self.processes))
+            .max(length(&self.vgpu_types));
         let count = longest.div_ceil(size).max(1);
         (0..count)
             .map(|index| {

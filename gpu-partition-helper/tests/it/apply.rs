@@ -185,7 +185,7 @@ fn the_version_reply_lists_apply_in_the_format_it_writes() {
         version["commands"]
             .as_array()
             .unwrap()
-            .contains(&json!({"name": "apply", "formats": ["1.2"]})),
+            .contains(&json!({"name": "apply", "formats": ["1.3"]})),
         "{version}"
     );
 }

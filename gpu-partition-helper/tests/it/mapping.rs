@@ -3,10 +3,10 @@
 
 use gpu_partition_helper::api::{
     ComputeInstanceInfo, GpuInstanceInfo, Nvml, NvmlCard, NvmlFailure, NvmlHost, ProcessInfo,
-    ProfileInfo, VgpuInfo,
+    ProfileInfo, VgpuInfo, VgpuTypeInfo,
 };
 use gpu_partition_helper::read::{Answer, read_card};
-use gpu_partition_types::{Bdf, Case, PartitionMode, Reply};
+use gpu_partition_types::{Bdf, Case, Nullable, PartitionMode, Reply};
 use std::collections::BTreeMap;
 
 /// What one card answered, call by call.
@@ -26,6 +26,8 @@ struct Recorded {
     /// index.
     compute: BTreeMap<u32, Nvml<Vec<ComputeInstanceInfo>>>,
     vgpus: Nvml<Vec<VgpuInfo>>,
+    vgpu_types: Nvml<Vec<VgpuTypeInfo>>,
+    heterogeneous: Nvml<bool>,
 }
 
 impl Recorded {
@@ -134,6 +136,12 @@ impl NvmlCard for Recorded {
     fn processes(&self) -> Nvml<Vec<ProcessInfo>> {
         Ok(Vec::new())
     }
+    fn vgpu_types(&self) -> Nvml<Vec<VgpuTypeInfo>> {
+        self.vgpu_types.clone()
+    }
+    fn vgpu_heterogeneous_mode(&self) -> Nvml<bool> {
+        self.heterogeneous.clone()
+    }
     // The mapping only reads: a recorded card refuses every write.
     fn set_mig_mode(&self, _enabled: bool) -> Nvml<Nvml<()>> {
         Err(NvmlFailure::NotSupported)
@@ -219,6 +227,29 @@ fn mig_on_with_instances() -> Recorded {
                 vm: None,
             },
         ]),
+        vgpu_types: Ok(vec![
+            vgpu_type(1120, "NVIDIA H200-1-18C", Some(19), 18, Ok(Some(1))),
+            vgpu_type(1130, "NVIDIA H200-141C", None, 141, Ok(None)),
+        ]),
+        heterogeneous: Err(NvmlFailure::NotSupported),
+    }
+}
+
+/// A type whose calls all answer (in GiB, as the recorded names say).
+fn vgpu_type(
+    id: u32,
+    name: &str,
+    profile: Option<u32>,
+    gib: u64,
+    per_gpu_instance: Nvml<Option<u32>>,
+) -> VgpuTypeInfo {
+    VgpuTypeInfo {
+        id,
+        name: Ok(name.into()),
+        gpu_instance_profile_id: Ok(profile),
+        framebuffer_bytes: Ok(gib << 30),
+        max_instances: Ok(7),
+        max_instances_per_gpu_instance: per_gpu_instance,
     }
 }
 
@@ -505,4 +536,99 @@ fn a_vgpu_whose_gpu_instance_cannot_be_read_is_lost_not_time_sliced() {
     let back = read_back(&reply(&host(Ok(card))));
     let lost: Vec<String> = back.lost().iter().map(|l| l.pointer.to_string()).collect();
     assert_eq!(lost, ["/vgpus/0", "/vgpus/1/type"]);
+}
+
+#[test]
+fn the_vgpu_type_catalogue_is_read_in_mib_with_null_for_what_a_time_sliced_type_lacks() {
+    let reply = read_back(&reply(&host(Ok(mig_on_with_instances()))));
+    let types: Vec<_> = reply
+        .vgpu_types
+        .read()
+        .unwrap()
+        .iter()
+        .map(|kind| kind.read().unwrap().clone())
+        .collect();
+    assert_eq!(types[0].framebuffer_mib.read(), Some(&(18 * 1024)));
+    assert_eq!(
+        types[0].gpu_instance_profile_id.read(),
+        Some(&Nullable::Value(19))
+    );
+    assert_eq!(
+        types[0].max_instances_per_gpu_instance.read(),
+        Some(&Nullable::Value(1))
+    );
+    assert_eq!(
+        types[1].gpu_instance_profile_id.read(),
+        Some(&Nullable::Null)
+    );
+    assert_eq!(
+        types[1].max_instances_per_gpu_instance.read(),
+        Some(&Nullable::Null)
+    );
+    assert!(
+        reply
+            .lost()
+            .iter()
+            .all(|lost| !lost.pointer.to_string().starts_with("/vgpu_types")),
+        "{:?}",
+        reply.lost()
+    );
+}
+
+#[test]
+fn a_count_per_gpu_instance_the_driver_does_not_give_is_lost_not_guessed() {
+    let mut card = mig_on_with_instances();
+    card.vgpu_types = Ok(vec![vgpu_type(
+        1120,
+        "NVIDIA H200-1-18C",
+        Some(19),
+        18,
+        Err(NvmlFailure::NotSupported),
+    )]);
+    let reply = read_back(&reply(&host(Ok(card))));
+    let lost = vgpu_catalogue_lost(&reply);
+    assert_eq!(lost, ["/vgpu_types/0/max_instances_per_gpu_instance"]);
+}
+
+#[test]
+fn a_card_without_vgpu_support_lists_no_type_and_loses_nothing() {
+    let mut card = mig_on_with_instances();
+    card.vgpu_types = Err(NvmlFailure::NotSupported);
+    let reply = read_back(&reply(&host(Ok(card))));
+    assert_eq!(reply.vgpu_types.read().map(Vec::len), Some(0));
+    assert!(vgpu_catalogue_lost(&reply).is_empty());
+}
+
+#[test]
+fn a_card_without_the_heterogeneous_setting_says_null_and_a_driver_without_the_call_loses_it() {
+    let without = read_back(&reply(&host(Ok(mig_on_with_instances()))));
+    assert_eq!(
+        without.vgpu_mode.read().map(|mode| mode.heterogeneous),
+        Some(Nullable::Null)
+    );
+    let mut card = mig_on_with_instances();
+    card.heterogeneous = Err(NvmlFailure::FunctionMissing(
+        "nvmlDeviceGetVgpuHeterogeneousMode".into(),
+    ));
+    let old = read_back(&reply(&host(Ok(card))));
+    let lost = vgpu_catalogue_lost(&old);
+    assert_eq!(lost, ["/vgpu_mode"]);
+    let mut card = mig_on_with_instances();
+    card.heterogeneous = Ok(true);
+    let on = read_back(&reply(&host(Ok(card))));
+    assert_eq!(
+        on.vgpu_mode.read().map(|mode| mode.heterogeneous),
+        Some(Nullable::Value(true))
+    );
+}
+
+/// The lost members of the vGPU catalogue and mode (the recorded card loses a vGPU's type
+/// besides, on purpose).
+fn vgpu_catalogue_lost(reply: &Reply) -> Vec<String> {
+    reply
+        .lost()
+        .iter()
+        .map(|lost| lost.pointer.to_string())
+        .filter(|pointer| pointer.starts_with("/vgpu_types") || pointer.starts_with("/vgpu_mode"))
+        .collect()
 }

@@ -676,3 +676,52 @@ fn each_refusal_says_which_kind_of_fault_refused_the_reply() {
     let bytes = gpu_partition_types::Reply::from_json(b"{\"format\": ", Some(&device()));
     assert_eq!(bytes.unwrap_err().problem, Problem::Malformed);
 }
+
+loses!(
+    missing_vgpu_types_are_lost_as_in_a_reply_of_format_1_2,
+    ["/vgpu_types"],
+    |v| remove(v, "/vgpu_types")
+);
+loses!(
+    a_vgpu_type_without_an_id_is_lost_at_its_index,
+    ["/vgpu_types/1"],
+    |v| remove(v, "/vgpu_types/1/id")
+);
+loses!(
+    a_text_framebuffer_loses_the_framebuffer_only,
+    ["/vgpu_types/0/framebuffer_mib"],
+    |v| set(v, "/vgpu_types/0/framebuffer_mib", json!("72704"))
+);
+loses!(
+    a_driver_that_does_not_say_the_count_per_gpu_instance_loses_that_count_only,
+    ["/vgpu_types/0/max_instances_per_gpu_instance"],
+    |v| remove(v, "/vgpu_types/0/max_instances_per_gpu_instance")
+);
+loses!(
+    a_missing_vgpu_mode_is_lost_as_in_a_reply_of_format_1_2,
+    ["/vgpu_mode"],
+    |v| remove(v, "/vgpu_mode")
+);
+loses!(
+    a_vgpu_mode_without_its_member_is_lost_whole,
+    ["/vgpu_mode"],
+    |v| remove(v, "/vgpu_mode/heterogeneous")
+);
+
+#[test]
+fn a_time_sliced_type_says_null_for_its_profile_and_loses_nothing() {
+    let read = edited(|_| {}).unwrap();
+    let types = read.vgpu_types.read().unwrap();
+    let whole_card = types[1].read().unwrap();
+    assert_eq!(whole_card.mig_backed(), Some(false));
+    assert_eq!(types[0].read().unwrap().mig_backed(), Some(true));
+    assert!(read.lost().is_empty(), "{:?}", read.lost());
+}
+
+#[test]
+fn a_card_without_the_setting_says_null_for_its_heterogeneous_mode_and_loses_nothing() {
+    let read = edited(|v| set(v, "/vgpu_mode/heterogeneous", json_null())).unwrap();
+    let mode = read.vgpu_mode.read().unwrap();
+    assert_eq!(mode.heterogeneous, gpu_partition_types::Nullable::Null);
+    assert!(read.lost().is_empty(), "{:?}", read.lost());
+}

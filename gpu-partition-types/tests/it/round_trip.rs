@@ -124,6 +124,8 @@ prop_compose! {
         instances in vec(instance(), 0..5),
         vgpus in vec(vgpu(), 0..6),
         processes in vec((any::<u32>(), text()), 0..4),
+        vgpu_types in vec(vgpu_type(), 0..5),
+        vgpu_mode in option::of(option::of(any::<bool>())),
     ) -> Reply {
         let case = match (capable, case_pick) {
             (true, 0) => Case::Partitions,
@@ -174,8 +176,33 @@ prop_compose! {
                 })
                 .collect(),
         );
+        reply.vgpu_types = reads(vgpu_types);
+        reply.vgpu_mode = match vgpu_mode {
+            Some(heterogeneous) => Lenient::Read(VgpuMode::new(heterogeneous.into())),
+            None => missing(JsonPointer::root().member("vgpu_mode")),
+        };
         reply
     }
+}
+
+fn vgpu_type() -> impl Strategy<Value = VgpuType> {
+    (
+        any::<u32>(),
+        text(),
+        option::of(any::<u32>()),
+        any::<u64>(),
+        any::<u32>(),
+        option::of(any::<u32>()),
+    )
+        .prop_map(|(id, name, profile, framebuffer, max, per_gi)| {
+            let mut kind = VgpuType::new(id);
+            kind.name = Lenient::Read(name);
+            kind.gpu_instance_profile_id = Lenient::Read(profile.into());
+            kind.framebuffer_mib = Lenient::Read(framebuffer);
+            kind.max_instances = Lenient::Read(max);
+            kind.max_instances_per_gpu_instance = Lenient::Read(per_gi.into());
+            kind
+        })
 }
 
 proptest! {

@@ -191,23 +191,33 @@ fn debug_logging_shows_every_setting_with_its_description() {
 }
 
 #[test]
-fn a_reply_of_format_1_0_is_accepted_with_the_members_of_1_1_and_1_2_lost() {
+fn a_reply_of_format_1_0_is_accepted_with_the_members_of_1_1_1_2_and_1_3_lost() {
     let (code, document) = check_json("format-1.0-none-carved.json");
     assert_eq!(code, 0);
     assert_eq!(document["accepted"], true);
     assert_eq!(
         document["lost"],
-        serde_json::json!(["/card", "/processes", "/profiles/0/placements"])
+        serde_json::json!([
+            "/card",
+            "/processes",
+            "/profiles/0/placements",
+            "/vgpu_mode",
+            "/vgpu_types"
+        ])
     );
 }
 
 #[test]
-fn a_reply_of_format_1_1_is_accepted_with_its_placements_and_processes_and_its_card_lost() {
+fn a_reply_of_format_1_1_is_accepted_with_its_placements_and_processes_and_the_later_members_lost()
+{
     let (code, document) = check_json("format-1.1-none-carved.json");
     assert_eq!(code, 0);
     assert_eq!(
         (document["accepted"].clone(), document["lost"].clone()),
-        (serde_json::json!(true), serde_json::json!(["/card"]))
+        (
+            serde_json::json!(true),
+            serde_json::json!(["/card", "/vgpu_mode", "/vgpu_types"])
+        )
     );
     assert_eq!(document["partition_mode"], "disabled");
 }

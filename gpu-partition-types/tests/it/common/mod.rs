@@ -59,7 +59,7 @@ pub fn vgpu(
 /// A card with MIG on, two profiles, one GPU instance with a compute instance, two vGPUs.
 pub fn sample() -> Reply {
     let mode = Mode::new(true, MigState::Enabled, Nullable::Null);
-    let mut reply = Reply::new(FormatVersion::new(1, 2), device(), mode, Case::Partitions);
+    let mut reply = Reply::new(FormatVersion::new(1, 3), device(), mode, Case::Partitions);
     reply.driver = Lenient::Read(Driver::new("570.124.06".into(), "12.570.124.06".into()));
     let mut card = CardIdentity::new();
     card.name = Lenient::Read("NVIDIA H200".to_owned());
@@ -94,7 +94,29 @@ pub fn sample() -> Reply {
     let mut process = Process::new(4242);
     process.name = Lenient::Read("python3".to_owned());
     reply.processes = Lenient::Read(vec![Lenient::Read(process)]);
+    reply.vgpu_types = Lenient::Read(vec![
+        Lenient::Read(vgpu_type(1123, "NVIDIA H200-3-71C", Some(9), 72704, 2)),
+        Lenient::Read(vgpu_type(1130, "NVIDIA H200-141C", None, 144384, 1)),
+    ]);
+    reply.vgpu_mode = Lenient::Read(VgpuMode::new(Nullable::Value(false)));
     reply
+}
+
+/// A vGPU type with every member read: one per GPU instance when MIG-backed.
+pub fn vgpu_type(
+    id: u32,
+    name: &str,
+    profile: Option<u32>,
+    framebuffer_mib: u64,
+    max: u32,
+) -> VgpuType {
+    let mut kind = VgpuType::new(id);
+    kind.name = Lenient::Read(name.to_owned());
+    kind.gpu_instance_profile_id = Lenient::Read(profile.into());
+    kind.framebuffer_mib = Lenient::Read(framebuffer_mib);
+    kind.max_instances = Lenient::Read(max);
+    kind.max_instances_per_gpu_instance = Lenient::Read(profile.map(|_| 1).into());
+    kind
 }
 
 /// The sample as written JSON.
