@@ -38,7 +38,7 @@ mod select;
 /// NVIDIA vgpu-device-manager's config files read as they are, vGPU type names, and the MIG
 /// layout a spec of MIG-backed types needs (the vGPU layer's declared input).
 pub mod vgpu {
-    pub use crate::document::vgpu::{DeriveError, VgpuDocument, VgpuSpec};
+    pub use crate::document::vgpu::{DeriveError, VgpuDocument, VgpuSpec, per_gpu_instance_in};
     pub use crate::document::vgpu_name::{
         MigAttribute, Series, VgpuKind, VgpuNameError, VgpuTypeName,
     };

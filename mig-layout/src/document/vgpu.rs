@@ -26,7 +26,7 @@ use super::node::{Entry, Node};
 use super::read::{device_filter, devices_of, labelled, read_root, versioned};
 use super::vgpu_name::VgpuTypeName;
 use super::{DeviceId, Devices, Spec};
-use gpu_partition_types::JsonPointer;
+use gpu_partition_types::{JsonPointer, Nullable, VgpuType};
 use layout_model::ProfileKey;
 
 /// A vgpu-device-manager config document: named configs, in the document's order.
@@ -209,5 +209,28 @@ impl VgpuSpec {
         spec.line = self.line;
         spec.at = self.at.clone();
         Ok(spec)
+    }
+}
+
+/// How many vGPUs of a type one GPU instance holds, as the card's catalogue (the helper's
+/// `vgpu_types`) says: the catalogue's type whose short name is the config's name, exactly as
+/// vgpu-device-manager compares them ([`VgpuTypeName::short_name`]). `None` where no type of
+/// that name is listed, or the driver did not give the count (never guessed); the function
+/// [`VgpuSpec::mig_layout`] takes.
+pub fn per_gpu_instance_in(catalogue: &[VgpuType]) -> impl Fn(&VgpuTypeName) -> Option<u32> + '_ {
+    move |wanted| {
+        let wanted = wanted.to_string();
+        catalogue
+            .iter()
+            .find(|kind| {
+                kind.name
+                    .read()
+                    .and_then(|name| VgpuTypeName::short_name(name))
+                    == Some(wanted.as_str())
+            })
+            .and_then(|kind| match kind.max_instances_per_gpu_instance.read() {
+                Some(Nullable::Value(count)) => Some(*count),
+                _ => None,
+            })
     }
 }

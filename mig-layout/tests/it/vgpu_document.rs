@@ -3,10 +3,12 @@
 //! catalogue.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpu_partition_types::{Lenient, Nullable, VgpuType};
 use layout_model::ProfileKey;
 use mig_layout::Devices;
 use mig_layout::vgpu::{
     DeriveError, MigAttribute, Series, VgpuDocument, VgpuKind, VgpuSpec, VgpuTypeName,
+    per_gpu_instance_in,
 };
 use proptest::prelude::*;
 
@@ -273,6 +275,43 @@ fn a_type_the_catalogue_does_not_size_is_refused_naming_it() {
     assert_eq!(
         (name.to_string().as_str(), at.to_string().as_str()),
         ("A100-2-10C", "/vgpu-configs/mixed/0")
+    );
+}
+
+/// A catalogue entry as the helper reads it; `per` left out when `None` (the driver did not
+/// give it).
+fn listed(id: u32, full_name: &str, per: Option<Nullable<u32>>) -> VgpuType {
+    let mut kind = VgpuType::new(id);
+    kind.name = Lenient::Read(full_name.to_owned());
+    if let Some(per) = per {
+        kind.max_instances_per_gpu_instance = Lenient::Read(per);
+    }
+    kind
+}
+
+#[test]
+fn the_catalogue_sizes_a_type_by_its_short_name_and_never_guesses_a_count_it_does_not_give() {
+    let catalogue = [
+        listed(474, "NVIDIA A100-1-5C", Some(Nullable::Value(2))),
+        listed(475, "NVIDIA A100-2-10C", None),
+        listed(468, "NVIDIA A100-4C", Some(Nullable::Null)),
+    ];
+    let per = per_gpu_instance_in(&catalogue);
+    assert_eq!(
+        [
+            per(&name("A100-1-5C")),
+            per(&name("A100-2-10C")),
+            per(&name("A100-4C")),
+            per(&name("A100-7-40C")),
+        ],
+        [Some(2), None, None, None]
+    );
+    let error = mixed()
+        .mig_layout(per_gpu_instance_in(&catalogue))
+        .unwrap_err();
+    assert!(
+        matches!(&error, DeriveError::NotInCatalogue { name, .. } if name.to_string() == "A100-2-10C"),
+        "{error:?}"
     );
 }
 
