@@ -172,9 +172,53 @@ pub enum DeriveError {
         /// The spec.
         at: JsonPointer,
     },
+    /// The card lists no vGPU type of this name.
+    #[error("{at}: the card supports no {name} vGPU (its catalogue lists no type of that name)")]
+    NotSupported {
+        /// The type.
+        name: VgpuTypeName,
+        /// The spec.
+        at: JsonPointer,
+    },
+    /// The spec asks for more vGPUs of a type than the card holds.
+    #[error("{at}: {count} {name} vGPUs asked for, and the card holds at most {max}")]
+    MoreThanTheCardHolds {
+        /// The type.
+        name: VgpuTypeName,
+        /// How many the spec asks for.
+        count: u32,
+        /// How many the card holds (the catalogue's max instances).
+        max: u32,
+        /// The spec.
+        at: JsonPointer,
+    },
 }
 
 impl VgpuSpec {
+    /// The MIG layout the spec needs on a card with this catalogue (the helper's
+    /// `vgpu_types`), checked before any write: every type must be one the card lists, no more
+    /// of it than the card holds (where the catalogue gives the maximum), and each MIG-backed
+    /// type sized by [`per_gpu_instance_in`].
+    pub fn sized_by(&self, catalogue: &[VgpuType]) -> Result<Spec, DeriveError> {
+        for (name, count) in &self.vgpu_devices {
+            let listed = find_in(catalogue, name).ok_or_else(|| DeriveError::NotSupported {
+                name: name.clone(),
+                at: self.at.clone(),
+            })?;
+            if let Some(&max) = listed.max_instances.read() {
+                if *count > max {
+                    return Err(DeriveError::MoreThanTheCardHolds {
+                        name: name.clone(),
+                        count: *count,
+                        max,
+                        at: self.at.clone(),
+                    });
+                }
+            }
+        }
+        self.mig_layout(per_gpu_instance_in(catalogue))
+    }
+
     /// The MIG layout the spec's vGPUs need, as a mig-parted spec for the same GPUs: MIG on
     /// with, per MIG-backed type, `ceil(count / per GPU instance)` GPU instances of the
     /// type's profile (vgpu-device-manager makes one per vGPU, which is wrong where a GPU
@@ -219,18 +263,22 @@ impl VgpuSpec {
 /// [`VgpuSpec::mig_layout`] takes.
 pub fn per_gpu_instance_in(catalogue: &[VgpuType]) -> impl Fn(&VgpuTypeName) -> Option<u32> + '_ {
     move |wanted| {
-        let wanted = wanted.to_string();
-        catalogue
-            .iter()
-            .find(|kind| {
-                kind.name
-                    .read()
-                    .and_then(|name| VgpuTypeName::short_name(name))
-                    == Some(wanted.as_str())
-            })
-            .and_then(|kind| match kind.max_instances_per_gpu_instance.read() {
+        find_in(catalogue, wanted).and_then(|kind| {
+            match kind.max_instances_per_gpu_instance.read() {
                 Some(Nullable::Value(count)) => Some(*count),
                 _ => None,
-            })
+            }
+        })
     }
+}
+
+/// The catalogue's type whose short name is `wanted`, as vgpu-device-manager compares them.
+fn find_in<'a>(catalogue: &'a [VgpuType], wanted: &VgpuTypeName) -> Option<&'a VgpuType> {
+    let wanted = wanted.to_string();
+    catalogue.iter().find(|kind| {
+        kind.name
+            .read()
+            .and_then(|name| VgpuTypeName::short_name(name))
+            == Some(wanted.as_str())
+    })
 }

@@ -315,6 +315,66 @@ fn the_catalogue_sizes_a_type_by_its_short_name_and_never_guesses_a_count_it_doe
     );
 }
 
+/// The published A100 PCIe 40GB types the mixed spec names, each said to fit one per GPU
+/// instance (a count NVIDIA does not publish: given here as a driver would give it).
+fn a100_catalogue() -> Vec<VgpuType> {
+    [
+        (474, "NVIDIA A100-1-5C", 7),
+        (475, "NVIDIA A100-2-10C", 3),
+        (706, "NVIDIA A100-1-5CME", 1),
+    ]
+    .into_iter()
+    .map(|(id, full_name, max)| {
+        let mut kind = listed(id, full_name, Some(Nullable::Value(1)));
+        kind.max_instances = Lenient::Read(max);
+        kind
+    })
+    .collect()
+}
+
+#[test]
+fn a_spec_the_card_can_hold_is_sized_from_its_catalogue() {
+    let layout = mixed().sized_by(&a100_catalogue()).unwrap();
+    assert_eq!(
+        layout.mig_devices,
+        [
+            (ProfileKey::Name("1g.5gb".to_owned()), 3),
+            (ProfileKey::Name("2g.10gb".to_owned()), 1),
+            (ProfileKey::Name("1g.5gb+me".to_owned()), 1),
+        ]
+    );
+}
+
+#[test]
+fn a_type_the_card_does_not_list_is_refused_before_any_sizing() {
+    let catalogue: Vec<VgpuType> = a100_catalogue().into_iter().skip(1).collect();
+    let error = mixed().sized_by(&catalogue).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "/vgpu-configs/mixed/0: the card supports no A100-1-5C vGPU (its catalogue lists no type of that name)"
+    );
+}
+
+#[test]
+fn more_vgpus_of_a_type_than_the_card_holds_are_refused_naming_both_counts() {
+    let mut catalogue = a100_catalogue();
+    catalogue[0].max_instances = Lenient::Read(2);
+    let error = mixed().sized_by(&catalogue).unwrap_err();
+    let DeriveError::MoreThanTheCardHolds {
+        name: refused,
+        count,
+        max,
+        at,
+    } = &error
+    else {
+        panic!("{error:?}");
+    };
+    assert_eq!(
+        (refused, *count, *max, at.to_string().as_str()),
+        (&name("A100-1-5C"), 3, 2, "/vgpu-configs/mixed/0")
+    );
+}
+
 proptest! {
     /// Every MIG-backed name the grammar admits reads back as written, and its profile says
     /// its slices and memory.
