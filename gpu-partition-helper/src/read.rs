@@ -37,6 +37,12 @@ pub fn unreadable(device: Bdf, kind: &str, message: impl Into<String>) -> Reply 
     let mut why = Unreadable::new(kind.to_owned());
     why.message = Lenient::Read(message.into());
     reply.unreadable = Some(why);
+    // Nothing was read of the card: an empty list would say it holds none.
+    reply.profiles = lost("profiles", "the card could not be read");
+    reply.gpu_instances = lost("gpu_instances", "the card could not be read");
+    reply.vgpus = lost("vgpus", "the card could not be read");
+    reply.processes = lost("processes", "the card could not be read");
+    reply.vgpu_types = lost("vgpu_types", "the card could not be read");
     reply
 }
 
