@@ -227,6 +227,15 @@ fn mixed() -> VgpuSpec {
     document.config("mixed").unwrap()[0].clone()
 }
 
+/// The mixed spec's MIG layout at one vGPU per GPU instance.
+fn one_instance_per_vgpu() -> [(ProfileKey, u32); 3] {
+    [
+        (ProfileKey::Name("1g.5gb".to_owned()), 3),
+        (ProfileKey::Name("2g.10gb".to_owned()), 1),
+        (ProfileKey::Name("1g.5gb+me".to_owned()), 1),
+    ]
+}
+
 #[test]
 fn one_gpu_instance_per_vgpu_where_the_catalogue_says_one_fits() {
     let spec = mixed();
@@ -234,14 +243,7 @@ fn one_gpu_instance_per_vgpu_where_the_catalogue_says_one_fits() {
     assert!(layout.mig_enabled);
     assert_eq!(layout.device_filter, spec.device_filter);
     assert_eq!(layout.devices, spec.devices);
-    assert_eq!(
-        layout.mig_devices,
-        [
-            (ProfileKey::Name("1g.5gb".to_owned()), 3),
-            (ProfileKey::Name("2g.10gb".to_owned()), 1),
-            (ProfileKey::Name("1g.5gb+me".to_owned()), 1),
-        ]
-    );
+    assert_eq!(layout.mig_devices, one_instance_per_vgpu());
 }
 
 #[test]
@@ -335,14 +337,7 @@ fn a100_catalogue() -> Vec<VgpuType> {
 #[test]
 fn a_spec_the_card_can_hold_is_sized_from_its_catalogue() {
     let layout = mixed().sized_by(&a100_catalogue()).unwrap();
-    assert_eq!(
-        layout.mig_devices,
-        [
-            (ProfileKey::Name("1g.5gb".to_owned()), 3),
-            (ProfileKey::Name("2g.10gb".to_owned()), 1),
-            (ProfileKey::Name("1g.5gb+me".to_owned()), 1),
-        ]
-    );
+    assert_eq!(layout.mig_devices, one_instance_per_vgpu());
 }
 
 #[test]
