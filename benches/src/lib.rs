@@ -4,7 +4,8 @@
 
 pub mod decode_fixture {
     //! A large reply (64 profiles with their placements, 64 GPU instances, 512 vGPUs, 16
-    //! processes) as the helper pretty-prints it, and the strict derive of the same shape.
+    //! processes, 32 vGPU types) as the helper pretty-prints it, and the strict derive of the
+    //! same shape.
     use gpu_partition_types::*;
 
     /// The baseline: the same shape, strict, with serde's derive.
@@ -24,6 +25,21 @@ pub mod decode_fixture {
             pub gpu_instances: Vec<GpuInstance>,
             pub vgpus: Vec<Vgpu>,
             pub processes: Vec<Process>,
+            pub vgpu_types: Vec<VgpuType>,
+            pub vgpu_mode: VgpuMode,
+        }
+        #[derive(Debug, Deserialize)]
+        pub struct VgpuType {
+            pub id: u32,
+            pub name: String,
+            pub gpu_instance_profile_id: Option<u32>,
+            pub framebuffer_mib: u64,
+            pub max_instances: u32,
+            pub max_instances_per_gpu_instance: Option<u32>,
+        }
+        #[derive(Debug, Deserialize)]
+        pub struct VgpuMode {
+            pub heterogeneous: Option<bool>,
         }
         #[derive(Debug, Deserialize)]
         pub struct Card {
@@ -157,7 +173,7 @@ pub mod decode_fixture {
             function: 0,
         };
         let mode = Mode::new(true, MigState::Enabled, Nullable::Null);
-        let mut reply = Reply::new(FormatVersion::new(1, 2), device, mode, Case::Partitions);
+        let mut reply = Reply::new(FormatVersion::new(1, 3), device, mode, Case::Partitions);
         reply.driver = Lenient::Read(Driver::new(
             "570.124.06".to_owned(),
             "12.570.124.06".to_owned(),
@@ -179,6 +195,20 @@ pub mod decode_fixture {
                 })
                 .collect(),
         );
+        reply.vgpu_types = Lenient::Read(
+            (0..32)
+                .map(|n: u32| {
+                    let mut kind = VgpuType::new(1100 + n);
+                    kind.name = Lenient::Read(format!("NVIDIA H200-1-18C{n}"));
+                    kind.gpu_instance_profile_id = Lenient::Read(Nullable::Value(n % 8));
+                    kind.framebuffer_mib = Lenient::Read(18_432);
+                    kind.max_instances = Lenient::Read(7);
+                    kind.max_instances_per_gpu_instance = Lenient::Read(Nullable::Value(1));
+                    Lenient::Read(kind)
+                })
+                .collect(),
+        );
+        reply.vgpu_mode = Lenient::Read(VgpuMode::new(Nullable::Null));
         reply
     }
 
