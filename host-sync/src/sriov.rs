@@ -69,6 +69,20 @@ pub struct VirtualFunction {
     pub vgpu: Option<VfVgpu>,
 }
 
+impl VirtualFunction {
+    /// The file a VM holds open while it uses the VF (`/dev/vfio/<group>`, the VFIO group's
+    /// device); `None` for a VF with no IOMMU group.
+    pub fn vfio_group_file(&self) -> Option<std::path::PathBuf> {
+        self.iommu_group.map(vfio_group_file)
+    }
+}
+
+/// The device of IOMMU group `group` (`/dev/vfio/<group>`): what a VM using a function of the
+/// group holds open.
+pub fn vfio_group_file(group: u32) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("/dev/vfio/{group}"))
+}
+
 /// A physical function's SR-IOV state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

@@ -34,6 +34,7 @@ mod exposition;
 mod plan;
 mod report;
 mod select;
+mod vgpu_plan;
 
 /// NVIDIA vgpu-device-manager's config files read as they are, vGPU type names, and the MIG
 /// layout a spec of MIG-backed types needs (the vGPU layer's declared input).
@@ -41,6 +42,9 @@ pub mod vgpu {
     pub use crate::document::vgpu::{DeriveError, VgpuDocument, VgpuSpec, per_gpu_instance_in};
     pub use crate::document::vgpu_name::{
         MigAttribute, Series, VgpuKind, VgpuNameError, VgpuTypeName,
+    };
+    pub use crate::vgpu_plan::{
+        Missing, VgpuCard, VgpuRefusal, VgpuStep, plan_vgpu, plan_vgpu_leave,
     };
 }
 

@@ -273,7 +273,10 @@ pub fn per_gpu_instance_in(catalogue: &[VgpuType]) -> impl Fn(&VgpuTypeName) -> 
 }
 
 /// The catalogue's type whose short name is `wanted`, as vgpu-device-manager compares them.
-fn find_in<'a>(catalogue: &'a [VgpuType], wanted: &VgpuTypeName) -> Option<&'a VgpuType> {
+pub(crate) fn find_in<'a>(
+    catalogue: &'a [VgpuType],
+    wanted: &VgpuTypeName,
+) -> Option<&'a VgpuType> {
     let wanted = wanted.to_string();
     catalogue.iter().find(|kind| {
         kind.name

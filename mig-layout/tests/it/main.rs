@@ -9,3 +9,4 @@ mod export;
 mod plan;
 mod props;
 mod vgpu_document;
+mod vgpu_plan;

@@ -59,10 +59,6 @@ struct VfioHolder {
 }
 
 /// `/dev/vfio/<group>`: what a process holds open of a VF assigned to it.
-fn vfio_file(group: u32) -> PathBuf {
-    PathBuf::from(format!("/dev/vfio/{group}"))
-}
-
 #[derive(Debug, Serialize)]
 struct VfVgpu {
     /// The vGPU type ID on the VF; `None`: no vGPU.
@@ -140,8 +136,7 @@ fn fill_vfio_holders(gpus: &mut [Gpu], proc_root: &Path) -> Option<String> {
             .flat_map(|sriov| &sriov.vfs)
     };
     let files: Vec<PathBuf> = vfs()
-        .filter_map(|vf| vf.iommu_group)
-        .map(vfio_file)
+        .filter_map(|vf| vf.iommu_group.map(host_sync::sriov::vfio_group_file))
         .collect();
     if files.is_empty() {
         return None;
@@ -159,17 +154,19 @@ fn fill_vfio_holders(gpus: &mut [Gpu], proc_root: &Path) -> Option<String> {
         .filter_map(|gpu| gpu.sriov.as_mut())
         .flat_map(|sriov| &mut sriov.vfs)
     {
-        vf.vfio_holders = vf.iommu_group.map(|group| {
-            let file = vfio_file(group);
-            found
-                .iter()
-                .filter(|holder| holder.file == file)
-                .map(|holder| VfioHolder {
-                    pid: holder.pid,
-                    name: holder.name.clone(),
-                })
-                .collect()
-        });
+        vf.vfio_holders = vf
+            .iommu_group
+            .map(host_sync::sriov::vfio_group_file)
+            .map(|file| {
+                found
+                    .iter()
+                    .filter(|holder| holder.file == file)
+                    .map(|holder| VfioHolder {
+                        pid: holder.pid,
+                        name: holder.name.clone(),
+                    })
+                    .collect()
+            });
     }
     None
 }

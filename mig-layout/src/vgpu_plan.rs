@@ -1,0 +1,327 @@
+//! The vGPU plan of one GPU: from what the card holds (its MIG mode, its VFs and their types,
+//! its catalogue, who holds each VF) and a vGPU spec, the steps in the order the driver forces,
+//! or why none may be taken. Pure: the executor runs the steps.
+//!
+//! The order, as measured on hardware (bigstack cubecos PR 1223) and as NVIDIA's vGPU user guide
+//! and vgpu-device-manager's per-VF backend (PR 195) agree:
+//!
+//! - apply: MIG mode on → `sriov-manage -e` (it rebinds the GPU and wipes every GPU instance) →
+//!   heterogeneous mode where asked (`sriov-manage` clears it) → GPU instances → the type written
+//!   to each VF (a type on a VF whose GPU instance was made before the VFs fails with EIO);
+//! - leave: `sriov-manage -d` first (the driver refuses a raw `sriov_numvfs` write, and takes
+//!   the instances with the VFs), then what instances remain, then MIG off (refused while VFs
+//!   exist).
+//!
+//! MIG mode cannot change while VFs exist, so a host whose VFs exist with MIG off, asked for
+//! MIG-backed types, has its VFs disabled first and enabled again after the mode.
+
+use crate::Spec;
+use crate::document::vgpu::find_in;
+use crate::vgpu::{DeriveError, VgpuSpec, VgpuTypeName};
+use gpu_partition_types::{Bdf, VgpuType};
+use host_sync::sriov::{Sriov, VirtualFunction};
+use warm_reset::io::Holder;
+
+/// What the host holds of one GPU's vGPU side, as read before the plan.
+#[derive(Debug, Clone, Copy)]
+pub struct VgpuCard<'a> {
+    /// The GPU.
+    pub device: Bdf,
+    /// Whether MIG mode is on now (the helper's read).
+    pub mig_enabled: bool,
+    /// Whether heterogeneous vGPU mode is on (the helper's `vgpu_mode`); `None` where the card
+    /// has no such setting or it could not be read.
+    pub heterogeneous: Option<bool>,
+    /// Its SR-IOV state (`host_sync::sriov::read_sriov`).
+    pub sriov: &'a Sriov,
+    /// Its vGPU type catalogue (the helper's `vgpu_types`).
+    pub catalogue: &'a [VgpuType],
+    /// Every process holding a VFIO group file open (`warm_reset::io::holders` over the VFs'
+    /// [`VirtualFunction::vfio_group_file`]s).
+    pub holders: &'a [Holder],
+}
+
+/// One step of a vGPU plan, in the order it is taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum VgpuStep {
+    /// `sriov-manage -d <GPU>`: the VFs disabled (and the GPU instances with them).
+    DisableVfs,
+    /// MIG mode on or off (by the MIG executor).
+    MigMode(bool),
+    /// `sriov-manage -e <GPU>`: every VF the GPU can have enabled; no GPU instance is left.
+    EnableVfs,
+    /// Heterogeneous vGPU mode on (`nvidia-smi vgpu -shm 1`): after the VFs, before any type.
+    Heterogeneous,
+    /// The MIG layout the types need (by the MIG executor, by diff: zero writes where held).
+    GpuInstances(Spec),
+    /// `0` written to `virtfn<index>/nvidia/current_vgpu_type`: its type taken off.
+    ClearType {
+        /// The VF's number.
+        index: u32,
+    },
+    /// The type's ID written to `virtfn<index>/nvidia/current_vgpu_type`.
+    WriteType {
+        /// The VF's number (`virtfn<index>`; VFs this plan enables have no address yet).
+        index: u32,
+        /// The type.
+        name: VgpuTypeName,
+        /// Its ID, from the catalogue.
+        id: u32,
+    },
+}
+
+/// Why a vGPU plan takes no step.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum VgpuRefusal {
+    /// The card cannot hold the spec (its catalogue says so before any write).
+    #[error("{device}: {source}")]
+    Impossible {
+        /// The GPU.
+        device: Bdf,
+        /// Why.
+        source: DeriveError,
+    },
+    /// More vGPUs than the GPU can have VFs.
+    #[error("{device}: {wanted} vGPUs asked for, and the GPU can have {total} virtual functions")]
+    TooManyVgpus {
+        /// The GPU.
+        device: Bdf,
+        /// How many the spec asks for.
+        wanted: u32,
+        /// `sriov_totalvfs`.
+        total: u32,
+    },
+    /// A VF the plan would change is in use: its VFIO group is held open (a running VM).
+    #[error(
+        "{vf} (virtual function {index} of {device}) is in use: {}",
+        describe(holders)
+    )]
+    InUse {
+        /// The GPU.
+        device: Bdf,
+        /// The VF's number.
+        index: u32,
+        /// The VF.
+        vf: Bdf,
+        /// Who holds its VFIO group.
+        holders: Vec<Holder>,
+    },
+    /// What the spec needs, the card does not have.
+    #[error("{device}: {missing}")]
+    NotAVgpuHost {
+        /// The GPU.
+        device: Bdf,
+        /// What is missing.
+        missing: Missing,
+    },
+}
+
+/// What a GPU lacks to be a per-VF vGPU host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Missing {
+    /// `sriov_totalvfs` is absent or 0.
+    #[error("the GPU has no SR-IOV virtual functions")]
+    Sriov,
+    /// A VF has no `nvidia/` directory: no vGPU manager, or the mdev interface.
+    #[error(
+        "virtual function {index} has no nvidia/ directory (no vGPU manager, or the mdev interface)"
+    )]
+    VgpuFiles {
+        /// The VF's number.
+        index: u32,
+    },
+    /// Heterogeneous mode was asked for, and the card has no such setting (or it was not read).
+    #[error("heterogeneous vGPU mode was asked for, and the card's is not known")]
+    Heterogeneous,
+}
+
+fn describe(holders: &[Holder]) -> String {
+    holders
+        .iter()
+        .map(|holder| match &holder.name {
+            Some(name) => format!("pid {} ({name})", holder.pid),
+            None => format!("pid {}", holder.pid),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The steps that bring `card` to `spec`, in the driver's order, after every check a write
+/// must wait for: the catalogue's ([`VgpuSpec::sized_by`]), the VF count, and no VF the plan
+/// changes held by a VM. No step where the card holds the spec, but the MIG layout of a
+/// MIG-backed spec, which the MIG executor diffs (zero writes where it holds). `heterogeneous`
+/// asks for heterogeneous vGPU mode.
+pub fn plan_vgpu(
+    spec: &VgpuSpec,
+    heterogeneous: bool,
+    card: &VgpuCard<'_>,
+) -> Result<Vec<VgpuStep>, VgpuRefusal> {
+    let device = card.device;
+    let missing = |missing| VgpuRefusal::NotAVgpuHost { device, missing };
+    if card.sriov.total_vfs == 0 {
+        return Err(missing(Missing::Sriov));
+    }
+    let layout = spec
+        .sized_by(card.catalogue)
+        .map_err(|source| VgpuRefusal::Impossible { device, source })?;
+    let wanted: u32 = spec.vgpu_devices.iter().map(|(_, count)| *count).sum();
+    if wanted > card.sriov.total_vfs {
+        return Err(VgpuRefusal::TooManyVgpus {
+            device,
+            wanted,
+            total: card.sriov.total_vfs,
+        });
+    }
+    // Each wanted type with its ID (sized_by found every one in the catalogue).
+    let types: Vec<(&VgpuTypeName, u32, u32)> = spec
+        .vgpu_devices
+        .iter()
+        .filter_map(|(name, count)| {
+            find_in(card.catalogue, name).map(|kind| (name, kind.id, *count))
+        })
+        .collect();
+
+    let needs_mig = layout.mig_enabled;
+    let vfs_on = !card.sriov.vfs.is_empty();
+    let mig_change = needs_mig != card.mig_enabled;
+    // The VFs are enabled by this plan when there are none; again when the MIG mode must change
+    // under them (the driver refuses the change while they exist), or when fewer are enabled
+    // than the spec has vGPUs (`sriov-manage -e` enables every VF the GPU can have).
+    let too_few = usize::try_from(wanted).map_or(true, |wanted| wanted > card.sriov.vfs.len());
+    let enable = !vfs_on || mig_change || too_few;
+    let mut steps = Vec::new();
+    if vfs_on && enable {
+        steps.push(VgpuStep::DisableVfs);
+    }
+    if mig_change {
+        steps.push(VgpuStep::MigMode(needs_mig));
+    }
+    if enable {
+        steps.push(VgpuStep::EnableVfs);
+    }
+    if heterogeneous && (enable || card.heterogeneous != Some(true)) {
+        if card.heterogeneous.is_none() {
+            return Err(missing(Missing::Heterogeneous));
+        }
+        steps.push(VgpuStep::Heterogeneous);
+    }
+    if needs_mig {
+        steps.push(VgpuStep::GpuInstances(layout));
+    }
+
+    // The types: on VFs that stay, one holding a wanted type keeps it (up to the count) and
+    // every other with a type is cleared; the free VFs are filled in index order.
+    let mut held: Vec<u32> = vec![0; types.len()];
+    let mut free: Vec<u32> = Vec::new();
+    let mut cleared: Vec<&VirtualFunction> = Vec::new();
+    if enable {
+        free.extend(0..card.sriov.total_vfs);
+    } else {
+        for vf in &card.sriov.vfs {
+            let vgpu = vf
+                .vgpu
+                .as_ref()
+                .ok_or(missing(Missing::VgpuFiles { index: vf.index }))?;
+            let Some(current) = vgpu.current_type.map(|id| id.0.get()) else {
+                free.push(vf.index);
+                continue;
+            };
+            let keep = types
+                .iter()
+                .position(|(_, id, _)| *id == current)
+                .filter(|&at| held[at] < types[at].2);
+            match keep {
+                Some(at) => held[at] += 1,
+                None => {
+                    cleared.push(vf);
+                    free.push(vf.index);
+                }
+            }
+        }
+        free.sort_unstable();
+    }
+    let mut writes = Vec::new();
+    let mut slots = free.into_iter();
+    for ((name, id, count), held) in types.iter().zip(&held) {
+        for _ in *held..*count {
+            // Never short: the spec asks for no more vGPUs than the VFs the plan leaves.
+            let Some(index) = slots.next() else {
+                break;
+            };
+            writes.push(VgpuStep::WriteType {
+                index,
+                name: (*name).clone(),
+                id: *id,
+            });
+        }
+    }
+
+    // Nothing a running VM uses may change: every VF when the VFs are disabled, else each VF
+    // cleared or written.
+    let touched: Vec<&VirtualFunction> = if vfs_on && enable {
+        card.sriov.vfs.iter().collect()
+    } else {
+        let written = writes.iter().filter_map(|step| match step {
+            VgpuStep::WriteType { index, .. } => {
+                card.sriov.vfs.iter().find(|vf| vf.index == *index)
+            }
+            _ => None,
+        });
+        cleared.iter().copied().chain(written).collect()
+    };
+    refuse_held(device, &touched, card.holders)?;
+
+    steps.extend(
+        cleared
+            .iter()
+            .map(|vf| VgpuStep::ClearType { index: vf.index }),
+    );
+    steps.extend(writes);
+    Ok(steps)
+}
+
+/// The steps that leave vGPU on `card`: the VFs disabled first (the GPU instances go with
+/// them), then MIG off (the MIG executor leaves what instances remain). None where there are
+/// no VFs and MIG is off.
+pub fn plan_vgpu_leave(card: &VgpuCard<'_>) -> Result<Vec<VgpuStep>, VgpuRefusal> {
+    let mut steps = Vec::new();
+    if !card.sriov.vfs.is_empty() {
+        let all: Vec<&VirtualFunction> = card.sriov.vfs.iter().collect();
+        refuse_held(card.device, &all, card.holders)?;
+        steps.push(VgpuStep::DisableVfs);
+    }
+    if card.mig_enabled {
+        steps.push(VgpuStep::MigMode(false));
+    }
+    Ok(steps)
+}
+
+/// The first VF of `touched` whose VFIO group is held refuses the plan, naming who holds it.
+fn refuse_held(
+    device: Bdf,
+    touched: &[&VirtualFunction],
+    holders: &[Holder],
+) -> Result<(), VgpuRefusal> {
+    for vf in touched {
+        let Some(file) = vf.vfio_group_file() else {
+            continue;
+        };
+        let held: Vec<Holder> = holders
+            .iter()
+            .filter(|holder| holder.file == file)
+            .cloned()
+            .collect();
+        if !held.is_empty() {
+            return Err(VgpuRefusal::InUse {
+                device,
+                index: vf.index,
+                vf: vf.bdf,
+                holders: held,
+            });
+        }
+    }
+    Ok(())
+}
