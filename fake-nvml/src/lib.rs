@@ -46,6 +46,6 @@ pub use read::{Refusal, ScenarioError};
 pub use reset::{FakeNvmlBackend, FakeNvmlHost, ResetFault, backend};
 pub use scenario::{
     BadMigMode, Client, ComputeInstance, Costs, Device, GpuInstance, MigMode, MigModeAtBoot,
-    MigModeChange, Placement, Profile, Scenario, Vgpu,
+    MigModeChange, Placement, Profile, Scenario, Vgpu, VgpuType,
 };
 pub use store::{ChangeError, StateFile, StateFileError};

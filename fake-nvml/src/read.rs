@@ -58,7 +58,10 @@ pub enum Refusal {
     /// A GPU instance ID given twice on one card.
     #[error("{0} is the ID of another GPU instance")]
     GpuInstanceIdTaken(u32),
-    /// A GPU instance of a profile the card does not have.
+    /// A vGPU type ID given twice on one card.
+    #[error("{0} is the ID of another vGPU type")]
+    VgpuTypeIdTaken(u32),
+    /// A GPU instance (or a MIG-backed vGPU type) of a profile the card does not have.
     #[error("the card has no profile of ID {0}")]
     NoProfile(u32),
     /// A GPU instance off its profile's placements.
@@ -157,6 +160,22 @@ fn check(scenario: &Scenario) -> Result<(), (String, Refusal)> {
                     format!("{here}.gpu_instance_profiles[{p}].unpublished"),
                     Refusal::NotAProfileNumber(field.clone()),
                 ));
+            }
+        }
+        let mut types_seen = Vec::new();
+        for (t, vgpu_type) in device.vgpu_types.iter().enumerate() {
+            let at = format!("{here}.vgpu_types[{t}]");
+            if types_seen.contains(&vgpu_type.id) {
+                return Err((format!("{at}.id"), Refusal::VgpuTypeIdTaken(vgpu_type.id)));
+            }
+            types_seen.push(vgpu_type.id);
+            if let Some(id) = vgpu_type.gpu_instance_profile_id {
+                if rules::profile(device, id).is_err() {
+                    return Err((
+                        format!("{at}.gpu_instance_profile_id"),
+                        Refusal::NoProfile(id),
+                    ));
+                }
             }
         }
         let mut seen = Vec::new();

@@ -390,6 +390,60 @@ pub fn destroy_gpu_instance(device: &mut Device, gpu_instance_id: u32) -> Result
     Ok(())
 }
 
+/// `nvmlDeviceGetCreatableVgpus`: the IDs of the catalogue's types a vGPU of which the card
+/// can take now, in catalogue order.
+///
+/// - MIG off: the time-sliced types. Once vGPUs exist, only their type, while fewer than its
+///   `max_instances` exist: the homogeneous rule of `_kvgpumgrCheckVgpuTypeSupported` and
+///   `kvgpumgrCheckVgpuTypeCreatable` in NVIDIA/open-gpu-kernel-modules
+///   (`src/nvidia/src/kernel/virtualization/kernel_vgpu_mgr.c`: no vGPU, every type; else the
+///   type must be among those the existing vGPUs leave, and their count below its
+///   `maxInstance`), and nvml.h's note that where one type runs at a time the list is that
+///   type's.
+/// - MIG on: the MIG-backed types whose GPU-instance profile has a GPU instance with no vGPU
+///   on it. This is the simple rule of one vGPU per GPU instance (what the A100 and H100
+///   catalogues point to: each type's maximum per GPU is its profile's instance count); a
+///   type that holds several per GPU instance is not modelled.
+/// - Heterogeneous mode on: the kernel then skips the maximum and decides by placement, which
+///   the fake does not model: `NVML_ERROR_NOT_SUPPORTED`.
+pub fn creatable_vgpu_types(device: &Device) -> Result<Vec<u32>, Code> {
+    if device.vgpu_heterogeneous_mode == Some(true) {
+        return Err(NOT_SUPPORTED);
+    }
+    if mig_on(device) {
+        let free_gi = |profile_id: u32| {
+            device.gpu_instances.iter().any(|gi| {
+                gi.profile_id == profile_id
+                    && !device
+                        .vgpus
+                        .iter()
+                        .any(|vgpu| vgpu.gpu_instance_id == Some(gi.id))
+            })
+        };
+        return Ok(device
+            .vgpu_types
+            .iter()
+            .filter(|t| t.gpu_instance_profile_id.is_some_and(free_gi))
+            .map(|t| t.id)
+            .collect());
+    }
+    let time_sliced = device
+        .vgpu_types
+        .iter()
+        .filter(|t| t.gpu_instance_profile_id.is_none());
+    let Some(running) = device.vgpus.first() else {
+        return Ok(time_sliced.map(|t| t.id).collect());
+    };
+    let existing = device.vgpus.len();
+    Ok(time_sliced
+        .filter(|t| {
+            t.id == running.type_id
+                && usize::try_from(t.max_instances).is_ok_and(|max| existing < max)
+        })
+        .map(|t| t.id)
+        .collect())
+}
+
 /// Why `nvmlDeviceSetMigMode` changes nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum MigModeError {
@@ -477,7 +531,7 @@ pub fn clients(device: &Device) -> &[Client] {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::scenario::Scenario;
+    use crate::scenario::{Scenario, Vgpu};
 
     fn a100(mig: u32, change: &str) -> Device {
         let text = format!(
@@ -733,5 +787,58 @@ mod tests {
         create_gpu_instance(&mut card, 19, at(0, 1)).unwrap();
         gpu_reset(&mut card);
         assert!(card.gpu_instances.is_empty());
+    }
+
+    fn a100_part() -> Device {
+        Scenario::from_json(crate::scenarios::PART_A100_PCIE_40GB.as_bytes())
+            .unwrap()
+            .devices
+            .remove(0)
+    }
+
+    fn vgpu_of(type_id: u32, gpu_instance_id: Option<u32>) -> Vgpu {
+        Vgpu {
+            uuid: format!("vgpu-{type_id}-{gpu_instance_id:?}"),
+            vgpu_type: String::new(),
+            type_id,
+            gpu_instance_id,
+            vm: None,
+        }
+    }
+
+    #[test]
+    fn with_mig_off_every_time_sliced_type_is_creatable_until_one_runs_then_only_it_below_its_maximum()
+     {
+        let mut card = a100_part();
+        assert_eq!(
+            creatable_vgpu_types(&card),
+            Ok(vec![468, 469, 470, 471, 472, 473])
+        );
+        // GRID A100-10C: at most 4 on the card.
+        card.vgpus = (0..3).map(|_| vgpu_of(471, None)).collect();
+        assert_eq!(creatable_vgpu_types(&card), Ok(vec![471]));
+        card.vgpus.push(vgpu_of(471, None));
+        assert_eq!(creatable_vgpu_types(&card), Ok(vec![]));
+    }
+
+    #[test]
+    fn with_mig_on_a_mig_backed_type_is_creatable_only_while_a_gpu_instance_of_its_profile_is_free()
+    {
+        let mut card = a100_part();
+        set_mig_mode(&mut card, true).unwrap();
+        // An Ampere part takes the mode at its next reset.
+        gpu_reset(&mut card);
+        assert_eq!(creatable_vgpu_types(&card), Ok(vec![]));
+        let gi = create_gpu_instance_anywhere(&mut card, 19).unwrap();
+        assert_eq!(creatable_vgpu_types(&card), Ok(vec![474]));
+        card.vgpus.push(vgpu_of(474, Some(gi)));
+        assert_eq!(creatable_vgpu_types(&card), Ok(vec![]));
+    }
+
+    #[test]
+    fn heterogeneous_mode_is_not_modelled_and_says_not_supported() {
+        let mut card = a100_part();
+        card.vgpu_heterogeneous_mode = Some(true);
+        assert_eq!(creatable_vgpu_types(&card), Err(NOT_SUPPORTED));
     }
 }

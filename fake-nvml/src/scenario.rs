@@ -13,6 +13,9 @@
 //!       "placements": [{"start": 0, "size": 1}, {"start": 1, "size": 1}]}],
 //!    "gpu_instances": [{"id": 1, "profile_id": 9, "placement": {"start": 0, "size": 4},
 //!       "compute_instances": [{"id": 0, "profile_id": 2, "placement": {"start": 0, "size": 3}}]}],
+//!    "vgpu_types": [{"id": 476, "name": "GRID A100-3-20C", "gpu_instance_profile_id": 9,
+//!       "framebuffer_mib": 20480, "max_instances": 2}],
+//!    "vgpu_heterogeneous_mode": false,
 //!    "vgpus": [{"uuid": "…", "type": "NVIDIA A100-3-20C", "type_id": 1123,
 //!       "gpu_instance_id": 1, "vm": null}],
 //!    "clients": [{"pid": 4242, "name": "python3"}],
@@ -27,6 +30,17 @@
 //! the card (every destroy is `IN_USE`, a mode change's activation too), and NVML lists them as
 //! running processes. `write_delay_ms` delays every write (for crash tests). `fail` maps an NVML
 //! function to the error it answers on that device (an `NVML_ERROR_*` name without its prefix).
+//!
+//! `vgpu_types` is the card's vGPU type catalogue (`nvmlDeviceGetSupportedVgpus` and the
+//! `nvmlVgpuType*` calls): each type's NVML type `id`, its `name` as NVML answers it, its
+//! `class` (optional: absent, `nvmlVgpuTypeGetClass` answers `NVML_ERROR_NOT_SUPPORTED`), the
+//! `gpu_instance_profile_id` of the MIG profile it runs on (`null` for a time-sliced type:
+//! `INVALID_GPU_INSTANCE_PROFILE_ID`), its `framebuffer_mib`, its `max_instances` on one GPU, and
+//! `max_instances_per_gpu_instance` (optional: absent where no source publishes it,
+//! `nvmlVgpuTypeGetMaxInstancesPerGpuInstance` answers `NVML_ERROR_NOT_SUPPORTED`).
+//! `vgpu_heterogeneous_mode` is the mode `nvmlDeviceGetVgpuHeterogeneousMode` answers; absent: the
+//! part does not support it (`NVML_ERROR_NOT_SUPPORTED`). A part's numbers name their sources
+//! in its `sources`, as every other number does.
 
 use nvml_wrapper_sys::bindings as nvml;
 use serde::{Deserialize, Serialize};
@@ -143,6 +157,13 @@ pub struct Device {
     /// The GPU instances.
     #[serde(default)]
     pub gpu_instances: Vec<GpuInstance>,
+    /// The vGPU types the card supports, in the order NVML lists them; absent: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vgpu_types: Vec<VgpuType>,
+    /// Whether heterogeneous (mixed-size) vGPU mode is on; absent: the part does not support
+    /// it, or no source says what it answers (`NVML_ERROR_NOT_SUPPORTED`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vgpu_heterogeneous_mode: Option<bool>,
     /// The active vGPUs.
     #[serde(default)]
     pub vgpus: Vec<Vgpu>,
@@ -361,6 +382,29 @@ pub struct ComputeInstance {
     pub id: u32,
     pub profile_id: u32,
     pub placement: Placement,
+}
+
+/// A vGPU type of a card's catalogue.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct VgpuType {
+    /// The NVML vGPU type ID (the `N` of the mdev type `nvidia-N`).
+    pub id: u32,
+    /// `nvmlVgpuTypeGetName`: the name as NVML answers it (`GRID A100-1-5C`).
+    pub name: String,
+    /// `nvmlVgpuTypeGetClass` (`Compute`, `Quadro`); absent: not published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
+    /// The ID of the GPU-instance profile a vGPU of it takes; `None`: time-sliced.
+    pub gpu_instance_profile_id: Option<u32>,
+    /// `nvmlVgpuTypeGetFramebufferSize`, in MiB (NVML answers bytes).
+    pub framebuffer_mib: u64,
+    /// `nvmlVgpuTypeGetMaxInstances`: how many vGPUs of it one GPU holds.
+    pub max_instances: u32,
+    /// `nvmlVgpuTypeGetMaxInstancesPerGpuInstance`; absent: not published.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_instances_per_gpu_instance: Option<u32>,
 }
 
 /// An active vGPU.

@@ -60,6 +60,10 @@ pub const SYNTHETIC_PROFILE_AT_INDEX_17: &str =
 /// `scenarios/l40s-no-mig.json`.
 pub const L40S_NO_MIG: &str = include_str!("../scenarios/l40s-no-mig.json");
 
+/// `scenarios/parts/a100-pcie-40gb.json`: MIG off, its facts (and its vGPU type catalogue)
+/// with their sources.
+pub const PART_A100_PCIE_40GB: &str = include_str!("../scenarios/parts/a100-pcie-40gb.json");
+
 /// `scenarios/parts/a100-sxm4-40gb.json`: MIG off, its facts with their sources.
 pub const PART_A100_SXM4_40GB: &str = include_str!("../scenarios/parts/a100-sxm4-40gb.json");
 
@@ -75,7 +79,8 @@ pub const PART_B200_180GB: &str = include_str!("../scenarios/parts/b200-180gb.js
 /// `scenarios/parts/gh200-144gb.json`: MIG off, its facts with their sources.
 pub const PART_GH200_144GB: &str = include_str!("../scenarios/parts/gh200-144gb.json");
 
-/// `scenarios/parts/h100-80gb.json`: MIG off, its facts with their sources.
+/// `scenarios/parts/h100-80gb.json`: MIG off, its facts (and its vGPU type catalogue, under
+/// the fake's own type IDs) with their sources.
 pub const PART_H100_80GB: &str = include_str!("../scenarios/parts/h100-80gb.json");
 
 /// `scenarios/parts/h100-nvl-94gb.json`: MIG off, its facts with their sources.
@@ -119,7 +124,8 @@ pub const ALL: [(&str, &str); 17] = [
 
 /// One card of every published MIG part, by its file name under `scenarios/parts/` without
 /// `.json`.
-pub const PARTS: [(&str, &str); 8] = [
+pub const PARTS: [(&str, &str); 9] = [
+    ("a100-pcie-40gb", PART_A100_PCIE_40GB),
     ("a100-sxm4-40gb", PART_A100_SXM4_40GB),
     ("a100-sxm4-80gb", PART_A100_SXM4_80GB),
     ("a30-24gb", PART_A30_24GB),

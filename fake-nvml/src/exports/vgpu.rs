@@ -1,9 +1,260 @@
-//! Active vGPUs and their fields.
+//! The card's vGPU type catalogue (the scenario's `vgpu_types`: supported, creatable, and each
+//! type's fields), its heterogeneous mode, and the active vGPUs and their fields.
+//!
+//! A type ID NVML gives is global: the per-type calls find it in the first card whose
+//! catalogue has it (and fail as that card's `fail` says); an ID no card has is
+//! `NVML_ERROR_INVALID_ARGUMENT`, as nvml.h documents for an invalid `vgpuTypeId`.
 
 use crate::out::{write, write_list, write_str};
-use crate::state::{self, code, device, failure, log, vgpu, with};
+use crate::rules;
+use crate::scenario::{Device, Scenario, VgpuType};
+use crate::state::{self, Answer, INVALID, code, device, failure, log, vgpu, with};
 use nvml_wrapper_sys::bindings as nvml;
-use std::ffi::{c_char, c_uint};
+use std::ffi::{c_char, c_uint, c_ulonglong};
+
+const NOT_SUPPORTED: nvml::nvmlReturn_t = nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
+const VERSION_MISMATCH: nvml::nvmlReturn_t =
+    nvml::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+
+/// `NVML_STRUCT_VERSION(name, 1)`: the struct's size with 1 in the top byte.
+fn version_1<T>() -> u32 {
+    u32::try_from(std::mem::size_of::<T>()).unwrap_or(0) | (1 << 24)
+}
+
+/// The card's catalogue; `NVML_ERROR_NOT_SUPPORTED` for a card whose scenario gives none (no
+/// source says which types it has: the fake does not claim it has none).
+fn catalogue(card: &Device) -> Answer<&[VgpuType]> {
+    if card.vgpu_types.is_empty() {
+        return Err(NOT_SUPPORTED);
+    }
+    Ok(&card.vgpu_types)
+}
+
+/// The type of this ID in the first card's catalogue that has it, failing as that card's
+/// scenario says for `function`; `NVML_ERROR_INVALID_ARGUMENT` for an ID no card has.
+fn vgpu_type<'a>(s: &'a Scenario, type_id: u32, function: &str) -> Answer<&'a VgpuType> {
+    let (card, found) = s
+        .devices
+        .iter()
+        .find_map(|d| {
+            d.vgpu_types
+                .iter()
+                .find(|t| t.id == type_id)
+                .map(|t| (d, t))
+        })
+        .ok_or(INVALID)?;
+    failure(card, function)?;
+    Ok(found)
+}
+
+/// Every vGPU type the card supports, in catalogue order; `*count` is the room in, the number
+/// out (`NVML_ERROR_INSUFFICIENT_SIZE` when the room is short); `NVML_ERROR_NOT_SUPPORTED` for a
+/// card whose scenario gives no catalogue.
+///
+/// # Safety
+///
+/// `count` is null or valid for a read and a write; `ids` is null or valid for `*count` writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetSupportedVgpus(
+    handle: nvml::nvmlDevice_t,
+    count: *mut c_uint,
+    ids: *mut nvml::nvmlVgpuTypeId_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetSupportedVgpus"));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetSupportedVgpus")?;
+        let found: Vec<u32> = catalogue(card)?.iter().map(|t| t.id).collect();
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write_list(ids, count, &found) }
+    }))
+}
+
+/// The vGPU types creatable on the card now ([`rules::creatable_vgpu_types`]: MIG off, the
+/// time-sliced types, narrowed to the running type once vGPUs exist; MIG on, the MIG-backed
+/// types with a free GPU instance of their profile); `*count` as
+/// [`nvmlDeviceGetSupportedVgpus`]'s.
+///
+/// # Safety
+///
+/// `count` is null or valid for a read and a write; `ids` is null or valid for `*count` writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetCreatableVgpus(
+    handle: nvml::nvmlDevice_t,
+    count: *mut c_uint,
+    ids: *mut nvml::nvmlVgpuTypeId_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetCreatableVgpus"));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetCreatableVgpus")?;
+        catalogue(card)?;
+        let found = rules::creatable_vgpu_types(card)?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write_list(ids, count, &found) }
+    }))
+}
+
+/// The type's class (`class`); `NVML_ERROR_NOT_SUPPORTED` where the scenario gives none.
+///
+/// # Safety
+///
+/// `size` is null or valid for a read; `class` is null or valid for `*size` chars.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlVgpuTypeGetClass(
+    type_id: nvml::nvmlVgpuTypeId_t,
+    class: *mut c_char,
+    size: *mut c_uint,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlVgpuTypeGetClass {type_id}"));
+    code(with(|s| {
+        let found = vgpu_type(s, type_id, "nvmlVgpuTypeGetClass")?;
+        let text = found.class.as_deref().ok_or(NOT_SUPPORTED)?;
+        if size.is_null() {
+            return Err(INVALID);
+        }
+        // SAFETY: not null; valid by this function's contract.
+        let room = unsafe { size.read() };
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write_str(class, room, text) }
+    }))
+}
+
+/// The ID of the GPU-instance profile the type runs on; `INVALID_GPU_INSTANCE_PROFILE_ID`
+/// (0xFFFFFFFF) for a time-sliced type, as nvml.h documents.
+///
+/// # Safety
+///
+/// `profile_id` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlVgpuTypeGetGpuInstanceProfileId(
+    type_id: nvml::nvmlVgpuTypeId_t,
+    profile_id: *mut c_uint,
+) -> nvml::nvmlReturn_t {
+    log(format_args!(
+        "nvmlVgpuTypeGetGpuInstanceProfileId {type_id}"
+    ));
+    code(with(|s| {
+        let found = vgpu_type(s, type_id, "nvmlVgpuTypeGetGpuInstanceProfileId")?;
+        let answer = found
+            .gpu_instance_profile_id
+            .unwrap_or(nvml::INVALID_GPU_INSTANCE_PROFILE_ID);
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(profile_id, answer) }
+    }))
+}
+
+/// The type's framebuffer, in bytes (`framebuffer_mib` × 2^20).
+///
+/// # Safety
+///
+/// `size` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlVgpuTypeGetFramebufferSize(
+    type_id: nvml::nvmlVgpuTypeId_t,
+    size: *mut c_ulonglong,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlVgpuTypeGetFramebufferSize {type_id}"));
+    code(with(|s| {
+        let found = vgpu_type(s, type_id, "nvmlVgpuTypeGetFramebufferSize")?;
+        let bytes = found.framebuffer_mib.checked_mul(1 << 20).ok_or(INVALID)?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(size, bytes) }
+    }))
+}
+
+/// How many vGPUs of the type the card holds (`max_instances`); a type not in this card's
+/// catalogue is `NVML_ERROR_INVALID_ARGUMENT`.
+///
+/// # Safety
+///
+/// `count` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlVgpuTypeGetMaxInstances(
+    handle: nvml::nvmlDevice_t,
+    type_id: nvml::nvmlVgpuTypeId_t,
+    count: *mut c_uint,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlVgpuTypeGetMaxInstances {type_id}"));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlVgpuTypeGetMaxInstances")?;
+        let found = card
+            .vgpu_types
+            .iter()
+            .find(|t| t.id == type_id)
+            .ok_or(INVALID)?;
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(count, found.max_instances) }
+    }))
+}
+
+/// How many vGPUs of the type one GPU instance holds (`max_instances_per_gpu_instance`), into
+/// the caller's `nvmlVgpuTypeMaxInstance_v1_t` (its `vgpuTypeId` asks; `version` must be
+/// `nvmlVgpuTypeMaxInstance_v1`, else `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`);
+/// `NVML_ERROR_NOT_SUPPORTED` where the scenario gives no number (none is published for the
+/// parts modelled).
+///
+/// # Safety
+///
+/// `info` is null or valid for a read and a write of the struct.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlVgpuTypeGetMaxInstancesPerGpuInstance(
+    info: *mut nvml::nvmlVgpuTypeMaxInstance_t,
+) -> nvml::nvmlReturn_t {
+    if info.is_null() {
+        log(format_args!("nvmlVgpuTypeGetMaxInstancesPerGpuInstance"));
+        return INVALID;
+    }
+    // SAFETY: not null; valid by this function's contract.
+    let asked = unsafe { info.read() };
+    log(format_args!(
+        "nvmlVgpuTypeGetMaxInstancesPerGpuInstance {}",
+        asked.vgpuTypeId
+    ));
+    code(with(|s| {
+        if asked.version != version_1::<nvml::nvmlVgpuTypeMaxInstance_t>() {
+            return Err(VERSION_MISMATCH);
+        }
+        let found = vgpu_type(
+            s,
+            asked.vgpuTypeId,
+            "nvmlVgpuTypeGetMaxInstancesPerGpuInstance",
+        )?;
+        let most = found.max_instances_per_gpu_instance.ok_or(NOT_SUPPORTED)?;
+        // SAFETY: not null; valid by this function's contract.
+        unsafe { (*info).maxInstancePerGI = most };
+        Ok(())
+    }))
+}
+
+/// The card's heterogeneous vGPU mode (`vgpu_heterogeneous_mode`: 1 enabled, 0 disabled) into
+/// the caller's `nvmlVgpuHeterogeneousMode_v1_t` (`version` must be
+/// `nvmlVgpuHeterogeneousMode_v1`, else `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`);
+/// `NVML_ERROR_NOT_SUPPORTED` where the scenario gives none.
+///
+/// # Safety
+///
+/// `mode` is null or valid for a read and a write of the struct.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetVgpuHeterogeneousMode(
+    handle: nvml::nvmlDevice_t,
+    mode: *mut nvml::nvmlVgpuHeterogeneousMode_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetVgpuHeterogeneousMode"));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetVgpuHeterogeneousMode")?;
+        if mode.is_null() {
+            return Err(INVALID);
+        }
+        // SAFETY: not null; valid by this function's contract.
+        let version = unsafe { (*mode).version };
+        if version != version_1::<nvml::nvmlVgpuHeterogeneousMode_t>() {
+            return Err(VERSION_MISMATCH);
+        }
+        let enabled = card.vgpu_heterogeneous_mode.ok_or(NOT_SUPPORTED)?;
+        // SAFETY: not null; valid by this function's contract.
+        unsafe { (*mode).mode = u32::from(enabled) };
+        Ok(())
+    }))
+}
 
 /// The card's active vGPUs; `*count` is the room in, the number out
 /// (`NVML_ERROR_INSUFFICIENT_SIZE` when the room is short).
@@ -66,7 +317,8 @@ pub unsafe extern "C" fn nvmlVgpuInstanceGetType(
     }))
 }
 
-/// The name of a vGPU type (of the first card with a vGPU of that type).
+/// The name of a vGPU type: from the first card whose catalogue has it, else from the first
+/// card with an active vGPU of that type.
 ///
 /// # Safety
 ///
@@ -79,16 +331,21 @@ pub unsafe extern "C" fn nvmlVgpuTypeGetName(
 ) -> nvml::nvmlReturn_t {
     log(format_args!("nvmlVgpuTypeGetName {type_id}"));
     code(with(|s| {
-        let (card, found) = s
-            .devices
-            .iter()
-            .find_map(|d| {
+        let in_catalogue = s.devices.iter().find_map(|d| {
+            d.vgpu_types
+                .iter()
+                .find(|t| t.id == type_id)
+                .map(|t| (d, t.name.as_str()))
+        });
+        let active = || {
+            s.devices.iter().find_map(|d| {
                 d.vgpus
                     .iter()
                     .find(|v| v.type_id == type_id)
-                    .map(|v| (d, v))
+                    .map(|v| (d, v.vgpu_type.as_str()))
             })
-            .ok_or(state::INVALID)?;
+        };
+        let (card, found) = in_catalogue.or_else(active).ok_or(state::INVALID)?;
         failure(card, "nvmlVgpuTypeGetName")?;
         if size.is_null() {
             return Err(state::INVALID);
@@ -96,7 +353,7 @@ pub unsafe extern "C" fn nvmlVgpuTypeGetName(
         // SAFETY: not null; valid by this function's contract.
         let room = unsafe { size.read() };
         // SAFETY: passed on from this function's own contract.
-        unsafe { write_str(name, room, &found.vgpu_type) }
+        unsafe { write_str(name, room, found) }
     }))
 }
 

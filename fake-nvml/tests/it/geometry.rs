@@ -85,7 +85,8 @@ fn lgip(file: &str) -> Vec<Row> {
 /// The `-lgip` captures, by part, with the rows each is held to (`None`: every row). The A30's
 /// R535 capture is held to the profile the 450 one lacks: its 4g.24gb memory differs between
 /// the two drivers (23.44 GiB against 23.50), and the part keeps the older capture's.
-const LGIP: [(&str, &str, Option<&[&str]>); 8] = [
+const LGIP: [(&str, &str, Option<&[&str]>); 9] = [
+    ("a100-pcie-40gb", "a100-pcie-40gb-lgip.txt", None),
     ("a30-24gb", "a30-24gb-lgip.txt", None),
     ("a30-24gb", "a30-24gb-r535-lgip.txt", Some(&["2g.12gb+me"])),
     ("a100-sxm4-80gb", "a100-pcie-80gb-lgip.txt", None),
@@ -166,6 +167,7 @@ fn placements_are_those_published_by_lgipp() {
         ("a30-24gb", "a30-24gb-lgipp.txt"),
         ("a30-24gb", "a30-24gb-r535-lgipp.txt"),
         ("a100-sxm4-40gb", "a100-sxm4-40gb-lgipp.txt"),
+        ("a100-pcie-40gb", "a100-pcie-40gb-lgipp.txt"),
     ] {
         let scenario = part(name);
         let text = std::fs::read_to_string(captures().join(file)).unwrap();

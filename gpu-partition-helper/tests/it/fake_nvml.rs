@@ -355,3 +355,50 @@ fn a_missing_or_bad_scenario_fails_nvml_init_and_the_read_is_unreadable() {
     let reply = reply_json(&output);
     assert_eq!(reply["unreadable"]["kind"], "driver_error");
 }
+
+#[test]
+fn a_published_a100_catalogue_reads_as_its_types_and_its_unpublished_per_instance_counts_as_lost() {
+    let card = Card::new("parts/a100-pcie-40gb.json", Build::Current);
+    let output = card.read(DEVICE);
+    let checked = check(&output, DEVICE);
+    // The part gives no vGPUs-per-GPU-instance (none is published for the A100), so the fake
+    // refuses that call for its six MIG-backed types: the reply says it could not read them,
+    // never a guessed 1, and the time-sliced types (no GPU instance) lose nothing.
+    let lost: Vec<String> = [0, 1, 2, 3, 4, 11]
+        .iter()
+        .map(|i| format!("/vgpu_types/{i}/max_instances_per_gpu_instance"))
+        .collect();
+    assert_eq!(
+        summary(&checked),
+        (true, "none_carved".into(), "disabled".into(), lost),
+        "{checked}"
+    );
+    let reply = reply_json(&output);
+    let types = reply["vgpu_types"].as_array().unwrap();
+    let rows: Vec<(u64, &str, Option<u64>)> = types
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_u64().unwrap(),
+                t["name"].as_str().unwrap(),
+                t["gpu_instance_profile_id"].as_u64(),
+            )
+        })
+        .collect();
+    // The IDs and names NVIDIA's driver gives this part (OpenForBC's NVML notebook); a
+    // time-sliced type has no GPU-instance profile, and profile 0 (7g.40gb) is a real one.
+    assert_eq!(rows.len(), 12, "{rows:?}");
+    assert!(
+        rows.contains(&(474, "GRID A100-1-5C", Some(19))),
+        "{rows:?}"
+    );
+    assert!(
+        rows.contains(&(478, "GRID A100-7-40C", Some(0))),
+        "{rows:?}"
+    );
+    assert!(rows.contains(&(468, "GRID A100-4C", None)), "{rows:?}");
+    assert!(
+        rows.contains(&(706, "GRID A100-1-5CME", Some(20))),
+        "{rows:?}"
+    );
+}
