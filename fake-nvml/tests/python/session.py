@@ -107,6 +107,29 @@ def _():
     refused(lambda: N.nvmlDeviceCreateGpuInstance(DEV, PROFILES[0]["id"]), N.NVMLError_NotSupported)
 
 
+@step("the vGPU type catalogue: IDs, names, profiles, framebuffer, maxima; MIG off creates time-sliced ones")
+def _():
+    types = CARD.get("vgpu_types", [])
+    if not types:
+        # A part whose scenario gives no catalogue answers as a card without vGPU support.
+        refused(lambda: N.nvmlDeviceGetSupportedVgpus(DEV), N.NVMLError_NotSupported)
+        return
+    assert list(N.nvmlDeviceGetSupportedVgpus(DEV)) == [t["id"] for t in types]
+    for t in types:
+        assert text(N.nvmlVgpuTypeGetName(t["id"])) == t["name"], t
+        profile = N.nvmlVgpuTypeGetGpuInstanceProfileId(t["id"])
+        if t.get("gpu_instance_profile_id") is None:
+            # nvml.h's INVALID_GPU_INSTANCE_PROFILE_ID (the binding does not name it).
+            assert profile == 0xFFFFFFFF, (t, profile)
+        else:
+            assert profile == t["gpu_instance_profile_id"], (t, profile)
+        assert N.nvmlVgpuTypeGetFramebufferSize(t["id"]) == t["framebuffer_mib"] << 20, t
+        assert N.nvmlVgpuTypeGetMaxInstances(DEV, t["id"]) == t["max_instances"], t
+    time_sliced = [t["id"] for t in types if t.get("gpu_instance_profile_id") is None]
+    assert list(N.nvmlDeviceGetCreatableVgpus(DEV)) == time_sliced
+    refused(lambda: N.nvmlVgpuTypeGetName(1), N.NVMLError_InvalidArgument)
+
+
 @step("MIG on, with the reset rule of the part")
 def _():
     activation = N.nvmlDeviceSetMigMode(DEV, N.NVML_DEVICE_MIG_ENABLE)
