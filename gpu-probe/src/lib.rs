@@ -20,6 +20,7 @@
 //! - [`trust`]: what root may trust (a program or file nobody else can change, a private state
 //!   directory), checked before every program is run.
 //! - [`helper`]: the helper client: `--version` once, `read` per card, many cards at once.
+//! - [`vf`]: a virtual function's vGPU type written (the kernel's file, or a test's fake).
 //! - `test_util` (feature `test-util`): a fake helper for tests, examples and benchmarks.
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
@@ -36,6 +37,7 @@ pub mod run;
 #[cfg(feature = "test-util")]
 pub mod test_util;
 pub mod trust;
+pub mod vf;
 mod writes;
 
 pub use boot::{BOOT_TIME_SLACK_SECS, Boot, BootMatch, read_boot_id, read_boot_time};

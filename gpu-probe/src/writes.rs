@@ -34,6 +34,17 @@ pub enum Writer {
         /// The method, as its token (`metax`, `nvidia`, `pci`).
         method: String,
     },
+    /// NVIDIA's `sriov-manage`: the GPU's virtual functions enabled or disabled (and its GPU
+    /// instances wiped by the rebind).
+    SriovManage {
+        /// Enabled (`-e`), else disabled (`-d`).
+        enable: bool,
+    },
+    /// A virtual function's vGPU type written (`current_vgpu_type`).
+    VgpuType {
+        /// The VF's number.
+        index: u32,
+    },
 }
 
 impl fmt::Display for Writer {
@@ -41,6 +52,11 @@ impl fmt::Display for Writer {
         match self {
             Self::HelperApply => f.write_str("the partition helper's apply"),
             Self::WarmReset { method } => write!(f, "a warm reset ({method})"),
+            Self::SriovManage { enable: true } => f.write_str("sriov-manage -e"),
+            Self::SriovManage { enable: false } => f.write_str("sriov-manage -d"),
+            Self::VgpuType { index } => {
+                write!(f, "a vGPU type written to virtual function {index}")
+            }
         }
     }
 }
