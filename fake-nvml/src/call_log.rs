@@ -14,9 +14,14 @@ use std::io::Write;
 /// Appends `line` and a newline to the file `FAKE_NVML_LOG` names, in one write; nothing when
 /// the variable is unset, and a log that cannot be written is no client's failure.
 pub(crate) fn append(line: &str) {
-    let Some(path) = std::env::var_os("FAKE_NVML_LOG") else {
-        return;
-    };
+    if let Some(path) = std::env::var_os("FAKE_NVML_LOG") {
+        append_to(std::path::Path::new(&path), line);
+    }
+}
+
+/// Appends `line` and a newline to the log at `path`, in one write.
+#[allow(dead_code)] // The `fake-nvml` binary includes this file and logs by the variable only.
+pub(crate) fn append_to(path: &std::path::Path, line: &str) {
     let mut whole = String::with_capacity(line.len() + 1);
     whole.push_str(line);
     whole.push('\n');

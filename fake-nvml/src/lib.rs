@@ -38,14 +38,17 @@ mod reset;
 mod rules;
 mod scenario;
 pub mod scenarios;
+mod sriov_rules;
 mod state;
 mod store;
 pub mod support;
+pub mod sysfs;
 
 pub use read::{Refusal, ScenarioError};
 pub use reset::{FakeNvmlBackend, FakeNvmlHost, ResetFault, backend};
 pub use scenario::{
     BadMigMode, Client, ComputeInstance, Costs, Device, GpuInstance, MigMode, MigModeAtBoot,
-    MigModeChange, Placement, Profile, Scenario, Vgpu, VgpuType,
+    MigModeChange, Placement, Profile, Scenario, Sriov, Vgpu, VgpuType, VirtualFunction,
 };
+pub use sriov_rules::Managed;
 pub use store::{ChangeError, StateFile, StateFileError};

@@ -8,16 +8,21 @@
 //!   survives, and the MIG mode survives only on parts that keep it (Ampere), as
 //!   `fake_nvml::StateFile::reboot` says.
 //!
-//! With `FAKE_NVML_LOG` set, each is logged there (`reset BDF`, `reboot`), one whole line as
-//! the library logs its calls.
+//! - `fake-nvml sriov-manage -e|-d BDF|ALL`: NVIDIA's `/usr/lib/nvidia/sriov-manage` on the
+//!   fake's cards (`fake_nvml::StateFile::sriov_manage`), printing what the script prints and
+//!   exiting as it does; with `FAKE_NVML_SYSFS` set, the VFs appear and go in that fake sysfs.
+//!   A test installs a script that runs it as the `sriov-manage` its program is given.
+//!
+//! With `FAKE_NVML_LOG` set, each is logged there (`reset BDF`, `reboot`, `sriov-manage -e
+//! BDF`), one whole line as the library logs its calls.
 
 #[path = "call_log.rs"]
 mod call_log;
 
-use fake_nvml::StateFile;
+use fake_nvml::{Managed, StateFile};
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: fake-nvml reset --device BDF | fake-nvml reboot";
+const USAGE: &str = "usage: fake-nvml reset --device BDF | fake-nvml reboot | fake-nvml sriov-manage <-e|-d> <BDF|ALL>";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -26,6 +31,12 @@ fn main() -> ExitCode {
             Command::Reset(device.clone())
         }
         [command] if command == "reboot" => Command::Reboot,
+        [command, flag, device] if command == "sriov-manage" && (flag == "-e" || flag == "-d") => {
+            Command::SriovManage {
+                enable: flag == "-e",
+                device: device.clone(),
+            }
+        }
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);
@@ -38,26 +49,95 @@ fn main() -> ExitCode {
     let (done, line) = match &command {
         Command::Reset(device) => (state.reset_gpu(device), format!("reset {device}")),
         Command::Reboot => (state.reboot(), "reboot".to_owned()),
+        Command::SriovManage { enable, device } => {
+            let flag = if *enable { "-e" } else { "-d" };
+            call_log::append(&format!("sriov-manage {flag} {device}"));
+            return sriov_manage(&state, *enable, device);
+        }
     };
     match done {
         Ok(()) => {
             call_log::append(&line);
             ExitCode::SUCCESS
         }
-        Err(error) => {
-            let mut text = format!("fake-nvml: {error}");
-            let mut cause = std::error::Error::source(&error);
-            while let Some(next) = cause {
-                text.push_str(&format!(": {next}"));
-                cause = next.source();
-            }
-            eprintln!("{text}");
-            ExitCode::from(1)
-        }
+        Err(error) => failed(&error),
     }
 }
 
 enum Command {
     Reset(String),
     Reboot,
+    SriovManage { enable: bool, device: String },
+}
+
+/// `sriov-manage -e|-d` on one card or (`ALL`) each card with SR-IOV in bus order, stopping at
+/// the first failure, as NVIDIA's script does.
+fn sriov_manage(state: &StateFile, enable: bool, device: &str) -> ExitCode {
+    let devices = if device == "ALL" {
+        match state.read() {
+            Ok(scenario) => scenario
+                .devices
+                .iter()
+                .filter(|card| card.sriov.is_some())
+                .filter_map(|card| fake_nvml::sysfs::gpu_address(&card.pci_bus_id))
+                .collect(),
+            Err(error) => return failed(&error),
+        }
+    } else {
+        vec![device.to_owned()]
+    };
+    for bdf in devices {
+        let managed = match state.sriov_manage(&bdf, enable) {
+            Ok(managed) => managed,
+            // NVIDIA's script ends so on an address `lspci` does not know.
+            Err(fake_nvml::StateFileError::NoDevice { .. }) => return ExitCode::from(1),
+            Err(error) => return failed(&error),
+        };
+        let code = match managed {
+            Managed::Enabled | Managed::SilentlyFailed => {
+                println!("Enabling VFs on {bdf}");
+                0
+            }
+            Managed::Disabled => {
+                println!("Disabling VFs on {bdf}");
+                0
+            }
+            Managed::AlreadyEnabled => {
+                println!("GPU at {bdf} already has VFs enabled.");
+                0
+            }
+            Managed::AlreadyDisabled => {
+                println!("GPU at {bdf} already has VFs disabled.");
+                0
+            }
+            Managed::NoSriov => 0,
+            Managed::FailedAsAtBoot => {
+                println!("Enabling VFs on {bdf}");
+                eprintln!(
+                    "awk: (FILENAME=- FNR=1) warning: error writing standard output: File exists"
+                );
+                1
+            }
+            Managed::Held => {
+                eprintln!("Cannot obtain unbindLock for {bdf}");
+                1
+            }
+            _ => 1,
+        };
+        if code != 0 {
+            return ExitCode::from(code);
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+fn failed(error: &dyn std::error::Error) -> ExitCode {
+    let mut text = format!("fake-nvml: {error}");
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        text.push_str(&format!(": {next}"));
+        cause = next.source();
+    }
+    eprintln!("{text}");
+    ExitCode::from(1)
 }

@@ -2,7 +2,7 @@
 //! is free, what fits, what may be destroyed, what a GPU reset and a reboot do. The C functions
 //! (`exports`) only decode their arguments and call these, and the reader of a scenario
 //! (`read`) checks a state by them; they import the scenario's types and nothing else of the
-//! crate.
+//! crate but the rules of its virtual functions (`sriov_rules`), which count as theirs.
 
 use crate::scenario::{
     Client, ComputeInstance, Device, GpuInstance, MigMode, MigModeAtBoot, MigModeChange, Placement,
@@ -400,48 +400,90 @@ pub fn destroy_gpu_instance(device: &mut Device, gpu_instance_id: u32) -> Result
 ///   type must be among those the existing vGPUs leave, and their count below its
 ///   `maxInstance`), and nvml.h's note that where one type runs at a time the list is that
 ///   type's.
-/// - MIG on: the MIG-backed types whose GPU-instance profile has a GPU instance with no vGPU
-///   on it. This is the simple rule of one vGPU per GPU instance (what the A100 and H100
-///   catalogues point to: each type's maximum per GPU is its profile's instance count); a
-///   type that holds several per GPU instance is not modelled.
+/// - MIG on: the MIG-backed types with a GPU instance of their profile that can take one more
+///   vGPU ([`gpu_instance_for`]).
+/// - The vGPUs counted are the card's active ones and those written to its VFs
+///   ([`crate::sriov_rules`]).
 /// - Heterogeneous mode on: the kernel then skips the maximum and decides by placement, which
 ///   the fake does not model: `NVML_ERROR_NOT_SUPPORTED`.
 pub fn creatable_vgpu_types(device: &Device) -> Result<Vec<u32>, Code> {
-    if device.vgpu_heterogeneous_mode == Some(true) {
+    if device.vgpu_heterogeneous_mode == Some(true) && !mig_on(device) {
         return Err(NOT_SUPPORTED);
     }
+    Ok(creatable_ids(device))
+}
+
+/// Every vGPU on the card: (type ID, GPU instance), the active ones and those on its VFs.
+fn placed_vgpus(device: &Device) -> Vec<(u32, Option<u32>)> {
+    let on_vfs = device
+        .sriov
+        .iter()
+        .flat_map(|sriov| &sriov.vfs)
+        .filter_map(|vf| vf.type_id.map(|id| (id, vf.gpu_instance_id)));
+    device
+        .vgpus
+        .iter()
+        .map(|vgpu| (vgpu.type_id, vgpu.gpu_instance_id))
+        .chain(on_vfs)
+        .collect()
+}
+
+/// The types the card can create now, by [`creatable_vgpu_types`]'s rules (heterogeneous mode
+/// with MIG off: none, as it is not modelled).
+pub(crate) fn creatable_ids(device: &Device) -> Vec<u32> {
     if mig_on(device) {
-        let free_gi = |profile_id: u32| {
-            device.gpu_instances.iter().any(|gi| {
-                gi.profile_id == profile_id
-                    && !device
-                        .vgpus
-                        .iter()
-                        .any(|vgpu| vgpu.gpu_instance_id == Some(gi.id))
-            })
-        };
-        return Ok(device
+        return device
             .vgpu_types
             .iter()
-            .filter(|t| t.gpu_instance_profile_id.is_some_and(free_gi))
-            .map(|t| t.id)
-            .collect());
+            .filter(|kind| kind.gpu_instance_profile_id.is_some())
+            .filter(|kind| gpu_instance_for(device, kind.id).is_some())
+            .map(|kind| kind.id)
+            .collect();
     }
+    if device.vgpu_heterogeneous_mode == Some(true) {
+        return Vec::new();
+    }
+    let placed = placed_vgpus(device);
     let time_sliced = device
         .vgpu_types
         .iter()
         .filter(|t| t.gpu_instance_profile_id.is_none());
-    let Some(running) = device.vgpus.first() else {
-        return Ok(time_sliced.map(|t| t.id).collect());
+    let Some((running, _)) = placed.first() else {
+        return time_sliced.map(|t| t.id).collect();
     };
-    let existing = device.vgpus.len();
-    Ok(time_sliced
+    let existing = placed.len();
+    time_sliced
         .filter(|t| {
-            t.id == running.type_id
-                && usize::try_from(t.max_instances).is_ok_and(|max| existing < max)
+            t.id == *running && usize::try_from(t.max_instances).is_ok_and(|max| existing < max)
         })
         .map(|t| t.id)
-        .collect())
+        .collect()
+}
+
+/// The GPU instance a vGPU of type `id` would be placed on now, with how many vGPUs it holds
+/// already: the first (by ID) of the type's profile that holds only vGPUs of this type, fewer
+/// than its "max instances per GPU instance" (1 where the scenario does not give it). `None`:
+/// a time-sliced type, an unknown one, or no GPU instance fits.
+pub(crate) fn gpu_instance_for(device: &Device, id: u32) -> Option<(u32, u32)> {
+    let kind = device.vgpu_types.iter().find(|kind| kind.id == id)?;
+    let profile = kind.gpu_instance_profile_id?;
+    let most = kind.max_instances_per_gpu_instance.unwrap_or(1);
+    let placed = placed_vgpus(device);
+    let mut instances: Vec<&GpuInstance> = device
+        .gpu_instances
+        .iter()
+        .filter(|gi| gi.profile_id == profile)
+        .collect();
+    instances.sort_by_key(|gi| gi.id);
+    instances.into_iter().find_map(|gi| {
+        let on: Vec<u32> = placed
+            .iter()
+            .filter(|(_, at)| *at == Some(gi.id))
+            .map(|(kind, _)| *kind)
+            .collect();
+        let count = u32::try_from(on.len()).ok()?;
+        (count < most && on.iter().all(|kind| *kind == id)).then_some((gi.id, count))
+    })
 }
 
 /// Why `nvmlDeviceSetMigMode` changes nothing.
@@ -457,6 +499,10 @@ pub(crate) enum MigModeError {
     /// `NVML_ERROR_IN_USE`.
     #[error("GPU instances are left")]
     InstancesLeft,
+    /// The card has SR-IOV virtual functions enabled: the call answers, its activation status
+    /// is `NVML_ERROR_IN_USE` ([`crate::sriov_rules`]).
+    #[error("virtual functions are enabled")]
+    VfsEnabled,
 }
 
 /// `nvmlDeviceSetMigMode`: with clients, or MIG off asked with instances left, nothing changes
@@ -469,6 +515,9 @@ pub(crate) fn set_mig_mode(device: &mut Device, enabled: bool) -> Result<(), Mig
     };
     if !device.clients.is_empty() {
         return Err(MigModeError::Held);
+    }
+    if crate::sriov_rules::vfs_enabled(device) && u32::from(enabled) != current {
+        return Err(MigModeError::VfsEnabled);
     }
     if !enabled && !device.gpu_instances.is_empty() {
         return Err(MigModeError::InstancesLeft);
@@ -498,6 +547,7 @@ pub fn gpu_reset(device: &mut Device) {
     }
     device.gpu_instances.clear();
     device.vgpus.retain(|vgpu| vgpu.gpu_instance_id.is_none());
+    crate::sriov_rules::after_gpu_reset(device);
 }
 
 /// What a reboot (or a driver reload) does to the device: GPU instances never survive (nor the
@@ -520,6 +570,7 @@ pub fn reboot(device: &mut Device) {
     device.gpu_instances.clear();
     device.vgpus.clear();
     device.clients.clear();
+    crate::sriov_rules::after_reboot(device);
 }
 
 /// The device's clients, as NVML lists running processes.

@@ -167,6 +167,10 @@ pub struct Device {
     /// The active vGPUs.
     #[serde(default)]
     pub vgpus: Vec<Vgpu>,
+    /// The card's SR-IOV side as NVIDIA's vGPU manager drives it (`sriov-manage`, each VF's
+    /// `nvidia/current_vgpu_type`); absent: the card has no SR-IOV virtual functions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sriov: Option<Sriov>,
     /// Processes holding the card.
     #[serde(default)]
     pub clients: Vec<Client>,
@@ -405,6 +409,47 @@ pub struct VgpuType {
     /// `nvmlVgpuTypeGetMaxInstancesPerGpuInstance`; absent: not published.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_instances_per_gpu_instance: Option<u32>,
+}
+
+/// A card's SR-IOV virtual functions, as the vGPU manager keeps them.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct Sriov {
+    /// `sriov_totalvfs`: how many VFs the card has (`sriov-manage -e` enables them all).
+    pub total_vfs: u32,
+    /// The VFs enabled, by number (`virtfn<N>`); empty: VFs disabled.
+    #[serde(default)]
+    pub vfs: Vec<VirtualFunction>,
+    /// How many of the next `sriov-manage -e` runs fail as at boot, while the vGPU manager is
+    /// starting (exit 1 after awk's `File exists`: the journal of stackhpc's
+    /// ansible-collection-linux PR 37); each failure counts one down.
+    #[serde(default, skip_serializing_if = "none_left")]
+    pub enable_failures: u32,
+    /// How many of the next `sriov-manage -e` runs exit 0 and enable nothing (vGPU 17.2:
+    /// NVIDIA/gpu-driver-container PR 29); each counts one down.
+    #[serde(default, skip_serializing_if = "none_left")]
+    pub silent_enable_failures: u32,
+}
+
+fn none_left(count: &u32) -> bool {
+    *count == 0
+}
+
+/// One enabled VF: the vGPU written to it, and where the driver placed it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+#[non_exhaustive]
+pub struct VirtualFunction {
+    /// The vGPU type written to `current_vgpu_type`; `None`: `0`, no vGPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub type_id: Option<u32>,
+    /// The GPU instance a MIG-backed vGPU sits on (`gpu_instance_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_instance_id: Option<u32>,
+    /// Its place inside that GPU instance (`placement_id`: the count of vGPUs before it there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement_id: Option<u32>,
 }
 
 /// An active vGPU.

@@ -6,10 +6,14 @@
 //!
 //! [`StateFile`] is that file for a test: read, written, changed as the world changes it (a
 //! GPU reset, a reboot), each under the same lock the library takes.
+//!
+//! With `FAKE_NVML_SYSFS` naming a fake sysfs root (or [`StateFile::with_sysfs`]), every write
+//! of the state shows its cards' virtual functions there ([`crate::sysfs`]), under the same lock.
 
 use crate::read::ScenarioError;
 use crate::rules;
 use crate::scenario::Scenario;
+use crate::sriov_rules::{self, Managed};
 use nix::fcntl::{Flock, FlockArg};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -70,6 +74,15 @@ pub enum StateFileError {
         #[source]
         source: std::io::Error,
     },
+    /// The state's virtual functions could not be shown in the fake sysfs.
+    #[error("cannot show the virtual functions under {}", root.display())]
+    Sysfs {
+        /// The fake sysfs root.
+        root: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// No device of the state is at this bus ID.
     #[error("no device {bus_id} in {}", path.display())]
     NoDevice {
@@ -101,24 +114,46 @@ pub enum ChangeError<E> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateFile {
     path: PathBuf,
+    sysfs: Option<PathBuf>,
 }
 
 impl StateFile {
     /// The state file at `path` (nothing is read yet).
     pub fn new(path: impl Into<PathBuf>) -> StateFile {
-        StateFile { path: path.into() }
+        StateFile {
+            path: path.into(),
+            sysfs: None,
+        }
     }
 
-    /// The state file `FAKE_NVML_STATE` names, if it names one.
+    /// The state file `FAKE_NVML_STATE` names, if it names one, showing its VFs where
+    /// `FAKE_NVML_SYSFS` says.
     pub fn from_env() -> Option<StateFile> {
-        std::env::var_os("FAKE_NVML_STATE")
+        let state = std::env::var_os("FAKE_NVML_STATE")
             .filter(|path| !path.is_empty())
-            .map(StateFile::new)
+            .map(StateFile::new)?;
+        Some(
+            match std::env::var_os("FAKE_NVML_SYSFS").filter(|root| !root.is_empty()) {
+                Some(root) => state.with_sysfs(root),
+                None => state,
+            },
+        )
+    }
+
+    /// Shows the state's virtual functions in the fake sysfs at `root` after every write.
+    pub fn with_sysfs(mut self, root: impl Into<PathBuf>) -> StateFile {
+        self.sysfs = Some(root.into());
+        self
     }
 
     /// Its path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// The fake sysfs root it shows its VFs in, if any.
+    pub fn sysfs(&self) -> Option<&Path> {
+        self.sysfs.as_deref()
     }
 
     /// The state as the file holds it now.
@@ -130,7 +165,8 @@ impl StateFile {
     /// Writes `state` as the file, whole.
     pub fn write(&self, state: &Scenario) -> Result<(), StateFileError> {
         let _locked = lock(&self.path)?;
-        write(&self.path, state)
+        write(&self.path, state)?;
+        show(self.sysfs(), state)
     }
 
     /// Applies `change` to the state as the file holds it now and writes the result back whole;
@@ -140,21 +176,66 @@ impl StateFile {
         change: impl FnOnce(&mut Scenario) -> Result<T, E>,
     ) -> Result<T, ChangeError<E>> {
         let made = || Err(not_found(&self.path));
-        changed(&self.path, made, |_| Duration::ZERO, change).map(|(_, answer)| answer)
+        changed(self, made, |_| Duration::ZERO, change).map(|(_, answer)| answer)
     }
 
     /// A GPU reset of the card at `bus_id` (either form NVML knows), as `nvidia-smi
     /// --gpu-reset` does it: a pending MIG mode becomes current, and no instance survives.
     pub fn reset_gpu(&self, bus_id: &str) -> Result<(), StateFileError> {
-        self.change(|state| match state.device_at_mut(bus_id) {
+        self.on_device(bus_id, |card| {
+            rules::gpu_reset(card);
+            Ok(())
+        })
+    }
+
+    /// A run of `sriov-manage -e` (`enable`) or `-d` on the card at `bus_id`, as
+    /// [`crate::sriov_rules`] says the real one does.
+    pub fn sriov_manage(&self, bus_id: &str, enable: bool) -> Result<Managed, StateFileError> {
+        self.on_device(bus_id, |card| {
+            Ok(if enable {
+                sriov_rules::enable_vfs(card)
+            } else {
+                sriov_rules::disable_vfs(card)
+            })
+        })
+    }
+
+    /// `id` written to `current_vgpu_type` of VF `index` of the card at `bus_id` (`0`: its vGPU
+    /// removed): `Ok(Err(errno))` where the driver refuses it, and nothing changes then.
+    pub fn write_vgpu_type(
+        &self,
+        bus_id: &str,
+        index: u32,
+        id: u32,
+    ) -> Result<Result<(), i32>, StateFileError> {
+        match self.change(|state| match state.device_at_mut(bus_id) {
             Some(card) => {
-                rules::gpu_reset(card);
-                Ok(())
+                sriov_rules::write_type(card, index, id).map_err(|refused| Ok(refused.errno()))
             }
-            None => Err(StateFileError::NoDevice {
-                path: self.path.clone(),
-                bus_id: bus_id.to_owned(),
-            }),
+            None => Err(Err(self.no_device(bus_id))),
+        }) {
+            Ok(()) => Ok(Ok(())),
+            Err(ChangeError::Refused(Ok(errno))) => Ok(Err(errno)),
+            Err(ChangeError::Refused(Err(error)) | ChangeError::State(error)) => Err(error),
+        }
+    }
+
+    fn no_device(&self, bus_id: &str) -> StateFileError {
+        StateFileError::NoDevice {
+            path: self.path.clone(),
+            bus_id: bus_id.to_owned(),
+        }
+    }
+
+    /// `change` of the card at `bus_id`.
+    fn on_device<T>(
+        &self,
+        bus_id: &str,
+        change: impl FnOnce(&mut crate::Device) -> Result<T, StateFileError>,
+    ) -> Result<T, StateFileError> {
+        self.change(|state| match state.device_at_mut(bus_id) {
+            Some(card) => change(card),
+            None => Err(self.no_device(bus_id)),
         })
         .map_err(|error| match error {
             ChangeError::State(error) | ChangeError::Refused(error) => error,
@@ -262,7 +343,21 @@ pub(crate) fn load(state: &StateFile) -> Result<Scenario, StateFileError> {
     }
     let scenario = scenario_from_env()?;
     write(&state.path, &scenario)?;
+    show(state.sysfs(), &scenario)?;
     Ok(scenario)
+}
+
+/// Shows `scenario`'s VFs under `sysfs`, if given.
+fn show(sysfs: Option<&Path>, scenario: &Scenario) -> Result<(), StateFileError> {
+    match sysfs {
+        Some(root) => {
+            crate::sysfs::render(root, &scenario.devices).map_err(|source| StateFileError::Sysfs {
+                root: root.to_owned(),
+                source,
+            })
+        }
+        None => Ok(()),
+    }
 }
 
 /// The library's change: [`StateFile::change`], a file not yet made made from
@@ -272,15 +367,16 @@ pub(crate) fn change<T, E>(
     delay: impl Fn(&Scenario) -> Duration,
     change: impl FnOnce(&mut Scenario) -> Result<T, E>,
 ) -> Result<(Scenario, T), ChangeError<E>> {
-    changed(&state.path, scenario_from_env, delay, change)
+    changed(state, scenario_from_env, delay, change)
 }
 
 fn changed<T, E>(
-    path: &Path,
+    file: &StateFile,
     absent: impl FnOnce() -> Result<Scenario, StateFileError>,
     delay: impl Fn(&Scenario) -> Duration,
     change: impl FnOnce(&mut Scenario) -> Result<T, E>,
 ) -> Result<(Scenario, T), ChangeError<E>> {
+    let path = file.path();
     let _locked = lock(path).map_err(ChangeError::State)?;
     let mut state = match read(path).map_err(ChangeError::State)? {
         Some(state) => state,
@@ -289,6 +385,7 @@ fn changed<T, E>(
     let answer = change(&mut state).map_err(ChangeError::Refused)?;
     std::thread::sleep(delay(&state));
     write(path, &state).map_err(ChangeError::State)?;
+    show(file.sysfs(), &state).map_err(ChangeError::State)?;
     Ok((state, answer))
 }
 

@@ -279,7 +279,7 @@ pub fn stateful_helper_wrapper(
     log: Option<&Path>,
 ) -> Result<(PathBuf, PathBuf), SupportError> {
     let state = dir.join("state.json");
-    let wrapper = wrapper(dir, scenario, Build::Current, log, Some(&state))?;
+    let wrapper = wrapper(dir, scenario, Build::Current, log, Some((&state, None)))?;
     // The state exists from the start, so what reads it besides the library (the test reset
     // backend, `fake-nvml reset`) sees the scenario before any run.
     let parsed = Scenario::from_json(scenario.as_bytes()).map_err(SupportError::Scenario)?;
@@ -287,6 +287,107 @@ pub fn stateful_helper_wrapper(
         .write(&parsed)
         .map_err(SupportError::State)?;
     Ok((wrapper, state))
+}
+
+/// A vGPU host of the fake in `dir`, its virtual functions shown in the fake sysfs at
+/// `sysfs` (where the test has added each GPU of `scenario` with SR-IOV, by
+/// `host_sync::fake_sysfs::FakeSysfs`): the helper wrapper, the state file (as
+/// [`stateful_helper_wrapper`]), `dir/sriov-manage` — a script that runs `fake-nvml
+/// sriov-manage` on that state, for a program's `sriov-manage` path — and the driver's side of
+/// each VF's type write ([`FakeVgpuTypes`]). Every write of the state shows the VFs there.
+pub fn vgpu_host(
+    dir: &Path,
+    scenario: &str,
+    log: Option<&Path>,
+    sysfs: &Path,
+) -> Result<VgpuHost, SupportError> {
+    let state_path = dir.join("state.json");
+    let helper = wrapper(
+        dir,
+        scenario,
+        Build::Current,
+        log,
+        Some((&state_path, Some(sysfs))),
+    )?;
+    let parsed = Scenario::from_json(scenario.as_bytes()).map_err(SupportError::Scenario)?;
+    let state = StateFile::new(&state_path).with_sysfs(sysfs);
+    state.write(&parsed).map_err(SupportError::State)?;
+    let mut exports = format!(
+        "export FAKE_NVML_STATE={}\nexport FAKE_NVML_SYSFS={}\n",
+        quoted(&state_path),
+        quoted(sysfs)
+    );
+    if let Some(log) = log {
+        exports.push_str(&format!("export FAKE_NVML_LOG={}\n", quoted(log)));
+    }
+    let script = format!(
+        "#!/bin/sh\n{exports}exec {} sriov-manage \"$@\"\n",
+        quoted(&fake_nvml_binary()?)
+    );
+    let sriov_manage = dir.join("sriov-manage");
+    write_executable(&sriov_manage, &script).map_err(written(&sriov_manage))?;
+    Ok(VgpuHost {
+        helper,
+        types: FakeVgpuTypes {
+            state: state.clone(),
+            log: log.map(Path::to_path_buf),
+        },
+        state,
+        sriov_manage,
+    })
+}
+
+/// What [`vgpu_host`] made.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct VgpuHost {
+    /// The helper wrapper.
+    pub helper: PathBuf,
+    /// The state file, showing its VFs in the fake sysfs.
+    pub state: StateFile,
+    /// The fake `sriov-manage`.
+    pub sriov_manage: PathBuf,
+    /// The driver's side of a VF's type write.
+    pub types: FakeVgpuTypes,
+}
+
+/// The driver's side of a VF's `current_vgpu_type` write on the fake's cards: the write is
+/// refused as the driver refuses it ([`StateFile::write_vgpu_type`]: `EIO` where the card cannot
+/// create the type now, `EPERM` on a VF that has a vGPU), else the state changes and the fake
+/// sysfs shows it. Each write is logged (`current_vgpu_type <gpu> virtfn<N> <id>`, with ` EIO`
+/// or the errno's name where refused).
+#[derive(Debug, Clone)]
+pub struct FakeVgpuTypes {
+    state: StateFile,
+    log: Option<PathBuf>,
+}
+
+impl gpu_host_probe::vf::VgpuTypes for FakeVgpuTypes {
+    fn write(
+        &self,
+        _sysfs_root: &Path,
+        file: gpu_host_probe::vf::VfTypeFile,
+        id: u32,
+    ) -> std::io::Result<()> {
+        let answer = self
+            .state
+            .write_vgpu_type(&file.gpu.to_string(), file.index, id)
+            .map_err(std::io::Error::other)?;
+        if let Some(log) = &self.log {
+            let refused = match answer {
+                Ok(()) => String::new(),
+                Err(errno) => format!(" {:?}", nix::errno::Errno::from_raw(errno)),
+            };
+            crate::call_log::append_to(
+                log,
+                &format!(
+                    "current_vgpu_type {} virtfn{} {id}{refused}",
+                    file.gpu, file.index
+                ),
+            );
+        }
+        answer.map_err(std::io::Error::from_raw_os_error)
+    }
 }
 
 /// A helper wrapper in `dir`: the fake library of `build_of` installed as
@@ -307,7 +408,7 @@ fn wrapper(
     scenario: &str,
     build_of: Build,
     log: Option<&Path>,
-    state: Option<&Path>,
+    state: Option<(&Path, Option<&Path>)>,
 ) -> Result<PathBuf, SupportError> {
     let lib_dir = dir.join("lib");
     std::fs::create_dir_all(&lib_dir).map_err(written(&lib_dir))?;
@@ -319,8 +420,11 @@ fn wrapper(
     let mut log_line = log
         .map(|log| format!("export FAKE_NVML_LOG={}\n", quoted(log)))
         .unwrap_or_default();
-    if let Some(state) = state {
+    if let Some((state, sysfs)) = state {
         log_line.push_str(&format!("export FAKE_NVML_STATE={}\n", quoted(state)));
+        if let Some(sysfs) = sysfs {
+            log_line.push_str(&format!("export FAKE_NVML_SYSFS={}\n", quoted(sysfs)));
+        }
     }
     let script = format!(
         "#!/bin/sh\nexport LD_LIBRARY_PATH={}\nexport FAKE_NVML_SCENARIO={}\n{log_line}exec {} \"$@\"\n",

@@ -110,10 +110,38 @@ impl FakeSysfs {
         Ok(self)
     }
 
+    /// Removes every virtual function of `parent` (its `virtfn<N>` links, the VFs' entries and
+    /// directories) and sets `sriov_numvfs` to 0, as the kernel does when VFs are disabled.
+    pub fn remove_virtual_functions(&self, parent: &str) -> io::Result<&Self> {
+        let parent_dir = self.device_dir(parent);
+        for entry in std::fs::read_dir(&parent_dir)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            if !name.to_string_lossy().starts_with("virtfn") {
+                continue;
+            }
+            let link = entry.path();
+            if let Some(vf) = std::fs::read_link(&link)?.file_name() {
+                let listed = self.root.join("bus/pci/devices").join(vf);
+                if listed.symlink_metadata().is_ok() {
+                    std::fs::remove_file(listed)?;
+                }
+                let dir = self.root.join("devices/pci0000:00").join(vf);
+                if dir.exists() {
+                    std::fs::remove_dir_all(dir)?;
+                }
+            }
+            std::fs::remove_file(link)?;
+        }
+        std::fs::write(parent_dir.join("sriov_numvfs"), "0\n")?;
+        Ok(self)
+    }
+
     /// Gives the VF `bdf` NVIDIA's vGPU files: `nvidia/current_vgpu_type` (`0` for none) and
     /// `nvidia/creatable_vgpu_types` (the header, then `<id> : <name>` lines); where `placed`
     /// is `Some((gpu instance, placement))`, `gpu_instance_id` and `placement_id` too (a real
-    /// driver answers `ENXIO` for them while the VF has no vGPU; here they are absent).
+    /// driver answers `ENXIO` for them while the VF has no vGPU; here they are absent, and
+    /// removed where a call before wrote them).
     pub fn vgpu(
         &self,
         bdf: &str,
@@ -129,9 +157,19 @@ impl FakeSysfs {
             list.push_str(&format!("{id:<5} : {name}\n"));
         }
         std::fs::write(dir.join("creatable_vgpu_types"), list)?;
-        if let Some((gpu_instance, placement)) = placed {
-            std::fs::write(dir.join("gpu_instance_id"), format!("{gpu_instance}\n"))?;
-            std::fs::write(dir.join("placement_id"), format!("{placement}\n"))?;
+        match placed {
+            Some((gpu_instance, placement)) => {
+                std::fs::write(dir.join("gpu_instance_id"), format!("{gpu_instance}\n"))?;
+                std::fs::write(dir.join("placement_id"), format!("{placement}\n"))?;
+            }
+            None => {
+                for file in ["gpu_instance_id", "placement_id"] {
+                    match std::fs::remove_file(dir.join(file)) {
+                        Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
+                        _ => {}
+                    }
+                }
+            }
         }
         Ok(self)
     }

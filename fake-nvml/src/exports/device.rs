@@ -400,7 +400,7 @@ pub unsafe extern "C" fn nvmlDeviceSetMigMode(
         "nvmlDeviceSetMigMode",
         |card| match rules::set_mig_mode(card, mode == 1) {
             Ok(()) => Ok(nvml::nvmlReturn_enum_NVML_SUCCESS),
-            Err(MigModeError::Held | MigModeError::InstancesLeft) => {
+            Err(MigModeError::Held | MigModeError::InstancesLeft | MigModeError::VfsEnabled) => {
                 Ok(nvml::nvmlReturn_enum_NVML_ERROR_IN_USE)
             }
             Err(MigModeError::NotSupported) => Err(nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED),

@@ -1,0 +1,366 @@
+//! What NVIDIA's vGPU manager does with a card's SR-IOV virtual functions, as the fake models
+//! it. Every rule names its source (the captures and notes are in the workspace's
+//! `host-sync/tests/samples/vgpu/README.md`):
+//!
+//! - `sriov-manage -e` enables every VF the card has (it writes `sriov_totalvfs` into
+//!   `sriov_numvfs`, never a chosen count) through a rebind of the GPU that wipes every GPU
+//!   instance and clears heterogeneous vGPU mode (bigstack cubecos PR 1223, `ApplyMigVgpu`,
+//!   `EnableHeterogeneousVgpuMode`); it says `GPU at <bdf> already has VFs enabled.` and does
+//!   nothing when they are (NVIDIA's script; cubecos confirmed it on hardware); it cannot take
+//!   the GPU's unbind lock while another process holds the GPU (`Cannot obtain unbindLock`,
+//!   cubecos PR 1141). `-d` disables them, taking the GPU instances and every VF's type with
+//!   them (cubecos `TeardownSriov`).
+//! - A VF's `current_vgpu_type`: a type ID creates a vGPU when the card can create that type
+//!   now, else the write fails with `EIO` (`NVRM: Failed to add vgpu create request: 0x38`: a
+//!   MIG-backed type with no fitting GPU instance, cubecos `ApplyMigVgpu`); a type on a VF that
+//!   has one, or `0` on a VF that has none, is `EPERM` (NVIDIA's vendor-VFIO source, 2017–2022).
+//!   A MIG-backed vGPU sits on a GPU instance of its profile holding fewer vGPUs than the type's
+//!   "max instances per GPU instance" (1 where no source gives it), all of one type;
+//!   `placement_id` is its place inside the GPU instance (cubecos #312).
+//! - What a VF's `creatable_vgpu_types` lists: what the card can create now
+//!   ([`crate::rules::creatable_vgpu_types`], counting the vGPUs on VFs); on a VF that has a vGPU,
+//!   nothing — no capture shows that file there, and nothing may be written to such a VF but `0`.
+//! - MIG mode cannot change while VFs exist (`nvidia-smi -mig 0` answers "In use by another
+//!   client", NVML's `IN_USE`: cubecos `TeardownMigVgpu`): [`crate::rules::set_mig_mode`].
+//! - A reboot or a driver reload leaves no VF (NVIDIA's vGPU user guide, quoted in cozystack
+//!   PR 70).
+
+use crate::rules;
+use crate::scenario::{Device, VirtualFunction};
+
+/// What a run of `sriov-manage` did to a card.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Managed {
+    /// `-e`: every VF enabled; no GPU instance left.
+    Enabled,
+    /// `-e`: the VFs were enabled already; nothing changed (`GPU at <bdf> already has VFs
+    /// enabled.`).
+    AlreadyEnabled,
+    /// `-d`: every VF gone, with the GPU instances.
+    Disabled,
+    /// `-d`: there were none (`GPU at <bdf> already has VFs disabled.`).
+    AlreadyDisabled,
+    /// The card has no VFs: nothing done, no message, exit 0 (NVIDIA's script).
+    NoSriov,
+    /// `-e` failed as at boot (the scenario's `enable_failures`): exit 1.
+    FailedAsAtBoot,
+    /// `-e` exited 0 and enabled nothing (the scenario's `silent_enable_failures`).
+    SilentlyFailed,
+    /// Another process holds the GPU: the unbind lock could not be taken, exit 1.
+    Held,
+}
+
+/// `sriov-manage -e` on `device`.
+pub(crate) fn enable_vfs(device: &mut Device) -> Managed {
+    let held = !device.clients.is_empty();
+    let Some(sriov) = device.sriov.as_mut() else {
+        return Managed::NoSriov;
+    };
+    if !sriov.vfs.is_empty() {
+        return Managed::AlreadyEnabled;
+    }
+    if held {
+        return Managed::Held;
+    }
+    if sriov.enable_failures > 0 {
+        sriov.enable_failures -= 1;
+        return Managed::FailedAsAtBoot;
+    }
+    if sriov.silent_enable_failures > 0 {
+        sriov.silent_enable_failures -= 1;
+        return Managed::SilentlyFailed;
+    }
+    sriov.vfs = (0..sriov.total_vfs)
+        .map(|_| VirtualFunction::default())
+        .collect();
+    rebind(device);
+    Managed::Enabled
+}
+
+/// `sriov-manage -d` on `device`.
+pub(crate) fn disable_vfs(device: &mut Device) -> Managed {
+    let held = !device.clients.is_empty();
+    let Some(sriov) = device.sriov.as_mut() else {
+        return Managed::NoSriov;
+    };
+    if sriov.vfs.is_empty() {
+        return Managed::AlreadyDisabled;
+    }
+    if held {
+        return Managed::Held;
+    }
+    sriov.vfs.clear();
+    rebind(device);
+    Managed::Disabled
+}
+
+/// What the rebind of `sriov-manage` leaves: no GPU instance (nor a vGPU on one), and
+/// heterogeneous mode off where the card has it.
+fn rebind(device: &mut Device) {
+    device.gpu_instances.clear();
+    device.vgpus.retain(|vgpu| vgpu.gpu_instance_id.is_none());
+    if device.vgpu_heterogeneous_mode.is_some() {
+        device.vgpu_heterogeneous_mode = Some(false);
+    }
+}
+
+/// Whether `device` has VFs enabled.
+pub(crate) fn vfs_enabled(device: &Device) -> bool {
+    device
+        .sriov
+        .as_ref()
+        .is_some_and(|sriov| !sriov.vfs.is_empty())
+}
+
+/// Why a write of a VF's `current_vgpu_type` fails, as the driver answers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum TypeWriteError {
+    /// No such VF (the file is not there).
+    #[error("no such virtual function")]
+    NoVf,
+    /// A type on a VF that has one, or `0` on a VF that has none.
+    #[error("EPERM: the VF has a vGPU already, or none to remove")]
+    NotPermitted,
+    /// The card cannot create the type now.
+    #[error("EIO (NVRM: Failed to add vgpu create request: 0x38)")]
+    CannotCreate,
+}
+
+impl TypeWriteError {
+    /// The errno a write answers.
+    pub(crate) fn errno(self) -> i32 {
+        match self {
+            Self::NoVf => nix::libc::ENOENT,
+            Self::NotPermitted => nix::libc::EPERM,
+            Self::CannotCreate => nix::libc::EIO,
+        }
+    }
+}
+
+/// `id` written to VF `index`'s `current_vgpu_type` (`0`: its vGPU removed).
+pub(crate) fn write_type(device: &mut Device, index: u32, id: u32) -> Result<(), TypeWriteError> {
+    let at = usize::try_from(index).map_err(|_| TypeWriteError::NoVf)?;
+    let has = device
+        .sriov
+        .as_ref()
+        .and_then(|sriov| sriov.vfs.get(at))
+        .ok_or(TypeWriteError::NoVf)?
+        .type_id
+        .is_some();
+    if id == 0 {
+        if !has {
+            return Err(TypeWriteError::NotPermitted);
+        }
+        set_vf(device, at, VirtualFunction::default());
+        return Ok(());
+    }
+    if has {
+        return Err(TypeWriteError::NotPermitted);
+    }
+    if !rules::creatable_ids(device).contains(&id) {
+        return Err(TypeWriteError::CannotCreate);
+    }
+    let profile = device
+        .vgpu_types
+        .iter()
+        .find(|kind| kind.id == id)
+        .and_then(|kind| kind.gpu_instance_profile_id);
+    let placed = match profile {
+        None => VirtualFunction {
+            type_id: Some(id),
+            gpu_instance_id: None,
+            placement_id: None,
+        },
+        Some(_) => {
+            let (gpu_instance, before) =
+                rules::gpu_instance_for(device, id).ok_or(TypeWriteError::CannotCreate)?;
+            VirtualFunction {
+                type_id: Some(id),
+                gpu_instance_id: Some(gpu_instance),
+                placement_id: Some(before),
+            }
+        }
+    };
+    set_vf(device, at, placed);
+    Ok(())
+}
+
+fn set_vf(device: &mut Device, at: usize, vf: VirtualFunction) {
+    if let Some(slot) = device
+        .sriov
+        .as_mut()
+        .and_then(|sriov| sriov.vfs.get_mut(at))
+    {
+        *slot = vf;
+    }
+}
+
+/// The type IDs VF `index`'s `creatable_vgpu_types` lists now.
+pub(crate) fn creatable_on_vf(device: &Device, index: usize) -> Vec<u32> {
+    let has = device
+        .sriov
+        .as_ref()
+        .and_then(|sriov| sriov.vfs.get(index))
+        .is_some_and(|vf| vf.type_id.is_some());
+    if has {
+        Vec::new()
+    } else {
+        rules::creatable_ids(device)
+    }
+}
+
+/// What a GPU reset leaves of the VFs: a vGPU on a GPU instance goes with it.
+pub(crate) fn after_gpu_reset(device: &mut Device) {
+    if let Some(sriov) = device.sriov.as_mut() {
+        for vf in &mut sriov.vfs {
+            if vf.gpu_instance_id.is_some() {
+                *vf = VirtualFunction::default();
+            }
+        }
+    }
+}
+
+/// What a reboot leaves: no VF.
+pub(crate) fn after_reboot(device: &mut Device) {
+    if let Some(sriov) = device.sriov.as_mut() {
+        sriov.vfs.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::rules::{MigModeError, create_gpu_instance_anywhere, set_mig_mode};
+    use crate::scenario::{Client, MigMode, Scenario};
+
+    /// The A100-PCIE-40GB part: 16 VFs, disabled; MIG as `mig` says.
+    fn a100(mig: u32) -> Device {
+        let mut card = Scenario::from_json(crate::scenarios::PART_A100_PCIE_40GB.as_bytes())
+            .unwrap()
+            .devices
+            .remove(0);
+        card.mig_mode = MigMode::Mode {
+            current: mig,
+            pending: mig,
+        };
+        card
+    }
+
+    #[test]
+    fn enabling_makes_every_vf_the_card_has_and_wipes_its_gpu_instances_and_heterogeneous_mode() {
+        let mut card = a100(1);
+        card.vgpu_heterogeneous_mode = Some(true);
+        create_gpu_instance_anywhere(&mut card, 19).unwrap();
+        assert_eq!(enable_vfs(&mut card), Managed::Enabled);
+        assert_eq!(card.sriov.as_ref().unwrap().vfs.len(), 16);
+        assert!(card.gpu_instances.is_empty());
+        assert_eq!(card.vgpu_heterogeneous_mode, Some(false));
+        assert_eq!(enable_vfs(&mut card), Managed::AlreadyEnabled);
+    }
+
+    #[test]
+    fn disabling_takes_every_vf_with_its_type_and_the_gpu_instances() {
+        let mut card = a100(1);
+        enable_vfs(&mut card);
+        create_gpu_instance_anywhere(&mut card, 19).unwrap();
+        write_type(&mut card, 0, 474).unwrap();
+        assert_eq!(disable_vfs(&mut card), Managed::Disabled);
+        assert!(card.sriov.as_ref().unwrap().vfs.is_empty());
+        assert!(card.gpu_instances.is_empty());
+        assert_eq!(disable_vfs(&mut card), Managed::AlreadyDisabled);
+    }
+
+    #[test]
+    fn a_process_on_the_gpu_keeps_the_unbind_lock_from_sriov_manage() {
+        let mut card = a100(0);
+        card.clients.push(Client {
+            pid: 4242,
+            name: "python3".to_owned(),
+        });
+        assert_eq!(enable_vfs(&mut card), Managed::Held);
+        assert!(!vfs_enabled(&card));
+    }
+
+    #[test]
+    fn mig_mode_cannot_change_either_way_while_vfs_exist() {
+        let mut card = a100(1);
+        enable_vfs(&mut card);
+        assert_eq!(
+            set_mig_mode(&mut card, false),
+            Err(MigModeError::VfsEnabled)
+        );
+        let mut off = a100(0);
+        enable_vfs(&mut off);
+        assert_eq!(set_mig_mode(&mut off, true), Err(MigModeError::VfsEnabled));
+        // Asking for the mode it has changes nothing, and is no error.
+        assert_eq!(set_mig_mode(&mut off, false), Ok(()));
+    }
+
+    #[test]
+    fn a_type_on_a_vf_that_has_one_and_zero_on_one_that_has_none_are_eperm() {
+        let mut card = a100(0);
+        enable_vfs(&mut card);
+        assert_eq!(
+            write_type(&mut card, 0, 0),
+            Err(TypeWriteError::NotPermitted)
+        );
+        write_type(&mut card, 0, 471).unwrap();
+        assert_eq!(
+            write_type(&mut card, 0, 471),
+            Err(TypeWriteError::NotPermitted)
+        );
+        write_type(&mut card, 0, 0).unwrap();
+        assert_eq!(
+            card.sriov.as_ref().unwrap().vfs[0],
+            VirtualFunction::default()
+        );
+        assert_eq!(write_type(&mut card, 16, 471), Err(TypeWriteError::NoVf));
+    }
+
+    #[test]
+    fn a_mig_backed_type_without_a_free_instance_of_its_profile_is_eio_and_changes_nothing() {
+        let mut card = a100(1);
+        enable_vfs(&mut card);
+        assert_eq!(
+            write_type(&mut card, 0, 474),
+            Err(TypeWriteError::CannotCreate)
+        );
+        let gi = create_gpu_instance_anywhere(&mut card, 19).unwrap();
+        write_type(&mut card, 0, 474).unwrap();
+        let vf = &card.sriov.as_ref().unwrap().vfs[0];
+        assert_eq!((vf.gpu_instance_id, vf.placement_id), (Some(gi), Some(0)));
+        // One vGPU per instance where no source gives more: the instance is full.
+        assert_eq!(
+            write_type(&mut card, 1, 474),
+            Err(TypeWriteError::CannotCreate)
+        );
+        assert_eq!(creatable_on_vf(&card, 1), Vec::<u32>::new());
+        assert_eq!(creatable_on_vf(&card, 0), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn an_instance_that_holds_several_takes_them_in_placement_order() {
+        let mut card = a100(1);
+        if let Some(kind) = card.vgpu_types.iter_mut().find(|kind| kind.id == 474) {
+            kind.max_instances_per_gpu_instance = Some(2);
+        }
+        enable_vfs(&mut card);
+        let gi = create_gpu_instance_anywhere(&mut card, 19).unwrap();
+        write_type(&mut card, 0, 474).unwrap();
+        write_type(&mut card, 1, 474).unwrap();
+        let vfs = &card.sriov.as_ref().unwrap().vfs;
+        assert_eq!(vfs[1].gpu_instance_id, Some(gi));
+        assert_eq!(vfs[1].placement_id, Some(1));
+    }
+
+    #[test]
+    fn a_reboot_leaves_no_vf() {
+        let mut card = a100(0);
+        enable_vfs(&mut card);
+        write_type(&mut card, 0, 471).unwrap();
+        crate::rules::reboot(&mut card);
+        assert!(!vfs_enabled(&card));
+    }
+}

@@ -1,0 +1,104 @@
+//! The fake's virtual functions as sysfs shows them (`FAKE_NVML_SYSFS` names the root, a tree
+//! of `host_sync::fake_sysfs`): after every change of the state, each card with SR-IOV has
+//! `sriov_totalvfs` and `sriov_numvfs`, its `virtfn<N>` links to VFs bound to `nvidia` (each
+//! with `physfn`), and on each VF the `nvidia/` files — `current_vgpu_type`,
+//! `creatable_vgpu_types` as [`crate::sriov_rules`] lists it, and where the vGPU sits.
+//!
+//! A VF's address is its GPU's routing ID plus the First VF Offset, 4, plus its number (stride
+//! 1): `virtfn0 -> ../0000:41:00.4` … `virtfn31 -> ../0000:41:04.3` on an A100 in the
+//! OpenNebula documentation's listing (`host-sync/tests/samples/vgpu/pf-virtfn-links-opennebula-docs.txt`).
+
+use crate::scenario::{Device, parse_bus_id};
+use crate::sriov_rules;
+use host_sync::fake_sysfs::FakeSysfs;
+use std::path::Path;
+
+/// The First VF Offset of the parts modelled.
+const FIRST_VF_OFFSET: u32 = 4;
+
+/// A device's address as sysfs names it (`0000:3b:00.0`).
+fn sysfs_address(domain: u32, bus: u32, devfn: u32) -> String {
+    format!(
+        "{domain:04x}:{bus:02x}:{:02x}.{:x}",
+        (devfn >> 3) & 0x1f,
+        devfn & 0x7
+    )
+}
+
+/// The sysfs address of the GPU at `bus_id` (either form NVML knows).
+pub fn gpu_address(bus_id: &str) -> Option<String> {
+    let (domain, bus, device, function) = parse_bus_id(bus_id)?;
+    Some(sysfs_address(
+        domain,
+        u32::from(bus),
+        (u32::from(device) << 3) | u32::from(function),
+    ))
+}
+
+/// The sysfs address of VF `index` of the GPU at `bus_id`.
+pub fn vf_address(bus_id: &str, index: u32) -> Option<String> {
+    let (domain, bus, device, function) = parse_bus_id(bus_id)?;
+    let routing = (u32::from(bus) << 8) | (u32::from(device) << 3) | u32::from(function);
+    let vf = routing.checked_add(FIRST_VF_OFFSET)?.checked_add(index)?;
+    (vf >> 8 <= 0xff).then(|| sysfs_address(domain, vf >> 8, vf & 0xff))
+}
+
+/// Shows every SR-IOV card of `devices` under `root` as its state says.
+pub(crate) fn render(root: &Path, devices: &[Device]) -> std::io::Result<()> {
+    let sysfs = FakeSysfs::new(root)?;
+    for device in devices {
+        render_device(&sysfs, device)?;
+    }
+    Ok(())
+}
+
+fn render_device(sysfs: &FakeSysfs, device: &Device) -> std::io::Result<()> {
+    let Some(sriov) = &device.sriov else {
+        return Ok(());
+    };
+    let bad = || std::io::Error::other(format!("{} is no bus ID", device.pci_bus_id));
+    let gpu = gpu_address(&device.pci_bus_id).ok_or_else(bad)?;
+    let dir = sysfs.device_dir(&gpu);
+    if !dir.is_dir() {
+        return Err(std::io::Error::other(format!(
+            "{} is not in the fake sysfs ({}): add the GPU first",
+            gpu,
+            dir.display()
+        )));
+    }
+    std::fs::write(dir.join("sriov_totalvfs"), format!("{}\n", sriov.total_vfs))?;
+    let shown = std::fs::read_to_string(dir.join("sriov_numvfs"))
+        .ok()
+        .and_then(|text| text.trim().parse::<usize>().ok());
+    if shown != Some(sriov.vfs.len()) {
+        if dir.join("sriov_numvfs").exists() {
+            sysfs.remove_virtual_functions(&gpu)?;
+        } else {
+            std::fs::write(dir.join("sriov_numvfs"), "0\n")?;
+        }
+        for index in 0..sriov.vfs.len() {
+            let vf = vf_of(device, index).ok_or_else(bad)?;
+            sysfs.virtual_function(&vf, &gpu, Some("nvidia"))?;
+        }
+    }
+    for (index, vf) in sriov.vfs.iter().enumerate() {
+        let address = vf_of(device, index).ok_or_else(bad)?;
+        let creatable: Vec<(u32, &str)> = sriov_rules::creatable_on_vf(device, index)
+            .into_iter()
+            .filter_map(|id| {
+                device
+                    .vgpu_types
+                    .iter()
+                    .find(|kind| kind.id == id)
+                    .map(|kind| (id, kind.name.as_str()))
+            })
+            .collect();
+        let placed = vf.gpu_instance_id.zip(vf.placement_id);
+        sysfs.vgpu(&address, vf.type_id.unwrap_or(0), &creatable, placed)?;
+    }
+    Ok(())
+}
+
+fn vf_of(device: &Device, index: usize) -> Option<String> {
+    vf_address(&device.pci_bus_id, u32::try_from(index).ok()?)
+}
