@@ -34,6 +34,7 @@ mod exposition;
 mod plan;
 mod report;
 mod select;
+mod vgpu_exec;
 mod vgpu_plan;
 
 /// NVIDIA vgpu-device-manager's config files read as they are, vGPU type names, and the MIG
@@ -43,9 +44,14 @@ pub mod vgpu {
     pub use crate::document::vgpu_name::{
         MigAttribute, Series, VgpuKind, VgpuNameError, VgpuTypeName,
     };
+    pub use crate::vgpu_exec::{
+        DEFAULT_SRIOV_MANAGE, RunEnd, SriovManage, SriovManageError, SriovManageOn, TypeWriteError,
+        VfsSet, VfsWanted, write_vgpu_type,
+    };
     pub use crate::vgpu_plan::{
         Missing, VgpuCard, VgpuRefusal, VgpuStep, plan_vgpu, plan_vgpu_leave,
     };
+    pub use gpu_host_probe::vf::{SysfsTypes, VfTypeFile, VgpuTypes};
 }
 
 pub use apply::{

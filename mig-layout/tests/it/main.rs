@@ -9,4 +9,5 @@ mod export;
 mod plan;
 mod props;
 mod vgpu_document;
+mod vgpu_exec;
 mod vgpu_plan;
