@@ -357,20 +357,13 @@ fn a_missing_or_bad_scenario_fails_nvml_init_and_the_read_is_unreadable() {
 }
 
 #[test]
-fn a_published_a100_catalogue_reads_as_its_types_and_its_unpublished_per_instance_counts_as_lost() {
+fn a_published_a100_catalogue_reads_as_its_types_with_one_vgpu_per_gpu_instance() {
     let card = Card::new("parts/a100-pcie-40gb.json", Build::Current);
     let output = card.read(DEVICE);
     let checked = check(&output, DEVICE);
-    // The part gives no vGPUs-per-GPU-instance (none is published for the A100), so the fake
-    // refuses that call for its six MIG-backed types: the reply says it could not read them,
-    // never a guessed 1, and the time-sliced types (no GPU instance) lose nothing.
-    let lost: Vec<String> = [0, 1, 2, 3, 4, 11]
-        .iter()
-        .map(|i| format!("/vgpu_types/{i}/max_instances_per_gpu_instance"))
-        .collect();
     assert_eq!(
         summary(&checked),
-        (true, "none_carved".into(), "disabled".into(), lost),
+        (true, "none_carved".into(), "disabled".into(), Vec::new()),
         "{checked}"
     );
     let reply = reply_json(&output);
@@ -385,6 +378,16 @@ fn a_published_a100_catalogue_reads_as_its_types_and_its_unpublished_per_instanc
             )
         })
         .collect();
+    // A MIG-backed vGPU takes a whole GPU instance on a part without MIG time-slicing (the
+    // part's sources cite NVIDIA's rule); a time-sliced type has no such count.
+    let per_instance = |id: u64| {
+        types
+            .iter()
+            .find(|t| t["id"].as_u64() == Some(id))
+            .map(|t| t["max_instances_per_gpu_instance"].clone())
+    };
+    assert_eq!(per_instance(474), Some(serde_json::json!(1)));
+    assert_eq!(per_instance(468), Some(serde_json::Value::Null));
     // The IDs and names NVIDIA's driver gives this part (OpenForBC's NVML notebook); a
     // time-sliced type has no GPU-instance profile, and profile 0 (7g.40gb) is a real one.
     assert_eq!(rows.len(), 12, "{rows:?}");
