@@ -40,10 +40,12 @@ mod vgpu_plan;
 /// NVIDIA vgpu-device-manager's config files read as they are, vGPU type names, and the MIG
 /// layout a spec of MIG-backed types needs (the vGPU layer's declared input).
 pub mod vgpu {
+    pub use crate::apply::{VgpuWith, apply_vgpu, leave_vgpu};
     pub use crate::document::vgpu::{DeriveError, VgpuDocument, VgpuSpec, per_gpu_instance_in};
     pub use crate::document::vgpu_name::{
         MigAttribute, Series, VgpuKind, VgpuNameError, VgpuTypeName,
     };
+    pub use crate::select::{VgpuJob, select_vgpu};
     pub use crate::vgpu_exec::{
         DEFAULT_SRIOV_MANAGE, RunEnd, SriovManage, SriovManageError, SriovManageOn, TypeWriteError,
         VfsSet, VfsWanted, write_vgpu_type,

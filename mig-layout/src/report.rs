@@ -130,6 +130,11 @@ pub struct GpuReport {
     pub differences: Vec<Difference>,
     /// The instances it has that the layout does not name, kept because the caller adopts them.
     pub adopted: Vec<Adopted>,
+    /// Its vGPU plan, in the driver's order (empty for a MIG layout alone); each displays for
+    /// people.
+    pub vgpu_plan: Vec<crate::vgpu::VgpuStep>,
+    /// The vGPU writes done, in order, each read back (`sriov-manage`, the type writes).
+    pub vgpu_done: Vec<crate::vgpu::VgpuStep>,
     /// How its writes ended (`done`, or why it stopped: the apply's other GPUs go on); `None`
     /// when the apply wrote nothing (blocked, or a dry run).
     #[serde(serialize_with = "outcome_token")]
@@ -156,6 +161,7 @@ impl GpuReport {
             .iter()
             .filter(|step| matches!(step.outcome, StepOutcome::Done { .. }))
             .count()
+            + self.vgpu_done.len()
     }
 }
 

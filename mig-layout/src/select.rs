@@ -5,7 +5,8 @@
 //! GPUs are all bound to it (mig-parted's indices are NVML's, which follow the same order). A
 //! GPU bound to another driver (`vfio-pci` for pass-through) has no index and is never touched.
 
-use crate::document::{DeviceRef, Devices, Spec};
+use crate::document::vgpu::VgpuSpec;
+use crate::document::{DeviceId, DeviceRef, Devices, Spec};
 use gpu_host_probe::PciIdentity;
 use gpu_partition_types::Bdf;
 use host_sync::{ScanError, scan_gpus};
@@ -62,10 +63,23 @@ pub fn host_gpus(sysfs_root: &Path) -> Result<Vec<HostGpu>, ScanError> {
 pub struct Wanted {
     /// The GPU.
     pub gpu: HostGpu,
-    /// What it should be.
+    /// What it should be. For a vGPU job, the MIG layout its vGPUs need, which the card's
+    /// catalogue decides once the card is read (until then, MIG off).
     pub want: Want,
     /// The line of the spec that names it; `None` for a spec not read from a document.
     pub line: Option<usize>,
+    /// Its vGPUs, for a vGPU job (`None`: a MIG layout alone).
+    pub vgpu: Option<VgpuJob>,
+}
+
+/// What a vGPU job wants of one GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum VgpuJob {
+    /// These vGPUs, on VFs, with the MIG layout they need.
+    Apply(VgpuSpec),
+    /// No vGPU: the VFs disabled, then MIG off.
+    Leave,
 }
 
 /// A device a layout lists that the host does not have.
@@ -128,53 +142,103 @@ fn lines(first: Option<usize>, second: Option<usize>) -> String {
     }
 }
 
-fn matches_filter(spec: &Spec, gpu: &HostGpu) -> bool {
-    spec.device_filter.is_empty()
-        || spec
-            .device_filter
+fn matches_filter(device_filter: &[DeviceId], gpu: &HostGpu) -> bool {
+    device_filter.is_empty()
+        || device_filter
             .iter()
             .any(|filter| filter.matches(&gpu.identity))
 }
 
-fn names(spec: &Spec, gpu: &HostGpu) -> bool {
-    let listed = match &spec.devices {
+/// Whether an entry for `devices` (and `device_filter`) names `gpu`.
+fn names(devices: &Devices, device_filter: &[DeviceId], gpu: &HostGpu) -> bool {
+    let listed = match devices {
         Devices::All => true,
         Devices::Listed(devices) => devices.iter().any(|device| match device {
             DeviceRef::Index(index) => *index == gpu.index,
             DeviceRef::Address(bdf) => *bdf == gpu.bdf,
         }),
     };
-    listed && matches_filter(spec, gpu)
+    listed && matches_filter(device_filter, gpu)
+}
+
+/// What an entry of a layout or of a vGPU config is to [`select_entries`].
+struct Entry<'a> {
+    devices: &'a Devices,
+    device_filter: &'a [DeviceId],
+    line: Option<usize>,
 }
 
 /// The GPUs of `gpus` that `specs` name, each with what it should be; a GPU no spec names is
 /// left out (and left alone).
 pub fn select(specs: &[Spec], gpus: &[HostGpu]) -> Result<Selection, SelectError> {
+    let entries: Vec<Entry<'_>> = specs
+        .iter()
+        .map(|spec| Entry {
+            devices: &spec.devices,
+            device_filter: &spec.device_filter,
+            line: spec.line,
+        })
+        .collect();
+    select_entries(&entries, gpus, |at| {
+        let spec = &specs[at];
+        let want = if spec.mig_enabled {
+            Want::enabled(spec.mig_devices.clone())
+        } else {
+            Want::disabled()
+        };
+        (want, None)
+    })
+}
+
+/// The GPUs of `gpus` that a vGPU config's `specs` name, each with its vGPUs (its MIG layout is
+/// decided by its catalogue once the card is read); by the rules of [`select`].
+pub fn select_vgpu(specs: &[VgpuSpec], gpus: &[HostGpu]) -> Result<Selection, SelectError> {
+    let entries: Vec<Entry<'_>> = specs
+        .iter()
+        .map(|spec| Entry {
+            devices: &spec.devices,
+            device_filter: &spec.device_filter,
+            line: spec.line,
+        })
+        .collect();
+    select_entries(&entries, gpus, |at| {
+        (Want::disabled(), Some(VgpuJob::Apply(specs[at].clone())))
+    })
+}
+
+/// The one rule both selections follow: each GPU named by at most one entry, and each device
+/// an entry lists that the host lacks told.
+fn select_entries(
+    entries: &[Entry<'_>],
+    gpus: &[HostGpu],
+    wants: impl Fn(usize) -> (Want, Option<VgpuJob>),
+) -> Result<Selection, SelectError> {
     let mut selection = Selection::default();
     for gpu in gpus {
-        let mut naming = specs.iter().filter(|spec| names(spec, gpu));
-        let Some(spec) = naming.next() else {
+        let mut naming = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, entry)| names(entry.devices, entry.device_filter, gpu));
+        let Some((at, entry)) = naming.next() else {
             continue;
         };
-        if let Some(second) = naming.next() {
+        if let Some((_, second)) = naming.next() {
             return Err(SelectError::Twice {
                 gpu: gpu.to_string(),
-                first: spec.line,
+                first: entry.line,
                 second: second.line,
             });
         }
+        let (want, vgpu) = wants(at);
         selection.wanted.push(Wanted {
             gpu: gpu.clone(),
-            want: if spec.mig_enabled {
-                Want::enabled(spec.mig_devices.clone())
-            } else {
-                Want::disabled()
-            },
-            line: spec.line,
+            want,
+            line: entry.line,
+            vgpu,
         });
     }
-    for spec in specs {
-        if let Devices::Listed(devices) = &spec.devices {
+    for entry in entries {
+        if let Devices::Listed(devices) = entry.devices {
             for device in devices {
                 let present = gpus.iter().any(|gpu| match device {
                     DeviceRef::Index(index) => *index == gpu.index,
@@ -182,7 +246,7 @@ pub fn select(specs: &[Spec], gpus: &[HostGpu]) -> Result<Selection, SelectError
                 });
                 if !present {
                     selection.absent.push(Absent {
-                        line: spec.line,
+                        line: entry.line,
                         device: *device,
                     });
                 }

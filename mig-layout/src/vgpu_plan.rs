@@ -325,3 +325,68 @@ fn refuse_held(
     }
     Ok(())
 }
+
+impl std::fmt::Display for VgpuStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::DisableVfs => f.write_str(
+                "sriov-manage -d: the virtual functions disabled (their GPU instances go with them)",
+            ),
+            Self::MigMode(true) => f.write_str("MIG mode on"),
+            Self::MigMode(false) => f.write_str("MIG mode off"),
+            Self::EnableVfs => f.write_str("sriov-manage -e: every virtual function enabled"),
+            Self::Heterogeneous => f.write_str("heterogeneous vGPU mode on"),
+            Self::GpuInstances(layout) => {
+                let listed: Vec<String> = layout
+                    .mig_devices
+                    .iter()
+                    .map(|(profile, count)| format!("{count} x {profile}"))
+                    .collect();
+                write!(f, "the GPU instances the vGPUs need: {}", listed.join(", "))
+            }
+            Self::ClearType { index } => write!(f, "virtual function {index}: its vGPU type cleared"),
+            Self::WriteType { index, name, id } => {
+                write!(f, "virtual function {index}: vGPU type {name} ({id})")
+            }
+        }
+    }
+}
+
+/// A step as `--json` shows it: `{"step": "write_type", "virtual_function": 0, "type":
+/// "A100-1-5C", "type_id": 474}`, `{"step": "mig_mode", "enabled": true}`, `{"step":
+/// "gpu_instances", "mig_devices": {"1g.5gb": 7}}`, `{"step": "enable_vfs"}`.
+impl serde::Serialize for VgpuStep {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        match self {
+            Self::DisableVfs => map.serialize_entry("step", "disable_vfs")?,
+            Self::MigMode(enabled) => {
+                map.serialize_entry("step", "mig_mode")?;
+                map.serialize_entry("enabled", enabled)?;
+            }
+            Self::EnableVfs => map.serialize_entry("step", "enable_vfs")?,
+            Self::Heterogeneous => map.serialize_entry("step", "heterogeneous_mode")?,
+            Self::GpuInstances(layout) => {
+                map.serialize_entry("step", "gpu_instances")?;
+                let devices: std::collections::BTreeMap<String, u32> = layout
+                    .mig_devices
+                    .iter()
+                    .map(|(profile, count)| (profile.to_string(), *count))
+                    .collect();
+                map.serialize_entry("mig_devices", &devices)?;
+            }
+            Self::ClearType { index } => {
+                map.serialize_entry("step", "clear_type")?;
+                map.serialize_entry("virtual_function", index)?;
+            }
+            Self::WriteType { index, name, id } => {
+                map.serialize_entry("step", "write_type")?;
+                map.serialize_entry("virtual_function", index)?;
+                map.serialize_entry("type", &name.to_string())?;
+                map.serialize_entry("type_id", id)?;
+            }
+        }
+        map.end()
+    }
+}

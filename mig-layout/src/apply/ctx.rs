@@ -7,12 +7,14 @@
 //! observer; the worker waits for the observer to return ([`fan_out`]).
 
 use super::Progress;
+use super::vgpu::VgpuWith;
 use crate::report::{ApplyOutcome, ApplyReason};
 use gpu_host_probe::helper::{CardRead, Helper};
-use gpu_host_probe::{Cancel, HostLock};
+use gpu_host_probe::{Cancel, Host, HostLock};
 use gpu_partition_types::{Bdf, FormatVersion, Reply};
 use std::sync::Mutex;
 use std::sync::mpsc;
+use warm_reset::Clock;
 
 /// What every GPU's work reads.
 #[derive(Clone, Copy)]
@@ -24,6 +26,12 @@ pub(super) struct Shared<'a> {
     pub settle: &'a Helper,
     pub format: FormatVersion,
     pub cancel: Option<&'a Cancel>,
+    /// The host (its sysfs and `/proc`, for the vGPU side).
+    pub host: &'a Host,
+    /// How the vGPU side is written.
+    pub vgpu: &'a VgpuWith<'a>,
+    /// The clock the vGPU side's pauses are taken on (the reset's).
+    pub clock: &'a dyn Clock,
 }
 
 impl Shared<'_> {

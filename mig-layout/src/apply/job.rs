@@ -5,8 +5,9 @@
 use super::options::ApplyOptions;
 use super::run::ApplyError;
 use crate::document::Spec;
+use crate::document::vgpu::VgpuSpec;
 use crate::report::{ApplyReason, ApplyWarning, Draft, End};
-use crate::select::{HostGpu, Wanted, host_gpus, select};
+use crate::select::{HostGpu, VgpuJob, Wanted, host_gpus, select, select_vgpu};
 use gpu_host_probe::{Host, HostLock, LockError};
 use gpu_partition_types::Bdf;
 use layout_model::{Board, Declaration, Unnamed};
@@ -71,8 +72,45 @@ pub(crate) fn resolve(
     options: &ApplyOptions,
     draft: &mut Draft,
 ) -> Result<Vec<Wanted>, ApplyError> {
+    resolve_by(host, label, options, draft, |gpus| select(specs, gpus))
+}
+
+/// The GPUs the vGPU config `specs` names on this host (of `options.devices`, when given).
+pub(super) fn resolve_vgpu(
+    host: &Host,
+    label: &str,
+    specs: &[VgpuSpec],
+    options: &ApplyOptions,
+    draft: &mut Draft,
+) -> Result<Vec<Wanted>, ApplyError> {
+    resolve_by(host, label, options, draft, |gpus| select_vgpu(specs, gpus))
+}
+
+/// Every NVIDIA GPU bound to `nvidia` (of `options.devices`, when given), to leave vGPU: its
+/// VFs disabled, then MIG off.
+pub(super) fn resolve_vgpu_leave(
+    host: &Host,
+    options: &ApplyOptions,
+    draft: &mut Draft,
+) -> Result<Vec<Wanted>, ApplyError> {
+    resolve_by(host, "leave", options, draft, |gpus| {
+        let mut selection = select(&crate::apply::leave(), gpus)?;
+        for wanted in &mut selection.wanted {
+            wanted.vgpu = Some(VgpuJob::Leave);
+        }
+        Ok(selection)
+    })
+}
+
+fn resolve_by(
+    host: &Host,
+    label: &str,
+    options: &ApplyOptions,
+    draft: &mut Draft,
+    select: impl FnOnce(&[HostGpu]) -> Result<crate::select::Selection, crate::select::SelectError>,
+) -> Result<Vec<Wanted>, ApplyError> {
     let gpus = host_gpus(host.sysfs_root())?;
-    let selection = select(specs, &gpus)?;
+    let selection = select(&gpus)?;
     draft
         .warnings
         .extend(selection.absent.into_iter().map(ApplyWarning::Absent));
@@ -114,6 +152,7 @@ pub(super) fn declared_job(
                     gpu: found.clone(),
                     want,
                     line: None,
+                    vgpu: None,
                 });
                 boards.insert(*bdf, gpu.board.clone());
             }

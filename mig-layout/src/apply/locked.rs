@@ -12,6 +12,7 @@ use super::progress::Progress;
 use super::run::{ApplyError, ApplyRun};
 use super::writes::{self, Write};
 use crate::report::{ApplyOutcome, ApplyReason, ApplyWarning, Draft, End};
+use crate::select::VgpuJob;
 use gpu_host_probe::HostLock;
 use host_sync::{ApplyEnd, Direction};
 
@@ -36,9 +37,14 @@ pub(super) fn cancelled(when: &str) -> End {
     )
 }
 
-/// Which way the job goes: into partitioning when some GPU of it has MIG on.
+/// Which way the job goes: into partitioning when some GPU of it has MIG on, or is to hold
+/// vGPUs.
 fn direction(job: &Job) -> Direction {
-    if job.wanted.iter().any(|w| w.want.enabled) {
+    if job
+        .wanted
+        .iter()
+        .any(|w| w.want.enabled || matches!(w.vgpu, Some(VgpuJob::Apply(_))))
+    {
         Direction::Entering
     } else {
         Direction::Leaving
@@ -88,12 +94,14 @@ pub(super) fn run_locked(
     draft: &mut Draft,
 ) -> Result<End, ApplyError> {
     let ApplyRun {
-        host: _,
+        host,
         helper,
         store,
         mut reset,
         mut observe,
+        vgpu,
     } = run;
+    let clock = reset.clock_or_real();
     // Every run of the helper ends when the caller cancels (the closing sync's too); the one read
     // that settles what a batch without an answer did runs without it.
     let reader = &helper.ending_on(options.cancel.as_ref());
@@ -118,6 +126,9 @@ pub(super) fn run_locked(
                         settle: helper,
                         format,
                         cancel: options.cancel.as_ref(),
+                        host,
+                        vgpu: &vgpu,
+                        clock,
                     },
                     progress: &mut progress,
                 };

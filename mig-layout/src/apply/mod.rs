@@ -43,6 +43,7 @@ mod preflight;
 mod progress;
 mod reset;
 mod run;
+mod vgpu;
 mod writes;
 
 pub use hooks::{HOOK_DEADLINE, HookPoint, HookRun, Hooks};
@@ -51,6 +52,7 @@ pub use options::ApplyOptions;
 pub use phases::STEP_DEADLINE;
 pub use progress::{ApplyObserver, Progress};
 pub use run::{ApplyError, ApplyRun};
+pub use vgpu::VgpuWith;
 
 use crate::document::{Devices, Spec};
 use crate::report::{ApplyReport, Draft};
@@ -88,6 +90,59 @@ pub fn apply(
                 boards: None,
             };
             run_locked(run, &lock, label, job, options, &mut draft)?
+        }
+    };
+    Ok(draft.finish(end, clock.now().saturating_sub(started)))
+}
+
+/// Applies the vGPU config `specs` (the config `label` of a vgpu-device-manager document) as
+/// `options` say, by the same executor as [`apply()`]: per GPU, in the order the driver forces
+/// — MIG mode, `sriov-manage -e` (which wipes every GPU instance), the GPU instances the
+/// vGPUs need (sized by the card's catalogue), a vGPU type on each VF — each write read back,
+/// and nothing written when the cards hold the config. Refused before any write: a type the
+/// card cannot create, more vGPUs than it has VFs, a VF in use by a VM (its VFIO group held).
+/// It blocks at worst as [`apply()`] does, plus per GPU at most two runs of `sriov-manage` with
+/// their retries ([`crate::vgpu::SriovManage`]).
+pub fn apply_vgpu(
+    run: ApplyRun<'_>,
+    label: &str,
+    specs: &[crate::vgpu::VgpuSpec],
+    options: &ApplyOptions,
+) -> Result<ApplyReport, ApplyError> {
+    let clock = run.reset.clock_or_real();
+    let started = clock.now();
+    let mut draft = Draft::new(label);
+    let end = match take_lock(run.host, options)? {
+        Err(end) => end,
+        Ok(lock) => {
+            let wanted = job::resolve_vgpu(run.host, label, specs, options, &mut draft)?;
+            let job = job::Job {
+                wanted,
+                boards: None,
+            };
+            run_locked(run, &lock, label, job, options, &mut draft)?
+        }
+    };
+    Ok(draft.finish(end, clock.now().saturating_sub(started)))
+}
+
+/// Leaves vGPU on every NVIDIA GPU bound to `nvidia` (of [`ApplyOptions::devices`]), in the
+/// order the sources measured: `sriov-manage -d` first (it takes the GPU instances with the
+/// VFs), then what instances remain, then MIG off (the driver refuses it while VFs exist).
+/// Refused before any write while a VM uses a VF.
+pub fn leave_vgpu(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<ApplyReport, ApplyError> {
+    let clock = run.reset.clock_or_real();
+    let started = clock.now();
+    let mut draft = Draft::new("leave");
+    let end = match take_lock(run.host, options)? {
+        Err(end) => end,
+        Ok(lock) => {
+            let wanted = job::resolve_vgpu_leave(run.host, options, &mut draft)?;
+            let job = job::Job {
+                wanted,
+                boards: None,
+            };
+            run_locked(run, &lock, "leave", job, options, &mut draft)?
         }
     };
     Ok(draft.finish(end, clock.now().saturating_sub(started)))

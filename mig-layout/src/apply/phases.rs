@@ -7,6 +7,7 @@
 use super::Progress;
 use super::ctx::{Ctx, Shared, Stop, fan_out};
 use super::reset::reset_batch;
+use super::vgpu::{self, GpuVgpu};
 use crate::plan::{CardPlan, plan};
 use crate::report::{ApplyReason, GpuReport};
 use crate::select::Wanted;
@@ -39,6 +40,8 @@ pub(super) struct Gpu {
     /// Whether the card may have been written: a step done, a reset issued, or a batch that
     /// gave no answer and left the card changed (or unread).
     pub wrote: bool,
+    /// Its vGPU side (empty for a MIG layout alone).
+    pub vgpu: GpuVgpu,
 }
 
 impl Gpu {
@@ -47,9 +50,10 @@ impl Gpu {
         self.first.set_mode.is_some() || self.first.reset
     }
 
-    /// Whether the preflight's plan destroys or creates instances.
+    /// Whether the preflight's plan destroys or creates instances, or writes the vGPU side.
     pub fn changes_instances(&self) -> bool {
-        !self.first.destroy.is_empty()
+        self.vgpu.writes()
+            || !self.first.destroy.is_empty()
             || !self.first.create.is_empty()
             || !self.first.fill.is_empty()
             || self.first.deferred
@@ -181,7 +185,8 @@ fn keep_stops(cards: &mut [Gpu], results: Vec<Option<Result<(), Stop>>>) {
 
 /// The GPU's destroys and its mode change, in one batch; whether its change is pending.
 fn first_batch(shared: &Shared<'_>, say: &dyn Fn(Progress), gpu: &mut Gpu) -> Result<(), Stop> {
-    // The preflight's plan, made over the card as it still is.
+    vgpu::before_first_batch(shared, say, gpu)?;
+    // The preflight's plan, made over the card as it still is (or as `sriov-manage -d` left it).
     let steps = gpu.first.first_batch();
     if steps.is_empty() {
         return Ok(());
@@ -280,6 +285,7 @@ fn resets(
 /// reads back.
 fn finish(shared: &Shared<'_>, say: &dyn Fn(Progress), gpu: &mut Gpu) -> Result<(), Stop> {
     let device = gpu.report.device;
+    vgpu::before_creates(shared, say, gpu)?;
     let planned = plan(&gpu.reply, &gpu.wanted.want)
         .map_err(|impossible| Stop::failed(ApplyReason::LayoutImpossible, impossible.message))?;
     if !planned.destroy.is_empty()
@@ -318,6 +324,7 @@ fn finish(shared: &Shared<'_>, say: &dyn Fn(Progress), gpu: &mut Gpu) -> Result<
         gpu.report.differences = differences;
         return Err(Stop::failed(ApplyReason::ReadBackDiffers, detail));
     }
+    vgpu::after_creates(shared, say, gpu)?;
     say(Progress::ReadBack { device });
     Ok(())
 }

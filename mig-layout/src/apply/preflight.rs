@@ -4,14 +4,16 @@
 //! the same model is a warning.
 
 use super::busy;
+use super::ctx::Shared;
 use super::phases::Gpu;
+use super::vgpu::{self, GpuVgpu};
 use crate::plan::{Impossible, plan};
 use crate::report::{ApplyReason, ApplyWarning, GpuReport};
 use crate::select::{HostGpu, Wanted};
-use gpu_host_probe::HostLock;
-use gpu_host_probe::helper::{CardRead, Helper, ReadFailure};
-use gpu_partition_types::{Bdf, FormatVersion, UnreadableReason};
-use layout_model::{Adopted, Board, BoardChange, Card, DeclaredGpu};
+use gpu_host_probe::Host;
+use gpu_host_probe::helper::{CardRead, ReadFailure};
+use gpu_partition_types::{Bdf, UnreadableReason};
+use layout_model::{Adopted, Board, BoardChange, Card, DeclaredGpu, Unnamed};
 use std::collections::BTreeMap;
 
 /// Every GPU planned, or why not (with the reports of all, for the blocked report).
@@ -53,12 +55,12 @@ enum Checked {
 }
 
 pub(super) fn preflight(
-    lock: &HostLock,
-    helper: &Helper,
-    format: FormatVersion,
+    shared: &Shared<'_>,
     wanted: Vec<Wanted>,
     boards: Option<&BTreeMap<Bdf, Board>>,
+    unnamed: Unnamed,
 ) -> Preflight {
+    let (lock, helper, format) = (shared.lock, shared.helper, shared.format);
     let mut cards: Vec<Gpu> = Vec::with_capacity(wanted.len());
     let mut others: Vec<GpuReport> = Vec::new();
     let mut refusal: Option<(ApplyReason, String)> = None;
@@ -70,7 +72,7 @@ pub(super) fn preflight(
     let reads = helper.read_all(lock, &devices, format);
     for (wanted, read) in wanted.into_iter().zip(reads) {
         let declared = boards.and_then(|boards| boards.get(&wanted.gpu.bdf));
-        match check(wanted, read, declared, &mut warnings) {
+        match check(shared.host, wanted, read, declared, unnamed, &mut warnings) {
             Checked::Go(gpu, busy) => {
                 if let Some(why) = busy {
                     refusal.get_or_insert(why);
@@ -103,9 +105,11 @@ pub(super) fn preflight(
 
 /// A GPU's read, its board against the one declared in its slot (a restore), and its plan.
 fn check(
-    wanted: Wanted,
+    host: &Host,
+    mut wanted: Wanted,
     read: CardRead,
     declared: Option<&Board>,
+    unnamed: Unnamed,
     warnings: &mut Vec<ApplyWarning>,
 ) -> Checked {
     let device = wanted.gpu.bdf;
@@ -117,6 +121,8 @@ fn check(
         steps: Vec::new(),
         differences: Vec::new(),
         adopted: Vec::new(),
+        vgpu_plan: Vec::new(),
+        vgpu_done: Vec::new(),
         outcome: None,
         detail: None,
     };
@@ -140,6 +146,18 @@ fn check(
             warnings.push(ApplyWarning::OtherBoard { device, change });
         }
         None => {}
+    }
+    // A vGPU job: the MIG layout its vGPUs need is decided by the card's catalogue, here.
+    let mut vgpu_side = GpuVgpu::default();
+    if let Some(job) = &wanted.vgpu {
+        match vgpu::preflight(host, &wanted.gpu, job, &reply, unnamed) {
+            Ok(planned) => {
+                wanted.want = planned.want;
+                report.vgpu_plan = planned.vgpu.steps.clone();
+                vgpu_side = planned.vgpu;
+            }
+            Err(why) => return Checked::Refused(Box::new(report), why, None),
+        }
     }
     let card = Card::of(&reply).ok();
     if let Some(card) = card
@@ -173,6 +191,7 @@ fn check(
         first: planned,
         stop: None,
         wrote: false,
+        vgpu: vgpu_side,
     };
     let first = gpu.first.clone();
     gpu.decided(&first);

@@ -52,6 +52,13 @@ pub enum Progress {
         /// The GPU.
         device: Bdf,
     },
+    /// A write of the GPU's vGPU side done (`sriov-manage`, a VF's type), read back.
+    Vgpu {
+        /// The GPU.
+        device: Bdf,
+        /// The step.
+        step: crate::vgpu::VgpuStep,
+    },
 }
 
 impl Progress {
@@ -64,7 +71,8 @@ impl Progress {
             | Self::WaitedForEarlierReset { device, .. }
             | Self::EarlierResetCompleted { device }
             | Self::Reset { device, .. }
-            | Self::ReadBack { device } => *device,
+            | Self::ReadBack { device }
+            | Self::Vgpu { device, .. } => *device,
         }
     }
 }
@@ -85,6 +93,7 @@ impl std::fmt::Display for Progress {
             }
             Self::Reset { outcome, .. } => write!(f, "warm reset: {outcome}"),
             Self::ReadBack { .. } => f.write_str("read back: as the layout wants"),
+            Self::Vgpu { step, .. } => write!(f, "{step}: done"),
         }
     }
 }

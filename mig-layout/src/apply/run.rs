@@ -2,6 +2,7 @@
 //! [`ApplyError`], an apply that could not run.
 
 use super::progress::ApplyObserver;
+use super::vgpu::VgpuWith;
 use crate::report::ApplyReport;
 use gpu_host_probe::helper::Helper;
 use gpu_host_probe::{Host, LockError};
@@ -16,6 +17,7 @@ pub struct ApplyRun<'a> {
     pub(super) store: &'a mut dyn StateStore,
     pub(super) reset: ResetWith<'a>,
     pub(super) observe: Option<ApplyObserver<'a>>,
+    pub(super) vgpu: VgpuWith<'a>,
 }
 
 impl std::fmt::Debug for ApplyRun<'_> {
@@ -42,7 +44,15 @@ impl<'a> ApplyRun<'a> {
             store,
             reset,
             observe: None,
+            vgpu: VgpuWith::default(),
         }
+    }
+
+    /// Writes the vGPU side so (`sriov-manage`'s path and retries, what carries a VF's type
+    /// write); by default NVIDIA's script at its installed path and the kernel's files.
+    pub fn vgpu(mut self, with: VgpuWith<'a>) -> Self {
+        self.vgpu = with;
+        self
     }
 
     /// Shows each step as it runs.

@@ -14,6 +14,7 @@ use super::progress::Progress;
 use super::run::ApplyError;
 use crate::report::{ApplyOutcome, ApplyReason, Draft, End};
 use host_sync::{ApplyEnd, ApplyStateError, Direction, LayoutRecord, StateStore, StoreError};
+use layout_model::Unnamed;
 use std::time::Duration;
 use warm_reset::ResetWith;
 
@@ -35,7 +36,8 @@ pub(super) fn go(
     write: Write<'_>,
     draft: &mut Draft,
 ) -> Result<End, ApplyError> {
-    let mut cards = match preflighted(ctx, write.job, draft) {
+    let unnamed = write.options.unnamed.unwrap_or(Unnamed::Match);
+    let mut cards = match preflighted(ctx, write.job, unnamed, draft) {
         Ok(cards) => cards,
         Err(end) => return Ok(end),
     };
@@ -78,15 +80,14 @@ pub(super) fn go(
 
 /// Every GPU read and planned, the plans shown; or how the apply ends when the preflight
 /// refused it (for a cancel while the cards were read, cancelled).
-fn preflighted(ctx: &mut Ctx<'_, '_>, job: Job, draft: &mut Draft) -> Result<Vec<Gpu>, End> {
+fn preflighted(
+    ctx: &mut Ctx<'_, '_>,
+    job: Job,
+    unnamed: Unnamed,
+    draft: &mut Draft,
+) -> Result<Vec<Gpu>, End> {
     let shared = ctx.shared;
-    let checked = preflight::preflight(
-        shared.lock,
-        shared.helper,
-        shared.format,
-        job.wanted,
-        job.boards.as_ref(),
-    );
+    let checked = preflight::preflight(&shared, job.wanted, job.boards.as_ref(), unnamed);
     let (cards, warnings) = match checked {
         Preflight::Go(cards, warnings) => (cards, warnings),
         Preflight::Refused { gpus, warnings, .. } if shared.cancelled() => {

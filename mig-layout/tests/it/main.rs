@@ -8,6 +8,7 @@ mod document;
 mod export;
 mod plan;
 mod props;
+mod vgpu_apply;
 mod vgpu_document;
 mod vgpu_exec;
 mod vgpu_plan;

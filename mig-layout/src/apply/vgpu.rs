@@ -1,0 +1,339 @@
+//! The vGPU layer of an apply, built into the MIG executor's phases so both share one lock, one
+//! preflight, one record and one report. Per GPU, in the order the driver forces
+//! ([`crate::vgpu::plan_vgpu`]):
+//!
+//! 1. the preflight reads the card's catalogue (the helper's reply), its SR-IOV state and who
+//!    holds its VFs' VFIO groups, and plans; the MIG layout the vGPUs need becomes the GPU's
+//!    `want`, so the MIG executor diffs it (zero writes where it holds);
+//! 2. before the GPU's first batch: `sriov-manage -d` where the VFs must go (a MIG mode change
+//!    under them, a leave), the card read again and its MIG plan made anew;
+//! 3. the MIG destroys and mode, the resets (the MIG executor);
+//! 4. before the creates: `sriov-manage -e` where the VFs must come (it wipes every GPU
+//!    instance, so the instances are planned after it), the card read again;
+//! 5. the GPU instances (the MIG executor, re-planned from the card as it is now);
+//! 6. the type writes (cleared ones first), each read back, then every VF read back against
+//!    the spec.
+
+use super::Progress;
+use super::ctx::{Shared, Stop};
+use super::phases::Gpu;
+use crate::document::vgpu::find_in;
+use crate::plan::plan;
+use crate::report::ApplyReason;
+use crate::select::{HostGpu, VgpuJob};
+use crate::vgpu::{
+    SriovManage, SriovManageOn, VfTypeFile, VfsWanted, VgpuCard, VgpuRefusal, VgpuStep, VgpuTypes,
+    plan_vgpu, plan_vgpu_leave, write_vgpu_type,
+};
+use gpu_host_probe::Host;
+use gpu_host_probe::chain::Chain;
+use gpu_host_probe::vf::SysfsTypes;
+use gpu_partition_types::{Reply, VgpuType};
+use host_sync::sriov::{VgpuTypeId, read_sriov};
+use layout_model::{Card, Unnamed, Want};
+use std::collections::BTreeMap;
+use std::num::NonZeroU32;
+
+/// How an apply writes a GPU's vGPU side: `sriov-manage`, and what carries a VF's type write.
+#[derive(Clone)]
+pub struct VgpuWith<'a> {
+    /// How `sriov-manage` is run (its path, deadline, retries).
+    pub sriov_manage: SriovManage,
+    /// What carries a VF's type write (the kernel's file by default).
+    pub types: &'a dyn VgpuTypes,
+}
+
+impl Default for VgpuWith<'_> {
+    fn default() -> Self {
+        Self {
+            sriov_manage: SriovManage::default(),
+            types: &SysfsTypes,
+        }
+    }
+}
+
+impl std::fmt::Debug for VgpuWith<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VgpuWith")
+            .field("sriov_manage", &self.sriov_manage)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the preflight decided of a GPU's vGPU side.
+pub(super) struct Planned {
+    /// The MIG layout its vGPUs need.
+    pub want: Want,
+    /// The rest.
+    pub vgpu: GpuVgpu,
+}
+
+/// A GPU's vGPU side through the apply.
+#[derive(Debug, Clone, Default)]
+pub(super) struct GpuVgpu {
+    /// The vGPU steps, in order (none for a MIG layout alone).
+    pub steps: Vec<VgpuStep>,
+    /// How many VFs of each type ID the read-back must find; `None`: no read-back (a MIG
+    /// layout, a leave, whose VFs are gone).
+    pub expect: Option<BTreeMap<u32, u32>>,
+}
+
+impl GpuVgpu {
+    /// Whether the plan has this step.
+    pub fn has(&self, step: &VgpuStep) -> bool {
+        self.steps.contains(step)
+    }
+
+    /// Whether the plan writes to the card itself (the MIG steps are the MIG executor's).
+    pub fn writes(&self) -> bool {
+        self.steps
+            .iter()
+            .any(|step| !matches!(step, VgpuStep::MigMode(_) | VgpuStep::GpuInstances(_)))
+    }
+}
+
+/// The card's vGPU type catalogue, as its reply gives it (`None`: it did not read).
+fn catalogue(reply: &Reply) -> Option<Vec<VgpuType>> {
+    let listed = reply.vgpu_types.read()?;
+    listed
+        .iter()
+        .map(|kind| kind.read().cloned())
+        .collect::<Option<Vec<VgpuType>>>()
+}
+
+/// The preflight of one GPU's vGPU side: its plan, or why the apply may not write.
+pub(super) fn preflight(
+    host: &Host,
+    gpu: &HostGpu,
+    job: &VgpuJob,
+    reply: &Reply,
+    unnamed: Unnamed,
+) -> Result<Planned, (ApplyReason, String)> {
+    let unreadable = |what: String| (ApplyReason::GpuUnreadable, format!("{gpu}: {what}"));
+    let card = Card::of(reply).map_err(|error| unreadable(error.to_string()))?;
+    let sriov = read_sriov(host.sysfs_root(), gpu.bdf)
+        .map_err(|error| unreadable(Chain(&error).to_string()))?;
+    let Some(sriov) = sriov else {
+        return match job {
+            VgpuJob::Leave => Ok(Planned {
+                want: Want::disabled(),
+                vgpu: GpuVgpu::default(),
+            }),
+            VgpuJob::Apply(_) => Err((
+                ApplyReason::LayoutImpossible,
+                format!("{gpu}: the GPU has no SR-IOV virtual functions"),
+            )),
+        };
+    };
+    let files: Vec<std::path::PathBuf> = sriov
+        .vfs
+        .iter()
+        .filter_map(|vf| vf.vfio_group_file())
+        .collect();
+    let holders = if files.is_empty() {
+        Vec::new()
+    } else {
+        warm_reset::io::holders(host.proc_root(), &files).map_err(|error| {
+            unreadable(format!(
+                "who holds its virtual functions' VFIO groups cannot be told: {}",
+                Chain(&error)
+            ))
+        })?
+    };
+    let catalogue = match job {
+        VgpuJob::Apply(_) => catalogue(reply)
+            .ok_or_else(|| unreadable("its vGPU type catalogue did not read".to_owned()))?,
+        VgpuJob::Leave => Vec::new(),
+    };
+    let card = VgpuCard {
+        device: gpu.bdf,
+        mig_enabled: card.current,
+        heterogeneous: None,
+        sriov: &sriov,
+        catalogue: &catalogue,
+        holders: &holders,
+    };
+    let steps = match job {
+        VgpuJob::Apply(spec) => plan_vgpu(spec, false, &card),
+        VgpuJob::Leave => plan_vgpu_leave(&card),
+    }
+    .map_err(|refusal| {
+        let reason = match refusal {
+            VgpuRefusal::InUse { .. } => ApplyReason::GpuBusy,
+            _ => ApplyReason::LayoutImpossible,
+        };
+        (reason, format!("{gpu}: {refusal}"))
+    })?;
+    let want = steps
+        .iter()
+        .find_map(|step| match step {
+            VgpuStep::GpuInstances(layout) => Some(Want::enabled(layout.mig_devices.clone())),
+            _ => None,
+        })
+        .unwrap_or_else(Want::disabled)
+        .unnamed(unnamed);
+    let expect = match job {
+        VgpuJob::Apply(spec) => {
+            let mut expect = BTreeMap::new();
+            for (name, count) in &spec.vgpu_devices {
+                if let Some(kind) = find_in(&catalogue, name) {
+                    *expect.entry(kind.id).or_default() += *count;
+                }
+            }
+            Some(expect)
+        }
+        VgpuJob::Leave => None,
+    };
+    Ok(Planned {
+        want,
+        vgpu: GpuVgpu { steps, expect },
+    })
+}
+
+/// Runs `sriov-manage` on the GPU as `wanted`, and reads the card again.
+fn set_vfs(
+    shared: &Shared<'_>,
+    say: &dyn Fn(Progress),
+    gpu: &mut Gpu,
+    step: VgpuStep,
+    wanted: VfsWanted,
+) -> Result<(), Stop> {
+    let device = gpu.report.device;
+    shared.go_on(&format!("sriov-manage {} on {device}", wanted.flag()))?;
+    // Recorded before the run: the card may be written from here on.
+    gpu.wrote = true;
+    let on = SriovManageOn {
+        lock: shared.lock,
+        sysfs_root: shared.host.sysfs_root(),
+        clock: shared.clock,
+        cancel: shared.cancel,
+    };
+    shared
+        .vgpu
+        .sriov_manage
+        .set_vfs(on, device, wanted)
+        .map_err(|error| Stop::failed(ApplyReason::StepRefused, Chain(&error).to_string()))?;
+    gpu.report.vgpu_done.push(step.clone());
+    say(Progress::Vgpu { device, step });
+    let mut read = shared.reread(&[device], &format!("after sriov-manage {}", wanted.flag()));
+    gpu.reply = read.pop().unwrap_or_else(|| {
+        Err(Stop::failed(
+            ApplyReason::GpuUnreadable,
+            format!("{device}: no read after sriov-manage"),
+        ))
+    })?;
+    Ok(())
+}
+
+/// Before the GPU's first batch: the VFs disabled where the plan says, and the MIG plan made
+/// anew from the card as `sriov-manage -d` left it.
+pub(super) fn before_first_batch(
+    shared: &Shared<'_>,
+    say: &dyn Fn(Progress),
+    gpu: &mut Gpu,
+) -> Result<(), Stop> {
+    if !gpu.vgpu.has(&VgpuStep::DisableVfs) {
+        return Ok(());
+    }
+    set_vfs(shared, say, gpu, VgpuStep::DisableVfs, VfsWanted::Disabled)?;
+    let planned = plan(&gpu.reply, &gpu.wanted.want)
+        .map_err(|impossible| Stop::failed(ApplyReason::LayoutImpossible, impossible.message))?;
+    gpu.needs_reset = planned.reset;
+    gpu.first = planned;
+    Ok(())
+}
+
+/// Before the creates: the VFs enabled where the plan says (their rebind wipes every GPU
+/// instance, so the creates are planned after it).
+pub(super) fn before_creates(
+    shared: &Shared<'_>,
+    say: &dyn Fn(Progress),
+    gpu: &mut Gpu,
+) -> Result<(), Stop> {
+    if !gpu.vgpu.has(&VgpuStep::EnableVfs) {
+        return Ok(());
+    }
+    set_vfs(shared, say, gpu, VgpuStep::EnableVfs, VfsWanted::Enabled)
+}
+
+/// After the GPU instances: each type cleared, then written, each read back; then every VF read
+/// back against the spec.
+pub(super) fn after_creates(
+    shared: &Shared<'_>,
+    say: &dyn Fn(Progress),
+    gpu: &mut Gpu,
+) -> Result<(), Stop> {
+    let device = gpu.report.device;
+    let writes: Vec<VgpuStep> = gpu
+        .vgpu
+        .steps
+        .iter()
+        .filter(|step| {
+            matches!(
+                step,
+                VgpuStep::ClearType { .. } | VgpuStep::WriteType { .. }
+            )
+        })
+        .cloned()
+        .collect();
+    for step in writes {
+        let (index, id) = match &step {
+            VgpuStep::ClearType { index } => (*index, None),
+            VgpuStep::WriteType { index, id, .. } => (*index, NonZeroU32::new(*id)),
+            _ => continue,
+        };
+        shared.go_on(&format!(
+            "the vGPU type of virtual function {index} of {device}"
+        ))?;
+        gpu.wrote = true;
+        write_vgpu_type(
+            shared.lock,
+            shared.host.sysfs_root(),
+            shared.vgpu.types,
+            VfTypeFile { gpu: device, index },
+            id.map(VgpuTypeId),
+        )
+        .map_err(|error| Stop::failed(ApplyReason::StepRefused, Chain(&error).to_string()))?;
+        gpu.report.vgpu_done.push(step.clone());
+        say(Progress::Vgpu { device, step });
+    }
+    read_back(shared, gpu)
+}
+
+/// Every VF of the GPU against its spec: as many of each type as it asks, and no other type.
+fn read_back(shared: &Shared<'_>, gpu: &Gpu) -> Result<(), Stop> {
+    let device = gpu.report.device;
+    let Some(expect) = &gpu.vgpu.expect else {
+        return Ok(());
+    };
+    let differs = |detail: String| Stop::failed(ApplyReason::ReadBackDiffers, detail);
+    let sriov = read_sriov(shared.host.sysfs_root(), device)
+        .map_err(|error| Stop::failed(ApplyReason::GpuUnreadable, Chain(&error).to_string()))?
+        .ok_or_else(|| differs(format!("{device}: its SR-IOV files are gone")))?;
+    let mut found: BTreeMap<u32, u32> = BTreeMap::new();
+    for vf in &sriov.vfs {
+        if let Some(id) = vf.vgpu.as_ref().and_then(|vgpu| vgpu.current_type) {
+            *found.entry(id.0.get()).or_default() += 1;
+        }
+    }
+    if found != *expect {
+        return Err(differs(format!(
+            "{device}: its virtual functions hold {}, and the spec asks for {}",
+            counts(&found),
+            counts(expect)
+        )));
+    }
+    Ok(())
+}
+
+/// Type counts as people read them: `7 of type 474`, or `no vGPU`.
+fn counts(counts: &BTreeMap<u32, u32>) -> String {
+    if counts.is_empty() {
+        return "no vGPU".to_owned();
+    }
+    counts
+        .iter()
+        .map(|(id, count)| format!("{count} of type {id}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,355 @@
+//! The vGPU layer through the executor: an A100-PCIE-40GB and an H100 80GB of the fake, each
+//! with SR-IOV, the real helper over the fake NVML, the fake's `sriov-manage` (a real process)
+//! and its driver's side of each VF type write, the fake's reset backend on a virtual clock.
+//! The fake's call log is where the order shows: the helper's NVML calls, `sriov-manage`, the
+//! type writes, one log.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use fake_nvml::support::{ProcRoot, VgpuHost, vgpu_host};
+use fake_nvml::{FakeNvmlBackend, MigMode, scenarios};
+use gpu_host_probe::helper::{Helper, HelperConfig};
+use gpu_partition_types::Bdf;
+use host_sync::fake_sysfs::FakeSysfs;
+use host_sync::sriov::read_sriov;
+use host_sync::{Host, MemoryStore, Pool};
+use mig_layout::vgpu::{SriovManage, VgpuDocument, VgpuStep, VgpuWith, apply_vgpu, leave_vgpu};
+use mig_layout::{
+    ApplyOptions, ApplyOutcome, ApplyReason, ApplyReport, ApplyRun, Method, ResetWith,
+};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use warm_reset::{Clock, VirtualClock};
+
+const A100: &str = "0000:3b:00.0";
+const H100: &str = "0000:3c:00.0";
+
+const CONFIGS: &str = r#"version: v1
+vgpu-configs:
+  A100-1-5C:
+    - devices: [0]
+      vgpu-devices:
+        A100-1-5C: 7
+  A100-10C:
+    - devices: [0]
+      vgpu-devices:
+        A100-10C: 4
+  A100-too-many:
+    - devices: [0]
+      vgpu-devices:
+        A100-1-5C: 8
+  A100-does-not-fit:
+    - devices: [0]
+      vgpu-devices:
+        A100-3-20C: 2
+        A100-4-20C: 1
+  H100-mixed:
+    - devices: [1]
+      vgpu-devices:
+        H100XM-1-10C: 2
+        H100XM-2-20C: 1
+        H100XM-3-40C: 1
+"#;
+
+struct Bed {
+    dir: tempfile::TempDir,
+    host: Host,
+    helper: Helper,
+    fake: VgpuHost,
+    sysfs: FakeSysfs,
+    log: PathBuf,
+    store: MemoryStore,
+    clock: Arc<VirtualClock>,
+    backend: FakeNvmlBackend,
+}
+
+impl Bed {
+    fn new() -> Bed {
+        let dir = tempfile::tempdir().unwrap();
+        let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
+        sysfs
+            .function(A100, "0x10de", "0x20f1", "0x030200", Some("nvidia"))
+            .unwrap()
+            .sriov(A100, 16)
+            .unwrap()
+            .function(H100, "0x10de", "0x2330", "0x030200", Some("nvidia"))
+            .unwrap()
+            .sriov(H100, 20)
+            .unwrap();
+        let mut scenario: serde_json::Value = serde_json::from_str(
+            &fake_nvml::support::scenario_of(&[
+                (A100, scenarios::PART_A100_PCIE_40GB),
+                (H100, scenarios::PART_H100_80GB),
+            ])
+            .unwrap(),
+        )
+        .unwrap();
+        // The H100's VF count is this test's (no capture of an H100's sriov_totalvfs is in our
+        // sources); 20 is what its catalogue's smallest type allows (H100XM-4C: 20).
+        scenario["devices"][1]["sriov"] = serde_json::json!({"total_vfs": 20});
+        let nvml = dir.path().join("nvml");
+        std::fs::create_dir_all(&nvml).unwrap();
+        let log = dir.path().join("calls.log");
+        let fake = vgpu_host(&nvml, &scenario.to_string(), Some(&log), sysfs.root()).unwrap();
+        let proc_root = ProcRoot::booted(
+            dir.path().join("proc"),
+            "11111111-2222-3333-4444-555555555555",
+        )
+        .unwrap();
+        let host = Host::new(dir.path().join("state"))
+            .with_sysfs_root(sysfs.root())
+            .with_proc_root(proc_root.path())
+            .with_lock_dir(dir.path().join("locks"));
+        let clock = Arc::new(VirtualClock::new(1_800_000_000_000));
+        let backend = fake_nvml::backend(fake.state.path(), clock.clone());
+        Bed {
+            helper: Helper::new(HelperConfig::new(fake.helper.clone())),
+            dir,
+            host,
+            fake,
+            sysfs,
+            log,
+            store: MemoryStore::default(),
+            clock,
+            backend,
+        }
+    }
+
+    fn run(&mut self, config: Option<&str>) -> ApplyReport {
+        let options = ApplyOptions::new(Pool::Enabled);
+        let clock: &dyn Clock = &*self.clock;
+        let reset = ResetWith::new(Method::Nvidia, &mut self.backend)
+            .window(Duration::from_secs(90))
+            .clock(clock);
+        let with = VgpuWith {
+            sriov_manage: SriovManage {
+                path: self.fake.sriov_manage.clone(),
+                ..SriovManage::default()
+            },
+            types: &self.fake.types,
+        };
+        let run = ApplyRun::new(&self.host, &self.helper, &mut self.store, reset).vgpu(with);
+        match config {
+            Some(label) => {
+                let document = VgpuDocument::from_text(CONFIGS).unwrap();
+                let specs = document.config(label).unwrap().to_vec();
+                apply_vgpu(run, label, &specs, &options).unwrap()
+            }
+            None => leave_vgpu(run, &options).unwrap(),
+        }
+    }
+
+    /// The writes of the log, in order: the mode, `sriov-manage`, GPU instances made, types.
+    fn writes(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| {
+                [
+                    "nvmlDeviceSetMigMode",
+                    "sriov-manage",
+                    "nvmlDeviceCreateGpuInstance",
+                    "nvmlGpuInstanceDestroy",
+                    "current_vgpu_type",
+                ]
+                .iter()
+                .any(|write| line.starts_with(write))
+            })
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn types_on(&self, gpu: &str) -> Vec<u32> {
+        let bdf: Bdf = gpu.parse().unwrap();
+        let sriov = read_sriov(self.host.sysfs_root(), bdf).unwrap().unwrap();
+        sriov
+            .vfs
+            .iter()
+            .filter_map(|vf| vf.vgpu.as_ref()?.current_type.map(|id| id.0.get()))
+            .collect()
+    }
+
+    fn card(&self, gpu: &str) -> fake_nvml::Device {
+        self.fake
+            .state
+            .read()
+            .unwrap()
+            .device_at(gpu)
+            .unwrap()
+            .clone()
+    }
+}
+
+/// Where in `writes` the first line starting with `prefix` is.
+fn first(writes: &[String], prefix: &str) -> usize {
+    writes
+        .iter()
+        .position(|line| line.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix} in {writes:#?}"))
+}
+
+fn last(writes: &[String], prefix: &str) -> usize {
+    writes
+        .iter()
+        .rposition(|line| line.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix} in {writes:#?}"))
+}
+
+#[test]
+fn a_mig_backed_config_applies_in_the_drivers_order_and_again_writes_nothing() {
+    let mut bed = Bed::new();
+    let report = bed.run(Some("A100-1-5C"));
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{report:#?}");
+    let writes = bed.writes();
+    // MIG on (completed by the reset), then the VFs, then the instances, then the types.
+    assert!(first(&writes, "nvmlDeviceSetMigMode 1") < first(&writes, "sriov-manage -e"));
+    assert!(first(&writes, "sriov-manage -e") < first(&writes, "nvmlDeviceCreateGpuInstance"));
+    assert!(last(&writes, "nvmlDeviceCreateGpuInstance") < first(&writes, "current_vgpu_type"));
+    assert_eq!(bed.types_on(A100), vec![474; 7]);
+    let card = bed.card(A100);
+    assert_eq!(
+        card.mig_mode,
+        MigMode::Mode {
+            current: 1,
+            pending: 1
+        }
+    );
+    assert_eq!(card.gpu_instances.len(), 7);
+    assert!(card.gpu_instances.iter().all(|gi| gi.profile_id == 19));
+
+    let again = bed.run(Some("A100-1-5C"));
+    assert_eq!(again.outcome, ApplyOutcome::Done, "{again:#?}");
+    assert_eq!(again.writes(), 0);
+    assert_eq!(bed.writes(), writes, "a second apply wrote");
+}
+
+#[test]
+fn a_mixed_config_on_an_h100_sizes_its_instances_from_the_catalogue() {
+    let mut bed = Bed::new();
+    let report = bed.run(Some("H100-mixed"));
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{report:#?}");
+    let mut types = bed.types_on(H100);
+    types.sort_unstable();
+    assert_eq!(types, vec![900001, 900001, 900004, 900005]);
+    let card = bed.card(H100);
+    let mut profiles: Vec<u32> = card.gpu_instances.iter().map(|gi| gi.profile_id).collect();
+    profiles.sort_unstable();
+    // One GPU instance per vGPU: 1g.10gb (19) twice, 2g.20gb (14), 3g.40gb (9).
+    assert_eq!(profiles, vec![9, 14, 19, 19]);
+    let writes = bed.writes();
+    assert!(first(&writes, "sriov-manage -e") < first(&writes, "nvmlDeviceCreateGpuInstance"));
+    // The A100, which the config does not name, is left alone.
+    assert!(bed.types_on(A100).is_empty());
+}
+
+#[test]
+fn a_time_sliced_config_leaves_mig_off_and_fills_the_vfs_in_order() {
+    let mut bed = Bed::new();
+    let report = bed.run(Some("A100-10C"));
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{report:#?}");
+    assert_eq!(bed.types_on(A100), vec![471; 4]);
+    assert!(
+        !bed.writes()
+            .iter()
+            .any(|line| line.starts_with("nvmlDeviceSetMigMode"))
+    );
+    let plan = &report.gpus[0].vgpu_plan;
+    assert_eq!(plan[0], VgpuStep::EnableVfs);
+    assert!(matches!(
+        plan[1],
+        VgpuStep::WriteType {
+            index: 0,
+            id: 471,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn more_vgpus_than_the_card_holds_are_refused_before_any_write() {
+    let mut bed = Bed::new();
+    let report = bed.run(Some("A100-too-many"));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::LayoutImpossible),
+        "{report:#?}"
+    );
+    assert!(bed.writes().is_empty(), "{:#?}", bed.writes());
+}
+
+#[test]
+fn a_config_whose_mig_layout_cannot_hold_its_types_is_refused_before_any_write_with_the_reason() {
+    let mut bed = Bed::new();
+    let report = bed.run(Some("A100-does-not-fit"));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::LayoutImpossible),
+        "{report:#?}"
+    );
+    let detail = report.detail.clone().unwrap_or_default();
+    assert!(
+        detail.contains("4g.20gb") || detail.contains("3g.20gb"),
+        "{detail}"
+    );
+    assert!(bed.writes().is_empty(), "{:#?}", bed.writes());
+}
+
+#[test]
+fn a_vm_on_a_vf_blocks_a_change_of_its_vfs_before_any_write_naming_the_vf_and_the_pid() {
+    let mut bed = Bed::new();
+    assert_eq!(bed.run(Some("A100-10C")).outcome, ApplyOutcome::Done);
+    // A VM holds VF 0's VFIO group open.
+    bed.sysfs.iommu_group("0000:3b:00.4", 71).unwrap();
+    let fd = bed.dir.path().join("proc/4242/fd");
+    std::fs::create_dir_all(&fd).unwrap();
+    std::os::unix::fs::symlink("/dev/vfio/71", fd.join("30")).unwrap();
+    std::fs::write(bed.dir.path().join("proc/4242/comm"), "qemu-kvm\n").unwrap();
+    let before = bed.writes();
+    for config in [Some("A100-1-5C"), None] {
+        let report = bed.run(config);
+        assert_eq!(
+            report.outcome,
+            ApplyOutcome::Blocked(ApplyReason::GpuBusy),
+            "{report:#?}"
+        );
+        let detail = report.detail.clone().unwrap_or_default();
+        assert!(
+            detail.contains("0000:3b:00.4 (virtual function 0 of 0000:3b:00.0)"),
+            "{detail}"
+        );
+        assert!(detail.contains("pid 4242 (qemu-kvm)"), "{detail}");
+        assert_eq!(bed.writes(), before);
+    }
+}
+
+#[test]
+fn leave_disables_the_vfs_first_then_turns_mig_off() {
+    let mut bed = Bed::new();
+    assert_eq!(bed.run(Some("A100-1-5C")).outcome, ApplyOutcome::Done);
+    let applied = bed.writes().len();
+    let report = bed.run(None);
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{report:#?}");
+    let writes = bed.writes()[applied..].to_vec();
+    assert!(first(&writes, "sriov-manage -d") < first(&writes, "nvmlDeviceSetMigMode 0"));
+    // sriov-manage -d took the instances with the VFs: none is left to destroy.
+    assert!(
+        !writes
+            .iter()
+            .any(|line| line.starts_with("nvmlGpuInstanceDestroy")),
+        "{writes:#?}"
+    );
+    assert!(
+        read_sriov(bed.host.sysfs_root(), A100.parse().unwrap())
+            .unwrap()
+            .unwrap()
+            .vfs
+            .is_empty()
+    );
+    assert_eq!(
+        bed.card(A100).mig_mode,
+        MigMode::Mode {
+            current: 0,
+            pending: 0
+        }
+    );
+}
