@@ -39,6 +39,40 @@ impl DeclaredCount {
     }
 }
 
+/// A vGPU type a GPU is declared to hold on its virtual functions, with how many.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct DeclaredVgpu {
+    /// The type's ID, from the card's catalogue when it was applied.
+    pub type_id: u32,
+    /// Its name, as the config gave it (`A100-1-5C`).
+    pub name: String,
+    /// How many VFs hold it.
+    pub count: u32,
+}
+
+impl DeclaredVgpu {
+    /// `count` VFs of type `type_id` (named `name`).
+    pub fn new(type_id: u32, name: impl Into<String>, count: u32) -> Self {
+        Self {
+            type_id,
+            name: name.into(),
+            count,
+        }
+    }
+}
+
+/// What a GPU's virtual functions hold, as sysfs says, for [`DeclaredGpu::vf_drift`]: the
+/// vGPU type on each VF (`None`: none), or why it could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum VfsRead {
+    /// The type of each enabled VF, in index order (empty: no VF enabled, or no SR-IOV).
+    Read(Vec<Option<u32>>),
+    /// The SR-IOV state did not read: why.
+    Unreadable(String),
+}
+
 /// One GPU as declared.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -60,6 +94,10 @@ pub struct DeclaredGpu {
     /// The board the layout was applied to.
     #[serde(default)]
     pub board: Board,
+    /// The vGPUs declared on its virtual functions, by type (`None`: a MIG layout alone; an
+    /// empty list: no vGPU, as a vGPU leave declares).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vgpus: Option<Vec<DeclaredVgpu>>,
 }
 
 impl DeclaredGpu {
@@ -77,7 +115,54 @@ impl DeclaredGpu {
             instances,
             unnamed,
             board,
+            vgpus: None,
         }
+    }
+
+    /// The same GPU, declared to hold these vGPUs on its VFs.
+    pub fn with_vgpus(mut self, vgpus: Vec<DeclaredVgpu>) -> Self {
+        self.vgpus = Some(vgpus);
+        self
+    }
+
+    /// How the GPU's virtual functions compare with the vGPUs it is declared to hold: nothing
+    /// where none are declared; else the VFs gone, each declared type's count found and
+    /// declared, and each type found that is not declared.
+    pub fn vf_drift(&self, device: Bdf, found: &VfsRead) -> Vec<Difference> {
+        let Some(declared) = &self.vgpus else {
+            return Vec::new();
+        };
+        let at = |fact| Difference::new(device, fact);
+        let types = match found {
+            VfsRead::Unreadable(why) => return vec![at(Fact::VfsUnreadable { why: why.clone() })],
+            VfsRead::Read(types) => types,
+        };
+        let total: u32 = declared.iter().map(|vgpu| vgpu.count).sum();
+        if types.is_empty() && total > 0 {
+            return vec![at(Fact::VfsGone { declared: total })];
+        }
+        let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
+        for id in types.iter().flatten() {
+            *counts.entry(*id).or_default() += 1;
+        }
+        let mut differences = Vec::new();
+        for vgpu in declared {
+            let found = counts.remove(&vgpu.type_id).unwrap_or(0);
+            if found != vgpu.count {
+                differences.push(at(Fact::VgpuCount {
+                    type_id: vgpu.type_id,
+                    name: vgpu.name.clone(),
+                    found,
+                    wanted: vgpu.count,
+                }));
+            }
+        }
+        differences.extend(
+            counts
+                .into_iter()
+                .map(|(type_id, found)| at(Fact::VgpuExtra { type_id, found })),
+        );
+        differences
     }
 
     /// A GPU declared to be `want` (every instance it places, at its placement), on `board`.
@@ -96,6 +181,7 @@ impl DeclaredGpu {
             instances: want.placements.clone().filter(|_| want.enabled),
             unnamed: want.unnamed,
             board,
+            vgpus: None,
         }
     }
 

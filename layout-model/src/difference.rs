@@ -40,6 +40,14 @@ gpu_partition_types::token_enum! {
         Unread = "unread",
         /// The card's reply did not read whole.
         Unreadable = "unreadable",
+        /// No virtual function is enabled where vGPUs are declared on them.
+        VfsGone = "vfs_gone",
+        /// How many VFs hold a declared vGPU type: fewer (a type gone) or more.
+        VgpuCount = "vgpu_count",
+        /// VFs hold a vGPU type the declaration does not name (a type changed).
+        VgpuExtra = "vgpu_extra",
+        /// The GPU's SR-IOV state did not read.
+        VfsUnreadable = "vfs_unreadable",
     }
 }
 
@@ -182,6 +190,34 @@ pub enum Fact {
         /// Which.
         what: ReplyMember,
     },
+    /// No virtual function is enabled, and vGPUs are declared on them.
+    VfsGone {
+        /// How many vGPUs are declared.
+        declared: u32,
+    },
+    /// How many VFs hold a declared vGPU type, found and declared.
+    VgpuCount {
+        /// The type's ID.
+        type_id: u32,
+        /// Its name, as the config gave it.
+        name: String,
+        /// How many VFs hold it.
+        found: u32,
+        /// How many are declared.
+        wanted: u32,
+    },
+    /// VFs hold a vGPU type the declaration does not name.
+    VgpuExtra {
+        /// The type's ID.
+        type_id: u32,
+        /// How many VFs hold it.
+        found: u32,
+    },
+    /// The GPU's SR-IOV state did not read (what the reader said).
+    VfsUnreadable {
+        /// Why.
+        why: String,
+    },
 }
 
 /// A reason written as its token and read back from it.
@@ -224,6 +260,10 @@ impl Fact {
             Self::GpuGone => DifferenceKind::GpuGone,
             Self::Unread { .. } => DifferenceKind::Unread,
             Self::Unreadable { .. } => DifferenceKind::Unreadable,
+            Self::VfsGone { .. } => DifferenceKind::VfsGone,
+            Self::VgpuCount { .. } => DifferenceKind::VgpuCount,
+            Self::VgpuExtra { .. } => DifferenceKind::VgpuExtra,
+            Self::VfsUnreadable { .. } => DifferenceKind::VfsUnreadable,
         }
     }
 }
@@ -354,6 +394,26 @@ impl fmt::Display for Fact {
             Self::Unreadable { what } => {
                 write!(f, "{what} did not read, so nothing can be compared over it")
             }
+            Self::VfsGone { declared } => write!(
+                f,
+                "no virtual function is enabled; {declared} vGPU(s) are declared on them"
+            ),
+            Self::VgpuCount {
+                type_id,
+                name,
+                found,
+                wanted,
+            } => write!(
+                f,
+                "{found} virtual function(s) hold vGPU type {name} ({type_id}), the \
+                 declaration wants {wanted}"
+            ),
+            Self::VgpuExtra { type_id, found } => write!(
+                f,
+                "{found} virtual function(s) hold vGPU type {type_id}, which the declaration \
+                 does not name"
+            ),
+            Self::VfsUnreadable { why } => write!(f, "its virtual functions did not read: {why}"),
         }
     }
 }
@@ -410,8 +470,14 @@ impl Difference {
             | Fact::InstanceMoved { .. }
             | Fact::InstanceMisplaced { .. }
             | Fact::ComputeInstances { .. }
-            | Fact::Board(BoardChange::OtherBoard { .. }) => Remedy::Restore,
-            Fact::GpuGone | Fact::Unread { .. } | Fact::Unreadable { .. } => Remedy::None,
+            | Fact::Board(BoardChange::OtherBoard { .. })
+            | Fact::VfsGone { .. }
+            | Fact::VgpuCount { .. }
+            | Fact::VgpuExtra { .. } => Remedy::Restore,
+            Fact::GpuGone
+            | Fact::Unread { .. }
+            | Fact::Unreadable { .. }
+            | Fact::VfsUnreadable { .. } => Remedy::None,
         }
     }
 }

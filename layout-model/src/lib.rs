@@ -37,6 +37,6 @@ pub use card::{
 };
 pub use check::{Holding, HoldingState, Lapse, LapseReason, LayoutCheck, Unchecked, UncheckedKind};
 pub use compare::{Adopted, Comparison, compare, differences};
-pub use declared::{Declaration, DeclaredCount, DeclaredGpu};
+pub use declared::{Declaration, DeclaredCount, DeclaredGpu, DeclaredVgpu, VfsRead};
 pub use difference::{ComputeFound, Difference, DifferenceKind, Fact, Filling, Remedy};
 pub use want::{Placed, ProfileKey, Unnamed, Want};

@@ -5,3 +5,4 @@ mod common;
 mod compare;
 mod declared;
 mod props;
+mod vf_drift;
