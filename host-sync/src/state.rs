@@ -26,7 +26,10 @@ use std::path::PathBuf;
 ///   that fills it, from the card's catalogue). A schema-1 file reads: its declaration gets
 ///   generation 1 and its check is dropped (its differences were prose), so until the next
 ///   sync the cards' holding is not known.
-pub const SCHEMA: u32 = 2;
+/// - 3: a declared GPU's vGPUs on its virtual functions (`declared.gpus.*.vgpus`): a schema-2
+///   reader would drop them, so the schema moves though no top-level member is added. A
+///   schema-2 file reads as it is (no GPU of it has vGPUs declared).
+pub const SCHEMA: u32 = 3;
 
 /// The state file that did not read, as the store found it: kept aside, with why. While it is
 /// set the host says so (reason `state_lost`), and a boot restore fails: what the host was

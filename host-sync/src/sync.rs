@@ -15,7 +15,7 @@ use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_host_probe::{Boot, Cancel, DEFAULT_LOCK_WAIT, Host, WriteMark};
 use gpu_host_probe::{HostLock, LockError};
 use gpu_partition_types::{Bdf, Outcome, Reply};
-use layout_model::{Declaration, Difference, Fact, Lapse, LapseReason, LayoutCheck};
+use layout_model::{Declaration, Difference, Fact, Lapse, LapseReason, LayoutCheck, VfsRead};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -285,7 +285,15 @@ pub fn sync_under(
     let mut checked_at = None;
     if let Some(declared) = state.declared.as_mut() {
         if options.pool.is_enabled() {
-            declared.checked(check(declared, &gpus, &replies, now, &state.boot, mark));
+            declared.checked(check(
+                declared,
+                &gpus,
+                &replies,
+                host.sysfs_root(),
+                now,
+                &state.boot,
+                mark,
+            ));
             checked_at = Some(now);
         } else {
             declared.lapse(Lapse::new(now, LapseReason::PoolDisabled));
@@ -368,6 +376,7 @@ fn check(
     declared: &Declaration,
     gpus: &[crate::pci::PciFunction],
     replies: &BTreeMap<Bdf, Box<Reply>>,
+    sysfs_root: &std::path::Path,
     now: u64,
     boot: &Boot,
     mark: Option<WriteMark>,
@@ -381,12 +390,35 @@ fn check(
                 let compared = gpu.drift(reply);
                 differences.extend(compared.differences);
                 adopted.extend(compared.adopted);
+                if gpu.vgpus.is_some() {
+                    differences.extend(gpu.vf_drift(*bdf, &read_vfs(sysfs_root, *bdf)));
+                }
             }
             None if gpus.iter().any(|found| found.bdf == *bdf) => unread.push(*bdf),
             None => differences.push(Difference::new(*bdf, Fact::GpuGone)),
         }
     }
     LayoutCheck::new(now, boot.clone(), mark, differences, unread).adopted(adopted)
+}
+
+/// What the GPU's virtual functions hold, as sysfs says (no SR-IOV: none).
+fn read_vfs(sysfs_root: &std::path::Path, bdf: Bdf) -> VfsRead {
+    match crate::sriov::read_sriov(sysfs_root, bdf) {
+        Ok(None) => VfsRead::Read(Vec::new()),
+        Ok(Some(sriov)) => VfsRead::Read(
+            sriov
+                .vfs
+                .iter()
+                .map(|vf| {
+                    vf.vgpu
+                        .as_ref()
+                        .and_then(|vgpu| vgpu.current_type)
+                        .map(|id| id.0.get())
+                })
+                .collect(),
+        ),
+        Err(error) => VfsRead::Unreadable(gpu_host_probe::chain::Chain(&error).to_string()),
+    }
 }
 
 /// What reading the cards found.
