@@ -6,11 +6,13 @@ use super::options::ApplyOptions;
 use super::run::ApplyError;
 use crate::document::Spec;
 use crate::document::vgpu::VgpuSpec;
+use crate::document::vgpu_name::VgpuTypeName;
+use crate::document::{DeviceRef, Devices};
 use crate::report::{ApplyReason, ApplyWarning, Draft, End};
 use crate::select::{HostGpu, VgpuJob, Wanted, host_gpus, select, select_vgpu};
 use gpu_host_probe::{Host, HostLock, LockError};
 use gpu_partition_types::Bdf;
-use layout_model::{Board, Declaration, Unnamed};
+use layout_model::{Board, Declaration, DeclaredVgpu, Unnamed};
 use std::collections::BTreeMap;
 
 /// The GPUs an apply writes, and (a restore) the boards declared in their slots.
@@ -73,6 +75,26 @@ pub(crate) fn resolve(
     draft: &mut Draft,
 ) -> Result<Vec<Wanted>, ApplyError> {
     resolve_by(host, label, options, draft, |gpus| select(specs, gpus))
+}
+
+/// The vGPU spec a declared GPU's vGPUs are restored by.
+fn declared_spec(device: Bdf, vgpus: &[DeclaredVgpu]) -> Result<VgpuSpec, ApplyError> {
+    let mut types = Vec::with_capacity(vgpus.len());
+    for vgpu in vgpus {
+        let name: VgpuTypeName = vgpu
+            .name
+            .parse()
+            .map_err(|source| ApplyError::DeclaredVgpu {
+                device,
+                name: vgpu.name.clone(),
+                source,
+            })?;
+        types.push((name, vgpu.count));
+    }
+    Ok(VgpuSpec::new(
+        Devices::Listed(vec![DeviceRef::Address(device)]),
+        types,
+    ))
 }
 
 /// The GPUs the vGPU config `specs` names on this host (of `options.devices`, when given).
@@ -148,11 +170,16 @@ pub(super) fn declared_job(
                 if let Some(unnamed) = options.unnamed {
                     want = want.unnamed(unnamed);
                 }
+                let vgpu = match &gpu.vgpus {
+                    None => None,
+                    Some(vgpus) if vgpus.is_empty() => Some(VgpuJob::Leave),
+                    Some(vgpus) => Some(VgpuJob::Apply(declared_spec(*bdf, vgpus)?)),
+                };
                 wanted.push(Wanted {
                     gpu: found.clone(),
                     want,
                     line: None,
-                    vgpu: None,
+                    vgpu,
                 });
                 boards.insert(*bdf, gpu.board.clone());
             }

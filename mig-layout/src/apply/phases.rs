@@ -68,6 +68,9 @@ impl Gpu {
             self.wanted.want.clone().placed(planned.target.clone())
         };
         self.declared = DeclaredGpu::new(&want, self.board.clone());
+        if let Some(vgpus) = &self.vgpu.declare {
+            self.declared = self.declared.clone().with_vgpus(vgpus.clone());
+        }
     }
 }
 

@@ -95,6 +95,18 @@ pub enum ApplyError {
     /// The apply's record could not be written.
     #[error("cannot record the apply")]
     Record(#[source] ApplyStateError),
+    /// A declared GPU's vGPU type is no vGPU type name (a state edited by hand): nothing is
+    /// restored.
+    #[error("the declaration of {device} names the vGPU type {name:?}, which is none")]
+    DeclaredVgpu {
+        /// The GPU.
+        device: Bdf,
+        /// The name declared.
+        name: String,
+        /// Why it is none.
+        #[source]
+        source: crate::vgpu::VgpuNameError,
+    },
     /// The store did not keep what the apply recorded (a store written before a member of the
     /// state existed drops it, the declaration above all): read back under the lock, the first
     /// member that differs is named. The cards are as the report says.

@@ -30,7 +30,7 @@ use gpu_host_probe::chain::Chain;
 use gpu_host_probe::vf::SysfsTypes;
 use gpu_partition_types::{Reply, VgpuType};
 use host_sync::sriov::{VgpuTypeId, read_sriov};
-use layout_model::{Card, Unnamed, Want};
+use layout_model::{Card, DeclaredVgpu, Unnamed, Want};
 use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 
@@ -76,6 +76,9 @@ pub(super) struct GpuVgpu {
     /// How many VFs of each type ID the read-back must find; `None`: no read-back (a MIG
     /// layout, a leave, whose VFs are gone).
     pub expect: Option<BTreeMap<u32, u32>>,
+    /// The vGPUs the GPU is declared to hold once the apply writes (`None`: a MIG layout
+    /// alone, whose declaration says nothing of VFs).
+    pub declare: Option<Vec<DeclaredVgpu>>,
 }
 
 impl GpuVgpu {
@@ -117,7 +120,10 @@ pub(super) fn preflight(
         return match job {
             VgpuJob::Leave => Ok(Planned {
                 want: Want::disabled(),
-                vgpu: GpuVgpu::default(),
+                vgpu: GpuVgpu {
+                    declare: Some(Vec::new()),
+                    ..GpuVgpu::default()
+                },
             }),
             VgpuJob::Apply(_) => Err((
                 ApplyReason::LayoutImpossible,
@@ -172,21 +178,31 @@ pub(super) fn preflight(
         })
         .unwrap_or_else(Want::disabled)
         .unnamed(unnamed);
-    let expect = match job {
+    let (expect, declare) = match job {
         VgpuJob::Apply(spec) => {
             let mut expect = BTreeMap::new();
+            let mut declare: Vec<DeclaredVgpu> = Vec::new();
             for (name, count) in &spec.vgpu_devices {
-                if let Some(kind) = find_in(&catalogue, name) {
-                    *expect.entry(kind.id).or_default() += *count;
+                let Some(kind) = find_in(&catalogue, name) else {
+                    continue;
+                };
+                *expect.entry(kind.id).or_default() += *count;
+                match declare.iter_mut().find(|vgpu| vgpu.type_id == kind.id) {
+                    Some(vgpu) => vgpu.count += *count,
+                    None => declare.push(DeclaredVgpu::new(kind.id, name.to_string(), *count)),
                 }
             }
-            Some(expect)
+            (Some(expect), Some(declare))
         }
-        VgpuJob::Leave => None,
+        VgpuJob::Leave => (None, Some(Vec::new())),
     };
     Ok(Planned {
         want,
-        vgpu: GpuVgpu { steps, expect },
+        vgpu: GpuVgpu {
+            steps,
+            expect,
+            declare,
+        },
     })
 }
 

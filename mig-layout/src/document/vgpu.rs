@@ -53,6 +53,20 @@ pub struct VgpuSpec {
     pub at: JsonPointer,
 }
 
+impl VgpuSpec {
+    /// A spec of `vgpu_devices` for `devices` not read from a document (an embedder's own, a
+    /// restore's of a declaration).
+    pub fn new(devices: Devices, vgpu_devices: Vec<(VgpuTypeName, u32)>) -> Self {
+        Self {
+            devices,
+            device_filter: Vec::new(),
+            vgpu_devices,
+            line: None,
+            at: JsonPointer::root(),
+        }
+    }
+}
+
 impl VgpuDocument {
     /// Reads a document, YAML or JSON; refused whole, naming the line and member at fault,
     /// when any part breaks a rule.

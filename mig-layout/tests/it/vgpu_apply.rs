@@ -11,10 +11,12 @@ use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_partition_types::Bdf;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::sriov::read_sriov;
-use host_sync::{Host, MemoryStore, Pool};
+use host_sync::{AfterBoot, Host, HostReason, MemoryStore, Pool, StateStore};
+use layout_model::{DifferenceKind, Fact, Holding};
 use mig_layout::vgpu::{SriovManage, VgpuDocument, VgpuStep, VgpuWith, apply_vgpu, leave_vgpu};
 use mig_layout::{
-    ApplyOptions, ApplyOutcome, ApplyReason, ApplyReport, ApplyRun, Method, ResetWith,
+    ApplyOptions, ApplyOutcome, ApplyReason, ApplyReport, ApplyRun, Method, ResetWith, Restore,
+    restore,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -167,6 +169,38 @@ impl Bed {
             .iter()
             .filter_map(|vf| vf.vgpu.as_ref()?.current_type.map(|id| id.0.get()))
             .collect()
+    }
+
+    fn restore(&mut self) -> Restore {
+        let options = ApplyOptions::new(Pool::Enabled);
+        let clock: &dyn Clock = &*self.clock;
+        let reset = ResetWith::new(Method::Nvidia, &mut self.backend)
+            .window(Duration::from_secs(90))
+            .clock(clock);
+        let with = VgpuWith {
+            sriov_manage: SriovManage {
+                path: self.fake.sriov_manage.clone(),
+                ..SriovManage::default()
+            },
+            types: &self.fake.types,
+        };
+        let run = ApplyRun::new(&self.host, &self.helper, &mut self.store, reset).vgpu(with);
+        restore(run, &options).unwrap()
+    }
+
+    fn sync(&mut self, after_boot: AfterBoot) -> host_sync::SyncReport {
+        host_sync::sync(
+            &self.host,
+            &self.helper,
+            &mut self.store,
+            &host_sync::SyncOptions::new(Pool::Enabled, after_boot),
+        )
+        .unwrap()
+    }
+
+    fn holding(&mut self) -> Holding {
+        let state = self.store.load().unwrap().unwrap();
+        state.declared.unwrap().holding(&self.host.now())
     }
 
     fn card(&self, gpu: &str) -> fake_nvml::Device {
@@ -352,4 +386,93 @@ fn leave_disables_the_vfs_first_then_turns_mig_off() {
             pending: 0
         }
     );
+}
+
+#[test]
+fn the_vgpus_applied_are_declared_and_hold_until_a_type_is_taken_off_a_vf() {
+    let mut bed = Bed::new();
+    assert_eq!(bed.run(Some("A100-10C")).outcome, ApplyOutcome::Done);
+    assert_eq!(bed.holding(), Holding::Holds);
+    // Another hand clears VF 2's type: the next sync finds one A100-10C fewer.
+    gpu_host_probe::vf::VgpuTypes::write(
+        &bed.fake.types,
+        bed.host.sysfs_root(),
+        mig_layout::vgpu::VfTypeFile {
+            gpu: A100.parse().unwrap(),
+            index: 2,
+        },
+        0,
+    )
+    .unwrap();
+    let sync = bed.sync(AfterBoot::No);
+    assert_eq!(sync.reason, HostReason::LayoutDrifted, "{sync:#?}");
+    let counts: Vec<&Fact> = sync
+        .drift
+        .iter()
+        .filter(|d| d.kind() == DifferenceKind::VgpuCount)
+        .map(|d| &d.fact)
+        .collect();
+    assert!(
+        matches!(
+            counts[..],
+            [Fact::VgpuCount {
+                type_id: 471,
+                found: 3,
+                wanted: 4,
+                ..
+            }]
+        ),
+        "{:#?}",
+        sync.drift
+    );
+}
+
+#[test]
+fn after_a_reboot_the_sync_names_the_vfs_gone_and_a_restore_brings_each_vf_and_type_back() {
+    let mut bed = Bed::new();
+    assert_eq!(bed.run(Some("A100-1-5C")).outcome, ApplyOutcome::Done);
+    let proc_root = ProcRoot::at(bed.dir.path().join("proc"));
+    fake_nvml::support::reboot(
+        &bed.fake.state,
+        &proc_root,
+        "99999999-2222-3333-4444-555555555555",
+    )
+    .unwrap();
+    assert!(bed.types_on(A100).is_empty());
+    let sync = bed.sync(AfterBoot::Yes);
+    assert_eq!(sync.reason, HostReason::LayoutDrifted, "{sync:#?}");
+    assert!(
+        sync.drift
+            .iter()
+            .any(|d| d.kind() == DifferenceKind::VfsGone && d.device == A100.parse().unwrap()),
+        "{:#?}",
+        sync.drift
+    );
+    assert!(
+        sync.message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("no virtual function is enabled; 7 vGPU(s)"),
+        "{:?}",
+        sync.message
+    );
+    assert_ne!(bed.holding(), Holding::Holds);
+    let Restore::Ran(report) = bed.restore() else {
+        panic!("nothing restored");
+    };
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{report:#?}");
+    assert_eq!(bed.types_on(A100), vec![474; 7]);
+    let writes = bed.writes();
+    let after = writes
+        .iter()
+        .rposition(|line| line.starts_with("sriov-manage -e"))
+        .unwrap();
+    assert!(
+        writes[after..]
+            .iter()
+            .any(|line| line.starts_with("nvmlDeviceCreateGpuInstance"))
+    );
+    assert_eq!(bed.holding(), Holding::Holds);
+    let sync = bed.sync(AfterBoot::No);
+    assert_eq!(sync.reason, HostReason::Ready, "{sync:#?}");
 }
