@@ -414,6 +414,30 @@ pub fn read_sriov(sysfs_root: &Path, bdf: Bdf) -> Result<Option<Sriov>, SriovErr
     }))
 }
 
+/// What the GPU's virtual functions hold, as the declaration compares it
+/// (`layout_model::DeclaredGpu::vf_drift`): the vGPU type of each VF, none where the GPU has
+/// no SR-IOV, or why it did not read.
+pub fn read_vf_types(sysfs_root: &Path, bdf: Bdf) -> layout_model::VfsRead {
+    match read_sriov(sysfs_root, bdf) {
+        Ok(None) => layout_model::VfsRead::Read(Vec::new()),
+        Ok(Some(sriov)) => layout_model::VfsRead::Read(
+            sriov
+                .vfs
+                .iter()
+                .map(|vf| {
+                    vf.vgpu
+                        .as_ref()
+                        .and_then(|vgpu| vgpu.current_type)
+                        .map(|id| id.0.get())
+                })
+                .collect(),
+        ),
+        Err(error) => {
+            layout_model::VfsRead::Unreadable(gpu_host_probe::chain::Chain(&error).to_string())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::nothing_there;

@@ -15,7 +15,7 @@ use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_host_probe::{Boot, Cancel, DEFAULT_LOCK_WAIT, Host, WriteMark};
 use gpu_host_probe::{HostLock, LockError};
 use gpu_partition_types::{Bdf, Outcome, Reply};
-use layout_model::{Declaration, Difference, Fact, Lapse, LapseReason, LayoutCheck, VfsRead};
+use layout_model::{Declaration, Difference, Fact, Lapse, LapseReason, LayoutCheck};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -391,7 +391,8 @@ fn check(
                 differences.extend(compared.differences);
                 adopted.extend(compared.adopted);
                 if gpu.vgpus.is_some() {
-                    differences.extend(gpu.vf_drift(*bdf, &read_vfs(sysfs_root, *bdf)));
+                    differences
+                        .extend(gpu.vf_drift(*bdf, &crate::sriov::read_vf_types(sysfs_root, *bdf)));
                 }
             }
             None if gpus.iter().any(|found| found.bdf == *bdf) => unread.push(*bdf),
@@ -399,26 +400,6 @@ fn check(
         }
     }
     LayoutCheck::new(now, boot.clone(), mark, differences, unread).adopted(adopted)
-}
-
-/// What the GPU's virtual functions hold, as sysfs says (no SR-IOV: none).
-fn read_vfs(sysfs_root: &std::path::Path, bdf: Bdf) -> VfsRead {
-    match crate::sriov::read_sriov(sysfs_root, bdf) {
-        Ok(None) => VfsRead::Read(Vec::new()),
-        Ok(Some(sriov)) => VfsRead::Read(
-            sriov
-                .vfs
-                .iter()
-                .map(|vf| {
-                    vf.vgpu
-                        .as_ref()
-                        .and_then(|vgpu| vgpu.current_type)
-                        .map(|id| id.0.get())
-                })
-                .collect(),
-        ),
-        Err(error) => VfsRead::Unreadable(gpu_host_probe::chain::Chain(&error).to_string()),
-    }
 }
 
 /// What reading the cards found.

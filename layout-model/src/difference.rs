@@ -48,6 +48,9 @@ gpu_partition_types::token_enum! {
         VgpuExtra = "vgpu_extra",
         /// The GPU's SR-IOV state did not read.
         VfsUnreadable = "vfs_unreadable",
+        /// A vGPU type the config names that the card cannot hold as asked (not in its
+        /// catalogue, more than it holds, not sized by it).
+        VgpuType = "vgpu_type",
     }
 }
 
@@ -218,6 +221,11 @@ pub enum Fact {
         /// Why.
         why: String,
     },
+    /// A vGPU config the card cannot hold as asked: why, as the catalogue's check said.
+    VgpuType {
+        /// Why (naming the type).
+        why: String,
+    },
 }
 
 /// A reason written as its token and read back from it.
@@ -264,6 +272,7 @@ impl Fact {
             Self::VgpuCount { .. } => DifferenceKind::VgpuCount,
             Self::VgpuExtra { .. } => DifferenceKind::VgpuExtra,
             Self::VfsUnreadable { .. } => DifferenceKind::VfsUnreadable,
+            Self::VgpuType { .. } => DifferenceKind::VgpuType,
         }
     }
 }
@@ -414,6 +423,7 @@ impl fmt::Display for Fact {
                  does not name"
             ),
             Self::VfsUnreadable { why } => write!(f, "its virtual functions did not read: {why}"),
+            Self::VgpuType { why } => f.write_str(why),
         }
     }
 }
@@ -462,7 +472,9 @@ impl Difference {
     pub fn remedy(&self) -> Remedy {
         match &self.fact {
             Fact::Mode { capable: false, .. } | Fact::Profile { .. } => Remedy::NewLayout,
-            Fact::Board(BoardChange::OtherModel { .. }) => Remedy::NewLayout,
+            Fact::Board(BoardChange::OtherModel { .. }) | Fact::VgpuType { .. } => {
+                Remedy::NewLayout
+            }
             Fact::Mode { .. }
             | Fact::InstanceCount { .. }
             | Fact::InstanceMissing { .. }

@@ -2,13 +2,17 @@
 //! lock, several at once, and compared with it by the rules of `layout_model::differences` (GPU
 //! instances, compute instances and placements apart). It writes nothing.
 
-use crate::apply::{ApplyError, ApplyOptions, resolve};
+use crate::apply::{ApplyError, ApplyOptions, resolve, resolve_vgpu};
 use crate::document::Spec;
+use crate::document::vgpu::{VgpuSpec, find_in};
 use crate::report::{ApplyReason, ApplyWarning, Draft};
 use crate::select::HostGpu;
+use crate::select::{VgpuJob, Wanted};
 use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_host_probe::{Host, HostLock, LockError};
+use gpu_partition_types::VgpuType;
 use gpu_partition_types::{Bdf, Reply};
+use layout_model::{Board, DeclaredGpu, DeclaredVgpu, Unnamed, Want};
 use layout_model::{Difference, Fact, differences};
 use serde::Serialize;
 
@@ -137,7 +141,100 @@ pub fn assert_applied(
     // instances the layout does not name as the options say: one rule for both.
     let mut draft = Draft::new(label);
     let wanted = resolve(host, label, specs, options, &mut draft)?;
-    let warnings = draft.warnings;
+    assert_wanted(
+        host,
+        helper,
+        label,
+        wanted,
+        draft.warnings,
+        options,
+        |w, reply| differences(reply, &w.want),
+    )
+}
+
+/// Whether the vGPU config `specs` (named `label`) holds on this host: every GPU it names read
+/// under the host lock, its MIG layout (as its catalogue sizes the config) compared as
+/// [`assert_applied`] compares a layout, and its VFs' types with the config's counts (as a
+/// sync compares a declaration). A config the card cannot hold differs (`vgpu_type`, with
+/// why). It writes nothing.
+pub fn assert_vgpu(
+    host: &Host,
+    helper: &Helper,
+    label: &str,
+    specs: &[VgpuSpec],
+    options: &ApplyOptions,
+) -> Result<AssertReport, ApplyError> {
+    let mut draft = Draft::new(label);
+    let wanted = resolve_vgpu(host, label, specs, options, &mut draft)?;
+    let unnamed = options.unnamed.unwrap_or(Unnamed::Match);
+    assert_wanted(
+        host,
+        helper,
+        label,
+        wanted,
+        draft.warnings,
+        options,
+        |w, reply| {
+            let Some(VgpuJob::Apply(spec)) = &w.vgpu else {
+                return differences(reply, &w.want);
+            };
+            let catalogue: Vec<VgpuType> = reply
+                .vgpu_types
+                .read()
+                .map(|listed| {
+                    listed
+                        .iter()
+                        .filter_map(|kind| kind.read().cloned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            let layout = match spec.sized_by(&catalogue) {
+                Ok(layout) => layout,
+                Err(error) => {
+                    return vec![Difference::new(
+                        w.gpu.bdf,
+                        Fact::VgpuType {
+                            why: error.to_string(),
+                        },
+                    )];
+                }
+            };
+            let want = if layout.mig_enabled {
+                Want::enabled(layout.mig_devices.clone())
+            } else {
+                Want::disabled()
+            }
+            .unnamed(unnamed);
+            let mut found = differences(reply, &want);
+            let mut vgpus: Vec<DeclaredVgpu> = Vec::new();
+            for (name, count) in &spec.vgpu_devices {
+                if let Some(kind) = find_in(&catalogue, name) {
+                    match vgpus.iter_mut().find(|vgpu| vgpu.type_id == kind.id) {
+                        Some(vgpu) => vgpu.count += *count,
+                        None => vgpus.push(DeclaredVgpu::new(kind.id, name.to_string(), *count)),
+                    }
+                }
+            }
+            let declared = DeclaredGpu::new(&want, Board::default()).with_vgpus(vgpus);
+            found.extend(declared.vf_drift(
+                w.gpu.bdf,
+                &host_sync::sriov::read_vf_types(host.sysfs_root(), w.gpu.bdf),
+            ));
+            found
+        },
+    )
+}
+
+/// The one assert: the cards of `wanted` read under the lock, each compared by `compare`.
+fn assert_wanted(
+    host: &Host,
+    helper: &Helper,
+    label: &str,
+    wanted: Vec<Wanted>,
+    warnings: Vec<ApplyWarning>,
+    options: &ApplyOptions,
+    compare: impl Fn(&Wanted, &Reply) -> Vec<Difference>,
+) -> Result<AssertReport, ApplyError> {
     let unread = |outcome, detail: String, warnings| AssertReport {
         label: label.to_owned(),
         outcome,
@@ -168,24 +265,30 @@ pub fn assert_applied(
     };
     let gpus: Vec<HostGpu> = wanted.iter().map(|w| w.gpu.clone()).collect();
     let replies = read_cards(&lock, helper, &gpus);
+    // The VFs are read under the lock too (an assert of a vGPU config).
+    let compared: Vec<Vec<Difference>> = wanted
+        .iter()
+        .zip(replies)
+        .map(|(w, reply)| match reply {
+            Ok(reply) => compare(w, &reply),
+            Err(failure) => vec![Difference::new(
+                w.gpu.bdf,
+                Fact::Unread {
+                    reason: failure.reason,
+                    detail: failure.message,
+                },
+            )],
+        })
+        .collect();
     drop(lock);
     let gpus: Vec<GpuAssert> = wanted
         .iter()
-        .zip(replies)
-        .map(|(w, reply)| GpuAssert {
+        .zip(compared)
+        .map(|(w, differences)| GpuAssert {
             device: w.gpu.bdf,
             index: w.gpu.index,
             line: w.line,
-            differences: match reply {
-                Ok(reply) => differences(&reply, &w.want),
-                Err(failure) => vec![Difference::new(
-                    w.gpu.bdf,
-                    Fact::Unread {
-                        reason: failure.reason,
-                        detail: failure.message,
-                    },
-                )],
-            },
+            differences,
         })
         .collect();
     let applied = gpus.iter().all(|gpu| gpu.differences.is_empty());

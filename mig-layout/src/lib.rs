@@ -41,6 +41,7 @@ mod vgpu_plan;
 /// layout a spec of MIG-backed types needs (the vGPU layer's declared input).
 pub mod vgpu {
     pub use crate::apply::{VgpuWith, apply_vgpu, leave_vgpu};
+    pub use crate::assert::assert_vgpu;
     pub use crate::document::vgpu::{DeriveError, VgpuDocument, VgpuSpec, per_gpu_instance_in};
     pub use crate::document::vgpu_name::{
         MigAttribute, Series, VgpuKind, VgpuNameError, VgpuTypeName,

@@ -91,6 +91,12 @@ metrics mxctl_layout_declared{label,state}, mxctl_layout_checked_timestamp_secon
 mxctl_layout_drift{kind} say whether the cards hold it, and since when."
     )]
     Partition(PartitionCommand),
+    /// vGPU hosts: NVIDIA vgpu-device-manager configs applied in the order the driver forces
+    /// (MIG mode, sriov-manage -e, the GPU instances, a vGPU type on each virtual function),
+    /// kept as the host's declaration and restored at boot; the options, exit codes and --json
+    /// of `partition`.
+    #[command(subcommand)]
+    Vgpu(VgpuCommand),
     /// Print the stored state and the last warm reset as Prometheus metrics (text format
     /// 0.0.4, as node_exporter's textfile collector reads it); writes nothing else.
     Metrics(Metrics),
@@ -411,6 +417,80 @@ pub enum PartitionCommand {
     /// Bring the cards back to what the host is declared to be (the last apply or leave), by
     /// diff: zero steps when they hold it.
     Restore(Box<PartitionRestore>),
+}
+
+/// `mxctl vgpu …`
+#[derive(Debug, Subcommand)]
+pub enum VgpuCommand {
+    /// Apply a vgpu-device-manager config: the plan per GPU, then what was done (exit 0 done or
+    /// dry run, 1 failed, 3 blocked, 4 cold reboot).
+    Apply(Box<VgpuApply>),
+    /// Leave vGPU: sriov-manage -d on every GPU first (its GPU instances go with the VFs),
+    /// then what instances remain, then MIG off.
+    Leave(Box<VgpuWrite>),
+    /// Bring the cards back to what the host is declared to be, VFs and types included: the
+    /// same as `partition restore` (one declaration per host).
+    Restore(Box<VgpuRestore>),
+    /// Say whether a config is applied: exit 0, or 1 with every difference.
+    Assert(VgpuAssert),
+}
+
+/// The vgpu-device-manager config file and the config in it.
+#[derive(Debug, Args)]
+pub struct VgpuConfigArgs {
+    /// The config file: vgpu-device-manager's v1 (`version: v1`, `vgpu-configs`), YAML or
+    /// JSON (`-` reads standard input).
+    #[arg(short = 'f', long = "vgpu-config", value_name = "FILE")]
+    pub file: PathBuf,
+    /// The config's name in the file (vgpu-device-manager's `-c`).
+    #[arg(short = 'c', long = "select", value_name = "NAME")]
+    pub select: String,
+}
+
+/// How a vGPU config is written: as a layout is, and through which `sriov-manage`.
+#[derive(Debug, Args)]
+pub struct VgpuWrite {
+    #[command(flatten)]
+    pub write: WriteArgs,
+    /// NVIDIA's sriov-manage [default: from the config, /usr/lib/nvidia/sriov-manage].
+    #[arg(long, value_name = "PATH", value_parser = program_path)]
+    pub sriov_manage: Option<PathBuf>,
+}
+
+/// `mxctl vgpu apply --vgpu-config FILE --select NAME [--device BDF]… [--dry-run]`
+#[derive(Debug, Args)]
+#[command(override_usage = "mxctl vgpu apply [OPTIONS] --vgpu-config <FILE> --select <NAME>")]
+pub struct VgpuApply {
+    #[command(flatten)]
+    pub config: VgpuConfigArgs,
+    #[command(flatten)]
+    pub write: VgpuWrite,
+}
+
+/// `mxctl vgpu restore [--device BDF]… [--dry-run] [--at-boot]`
+#[derive(Debug, Args)]
+pub struct VgpuRestore {
+    #[command(flatten)]
+    pub write: VgpuWrite,
+    /// As the boot unit runs it (see `partition restore --at-boot`).
+    #[arg(long)]
+    pub at_boot: bool,
+}
+
+/// `mxctl vgpu assert --vgpu-config FILE --select NAME`
+#[derive(Debug, Args)]
+#[command(override_usage = "mxctl vgpu assert [OPTIONS] --vgpu-config <FILE> --select <NAME>")]
+pub struct VgpuAssert {
+    #[command(flatten)]
+    pub config: VgpuConfigArgs,
+    /// Only this GPU of the config; repeat for several.
+    #[arg(long = "device", value_name = "BDF")]
+    pub devices: Vec<Bdf>,
+    /// Seconds to wait for the host lock, then say blocked (lock_busy) [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub helper: HelperArgs,
 }
 
 /// The layout file and the label in it.

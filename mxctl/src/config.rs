@@ -26,6 +26,8 @@ pub struct Config {
     pub mx_smi: Option<PathBuf>,
     /// `nvidia-smi`: `None` looks in the usual places.
     pub nvidia_smi: Option<PathBuf>,
+    /// `sriov-manage`: NVIDIA's script that enables and disables a GPU's virtual functions.
+    pub sriov_manage: PathBuf,
     /// `reset-window`.
     pub reset_window: Duration,
     /// `kmsg`.
@@ -115,6 +117,15 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: |c| program(c.nvidia_smi.as_deref(), &NVIDIA_SMI_PLACES),
+    },
+    Setting {
+        key: "sriov-manage",
+        about: "NVIDIA's sriov-manage, which enables and disables a GPU's virtual functions (vgpu apply, leave, restore)",
+        read: |c, v| {
+            c.sriov_manage = absolute(v)?;
+            Ok(())
+        },
+        show: |c| c.sriov_manage.display().to_string(),
     },
     Setting {
         key: "reset-window",
@@ -232,6 +243,7 @@ impl Default for Config {
             pool: host_sync::Pool::Disabled,
             mx_smi: None,
             nvidia_smi: None,
+            sriov_manage: PathBuf::from(mig_layout::vgpu::DEFAULT_SRIOV_MANAGE),
             reset_window: warm_reset::DEFAULT_WINDOW,
             kmsg: PathBuf::from(warm_reset::io::DEFAULT_KMSG),
             links: LinkCommands::default(),

@@ -14,7 +14,7 @@ mod output;
 mod paths;
 
 use clap::Parser;
-use cli::{Cli, Command, PartitionCommand, ReplyCommand, ResetCommand};
+use cli::{Cli, Command, PartitionCommand, ReplyCommand, ResetCommand, VgpuCommand};
 use config::Config;
 use exit::Exit;
 use failure::Failure;
@@ -66,7 +66,11 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
     // it, mode 0700).
     let creates = matches!(
         cli.command,
-        Command::Sync(_) | Command::Probe(_) | Command::Reset(_) | Command::Partition(_)
+        Command::Sync(_)
+            | Command::Probe(_)
+            | Command::Reset(_)
+            | Command::Partition(_)
+            | Command::Vgpu(_)
     );
     let mut host = Host::new(state_dir)
         .with_sysfs_root(&cli.global.sysfs_root)
@@ -109,6 +113,12 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
             PartitionCommand::Restore(args) => {
                 commands::partition::apply::restore(args, &config, &host, output)
             }
+        },
+        Command::Vgpu(command) => match command {
+            VgpuCommand::Apply(args) => commands::vgpu::apply(args, &config, &host, output),
+            VgpuCommand::Leave(args) => commands::vgpu::leave(args, &config, &host, output),
+            VgpuCommand::Restore(args) => commands::vgpu::restore(args, &config, &host, output),
+            VgpuCommand::Assert(args) => commands::vgpu::assert(args, &config, &host, output),
         },
         Command::Reset(args) => match &args.command {
             Some(ResetCommand::Plan(plan)) => commands::reset_plan::plan(plan, &config),

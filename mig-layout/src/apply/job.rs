@@ -98,7 +98,7 @@ fn declared_spec(device: Bdf, vgpus: &[DeclaredVgpu]) -> Result<VgpuSpec, ApplyE
 }
 
 /// The GPUs the vGPU config `specs` names on this host (of `options.devices`, when given).
-pub(super) fn resolve_vgpu(
+pub(crate) fn resolve_vgpu(
     host: &Host,
     label: &str,
     specs: &[VgpuSpec],

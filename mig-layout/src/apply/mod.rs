@@ -47,7 +47,7 @@ mod vgpu;
 mod writes;
 
 pub use hooks::{HOOK_DEADLINE, HookPoint, HookRun, Hooks};
-pub(crate) use job::resolve;
+pub(crate) use job::{resolve, resolve_vgpu};
 pub use options::ApplyOptions;
 pub use phases::STEP_DEADLINE;
 pub use progress::{ApplyObserver, Progress};

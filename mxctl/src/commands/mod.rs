@@ -14,3 +14,4 @@ pub mod reset_plan;
 pub mod state;
 pub mod sync;
 pub mod systemd_generator;
+pub mod vgpu;

@@ -48,6 +48,11 @@ fn every_visible_command_has_a_man_page_and_the_hidden_one_has_none() {
             "mxctl-reset.1",
             "mxctl-status.1",
             "mxctl-sync.1",
+            "mxctl-vgpu-apply.1",
+            "mxctl-vgpu-assert.1",
+            "mxctl-vgpu-leave.1",
+            "mxctl-vgpu-restore.1",
+            "mxctl-vgpu.1",
             "mxctl.1",
         ]
     );

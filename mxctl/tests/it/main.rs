@@ -27,3 +27,4 @@ mod reset_pci;
 mod sync;
 mod sync_rules;
 mod trust;
+mod vgpu;

@@ -10,11 +10,13 @@ use crate::helper::helper;
 use crate::output::Output;
 use gpu_host_probe::Host;
 use host_sync::FileStore;
+use mig_layout::vgpu::{SriovManage, VgpuSpec, VgpuWith};
 use mig_layout::{
     ApplyOptions, ApplyReport, ApplyRun, Progress, ResetWith, Restore, Spec, Unnamed,
 };
 use std::fmt::Write as _;
 use std::io::IsTerminal;
+use std::path::Path;
 use std::time::Instant;
 use warm_reset::Method;
 
@@ -29,6 +31,7 @@ pub fn run(
     write(
         What::Layout(&specs, &args.layout.select),
         &args.write,
+        None,
         config,
         host,
         output,
@@ -46,6 +49,7 @@ pub fn leave(
     write(
         What::Layout(&mig_layout::leave(), "leave"),
         &args.write,
+        None,
         config,
         host,
         output,
@@ -53,9 +57,15 @@ pub fn leave(
     )
 }
 
-/// What to write: a layout, or the host's declaration.
-enum What<'a> {
+/// What to write: a layout, a vGPU config, a vGPU leave, or the host's declaration.
+pub enum What<'a> {
+    /// A MIG layout's specs and label.
     Layout(&'a [Spec], &'a str),
+    /// A vGPU config's specs and name.
+    Vgpu(&'a [VgpuSpec], &'a str),
+    /// vGPU left on every GPU.
+    VgpuLeave,
+    /// What the host is declared to be.
     Declared,
 }
 
@@ -69,24 +79,39 @@ pub fn restore(
     host: &Host,
     output: Output,
 ) -> Result<Exit, Failure> {
-    if args.at_boot && !config.restore_at_boot {
+    restore_with(&args.write, None, args.at_boot, config, host, output)
+}
+
+/// A restore (`partition restore`, `vgpu restore`), with `sriov-manage` where given.
+pub fn restore_with(
+    args: &WriteArgs,
+    sriov_manage: Option<&Path>,
+    at_boot: bool,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<Exit, Failure> {
+    if at_boot && !config.restore_at_boot {
         let why = "restore-at-boot is disabled in the config: the declared layout is not restored";
         tracing::info!("{why}");
         return not_restored(why, "restore_disabled", Exit::Done, output);
     }
     write(
         What::Declared,
-        &args.write,
+        args,
+        sriov_manage,
         config,
         host,
         output,
-        args.at_boot,
+        at_boot,
     )
 }
 
-fn write(
+/// Writes `what` as `args` say, through `sriov_manage` where given (else the config's).
+pub fn write(
     what: What<'_>,
     args: &WriteArgs,
+    sriov_manage: Option<&Path>,
     config: &Config,
     host: &Host,
     output: Output,
@@ -110,7 +135,16 @@ fn write(
             );
         }
     };
-    let run = ApplyRun::new(host, &helper, &mut store, reset).observe(&mut show);
+    let vgpu = VgpuWith {
+        sriov_manage: SriovManage {
+            path: sriov_manage.map_or_else(|| config.sriov_manage.clone(), Path::to_path_buf),
+            ..SriovManage::default()
+        },
+        ..VgpuWith::default()
+    };
+    let run = ApplyRun::new(host, &helper, &mut store, reset)
+        .observe(&mut show)
+        .vgpu(vgpu);
     let options = ApplyOptions::new(pool(args.pool, config))
         .devices(args.devices.clone())
         .dry_run(args.dry_run)
@@ -122,6 +156,19 @@ fn write(
             let options =
                 options.unnamed(args.unnamed_instances.map_or(config.unnamed, Unnamed::from));
             let report = mig_layout::apply(run, label, specs, &options).map_err(layout_failure)?;
+            output.emit(&report, &text(&report))?;
+            Ok(Exit::of_apply(report.outcome))
+        }
+        What::Vgpu(specs, label) => {
+            let options =
+                options.unnamed(args.unnamed_instances.map_or(config.unnamed, Unnamed::from));
+            let report = mig_layout::vgpu::apply_vgpu(run, label, specs, &options)
+                .map_err(layout_failure)?;
+            output.emit(&report, &text(&report))?;
+            Ok(Exit::of_apply(report.outcome))
+        }
+        What::VgpuLeave => {
+            let report = mig_layout::vgpu::leave_vgpu(run, &options).map_err(layout_failure)?;
             output.emit(&report, &text(&report))?;
             Ok(Exit::of_apply(report.outcome))
         }
@@ -197,14 +244,24 @@ pub fn text(report: &ApplyReport) -> String {
             .map(|line| format!("  (line {line})"))
             .unwrap_or_default();
         let _ = writeln!(text, "GPU {}  {}{line}", gpu.index, gpu.device);
-        if gpu.plan.is_empty() && gpu.steps.is_empty() {
+        if gpu.plan.is_empty()
+            && gpu.steps.is_empty()
+            && gpu.vgpu_plan.is_empty()
+            && gpu.vgpu_done.is_empty()
+        {
             let _ = writeln!(text, "  as the layout wants: no step");
         }
         for line in &gpu.plan {
             let _ = writeln!(text, "  plan: {line}");
         }
+        for step in &gpu.vgpu_plan {
+            let _ = writeln!(text, "  vgpu plan: {step}");
+        }
         for step in &gpu.steps {
             let _ = writeln!(text, "  {step}");
+        }
+        for step in &gpu.vgpu_done {
+            let _ = writeln!(text, "  vgpu done: {step}");
         }
         for difference in &gpu.differences {
             let _ = writeln!(

@@ -17,7 +17,7 @@ use warm_reset::NvidiaSmiBackend;
 /// Reads the layout file (`-`: standard input), at most [`MAX_DOCUMENT`] bytes; a file
 /// another user could change is refused before it is read (it says what root writes to the
 /// GPUs).
-fn read_text(path: &Path) -> Result<String, Failure> {
+pub fn read_text(path: &Path) -> Result<String, Failure> {
     let what = || format!("the layout {}", path.display());
     let mut bytes = Vec::new();
     let limit = u64::try_from(MAX_DOCUMENT).unwrap_or(u64::MAX) + 1;

@@ -1,0 +1,145 @@
+//! `mxctl vgpu`: NVIDIA vgpu-device-manager configs applied, left, restored and asserted by the
+//! same executor as `partition` (`mig_layout::vgpu`), with its options, exit codes and
+//! `--json`.
+
+use crate::cli::{VgpuApply, VgpuAssert, VgpuConfigArgs, VgpuRestore, VgpuWrite};
+use crate::commands::partition::apply::{What, restore_with, write};
+use crate::commands::partition::{layout_failure, read_text};
+use crate::config::Config;
+use crate::exit::Exit;
+use crate::failure::Failure;
+use crate::helper::helper;
+use crate::output::Output;
+use gpu_host_probe::Host;
+use mig_layout::vgpu::{VgpuDocument, VgpuSpec};
+use std::fmt::Write as _;
+
+/// The config `args` select: its specs, or a usage failure naming the line and member.
+fn config_specs(args: &VgpuConfigArgs) -> Result<Vec<VgpuSpec>, Failure> {
+    let text = read_text(&args.file)?;
+    let document = VgpuDocument::from_text(&text)
+        .map_err(|error| Failure::Usage(format!("{}: {error}", args.file.display())))?;
+    match document.config(&args.select) {
+        Some(specs) => Ok(specs.to_vec()),
+        None => Err(Failure::Usage(format!(
+            "{} has no vGPU config {:?}; its configs are: {}",
+            args.file.display(),
+            args.select,
+            document
+                .configs
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// `vgpu apply`.
+pub fn apply(
+    args: &VgpuApply,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<Exit, Failure> {
+    let specs = config_specs(&args.config)?;
+    write(
+        What::Vgpu(&specs, &args.config.select),
+        &args.write.write,
+        args.write.sriov_manage.as_deref(),
+        config,
+        host,
+        output,
+        false,
+    )
+}
+
+/// `vgpu leave`.
+pub fn leave(
+    args: &VgpuWrite,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<Exit, Failure> {
+    write(
+        What::VgpuLeave,
+        &args.write,
+        args.sriov_manage.as_deref(),
+        config,
+        host,
+        output,
+        false,
+    )
+}
+
+/// `vgpu restore`: the host's one declaration, VFs and types included.
+pub fn restore(
+    args: &VgpuRestore,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<Exit, Failure> {
+    restore_with(
+        &args.write.write,
+        args.write.sriov_manage.as_deref(),
+        args.at_boot,
+        config,
+        host,
+        output,
+    )
+}
+
+/// `vgpu assert`: exit 0 when every GPU the config names holds it, 1 with the differences.
+pub fn assert(
+    args: &VgpuAssert,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<Exit, Failure> {
+    let specs = config_specs(&args.config)?;
+    let options = mig_layout::ApplyOptions::new(config.pool)
+        .unnamed(config.unnamed)
+        .devices(args.devices.clone())
+        .lock_wait(args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT));
+    let report = mig_layout::vgpu::assert_vgpu(
+        host,
+        &helper(&args.helper, config),
+        &args.config.select,
+        &specs,
+        &options,
+    )
+    .map_err(layout_failure)?;
+    let mut text = String::new();
+    for gpu in &report.gpus {
+        for difference in &gpu.differences {
+            let _ = writeln!(
+                text,
+                "GPU {}  {}  {}: {}",
+                gpu.index,
+                gpu.device,
+                difference.kind(),
+                difference.message()
+            );
+        }
+    }
+    for warning in &report.warnings {
+        let _ = writeln!(text, "warning: {warning}");
+    }
+    if let Some(detail) = &report.detail {
+        let _ = writeln!(text, "{}: {detail}", report.outcome.as_str());
+    }
+    let _ = writeln!(
+        text,
+        "the vGPU config {:?} is {}",
+        report.label,
+        match report.outcome {
+            mig_layout::AssertOutcome::Applied => "applied",
+            mig_layout::AssertOutcome::NothingNamed =>
+                "not known here: it names no GPU of this host",
+            mig_layout::AssertOutcome::Differs => "not applied",
+            mig_layout::AssertOutcome::Blocked(_) => "not known: the cards were not read",
+        }
+    );
+    output.emit(&report, &text)?;
+    Ok(Exit::of_assert(report.outcome))
+}
