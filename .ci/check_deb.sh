@@ -28,6 +28,7 @@ for file in \
     ./usr/share/man/man1/mxctl-metrics.1.gz \
     ./usr/share/man/man1/mxctl-reset.1.gz \
     ./usr/share/man/man1/mxctl-partition-apply.1.gz \
+    ./usr/share/man/man1/mxctl-vgpu-apply.1.gz \
     ./usr/share/bash-completion/completions/mxctl \
     ./usr/share/zsh/vendor-completions/_mxctl \
     ./usr/share/fish/vendor_completions.d/mxctl.fish; do
@@ -55,6 +56,7 @@ systemd-analyze verify --man=no --root="$root" \
     "$root/usr/lib/systemd/system/mxctl-restore.service" \
     "$root/usr/lib/systemd/system/mxctl-layout.target"
 grep -qx 'ExecStart=/usr/bin/mxctl partition restore --at-boot --lock-wait 900' "$root/usr/lib/systemd/system/mxctl-restore.service"
+grep -qx 'After=nvidia-vgpud.service nvidia-vgpu-mgr.service' "$root/usr/lib/systemd/system/mxctl-restore.service"
 grep -qx 'ExecStart=/usr/bin/mxctl sync --after-boot auto --lock-wait 900' "$root/usr/lib/systemd/system/mxctl-sync.service"
 "$root/usr/bin/mxctl" --version
 # What the package installs passes the rule mxctl applies to its config and its programs.
