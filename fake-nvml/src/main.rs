@@ -86,7 +86,12 @@ fn sriov_manage(state: &StateFile, enable: bool, device: &str) -> ExitCode {
     } else {
         vec![device.to_owned()]
     };
+    let cost = state
+        .read()
+        .map(|scenario| std::time::Duration::from_millis(scenario.costs.sriov_manage_ms))
+        .unwrap_or_default();
     for bdf in devices {
+        std::thread::sleep(cost);
         let managed = match state.sriov_manage(&bdf, enable) {
             Ok(managed) => managed,
             // NVIDIA's script ends so on an address `lspci` does not know.

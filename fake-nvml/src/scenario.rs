@@ -92,6 +92,11 @@ pub struct Costs {
     /// How long each call of these functions takes, in milliseconds.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub calls_ms: BTreeMap<String, u64>,
+    /// How long one run of `fake-nvml sriov-manage` takes on one card, in milliseconds (before
+    /// it changes the state, holding no lock: runs on different cards overlap, as nothing
+    /// published says the driver serializes them).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sriov_manage_ms: u64,
 }
 
 fn is_zero(ms: &u64) -> bool {
@@ -101,7 +106,7 @@ fn is_zero(ms: &u64) -> bool {
 impl Costs {
     /// Whether nothing costs anything.
     pub fn is_free(&self) -> bool {
-        self.reset_ms == 0 && self.calls_ms.is_empty()
+        self.reset_ms == 0 && self.calls_ms.is_empty() && self.sriov_manage_ms == 0
     }
 
     /// What a reset costs.

@@ -189,7 +189,7 @@ impl StateFile {
     }
 
     /// A run of `sriov-manage -e` (`enable`) or `-d` on the card at `bus_id`, as
-    /// [`crate::sriov_rules`] says the real one does.
+    /// the fake's rules of the vGPU manager (`src/sriov_rules.rs`) say the real one does.
     pub fn sriov_manage(&self, bus_id: &str, enable: bool) -> Result<Managed, StateFileError> {
         self.on_device(bus_id, |card| {
             Ok(if enable {

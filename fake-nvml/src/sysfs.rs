@@ -2,11 +2,13 @@
 //! of `host_sync::fake_sysfs`): after every change of the state, each card with SR-IOV has
 //! `sriov_totalvfs` and `sriov_numvfs`, its `virtfn<N>` links to VFs bound to `nvidia` (each
 //! with `physfn`), and on each VF the `nvidia/` files — `current_vgpu_type`,
-//! `creatable_vgpu_types` as [`crate::sriov_rules`] lists it, and where the vGPU sits.
+//! `creatable_vgpu_types` as the fake's rules (`src/sriov_rules.rs`) list it, and where the
+//! vGPU sits.
 //!
 //! A VF's address is its GPU's routing ID plus the First VF Offset, 4, plus its number (stride
 //! 1): `virtfn0 -> ../0000:41:00.4` … `virtfn31 -> ../0000:41:04.3` on an A100 in the
-//! OpenNebula documentation's listing (`host-sync/tests/samples/vgpu/pf-virtfn-links-opennebula-docs.txt`).
+//! OpenNebula documentation's listing (the workspace's
+//! `host-sync/tests/samples/vgpu/pf-virtfn-links-opennebula-docs.txt`).
 
 use crate::scenario::{Device, parse_bus_id};
 use crate::sriov_rules;
