@@ -347,6 +347,15 @@ pub(crate) fn load(state: &StateFile) -> Result<Scenario, StateFileError> {
     Ok(scenario)
 }
 
+/// What of a card its sysfs shows depends on (the whole card, for one with SR-IOV: its VFs, its
+/// instances and catalogue decide the creatable lists); `None` for a card without SR-IOV.
+fn shown_form(device: &crate::Device) -> Option<String> {
+    device
+        .sriov
+        .as_ref()
+        .and_then(|_| serde_json::to_string(device).ok())
+}
+
 /// Shows `scenario`'s VFs under `sysfs`, if given.
 fn show(sysfs: Option<&Path>, scenario: &Scenario) -> Result<(), StateFileError> {
     match sysfs {
@@ -382,10 +391,29 @@ fn changed<T, E>(
         Some(state) => state,
         None => absent().map_err(ChangeError::State)?,
     };
+    // What each SR-IOV card was before, so only the cards the change touched are shown anew.
+    let before: Vec<Option<String>> = match file.sysfs() {
+        Some(_) => state.devices.iter().map(shown_form).collect(),
+        None => Vec::new(),
+    };
     let answer = change(&mut state).map_err(ChangeError::Refused)?;
     std::thread::sleep(delay(&state));
     write(path, &state).map_err(ChangeError::State)?;
-    show(file.sysfs(), &state).map_err(ChangeError::State)?;
+    if let Some(root) = file.sysfs() {
+        let touched: Vec<crate::Device> = state
+            .devices
+            .iter()
+            .enumerate()
+            .filter(|(at, device)| before.get(*at).cloned().flatten() != shown_form(device))
+            .map(|(_, device)| device.clone())
+            .collect();
+        crate::sysfs::render(root, &touched).map_err(|source| {
+            ChangeError::State(StateFileError::Sysfs {
+                root: root.to_owned(),
+                source,
+            })
+        })?;
+    }
     Ok((state, answer))
 }
 
