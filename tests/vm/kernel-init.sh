@@ -143,6 +143,30 @@ else
     shim_root
     out=$(/bin/mxctl --config /dev/null --state-dir /run/mxctl --json -q gpus --sysfs-root /tmp/shim 2>&1)
     check sriov_vfs_disabled_are_gone '"vfs": \[\]' "$out"
+
+    # A vGPU apply on the real PF (tests/vm/vgpu/README.md): the stand-in sriov-manage writes
+    # the kernel's sriov_numvfs, the kernel makes the VFs, mxctl reads them back and writes a
+    # type to each; then leave, and the kernel removes them.
+    rm -rf /tmp/vshim
+    vshim=/tmp/vshim/bus/pci/devices/$SRIOV_PF
+    mkdir -p "$vshim" /tmp/vshim/bus/pci/drivers/nvidia
+    echo 0x030200 > "$vshim/class"
+    echo 0x10de > "$vshim/vendor"
+    echo 0x20f1 > "$vshim/device"
+    ln -s /tmp/vshim/bus/pci/drivers/nvidia "$vshim/driver"
+    ln -s "/sys/bus/pci/devices/$SRIOV_PF/sriov_totalvfs" "$vshim/sriov_totalvfs"
+    ln -s "/sys/bus/pci/devices/$SRIOV_PF/sriov_numvfs" "$vshim/sriov_numvfs"
+    V="/bin/mxctl --config /dev/null --state-dir /run/mxctl-vgpu --lock-dir /run/mxctl-vgpu-lock --sysfs-root /tmp/vshim --json -q"
+    apply="vgpu apply --vgpu-config /etc/vgpu/config.yaml --select two-10c --pool enabled --helper /bin/vgpu-helper --sriov-manage /bin/sriov-manage"
+    out=$($V $apply 2>&1)
+    check vgpu_apply_on_the_real_pf_is_done '"outcome": "done"' "$out"
+    check vgpu_apply_made_real_vfs "2 /sys/bus/pci/devices/$SRIOV_PF/virtfn1" "$(cat "/sys/bus/pci/devices/$SRIOV_PF/sriov_numvfs") $(ls -d /sys/bus/pci/devices/$SRIOV_PF/virtfn1)"
+    VF1=$(basename "$(readlink -f "/sys/bus/pci/devices/$SRIOV_PF/virtfn1")")
+    check vgpu_apply_wrote_a_type_on_each_vf "471 471" "$(cat /tmp/vshim/bus/pci/devices/*/nvidia/current_vgpu_type | tr '\n' ' ') $VF1"
+    out=$($V $apply 2>&1)
+    check vgpu_apply_again_writes_nothing '"vgpu_done": \[\]' "$(printf '%s' "$out" | tr -d '\n ' | sed 's/:/: /g')"
+    out=$($V vgpu leave --pool enabled --helper /bin/vgpu-helper --sriov-manage /bin/sriov-manage 2>&1)
+    check vgpu_leave_disables_the_real_vfs "0 done" "$(cat "/sys/bus/pci/devices/$SRIOV_PF/sriov_numvfs") $(printf '%s' "$out" | grep -o '"outcome": "[a-z_]*"' | head -n 1 | cut -d'"' -f4)"
 fi
 
 echo "VMTEST-DONE"
