@@ -2,17 +2,17 @@
 //! lock, several at once, and compared with it by the rules of `layout_model::differences` (GPU
 //! instances, compute instances and placements apart). It writes nothing.
 
+use crate::apply::vgpu::{catalogue, declared_vgpus};
 use crate::apply::{ApplyError, ApplyOptions, resolve, resolve_vgpu};
 use crate::document::Spec;
-use crate::document::vgpu::{VgpuSpec, find_in};
+use crate::document::vgpu::VgpuSpec;
 use crate::report::{ApplyReason, ApplyWarning, Draft};
 use crate::select::HostGpu;
-use crate::select::{VgpuJob, Wanted};
+use crate::select::{VgpuJob, Wanted, want_of};
 use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_host_probe::{Host, HostLock, LockError};
-use gpu_partition_types::VgpuType;
 use gpu_partition_types::{Bdf, Reply};
-use layout_model::{Board, DeclaredGpu, DeclaredVgpu, Unnamed, Want};
+use layout_model::{Board, DeclaredGpu, Unnamed};
 use layout_model::{Difference, Fact, differences};
 use serde::Serialize;
 
@@ -178,16 +178,14 @@ pub fn assert_vgpu(
             let Some(VgpuJob::Apply(spec)) = &w.vgpu else {
                 return differences(reply, &w.want);
             };
-            let catalogue: Vec<VgpuType> = reply
-                .vgpu_types
-                .read()
-                .map(|listed| {
-                    listed
-                        .iter()
-                        .filter_map(|kind| kind.read().cloned())
-                        .collect()
-                })
-                .unwrap_or_default();
+            let Some(catalogue) = catalogue(reply) else {
+                return vec![Difference::new(
+                    w.gpu.bdf,
+                    Fact::VgpuType {
+                        why: "its vGPU type catalogue did not read".to_owned(),
+                    },
+                )];
+            };
             let layout = match spec.sized_by(&catalogue) {
                 Ok(layout) => layout,
                 Err(error) => {
@@ -199,22 +197,9 @@ pub fn assert_vgpu(
                     )];
                 }
             };
-            let want = if layout.mig_enabled {
-                Want::enabled(layout.mig_devices.clone())
-            } else {
-                Want::disabled()
-            }
-            .unnamed(unnamed);
+            let want = want_of(&layout).unnamed(unnamed);
             let mut found = differences(reply, &want);
-            let mut vgpus: Vec<DeclaredVgpu> = Vec::new();
-            for (name, count) in &spec.vgpu_devices {
-                if let Some(kind) = find_in(&catalogue, name) {
-                    match vgpus.iter_mut().find(|vgpu| vgpu.type_id == kind.id) {
-                        Some(vgpu) => vgpu.count += *count,
-                        None => vgpus.push(DeclaredVgpu::new(kind.id, name.to_string(), *count)),
-                    }
-                }
-            }
+            let vgpus = declared_vgpus(spec, &catalogue);
             let declared = DeclaredGpu::new(&want, Board::default()).with_vgpus(vgpus);
             found.extend(declared.vf_drift(
                 w.gpu.bdf,

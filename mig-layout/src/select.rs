@@ -179,15 +179,16 @@ pub fn select(specs: &[Spec], gpus: &[HostGpu]) -> Result<Selection, SelectError
             line: spec.line,
         })
         .collect();
-    select_entries(&entries, gpus, |at| {
-        let spec = &specs[at];
-        let want = if spec.mig_enabled {
-            Want::enabled(spec.mig_devices.clone())
-        } else {
-            Want::disabled()
-        };
-        (want, None)
-    })
+    select_entries(&entries, gpus, |at| (want_of(&specs[at]), None))
+}
+
+/// What a GPU a spec names should be: MIG on with its instances, or MIG off.
+pub(crate) fn want_of(spec: &Spec) -> Want {
+    if spec.mig_enabled {
+        Want::enabled(spec.mig_devices.clone())
+    } else {
+        Want::disabled()
+    }
 }
 
 /// The GPUs of `gpus` that a vGPU config's `specs` name, each with its vGPUs (its MIG layout is

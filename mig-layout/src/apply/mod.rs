@@ -43,11 +43,12 @@ mod preflight;
 mod progress;
 mod reset;
 mod run;
-mod vgpu;
+pub(crate) mod vgpu;
 mod writes;
 
 pub use hooks::{HOOK_DEADLINE, HookPoint, HookRun, Hooks};
 pub(crate) use job::{resolve, resolve_vgpu};
+
 pub use options::ApplyOptions;
 pub use phases::STEP_DEADLINE;
 pub use progress::{ApplyObserver, Progress};
@@ -56,6 +57,7 @@ pub use vgpu::VgpuWith;
 
 use crate::document::{Devices, Spec};
 use crate::report::{ApplyReport, Draft};
+use crate::select::Wanted;
 use host_sync::{BootRestore, BootRestoreStart, StateLost};
 use job::{declared_job, take_lock};
 use locked::run_locked;
@@ -78,15 +80,27 @@ pub fn apply(
     specs: &[Spec],
     options: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
+    apply_wanted(run, label, options, |host, draft| {
+        resolve(host, label, specs, options, draft)
+    })
+}
+
+/// An apply of what `wanted` resolves under the host lock, labelled `label`: the one shape of
+/// [`apply()`], [`apply_vgpu`] and [`leave_vgpu`].
+fn apply_wanted(
+    run: ApplyRun<'_>,
+    label: &str,
+    options: &ApplyOptions,
+    wanted: impl FnOnce(&gpu_host_probe::Host, &mut Draft) -> Result<Vec<Wanted>, ApplyError>,
+) -> Result<ApplyReport, ApplyError> {
     let clock = run.reset.clock_or_real();
     let started = clock.now();
     let mut draft = Draft::new(label);
     let end = match take_lock(run.host, options)? {
         Err(end) => end,
         Ok(lock) => {
-            let wanted = resolve(run.host, label, specs, options, &mut draft)?;
             let job = job::Job {
-                wanted,
+                wanted: wanted(run.host, &mut draft)?,
                 boards: None,
             };
             run_locked(run, &lock, label, job, options, &mut draft)?
@@ -109,21 +123,9 @@ pub fn apply_vgpu(
     specs: &[crate::vgpu::VgpuSpec],
     options: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
-    let clock = run.reset.clock_or_real();
-    let started = clock.now();
-    let mut draft = Draft::new(label);
-    let end = match take_lock(run.host, options)? {
-        Err(end) => end,
-        Ok(lock) => {
-            let wanted = job::resolve_vgpu(run.host, label, specs, options, &mut draft)?;
-            let job = job::Job {
-                wanted,
-                boards: None,
-            };
-            run_locked(run, &lock, label, job, options, &mut draft)?
-        }
-    };
-    Ok(draft.finish(end, clock.now().saturating_sub(started)))
+    apply_wanted(run, label, options, |host, draft| {
+        job::resolve_vgpu(host, label, specs, options, draft)
+    })
 }
 
 /// Leaves vGPU on every NVIDIA GPU bound to `nvidia` (of [`ApplyOptions::devices`]), in the
@@ -131,21 +133,9 @@ pub fn apply_vgpu(
 /// VFs), then what instances remain, then MIG off (the driver refuses it while VFs exist).
 /// Refused before any write while a VM uses a VF.
 pub fn leave_vgpu(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<ApplyReport, ApplyError> {
-    let clock = run.reset.clock_or_real();
-    let started = clock.now();
-    let mut draft = Draft::new("leave");
-    let end = match take_lock(run.host, options)? {
-        Err(end) => end,
-        Ok(lock) => {
-            let wanted = job::resolve_vgpu_leave(run.host, options, &mut draft)?;
-            let job = job::Job {
-                wanted,
-                boards: None,
-            };
-            run_locked(run, &lock, "leave", job, options, &mut draft)?
-        }
-    };
-    Ok(draft.finish(end, clock.now().saturating_sub(started)))
+    apply_wanted(run, "leave", options, |host, draft| {
+        job::resolve_vgpu_leave(host, options, draft)
+    })
 }
 
 /// How a restore went.

@@ -17,10 +17,11 @@
 use super::Progress;
 use super::ctx::{Shared, Stop};
 use super::phases::Gpu;
+use crate::document::vgpu::VgpuSpec;
 use crate::document::vgpu::find_in;
 use crate::plan::plan;
 use crate::report::ApplyReason;
-use crate::select::{HostGpu, VgpuJob};
+use crate::select::{HostGpu, VgpuJob, want_of};
 use crate::vgpu::{
     SriovManage, SriovManageOn, VfTypeFile, VfsWanted, VgpuCard, VgpuRefusal, VgpuStep, VgpuTypes,
     plan_vgpu, plan_vgpu_leave, write_vgpu_type,
@@ -95,8 +96,26 @@ impl GpuVgpu {
     }
 }
 
-/// The card's vGPU type catalogue, as its reply gives it (`None`: it did not read).
-fn catalogue(reply: &Reply) -> Option<Vec<VgpuType>> {
+/// The vGPUs `spec` declares on a card of `catalogue`: per type ID (two names of one type add
+/// up), with the config's name and count. A type the catalogue does not list is left out (the
+/// plan refuses such a spec before this is asked).
+pub(crate) fn declared_vgpus(spec: &VgpuSpec, catalogue: &[VgpuType]) -> Vec<DeclaredVgpu> {
+    let mut declare: Vec<DeclaredVgpu> = Vec::new();
+    for (name, count) in &spec.vgpu_devices {
+        let Some(kind) = find_in(catalogue, name) else {
+            continue;
+        };
+        match declare.iter_mut().find(|vgpu| vgpu.type_id == kind.id) {
+            Some(vgpu) => vgpu.count += *count,
+            None => declare.push(DeclaredVgpu::new(kind.id, name.to_string(), *count)),
+        }
+    }
+    declare
+}
+
+/// The card's vGPU type catalogue, as its reply gives it (`None`: it, or one of its types, did
+/// not read).
+pub(crate) fn catalogue(reply: &Reply) -> Option<Vec<VgpuType>> {
     let listed = reply.vgpu_types.read()?;
     listed
         .iter()
@@ -173,25 +192,18 @@ pub(super) fn preflight(
     let want = steps
         .iter()
         .find_map(|step| match step {
-            VgpuStep::GpuInstances(layout) => Some(Want::enabled(layout.mig_devices.clone())),
+            VgpuStep::GpuInstances(layout) => Some(want_of(layout)),
             _ => None,
         })
         .unwrap_or_else(Want::disabled)
         .unnamed(unnamed);
     let (expect, declare) = match job {
         VgpuJob::Apply(spec) => {
-            let mut expect = BTreeMap::new();
-            let mut declare: Vec<DeclaredVgpu> = Vec::new();
-            for (name, count) in &spec.vgpu_devices {
-                let Some(kind) = find_in(&catalogue, name) else {
-                    continue;
-                };
-                *expect.entry(kind.id).or_default() += *count;
-                match declare.iter_mut().find(|vgpu| vgpu.type_id == kind.id) {
-                    Some(vgpu) => vgpu.count += *count,
-                    None => declare.push(DeclaredVgpu::new(kind.id, name.to_string(), *count)),
-                }
-            }
+            let declare = declared_vgpus(spec, &catalogue);
+            let expect = declare
+                .iter()
+                .map(|vgpu| (vgpu.type_id, vgpu.count))
+                .collect();
             (Some(expect), Some(declare))
         }
         VgpuJob::Leave => (None, Some(Vec::new())),

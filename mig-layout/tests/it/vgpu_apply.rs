@@ -117,7 +117,8 @@ impl Bed {
         }
     }
 
-    fn run(&mut self, config: Option<&str>) -> ApplyReport {
+    /// An apply, a leave or a restore of this bed (the pool on), given its run.
+    fn with_run<R>(&mut self, go: impl FnOnce(ApplyRun<'_>, &ApplyOptions) -> R) -> R {
         let options = ApplyOptions::new(Pool::Enabled);
         let clock: &dyn Clock = &*self.clock;
         let reset = ResetWith::new(Method::Nvidia, &mut self.backend)
@@ -131,14 +132,18 @@ impl Bed {
             types: &self.fake.types,
         };
         let run = ApplyRun::new(&self.host, &self.helper, &mut self.store, reset).vgpu(with);
-        match config {
+        go(run, &options)
+    }
+
+    fn run(&mut self, config: Option<&str>) -> ApplyReport {
+        self.with_run(|run, options| match config {
             Some(label) => {
                 let document = VgpuDocument::from_text(CONFIGS).unwrap();
                 let specs = document.config(label).unwrap().to_vec();
-                apply_vgpu(run, label, &specs, &options).unwrap()
+                apply_vgpu(run, label, &specs, options).unwrap()
             }
-            None => leave_vgpu(run, &options).unwrap(),
-        }
+            None => leave_vgpu(run, options).unwrap(),
+        })
     }
 
     /// The writes of the log, in order: the mode, `sriov-manage`, GPU instances made, types.
@@ -172,20 +177,7 @@ impl Bed {
     }
 
     fn restore(&mut self) -> Restore {
-        let options = ApplyOptions::new(Pool::Enabled);
-        let clock: &dyn Clock = &*self.clock;
-        let reset = ResetWith::new(Method::Nvidia, &mut self.backend)
-            .window(Duration::from_secs(90))
-            .clock(clock);
-        let with = VgpuWith {
-            sriov_manage: SriovManage {
-                path: self.fake.sriov_manage.clone(),
-                ..SriovManage::default()
-            },
-            types: &self.fake.types,
-        };
-        let run = ApplyRun::new(&self.host, &self.helper, &mut self.store, reset).vgpu(with);
-        restore(run, &options).unwrap()
+        self.with_run(|run, options| restore(run, options).unwrap())
     }
 
     fn sync(&mut self, after_boot: AfterBoot) -> host_sync::SyncReport {

@@ -12,7 +12,6 @@ use crate::helper::helper;
 use crate::output::Output;
 use gpu_host_probe::Host;
 use mig_layout::vgpu::{VgpuDocument, VgpuSpec};
-use std::fmt::Write as _;
 
 /// The config `args` select: its specs, or a usage failure naming the line and member.
 fn config_specs(args: &VgpuConfigArgs) -> Result<Vec<VgpuSpec>, Failure> {
@@ -109,37 +108,7 @@ pub fn assert(
         &options,
     )
     .map_err(layout_failure)?;
-    let mut text = String::new();
-    for gpu in &report.gpus {
-        for difference in &gpu.differences {
-            let _ = writeln!(
-                text,
-                "GPU {}  {}  {}: {}",
-                gpu.index,
-                gpu.device,
-                difference.kind(),
-                difference.message()
-            );
-        }
-    }
-    for warning in &report.warnings {
-        let _ = writeln!(text, "warning: {warning}");
-    }
-    if let Some(detail) = &report.detail {
-        let _ = writeln!(text, "{}: {detail}", report.outcome.as_str());
-    }
-    let _ = writeln!(
-        text,
-        "the vGPU config {:?} is {}",
-        report.label,
-        match report.outcome {
-            mig_layout::AssertOutcome::Applied => "applied",
-            mig_layout::AssertOutcome::NothingNamed =>
-                "not known here: it names no GPU of this host",
-            mig_layout::AssertOutcome::Differs => "not applied",
-            mig_layout::AssertOutcome::Blocked(_) => "not known: the cards were not read",
-        }
-    );
+    let text = crate::commands::partition::assert::text(&report, "vGPU config");
     output.emit(&report, &text)?;
     Ok(Exit::of_assert(report.outcome))
 }

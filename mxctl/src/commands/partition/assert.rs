@@ -33,6 +33,14 @@ pub fn run(
         &options,
     )
     .map_err(layout_failure)?;
+    let text = text(&report, "layout");
+    output.emit(&report, &text)?;
+    Ok(Exit::of_assert(report.outcome))
+}
+
+/// An assert's report for people: every difference, the warnings, and whether the `what`
+/// (`layout`, `vGPU config`) is applied.
+pub fn text(report: &mig_layout::AssertReport, what: &str) -> String {
     let mut text = String::new();
     for gpu in &report.gpus {
         for difference in &gpu.differences {
@@ -54,7 +62,7 @@ pub fn run(
     }
     let _ = writeln!(
         text,
-        "the layout {:?} is {}",
+        "the {what} {:?} is {}",
         report.label,
         match report.outcome {
             mig_layout::AssertOutcome::Applied => "applied",
@@ -64,6 +72,5 @@ pub fn run(
             mig_layout::AssertOutcome::Blocked(_) => "not known: the cards were not read",
         }
     );
-    output.emit(&report, &text)?;
-    Ok(Exit::of_assert(report.outcome))
+    text
 }
