@@ -12,7 +12,8 @@
 
 use crate::scenario::{Device, parse_bus_id};
 use crate::sriov_rules;
-use host_sync::fake_sysfs::FakeSysfs;
+use host_sync::fake_sysfs::{FakeSysfs, write_vgpu_files};
+use std::os::unix::fs::symlink;
 use std::path::Path;
 
 /// The First VF Offset of the parts modelled.
@@ -60,7 +61,19 @@ fn render_device(sysfs: &FakeSysfs, device: &Device) -> std::io::Result<()> {
     };
     let bad = || std::io::Error::other(format!("{} is no bus ID", device.pci_bus_id));
     let gpu = gpu_address(&device.pci_bus_id).ok_or_else(bad)?;
-    let dir = sysfs.device_dir(&gpu);
+    let listed = sysfs.root().join("bus/pci/devices");
+    // A tree of `host_sync::fake_sysfs` lists each function as a link into `devices/`; a tree of
+    // directories in `bus/pci/devices` itself (the reboot bed's, bind-mounted over the real
+    // one) keeps every function there, its VFs too.
+    let flat = listed
+        .join(&gpu)
+        .symlink_metadata()
+        .is_ok_and(|meta| meta.is_dir());
+    let dir = if flat {
+        listed.join(&gpu)
+    } else {
+        sysfs.device_dir(&gpu)
+    };
     if !dir.is_dir() {
         return Err(std::io::Error::other(format!(
             "{} is not in the fake sysfs ({}): add the GPU first",
@@ -73,14 +86,18 @@ fn render_device(sysfs: &FakeSysfs, device: &Device) -> std::io::Result<()> {
         .ok()
         .and_then(|text| text.trim().parse::<usize>().ok());
     if shown != Some(sriov.vfs.len()) {
-        if dir.join("sriov_numvfs").exists() {
-            sysfs.remove_virtual_functions(&gpu)?;
+        if flat {
+            flat_virtual_functions(&listed, &gpu, device, sriov.vfs.len())?;
         } else {
-            std::fs::write(dir.join("sriov_numvfs"), "0\n")?;
-        }
-        for index in 0..sriov.vfs.len() {
-            let vf = vf_of(device, index).ok_or_else(bad)?;
-            sysfs.virtual_function(&vf, &gpu, Some("nvidia"))?;
+            if dir.join("sriov_numvfs").exists() {
+                sysfs.remove_virtual_functions(&gpu)?;
+            } else {
+                std::fs::write(dir.join("sriov_numvfs"), "0\n")?;
+            }
+            for index in 0..sriov.vfs.len() {
+                let vf = vf_of(device, index).ok_or_else(bad)?;
+                sysfs.virtual_function(&vf, &gpu, Some("nvidia"))?;
+            }
         }
     }
     for (index, vf) in sriov.vfs.iter().enumerate() {
@@ -96,9 +113,57 @@ fn render_device(sysfs: &FakeSysfs, device: &Device) -> std::io::Result<()> {
             })
             .collect();
         let placed = vf.gpu_instance_id.zip(vf.placement_id);
-        sysfs.vgpu(&address, vf.type_id.unwrap_or(0), &creatable, placed)?;
+        let vf_dir = if flat {
+            listed.join(&address)
+        } else {
+            sysfs.device_dir(&address)
+        };
+        write_vgpu_files(&vf_dir, vf.type_id.unwrap_or(0), &creatable, placed)?;
     }
     Ok(())
+}
+
+/// The VFs of `gpu` in a tree of directories (`listed` is its `bus/pci/devices`): the old ones
+/// removed, `count` made (each a directory with the GPU's IDs, its `physfn`, bound to the GPU's
+/// driver), `sriov_numvfs` counting them.
+fn flat_virtual_functions(
+    listed: &Path,
+    gpu: &str,
+    device: &Device,
+    count: usize,
+) -> std::io::Result<()> {
+    let dir = listed.join(gpu);
+    for entry in std::fs::read_dir(&dir)? {
+        let entry = entry?;
+        if !entry.file_name().to_string_lossy().starts_with("virtfn") {
+            continue;
+        }
+        if let Some(vf) = std::fs::read_link(entry.path())?.file_name() {
+            let vf_dir = listed.join(vf);
+            if vf_dir.is_dir() {
+                std::fs::remove_dir_all(vf_dir)?;
+            }
+        }
+        std::fs::remove_file(entry.path())?;
+    }
+    let driver = std::fs::read_link(dir.join("driver")).ok();
+    let bad = || std::io::Error::other(format!("{} is no bus ID", device.pci_bus_id));
+    for index in 0..count {
+        let vf = vf_of(device, index).ok_or_else(bad)?;
+        let vf_dir = listed.join(&vf);
+        std::fs::create_dir_all(&vf_dir)?;
+        for file in ["vendor", "device", "class"] {
+            if let Ok(text) = std::fs::read_to_string(dir.join(file)) {
+                std::fs::write(vf_dir.join(file), text)?;
+            }
+        }
+        symlink(format!("../{gpu}"), vf_dir.join("physfn"))?;
+        if let Some(driver) = &driver {
+            symlink(driver, vf_dir.join("driver"))?;
+        }
+        symlink(format!("../{vf}"), dir.join(format!("virtfn{index}")))?;
+    }
+    std::fs::write(dir.join("sriov_numvfs"), format!("{count}\n"))
 }
 
 fn vf_of(device: &Device, index: usize) -> Option<String> {

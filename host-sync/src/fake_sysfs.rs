@@ -149,28 +149,7 @@ impl FakeSysfs {
         creatable: &[(u32, &str)],
         placed: Option<(u32, u32)>,
     ) -> io::Result<&Self> {
-        let dir = self.device_dir(bdf).join("nvidia");
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("current_vgpu_type"), format!("{current}\n"))?;
-        let mut list = String::from("ID    : vGPU Name\n");
-        for (id, name) in creatable {
-            list.push_str(&format!("{id:<5} : {name}\n"));
-        }
-        std::fs::write(dir.join("creatable_vgpu_types"), list)?;
-        match placed {
-            Some((gpu_instance, placement)) => {
-                std::fs::write(dir.join("gpu_instance_id"), format!("{gpu_instance}\n"))?;
-                std::fs::write(dir.join("placement_id"), format!("{placement}\n"))?;
-            }
-            None => {
-                for file in ["gpu_instance_id", "placement_id"] {
-                    match std::fs::remove_file(dir.join(file)) {
-                        Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
-                        _ => {}
-                    }
-                }
-            }
-        }
+        write_vgpu_files(&self.device_dir(bdf), current, creatable, placed)?;
         Ok(self)
     }
 
@@ -207,4 +186,37 @@ impl FakeSysfs {
         }
         Ok(self)
     }
+}
+
+/// Writes NVIDIA's vGPU files of the VF whose directory is `device` (as [`FakeSysfs::vgpu`]
+/// says), wherever the tree keeps it.
+pub fn write_vgpu_files(
+    device: &Path,
+    current: u32,
+    creatable: &[(u32, &str)],
+    placed: Option<(u32, u32)>,
+) -> io::Result<()> {
+    let dir = device.join("nvidia");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("current_vgpu_type"), format!("{current}\n"))?;
+    let mut list = String::from("ID    : vGPU Name\n");
+    for (id, name) in creatable {
+        list.push_str(&format!("{id:<5} : {name}\n"));
+    }
+    std::fs::write(dir.join("creatable_vgpu_types"), list)?;
+    match placed {
+        Some((gpu_instance, placement)) => {
+            std::fs::write(dir.join("gpu_instance_id"), format!("{gpu_instance}\n"))?;
+            std::fs::write(dir.join("placement_id"), format!("{placement}\n"))?;
+        }
+        None => {
+            for file in ["gpu_instance_id", "placement_id"] {
+                match std::fs::remove_file(dir.join(file)) {
+                    Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
+                    _ => {}
+                }
+            }
+        }
+    }
+    Ok(())
 }

@@ -4,3 +4,4 @@
 mod call_log;
 mod geometry;
 mod scenarios;
+mod sysfs;
