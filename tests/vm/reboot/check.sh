@@ -1,7 +1,8 @@
 #!/bin/sh
-# The reboot bed's checks, one phase per boot (the phase is kept on the disk): 0, a layout
-# applied, then a real reboot; 1, after it, with no command from here: the restore ran once at
-# boot, before a unit ordered after mxctl-layout.target, and the layout holds; then the sync
+# The reboot bed's checks, one phase per boot (the phase is kept on the disk): 0, a vGPU config
+# applied (its MIG layout all-balanced, a type on four VFs), then a real reboot; 1, after it,
+# with no command from here: the restore ran once at boot, before a unit ordered after
+# mxctl-layout.target, and the layout holds, VFs and types too; then the sync
 # timer set to a short interval, one GPU instance destroyed through the fake NVML, and, with no
 # command from here, the timer's sync says the layout drifted within one interval; then the
 # interval back to its default, the restore turned off in the config and another reboot; 2, the
@@ -46,9 +47,13 @@ case "$phase" in
 0)
     [ "$(show mxctl-sync.service Result)" = success ]
     ok the_first_boot_sync_ran $? "$(mxctl status | head -n 2 | tr '\n' ' ')"
-    out=$(mxctl --json partition apply --config /var/lib/vmbed/layout.yaml --select all-balanced 2>&1)
+    # A vGPU config: MIG on, sriov-manage -e (the fake's, at NVIDIA's path), all-balanced's GPU
+    # instances, a vGPU type on four VFs.
+    out=$(mxctl --json vgpu apply --vgpu-config /var/lib/vmbed/vgpu.yaml --select balanced-vgpu 2>&1)
     has "$out" '"outcome": "done"'
     ok a_layout_is_applied $? "$(echo "$out" | grep -m1 '"outcome"')"
+    mxctl vgpu assert --vgpu-config /var/lib/vmbed/vgpu.yaml --select balanced-vgpu >/tmp/vassert 2>&1
+    ok the_vgpu_config_holds_before_the_reboot $? "$(tail -n 1 /tmp/vassert)"
     mxctl partition assert --config /var/lib/vmbed/layout.yaml --select all-balanced >/tmp/assert 2>&1
     ok the_layout_holds_before_the_reboot $? "$(tail -n 1 /tmp/assert)"
     reboot_now 1
@@ -71,6 +76,15 @@ case "$phase" in
     ok the_reboot_lost_the_layout_and_the_restore_made_it_again $? "$(grep -c '^nvmlDevice\(SetMigMode\|CreateGpuInstanceWithPlacement\)' /run/vmbed/nvml.log) writes since boot"
     mxctl partition assert --config /var/lib/vmbed/layout.yaml --select all-balanced >/tmp/assert 2>&1
     ok the_layout_holds_after_the_reboot $? "$(tail -n 1 /tmp/assert)"
+    journalctl -b -q -u mxctl-sync.service -o cat | grep -q 'vfs_gone'
+    ok the_reboot_lost_the_vfs $? "$(journalctl -b -q -u mxctl-sync.service -o cat | grep -o '[^;]*vfs_gone[^;]*' | head -n 1)"
+    gpu=/sys/bus/pci/devices/0000:3b:00.0
+    types=$(cat /sys/bus/pci/devices/*/nvidia/current_vgpu_type 2>/dev/null | sort | tr '\n' ' ')
+    grep -q '^sriov-manage -e 0000:3b:00.0' /run/vmbed/nvml.log && [ "$(cat "$gpu/sriov_numvfs")" = 4 ] &&
+        [ "$types" = "900001 900001 900004 900005 " ]
+    ok the_restore_made_every_vf_and_type_again $? "sriov_numvfs $(cat "$gpu/sriov_numvfs"), types $types"
+    mxctl vgpu assert --vgpu-config /var/lib/vmbed/vgpu.yaml --select balanced-vgpu >/tmp/vassert 2>&1
+    ok the_vgpu_config_holds_after_the_reboot $? "$(tail -n 1 /tmp/vassert)"
     status=$(mxctl --json status)
     has "$status" '"status": "active"' && has "$status" '"reason": "ready"' && has "$status" '"holds": "holds"'
     ok the_status_is_active_ready $? "$(mxctl status | head -n 2 | tr '\n' ' ')"
