@@ -126,8 +126,8 @@ impl DeclaredGpu {
     }
 
     /// How the GPU's virtual functions compare with the vGPUs it is declared to hold: nothing
-    /// where none are declared; else the VFs gone, each declared type's count found and
-    /// declared, and each type found that is not declared.
+    /// where none are declared; else the VFs gone (and then each declared type, none found),
+    /// each declared type's count found and declared, and each type found that is not declared.
     pub fn vf_drift(&self, device: Bdf, found: &VfsRead) -> Vec<Difference> {
         let Some(declared) = &self.vgpus else {
             return Vec::new();
@@ -138,14 +138,14 @@ impl DeclaredGpu {
             VfsRead::Read(types) => types,
         };
         let total: u32 = declared.iter().map(|vgpu| vgpu.count).sum();
+        let mut differences = Vec::new();
         if types.is_empty() && total > 0 {
-            return vec![at(Fact::VfsGone { declared: total })];
+            differences.push(at(Fact::VfsGone { declared: total }));
         }
         let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
         for id in types.iter().flatten() {
             *counts.entry(*id).or_default() += 1;
         }
-        let mut differences = Vec::new();
         for vgpu in declared {
             let found = counts.remove(&vgpu.type_id).unwrap_or(0);
             if found != vgpu.count {

@@ -31,10 +31,19 @@ fn vfs_holding_every_declared_type_in_its_count_do_not_drift() {
 }
 
 #[test]
-fn no_vf_where_vgpus_are_declared_is_vfs_gone_with_the_count_declared() {
+fn no_vf_where_vgpus_are_declared_is_vfs_gone_naming_each_declared_type_none_found() {
     let drift = four_10c().vf_drift(gpu(), &VfsRead::Read(Vec::new()));
-    assert_eq!(drift.len(), 1);
+    assert_eq!(drift.len(), 2);
     assert_eq!(drift[0].fact, Fact::VfsGone { declared: 4 });
+    assert_eq!(
+        drift[1].fact,
+        Fact::VgpuCount {
+            type_id: 471,
+            name: "A100-10C".into(),
+            found: 0,
+            wanted: 4,
+        }
+    );
     assert_eq!(
         drift[0].to_string(),
         "0000:3b:00.0 (vfs_gone): no virtual function is enabled; 4 vGPU(s) are declared on them"

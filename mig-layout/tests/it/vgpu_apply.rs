@@ -468,3 +468,43 @@ fn after_a_reboot_the_sync_names_the_vfs_gone_and_a_restore_brings_each_vf_and_t
     let sync = bed.sync(AfterBoot::No);
     assert_eq!(sync.reason, HostReason::Ready, "{sync:#?}");
 }
+
+#[test]
+fn a_vm_on_a_vf_a_restore_would_write_blocks_it_before_any_write_naming_the_vf_and_the_pid() {
+    let mut bed = Bed::new();
+    assert_eq!(bed.run(Some("A100-10C")).outcome, ApplyOutcome::Done);
+    // VF 0's type taken off by another hand, and a VM holding VF 0's VFIO group: the restore
+    // would write VF 0.
+    gpu_host_probe::vf::VgpuTypes::write(
+        &bed.fake.types,
+        bed.host.sysfs_root(),
+        mig_layout::vgpu::VfTypeFile {
+            gpu: A100.parse().unwrap(),
+            index: 0,
+        },
+        0,
+    )
+    .unwrap();
+    bed.sysfs.iommu_group("0000:3b:00.4", 71).unwrap();
+    let fd = bed.dir.path().join("proc/4242/fd");
+    std::fs::create_dir_all(&fd).unwrap();
+    std::os::unix::fs::symlink("/dev/vfio/71", fd.join("30")).unwrap();
+    std::fs::write(bed.dir.path().join("proc/4242/comm"), "qemu-kvm\n").unwrap();
+    let before = bed.writes();
+    let Restore::Ran(report) = bed.restore() else {
+        panic!("nothing restored");
+    };
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::GpuBusy),
+        "{report:#?}"
+    );
+    let detail = report.detail.clone().unwrap_or_default();
+    assert!(
+        detail.contains("0000:3b:00.4 (virtual function 0 of 0000:3b:00.0)"),
+        "{detail}"
+    );
+    assert!(detail.contains("pid 4242 (qemu-kvm)"), "{detail}");
+    assert_eq!(bed.writes(), before);
+    assert_eq!(bed.types_on(A100), vec![471; 3]);
+}

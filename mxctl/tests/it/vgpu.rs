@@ -28,6 +28,10 @@ vgpu-configs:
     - devices: [1]
       vgpu-devices:
         A100-10C: 4
+  A100-1-5C:
+    - devices: [1]
+      vgpu-devices:
+        A100-1-5C: 7
 ";
 
 struct VgpuMxHost {
@@ -294,4 +298,28 @@ fn leave_runs_sriov_manage_d_before_mig_off() {
         position(&writes, "sriov-manage -d") < position(&writes, "nvmlDeviceSetMigMode 0"),
         "{writes:#?}"
     );
+}
+
+#[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
+fn a100_1_5c_seven_applies_with_its_reset_in_the_drivers_order_asserts_and_again_writes_nothing() {
+    common::require_root();
+    let host = VgpuMxHost::new();
+    let (code, report) = host.apply("A100-1-5C");
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(report["outcome"], "done", "{report:#}");
+    // MIG on waits for the A100's reset; the VFs come after it, the instances after them.
+    let writes = host.writes();
+    assert!(position(&writes, "nvmlDeviceSetMigMode 1") < position(&writes, "sriov-manage -e"));
+    assert!(
+        position(&writes, "sriov-manage -e") < position(&writes, "nvmlDeviceCreateGpuInstance"),
+        "{writes:#?}"
+    );
+    assert_eq!(host.host.resets().len(), 1);
+    assert_eq!(host.types_on(A100), vec![474; 7]);
+    assert_eq!(host.assert("A100-1-5C").0, 0);
+    let (code, again) = host.apply("A100-1-5C");
+    assert_eq!(code, 0, "{again:#}");
+    assert!(again["gpus"][0]["vgpu_done"].as_array().unwrap().is_empty());
+    assert_eq!(host.writes(), writes, "a second apply wrote");
 }
