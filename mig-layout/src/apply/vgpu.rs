@@ -31,8 +31,8 @@ use gpu_host_probe::chain::Chain;
 use gpu_host_probe::vf::SysfsTypes;
 use gpu_partition_types::{Reply, VgpuType};
 use host_sync::sriov::{VgpuTypeId, read_sriov};
+use layout_model::VfsRead;
 use layout_model::{Card, DeclaredVgpu, Unnamed, Want};
-use std::collections::BTreeMap;
 use std::num::NonZeroU32;
 
 /// How an apply writes a GPU's vGPU side: `sriov-manage`, and what carries a VF's type write.
@@ -74,9 +74,6 @@ pub(super) struct Planned {
 pub(super) struct GpuVgpu {
     /// The vGPU steps, in order (none for a MIG layout alone).
     pub steps: Vec<VgpuStep>,
-    /// How many VFs of each type ID the read-back must find; `None`: no read-back (a MIG
-    /// layout, a leave, whose VFs are gone).
-    pub expect: Option<BTreeMap<u32, u32>>,
     /// The vGPUs the GPU is declared to hold once the apply writes (`None`: a MIG layout
     /// alone, whose declaration says nothing of VFs).
     pub declare: Option<Vec<DeclaredVgpu>>,
@@ -197,23 +194,15 @@ pub(super) fn preflight(
         })
         .unwrap_or_else(Want::disabled)
         .unnamed(unnamed);
-    let (expect, declare) = match job {
-        VgpuJob::Apply(spec) => {
-            let declare = declared_vgpus(spec, &catalogue);
-            let expect = declare
-                .iter()
-                .map(|vgpu| (vgpu.type_id, vgpu.count))
-                .collect();
-            (Some(expect), Some(declare))
-        }
-        VgpuJob::Leave => (None, Some(Vec::new())),
+    let declare = match job {
+        VgpuJob::Apply(spec) => declared_vgpus(spec, &catalogue),
+        VgpuJob::Leave => Vec::new(),
     };
     Ok(Planned {
         want,
         vgpu: GpuVgpu {
             steps,
-            expect,
-            declare,
+            declare: Some(declare),
         },
     })
 }
@@ -328,40 +317,29 @@ pub(super) fn after_creates(
     read_back(shared, gpu)
 }
 
-/// Every VF of the GPU against its spec: as many of each type as it asks, and no other type.
-fn read_back(shared: &Shared<'_>, gpu: &Gpu) -> Result<(), Stop> {
+/// Every VF of the GPU against its spec, by the rule a sync compares a declaration with
+/// (`DeclaredGpu::vf_drift`): as many of each type as it asks, and no other type.
+fn read_back(shared: &Shared<'_>, gpu: &mut Gpu) -> Result<(), Stop> {
     let device = gpu.report.device;
-    let Some(expect) = &gpu.vgpu.expect else {
+    if !matches!(gpu.wanted.vgpu, Some(VgpuJob::Apply(_))) {
         return Ok(());
-    };
-    let differs = |detail: String| Stop::failed(ApplyReason::ReadBackDiffers, detail);
-    let sriov = read_sriov(shared.host.sysfs_root(), device)
-        .map_err(|error| Stop::failed(ApplyReason::GpuUnreadable, Chain(&error).to_string()))?
-        .ok_or_else(|| differs(format!("{device}: its SR-IOV files are gone")))?;
-    let mut found: BTreeMap<u32, u32> = BTreeMap::new();
-    for vf in &sriov.vfs {
-        if let Some(id) = vf.vgpu.as_ref().and_then(|vgpu| vgpu.current_type) {
-            *found.entry(id.0.get()).or_default() += 1;
-        }
     }
-    if found != *expect {
-        return Err(differs(format!(
-            "{device}: its virtual functions hold {}, and the spec asks for {}",
-            counts(&found),
-            counts(expect)
-        )));
+    let found = host_sync::sriov::read_vf_types(shared.host.sysfs_root(), device);
+    if let VfsRead::Unreadable(why) = &found {
+        return Err(Stop::failed(
+            ApplyReason::GpuUnreadable,
+            format!("{device}: {why}"),
+        ));
     }
-    Ok(())
-}
-
-/// Type counts as people read them: `7 of type 474`, or `no vGPU`.
-fn counts(counts: &BTreeMap<u32, u32>) -> String {
-    if counts.is_empty() {
-        return "no vGPU".to_owned();
+    let differences = gpu.declared.vf_drift(device, &found);
+    if differences.is_empty() {
+        return Ok(());
     }
-    counts
+    let detail = differences
         .iter()
-        .map(|(id, count)| format!("{count} of type {id}"))
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
-        .join(", ")
+        .join("; ");
+    gpu.report.differences = differences;
+    Err(Stop::failed(ApplyReason::ReadBackDiffers, detail))
 }

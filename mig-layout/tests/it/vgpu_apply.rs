@@ -195,6 +195,15 @@ impl Bed {
         state.declared.unwrap().holding(&self.host.now())
     }
 
+    /// A VM (pid 4242, `qemu-kvm`) holding the VFIO group of the A100's VF 0.
+    fn vm_on_vf0(&self) {
+        self.sysfs.iommu_group("0000:3b:00.4", 71).unwrap();
+        let fd = self.dir.path().join("proc/4242/fd");
+        std::fs::create_dir_all(&fd).unwrap();
+        std::os::unix::fs::symlink("/dev/vfio/71", fd.join("30")).unwrap();
+        std::fs::write(self.dir.path().join("proc/4242/comm"), "qemu-kvm\n").unwrap();
+    }
+
     fn card(&self, gpu: &str) -> fake_nvml::Device {
         self.fake
             .state
@@ -325,11 +334,7 @@ fn a_vm_on_a_vf_blocks_a_change_of_its_vfs_before_any_write_naming_the_vf_and_th
     let mut bed = Bed::new();
     assert_eq!(bed.run(Some("A100-10C")).outcome, ApplyOutcome::Done);
     // A VM holds VF 0's VFIO group open.
-    bed.sysfs.iommu_group("0000:3b:00.4", 71).unwrap();
-    let fd = bed.dir.path().join("proc/4242/fd");
-    std::fs::create_dir_all(&fd).unwrap();
-    std::os::unix::fs::symlink("/dev/vfio/71", fd.join("30")).unwrap();
-    std::fs::write(bed.dir.path().join("proc/4242/comm"), "qemu-kvm\n").unwrap();
+    bed.vm_on_vf0();
     let before = bed.writes();
     for config in [Some("A100-1-5C"), None] {
         let report = bed.run(config);
@@ -485,11 +490,7 @@ fn a_vm_on_a_vf_a_restore_would_write_blocks_it_before_any_write_naming_the_vf_a
         0,
     )
     .unwrap();
-    bed.sysfs.iommu_group("0000:3b:00.4", 71).unwrap();
-    let fd = bed.dir.path().join("proc/4242/fd");
-    std::fs::create_dir_all(&fd).unwrap();
-    std::os::unix::fs::symlink("/dev/vfio/71", fd.join("30")).unwrap();
-    std::fs::write(bed.dir.path().join("proc/4242/comm"), "qemu-kvm\n").unwrap();
+    bed.vm_on_vf0();
     let before = bed.writes();
     let Restore::Ran(report) = bed.restore() else {
         panic!("nothing restored");

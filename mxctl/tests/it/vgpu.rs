@@ -141,6 +141,15 @@ impl VgpuMxHost {
     }
 }
 
+/// MIG on, then `sriov-manage -e`, then the GPU instances, as the driver forces.
+fn assert_drivers_order(writes: &[String]) {
+    assert!(position(writes, "nvmlDeviceSetMigMode 1") < position(writes, "sriov-manage -e"));
+    assert!(
+        position(writes, "sriov-manage -e") < position(writes, "nvmlDeviceCreateGpuInstance"),
+        "{writes:#?}"
+    );
+}
+
 fn position(writes: &[String], prefix: &str) -> usize {
     writes
         .iter()
@@ -155,11 +164,7 @@ fn a_mixed_mig_backed_config_applies_in_the_drivers_order_asserts_and_again_writ
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(report["outcome"], "done", "{report:#}");
     let writes = host.writes();
-    assert!(position(&writes, "nvmlDeviceSetMigMode 1") < position(&writes, "sriov-manage -e"));
-    assert!(
-        position(&writes, "sriov-manage -e") < position(&writes, "nvmlDeviceCreateGpuInstance"),
-        "{writes:#?}"
-    );
+    assert_drivers_order(&writes);
     assert_eq!(host.types_on(H100), vec![900001, 900001, 900004]);
     assert_eq!(report["host"]["reason"], "ready", "{report:#}");
     let done = report["gpus"][0]["vgpu_done"].as_array().unwrap();
@@ -310,11 +315,7 @@ fn a100_1_5c_seven_applies_with_its_reset_in_the_drivers_order_asserts_and_again
     assert_eq!(report["outcome"], "done", "{report:#}");
     // MIG on waits for the A100's reset; the VFs come after it, the instances after them.
     let writes = host.writes();
-    assert!(position(&writes, "nvmlDeviceSetMigMode 1") < position(&writes, "sriov-manage -e"));
-    assert!(
-        position(&writes, "sriov-manage -e") < position(&writes, "nvmlDeviceCreateGpuInstance"),
-        "{writes:#?}"
-    );
+    assert_drivers_order(&writes);
     assert_eq!(host.host.resets().len(), 1);
     assert_eq!(host.types_on(A100), vec![474; 7]);
     assert_eq!(host.assert("A100-1-5C").0, 0);
