@@ -212,34 +212,51 @@ fn spec_of(gpu: &HostGpu, reply: &Reply, warnings: &mut Vec<ExportWarning>) -> O
     Some((true, counts))
 }
 
-/// The layout of `gpus` (each with its card's read reply) under `label`.
-pub fn export(label: &str, gpus: &[(HostGpu, Reply)]) -> Exported {
-    let mut warnings = Vec::new();
-    let mut groups: Vec<(GpuLayout, Vec<u32>)> = Vec::new();
-    for (gpu, reply) in gpus {
-        let Some(layout) = spec_of(gpu, reply, &mut warnings) else {
-            continue;
-        };
+/// GPUs alike as one entry each, in the order first found: by index, `devices: all` where one
+/// entry holds every one of the host's `host_gpus`; by address (`host_gpus` is `None`), always
+/// listed. The one rule of both exports' grouping.
+pub(crate) fn grouped<L: PartialEq>(
+    gpus: impl IntoIterator<Item = (L, DeviceRef)>,
+    host_gpus: Option<usize>,
+) -> Vec<(L, Devices)> {
+    let mut groups: Vec<(L, Vec<DeviceRef>)> = Vec::new();
+    for (layout, device) in gpus {
         match groups.iter_mut().find(|(known, _)| *known == layout) {
-            Some((_, indices)) => indices.push(gpu.index),
-            None => groups.push((layout, vec![gpu.index])),
+            Some((_, devices)) => devices.push(device),
+            None => groups.push((layout, vec![device])),
         }
     }
-    let every = groups.len() == 1
-        && groups
-            .first()
-            .is_some_and(|(_, indices)| indices.len() == gpus.len());
-    let specs = groups
+    let every = match (groups.as_slice(), host_gpus) {
+        ([(_, devices)], Some(total)) => devices.len() == total,
+        _ => false,
+    };
+    groups
         .into_iter()
-        .map(|((enabled, instances), indices)| {
+        .map(|(layout, devices)| {
             let devices = if every {
                 Devices::All
             } else {
-                Devices::Listed(indices.into_iter().map(DeviceRef::Index).collect())
+                Devices::Listed(devices)
             };
-            Spec::new(devices, enabled, instances)
+            (layout, devices)
         })
-        .collect::<Vec<_>>();
+        .collect()
+}
+
+/// The layout of `gpus` (each with its card's read reply) under `label`, on a host of
+/// `host_gpus` GPUs (those not given did not read, so `devices: all` is not written).
+pub fn export(label: &str, gpus: &[(HostGpu, Reply)], host_gpus: usize) -> Exported {
+    let mut warnings = Vec::new();
+    let layouts: Vec<(GpuLayout, DeviceRef)> = gpus
+        .iter()
+        .filter_map(|(gpu, reply)| {
+            spec_of(gpu, reply, &mut warnings).map(|layout| (layout, DeviceRef::Index(gpu.index)))
+        })
+        .collect();
+    let specs: Vec<Spec> = grouped(layouts, Some(host_gpus))
+        .into_iter()
+        .map(|((enabled, instances), devices)| Spec::new(devices, enabled, instances))
+        .collect();
     let configs = if specs.is_empty() {
         Vec::new()
     } else {
@@ -260,6 +277,7 @@ pub fn export_host(
     lock_wait: Duration,
 ) -> Result<Exported, ApplyError> {
     let gpus = host_gpus(host.sysfs_root())?;
+    let total = gpus.len();
     let lock = host.lock(lock_wait).map_err(ApplyError::Lock)?;
     let replies = crate::assert::read_cards(&lock, helper, &gpus);
     drop(lock);
@@ -271,7 +289,7 @@ pub fn export_host(
             Err(failure) => unread.push(ExportWarning::Unread { gpu, failure }),
         }
     }
-    let mut exported = export(label, &read);
+    let mut exported = export(label, &read, total);
     exported.warnings.splice(0..0, unread);
     Ok(exported)
 }
@@ -281,25 +299,18 @@ pub fn export_host(
 /// instances by profile as the layout named them. (The placements a declaration keeps are not
 /// in the format; `apply` chooses them again, and `partition restore` keeps them.)
 pub fn export_declared(declared: &Declaration) -> Exported {
-    let mut groups: Vec<(GpuLayout, Vec<DeviceRef>)> = Vec::new();
-    for (bdf, gpu) in &declared.gpus {
+    let layouts = declared.gpus.iter().map(|(bdf, gpu)| {
         let mut counts: Vec<(ProfileKey, u32)> = gpu
             .profiles
             .iter()
             .map(|count| (count.profile.clone(), count.count))
             .collect();
         counts.sort();
-        let layout = (gpu.mig_enabled, counts);
-        match groups.iter_mut().find(|(known, _)| *known == layout) {
-            Some((_, devices)) => devices.push(DeviceRef::Address(*bdf)),
-            None => groups.push((layout, vec![DeviceRef::Address(*bdf)])),
-        }
-    }
-    let specs: Vec<Spec> = groups
+        ((gpu.mig_enabled, counts), DeviceRef::Address(*bdf))
+    });
+    let specs: Vec<Spec> = grouped(layouts, None)
         .into_iter()
-        .map(|((enabled, instances), devices)| {
-            Spec::new(Devices::Listed(devices), enabled, instances)
-        })
+        .map(|((enabled, instances), devices)| Spec::new(devices, enabled, instances))
         .collect();
     let configs = if specs.is_empty() {
         Vec::new()

@@ -35,6 +35,7 @@ mod plan;
 mod report;
 mod select;
 mod vgpu_exec;
+mod vgpu_export;
 mod vgpu_plan;
 
 /// NVIDIA vgpu-device-manager's config files read as they are, vGPU type names, and the MIG
@@ -50,6 +51,9 @@ pub mod vgpu {
     pub use crate::vgpu_exec::{
         DEFAULT_SRIOV_MANAGE, RunEnd, SriovManage, SriovManageError, SriovManageOn, TypeWriteError,
         VfsSet, VfsWanted, write_vgpu_type,
+    };
+    pub use crate::vgpu_export::{
+        VgpuExportWarning, VgpuExported, export_vgpu, export_vgpu_declared, export_vgpu_host,
     };
     pub use crate::vgpu_plan::{
         Missing, VgpuCard, VgpuRefusal, VgpuStep, plan_vgpu, plan_vgpu_leave,

@@ -433,6 +433,27 @@ pub enum VgpuCommand {
     Restore(Box<VgpuRestore>),
     /// Say whether a config is applied: exit 0, or 1 with every difference.
     Assert(VgpuAssert),
+    /// Print the host's vGPUs as a vgpu-device-manager config that `vgpu apply` takes back as
+    /// zero writes (or, with --declared, what the host is declared to hold).
+    Export(VgpuExport),
+}
+
+/// `mxctl vgpu export [--name NAME] [--declared]`
+#[derive(Debug, Args)]
+pub struct VgpuExport {
+    /// The name of the exported config [default: current].
+    #[arg(long, value_name = "NAME", conflicts_with = "declared")]
+    pub name: Option<String>,
+    /// Print what the host is declared to hold (each GPU by PCI address, under the declared
+    /// label), read from the state, instead of what the cards and their VFs hold.
+    #[arg(long)]
+    pub declared: bool,
+    /// Seconds to wait for the host lock while a reset, an apply or a sync holds it, then
+    /// fail with lock_busy [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub helper: HelperArgs,
 }
 
 /// The vgpu-device-manager config file and the config in it.

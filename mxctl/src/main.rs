@@ -119,6 +119,7 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
             VgpuCommand::Leave(args) => commands::vgpu::leave(args, &config, &host, output),
             VgpuCommand::Restore(args) => commands::vgpu::restore(args, &config, &host, output),
             VgpuCommand::Assert(args) => commands::vgpu::assert(args, &config, &host, output),
+            VgpuCommand::Export(args) => commands::vgpu::export(args, &config, &host, output),
         },
         Command::Reset(args) => match &args.command {
             Some(ResetCommand::Plan(plan)) => commands::reset_plan::plan(plan, &config),

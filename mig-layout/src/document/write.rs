@@ -1,12 +1,29 @@
-//! The writer: a document as mig-parted's v1 YAML, which the reader reads back equal.
+//! The writers: a document as mig-parted's v1 YAML (or JSON), and a vGPU document as
+//! vgpu-device-manager's, which their readers read back equal.
 
+use super::vgpu::VgpuDocument;
 use super::{DeviceRef, Devices, Document, Spec};
 use layout_model::ProfileKey;
 use std::fmt::Write as _;
 
-/// A double-quoted scalar: JSON's string syntax is YAML's double-quoted style.
+/// A double-quoted scalar: JSON's string syntax is YAML's double-quoted style, with every
+/// character YAML 1.2 does not admit raw (DEL, the C1 controls, U+FFFE and U+FFFF, which JSON
+/// leaves raw) escaped, so the reader takes it back.
 fn quoted(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| format!("{text:?}"))
+    let json = serde_json::to_string(text).unwrap_or_else(|_| format!("{text:?}"));
+    let unprintable = |c: char| matches!(c, '\u{7f}'..='\u{9f}' | '\u{fffe}' | '\u{ffff}');
+    if !json.chars().any(unprintable) {
+        return json;
+    }
+    json.chars()
+        .map(|c| {
+            if unprintable(c) {
+                format!("\\u{:04x}", u32::from(c))
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// YAML's bound on an implicit key (`key: value`): 1024 characters; a longer key is written
@@ -40,6 +57,38 @@ pub fn to_yaml(document: &Document) -> String {
     text
 }
 
+/// `devices` as a flow value: `all`, or the list (addresses quoted).
+fn devices_yaml(devices: &Devices) -> String {
+    match devices {
+        Devices::All => "all".to_owned(),
+        Devices::Listed(listed) => {
+            let items: Vec<String> = listed
+                .iter()
+                .map(|device| match device {
+                    DeviceRef::Index(index) => index.to_string(),
+                    DeviceRef::Address(bdf) => quoted(&bdf.to_string()),
+                })
+                .collect();
+            format!("[{}]", items.join(", "))
+        }
+    }
+}
+
+/// `devices` as JSON: `"all"`, or the list (indices as numbers, addresses as strings).
+fn devices_json(devices: &Devices) -> serde_json::Value {
+    use serde_json::json;
+    match devices {
+        Devices::All => json!("all"),
+        Devices::Listed(listed) => listed
+            .iter()
+            .map(|device| match device {
+                DeviceRef::Index(index) => json!(index),
+                DeviceRef::Address(bdf) => json!(bdf.to_string()),
+            })
+            .collect(),
+    }
+}
+
 fn write_spec(text: &mut String, spec: &Spec) {
     let mut first = true;
     let mut line = |text: &mut String, body: String| {
@@ -55,20 +104,7 @@ fn write_spec(text: &mut String, spec: &Spec) {
             .collect();
         line(text, format!("device-filter: [{}]", ids.join(", ")));
     }
-    let devices = match &spec.devices {
-        Devices::All => "all".to_owned(),
-        Devices::Listed(listed) => {
-            let items: Vec<String> = listed
-                .iter()
-                .map(|device| match device {
-                    DeviceRef::Index(index) => index.to_string(),
-                    DeviceRef::Address(bdf) => quoted(&bdf.to_string()),
-                })
-                .collect();
-            format!("[{}]", items.join(", "))
-        }
-    };
-    line(text, format!("devices: {devices}"));
+    line(text, format!("devices: {}", devices_yaml(&spec.devices)));
     line(text, format!("mig-enabled: {}", spec.mig_enabled));
     if spec.mig_enabled {
         if spec.mig_devices.is_empty() {
@@ -101,19 +137,7 @@ pub fn to_json(document: &Document) -> serde_json::Value {
                         spec.device_filter.iter().map(ToString::to_string).collect(),
                     );
                 }
-                entry.insert(
-                    "devices".to_owned(),
-                    match &spec.devices {
-                        Devices::All => json!("all"),
-                        Devices::Listed(listed) => listed
-                            .iter()
-                            .map(|device| match device {
-                                DeviceRef::Index(index) => json!(index),
-                                DeviceRef::Address(bdf) => json!(bdf.to_string()),
-                            })
-                            .collect(),
-                    },
-                );
+                entry.insert("devices".to_owned(), devices_json(&spec.devices));
                 entry.insert("mig-enabled".to_owned(), json!(spec.mig_enabled));
                 if spec.mig_enabled {
                     let devices: Map<String, Value> = spec
@@ -138,6 +162,83 @@ pub fn to_json(document: &Document) -> serde_json::Value {
     top.insert("version".to_owned(), json!("v1"));
     if !configs.is_empty() {
         top.insert("mig-configs".to_owned(), Value::Object(configs));
+    }
+    Value::Object(top)
+}
+
+/// A vGPU document as vgpu-device-manager's v1 YAML: config names and type names quoted, so
+/// any reads back as the same string; `vgpu-devices: {}` for a spec of no vGPU.
+pub(crate) fn vgpu_to_yaml(document: &VgpuDocument) -> String {
+    let mut text = String::from("version: v1\nvgpu-configs:\n");
+    if document.configs.is_empty() {
+        text = String::from("version: v1\n");
+    }
+    for (name, specs) in &document.configs {
+        entry(&mut text, "  ", &quoted(name), "");
+        for spec in specs {
+            let mut lead = "    - ";
+            if !spec.device_filter.is_empty() {
+                let ids: Vec<String> = spec
+                    .device_filter
+                    .iter()
+                    .map(|id| quoted(&id.to_string()))
+                    .collect();
+                let _ = writeln!(text, "{lead}device-filter: [{}]", ids.join(", "));
+                lead = "      ";
+            }
+            let _ = writeln!(text, "{lead}devices: {}", devices_yaml(&spec.devices));
+            if spec.vgpu_devices.is_empty() {
+                let _ = writeln!(text, "      vgpu-devices: {{}}");
+                continue;
+            }
+            let _ = writeln!(text, "      vgpu-devices:");
+            for (name, count) in &spec.vgpu_devices {
+                entry(
+                    &mut text,
+                    "        ",
+                    &quoted(&name.to_string()),
+                    &format!(" {count}"),
+                );
+            }
+        }
+    }
+    text
+}
+
+/// A vGPU document as JSON (the same members as the YAML), which the reader reads back equal.
+pub(crate) fn vgpu_to_json(document: &VgpuDocument) -> serde_json::Value {
+    use serde_json::{Map, Value, json};
+    let configs: Map<String, Value> = document
+        .configs
+        .iter()
+        .map(|(name, specs)| {
+            let specs: Vec<Value> = specs
+                .iter()
+                .map(|spec| {
+                    let mut entry = Map::new();
+                    if !spec.device_filter.is_empty() {
+                        entry.insert(
+                            "device-filter".to_owned(),
+                            spec.device_filter.iter().map(ToString::to_string).collect(),
+                        );
+                    }
+                    entry.insert("devices".to_owned(), devices_json(&spec.devices));
+                    let types: Map<String, Value> = spec
+                        .vgpu_devices
+                        .iter()
+                        .map(|(name, count)| (name.to_string(), json!(count)))
+                        .collect();
+                    entry.insert("vgpu-devices".to_owned(), Value::Object(types));
+                    Value::Object(entry)
+                })
+                .collect();
+            (name.clone(), Value::Array(specs))
+        })
+        .collect();
+    let mut top = Map::new();
+    top.insert("version".to_owned(), json!("v1"));
+    if !configs.is_empty() {
+        top.insert("vgpu-configs".to_owned(), Value::Object(configs));
     }
     Value::Object(top)
 }

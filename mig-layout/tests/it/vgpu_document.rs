@@ -406,3 +406,119 @@ proptest! {
         prop_assert!((instances - 1) * per < count);
     }
 }
+
+/// A spec of one kind of type (one spec mixes no time-sliced with MIG-backed), on all GPUs or
+/// some by index or address.
+fn vgpu_spec() -> impl Strategy<Value = VgpuSpec> {
+    let devices = prop_oneof![
+        Just(Devices::All),
+        prop::collection::btree_set(
+            prop_oneof![
+                (0u32..8).prop_map(mig_layout::DeviceRef::Index),
+                (0u8..4).prop_map(|bus| mig_layout::DeviceRef::Address(
+                    format!("0000:{bus:02x}:00.0").parse().unwrap()
+                )),
+            ],
+            0..4
+        )
+        .prop_map(|set| Devices::Listed(set.into_iter().collect())),
+    ];
+    let series = prop_oneof![Just("A"), Just("B"), Just("C"), Just("Q")];
+    let time_sliced = ("[A-Z][A-Z0-9]{0,6}", 0u32..100, series.clone())
+        .prop_map(|(gpu, gb, series)| format!("{gpu}-{gb}{series}"));
+    let attribute = prop_oneof![
+        Just(""),
+        Just("ME"),
+        Just("NOME"),
+        Just("MEALL"),
+        Just("GFX")
+    ];
+    let mig_backed = ("[A-Z][A-Z0-9]{0,6}", 1u8..=9, 0u32..200, series, attribute).prop_map(
+        |(gpu, slices, gb, series, attribute)| format!("{gpu}-{slices}-{gb}{series}{attribute}"),
+    );
+    let names = prop_oneof![
+        prop::collection::vec(time_sliced, 0..4),
+        prop::collection::vec(mig_backed, 0..4)
+    ];
+    (devices, names, prop::collection::vec(1u32..64, 4)).prop_map(|(devices, names, counts)| {
+        let mut listed: Vec<(VgpuTypeName, u32)> = Vec::new();
+        for (text, count) in names.iter().zip(counts) {
+            let name = name(text);
+            if !listed.iter().any(|(known, _)| *known == name) {
+                listed.push((name, count));
+            }
+        }
+        VgpuSpec::new(devices, listed)
+    })
+}
+
+/// The same configs, specs, devices and types (compared as a set where `by_name`: JSON's
+/// members are ordered by name).
+fn same_configs(a: &VgpuDocument, b: &VgpuDocument, by_name: bool) -> bool {
+    let types = |spec: &VgpuSpec| {
+        let mut types: Vec<(String, u32)> = spec
+            .vgpu_devices
+            .iter()
+            .map(|(name, count)| (name.to_string(), *count))
+            .collect();
+        if by_name {
+            types.sort();
+        }
+        types
+    };
+    a.configs.len() == b.configs.len()
+        && a.configs
+            .iter()
+            .zip(&b.configs)
+            .all(|((na, sa), (nb, sb))| {
+                na == nb
+                    && sa.len() == sb.len()
+                    && sa.iter().zip(sb).all(|(x, y)| {
+                        x.devices == y.devices
+                            && types(x) == types(y)
+                            && x.device_filter == y.device_filter
+                    })
+            })
+}
+
+proptest! {
+    /// What `vgpu export` writes, YAML or JSON, reads back as the same configs, whatever the
+    /// config names (any characters) and types.
+    #[test]
+    fn a_written_vgpu_document_reads_back_equal_as_yaml_and_as_json(
+        configs in prop::collection::vec(
+            (prop::collection::vec(any::<char>(), 1..40).prop_map(String::from_iter),
+             prop::collection::vec(vgpu_spec(), 1..4)),
+            1..4,
+        ),
+    ) {
+        let mut named: Vec<(String, Vec<VgpuSpec>)> = Vec::new();
+        for (config, specs) in configs {
+            if !named.iter().any(|(known, _)| *known == config) {
+                named.push((config, specs));
+            }
+        }
+        let document = VgpuDocument::new(named);
+        let yaml = document.to_yaml();
+        let again = VgpuDocument::from_text(&yaml)
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{yaml}")))?;
+        prop_assert!(same_configs(&document, &again, false), "{}", yaml);
+        let json = document.to_json().to_string();
+        // The reader takes JSON as the YAML it also is, which admits no raw DEL or C1 control
+        // (serde_json writes them raw): such a name is for the YAML.
+        if json.chars().any(|c| matches!(c, '\u{7f}'..='\u{9f}' | '\u{fffe}' | '\u{ffff}')) {
+            return Ok(());
+        }
+        let again = VgpuDocument::from_text(&json)
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{json}")))?;
+        // JSON's members are ordered by name: configs and types are compared as sets (a VF
+        // keeps the type it holds whatever the order, so an apply writes nothing either way).
+        prop_assert_eq!(again.configs.len(), document.configs.len());
+        for (config, _) in &document.configs {
+            let one = |d: &VgpuDocument| {
+                VgpuDocument::new(vec![(config.clone(), d.config(config).unwrap_or_default().to_vec())])
+            };
+            prop_assert!(same_configs(&one(&document), &one(&again), true), "{}", json);
+        }
+    }
+}

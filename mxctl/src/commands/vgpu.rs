@@ -1,8 +1,8 @@
-//! `mxctl vgpu`: NVIDIA vgpu-device-manager configs applied, left, restored and asserted by the
-//! same executor as `partition` (`mig_layout::vgpu`), with its options, exit codes and
-//! `--json`.
+//! `mxctl vgpu`: NVIDIA vgpu-device-manager configs applied, left, restored, asserted and
+//! exported by the same executor as `partition` (`mig_layout::vgpu`), with its options, exit
+//! codes and `--json`.
 
-use crate::cli::{VgpuApply, VgpuAssert, VgpuConfigArgs, VgpuRestore, VgpuWrite};
+use crate::cli::{VgpuApply, VgpuAssert, VgpuConfigArgs, VgpuExport, VgpuRestore, VgpuWrite};
 use crate::commands::partition::apply::{What, restore_with, write};
 use crate::commands::partition::{layout_failure, read_text};
 use crate::config::Config;
@@ -11,6 +11,7 @@ use crate::failure::Failure;
 use crate::helper::helper;
 use crate::output::Output;
 use gpu_host_probe::Host;
+use host_sync::{FileStore, StateStore};
 use mig_layout::vgpu::{VgpuDocument, VgpuSpec};
 
 /// The config `args` select: its specs, or a usage failure naming the line and member.
@@ -111,4 +112,40 @@ pub fn assert(
     let text = crate::commands::partition::assert::text(&report, "vGPU config");
     output.emit(&report, &text)?;
     Ok(Exit::of_assert(report.outcome))
+}
+
+/// `vgpu export`: the host's vGPUs as a vgpu-device-manager config (YAML) that `vgpu apply`
+/// takes back as zero writes, read from the cards and their VFs under the host lock; with
+/// `--declared`, what the host is declared to hold, read from the state. What the format cannot
+/// say goes to the log as warnings (and with `--json` beside the document).
+pub fn export(
+    args: &VgpuExport,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<Exit, Failure> {
+    let exported = if args.declared {
+        let state = FileStore::read_only(host.state_dir()).load()?;
+        let Some(declared) = state.and_then(|state| state.declared) else {
+            return Err(Failure::Usage(
+                "nothing is declared on this host: no partition or vgpu apply or leave has \
+                 written"
+                    .to_owned(),
+            ));
+        };
+        mig_layout::vgpu::export_vgpu_declared(&declared)
+    } else {
+        mig_layout::vgpu::export_vgpu_host(
+            host,
+            &helper(&args.helper, config),
+            args.name.as_deref().unwrap_or("current"),
+            args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT),
+        )
+        .map_err(layout_failure)?
+    };
+    for warning in &exported.warnings {
+        tracing::warn!("{warning}");
+    }
+    output.emit(&exported, &exported.document.to_yaml())?;
+    Ok(Exit::Done)
 }

@@ -50,6 +50,7 @@ fn every_visible_command_has_a_man_page_and_the_hidden_one_has_none() {
             "mxctl-sync.1",
             "mxctl-vgpu-apply.1",
             "mxctl-vgpu-assert.1",
+            "mxctl-vgpu-export.1",
             "mxctl-vgpu-leave.1",
             "mxctl-vgpu-restore.1",
             "mxctl-vgpu.1",

@@ -324,3 +324,60 @@ fn a100_1_5c_seven_applies_with_its_reset_in_the_drivers_order_asserts_and_again
     assert!(again["gpus"][0]["vgpu_done"].as_array().unwrap().is_empty());
     assert_eq!(host.writes(), writes, "a second apply wrote");
 }
+
+#[test]
+fn an_exported_vgpu_config_and_the_declared_one_apply_back_as_zero_writes() {
+    let host = VgpuMxHost::new();
+    assert_eq!(host.apply("H100-mixed").0, 0);
+    let writes = host.writes();
+
+    let (code, exported) = common::run_json(host.vgpu(&["export"]));
+    assert_eq!(code, 0, "{exported:#}");
+    assert_eq!(
+        exported["document"]["vgpu-configs"]["current"],
+        serde_json::json!([{
+            "devices": [0],
+            "vgpu-devices": { "H100XM-1-10C": 2, "H100XM-2-20C": 1 }
+        }]),
+        "{exported:#}"
+    );
+    // The A100 has no VF: the format cannot say it (`{}` asks for VFs), so it is left out.
+    assert_eq!(exported["warnings"][0]["kind"], "no_vfs", "{exported:#}");
+    assert_eq!(exported["warnings"][0]["device"], A100, "{exported:#}");
+
+    let printed = host
+        .host
+        .mxctl_configured(std::path::Path::new("/dev/null"))
+        .args(["vgpu", "export", "--helper"])
+        .arg(&host.host.helper)
+        .output()
+        .unwrap();
+    assert!(printed.status.success(), "{printed:?}");
+    let file = host.host.path("exported.yaml");
+    std::fs::write(&file, &printed.stdout).unwrap();
+    let file = file.to_str().unwrap().to_owned();
+    let (code, again) = common::run_json(host.vgpu(&["apply", "-f", &file, "-c", "current"]));
+    assert_eq!(code, 0, "{again:#}");
+    assert_eq!(host.writes(), writes, "the exported config wrote");
+
+    // The last apply declared the host, under the exported config's name.
+    let (code, declared) = common::run_json(host.vgpu(&["export", "--declared"]));
+    assert_eq!(code, 0, "{declared:#}");
+    let document = &declared["document"]["vgpu-configs"]["current"];
+    assert_eq!(
+        document[0]["devices"],
+        serde_json::json!([H100]),
+        "{declared:#}"
+    );
+    let file = host.host.path("declared.json");
+    std::fs::write(&file, declared["document"].to_string()).unwrap();
+    let file = file.to_str().unwrap().to_owned();
+    assert_eq!(
+        document[0]["vgpu-devices"],
+        serde_json::json!({ "H100XM-1-10C": 2, "H100XM-2-20C": 1 }),
+        "{declared:#}"
+    );
+    let (code, again) = common::run_json(host.vgpu(&["apply", "-f", &file, "-c", "current"]));
+    assert_eq!(code, 0, "{again:#}");
+    assert_eq!(host.writes(), writes, "the declared config wrote");
+}
