@@ -105,6 +105,20 @@ fn rebind(device: &mut Device) {
     }
 }
 
+/// `nvmlDeviceSetVgpuHeterogeneousMode`: the mode set where the card has the setting
+/// (`NVML_ERROR_NOT_SUPPORTED` where it has none), and never in MIG mode: from R575 the call
+/// answers `NVML_ERROR_NOT_SUPPORTED` there (NVML API Reference, change log, "Changes between
+/// v570 Update and v575"; a GPU instance has its own mode,
+/// `nvmlGpuInstanceSetVgpuHeterogeneousMode`). The fake applies that rule to every driver it
+/// emulates. `sriov-manage -e` clears the mode ([`enable`]).
+pub(crate) fn set_heterogeneous_mode(device: &mut Device, enabled: bool) -> Result<(), ()> {
+    if device.vgpu_heterogeneous_mode.is_none() || crate::rules::mig_on(device) {
+        return Err(());
+    }
+    device.vgpu_heterogeneous_mode = Some(enabled);
+    Ok(())
+}
+
 /// Whether `device` has VFs enabled.
 pub(crate) fn vfs_enabled(device: &Device) -> bool {
     device
@@ -221,10 +235,15 @@ pub(crate) fn after_gpu_reset(device: &mut Device) {
     }
 }
 
-/// What a reboot leaves: no VF.
+/// What a reboot leaves: no VF, and heterogeneous mode off where the card has it (runtime
+/// state, which even `sriov-manage -e` clears: bigstack cubecos PR 1223 sets it again after
+/// every enable).
 pub(crate) fn after_reboot(device: &mut Device) {
     if let Some(sriov) = device.sriov.as_mut() {
         sriov.vfs.clear();
+    }
+    if device.vgpu_heterogeneous_mode.is_some() {
+        device.vgpu_heterogeneous_mode = Some(false);
     }
 }
 
@@ -258,6 +277,19 @@ mod tests {
         assert!(card.gpu_instances.is_empty());
         assert_eq!(card.vgpu_heterogeneous_mode, Some(false));
         assert_eq!(enable_vfs(&mut card), Managed::AlreadyEnabled);
+    }
+
+    #[test]
+    fn heterogeneous_mode_is_set_with_mig_off_and_refused_in_mig_mode_or_without_the_setting() {
+        let mut card = a100(0);
+        assert_eq!(set_heterogeneous_mode(&mut card, true), Err(()));
+        card.vgpu_heterogeneous_mode = Some(false);
+        assert_eq!(set_heterogeneous_mode(&mut card, true), Ok(()));
+        assert_eq!(card.vgpu_heterogeneous_mode, Some(true));
+        let mut mig = a100(1);
+        mig.vgpu_heterogeneous_mode = Some(false);
+        assert_eq!(set_heterogeneous_mode(&mut mig, true), Err(()));
+        assert_eq!(mig.vgpu_heterogeneous_mode, Some(false));
     }
 
     #[test]

@@ -197,4 +197,6 @@ pub trait NvmlCard {
     fn destroy_compute_instance(&self, gpu_instance_id: u32, compute_instance_id: u32) -> Nvml<()>;
     /// `nvmlGpuInstanceDestroy`.
     fn destroy_gpu_instance(&self, gpu_instance_id: u32) -> Nvml<()>;
+    /// `nvmlDeviceSetVgpuHeterogeneousMode` (v1 struct).
+    fn set_vgpu_heterogeneous_mode(&self, enabled: bool) -> Nvml<()>;
 }

@@ -103,6 +103,13 @@ fn run(card: &dyn NvmlCard, step: &Step) -> StepOutcome {
             card.destroy_gpu_instance(gpu_instance_id),
             &format!("destroying GPU instance {gpu_instance_id}"),
         ),
+        Step::SetVgpuHeterogeneousMode { enabled } => done(
+            card.set_vgpu_heterogeneous_mode(enabled),
+            &format!(
+                "setting heterogeneous vGPU mode {}",
+                if enabled { "on" } else { "off" }
+            ),
+        ),
     }
 }
 

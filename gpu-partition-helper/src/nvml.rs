@@ -569,6 +569,17 @@ impl NvmlCard for RealCard<'_> {
         check(unsafe { sym(self.handle(), &mut mode) })?;
         Ok(mode.mode != 0)
     }
+
+    fn set_vgpu_heterogeneous_mode(&self, enabled: bool) -> Answer<()> {
+        let lib = self.nvml.lib();
+        let sym = nvml_sym(lib.nvmlDeviceSetVgpuHeterogeneousMode.as_ref()).map_err(failure)?;
+        // SAFETY: zeroed plain-old-data, then the v1 version stamp and the mode.
+        let mut mode: nvmlVgpuHeterogeneousMode_t = unsafe { std::mem::zeroed() };
+        mode.version = struct_version::<nvmlVgpuHeterogeneousMode_t>(1);
+        mode.mode = u32::from(enabled);
+        // SAFETY: a valid device handle and a pointer to a local v1 struct NVML only reads.
+        check(unsafe { sym(self.handle(), &mode) })
+    }
 }
 
 /// `NVML_STRUCT_VERSION`: the struct's size with the version in the top byte.

@@ -29,7 +29,7 @@ use std::path::PathBuf;
 /// - 3: a declared GPU's vGPUs on its virtual functions (`declared.gpus.*.vgpus`): a schema-2
 ///   reader would drop them, so the schema moves though no top-level member is added. A
 ///   schema-2 file reads as it is (no GPU of it has vGPUs declared).
-pub const SCHEMA: u32 = 3;
+pub const SCHEMA: u32 = 4;
 
 /// The state file that did not read, as the store found it: kept aside, with why. While it is
 /// set the host says so (reason `state_lost`), and a boot restore fails: what the host was

@@ -98,6 +98,10 @@ pub struct DeclaredGpu {
     /// empty list: no vGPU, as a vGPU leave declares).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vgpus: Option<Vec<DeclaredVgpu>>,
+    /// Heterogeneous vGPU mode declared on (time-sliced vGPUs of several types on the GPU):
+    /// `sriov-manage -e` clears it, so a restore sets it again. `false`: not asked for.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vgpu_heterogeneous: bool,
 }
 
 impl DeclaredGpu {
@@ -116,12 +120,19 @@ impl DeclaredGpu {
             unnamed,
             board,
             vgpus: None,
+            vgpu_heterogeneous: false,
         }
     }
 
     /// The same GPU, declared to hold these vGPUs on its VFs.
     pub fn with_vgpus(mut self, vgpus: Vec<DeclaredVgpu>) -> Self {
         self.vgpus = Some(vgpus);
+        self
+    }
+
+    /// The same GPU, with heterogeneous vGPU mode declared on (or not asked for).
+    pub fn with_vgpu_heterogeneous(mut self, on: bool) -> Self {
+        self.vgpu_heterogeneous = on;
         self
     }
 
@@ -182,6 +193,7 @@ impl DeclaredGpu {
             unnamed: want.unnamed,
             board,
             vgpus: None,
+            vgpu_heterogeneous: false,
         }
     }
 

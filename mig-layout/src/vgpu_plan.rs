@@ -136,6 +136,13 @@ pub enum Missing {
     /// Heterogeneous mode was asked for, and the card has no such setting (or it was not read).
     #[error("heterogeneous vGPU mode was asked for, and the card's is not known")]
     Heterogeneous,
+    /// Heterogeneous mode was asked for with MIG-backed types: the GPU's mode is a setting of
+    /// MIG off, which NVML refuses in MIG mode from R575 (NVML API Reference, change log).
+    #[error(
+        "heterogeneous vGPU mode was asked for with MIG-backed types; it is a setting of a GPU \
+         with MIG off (NVML refuses it in MIG mode)"
+    )]
+    HeterogeneousWithMig,
 }
 
 fn describe(holders: &[Holder]) -> String {
@@ -152,13 +159,10 @@ fn describe(holders: &[Holder]) -> String {
 /// The steps that bring `card` to `spec`, in the driver's order, after every check a write
 /// must wait for: the catalogue's ([`VgpuSpec::sized_by`]), the VF count, and no VF the plan
 /// changes held by a VM. No step where the card holds the spec, but the MIG layout of a
-/// MIG-backed spec, which the MIG executor diffs (zero writes where it holds). `heterogeneous`
-/// asks for heterogeneous vGPU mode.
-pub fn plan_vgpu(
-    spec: &VgpuSpec,
-    heterogeneous: bool,
-    card: &VgpuCard<'_>,
-) -> Result<Vec<VgpuStep>, VgpuRefusal> {
+/// MIG-backed spec, which the MIG executor diffs (zero writes where it holds). The spec's
+/// `heterogeneous` asks for heterogeneous vGPU mode, after the VFs and before any type.
+pub fn plan_vgpu(spec: &VgpuSpec, card: &VgpuCard<'_>) -> Result<Vec<VgpuStep>, VgpuRefusal> {
+    let heterogeneous = spec.heterogeneous;
     let device = card.device;
     let missing = |missing| VgpuRefusal::NotAVgpuHost { device, missing };
     if card.sriov.total_vfs == 0 {
@@ -201,6 +205,9 @@ pub fn plan_vgpu(
     }
     if enable {
         steps.push(VgpuStep::EnableVfs);
+    }
+    if heterogeneous && needs_mig {
+        return Err(missing(Missing::HeterogeneousWithMig));
     }
     if heterogeneous && (enable || card.heterogeneous != Some(true)) {
         if card.heterogeneous.is_none() {

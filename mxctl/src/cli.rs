@@ -484,6 +484,11 @@ pub struct VgpuWrite {
 pub struct VgpuApply {
     #[command(flatten)]
     pub config: VgpuConfigArgs,
+    /// Turn heterogeneous vGPU mode on (time-sliced vGPUs of several types on one GPU, as
+    /// `nvidia-smi vgpu -shm 1` does) after the VFs are enabled and before any type is written;
+    /// declared, so a restore sets it again. Refused with MIG-backed types.
+    #[arg(long)]
+    pub heterogeneous: bool,
     #[command(flatten)]
     pub write: VgpuWrite,
 }

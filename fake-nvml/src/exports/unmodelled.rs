@@ -261,7 +261,6 @@ unmodelled![
     nvmlDeviceSetPowerMizerMode_v1,
     nvmlDeviceSetTemperatureThreshold,
     nvmlDeviceSetVgpuCapabilities,
-    nvmlDeviceSetVgpuHeterogeneousMode,
     nvmlDeviceSetVgpuSchedulerState,
     nvmlDeviceSetVirtualizationMode,
     nvmlDeviceValidateInforom,

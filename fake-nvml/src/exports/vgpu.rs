@@ -228,7 +228,8 @@ pub unsafe extern "C" fn nvmlVgpuTypeGetMaxInstancesPerGpuInstance(
 /// The card's heterogeneous vGPU mode (`vgpu_heterogeneous_mode`: 1 enabled, 0 disabled) into
 /// the caller's `nvmlVgpuHeterogeneousMode_v1_t` (`version` must be
 /// `nvmlVgpuHeterogeneousMode_v1`, else `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`);
-/// `NVML_ERROR_NOT_SUPPORTED` where the scenario gives none.
+/// `NVML_ERROR_NOT_SUPPORTED` where the scenario gives none, and in MIG mode (R575 and later,
+/// `sriov_rules::set_heterogeneous_mode`).
 ///
 /// # Safety
 ///
@@ -249,11 +250,59 @@ pub unsafe extern "C" fn nvmlDeviceGetVgpuHeterogeneousMode(
         if version != version_1::<nvml::nvmlVgpuHeterogeneousMode_t>() {
             return Err(VERSION_MISMATCH);
         }
+        // From R575 the call answers NOT_SUPPORTED in MIG mode (as the set does).
+        if rules::mig_on(card) {
+            return Err(NOT_SUPPORTED);
+        }
         let enabled = card.vgpu_heterogeneous_mode.ok_or(NOT_SUPPORTED)?;
         // SAFETY: not null; valid by this function's contract.
         unsafe { (*mode).mode = u32::from(enabled) };
         Ok(())
     }))
+}
+
+/// Sets the card's heterogeneous vGPU mode from the caller's `nvmlVgpuHeterogeneousMode_v1_t`
+/// (`version` must be `nvmlVgpuHeterogeneousMode_v1`, `mode` 0 or 1) by
+/// `sriov_rules::set_heterogeneous_mode`: `NVML_ERROR_NOT_SUPPORTED` where the card has no
+/// such setting, or in MIG mode.
+///
+/// # Safety
+///
+/// `mode` is null or valid for a read of the struct.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceSetVgpuHeterogeneousMode(
+    handle: nvml::nvmlDevice_t,
+    mode: *const nvml::nvmlVgpuHeterogeneousMode_t,
+) -> nvml::nvmlReturn_t {
+    if mode.is_null() {
+        log(format_args!("nvmlDeviceSetVgpuHeterogeneousMode"));
+        return INVALID;
+    }
+    // SAFETY: not null; valid for a read by this function's contract.
+    let asked = unsafe { mode.read() };
+    log(format_args!(
+        "nvmlDeviceSetVgpuHeterogeneousMode {}",
+        asked.mode
+    ));
+    if asked.version != version_1::<nvml::nvmlVgpuHeterogeneousMode_t>() {
+        return VERSION_MISMATCH;
+    }
+    if asked.mode > 1 {
+        return INVALID;
+    }
+    let index =
+        match with(|s| device(s, handle, "nvmlDeviceSetVgpuHeterogeneousMode").map(|(at, _)| at)) {
+            Ok(index) => index,
+            Err(call) => return call,
+        };
+    code(state::change(
+        index,
+        "nvmlDeviceSetVgpuHeterogeneousMode",
+        |card| {
+            crate::sriov_rules::set_heterogeneous_mode(card, asked.mode == 1)
+                .map_err(|()| NOT_SUPPORTED)
+        },
+    ))
 }
 
 /// The card's active vGPUs; `*count` is the room in, the number out

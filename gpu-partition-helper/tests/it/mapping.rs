@@ -163,6 +163,9 @@ impl NvmlCard for Recorded {
     fn destroy_gpu_instance(&self, _gi: u32) -> Nvml<()> {
         Err(NvmlFailure::NotSupported)
     }
+    fn set_vgpu_heterogeneous_mode(&self, _enabled: bool) -> Nvml<()> {
+        Err(NvmlFailure::NotSupported)
+    }
 }
 
 fn profile(id: u32, name: &str, slices: u32, capabilities: u32) -> ProfileInfo {

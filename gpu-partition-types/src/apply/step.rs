@@ -18,6 +18,8 @@ crate::token_enum! {
         DestroyComputeInstance = "destroy_compute_instance",
         /// Destroy a GPU instance (which has no compute instance left).
         DestroyGpuInstance = "destroy_gpu_instance",
+        /// Turn heterogeneous vGPU mode on or off.
+        SetVgpuHeterogeneousMode = "set_vgpu_heterogeneous_mode",
     }
 }
 
@@ -60,6 +62,13 @@ pub enum Step {
         /// The GPU instance.
         gpu_instance_id: u32,
     },
+    /// `nvmlDeviceSetVgpuHeterogeneousMode`: vGPUs of different types (time-sliced, MIG off)
+    /// on one GPU (`true`), or only one type at a time. A helper older than this step refuses
+    /// the request at its `op`, before any write.
+    SetVgpuHeterogeneousMode {
+        /// The mode asked for.
+        enabled: bool,
+    },
 }
 
 impl Step {
@@ -71,6 +80,7 @@ impl Step {
             Self::CreateComputeInstance { .. } => Op::CreateComputeInstance,
             Self::DestroyComputeInstance { .. } => Op::DestroyComputeInstance,
             Self::DestroyGpuInstance { .. } => Op::DestroyGpuInstance,
+            Self::SetVgpuHeterogeneousMode { .. } => Op::SetVgpuHeterogeneousMode,
         }
     }
 }
@@ -137,6 +147,7 @@ fn step(object: &Object<'_>) -> Result<Step, Refused> {
         Op::CreateComputeInstance => &["op", "gpu_instance_id", "profile_id", "placement"],
         Op::DestroyComputeInstance => &["op", "gpu_instance_id", "compute_instance_id"],
         Op::DestroyGpuInstance => &["op", "gpu_instance_id"],
+        Op::SetVgpuHeterogeneousMode => &["op", "enabled"],
     };
     object.only(members)?;
     Ok(match op {
@@ -163,6 +174,9 @@ fn step(object: &Object<'_>) -> Result<Step, Refused> {
         Op::DestroyGpuInstance => Step::DestroyGpuInstance {
             gpu_instance_id: object.u32("gpu_instance_id")?,
         },
+        Op::SetVgpuHeterogeneousMode => Step::SetVgpuHeterogeneousMode {
+            enabled: object.bool("enabled")?,
+        },
     })
 }
 
@@ -171,7 +185,9 @@ impl Serialize for Step {
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("op", &self.op())?;
         match self {
-            Self::SetMigMode { enabled } => map.serialize_entry("enabled", enabled)?,
+            Self::SetMigMode { enabled } | Self::SetVgpuHeterogeneousMode { enabled } => {
+                map.serialize_entry("enabled", enabled)?;
+            }
             Self::CreateGpuInstance {
                 profile_id,
                 placement,

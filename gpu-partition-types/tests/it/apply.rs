@@ -284,6 +284,7 @@ fn step() -> impl Strategy<Value = Step> {
             }
         }),
         any::<u32>().prop_map(|gpu_instance_id| Step::DestroyGpuInstance { gpu_instance_id }),
+        any::<bool>().prop_map(|enabled| Step::SetVgpuHeterogeneousMode { enabled }),
     ]
 }
 

@@ -77,7 +77,8 @@ fn vgpus(reply: &Reply, plan: &CardPlan) -> Option<(ApplyReason, String)> {
             Step::DestroyComputeInstance { .. }
             | Step::SetMigMode { .. }
             | Step::CreateGpuInstance { .. }
-            | Step::CreateComputeInstance { .. } => None,
+            | Step::CreateComputeInstance { .. }
+            | Step::SetVgpuHeterogeneousMode { .. } => None,
         })
         .collect();
     let mode_changes = plan.set_mode.is_some() || plan.reset;

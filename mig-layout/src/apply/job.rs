@@ -78,7 +78,11 @@ pub(crate) fn resolve(
 }
 
 /// The vGPU spec a declared GPU's vGPUs are restored by.
-fn declared_spec(device: Bdf, vgpus: &[DeclaredVgpu]) -> Result<VgpuSpec, ApplyError> {
+fn declared_spec(
+    device: Bdf,
+    vgpus: &[DeclaredVgpu],
+    heterogeneous: bool,
+) -> Result<VgpuSpec, ApplyError> {
     let mut types = Vec::with_capacity(vgpus.len());
     for vgpu in vgpus {
         let name: VgpuTypeName = vgpu
@@ -91,10 +95,10 @@ fn declared_spec(device: Bdf, vgpus: &[DeclaredVgpu]) -> Result<VgpuSpec, ApplyE
             })?;
         types.push((name, vgpu.count));
     }
-    Ok(VgpuSpec::new(
-        Devices::Listed(vec![DeviceRef::Address(device)]),
-        types,
-    ))
+    Ok(
+        VgpuSpec::new(Devices::Listed(vec![DeviceRef::Address(device)]), types)
+            .with_heterogeneous(heterogeneous),
+    )
 }
 
 /// The GPUs the vGPU config `specs` names on this host (of `options.devices`, when given).
@@ -172,8 +176,16 @@ pub(super) fn declared_job(
                 }
                 let vgpu = match &gpu.vgpus {
                     None => None,
-                    Some(vgpus) if vgpus.is_empty() => Some(VgpuJob::Leave),
-                    Some(vgpus) => Some(VgpuJob::Apply(declared_spec(*bdf, vgpus)?)),
+                    // No vGPU declared is a leave, unless heterogeneous mode is: that asks
+                    // for the VFs (with the mode) and no type yet.
+                    Some(vgpus) if vgpus.is_empty() && !gpu.vgpu_heterogeneous => {
+                        Some(VgpuJob::Leave)
+                    }
+                    Some(vgpus) => Some(VgpuJob::Apply(declared_spec(
+                        *bdf,
+                        vgpus,
+                        gpu.vgpu_heterogeneous,
+                    )?)),
                 };
                 wanted.push(Wanted {
                     gpu: found.clone(),

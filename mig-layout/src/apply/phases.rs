@@ -69,7 +69,11 @@ impl Gpu {
         };
         self.declared = DeclaredGpu::new(&want, self.board.clone());
         if let Some(vgpus) = &self.vgpu.declare {
-            self.declared = self.declared.clone().with_vgpus(vgpus.clone());
+            self.declared = self
+                .declared
+                .clone()
+                .with_vgpus(vgpus.clone())
+                .with_vgpu_heterogeneous(self.vgpu.heterogeneous);
         }
     }
 }
@@ -83,7 +87,7 @@ fn as_written(reply: &Reply) -> Option<(bool, Option<bool>, Vec<layout_model::Ca
 
 /// Runs a batch of steps on one GPU with a deadline that grows with the batch; records each
 /// step's result; a refused step, or a run that gave no answer, stops the GPU.
-fn run_batch(
+pub(super) fn run_batch(
     shared: &Shared<'_>,
     say: &dyn Fn(Progress),
     gpu: &mut Gpu,

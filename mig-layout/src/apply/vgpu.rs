@@ -29,7 +29,7 @@ use crate::vgpu::{
 use gpu_host_probe::Host;
 use gpu_host_probe::chain::Chain;
 use gpu_host_probe::vf::SysfsTypes;
-use gpu_partition_types::{Reply, VgpuType};
+use gpu_partition_types::{Reply, Step, VgpuType};
 use host_sync::sriov::{VgpuTypeId, read_sriov};
 use layout_model::VfsRead;
 use layout_model::{Card, DeclaredVgpu, Unnamed, Want};
@@ -77,6 +77,8 @@ pub(super) struct GpuVgpu {
     /// The vGPUs the GPU is declared to hold once the apply writes (`None`: a MIG layout
     /// alone, whose declaration says nothing of VFs).
     pub declare: Option<Vec<DeclaredVgpu>>,
+    /// Whether heterogeneous vGPU mode is declared on with them.
+    pub heterogeneous: bool,
 }
 
 impl GpuVgpu {
@@ -167,16 +169,20 @@ pub(super) fn preflight(
             .ok_or_else(|| unreadable("its vGPU type catalogue did not read".to_owned()))?,
         VgpuJob::Leave => Vec::new(),
     };
+    let heterogeneous = reply
+        .vgpu_mode
+        .read()
+        .and_then(|mode| mode.heterogeneous.as_option().copied());
     let card = VgpuCard {
         device: gpu.bdf,
         mig_enabled: card.current,
-        heterogeneous: None,
+        heterogeneous,
         sriov: &sriov,
         catalogue: &catalogue,
         holders: &holders,
     };
     let steps = match job {
-        VgpuJob::Apply(spec) => plan_vgpu(spec, false, &card),
+        VgpuJob::Apply(spec) => plan_vgpu(spec, &card),
         VgpuJob::Leave => plan_vgpu_leave(&card),
     }
     .map_err(|refusal| {
@@ -203,6 +209,7 @@ pub(super) fn preflight(
         vgpu: GpuVgpu {
             steps,
             declare: Some(declare),
+            heterogeneous: matches!(job, VgpuJob::Apply(spec) if spec.heterogeneous),
         },
     })
 }
@@ -261,16 +268,31 @@ pub(super) fn before_first_batch(
 }
 
 /// Before the creates: the VFs enabled where the plan says (their rebind wipes every GPU
-/// instance, so the creates are planned after it).
+/// instance and clears heterogeneous mode, so the creates are planned after it), then
+/// heterogeneous mode set where the plan says, through the helper.
 pub(super) fn before_creates(
     shared: &Shared<'_>,
     say: &dyn Fn(Progress),
     gpu: &mut Gpu,
 ) -> Result<(), Stop> {
-    if !gpu.vgpu.has(&VgpuStep::EnableVfs) {
-        return Ok(());
+    if gpu.vgpu.has(&VgpuStep::EnableVfs) {
+        set_vfs(shared, say, gpu, VgpuStep::EnableVfs, VfsWanted::Enabled)?;
     }
-    set_vfs(shared, say, gpu, VgpuStep::EnableVfs, VfsWanted::Enabled)
+    if gpu.vgpu.has(&VgpuStep::Heterogeneous) {
+        let device = gpu.report.device;
+        super::phases::run_batch(
+            shared,
+            say,
+            gpu,
+            vec![Step::SetVgpuHeterogeneousMode { enabled: true }],
+        )?;
+        gpu.report.vgpu_done.push(VgpuStep::Heterogeneous);
+        say(Progress::Vgpu {
+            device,
+            step: VgpuStep::Heterogeneous,
+        });
+    }
+    Ok(())
 }
 
 /// After the GPU instances: each type cleared, then written, each read back; then every VF read

@@ -47,6 +47,10 @@ pub struct VgpuSpec {
     pub device_filter: Vec<DeviceId>,
     /// The vGPU types with their counts, in the document's order (none: no vGPU).
     pub vgpu_devices: Vec<(VgpuTypeName, u32)>,
+    /// Heterogeneous vGPU mode asked for (`nvidia-smi vgpu -shm 1`): time-sliced vGPUs of
+    /// several types on one GPU. Not in vgpu-device-manager's format: an apply's option
+    /// (`mxctl vgpu apply --heterogeneous`), kept in the declaration.
+    pub heterogeneous: bool,
     /// The line the spec starts on.
     pub line: Option<usize>,
     /// Where it is in the document (`/vgpu-configs/NAME/INDEX`).
@@ -61,9 +65,16 @@ impl VgpuSpec {
             devices,
             device_filter: Vec::new(),
             vgpu_devices,
+            heterogeneous: false,
             line: None,
             at: JsonPointer::root(),
         }
+    }
+
+    /// The same spec, asking for heterogeneous vGPU mode (or not).
+    pub fn with_heterogeneous(mut self, on: bool) -> Self {
+        self.heterogeneous = on;
+        self
     }
 }
 
@@ -145,6 +156,7 @@ fn spec(node: Node<'_, '_>) -> Result<VgpuSpec, LayoutError> {
         devices,
         device_filter: filter,
         vgpu_devices,
+        heterogeneous: false,
         line: Some(node.line()),
         at: node.at.clone(),
     })

@@ -252,7 +252,8 @@ impl CardPlan {
                 // The destroys are destroys: the planner puts nothing else there.
                 Step::SetMigMode { .. }
                 | Step::CreateGpuInstance { .. }
-                | Step::CreateComputeInstance { .. } => {}
+                | Step::CreateComputeInstance { .. }
+                | Step::SetVgpuHeterogeneousMode { .. } => {}
             }
         }
         if let Some(enabled) = self.set_mode {

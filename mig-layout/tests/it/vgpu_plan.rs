@@ -102,7 +102,7 @@ fn kinds(steps: &[VgpuStep]) -> Vec<String> {
 #[test]
 fn a_host_after_a_reboot_gets_mig_then_the_vfs_then_the_instances_then_the_types() {
     let (sriov, types) = (sriov(16, &[]), catalogue());
-    let steps = plan_vgpu(&mixed(), false, &card(false, &sriov, &types, &[])).unwrap();
+    let steps = plan_vgpu(&mixed(), &card(false, &sriov, &types, &[])).unwrap();
     assert_eq!(
         kinds(&steps),
         [
@@ -121,7 +121,7 @@ fn a_host_after_a_reboot_gets_mig_then_the_vfs_then_the_instances_then_the_types
 fn the_instances_come_after_the_vfs_whatever_the_mig_mode() {
     // MIG already on and no VFs: sriov-manage -e would wipe instances made before it.
     let (sriov, types) = (sriov(16, &[]), catalogue());
-    let steps = plan_vgpu(&mixed(), false, &card(true, &sriov, &types, &[])).unwrap();
+    let steps = plan_vgpu(&mixed(), &card(true, &sriov, &types, &[])).unwrap();
     let at = |kind: &str| kinds(&steps).iter().position(|k| k == kind).unwrap();
     assert!(at("vfs-on") < at("instances"), "{:?}", kinds(&steps));
 }
@@ -129,7 +129,7 @@ fn the_instances_come_after_the_vfs_whatever_the_mig_mode() {
 #[test]
 fn a_host_that_holds_the_spec_gets_no_vf_step_and_only_the_mig_layout_to_diff() {
     let (sriov, types) = (sriov(16, &[474, 0, 474, 475, 474]), catalogue());
-    let steps = plan_vgpu(&mixed(), false, &card(true, &sriov, &types, &[])).unwrap();
+    let steps = plan_vgpu(&mixed(), &card(true, &sriov, &types, &[])).unwrap();
     assert_eq!(kinds(&steps), ["instances"]);
 }
 
@@ -138,7 +138,6 @@ fn a_time_sliced_spec_the_host_holds_is_no_step_at_all() {
     let (sriov, types) = (sriov(16, &[468, 468]), catalogue());
     let steps = plan_vgpu(
         &spec("        A100-4C: 2\n"),
-        false,
         &card(false, &sriov, &types, &[]),
     )
     .unwrap();
@@ -150,7 +149,7 @@ fn a_vf_of_an_unwanted_type_is_cleared_and_the_free_vfs_filled_in_index_order() 
     // VF 0 keeps its 474 and VF 1 its 475; VF 2 holds a second 475, one more than the spec
     // wants: it is cleared, and the two 474s still wanted go to the free VFs 2 and 3.
     let (sriov, types) = (sriov(16, &[474, 475, 475, 0, 0]), catalogue());
-    let steps = plan_vgpu(&mixed(), false, &card(true, &sriov, &types, &[])).unwrap();
+    let steps = plan_vgpu(&mixed(), &card(true, &sriov, &types, &[])).unwrap();
     assert_eq!(
         kinds(&steps),
         ["instances", "clear 2", "write 2 474", "write 3 474"]
@@ -160,20 +159,56 @@ fn a_vf_of_an_unwanted_type_is_cleared_and_the_free_vfs_filled_in_index_order() 
 #[test]
 fn vfs_that_exist_under_mig_off_are_disabled_before_mig_goes_on_and_enabled_after() {
     let (sriov, types) = (sriov(16, &[0, 0]), catalogue());
-    let steps = plan_vgpu(&mixed(), false, &card(false, &sriov, &types, &[])).unwrap();
+    let steps = plan_vgpu(&mixed(), &card(false, &sriov, &types, &[])).unwrap();
     assert_eq!(
         kinds(&steps)[..4],
         ["vfs-off", "mig-on", "vfs-on", "instances"]
     );
 }
 
+fn two_types_heterogeneous() -> VgpuSpec {
+    spec("        A100-4C: 2\n").with_heterogeneous(true)
+}
+
 #[test]
-fn heterogeneous_mode_is_set_after_the_vfs_and_before_any_instance_or_type() {
+fn heterogeneous_mode_is_set_after_the_vfs_and_before_any_type() {
     let (sriov, types) = (sriov(16, &[]), catalogue());
-    let steps = plan_vgpu(&mixed(), true, &card(false, &sriov, &types, &[])).unwrap();
+    let steps = plan_vgpu(
+        &two_types_heterogeneous(),
+        &card(false, &sriov, &types, &[]),
+    )
+    .unwrap();
     assert_eq!(
-        kinds(&steps)[..4],
-        ["mig-on", "vfs-on", "heterogeneous", "instances"]
+        kinds(&steps),
+        ["vfs-on", "heterogeneous", "write 0 468", "write 1 468"]
+    );
+}
+
+#[test]
+fn heterogeneous_mode_the_card_holds_is_no_step_and_one_it_lacks_is_set_before_the_types() {
+    let (sriov, types) = (sriov(16, &[468, 0]), catalogue());
+    let mut on = card(false, &sriov, &types, &[]);
+    on.heterogeneous = Some(true);
+    let steps = plan_vgpu(&two_types_heterogeneous(), &on).unwrap();
+    assert_eq!(kinds(&steps), ["write 1 468"]);
+    on.heterogeneous = Some(false);
+    let steps = plan_vgpu(&two_types_heterogeneous(), &on).unwrap();
+    assert_eq!(kinds(&steps), ["heterogeneous", "write 1 468"]);
+}
+
+#[test]
+fn heterogeneous_mode_with_mig_backed_types_is_refused_before_any_step() {
+    let (sriov, types) = (sriov(16, &[]), catalogue());
+    assert_eq!(
+        plan_vgpu(
+            &mixed().with_heterogeneous(true),
+            &card(false, &sriov, &types, &[])
+        )
+        .unwrap_err(),
+        VgpuRefusal::NotAVgpuHost {
+            device: PF.parse().unwrap(),
+            missing: Missing::HeterogeneousWithMig
+        }
     );
 }
 
@@ -183,7 +218,7 @@ fn heterogeneous_mode_on_a_card_whose_setting_is_not_known_is_refused() {
     let mut card = card(false, &sriov, &types, &[]);
     card.heterogeneous = None;
     assert_eq!(
-        plan_vgpu(&mixed(), true, &card).unwrap_err(),
+        plan_vgpu(&two_types_heterogeneous(), &card).unwrap_err(),
         VgpuRefusal::NotAVgpuHost {
             device: PF.parse().unwrap(),
             missing: Missing::Heterogeneous
@@ -195,7 +230,7 @@ fn heterogeneous_mode_on_a_card_whose_setting_is_not_known_is_refused() {
 fn a_vm_on_a_vf_the_plan_would_change_refuses_it_naming_the_vf_and_the_pid() {
     let (sriov, types) = (sriov(16, &[474, 475, 475, 0, 0]), catalogue());
     let holders = [Holder::new(7301, "qemu-system-x86", "/dev/vfio/42")];
-    let error = plan_vgpu(&mixed(), false, &card(true, &sriov, &types, &holders)).unwrap_err();
+    let error = plan_vgpu(&mixed(), &card(true, &sriov, &types, &holders)).unwrap_err();
     assert_eq!(
         error.to_string(),
         "0000:3b:01.2 (virtual function 2 of 0000:3b:00.0) is in use: pid 7301 (qemu-system-x86)"
@@ -206,7 +241,7 @@ fn a_vm_on_a_vf_the_plan_would_change_refuses_it_naming_the_vf_and_the_pid() {
 fn a_vm_on_a_vf_the_plan_leaves_alone_does_not_refuse_it() {
     let (sriov, types) = (sriov(16, &[474, 475, 475, 0, 0]), catalogue());
     let holders = [Holder::new(7301, "qemu-system-x86", "/dev/vfio/40")];
-    assert!(plan_vgpu(&mixed(), false, &card(true, &sriov, &types, &holders)).is_ok());
+    assert!(plan_vgpu(&mixed(), &card(true, &sriov, &types, &holders)).is_ok());
 }
 
 #[test]
@@ -225,14 +260,14 @@ fn leave_disables_the_vfs_first_then_turns_mig_off_and_a_vm_on_any_vf_refuses_it
 #[test]
 fn fewer_vfs_enabled_than_the_spec_has_vgpus_are_enabled_again_all_of_them() {
     let (sriov, types) = (sriov(16, &[474]), catalogue());
-    let steps = plan_vgpu(&mixed(), false, &card(true, &sriov, &types, &[])).unwrap();
+    let steps = plan_vgpu(&mixed(), &card(true, &sriov, &types, &[])).unwrap();
     assert_eq!(kinds(&steps)[..3], ["vfs-off", "vfs-on", "instances"]);
 }
 
 #[test]
 fn more_vgpus_than_the_gpu_can_have_vfs_are_refused_before_any_step() {
     let (sriov, types) = (sriov(2, &[]), catalogue());
-    let error = plan_vgpu(&mixed(), false, &card(false, &sriov, &types, &[])).unwrap_err();
+    let error = plan_vgpu(&mixed(), &card(false, &sriov, &types, &[])).unwrap_err();
     assert_eq!(
         error.to_string(),
         "0000:3b:00.0: 4 vGPUs asked for, and the GPU can have 2 virtual functions"
@@ -244,7 +279,6 @@ fn a_type_the_card_does_not_list_is_refused_as_impossible() {
     let (sriov, types) = (sriov(16, &[]), catalogue());
     let error = plan_vgpu(
         &spec("        A100-7-40C: 1\n"),
-        false,
         &card(false, &sriov, &types, &[]),
     )
     .unwrap_err();
@@ -269,7 +303,6 @@ fn a_vf_without_vgpu_files_says_the_host_is_not_a_per_vf_vgpu_host() {
     let types = catalogue();
     let error = plan_vgpu(
         &spec("        A100-4C: 1\n"),
-        false,
         &card(false, &sriov, &types, &[]),
     )
     .unwrap_err();
@@ -324,11 +357,11 @@ proptest::proptest! {
             small + 1,
             medium + 1
         ));
-        let steps = plan_vgpu(&wanted, false, &card(true, &sriov, &types, &[])).unwrap();
+        let steps = plan_vgpu(&wanted, &card(true, &sriov, &types, &[])).unwrap();
         let held = after(&steps, &before, 8);
         let count = |id: u32| held.iter().filter(|&&t| t == id).count() as u32;
         proptest::prop_assert_eq!((count(474), count(475), count(468)), (small + 1, medium + 1, 0));
-        let again = plan_vgpu(&wanted, false, &card(true, &sriov_of(&held), &types, &[])).unwrap();
+        let again = plan_vgpu(&wanted, &card(true, &sriov_of(&held), &types, &[])).unwrap();
         proptest::prop_assert_eq!(kinds(&again), ["instances"]);
     }
 }

@@ -42,7 +42,10 @@ pub fn apply(
     host: &Host,
     output: Output,
 ) -> Result<Exit, Failure> {
-    let specs = config_specs(&args.config)?;
+    let specs: Vec<VgpuSpec> = config_specs(&args.config)?
+        .into_iter()
+        .map(|spec| spec.with_heterogeneous(args.heterogeneous))
+        .collect();
     write(
         What::Vgpu(&specs, &args.config.select),
         &args.write.write,

@@ -381,3 +381,27 @@ fn an_exported_vgpu_config_and_the_declared_one_apply_back_as_zero_writes() {
     assert_eq!(code, 0, "{again:#}");
     assert_eq!(host.writes(), writes, "the declared config wrote");
 }
+
+#[test]
+fn heterogeneous_mode_asked_with_mig_backed_types_is_refused_before_any_write_saying_why() {
+    let host = VgpuMxHost::new();
+    let config = host.config.to_str().unwrap().to_owned();
+    let (code, report) = common::run_json(host.vgpu(&[
+        "apply",
+        "-f",
+        &config,
+        "-c",
+        "H100-mixed",
+        "--heterogeneous",
+    ]));
+    assert_ne!(code, 0, "{report:#}");
+    assert_eq!(report["reason"], "layout_impossible", "{report:#}");
+    assert!(
+        report["detail"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("heterogeneous vGPU mode was asked for with MIG-backed types"),
+        "{report:#}"
+    );
+    assert!(host.writes().is_empty(), "{:#?}", host.writes());
+}
