@@ -7,7 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo_deb=${CARGO_DEB:-cargo-deb}
 
-cargo build --release --locked -p mxctl -p gpu-partition-helper
+# The package strips its binaries (`--strip` below), so the release profile's line tables
+# would be made only to be thrown away.
+CARGO_PROFILE_RELEASE_DEBUG=false cargo build --release --locked -p mxctl -p gpu-partition-helper
 target_dir=${CARGO_TARGET_DIR:-target}
 assets="$target_dir/release/assets"
 rm -rf "$assets"
