@@ -48,8 +48,8 @@ pub use lock::{
     machine_lock_path,
 };
 pub use pci::{
-    NVIDIA_VENDOR, PciIdError, PciIdentity, PciSubsystem, is_display_class, read_pci_class,
-    read_pci_identity,
+    AMD_VENDOR, NVIDIA_VENDOR, PciIdError, PciIdentity, PciSubsystem, is_accelerator_class,
+    is_display_class, read_pci_class, read_pci_identity,
 };
 pub use writes::{
     CardWrite, CardWrites, Ledger, Now, RecordError, Since, WRITES_EXTENSION, WriteMark, Writer,

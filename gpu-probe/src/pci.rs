@@ -9,10 +9,20 @@ use std::path::{Path, PathBuf};
 /// NVIDIA's PCI vendor ID.
 pub const NVIDIA_VENDOR: u16 = 0x10de;
 
+/// AMD's PCI vendor ID (ATI's, which amdgpu binds).
+pub const AMD_VENDOR: u16 = 0x1002;
+
 /// Whether a class code (`0x030200`) is a display controller's: base class `0x03` (VGA, 3D,
 /// other display).
 pub fn is_display_class(class: u32) -> bool {
     class >> 16 == 0x03
+}
+
+/// Whether a class code is a processing accelerator's (base class `0x12`): what AMD Instinct
+/// parts from MI300 on enumerate as (amdgpu binds the class, `PCI_CLASS_ACCELERATOR_PROCESSING`,
+/// in `amdgpu_drv.c`'s `pciidlist`), where earlier GPUs are display class.
+pub fn is_accelerator_class(class: u32) -> bool {
+    class >> 16 == 0x12
 }
 
 /// A function's subsystem: the board maker's IDs (`subsystem_vendor`, `subsystem_device`).
@@ -64,6 +74,11 @@ impl PciIdentity {
     /// An NVIDIA function, by vendor ID (never by driver: pass-through unbinds the driver).
     pub fn is_nvidia(&self) -> bool {
         self.vendor == NVIDIA_VENDOR
+    }
+
+    /// An AMD function, by vendor ID.
+    pub fn is_amd(&self) -> bool {
+        self.vendor == AMD_VENDOR
     }
 }
 

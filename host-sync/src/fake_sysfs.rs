@@ -76,6 +76,51 @@ impl FakeSysfs {
         self.function(bdf, "0x10de", "0x2335", "0x030200", driver)
     }
 
+    /// An AMD Instinct GPU at `bdf` (vendor `0x1002`, device `device`, class `0x120000`, a
+    /// processing accelerator, bound to `amdgpu`) with the partition files as amdgpu writes
+    /// them (`host_sync::amd`): the compute partition and those offered (none: `Not
+    /// supported`), the memory partition with those offered (`None`: no memory files; an empty
+    /// list: no `available_memory_partition`, a part of one mode), and the XGMI hive's ID (the
+    /// fake gives every member its own `xgmi_hive_info` directory, where the kernel makes one
+    /// under the first member and links the others to it).
+    pub fn amd_instinct(
+        &self,
+        bdf: &str,
+        device: &str,
+        compute: (
+            crate::amd::ComputePartition,
+            &[crate::amd::ComputePartition],
+        ),
+        memory: Option<(crate::amd::MemoryPartition, &[crate::amd::MemoryPartition])>,
+        hive: Option<u64>,
+    ) -> io::Result<&Self> {
+        fn list<T: std::fmt::Display>(modes: &[T]) -> String {
+            if modes.is_empty() {
+                return "Not supported\n".to_owned();
+            }
+            let names: Vec<String> = modes.iter().map(ToString::to_string).collect();
+            format!("{}\n", names.join(", "))
+        }
+        self.function(bdf, "0x1002", device, "0x120000", Some("amdgpu"))?;
+        let dir = self.device_dir(bdf);
+        std::fs::write(
+            dir.join("current_compute_partition"),
+            format!("{}\n", compute.0),
+        )?;
+        std::fs::write(dir.join("available_compute_partition"), list(compute.1))?;
+        if let Some((current, offered)) = memory {
+            std::fs::write(dir.join("current_memory_partition"), format!("{current}\n"))?;
+            if !offered.is_empty() {
+                std::fs::write(dir.join("available_memory_partition"), list(offered))?;
+            }
+        }
+        if let Some(hive) = hive {
+            std::fs::create_dir_all(dir.join("xgmi_hive_info"))?;
+            std::fs::write(dir.join("xgmi_hive_info/xgmi_hive_id"), format!("{hive}\n"))?;
+        }
+        Ok(self)
+    }
+
     /// Makes the physical function `bdf` SR-IOV capable: `sriov_totalvfs` is `total`,
     /// `sriov_numvfs` 0 until [`FakeSysfs::virtual_function`] adds VFs.
     pub fn sriov(&self, bdf: &str, total: u32) -> io::Result<&Self> {

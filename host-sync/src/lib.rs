@@ -32,6 +32,7 @@
 #![deny(missing_docs)]
 
 pub mod after_boot;
+pub mod amd;
 mod apply_state;
 mod classify;
 mod clock;

@@ -1,8 +1,10 @@
-//! The sysfs PCI scan: display-class physical functions with their IDs and bound driver.
+//! The sysfs PCI scan: GPU physical functions with their IDs and bound driver: every
+//! display-class function, and AMD's processing accelerators (Instinct from MI300 on).
 
 use crate::reason::NotRead;
 use gpu_host_probe::{
-    PciIdError, PciIdentity, is_display_class, read_pci_class, read_pci_identity,
+    PciIdError, PciIdentity, is_accelerator_class, is_display_class, read_pci_class,
+    read_pci_identity,
 };
 use gpu_partition_types::Bdf;
 use std::path::{Path, PathBuf};
@@ -179,16 +181,22 @@ pub(crate) fn warn_skipped(skipped: &[SkippedEntry]) {
     }
 }
 
-/// One entry: `Some` for a display-class physical function, `None` for any other function.
+/// One entry: `Some` for a GPU physical function (display class, or an AMD processing
+/// accelerator), `None` for any other function.
 fn read_function(dir: &Path, bdf: Bdf) -> Result<Option<PciFunction>, ScanError> {
     // The class first: any other function costs this one read.
-    if !is_display_class(read_pci_class(dir)?) {
+    let class = read_pci_class(dir)?;
+    if !is_display_class(class) && !is_accelerator_class(class) {
         return Ok(None);
     }
     if dir.join("physfn").symlink_metadata().is_ok() {
         return Ok(None);
     }
     let identity = read_pci_identity(dir)?;
+    // Another vendor's accelerator (an inference card, say) is no GPU of ours to report.
+    if is_accelerator_class(class) && !identity.is_amd() {
+        return Ok(None);
+    }
     let driver = match std::fs::read_link(dir.join("driver")) {
         Ok(target) => target
             .file_name()

@@ -1,6 +1,7 @@
 //! The integration tests of `host-sync`: one test binary (one link, one
 //! process start per `cargo test`), one module per subject.
 
+mod amd;
 mod cancel;
 mod classify;
 mod modes;

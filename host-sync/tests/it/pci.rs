@@ -168,3 +168,42 @@ fn a_subsystem_id_that_does_not_read_skips_the_gpu_naming_the_file_never_id_zero
         "{skipped}"
     );
 }
+
+#[test]
+fn an_amd_instinct_accelerator_is_a_gpu_and_another_vendors_accelerator_is_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    // An MI300X enumerates as a processing accelerator (class 0x12); an inference card of
+    // another vendor (Habana's vendor ID here) does too.
+    sysfs
+        .function(
+            "0000:05:00.0",
+            "0x1002",
+            "0x74a1",
+            "0x120000",
+            Some("amdgpu"),
+        )
+        .unwrap()
+        .function(
+            "0000:06:00.0",
+            "0x1da3",
+            "0x1020",
+            "0x120000",
+            Some("habanalabs"),
+        )
+        .unwrap()
+        .function(
+            "0000:07:00.0",
+            "0x1002",
+            "0x740f",
+            "0x038000",
+            Some("amdgpu"),
+        )
+        .unwrap();
+    let gpus = scan_gpus(dir.path()).unwrap();
+    assert_eq!(names(&gpus), ["0000:05:00.0", "0000:07:00.0"]);
+    assert!(
+        gpus.iter()
+            .all(|gpu| gpu.identity.is_amd() && !gpu.is_to_be_read())
+    );
+}

@@ -1,6 +1,7 @@
-//! `mxctl gpus`: the display-class PCI functions of this host, with each one's SR-IOV virtual
-//! functions and the vGPU type on each (the per-VF interface), or the mdev types it offers
-//! (the older interface), as sysfs shows them.
+//! `mxctl gpus`: the GPU PCI functions of this host (display class, and AMD's processing
+//! accelerators), with each one's SR-IOV virtual functions and the vGPU type on each (the
+//! per-VF interface), or the mdev types it offers (the older interface), and an AMD Instinct
+//! GPU's compute and memory partitions, as sysfs shows them.
 
 use crate::exit::Exit;
 use crate::failure::Failure;
@@ -31,6 +32,33 @@ struct Gpu {
     /// `None`: the function is no mdev parent (or, with `mdev_unreadable`, could not be read).
     mdev_types: Option<Vec<MdevType>>,
     mdev_unreadable: Option<String>,
+    /// An AMD GPU's partitions; `None`: not an AMD GPU amdgpu partitions (or, with
+    /// `amd_partitions_unreadable`, they could not be read).
+    amd_partitions: Option<AmdPartitions>,
+    amd_partitions_unreadable: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct AmdPartitions {
+    compute: String,
+    available_compute: Vec<String>,
+    memory: Option<String>,
+    available_memory: Vec<String>,
+    /// The XGMI hive's ID, in decimal (a string: it may not fit a JSON reader's double).
+    hive: Option<String>,
+}
+
+fn amd_view(read: host_sync::amd::AmdPartitions) -> AmdPartitions {
+    fn names<T: std::fmt::Display>(modes: &[T]) -> Vec<String> {
+        modes.iter().map(ToString::to_string).collect()
+    }
+    AmdPartitions {
+        compute: read.compute.to_string(),
+        available_compute: names(&read.available_compute),
+        memory: read.memory.map(|mode| mode.to_string()),
+        available_memory: names(&read.available_memory),
+        hive: read.hive.map(|id| id.to_string()),
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -116,7 +144,7 @@ fn sriov_view(sriov: host_sync::sriov::Sriov) -> Sriov {
 }
 
 /// `Ok` as `(value, None)`, an error as `(None, Some(its chain))`, warned once.
-fn split<T>(read: Result<Option<T>, host_sync::sriov::SriovError>) -> (Option<T>, Option<String>) {
+fn split<T, E: std::error::Error>(read: Result<Option<T>, E>) -> (Option<T>, Option<String>) {
     match read {
         Ok(value) => (value, None),
         Err(error) => {
@@ -180,6 +208,11 @@ pub fn run(sysfs_root: &Path, proc_root: &Path, output: Output) -> Result<Exit, 
                 split(host_sync::sriov::read_sriov(sysfs_root, gpu.bdf));
             let (mdev_types, mdev_unreadable) =
                 split(host_sync::mdev::read_mdev_types(sysfs_root, gpu.bdf));
+            let (amd_partitions, amd_partitions_unreadable) = if gpu.identity.is_amd() {
+                split(host_sync::amd::read_partitions(sysfs_root, gpu.bdf))
+            } else {
+                (None, None)
+            };
             Gpu {
                 device: gpu.bdf.to_string(),
                 nvidia: gpu.is_nvidia(),
@@ -202,15 +235,14 @@ pub fn run(sysfs_root: &Path, proc_root: &Path, output: Output) -> Result<Exit, 
                         .collect()
                 }),
                 mdev_unreadable,
+                amd_partitions: amd_partitions.map(amd_view),
+                amd_partitions_unreadable,
             }
         })
         .collect();
     let vfio_holders_unreadable = fill_vfio_holders(&mut gpus, proc_root);
     let text = if gpus.is_empty() {
-        format!(
-            "no display-class PCI function under {}\n",
-            sysfs_root.display()
-        )
+        format!("no GPU PCI function under {}\n", sysfs_root.display())
     } else {
         text(&gpus, vfio_holders_unreadable.as_deref())
     };
@@ -236,6 +268,7 @@ fn text(gpus: &[Gpu], holders_unreadable: Option<&str>) -> String {
             "DRIVER",
             "NVIDIA",
             "VFS",
+            "PARTITION",
         ]
         .map(str::to_owned)
         .to_vec(),
@@ -254,6 +287,14 @@ fn text(gpus: &[Gpu], holders_unreadable: Option<&str>) -> String {
             gpu.driver.clone().unwrap_or_else(|| "-".to_owned()),
             if gpu.nvidia { "yes" } else { "no" }.to_owned(),
             vfs,
+            match (&gpu.amd_partitions, &gpu.amd_partitions_unreadable) {
+                (Some(read), _) => match &read.memory {
+                    Some(memory) => format!("{} {memory}", read.compute),
+                    None => read.compute.clone(),
+                },
+                (None, Some(_)) => "unreadable".to_owned(),
+                (None, None) => "-".to_owned(),
+            },
         ]);
     }
     let mut text = table(&rows);

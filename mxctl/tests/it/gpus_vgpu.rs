@@ -164,3 +164,52 @@ fn holders_that_cannot_be_told_are_said_unknown_never_none() {
     );
     assert!(text(&host).contains("who holds the VFs' VFIO groups is unknown"));
 }
+
+/// An MI300X-like host: eight GPUs in one XGMI hive, in CPX and NPS4 (the modes an MI300X in
+/// NPS4 offers, `host-sync/tests/samples/amd/README.md`); the last one's compute file holds
+/// what amdgpu never writes.
+#[test]
+fn gpus_shows_each_amd_gpu_s_compute_and_memory_partition_and_its_hive() {
+    use host_sync::amd::{ComputePartition as C, MemoryPartition as M};
+    let host = Host::new();
+    for bus in 0..8u8 {
+        host.sysfs
+            .amd_instinct(
+                &format!("0000:{:02x}:00.0", 0x05 + bus * 0x10),
+                "0x74a1",
+                (C::Cpx, &[C::Qpx, C::Cpx]),
+                Some((M::Nps4, &[M::Nps1, M::Nps4])),
+                Some(12_386_496_430_428_395_541),
+            )
+            .unwrap();
+    }
+    // (A GPU in reset answers EPERM, which a plain file cannot.)
+    std::fs::write(
+        host.sysfs
+            .device_dir("0000:75:00.0")
+            .join("current_compute_partition"),
+        "XPX\n",
+    )
+    .unwrap();
+    insta::assert_snapshot!("gpus_amd_text", text(&host));
+    let (code, document) = host.run(&["gpus"]);
+    assert_eq!(code, 0);
+    let first = &document["gpus"][0];
+    assert_eq!(
+        first["amd_partitions"],
+        serde_json::json!({
+            "compute": "CPX",
+            "available_compute": ["QPX", "CPX"],
+            "memory": "NPS4",
+            "available_memory": ["NPS1", "NPS4"],
+            "hive": "12386496430428395541"
+        })
+    );
+    assert!(
+        document["gpus"][7]["amd_partitions_unreadable"]
+            .as_str()
+            .unwrap()
+            .contains("\"XPX\\n\" is not a compute partition"),
+        "{document:#}"
+    );
+}
