@@ -20,43 +20,8 @@
 //!   absent on a GPU in no hive.
 
 use gpu_partition_types::{Bdf, Token};
+use layout_model::amd::{ComputePartition, MemoryPartition};
 use std::path::{Path, PathBuf};
-
-gpu_partition_types::token_enum! {
-    /// A compute (accelerator) partition mode: how many logical GPUs the GPU is shown as,
-    /// as the kernel writes it (ordered as the kernel lists them).
-    pub enum ComputePartition: "compute partition" {
-        /// One partition of every XCC.
-        Spx = "SPX",
-        /// Two partitions.
-        Dpx = "DPX",
-        /// Three partitions (a part of 6 XCCs: MI300A).
-        Tpx = "TPX",
-        /// Four partitions.
-        Qpx = "QPX",
-        /// One partition per XCC.
-        Cpx = "CPX",
-    }
-}
-
-gpu_partition_types::token_enum! {
-    /// A memory partition mode: how many NUMA partitions the GPU's memory is split into, as
-    /// the kernel writes it (ordered as the kernel lists them).
-    pub enum MemoryPartition: "memory partition" {
-        /// One.
-        Nps1 = "NPS1",
-        /// Two.
-        Nps2 = "NPS2",
-        /// Three.
-        Nps3 = "NPS3",
-        /// Four.
-        Nps4 = "NPS4",
-        /// Six.
-        Nps6 = "NPS6",
-        /// Eight.
-        Nps8 = "NPS8",
-    }
-}
 
 /// What amdgpu shows of one GPU's partitions.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +39,24 @@ pub struct AmdPartitions {
     pub available_memory: Vec<MemoryPartition>,
     /// The XGMI hive the GPU is in, by the kernel's ID; `None`: in no hive.
     pub hive: Option<u64>,
+}
+
+impl AmdPartitions {
+    /// Partitions as given (for tests and embedders that read them another way).
+    pub fn new(
+        compute: (ComputePartition, Vec<ComputePartition>),
+        memory: Option<MemoryPartition>,
+        available_memory: Vec<MemoryPartition>,
+        hive: Option<u64>,
+    ) -> Self {
+        Self {
+            compute: compute.0,
+            available_compute: compute.1,
+            memory,
+            available_memory,
+            hive,
+        }
+    }
 }
 
 /// Why a GPU's partitions could not be read.

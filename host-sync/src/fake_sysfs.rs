@@ -88,10 +88,13 @@ impl FakeSysfs {
         bdf: &str,
         device: &str,
         compute: (
-            crate::amd::ComputePartition,
-            &[crate::amd::ComputePartition],
+            layout_model::amd::ComputePartition,
+            &[layout_model::amd::ComputePartition],
         ),
-        memory: Option<(crate::amd::MemoryPartition, &[crate::amd::MemoryPartition])>,
+        memory: Option<(
+            layout_model::amd::MemoryPartition,
+            &[layout_model::amd::MemoryPartition],
+        )>,
         hive: Option<u64>,
     ) -> io::Result<&Self> {
         fn list<T: std::fmt::Display>(modes: &[T]) -> String {

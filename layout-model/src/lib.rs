@@ -22,6 +22,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+pub mod amd;
 mod board;
 mod card;
 mod check;

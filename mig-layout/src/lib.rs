@@ -26,6 +26,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+mod amd_plan;
 mod apply;
 mod assert;
 mod document;
@@ -37,6 +38,13 @@ mod select;
 mod vgpu_exec;
 mod vgpu_export;
 mod vgpu_plan;
+
+/// AMD Instinct partitions: ROCm Device Config Manager's profiles read as they are, and
+/// assigned to a host's AMD GPUs.
+pub mod amd {
+    pub use crate::amd_plan::{AmdCard, AmdRefusal, AmdStep, AmdWant, plan_amd};
+    pub use crate::document::dcm::{AssignError, DcmDocument, DcmEntry, DcmProfile};
+}
 
 /// NVIDIA vgpu-device-manager's config files read as they are, vGPU type names, and the MIG
 /// layout a spec of MIG-backed types needs (the vGPU layer's declared input).

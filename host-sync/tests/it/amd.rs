@@ -3,10 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use host_sync::amd::{
-    AmdError, AmdPartitions, ComputePartition as C, MemoryPartition as M, parse_available_compute,
-    parse_current_compute, read_partitions,
+    AmdError, AmdPartitions, parse_available_compute, parse_current_compute, read_partitions,
 };
 use host_sync::fake_sysfs::FakeSysfs;
+use layout_model::amd::{ComputePartition as C, MemoryPartition as M};
 use proptest::prelude::*;
 use std::path::Path;
 

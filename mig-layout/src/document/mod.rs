@@ -24,6 +24,7 @@
 //! (`"0000:3b:00.0"`) beside indices. A profile is named as the card's own catalogue names it
 //! (`1g.10gb`, `1g.10gb+me`) or by its profile ID (an integer key).
 
+pub(crate) mod dcm;
 mod error;
 mod node;
 mod read;

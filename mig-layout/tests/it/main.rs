@@ -1,8 +1,10 @@
 //! The integration tests of `mig-layout`: one test binary (one link, one
 //! process start per `cargo test`), one module per subject.
 
+mod amd_plan;
 mod apply;
 mod common;
+mod dcm;
 mod declared;
 mod document;
 mod export;

@@ -1,0 +1,307 @@
+//! The plan of an AMD partition layout: from what the host's AMD GPUs hold (each one's
+//! partitions as sysfs shows them, its XGMI hive, who holds it) and what a layout wants of
+//! some of them, the writes in the order the driver needs, or why none may be made. Pure: an
+//! executor runs the steps. The rules and their sources are in the project's `docs/amd.md`:
+//!
+//! - memory first: a memory partition written to `current_memory_partition` is only a request,
+//!   for the GPU's whole XGMI hive, that takes effect when the driver is reloaded (amdgpu's
+//!   `current_memory_partition_store`, `amdgpu_gmc_prepare_nps_mode_change`); so every request
+//!   is made, then the driver is reloaded once, then the compute partitions are set (a reload
+//!   sets each GPU's compute partition anew), as Device Config Manager orders it;
+//! - a GPU that holds what is wanted is no step (a second apply writes nothing);
+//! - refused before any write: a pair the kernel's table refuses (`aqua_vanjaram.c`), a memory
+//!   partition the GPU does not offer (its `available_memory_partition`: the part and its
+//!   VBIOS decide), a compute partition it does not offer with its memory partition now, a hive
+//!   asked for two memory partitions or with a member the layout leaves out that the request
+//!   would change, and a GPU a process holds (the reload needs every AMD GPU of the host
+//!   idle).
+
+use gpu_partition_types::Bdf;
+use host_sync::amd::AmdPartitions;
+use layout_model::amd::{ComputePartition, MemoryPartition, list};
+use warm_reset::io::Holder;
+
+/// What the host holds of one AMD GPU, as read before the plan.
+#[derive(Debug, Clone, Copy)]
+pub struct AmdCard<'a> {
+    /// The GPU.
+    pub device: Bdf,
+    /// Its partitions (`host_sync::amd::read_partitions`).
+    pub partitions: &'a AmdPartitions,
+    /// The processes holding its device files open (`/dev/dri/renderD*`, `/dev/kfd`).
+    pub holders: &'a [Holder],
+}
+
+/// What a layout wants of one GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AmdWant {
+    /// The compute partition.
+    pub compute: ComputePartition,
+    /// The memory partition.
+    pub memory: MemoryPartition,
+}
+
+/// One step of an AMD plan, in the order it is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AmdStep {
+    /// The memory partition requested (`current_memory_partition`): it waits for the reload.
+    RequestMemory {
+        /// The GPU.
+        device: Bdf,
+        /// The mode.
+        mode: MemoryPartition,
+    },
+    /// The driver reloaded (`modprobe -r amdgpu`, `modprobe amdgpu`): every requested memory
+    /// partition takes effect, on every GPU of each hive.
+    ReloadDriver,
+    /// The compute partition set (`current_compute_partition`): at once.
+    SetCompute {
+        /// The GPU.
+        device: Bdf,
+        /// The mode.
+        mode: ComputePartition,
+    },
+}
+
+/// Why an AMD plan takes no step.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AmdRefusal {
+    /// The kernel does not run this compute partition with this memory partition.
+    #[error(
+        "{device}: {compute} with {memory} is refused by the kernel: {compute} runs with {} \
+         (aqua_vanjaram.c; a GPU has no more memory partitions than compute partitions)",
+        list(compute.memory_modes())
+    )]
+    Incompatible {
+        /// The GPU.
+        device: Bdf,
+        /// The compute partition asked for.
+        compute: ComputePartition,
+        /// The memory partition asked for.
+        memory: MemoryPartition,
+    },
+    /// The GPU does not offer the memory partition (its part or VBIOS).
+    #[error(
+        "{device}: {wanted} is not offered: the GPU offers {} (available_memory_partition)",
+        offered_memory(offered, *current)
+    )]
+    MemoryNotOffered {
+        /// The GPU.
+        device: Bdf,
+        /// The mode asked for.
+        wanted: MemoryPartition,
+        /// What it offers (empty: one mode only, `current`).
+        offered: Vec<MemoryPartition>,
+        /// Its memory partition now.
+        current: Option<MemoryPartition>,
+    },
+    /// The GPU does not offer the compute partition with its memory partition now.
+    #[error(
+        "{device}: {wanted} is not offered with its memory partition now: it offers {} \
+         (available_compute_partition)",
+        if offered.is_empty() { "none".to_owned() } else { list(offered) }
+    )]
+    ComputeNotOffered {
+        /// The GPU.
+        device: Bdf,
+        /// The mode asked for.
+        wanted: ComputePartition,
+        /// What it offers.
+        offered: Vec<ComputePartition>,
+    },
+    /// Two GPUs of one hive are asked for different memory partitions; a request applies to
+    /// every GPU of the hive.
+    #[error(
+        "{device} and {other} are in one XGMI hive ({hive}) and are asked for {wanted} and \
+         {other_wanted}: a memory partition is the whole hive's"
+    )]
+    HiveSplit {
+        /// The hive.
+        hive: u64,
+        /// One GPU.
+        device: Bdf,
+        /// Its memory partition asked for.
+        wanted: MemoryPartition,
+        /// Another.
+        other: Bdf,
+        /// Its memory partition asked for.
+        other_wanted: MemoryPartition,
+    },
+    /// A GPU of the hive the layout leaves out would be changed by the hive's request.
+    #[error(
+        "{device} is asked for {wanted}, which its XGMI hive ({hive}) takes whole, and {left} \
+         of the hive is in {} and not in the layout",
+        left_memory.map_or_else(|| "no known memory partition".to_owned(), |m| m.to_string())
+    )]
+    HiveMemberLeft {
+        /// The hive.
+        hive: u64,
+        /// The GPU asked for the change.
+        device: Bdf,
+        /// The mode asked for.
+        wanted: MemoryPartition,
+        /// The member left out.
+        left: Bdf,
+        /// Its memory partition now.
+        left_memory: Option<MemoryPartition>,
+    },
+    /// A GPU the plan writes (or every GPU, for a reload) is in use.
+    #[error("{device} is in use: {}", describe(holders))]
+    InUse {
+        /// The GPU.
+        device: Bdf,
+        /// Who holds it.
+        holders: Vec<Holder>,
+        /// Whether it is held only against the driver's reload (the layout leaves it alone).
+        for_reload: bool,
+    },
+}
+
+fn offered_memory(offered: &[MemoryPartition], current: Option<MemoryPartition>) -> String {
+    match (offered.is_empty(), current) {
+        (false, _) => list(offered),
+        (true, Some(current)) => format!("{current} only"),
+        (true, None) => "none".to_owned(),
+    }
+}
+
+fn describe(holders: &[Holder]) -> String {
+    holders
+        .iter()
+        .map(|holder| match &holder.name {
+            Some(name) => format!("pid {} ({name})", holder.pid),
+            None => format!("pid {}", holder.pid),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The steps that bring the GPUs of `wants` to what each is wanted to be, given every AMD GPU
+/// of the host (`cards`: a reload reaches them all, and a hive's request its every member),
+/// after every check a write must wait for. None where every GPU holds what it is wanted to be.
+/// A GPU of `wants` that `cards` lacks is the caller's to refuse.
+pub fn plan_amd(
+    cards: &[AmdCard<'_>],
+    wants: &[(Bdf, AmdWant)],
+) -> Result<Vec<AmdStep>, AmdRefusal> {
+    let card = |device: Bdf| cards.iter().find(|card| card.device == device);
+    let mut memory = Vec::new();
+    let mut compute = Vec::new();
+    for (device, want) in wants {
+        let device = *device;
+        let Some(card) = card(device) else {
+            continue;
+        };
+        let read = card.partitions;
+        if !want.compute.runs_with(want.memory) {
+            return Err(AmdRefusal::Incompatible {
+                device,
+                compute: want.compute,
+                memory: want.memory,
+            });
+        }
+        let memory_changes = read.memory != Some(want.memory);
+        if memory_changes {
+            if !read.available_memory.contains(&want.memory) {
+                return Err(AmdRefusal::MemoryNotOffered {
+                    device,
+                    wanted: want.memory,
+                    offered: read.available_memory.clone(),
+                    current: read.memory,
+                });
+            }
+            memory.push(AmdStep::RequestMemory {
+                device,
+                mode: want.memory,
+            });
+        }
+        // After a reload the driver sets the compute partition anew: it is set then, and
+        // checked against what the GPU offers once its new memory partition holds.
+        if memory_changes || read.compute != want.compute {
+            if !memory_changes && !read.available_compute.contains(&want.compute) {
+                return Err(AmdRefusal::ComputeNotOffered {
+                    device,
+                    wanted: want.compute,
+                    offered: read.available_compute.clone(),
+                });
+            }
+            compute.push(AmdStep::SetCompute {
+                device,
+                mode: want.compute,
+            });
+        }
+    }
+    check_hives(cards, wants)?;
+    let reload = !memory.is_empty();
+    // Nothing a process uses may change: every GPU of the host for a reload, else each GPU set.
+    for card in cards {
+        let written = compute.iter().any(
+            |step| matches!(step, AmdStep::SetCompute { device, .. } if *device == card.device),
+        );
+        if (reload || written) && !card.holders.is_empty() {
+            return Err(AmdRefusal::InUse {
+                device: card.device,
+                holders: card.holders.to_vec(),
+                for_reload: !written && reload,
+            });
+        }
+    }
+    let mut steps = memory;
+    if reload {
+        steps.push(AmdStep::ReloadDriver);
+    }
+    steps.extend(compute);
+    Ok(steps)
+}
+
+/// Every hive a memory request reaches ends in one memory partition: no two of its GPUs asked
+/// for different ones, and none the layout leaves out in another.
+fn check_hives(cards: &[AmdCard<'_>], wants: &[(Bdf, AmdWant)]) -> Result<(), AmdRefusal> {
+    let hive_of = |device: Bdf| {
+        cards
+            .iter()
+            .find(|card| card.device == device)
+            .and_then(|card| card.partitions.hive)
+    };
+    for (device, want) in wants {
+        let Some(hive) = hive_of(*device) else {
+            continue;
+        };
+        for (other, other_want) in wants {
+            if hive_of(*other) == Some(hive) && other_want.memory != want.memory {
+                return Err(AmdRefusal::HiveSplit {
+                    hive,
+                    device: *device,
+                    wanted: want.memory,
+                    other: *other,
+                    other_wanted: other_want.memory,
+                });
+            }
+        }
+        let changes = cards
+            .iter()
+            .find(|card| card.device == *device)
+            .is_some_and(|card| card.partitions.memory != Some(want.memory));
+        if !changes {
+            continue;
+        }
+        for member in cards
+            .iter()
+            .filter(|card| card.partitions.hive == Some(hive))
+        {
+            let named = wants.iter().any(|(named, _)| *named == member.device);
+            if !named && member.partitions.memory != Some(want.memory) {
+                return Err(AmdRefusal::HiveMemberLeft {
+                    hive,
+                    device: *device,
+                    wanted: want.memory,
+                    left: member.device,
+                    left_memory: member.partitions.memory,
+                });
+            }
+        }
+    }
+    Ok(())
+}
