@@ -23,7 +23,8 @@
 //!   and hands the store back with the report. Reports serialize to `mxctl --json`'s documents
 //!   ([`SyncReport`], [`StatusReport`]), and every failed read carries its message next to its
 //!   reason.
-//! - `fake_sysfs` and `conformance` (feature `test-util`): a sysfs tree built on disk, and the
+//! - `fake_sysfs`, `fake_amdgpu` and `conformance` (feature `test-util`): a sysfs tree built on
+//!   disk, AMD GPUs that answer partition writes by the kernel's rules in it, and the
 //!   conformance suite any [`StateStore`] runs in its tests. Enable them for your tests with
 //!   `host-sync = { version = "…", features = ["test-util"] }` under `[dev-dependencies]`.
 //!
@@ -38,6 +39,8 @@ mod classify;
 mod clock;
 #[cfg(feature = "test-util")]
 pub mod conformance;
+#[cfg(feature = "test-util")]
+pub mod fake_amdgpu;
 #[cfg(feature = "test-util")]
 pub mod fake_sysfs;
 mod gpu;

@@ -4,6 +4,7 @@
 mod amd;
 mod cancel;
 mod classify;
+mod fake_amdgpu;
 mod modes;
 mod pci;
 mod settle;

@@ -221,3 +221,95 @@ proptest! {
         prop_assert_eq!(plan_amd(&cards(&read, &holders), &wants).unwrap(), vec![]);
     }
 }
+
+/// The plan's steps carried out on the fake amdgpu, reading the GPUs again after the reload
+/// and planning the rest from what they show, as an executor does.
+fn apply_on_fake(
+    amd: &mut host_sync::fake_amdgpu::FakeAmdgpu<'_>,
+    sysfs: &host_sync::fake_sysfs::FakeSysfs,
+    wants: &[(Bdf, AmdWant)],
+) -> Vec<AmdStep> {
+    let devices: Vec<Bdf> = amd
+        .gpus
+        .iter()
+        .map(|gpu| gpu.bdf.parse().unwrap())
+        .collect();
+    let read_all = || -> Vec<(Bdf, AmdPartitions)> {
+        devices
+            .iter()
+            .map(|device| {
+                let read = host_sync::amd::read_partitions(sysfs.root(), *device)
+                    .unwrap()
+                    .unwrap();
+                (*device, read)
+            })
+            .collect()
+    };
+    let plan_now = |read: &[(Bdf, AmdPartitions)]| {
+        let cards: Vec<AmdCard<'_>> = read
+            .iter()
+            .map(|(device, partitions)| AmdCard {
+                device: *device,
+                partitions,
+                holders: &[],
+            })
+            .collect();
+        plan_amd(&cards, wants).unwrap()
+    };
+    let mut done = Vec::new();
+    let mut steps = plan_now(&read_all());
+    while let Some(step) = steps.first().copied() {
+        match step {
+            AmdStep::RequestMemory { device, mode } => {
+                amd.write_memory(&device.to_string(), &format!("{mode}\n"))
+                    .unwrap();
+                steps.remove(0);
+            }
+            AmdStep::ReloadDriver => {
+                amd.reload_driver().unwrap();
+                // The reload set every compute partition anew: plan the rest again.
+                steps = plan_now(&read_all());
+            }
+            AmdStep::SetCompute { device, mode } => {
+                amd.write_compute(&device.to_string(), &format!("{mode}\n"))
+                    .unwrap();
+                steps.remove(0);
+            }
+            _ => unreachable!(),
+        }
+        done.push(step);
+    }
+    done
+}
+
+#[test]
+fn cpx_nps4_carried_out_on_a_fake_hive_of_eight_reloads_once_and_holds_then_writes_nothing() {
+    use host_sync::fake_amdgpu::{FakeAmdgpu, MI300X};
+    let dir = tempfile::tempdir().unwrap();
+    let sysfs = host_sync::fake_sysfs::FakeSysfs::new(dir.path()).unwrap();
+    let mut amd = FakeAmdgpu::new(&sysfs);
+    for index in 0..8 {
+        amd.gpu(&bdf(index).to_string(), MI300X, M::Nps1, Some(7))
+            .unwrap();
+    }
+    let wants = all(8, C::Cpx, M::Nps4);
+    let done = apply_on_fake(&mut amd, &sysfs, &wants);
+    assert_eq!(
+        done.iter().filter(|s| **s == AmdStep::ReloadDriver).count(),
+        1
+    );
+    // The reload's AUTO rule already gave NPS4 the CPX wanted: no compute write was needed.
+    assert_eq!(done.len(), 9, "{done:?}");
+    assert!(
+        amd.gpus
+            .iter()
+            .all(|gpu| gpu.compute == Some(C::Cpx) && gpu.memory == M::Nps4)
+    );
+    assert_eq!(apply_on_fake(&mut amd, &sysfs, &wants), []);
+    // QPX on the same memory partition: compute writes alone, no reload.
+    let done = apply_on_fake(&mut amd, &sysfs, &all(8, C::Qpx, M::Nps4));
+    assert!(
+        done.iter()
+            .all(|s| matches!(s, AmdStep::SetCompute { mode: C::Qpx, .. }))
+    );
+}

@@ -1,0 +1,311 @@
+//! A fake amdgpu: AMD Instinct GPUs that answer partition writes by the kernel's rules and
+//! show their state in a [`FakeSysfs`] as the kernel does (`host_sync::amd` reads it back).
+//! Each rule names its source; all are in the project's `docs/amd.md`.
+//!
+//! - A compute write matches a mode's name case-insensitively on its first three characters
+//!   (a newline is ignored); an unknown name is `EINVAL`, a mode the XCC count does not support
+//!   or the memory partition does not allow is `EINVAL`, the GPU in reset is `EPERM`, a ROCm
+//!   process holding it is `EBUSY`, and the mode already set is no change
+//!   (`amdgpu_gfx_set_compute_partition`, `aqua_vanjaram_switch_partition_mode`,
+//!   `amdgpu_xcp_switch_partition_mode`).
+//! - A memory write is only a request, for the whole XGMI hive: `current_memory_partition`
+//!   shows the old mode until [`FakeAmdgpu::reload_driver`]; a mode the GPU does not offer is
+//!   `EINVAL`; the mode it is in is no request (`current_memory_partition_store`).
+//! - A reload (`modprobe -r amdgpu`) fails while a ROCm process holds any GPU; it makes every
+//!   request hold and sets each GPU's compute partition anew by the AUTO rule
+//!   (`__aqua_vanjaram_get_auto_mode`: NPS1 gives SPX, NPS2 DPX, NPS4 CPX).
+//! - A reboot sets the compute partition anew as a reload does and drops any request; the
+//!   memory partition is kept unless the GPU is told otherwise
+//!   ([`FakeAmdGpu::memory_at_boot`]): no source says what a cold boot does to it.
+
+use crate::fake_sysfs::FakeSysfs;
+use MemoryPartition::{Nps1, Nps2, Nps4};
+use layout_model::amd::{ComputePartition, MemoryPartition};
+use nix::errno::Errno;
+use std::io;
+
+/// A part's facts, as AMD publishes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AmdPart {
+    /// Its name.
+    pub name: &'static str,
+    /// Its PCI device ID (`0x74a1`).
+    pub device_id: &'static str,
+    /// Its XCC count.
+    pub xccs: u32,
+    /// The memory partitions its firmware offers (empty: one mode, NPS1, which cannot change).
+    pub memory_offered: &'static [MemoryPartition],
+}
+
+/// MI300X: 8 XCCs (amd-smi's partitioning page); AMD validates SPX+NPS1, DPX+NPS2 and
+/// CPX+NPS4 (the compatibility matrix of ROCm/amdgpu-docs `docs/gpu-partitioning/index.rst`),
+/// on VBIOS 022.040.003.043 (its `requirements.rst`), so its firmware offers NPS1, NPS2, NPS4.
+pub const MI300X: AmdPart = AmdPart {
+    name: "MI300X",
+    device_id: "0x74a1",
+    xccs: 8,
+    memory_offered: &[Nps1, Nps2, Nps4],
+};
+
+/// MI355X: 8 XCCs, partitioned by the same code (`aqua_vanjaram_init_soc_config` for GC
+/// 9.5.0); AMD validates SPX+NPS1 and DPX+NPS2 and marks CPX+NPS4 not available (the same
+/// matrix), so its firmware offers NPS1 and NPS2 here.
+pub const MI355X: AmdPart = AmdPart {
+    name: "MI355X",
+    device_id: "0x75a3",
+    xccs: 8,
+    memory_offered: &[Nps1, Nps2],
+};
+
+/// MI300A: 6 XCCs; NPS1 only, fixed at boot (AMD's `mi300a/overview.rst`; no NPS switch on an
+/// APU, `gmc_v9_0_init_nps_details`).
+pub const MI300A: AmdPart = AmdPart {
+    name: "MI300A",
+    device_id: "0x74a0",
+    xccs: 6,
+    memory_offered: &[],
+};
+
+/// One fake GPU.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FakeAmdGpu {
+    /// Its address.
+    pub bdf: String,
+    /// Its part.
+    pub part: AmdPart,
+    /// Its compute partition; `None`: UNKNOWN (the driver has set none).
+    pub compute: Option<ComputePartition>,
+    /// Its memory partition now.
+    pub memory: MemoryPartition,
+    /// A memory partition requested, waiting for the reload.
+    pub requested: Option<MemoryPartition>,
+    /// Its XGMI hive.
+    pub hive: Option<u64>,
+    /// In reset: every partition file answers `EPERM`.
+    pub in_reset: bool,
+    /// A ROCm process holds it (KFD): a compute write is `EBUSY`, a reload fails.
+    pub held: bool,
+    /// The memory partition a reboot leaves (`None`: the one it had).
+    pub memory_at_boot: Option<MemoryPartition>,
+}
+
+/// Fake AMD GPUs, shown in a fake sysfs.
+#[derive(Debug)]
+pub struct FakeAmdgpu<'s> {
+    sysfs: &'s FakeSysfs,
+    /// The GPUs.
+    pub gpus: Vec<FakeAmdGpu>,
+}
+
+/// Why a reload failed: `modprobe -r` refuses a module in use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("amdgpu is in use: {bdf} is held by a ROCm process")]
+pub struct ReloadRefused {
+    /// A GPU held.
+    pub bdf: String,
+}
+
+/// The compute partition AUTO sets for `memory` on a GPU of `xccs` XCCs
+/// (`__aqua_vanjaram_get_auto_mode`): NPS1 SPX; as many memory partitions as XCCs CPX; half as
+/// many CPX (a discrete GPU); two DPX.
+fn auto(memory: MemoryPartition, xccs: u32) -> Option<ComputePartition> {
+    let count = memory.count();
+    match count {
+        1 => Some(ComputePartition::Spx),
+        _ if count == xccs || count * 2 == xccs => Some(ComputePartition::Cpx),
+        2 => Some(ComputePartition::Dpx),
+        _ => None,
+    }
+}
+
+/// The mode whose name `text` starts with, case-insensitively, on the name's length (the
+/// kernel's `strncasecmp` on 3 or 4 characters).
+fn matched<T: gpu_partition_types::Token>(text: &str) -> Option<T> {
+    T::ALL.iter().copied().find(|mode| {
+        let name = mode.as_str();
+        text.get(..name.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(name))
+    })
+}
+
+impl<'s> FakeAmdgpu<'s> {
+    /// No GPU yet, shown in `sysfs`.
+    pub fn new(sysfs: &'s FakeSysfs) -> Self {
+        Self {
+            sysfs,
+            gpus: Vec::new(),
+        }
+    }
+
+    /// Adds a GPU of `part` at `bdf` in `hive`, as a driver load leaves it with `memory`.
+    pub fn gpu(
+        &mut self,
+        bdf: &str,
+        part: AmdPart,
+        memory: MemoryPartition,
+        hive: Option<u64>,
+    ) -> io::Result<&mut Self> {
+        self.gpus.push(FakeAmdGpu {
+            bdf: bdf.to_owned(),
+            part,
+            compute: auto(memory, part.xccs),
+            memory,
+            requested: None,
+            hive,
+            in_reset: false,
+            held: false,
+            memory_at_boot: None,
+        });
+        self.show()?;
+        Ok(self)
+    }
+
+    fn at(&self, bdf: &str) -> Result<usize, Errno> {
+        self.gpus
+            .iter()
+            .position(|gpu| gpu.bdf == bdf)
+            .ok_or(Errno::ENODEV)
+    }
+
+    /// The compute partitions `gpu` offers with its memory partition now
+    /// (`__aqua_vanjaram_update_available_partition_mode`).
+    pub fn available_compute(gpu: &FakeAmdGpu) -> Vec<ComputePartition> {
+        ComputePartition::supported(gpu.part.xccs)
+            .iter()
+            .copied()
+            .filter(|mode| mode.runs_with(gpu.memory))
+            .collect()
+    }
+
+    /// `text` written to `current_compute_partition` of the GPU at `bdf`.
+    pub fn write_compute(&mut self, bdf: &str, text: &str) -> Result<(), Errno> {
+        let at = self.at(bdf)?;
+        let gpu = &self.gpus[at];
+        if gpu.in_reset {
+            return Err(Errno::EPERM);
+        }
+        let mode: ComputePartition = matched(text).ok_or(Errno::EINVAL)?;
+        if !Self::available_compute(gpu).contains(&mode) {
+            return Err(Errno::EINVAL);
+        }
+        if gpu.compute == Some(mode) {
+            return Ok(());
+        }
+        if gpu.held {
+            return Err(Errno::EBUSY);
+        }
+        self.gpus[at].compute = Some(mode);
+        self.show().map_err(|_| Errno::EIO)
+    }
+
+    /// `text` written to `current_memory_partition` of the GPU at `bdf`: a request for its
+    /// hive.
+    pub fn write_memory(&mut self, bdf: &str, text: &str) -> Result<(), Errno> {
+        let at = self.at(bdf)?;
+        let gpu = &self.gpus[at];
+        if gpu.in_reset {
+            return Err(Errno::EPERM);
+        }
+        let mode: MemoryPartition = matched(text).ok_or(Errno::EINVAL)?;
+        if !gpu.part.memory_offered.contains(&mode) {
+            return Err(Errno::EINVAL);
+        }
+        if gpu.memory == mode {
+            return Ok(());
+        }
+        let hive = gpu.hive;
+        let bdf = gpu.bdf.clone();
+        for other in &mut self.gpus {
+            let same = match hive {
+                Some(hive) => other.hive == Some(hive),
+                None => other.bdf == bdf,
+            };
+            if same {
+                other.requested = Some(mode);
+            }
+        }
+        Ok(())
+    }
+
+    /// `modprobe -r amdgpu; modprobe amdgpu`: every request holds, and each GPU's compute
+    /// partition is set anew by AUTO.
+    pub fn reload_driver(&mut self) -> Result<(), ReloadRefused> {
+        if let Some(gpu) = self.gpus.iter().find(|gpu| gpu.held) {
+            return Err(ReloadRefused {
+                bdf: gpu.bdf.clone(),
+            });
+        }
+        for gpu in &mut self.gpus {
+            if let Some(mode) = gpu.requested.take() {
+                gpu.memory = mode;
+            }
+            gpu.compute = auto(gpu.memory, gpu.part.xccs);
+        }
+        // A reload's failure to show would leave the files stale: a test sees it.
+        let _ = self.show();
+        Ok(())
+    }
+
+    /// A reboot: the compute partition set anew, any request dropped, the memory partition
+    /// as [`FakeAmdGpu::memory_at_boot`] says.
+    pub fn reboot(&mut self) -> io::Result<()> {
+        for gpu in &mut self.gpus {
+            gpu.requested = None;
+            gpu.held = false;
+            gpu.in_reset = false;
+            if let Some(memory) = gpu.memory_at_boot {
+                gpu.memory = memory;
+            }
+            gpu.compute = auto(gpu.memory, gpu.part.xccs);
+        }
+        self.show()
+    }
+
+    /// Writes every GPU's files as the kernel shows them.
+    pub fn show(&self) -> io::Result<()> {
+        for gpu in &self.gpus {
+            let device = self.sysfs.device_dir(&gpu.bdf);
+            if !device.exists() {
+                self.sysfs.amd_instinct(
+                    &gpu.bdf,
+                    gpu.part.device_id,
+                    (ComputePartition::Spx, &[]),
+                    None,
+                    gpu.hive,
+                )?;
+            }
+            let compute = gpu
+                .compute
+                .map_or("UNKNOWN", gpu_partition_types::Token::as_str);
+            std::fs::write(
+                device.join("current_compute_partition"),
+                format!("{compute}\n"),
+            )?;
+            let offered = Self::available_compute(gpu);
+            std::fs::write(
+                device.join("available_compute_partition"),
+                list_line(&offered),
+            )?;
+            std::fs::write(
+                device.join("current_memory_partition"),
+                format!("{}\n", gpu.memory),
+            )?;
+            if !gpu.part.memory_offered.is_empty() {
+                std::fs::write(
+                    device.join("available_memory_partition"),
+                    list_line(gpu.part.memory_offered),
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn list_line<T: gpu_partition_types::Token>(modes: &[T]) -> String {
+    if modes.is_empty() {
+        return "Not supported\n".to_owned();
+    }
+    format!("{}\n", layout_model::amd::list(modes))
+}
