@@ -16,6 +16,7 @@
 //!   would change, and a GPU a process holds (the reload needs every AMD GPU of the host
 //!   idle).
 
+use crate::vgpu_plan::describe;
 use gpu_partition_types::Bdf;
 use host_sync::amd::AmdPartitions;
 use layout_model::amd::{ComputePartition, MemoryPartition, list};
@@ -165,17 +166,6 @@ fn offered_memory(offered: &[MemoryPartition], current: Option<MemoryPartition>)
         (true, Some(current)) => format!("{current} only"),
         (true, None) => "none".to_owned(),
     }
-}
-
-fn describe(holders: &[Holder]) -> String {
-    holders
-        .iter()
-        .map(|holder| match &holder.name {
-            Some(name) => format!("pid {} ({name})", holder.pid),
-            None => format!("pid {}", holder.pid),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The steps that bring the GPUs of `wants` to what each is wanted to be, given every AMD GPU

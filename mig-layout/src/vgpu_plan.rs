@@ -145,7 +145,9 @@ pub enum Missing {
     HeterogeneousWithMig,
 }
 
-fn describe(holders: &[Holder]) -> String {
+/// The holders for a refusal: `pid 4242 (qemu-kvm), …` (`pid 4242` alone where the name did
+/// not read).
+pub(crate) fn describe(holders: &[Holder]) -> String {
     holders
         .iter()
         .map(|holder| match &holder.name {

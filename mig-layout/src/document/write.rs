@@ -89,6 +89,22 @@ fn devices_json(devices: &Devices) -> serde_json::Value {
     }
 }
 
+/// A spec's `device-filter` (where it has one) and `devices`, the members both formats share.
+fn targets_json(
+    filter: &[super::DeviceId],
+    devices: &Devices,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut entry = serde_json::Map::new();
+    if !filter.is_empty() {
+        entry.insert(
+            "device-filter".to_owned(),
+            filter.iter().map(ToString::to_string).collect(),
+        );
+    }
+    entry.insert("devices".to_owned(), devices_json(devices));
+    entry
+}
+
 fn write_spec(text: &mut String, spec: &Spec) {
     let mut first = true;
     let mut line = |text: &mut String, body: String| {
@@ -130,14 +146,7 @@ pub fn to_json(document: &Document) -> serde_json::Value {
         let specs: Vec<Value> = specs
             .iter()
             .map(|spec| {
-                let mut entry = Map::new();
-                if !spec.device_filter.is_empty() {
-                    entry.insert(
-                        "device-filter".to_owned(),
-                        spec.device_filter.iter().map(ToString::to_string).collect(),
-                    );
-                }
-                entry.insert("devices".to_owned(), devices_json(&spec.devices));
+                let mut entry = targets_json(&spec.device_filter, &spec.devices);
                 entry.insert("mig-enabled".to_owned(), json!(spec.mig_enabled));
                 if spec.mig_enabled {
                     let devices: Map<String, Value> = spec
@@ -215,14 +224,7 @@ pub(crate) fn vgpu_to_json(document: &VgpuDocument) -> serde_json::Value {
             let specs: Vec<Value> = specs
                 .iter()
                 .map(|spec| {
-                    let mut entry = Map::new();
-                    if !spec.device_filter.is_empty() {
-                        entry.insert(
-                            "device-filter".to_owned(),
-                            spec.device_filter.iter().map(ToString::to_string).collect(),
-                        );
-                    }
-                    entry.insert("devices".to_owned(), devices_json(&spec.devices));
+                    let mut entry = targets_json(&spec.device_filter, &spec.devices);
                     let types: Map<String, Value> = spec
                         .vgpu_devices
                         .iter()

@@ -183,6 +183,17 @@ impl Bed {
             .collect()
     }
 
+    /// A reboot of the fake (a new boot ID, no VF, no GPU instance).
+    fn reboot(&self) {
+        let proc_root = ProcRoot::at(self.dir.path().join("proc"));
+        fake_nvml::support::reboot(
+            &self.fake.state,
+            &proc_root,
+            "99999999-2222-3333-4444-555555555555",
+        )
+        .unwrap();
+    }
+
     fn restore(&mut self) -> Restore {
         self.with_run(|run, options| restore(run, options).unwrap())
     }
@@ -435,13 +446,7 @@ fn the_vgpus_applied_are_declared_and_hold_until_a_type_is_taken_off_a_vf() {
 fn after_a_reboot_the_sync_names_the_vfs_gone_and_a_restore_brings_each_vf_and_type_back() {
     let mut bed = Bed::new();
     assert_eq!(bed.run(Some("A100-1-5C")).outcome, ApplyOutcome::Done);
-    let proc_root = ProcRoot::at(bed.dir.path().join("proc"));
-    fake_nvml::support::reboot(
-        &bed.fake.state,
-        &proc_root,
-        "99999999-2222-3333-4444-555555555555",
-    )
-    .unwrap();
+    bed.reboot();
     assert!(bed.types_on(A100).is_empty());
     let sync = bed.sync(AfterBoot::Yes);
     assert_eq!(sync.reason, HostReason::LayoutDrifted, "{sync:#?}");
@@ -552,13 +557,7 @@ fn heterogeneous_mode_is_set_after_sriov_manage_enables_the_vfs_and_again_by_a_r
     assert_eq!(again.outcome, ApplyOutcome::Done, "{again:#?}");
     assert_eq!(bed.writes(), writes, "a second apply wrote");
 
-    let proc_root = ProcRoot::at(bed.dir.path().join("proc"));
-    fake_nvml::support::reboot(
-        &bed.fake.state,
-        &proc_root,
-        "99999999-2222-3333-4444-555555555555",
-    )
-    .unwrap();
+    bed.reboot();
     assert_eq!(bed.card(A100).vgpu_heterogeneous_mode, Some(false));
     let Restore::Ran(restored) = bed.restore() else {
         panic!("nothing restored");

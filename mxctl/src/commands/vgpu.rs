@@ -11,7 +11,6 @@ use crate::failure::Failure;
 use crate::helper::helper;
 use crate::output::Output;
 use gpu_host_probe::Host;
-use host_sync::{FileStore, StateStore};
 use mig_layout::vgpu::{VgpuDocument, VgpuSpec};
 
 /// The config `args` select: its specs, or a usage failure naming the line and member.
@@ -128,15 +127,7 @@ pub fn export(
     output: Output,
 ) -> Result<Exit, Failure> {
     let exported = if args.declared {
-        let state = FileStore::read_only(host.state_dir()).load()?;
-        let Some(declared) = state.and_then(|state| state.declared) else {
-            return Err(Failure::Usage(
-                "nothing is declared on this host: no partition or vgpu apply or leave has \
-                 written"
-                    .to_owned(),
-            ));
-        };
-        mig_layout::vgpu::export_vgpu_declared(&declared)
+        mig_layout::vgpu::export_vgpu_declared(&crate::commands::partition::export::declared(host)?)
     } else {
         mig_layout::vgpu::export_vgpu_host(
             host,

@@ -15,6 +15,18 @@ use gpu_host_probe::Host;
 use host_sync::{FileStore, StateStore};
 use mig_layout::to_yaml;
 
+/// What the host is declared to be, read from the state: a usage failure where nothing is
+/// (`partition export --declared`, `vgpu export --declared`).
+pub fn declared(host: &Host) -> Result<layout_model::Declaration, Failure> {
+    let state = FileStore::read_only(host.state_dir()).load()?;
+    state.and_then(|state| state.declared).ok_or_else(|| {
+        Failure::Usage(
+            "nothing is declared on this host: no partition or vgpu apply or leave has written"
+                .to_owned(),
+        )
+    })
+}
+
 /// Prints the document; what the format cannot say goes to the log as warnings (and with
 /// `--json` beside the document).
 pub fn run(
@@ -24,14 +36,7 @@ pub fn run(
     output: Output,
 ) -> Result<Exit, Failure> {
     let exported = if args.declared {
-        let state = FileStore::read_only(host.state_dir()).load()?;
-        let Some(declared) = state.and_then(|state| state.declared) else {
-            return Err(Failure::Usage(
-                "nothing is declared on this host: no partition apply or leave has written"
-                    .to_owned(),
-            ));
-        };
-        mig_layout::export_declared(&declared)
+        mig_layout::export_declared(&declared(host)?)
     } else {
         let label = args.label.as_deref().unwrap_or("current");
         mig_layout::export_host(
