@@ -14,7 +14,8 @@
 //!   observation of the cards made before it is known to be over ([`Host::now`],
 //!   [`Ledger::since`]).
 //! - [`read_pci_identity`]: a PCI function's IDs ([`PciIdentity`]) from sysfs, the one reader
-//!   of those files.
+//!   of those files; [`read_xgmi_hive_id`]: the XGMI hive an AMD GPU is in, the one reader of
+//!   `xgmi_hive_info/xgmi_hive_id`.
 //! - [`chain`]: an error and its causes on one line, for people.
 //! - [`fs`]: writing a file whole or not at all (the state file, the reset journal).
 //! - [`trust`]: what root may trust (a program or file nobody else can change, a private state
@@ -39,6 +40,7 @@ pub mod test_util;
 pub mod trust;
 pub mod vf;
 mod writes;
+mod xgmi;
 
 pub use boot::{BOOT_TIME_SLACK_SECS, Boot, BootMatch, read_boot_id, read_boot_time};
 pub use cancel::{Cancel, CancelOnDrop};
@@ -55,3 +57,4 @@ pub use writes::{
     CardWrite, CardWrites, Ledger, Now, RecordError, Since, WRITES_EXTENSION, WriteMark, Writer,
     WrittenSince,
 };
+pub use xgmi::{XGMI_HIVE_ID, parse_xgmi_hive_id, read_xgmi_hive_id};
