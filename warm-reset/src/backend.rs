@@ -1,8 +1,9 @@
 //! [`Backend`]: the questions the reset machine asks of a host, vendor-neutral — who is in the
 //! reset group, does anything stop a reset, who uses the group, reset it, is it back — with one
-//! implementation per method ([`crate::metax`], [`crate::nvidia`], [`crate::pci`]) and the
-//! simulated hosts of [`crate::sim`].
+//! implementation per method ([`crate::metax`], [`crate::nvidia`], [`crate::pci`],
+//! [`crate::amd`]) and the simulated hosts of [`crate::sim`].
 
+use crate::amd::AmdSmiError;
 use crate::holders::ProcError;
 use crate::kmsg::KernelLogError;
 use crate::metax::MxSmiError;
@@ -30,6 +31,9 @@ pub enum BackendError {
     /// sysfs did not answer.
     #[error(transparent)]
     Sysfs(#[from] SysfsError),
+    /// `amd-smi` did not answer, or did not reset.
+    #[error(transparent)]
+    AmdSmi(#[from] AmdSmiError),
     /// The kernel log could not be used.
     #[error(transparent)]
     KernelLog(#[from] KernelLogError),
@@ -38,7 +42,7 @@ pub enum BackendError {
     Proc(#[from] ProcError),
     /// This method has no listing of the host's GPUs (a plan's verify step needs one).
     #[error(
-        "the {0} method cannot list the host's GPUs; a plan's verify step needs metax or nvidia"
+        "the {0} method cannot list the host's GPUs; a plan's verify step needs metax, nvidia or amd"
     )]
     NoSurvey(Method),
     /// A target another method resolved was given to this backend.
@@ -61,12 +65,14 @@ impl BackendError {
 impl BackendError {
     /// The reason a run is blocked with when the host fails this way before the reset.
     /// Each vendor's error decides its own ([`MxSmiError::blocked_reason`],
-    /// [`NvidiaSmiError::blocked_reason`], [`SysfsError::blocked_reason`]).
+    /// [`NvidiaSmiError::blocked_reason`], [`SysfsError::blocked_reason`],
+    /// [`AmdSmiError::blocked_reason`]).
     pub fn blocked_reason(&self) -> BlockedReason {
         match self {
             Self::MxSmi(error) => error.blocked_reason(),
             Self::NvidiaSmi(error) => error.blocked_reason(),
             Self::Sysfs(error) => error.blocked_reason(),
+            Self::AmdSmi(error) => error.blocked_reason(),
             Self::WrongMethod { .. } | Self::NoSurvey(_) => BlockedReason::UnknownDevice,
             // Who holds the device cannot be told: it may be in use.
             Self::Proc(_) => BlockedReason::GpuBusy,

@@ -10,7 +10,8 @@
 //!   reset in flight there, so a restart never resets twice inside the window.
 //! - The backends: [`MxSmiBackend`] (MetaX through `mx-smi`), [`NvidiaSmiBackend`] (NVIDIA
 //!   through `nvidia-smi`, NVLink peers reset together), [`SysfsBackend`] (any PCI function
-//!   through the kernel's sysfs `reset`). What a host does not answer is a typed
+//!   through the kernel's sysfs `reset`), [`AmdSmiBackend`] (AMD Instinct through `amd-smi`, the
+//!   XGMI hive together). What a host does not answer is a typed
 //!   [`BackendError`]; warnings are [`ResetWarning`]s.
 //! - [`plan()`] turns an interconnect group spanning hosts into phases of per-host actions;
 //!   [`run_plan_step`] runs one host's share of one phase, idempotently, for an orchestrator.
@@ -19,8 +20,8 @@
 //!
 //! Every item has one path. At the root: the pure machine ([`step()`], for an embedder driving
 //! it from its own runtime), each method's backend ([`MxSmiBackend`], [`NvidiaSmiBackend`],
-//! [`SysfsBackend`], one [`HostBackend`] over each method's host) and the multi-host plan. The
-//! modules [`metax`], [`nvidia`] and [`pci`] hold each method's host, target, the error of its
+//! [`SysfsBackend`], [`AmdSmiBackend`], one [`HostBackend`] over each method's host) and the
+//! multi-host plan. The modules [`metax`], [`nvidia`], [`pci`] and [`amd`] hold each method's host, target, the error of its
 //! tool and the parsers of its tools' output (written against published outputs and failing
 //! closed); [`io`] what every method's host is written with (a tool's end, the kernel log, the
 //! holders of a device file, and their errors), for a host written outside the crate; and
@@ -30,6 +31,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+pub mod amd;
 mod backend;
 mod clock;
 mod execute;
@@ -56,6 +58,7 @@ mod target;
 mod tool;
 mod warning;
 
+pub use amd::backend::{AmdBackend, AmdSmiBackend};
 pub use backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use execute::{ExecuteError, Observer, ResetReport, ResetRun, execute};

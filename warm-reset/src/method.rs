@@ -10,5 +10,7 @@ gpu_partition_types::token_enum! {
         Nvidia = "nvidia",
         /// Any PCI function through the kernel's sysfs `reset` file.
         Pci = "pci",
+        /// AMD Instinct GPUs through `amd-smi reset --gpureset`, their XGMI hive together.
+        Amd = "amd",
     }
 }

@@ -8,7 +8,8 @@ gpu_partition_types::token_enum! {
     pub enum BlockedReason: "blocked reason" {
         /// Not running as root.
         NotRoot = "not_root",
-        /// No `metax` line in `/proc/modules`.
+        /// No `metax` line in `/proc/modules`; or an AMD GPU of the group is not bound to
+        /// `amdgpu`.
         DriverNotLoaded = "driver_not_loaded",
         /// The `metax` use count is not 0 (or does not read); or a PCI function is bound to a
         /// host driver (not a stub such as `vfio-pci`).
@@ -37,8 +38,10 @@ gpu_partition_types::token_enum! {
         MxSmiUnavailable = "mx_smi_unavailable",
         /// `nvidia-smi` is absent or does not answer as expected.
         NvidiaSmiUnavailable = "nvidia_smi_unavailable",
-        /// A program the reset would run (`mx-smi`, `nvidia-smi`, a link command, the shell that
-        /// writes `reset`) is one another user could have written: nothing was run.
+        /// `amd-smi` is absent or does not answer as expected.
+        AmdSmiUnavailable = "amd_smi_unavailable",
+        /// A program the reset would run (`mx-smi`, `nvidia-smi`, `amd-smi`, a link command, the
+        /// shell that writes `reset`) is one another user could have written: nothing was run.
         UnsafeProgram = "unsafe_program",
     }
 }

@@ -1,6 +1,7 @@
 //! [`Target`]: what a reset ID names on a host, as its backend resolved it: the devices named,
 //! the devices verified after the reset, and the backend's own facts (opaque to the machine).
 
+use crate::amd::AmdTarget;
 use crate::backend::BackendError;
 use crate::metax::MetaxTarget;
 use crate::method::Method;
@@ -30,6 +31,8 @@ pub enum TargetFacts {
     Nvidia(NvidiaTarget),
     /// A PCI function and, for a bus reset, every function on its bus.
     Pci(PciTarget),
+    /// AMD: the GPUs named and every GPU of their XGMI hives, as sysfs showed them.
+    Amd(AmdTarget),
 }
 
 impl Target {
@@ -47,6 +50,7 @@ impl Target {
             TargetFacts::Metax(_) => Method::Metax,
             TargetFacts::Nvidia(_) => Method::Nvidia,
             TargetFacts::Pci(_) => Method::Pci,
+            TargetFacts::Amd(_) => Method::Amd,
         }
     }
 
@@ -65,6 +69,7 @@ impl Target {
             TargetFacts::Metax(metax) => metax.devices(),
             TargetFacts::Nvidia(nvidia) => nvidia.devices(),
             TargetFacts::Pci(pci) => pci.devices(),
+            TargetFacts::Amd(amd) => amd.devices(),
         }
     }
 
@@ -74,16 +79,18 @@ impl Target {
             TargetFacts::Metax(metax) => metax.verified(),
             TargetFacts::Nvidia(nvidia) => nvidia.verified(),
             TargetFacts::Pci(pci) => pci.verified(),
+            TargetFacts::Amd(amd) => amd.verified(),
         }
     }
 
     /// The interconnect group reset together (node IDs for MetaX, `nvidia-smi` indices for
-    /// NVIDIA), when known; `None` for a PCI function.
+    /// NVIDIA), when known; `None` for a PCI function, and for AMD, whose hive has no numbering
+    /// of its own here (its GPUs are [`Target::verified`]).
     pub fn group(&self) -> Option<Vec<u32>> {
         match &self.facts {
             TargetFacts::Metax(metax) => metax.group(),
             TargetFacts::Nvidia(nvidia) => Some(nvidia.group()),
-            TargetFacts::Pci(_) => None,
+            TargetFacts::Pci(_) | TargetFacts::Amd(_) => None,
         }
     }
 }
@@ -101,7 +108,7 @@ impl MethodFacts for MetaxTarget {
     fn of(facts: &TargetFacts) -> Option<&Self> {
         match facts {
             TargetFacts::Metax(metax) => Some(metax),
-            TargetFacts::Nvidia(_) | TargetFacts::Pci(_) => None,
+            TargetFacts::Nvidia(_) | TargetFacts::Pci(_) | TargetFacts::Amd(_) => None,
         }
     }
 }
@@ -111,7 +118,7 @@ impl MethodFacts for NvidiaTarget {
     fn of(facts: &TargetFacts) -> Option<&Self> {
         match facts {
             TargetFacts::Nvidia(nvidia) => Some(nvidia),
-            TargetFacts::Metax(_) | TargetFacts::Pci(_) => None,
+            TargetFacts::Metax(_) | TargetFacts::Pci(_) | TargetFacts::Amd(_) => None,
         }
     }
 }
@@ -121,7 +128,17 @@ impl MethodFacts for PciTarget {
     fn of(facts: &TargetFacts) -> Option<&Self> {
         match facts {
             TargetFacts::Pci(pci) => Some(pci),
-            TargetFacts::Metax(_) | TargetFacts::Nvidia(_) => None,
+            TargetFacts::Metax(_) | TargetFacts::Nvidia(_) | TargetFacts::Amd(_) => None,
+        }
+    }
+}
+
+impl MethodFacts for AmdTarget {
+    const METHOD: Method = Method::Amd;
+    fn of(facts: &TargetFacts) -> Option<&Self> {
+        match facts {
+            TargetFacts::Amd(amd) => Some(amd),
+            TargetFacts::Metax(_) | TargetFacts::Nvidia(_) | TargetFacts::Pci(_) => None,
         }
     }
 }

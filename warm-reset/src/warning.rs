@@ -23,6 +23,11 @@ pub enum ResetWarning {
         /// The peers, as `GPU n (bus id)`.
         peers: Vec<String>,
     },
+    /// The kernel resets the whole XGMI hive of the named AMD GPUs with them.
+    HiveResetToo {
+        /// The other GPUs of the hives, by PCI address.
+        peers: Vec<String>,
+    },
     /// A reset that an earlier run issued (it died inside the window) is verified by this run.
     VerifyingEarlierReset,
     /// The kernel log could not be checked after the reset. Why.
@@ -60,6 +65,11 @@ impl fmt::Display for ResetWarning {
                     peers.join(", ")
                 )
             }
+            Self::HiveResetToo { peers } => write!(
+                f,
+                "the kernel resets the XGMI hive together: these GPUs are reset with it: {}",
+                peers.join(", ")
+            ),
             Self::VerifyingEarlierReset => {
                 f.write_str("verifying a reset that an earlier run issued")
             }

@@ -47,7 +47,7 @@ impl FunctionState {
 }
 
 /// The last component of a link, when the link is there.
-fn link_name(path: &Path) -> Result<Option<String>, SysfsError> {
+pub(crate) fn link_name(path: &Path) -> Result<Option<String>, SysfsError> {
     match std::fs::read_link(path) {
         Ok(target) => Ok(target
             .file_name()

@@ -20,6 +20,7 @@ mod host;
 mod target;
 
 pub use error::SysfsError;
+pub(crate) use function::link_name;
 pub use function::{FunctionState, GONE_VENDOR, STUB_DRIVERS, read_function};
 pub use host::{PciHost, SysfsHost};
 pub use target::{Member, PciTarget};

@@ -5,17 +5,21 @@
 //! - [`SimMetax`]: MetaX (`mx-smi`'s published layouts, printed and read back).
 //! - [`SimNvidia`]: NVIDIA (`nvidia-smi`'s published formats, printed and read back).
 //! - [`SimPci`]: PCI functions in sysfs.
+//! - [`SimAmd`]: AMD Instinct GPUs in an XGMI hive (`amd-smi list`'s published layout, printed
+//!   and read back; sysfs as amdgpu shows it).
 //! - [`scenario`]: a named [`Scenario`] of a method, for `mxctl reset --simulate`.
 //! - [`interrupted_reset`]: the journal as a run killed inside its window leaves it.
 //!
 //! Every simulator is `Send` (its clock is shared through an `Arc`), and refuses with the
 //! reasons of its method's real host.
 
+mod amd;
 mod kernel;
 mod metax;
 mod nvidia;
 mod pci;
 
+pub use amd::{AMD_SCENARIOS, AmdFault, AmdSim, SIM_HIVE, SimAmd};
 pub use kernel::SimKernelLog;
 pub use metax::{METAX_SCENARIOS, MetaxFault, MetaxSim, SimMetax};
 pub use nvidia::{NVIDIA_SCENARIOS, NvidiaFault, NvidiaSim, SimNvidia};
@@ -33,7 +37,7 @@ use std::time::Duration;
 
 /// A named scenario of one method's simulated host `H`: what it shows, and what it changes on
 /// the method's default host. Each method's table ([`METAX_SCENARIOS`], [`NVIDIA_SCENARIOS`],
-/// [`PCI_SCENARIOS`]) is the one place a scenario is named.
+/// [`PCI_SCENARIOS`], [`AMD_SCENARIOS`]) is the one place a scenario is named.
 pub struct Scenario<H> {
     /// Its name, as `mxctl reset --simulate` takes it.
     pub name: &'static str,
@@ -86,6 +90,7 @@ pub fn scenarios(method: Method) -> Vec<(&'static str, &'static str)> {
         Method::Metax => listed(&METAX_SCENARIOS),
         Method::Nvidia => listed(&NVIDIA_SCENARIOS),
         Method::Pci => listed(&PCI_SCENARIOS),
+        Method::Amd => listed(&AMD_SCENARIOS),
     }
 }
 
@@ -99,6 +104,7 @@ pub fn scenario(method: Method, name: &str, clock: Arc<dyn Clock>) -> Option<Box
             SimNvidia::scenario(name, clock).map(|host| Box::new(host) as Box<dyn Backend>)
         }
         Method::Pci => SimPci::scenario(name, clock).map(|host| Box::new(host) as Box<dyn Backend>),
+        Method::Amd => SimAmd::scenario(name, clock).map(|host| Box::new(host) as Box<dyn Backend>),
     }
 }
 
@@ -162,6 +168,7 @@ mod tests {
         let clock: Arc<dyn Clock> = Arc::new(crate::clock::VirtualClock::new(0));
         sendable(&SimMetax::new(clock.clone(), &[2]));
         sendable(&SimNvidia::new(clock.clone(), 2, &[]));
-        sendable(&SimPci::new(clock));
+        sendable(&SimPci::new(clock.clone()));
+        sendable(&SimAmd::new(clock));
     }
 }

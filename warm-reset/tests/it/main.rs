@@ -1,6 +1,7 @@
 //! The integration tests of `warm-reset`: one test binary (one link, one
 //! process start per `cargo test`), one module per subject.
 
+mod amd_smi_samples;
 mod machine;
 mod metax_rules;
 mod mx_smi_props;
@@ -10,4 +11,5 @@ mod plan;
 mod plan_step;
 mod random_events;
 mod simulated;
+mod simulated_amd;
 mod simulated_methods;

@@ -1,5 +1,6 @@
-//! The NVIDIA and PCI methods on their simulated hosts, through the same machine and executor
-//! as MetaX: each scenario ends as the design says, with exactly the resets it should issue.
+//! The NVIDIA, PCI and AMD methods on their simulated hosts, through the same machine and
+//! executor as MetaX: each scenario ends as the design says, with exactly the resets it should
+//! issue.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::sync::Arc;
@@ -179,7 +180,7 @@ fn the_pci_faults_end_as_the_design_says() {
 
 #[test]
 fn every_named_scenario_of_every_method_ends_with_its_methods_reason() {
-    let expected: [(Method, &str, &str); 35] = [
+    let expected: [(Method, &str, &str); 48] = [
         (Method::Metax, "ok", "done"),
         (Method::Metax, "slow", "done"),
         (Method::Metax, "hang", "cold_reboot_required (reset_hung)"),
@@ -275,8 +276,41 @@ fn every_named_scenario_of_every_method_ends_with_its_methods_reason() {
             "gives-up",
             "cold_reboot_required (kernel_errors)",
         ),
+        (Method::Amd, "ok", "done"),
+        (Method::Amd, "no-hive", "done"),
+        (Method::Amd, "peer-busy", "blocked (group_in_use)"),
+        (Method::Amd, "kfd-held", "blocked (gpu_busy)"),
+        (Method::Amd, "not-amdgpu", "blocked (driver_not_loaded)"),
+        (Method::Amd, "error", "cold_reboot_required (reset_error)"),
+        (
+            Method::Amd,
+            "says-unable",
+            "cold_reboot_required (reset_error)",
+        ),
+        (Method::Amd, "hang", "cold_reboot_required (reset_hung)"),
+        (
+            Method::Amd,
+            "stays-in-reset",
+            "cold_reboot_required (gpu_unavailable)",
+        ),
+        (
+            Method::Amd,
+            "gpu-missing",
+            "cold_reboot_required (gpu_missing)",
+        ),
+        (
+            Method::Amd,
+            "partition-lost",
+            "cold_reboot_required (topology_wrong)",
+        ),
+        (
+            Method::Amd,
+            "kernel-errors",
+            "cold_reboot_required (kernel_errors)",
+        ),
+        (Method::Amd, "no-amd-smi", "blocked (amd_smi_unavailable)"),
     ];
-    for method in [Method::Metax, Method::Nvidia, Method::Pci] {
+    for method in [Method::Metax, Method::Nvidia, Method::Pci, Method::Amd] {
         let named: Vec<&str> = warm_reset::sim::scenarios(method)
             .iter()
             .map(|(name, _)| *name)
