@@ -45,6 +45,18 @@ pub enum Writer {
         /// The VF's number.
         index: u32,
     },
+    /// An AMD GPU's compute partition written (`current_compute_partition`): it changes at
+    /// once.
+    AmdComputePartition,
+    /// An AMD GPU's memory partition requested (`current_memory_partition`): a request for its
+    /// XGMI hive that a driver reload carries out.
+    AmdMemoryPartition,
+    /// A kernel module unloaded and loaded again (`modprobe -r`, `modprobe`): every GPU it
+    /// drives is taken away and set up anew.
+    DriverReload {
+        /// The module (`amdgpu`).
+        module: String,
+    },
 }
 
 impl fmt::Display for Writer {
@@ -57,6 +69,9 @@ impl fmt::Display for Writer {
             Self::VgpuType { index } => {
                 write!(f, "a vGPU type written to virtual function {index}")
             }
+            Self::AmdComputePartition => f.write_str("a compute partition written"),
+            Self::AmdMemoryPartition => f.write_str("a memory partition requested"),
+            Self::DriverReload { module } => write!(f, "a reload of the {module} driver"),
         }
     }
 }

@@ -20,7 +20,7 @@
 //!   absent on a GPU in no hive.
 
 use gpu_partition_types::{Bdf, Token};
-use layout_model::amd::{ComputePartition, MemoryPartition};
+use layout_model::amd::{AmdHeld, AmdRead, ComputePartition, MemoryPartition};
 use std::path::{Path, PathBuf};
 
 /// What amdgpu shows of one GPU's partitions.
@@ -96,6 +96,39 @@ pub enum AmdError {
         /// What was expected.
         what: &'static str,
     },
+}
+
+impl AmdError {
+    /// The GPU reason this failure gives the GPU's record.
+    pub fn unread(&self) -> crate::reason::AmdUnread {
+        use crate::reason::AmdUnread;
+        match self {
+            Self::InReset { .. } => AmdUnread::InReset,
+            Self::Unknown { .. } => AmdUnread::NoMode,
+            Self::Io { .. } | Self::Unexpected { .. } => AmdUnread::Unreadable,
+        }
+    }
+}
+
+impl AmdPartitions {
+    /// What the GPU holds, for a comparison with its declaration, with the memory partition
+    /// requested of it and waiting for a driver reload (this host's record).
+    pub fn held(&self, requested: Option<MemoryPartition>) -> AmdHeld {
+        AmdHeld::new(self.compute, self.memory, requested)
+    }
+}
+
+/// A GPU's read as a comparison takes it: what it holds (with `requested`), why it did not
+/// read, or that it shows no partition files.
+pub fn as_compared(
+    read: &Result<Option<AmdPartitions>, AmdError>,
+    requested: Option<MemoryPartition>,
+) -> AmdRead {
+    match read {
+        Ok(Some(held)) => AmdRead::Held(held.held(requested)),
+        Ok(None) => AmdRead::NotPartitionable,
+        Err(error) => AmdRead::Unreadable(gpu_host_probe::chain::Chain(error).to_string()),
+    }
 }
 
 /// The file's text, `None` where it does not exist; `EPERM` is the kernel's "in reset".
@@ -262,4 +295,82 @@ pub fn read_partitions(sysfs_root: &Path, bdf: Bdf) -> Result<Option<AmdPartitio
         available_memory,
         hive,
     }))
+}
+
+/// What carries the writes of an AMD partition layout: the two partition files and the driver's
+/// reload. The real kernel's side is `mig_layout::amd::SysfsAmdgpu` (the files under the host's
+/// sysfs, `modprobe` through the runner); a simulated amdgpu answers as the kernel does
+/// (`host_sync::fake_amdgpu`, feature `sim`). Each write's refusal is the kernel's errno
+/// (`EINVAL` a mode not offered, `EBUSY` a ROCm process on the GPU, `EPERM` the GPU in reset).
+pub trait AmdgpuWrites: Send + Sync {
+    /// `mode` written to `current_compute_partition` of `device` under `sysfs_root`: it takes
+    /// effect at once.
+    fn write_compute(
+        &self,
+        sysfs_root: &Path,
+        device: Bdf,
+        mode: ComputePartition,
+    ) -> std::io::Result<()>;
+
+    /// `mode` written to `current_memory_partition` of `device`: only a request, for the GPU's
+    /// whole XGMI hive, that the next driver reload carries out.
+    fn request_memory(
+        &self,
+        sysfs_root: &Path,
+        device: Bdf,
+        mode: MemoryPartition,
+    ) -> std::io::Result<()>;
+
+    /// The driver unloaded and loaded again (`modprobe -r amdgpu`, `modprobe amdgpu`): every
+    /// request holds, and each GPU's compute partition is set anew by the driver. `cancel` ends
+    /// a run that has not finished.
+    fn reload_driver(&self, cancel: Option<&gpu_host_probe::Cancel>) -> Result<(), ReloadError>;
+}
+
+impl<T: AmdgpuWrites + ?Sized> AmdgpuWrites for &T {
+    fn write_compute(
+        &self,
+        sysfs_root: &Path,
+        device: Bdf,
+        mode: ComputePartition,
+    ) -> std::io::Result<()> {
+        (**self).write_compute(sysfs_root, device, mode)
+    }
+
+    fn request_memory(
+        &self,
+        sysfs_root: &Path,
+        device: Bdf,
+        mode: MemoryPartition,
+    ) -> std::io::Result<()> {
+        (**self).request_memory(sysfs_root, device, mode)
+    }
+
+    fn reload_driver(&self, cancel: Option<&gpu_host_probe::Cancel>) -> Result<(), ReloadError> {
+        (**self).reload_driver(cancel)
+    }
+}
+
+/// Why the driver's reload did not complete.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReloadError {
+    /// A `modprobe` run (the unload or the load) ended otherwise than with exit 0.
+    #[error("`{command}` {result}{}", said(stderr))]
+    Ran {
+        /// The command, for people (`modprobe -r amdgpu`).
+        command: String,
+        /// How it ended.
+        result: gpu_host_probe::run::RunResult,
+        /// What it wrote on standard error, trimmed.
+        stderr: String,
+    },
+}
+
+fn said(stderr: &str) -> String {
+    if stderr.is_empty() {
+        String::new()
+    } else {
+        format!(": {stderr}")
+    }
 }

@@ -28,6 +28,9 @@ pub struct ApplyEnd {
     /// The mode each GPU it read last gave: the sync that follows reads no card with the pool
     /// off, and must know what the apply left.
     pub modes: Vec<(Bdf, PartitionMode)>,
+    /// The AMD GPUs it read: [`end_apply`] reads their partitions again from sysfs (amdgpu's
+    /// files cost nothing to read) and records them, for the same reason.
+    pub amd: Vec<Bdf>,
     /// What the host is declared to be from now on: the GPUs it named, each as applied (an
     /// apply that wrote declares; a blocked one, a dry run, or one that ended before its first
     /// write does not, and the declaration before it stands).
@@ -43,6 +46,7 @@ impl ApplyEnd {
             message,
             wrote,
             modes: Vec::new(),
+            amd: Vec::new(),
             declared: None,
         }
     }
@@ -111,18 +115,18 @@ pub fn end_apply(
         };
         state.message = failure.map(|failure| failure.message);
     }
-    if end
-        .modes
-        .iter()
-        .any(|(bdf, _)| !state.gpus.contains_key(bdf))
-    {
-        let found = crate::pci::scan(lock.host().sysfs_root())?;
-        let unread: Vec<Bdf> = found.skipped.iter().filter_map(|entry| entry.bdf).collect();
-        state.gpus = crate::modes::carry_over(&found.gpus, &state.gpus, &unread);
-    }
+    let read = end.modes.iter().map(|(bdf, _)| bdf).chain(&end.amd);
+    with_records(lock, &mut state, read)?;
     for (bdf, mode) in &end.modes {
         if let Some(gpu) = state.gpus.get_mut(bdf) {
             crate::modes::read_answered(gpu, *mode);
+        }
+    }
+    let boot = lock.host().boot().or(&state.boot);
+    for bdf in &end.amd {
+        if let Some(gpu) = state.gpus.get_mut(bdf) {
+            let read = crate::amd::read_partitions(lock.host().sysfs_root(), *bdf);
+            crate::modes::amd_read(gpu, &read, now, &boot);
         }
     }
     if let Some(gpus) = end.declared {
@@ -135,6 +139,53 @@ pub fn end_apply(
         state.lost = None;
     }
     state.layout = Some(finished);
+    save_checked(store, &state)?;
+    Ok(())
+}
+
+/// Gives each GPU of `devices` the state has no record of one (from the host's sysfs).
+fn with_records<'d>(
+    lock: &HostLock,
+    state: &mut crate::state::HostState,
+    mut devices: impl Iterator<Item = &'d Bdf>,
+) -> Result<(), ScanError> {
+    if devices.any(|bdf| !state.gpus.contains_key(bdf)) {
+        let found = crate::pci::scan(lock.host().sysfs_root())?;
+        let unread: Vec<Bdf> = found.skipped.iter().filter_map(|entry| entry.bdf).collect();
+        state.gpus = crate::modes::carry_over(&found.gpus, &state.gpus, &unread);
+    }
+    Ok(())
+}
+
+/// Records, under `lock`, that `mode` was requested of the AMD GPUs `devices` (every GPU of
+/// the XGMI hive a request reaches), in the boot now: the kernel shows no pending request, so
+/// this record is what says one waits for a driver reload (each GPU's mode `enable_on_reboot`
+/// or `disable_on_reboot` where the reload changes whether it is divided). A read that shows
+/// the mode, or a read in another boot, ends it ([`crate::modes::amd_read`]). Written before
+/// the reload, so a crash between the two leaves it said.
+pub fn request_memory(
+    lock: &HostLock,
+    store: &mut dyn StateStore,
+    devices: &[Bdf],
+    mode: layout_model::amd::MemoryPartition,
+) -> Result<(), ApplyStateError> {
+    let mut state = store.load()?.unwrap_or_default();
+    with_records(lock, &mut state, devices.iter())?;
+    let boot = lock.host().boot().or(&state.boot);
+    let now = unix_now();
+    for bdf in devices {
+        let Some(gpu) = state.gpus.get_mut(bdf) else {
+            continue;
+        };
+        let amd = gpu.amd.get_or_insert_with(crate::gpu::AmdRecord::default);
+        amd.requested = Some(crate::gpu::MemoryRequest::new(mode, now, boot.clone()));
+        if let (Some(compute), memory) = (amd.compute, amd.memory) {
+            let held =
+                crate::amd::AmdPartitions::new((compute, Vec::new()), memory, Vec::new(), None);
+            let pending = crate::modes::amd_mode(&held, Some(mode));
+            crate::modes::read_answered(gpu, pending);
+        }
+    }
     save_checked(store, &state)?;
     Ok(())
 }

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum HelperState {
-    /// Not looked at (the pool switch is off, or there is no NVIDIA GPU).
+    /// Not looked at (the pool switch is off, or there is no NVIDIA GPU to read).
     NotChecked,
     /// Present and executable, and not found incompatible.
     Available,
@@ -74,8 +74,12 @@ fn layout_failed(facts: &Facts<'_>, direction: Direction) -> bool {
         .is_some_and(|failure| failure.direction == direction)
 }
 
-fn nvidia<'a>(facts: &'a Facts<'_>) -> impl Iterator<Item = &'a PciFunction> {
-    facts.gpus.iter().filter(|gpu| gpu.is_nvidia())
+/// The GPUs of a vendor whose partitions the host reads (NVIDIA, AMD), bound or not.
+fn partitionable<'a>(facts: &'a Facts<'_>) -> impl Iterator<Item = &'a PciFunction> {
+    facts
+        .gpus
+        .iter()
+        .filter(|gpu| gpu.is_partitionable_vendor())
 }
 
 /// The checks, most specific first; the last always applies.
@@ -83,8 +87,10 @@ pub const CHECKS: [Check; 11] = [
     // What the host was declared to be is not known: it is never ready, whatever the cards say,
     // and says so on every sync until it is put right.
     Check {
-        name: "the stored state was lost, pool switch on, an NVIDIA GPU on the host",
-        applies: |facts| facts.lost && facts.pool.is_enabled() && nvidia(facts).next().is_some(),
+        name: "the stored state was lost, pool switch on, an NVIDIA or AMD GPU on the host",
+        applies: |facts| {
+            facts.lost && facts.pool.is_enabled() && partitionable(facts).next().is_some()
+        },
         status: HostStatus::Entering,
         reason: HostReason::StateLost,
     },
@@ -95,8 +101,8 @@ pub const CHECKS: [Check; 11] = [
         reason: HostReason::StateLost,
     },
     Check {
-        name: "no NVIDIA display-class physical function",
-        applies: |facts| nvidia(facts).next().is_none(),
+        name: "no NVIDIA or AMD GPU physical function",
+        applies: |facts| partitionable(facts).next().is_none(),
         status: HostStatus::Inactive,
         reason: HostReason::NoPartitionableGpu,
     },
@@ -109,9 +115,10 @@ pub const CHECKS: [Check; 11] = [
     // Last known divided: its mode, or the last mode read from it (a GPU left `unknown` by an
     // interrupted read over a division may still be divided).
     Check {
-        name: "pool switch off, some NVIDIA GPU last known divided",
+        name: "pool switch off, some NVIDIA or AMD GPU last known divided",
         applies: |facts| {
-            !facts.pool.is_enabled() && nvidia(facts).any(|gpu| last_known_divided(facts, &gpu.bdf))
+            !facts.pool.is_enabled()
+                && partitionable(facts).any(|gpu| last_known_divided(facts, &gpu.bdf))
         },
         status: HostStatus::Leaving,
         reason: HostReason::GpusStillDivided,
@@ -141,7 +148,7 @@ pub const CHECKS: [Check; 11] = [
         reason: HostReason::LayoutDrifted,
     },
     Check {
-        name: "some NVIDIA GPU to be read is not settled",
+        name: "some GPU to be read (NVIDIA or AMD) is not settled",
         applies: |facts| {
             facts
                 .gpus

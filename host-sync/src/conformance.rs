@@ -14,14 +14,15 @@
 //! (the same file, the same database), the first time over an empty one: what one store saved,
 //! the next one opened must load, as after a restart.
 
-use crate::gpu::GpuRecord;
-use crate::reason::{GpuReason, NotRead};
+use crate::gpu::{AmdRecord, GpuRecord, MemoryRequest};
+use crate::reason::{AmdUnread, GpuReason, NotRead};
 use crate::record::{Direction, LayoutOutcome, LayoutRecord};
 use crate::state::{BootRestore, HostState, StateLost, first_difference};
 use crate::status::{HostStatus, StoredReason};
 use crate::store::StateStore;
 use gpu_host_probe::Boot;
 use gpu_partition_types::{Bdf, PartitionMode, Token, UnreadableReason};
+use layout_model::amd::{AmdWant, ComputePartition, MemoryPartition};
 use std::fmt;
 
 /// A check of the suite that the store did not pass.
@@ -267,6 +268,41 @@ fn full_state() -> HostState {
         record.last_read = last_read;
         state.gpus.insert(bdf(n), record);
     }
+    // AMD Instinct GPUs: one read with a memory request of ours waiting for a driver reload,
+    // one whose partitions did not read (its request kept).
+    let first = state.gpus.len();
+    let mut pending = GpuRecord::new(
+        0x1002,
+        0x74a1,
+        Some("amdgpu".to_owned()),
+        PartitionMode::EnableOnReboot,
+    );
+    pending.last_read = Some(PartitionMode::EnableOnReboot);
+    let mut amd = AmdRecord::read(
+        Some(ComputePartition::Spx),
+        Some(MemoryPartition::Nps1),
+        1_767_229_150,
+    );
+    amd.requested = Some(MemoryRequest::new(
+        MemoryPartition::Nps4,
+        1_767_229_140,
+        state.boot.clone(),
+    ));
+    pending.amd = Some(amd.clone());
+    state.gpus.insert(bdf(first), pending);
+    let mut in_reset = GpuRecord::new(
+        0x1002,
+        0x74a1,
+        Some("amdgpu".to_owned()),
+        PartitionMode::PossiblyEnabled,
+    );
+    in_reset.reason = Some(GpuReason::Amdgpu(AmdUnread::InReset));
+    in_reset.message = Some("the GPU is in reset (EPERM)".to_owned());
+    in_reset.amd = Some(AmdRecord {
+        requested: amd.requested,
+        ..AmdRecord::default()
+    });
+    state.gpus.insert(bdf(first + 1), in_reset);
     state
 }
 
@@ -311,6 +347,10 @@ fn declared(holds: bool) -> HostState {
         ),
     );
     gpus.insert(bdf(2), DeclaredGpu::disabled(Board::default()));
+    gpus.insert(
+        bdf(3),
+        DeclaredGpu::amd(AmdWant::new(ComputePartition::Cpx, MemoryPartition::Nps4)),
+    );
     let previous = Declaration::new("all-1g.5gb", 1_767_229_000, None, Default::default());
     let mut declaration = Declaration::new("all-balanced", 1_767_229_050, Some(&previous), gpus);
     let profile = ProfileRef::new(19, Some("1g.5gb".to_owned()));
@@ -373,6 +413,18 @@ fn declared(holds: bool) -> HostState {
         },
         Fact::Unreadable {
             what: ReplyMember::Placement { gpu_instance_id: 3 },
+        },
+        Fact::ComputePartition {
+            found: ComputePartition::Spx,
+            wanted: ComputePartition::Cpx,
+        },
+        Fact::MemoryPartition {
+            found: Some(MemoryPartition::Nps1),
+            requested: Some(MemoryPartition::Nps4),
+            wanted: MemoryPartition::Nps4,
+        },
+        Fact::PartitionsUnread {
+            why: "the GPU is in reset (EPERM)".to_owned(),
         },
     ];
     let differences = if holds {

@@ -17,14 +17,25 @@
 //! - A reboot sets the compute partition anew as a reload does and drops any request; the
 //!   memory partition is kept unless the GPU is told otherwise
 //!   ([`FakeAmdGpu::memory_at_boot`]): no source says what a cold boot does to it.
+//!
+//! Every write is logged ([`FakeAmdgpu::log`]: `current_compute_partition <gpu> CPX`,
+//! `current_memory_partition <gpu> NPS4`, `modprobe -r amdgpu`, `modprobe amdgpu`, each
+//! refused one with ` <errno>` after it), so a test counts the writes and reloads. The fake
+//! carries an apply's writes ([`crate::amd::AmdgpuWrites`]) in a [`Mutex`] for one process, or
+//! kept in a file between processes ([`FakeAmdgpuFile`]: `mxctl`'s `--simulate`).
 
+use crate::amd::{AmdgpuWrites, ReloadError};
 use crate::fake_sysfs::FakeSysfs;
 use MemoryPartition::{Nps1, Nps2, Nps4};
+use gpu_partition_types::Bdf;
 use layout_model::amd::{ComputePartition, MemoryPartition};
 use nix::errno::Errno;
+use serde::{Deserialize, Serialize};
 use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-/// A part's facts, as AMD publishes them.
+/// A part's facts, as AMD publishes them (kept by its name in a [`FakeAmdgpuFile`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AmdPart {
@@ -67,13 +78,35 @@ pub const MI300A: AmdPart = AmdPart {
     memory_offered: &[],
 };
 
+/// The parts the fake knows, by name.
+pub const PARTS: [AmdPart; 3] = [MI300X, MI355X, MI300A];
+
+/// A part kept by its name.
+mod part_by_name {
+    use super::{AmdPart, PARTS};
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(part: &AmdPart, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(part.name)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<AmdPart, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        PARTS
+            .into_iter()
+            .find(|part| part.name == name)
+            .ok_or_else(|| serde::de::Error::custom(format!("{name:?} is no part the fake knows")))
+    }
+}
+
 /// One fake GPU.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct FakeAmdGpu {
     /// Its address.
     pub bdf: String,
     /// Its part.
+    #[serde(with = "part_by_name")]
     pub part: AmdPart,
     /// Its compute partition; `None`: UNKNOWN (the driver has set none).
     pub compute: Option<ComputePartition>,
@@ -93,10 +126,19 @@ pub struct FakeAmdGpu {
 
 /// Fake AMD GPUs, shown in a fake sysfs.
 #[derive(Debug)]
-pub struct FakeAmdgpu<'s> {
-    sysfs: &'s FakeSysfs,
+pub struct FakeAmdgpu {
+    sysfs: FakeSysfs,
     /// The GPUs.
     pub gpus: Vec<FakeAmdGpu>,
+    /// Every write, in order.
+    pub log: Vec<String>,
+}
+
+/// What a [`FakeAmdgpuFile`] keeps.
+#[derive(Debug, Serialize, Deserialize)]
+struct Kept {
+    gpus: Vec<FakeAmdGpu>,
+    log: Vec<String>,
 }
 
 /// Why a reload failed: `modprobe -r` refuses a module in use.
@@ -130,13 +172,19 @@ fn matched<T: gpu_partition_types::Token>(text: &str) -> Option<T> {
     })
 }
 
-impl<'s> FakeAmdgpu<'s> {
+impl FakeAmdgpu {
     /// No GPU yet, shown in `sysfs`.
-    pub fn new(sysfs: &'s FakeSysfs) -> Self {
+    pub fn new(sysfs: FakeSysfs) -> Self {
         Self {
             sysfs,
             gpus: Vec::new(),
+            log: Vec::new(),
         }
+    }
+
+    /// The sysfs it shows its GPUs in.
+    pub fn sysfs(&self) -> &FakeSysfs {
+        &self.sysfs
     }
 
     /// Adds a GPU of `part` at `bdf` in `hive`, as a driver load leaves it with `memory`.
@@ -147,6 +195,7 @@ impl<'s> FakeAmdgpu<'s> {
         memory: MemoryPartition,
         hive: Option<u64>,
     ) -> io::Result<&mut Self> {
+        let minor = 128 + u32::try_from(self.gpus.len()).unwrap_or(0);
         self.gpus.push(FakeAmdGpu {
             bdf: bdf.to_owned(),
             part,
@@ -159,6 +208,7 @@ impl<'s> FakeAmdgpu<'s> {
             memory_at_boot: None,
         });
         self.show()?;
+        self.sysfs.render_node(bdf, minor)?;
         Ok(self)
     }
 
@@ -179,8 +229,35 @@ impl<'s> FakeAmdgpu<'s> {
             .collect()
     }
 
-    /// `text` written to `current_compute_partition` of the GPU at `bdf`.
+    /// Logs `what`, with the errno that refused it.
+    fn logged<T>(&mut self, what: String, answer: Result<T, Errno>) -> Result<T, Errno> {
+        match &answer {
+            Ok(_) => self.log.push(what),
+            Err(errno) => self.log.push(format!("{what} {errno:?}")),
+        }
+        answer
+    }
+
+    /// `text` written to `current_compute_partition` of the GPU at `bdf` (logged).
     pub fn write_compute(&mut self, bdf: &str, text: &str) -> Result<(), Errno> {
+        let answer = self.compute_written(bdf, text);
+        self.logged(
+            format!("current_compute_partition {bdf} {}", text.trim_end()),
+            answer,
+        )
+    }
+
+    /// `text` written to `current_memory_partition` of the GPU at `bdf` (logged): a request for
+    /// its hive.
+    pub fn write_memory(&mut self, bdf: &str, text: &str) -> Result<(), Errno> {
+        let answer = self.memory_written(bdf, text);
+        self.logged(
+            format!("current_memory_partition {bdf} {}", text.trim_end()),
+            answer,
+        )
+    }
+
+    fn compute_written(&mut self, bdf: &str, text: &str) -> Result<(), Errno> {
         let at = self.at(bdf)?;
         let gpu = &self.gpus[at];
         if gpu.in_reset {
@@ -200,9 +277,7 @@ impl<'s> FakeAmdgpu<'s> {
         self.show().map_err(|_| Errno::EIO)
     }
 
-    /// `text` written to `current_memory_partition` of the GPU at `bdf`: a request for its
-    /// hive.
-    pub fn write_memory(&mut self, bdf: &str, text: &str) -> Result<(), Errno> {
+    fn memory_written(&mut self, bdf: &str, text: &str) -> Result<(), Errno> {
         let at = self.at(bdf)?;
         let gpu = &self.gpus[at];
         if gpu.in_reset {
@@ -229,14 +304,17 @@ impl<'s> FakeAmdgpu<'s> {
         Ok(())
     }
 
-    /// `modprobe -r amdgpu; modprobe amdgpu`: every request holds, and each GPU's compute
-    /// partition is set anew by AUTO.
+    /// `modprobe -r amdgpu; modprobe amdgpu` (logged): every request holds, and each GPU's
+    /// compute partition is set anew by AUTO.
     pub fn reload_driver(&mut self) -> Result<(), ReloadRefused> {
         if let Some(gpu) = self.gpus.iter().find(|gpu| gpu.held) {
+            self.log.push("modprobe -r amdgpu EBUSY".to_owned());
             return Err(ReloadRefused {
                 bdf: gpu.bdf.clone(),
             });
         }
+        self.log.push("modprobe -r amdgpu".to_owned());
+        self.log.push("modprobe amdgpu".to_owned());
         for gpu in &mut self.gpus {
             if let Some(mode) = gpu.requested.take() {
                 gpu.memory = mode;
@@ -308,4 +386,178 @@ fn list_line<T: gpu_partition_types::Token>(modes: &[T]) -> String {
         return "Not supported\n".to_owned();
     }
     format!("{}\n", layout_model::amd::list(modes))
+}
+
+impl FakeAmdgpu {
+    /// How many driver reloads it has made.
+    pub fn reloads(&self) -> usize {
+        self.log
+            .iter()
+            .filter(|line| *line == "modprobe amdgpu")
+            .count()
+    }
+
+    /// The writes of the log that changed or requested a partition (refused ones left out).
+    pub fn partition_writes(&self) -> Vec<&str> {
+        self.log
+            .iter()
+            .map(String::as_str)
+            // `current_<file> <gpu> <mode>`; a refused one has its errno after.
+            .filter(|line| line.starts_with("current_") && line.split(' ').count() == 3)
+            .collect()
+    }
+}
+
+/// The kernel's answer to a write, as `write(2)` gives it.
+fn errno(error: Errno) -> io::Error {
+    io::Error::from_raw_os_error(error as i32)
+}
+
+/// The answer `modprobe -r` gives while a module is in use, as a run of it.
+fn in_use(refused: &ReloadRefused) -> ReloadError {
+    ReloadError::Ran {
+        command: "modprobe -r amdgpu".to_owned(),
+        result: gpu_host_probe::run::RunResult::Exited(1),
+        stderr: format!("modprobe: FATAL: Module amdgpu is in use. ({refused})"),
+    }
+}
+
+impl AmdgpuWrites for Mutex<FakeAmdgpu> {
+    fn write_compute(&self, _: &Path, device: Bdf, mode: ComputePartition) -> io::Result<()> {
+        let mut fake = self.lock().map_err(|_| errno(Errno::EIO))?;
+        fake.write_compute(&device.to_string(), &format!("{mode}\n"))
+            .map_err(errno)
+    }
+
+    fn request_memory(&self, _: &Path, device: Bdf, mode: MemoryPartition) -> io::Result<()> {
+        let mut fake = self.lock().map_err(|_| errno(Errno::EIO))?;
+        fake.write_memory(&device.to_string(), &format!("{mode}\n"))
+            .map_err(errno)
+    }
+
+    fn reload_driver(&self, _: Option<&gpu_host_probe::Cancel>) -> Result<(), ReloadError> {
+        let mut fake = self.lock().map_err(|_| ReloadError::Ran {
+            command: "modprobe -r amdgpu".to_owned(),
+            result: gpu_host_probe::run::RunResult::EndUnknown,
+            stderr: "the fake's lock was poisoned".to_owned(),
+        })?;
+        fake.reload_driver().map_err(|refused| in_use(&refused))
+    }
+}
+
+/// A fake amdgpu kept in a file between processes, shown in the sysfs tree at a root: each
+/// write loads it, answers as the kernel does, shows the GPUs again and saves it.
+#[derive(Debug, Clone)]
+pub struct FakeAmdgpuFile {
+    path: PathBuf,
+    sysfs: FakeSysfs,
+}
+
+/// Why a [`FakeAmdgpuFile`] could not be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FakeFileError {
+    /// The file could not be read or written.
+    #[error("cannot use the simulated amdgpu's file {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// It holds what a simulated amdgpu does not keep.
+    #[error("{} is not a simulated amdgpu's file", path.display())]
+    NotAFake {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl FakeAmdgpuFile {
+    /// The fake kept at `path`, shown under `sysfs_root`.
+    pub fn new(path: impl Into<PathBuf>, sysfs_root: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            sysfs: FakeSysfs::at(sysfs_root),
+        }
+    }
+
+    /// The fake as the file keeps it.
+    pub fn load(&self) -> Result<FakeAmdgpu, FakeFileError> {
+        let io = |source| FakeFileError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let text = std::fs::read(&self.path).map_err(io)?;
+        let kept: Kept =
+            serde_json::from_slice(&text).map_err(|source| FakeFileError::NotAFake {
+                path: self.path.clone(),
+                source,
+            })?;
+        Ok(FakeAmdgpu {
+            sysfs: self.sysfs.clone(),
+            gpus: kept.gpus,
+            log: kept.log,
+        })
+    }
+
+    /// Keeps `fake` in the file (whole: a temporary file renamed over it) and shows its GPUs.
+    pub fn save(&self, fake: &FakeAmdgpu) -> Result<(), FakeFileError> {
+        let io = |source| FakeFileError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let kept = Kept {
+            gpus: fake.gpus.clone(),
+            log: fake.log.clone(),
+        };
+        let text = serde_json::to_vec_pretty(&kept).map_err(|source| FakeFileError::NotAFake {
+            path: self.path.clone(),
+            source,
+        })?;
+        let temporary = self.path.with_extension("tmp");
+        std::fs::write(&temporary, text).map_err(io)?;
+        std::fs::rename(&temporary, &self.path).map_err(io)?;
+        fake.show().map_err(io)
+    }
+
+    /// Loads the fake, lets `change` act on it, and saves it.
+    pub fn change<T>(&self, change: impl FnOnce(&mut FakeAmdgpu) -> T) -> Result<T, FakeFileError> {
+        let mut fake = self.load()?;
+        let answer = change(&mut fake);
+        self.save(&fake)?;
+        Ok(answer)
+    }
+}
+
+fn file_error(error: FakeFileError) -> io::Error {
+    io::Error::other(gpu_host_probe::chain::Chain(&error).to_string())
+}
+
+impl AmdgpuWrites for FakeAmdgpuFile {
+    fn write_compute(&self, _: &Path, device: Bdf, mode: ComputePartition) -> io::Result<()> {
+        self.change(|fake| fake.write_compute(&device.to_string(), &format!("{mode}\n")))
+            .map_err(file_error)?
+            .map_err(errno)
+    }
+
+    fn request_memory(&self, _: &Path, device: Bdf, mode: MemoryPartition) -> io::Result<()> {
+        self.change(|fake| fake.write_memory(&device.to_string(), &format!("{mode}\n")))
+            .map_err(file_error)?
+            .map_err(errno)
+    }
+
+    fn reload_driver(&self, _: Option<&gpu_host_probe::Cancel>) -> Result<(), ReloadError> {
+        self.change(FakeAmdgpu::reload_driver)
+            .map_err(|error| ReloadError::Ran {
+                command: "modprobe -r amdgpu".to_owned(),
+                result: gpu_host_probe::run::RunResult::EndUnknown,
+                stderr: gpu_host_probe::chain::Chain(&error).to_string(),
+            })?
+            .map_err(|refused| in_use(&refused))
+    }
 }

@@ -22,6 +22,18 @@ impl FakeSysfs {
         Ok(Self { root })
     }
 
+    /// The tree already under `root` (nothing created).
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// Gives the GPU `bdf` its DRM render node, `drm/renderD<minor>` (what a ROCm process opens
+    /// as `/dev/dri/renderD<minor>`), as the kernel's DRM core makes it under the device.
+    pub fn render_node(&self, bdf: &str, minor: u32) -> io::Result<&Self> {
+        std::fs::create_dir_all(self.device_dir(bdf).join(format!("drm/renderD{minor}")))?;
+        Ok(self)
+    }
+
     /// The root, to pass as `--sysfs-root`.
     pub fn root(&self) -> &Path {
         &self.root

@@ -2,8 +2,70 @@
 
 use crate::pci::PciFunction;
 use crate::reason::GpuReason;
+use gpu_host_probe::Boot;
 use gpu_partition_types::PartitionMode;
+use layout_model::amd::{ComputePartition, MemoryPartition};
 use serde::{Deserialize, Serialize};
+
+/// A memory partition this host requested of an AMD GPU (its XGMI hive), waiting for a driver
+/// reload. The kernel keeps the request in the driver and shows none (`current_memory_partition`
+/// shows the mode now until the reload), so only this record knows it: it ends when a read shows
+/// the GPU in the mode (the reload came), or in another boot (the driver that held it is gone).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct MemoryRequest {
+    /// The mode requested.
+    pub mode: MemoryPartition,
+    /// When (Unix seconds).
+    pub at: u64,
+    /// The boot it was made in (`boot_id`, `boot_time`).
+    #[serde(flatten)]
+    pub boot: Boot,
+}
+
+impl MemoryRequest {
+    /// `mode` requested at `at` in `boot`.
+    pub fn new(mode: MemoryPartition, at: u64, boot: Boot) -> Self {
+        Self { mode, at, boot }
+    }
+}
+
+/// What the host keeps of an AMD GPU's partitions: as last read (with when), and a memory
+/// request of ours waiting for a driver reload.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[non_exhaustive]
+pub struct AmdRecord {
+    /// The compute partition the last read found; `None` when it did not read (the mode's
+    /// reason says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<ComputePartition>,
+    /// The memory partition the last read found; `None` when it did not read, or the GPU shows
+    /// none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemoryPartition>,
+    /// When they were read (Unix seconds); `None`: never.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_at: Option<u64>,
+    /// A memory partition requested and waiting for a driver reload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<MemoryRequest>,
+}
+
+impl AmdRecord {
+    /// Partitions read at `read_at`, no request waiting.
+    pub fn read(
+        compute: Option<ComputePartition>,
+        memory: Option<MemoryPartition>,
+        read_at: u64,
+    ) -> Self {
+        Self {
+            compute,
+            memory,
+            read_at: Some(read_at),
+            requested: None,
+        }
+    }
+}
 
 /// What the host keeps of one GPU (by address, in [`HostState`](crate::HostState)). Every field
 /// is part of the store's contract ([`StateStore`](crate::StateStore)): a store keeps each one
@@ -34,6 +96,10 @@ pub struct GpuRecord {
     /// A store must keep it: it is what makes a crash during a read safe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_read: Option<PartitionMode>,
+    /// An AMD GPU's partitions (schema 5); `None` for any other GPU, and for an AMD GPU never
+    /// read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amd: Option<AmdRecord>,
 }
 
 impl GpuRecord {
@@ -54,6 +120,7 @@ impl GpuRecord {
             reason: None,
             message: None,
             last_read: None,
+            amd: None,
         }
     }
 
@@ -70,6 +137,14 @@ impl GpuRecord {
     /// An NVIDIA GPU, by vendor ID.
     pub fn is_nvidia(&self) -> bool {
         self.vendor == gpu_host_probe::NVIDIA_VENDOR
+    }
+
+    /// The memory partition requested of this AMD GPU and waiting for a driver reload, if any.
+    pub fn requested_memory(&self) -> Option<MemoryPartition> {
+        self.amd
+            .as_ref()
+            .and_then(|amd| amd.requested.as_ref())
+            .map(|request| request.mode)
     }
 
     /// Divided or possibly divided now, or last read so.

@@ -23,10 +23,12 @@
 //!   and hands the store back with the report. Reports serialize to `mxctl --json`'s documents
 //!   ([`SyncReport`], [`StatusReport`]), and every failed read carries its message next to its
 //!   reason.
-//! - `fake_sysfs`, `fake_amdgpu` and `conformance` (feature `test-util`): a sysfs tree built on
-//!   disk, AMD GPUs that answer partition writes by the kernel's rules in it, and the
-//!   conformance suite any [`StateStore`] runs in its tests. Enable them for your tests with
-//!   `host-sync = { version = "…", features = ["test-util"] }` under `[dev-dependencies]`.
+//! - `fake_sysfs` and `fake_amdgpu` (feature `sim`): a sysfs tree built on disk, and AMD GPUs
+//!   that answer partition writes by the kernel's rules in it (in one process, or kept in a
+//!   file between processes, as `mxctl --simulate` keeps them); `conformance` (feature
+//!   `test-util`, which takes `sim` too): the conformance suite any [`StateStore`] runs in its
+//!   tests. Enable them for your tests with `host-sync = { version = "…", features =
+//!   ["test-util"] }` under `[dev-dependencies]`.
 //!
 //! The rules of a sync are in the project's `docs/sync.md`.
 #![doc = include_str!("../README.md")]
@@ -39,9 +41,9 @@ mod classify;
 mod clock;
 #[cfg(feature = "test-util")]
 pub mod conformance;
-#[cfg(feature = "test-util")]
+#[cfg(feature = "sim")]
 pub mod fake_amdgpu;
-#[cfg(feature = "test-util")]
+#[cfg(feature = "sim")]
 pub mod fake_sysfs;
 mod gpu;
 pub mod mdev;
@@ -60,14 +62,14 @@ mod warning;
 
 pub use apply_state::{
     ApplyEnd, ApplyStateError, BootRestoreStart, begin_apply, begin_boot_restore, end_apply,
-    start_apply,
+    request_memory, start_apply,
 };
 pub use classify::{CHECKS, Check, Facts, HelperState, classify};
-pub use gpu::GpuRecord;
+pub use gpu::{AmdRecord, GpuRecord, MemoryRequest};
 pub use gpu_host_probe::{Boot, DEFAULT_LOCK_WAIT, Host};
 pub use gpu_partition_types::Token;
-pub use pci::{PciFunction, PciScan, ScanError, SkippedEntry, scan, scan_gpus};
-pub use reason::{GpuReason, NotRead, UnknownGpuReason};
+pub use pci::{PciFunction, PciScan, ReadBy, ScanError, SkippedEntry, scan, scan_gpus};
+pub use reason::{AmdUnread, GpuReason, NotRead, UnknownGpuReason};
 pub use record::{BadLayoutOutcome, Direction, LayoutFailure, LayoutOutcome, LayoutRecord};
 pub use report::StatusReport;
 pub use spawn::{SyncDone, SyncHandle, SyncPanicked, spawn_sync};

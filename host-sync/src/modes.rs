@@ -1,10 +1,13 @@
 //! The partition-mode rules of a sync, as pure functions over records.
 
-use crate::gpu::GpuRecord;
-use crate::pci::PciFunction;
+use crate::amd::{AmdError, AmdPartitions};
+use crate::gpu::{AmdRecord, GpuRecord};
+use crate::pci::{PciFunction, ReadBy};
 use crate::reason::GpuReason;
 use gpu_host_probe::helper::ReadFailure;
+use gpu_host_probe::{Boot, BootMatch};
 use gpu_partition_types::{Bdf, PartitionMode};
+use layout_model::amd::{ComputePartition, MemoryPartition};
 use std::collections::BTreeMap;
 
 /// The records of the GPUs found now, carried over from `stored` (ids and driver refreshed) or
@@ -65,19 +68,93 @@ pub fn not_taking_part(records: &mut BTreeMap<Bdf, GpuRecord>, after_boot: bool)
 }
 
 /// The host takes part: GPUs not read by design become `not_checked` with their reason.
-/// Answers the GPUs to read (NVIDIA bound to `nvidia`), in address order.
-pub fn mark_not_checked(gpus: &[PciFunction], records: &mut BTreeMap<Bdf, GpuRecord>) -> Vec<Bdf> {
+/// Answers the GPUs to read `by` this way (NVIDIA bound to `nvidia` by the helper, AMD bound
+/// to `amdgpu` from sysfs), in address order.
+pub fn mark_not_checked(
+    gpus: &[PciFunction],
+    records: &mut BTreeMap<Bdf, GpuRecord>,
+    by: ReadBy,
+) -> Vec<Bdf> {
     let mut to_read = Vec::new();
     for gpu in gpus {
-        match (gpu.not_read_reason(), records.get_mut(&gpu.bdf)) {
-            (Some(reason), Some(record)) => {
+        match (gpu.read_by(), records.get_mut(&gpu.bdf)) {
+            (Err(reason), Some(record)) => {
                 record.set(PartitionMode::NotChecked, Some(GpuReason::NotRead(reason)));
             }
-            (None, Some(_)) => to_read.push(gpu.bdf),
-            (_, None) => {}
+            (Ok(reader), Some(_)) if reader == by => to_read.push(gpu.bdf),
+            (Ok(_), Some(_)) | (_, None) => {}
         }
     }
     to_read
+}
+
+/// An AMD GPU's partition mode from what amdgpu shows and a memory request of ours waiting for
+/// a driver reload: divided (`enabled`) with more than one compute or memory partition; with a
+/// request, `enable_on_reboot` or `disable_on_reboot` when the reload changes that (it sets the
+/// memory partition requested, and the compute partition by the driver's AUTO rule, whose NPS1
+/// is SPX: NPS1 is undivided after it, any other mode divided).
+pub fn amd_mode(held: &AmdPartitions, requested: Option<MemoryPartition>) -> PartitionMode {
+    let now = held.compute != ComputePartition::Spx
+        || held
+            .memory
+            .is_some_and(|memory| memory != MemoryPartition::Nps1);
+    let after = requested.map(|memory| memory != MemoryPartition::Nps1);
+    match (now, after) {
+        (false, Some(true)) => PartitionMode::EnableOnReboot,
+        (true, Some(false)) => PartitionMode::DisableOnReboot,
+        (true, _) => PartitionMode::Enabled,
+        (false, _) => PartitionMode::Disabled,
+    }
+}
+
+/// An AMD GPU read from sysfs at `now`, in `boot`: its mode ([`amd_mode`]) and partitions
+/// recorded, or why they did not read (`unknown`, or `possibly_enabled` over a GPU last known
+/// divided, with the reader's message); a GPU that shows no partition files is
+/// `not_supported`. A memory request of ours ends once the GPU shows the mode (the reload came)
+/// or in another boot (the driver that held it is gone); a failed read leaves it as it was.
+pub fn amd_read(
+    record: &mut GpuRecord,
+    read: &Result<Option<AmdPartitions>, AmdError>,
+    now: u64,
+    boot: &Boot,
+) {
+    match read {
+        Ok(None) => {
+            read_answered(record, PartitionMode::NotSupported);
+            record.amd = None;
+        }
+        Ok(Some(held)) => {
+            let requested = record
+                .amd
+                .take()
+                .and_then(|amd| amd.requested)
+                .filter(|request| {
+                    request.boot.compare(boot) != BootMatch::Other
+                        && held.memory != Some(request.mode)
+                });
+            read_answered(
+                record,
+                amd_mode(held, requested.as_ref().map(|request| request.mode)),
+            );
+            let mut amd = AmdRecord::read(Some(held.compute), held.memory, now);
+            amd.requested = requested;
+            record.amd = Some(amd);
+        }
+        Err(error) => {
+            let mode = if record.last_known_divided() {
+                PartitionMode::PossiblyEnabled
+            } else {
+                PartitionMode::Unknown
+            };
+            record.set(mode, Some(GpuReason::Amdgpu(error.unread())));
+            record.message = Some(gpu_host_probe::chain::Chain(error).to_string());
+            let requested = record.amd.take().and_then(|amd| amd.requested);
+            record.amd = Some(AmdRecord {
+                requested,
+                ..AmdRecord::default()
+            });
+        }
+    }
 }
 
 /// A GPU about to be read: `unknown`, so a crash during the read never leaves a stale answer.

@@ -36,23 +36,59 @@ impl PciFunction {
         self.identity.is_nvidia()
     }
 
-    /// Why the host does not read this GPU by design; `None` for an NVIDIA GPU bound to
-    /// `nvidia`, the only kind read through the helper. The one place that decides it.
-    pub fn not_read_reason(&self) -> Option<NotRead> {
-        if !self.is_nvidia() {
-            return Some(NotRead::NotNvidia);
-        }
+    /// An AMD function, by vendor ID.
+    pub fn is_amd(&self) -> bool {
+        self.identity.is_amd()
+    }
+
+    /// A GPU of a vendor whose partitions the host reads (NVIDIA, AMD), bound or not.
+    pub fn is_partitionable_vendor(&self) -> bool {
+        self.is_nvidia() || self.is_amd()
+    }
+
+    /// How the host reads this GPU, or why it does not by design: an NVIDIA GPU bound to
+    /// `nvidia` through the helper, an AMD GPU bound to `amdgpu` through amdgpu's sysfs files.
+    /// The one place that decides it.
+    pub fn read_by(&self) -> Result<ReadBy, NotRead> {
+        let (reader, driver) = if self.is_nvidia() {
+            (ReadBy::Helper, "nvidia")
+        } else if self.is_amd() {
+            (ReadBy::Amdgpu, "amdgpu")
+        } else {
+            return Err(NotRead::NotNvidia);
+        };
         match self.driver.as_deref() {
-            None => Some(NotRead::NoDriver),
-            Some("nvidia") => None,
-            Some(driver) => Some(NotRead::driver(driver)),
+            None => Err(NotRead::NoDriver),
+            Some(bound) if bound == driver => Ok(reader),
+            Some(bound) => Err(NotRead::driver(bound)),
         }
     }
 
-    /// An NVIDIA GPU bound to the `nvidia` driver: the only kind read through the helper.
-    pub fn is_to_be_read(&self) -> bool {
-        self.not_read_reason().is_none()
+    /// Why the host does not read this GPU by design ([`PciFunction::read_by`]); `None` for
+    /// one it reads.
+    pub fn not_read_reason(&self) -> Option<NotRead> {
+        self.read_by().err()
     }
+
+    /// A GPU the host reads: an NVIDIA GPU bound to `nvidia`, an AMD GPU bound to `amdgpu`.
+    pub fn is_to_be_read(&self) -> bool {
+        self.read_by().is_ok()
+    }
+
+    /// A GPU the host reads `by` this way.
+    pub fn is_read_by(&self, by: ReadBy) -> bool {
+        self.read_by() == Ok(by)
+    }
+}
+
+/// How the host reads a GPU's partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ReadBy {
+    /// Through the partition helper (NVML): an NVIDIA GPU bound to `nvidia`.
+    Helper,
+    /// From amdgpu's sysfs files: an AMD GPU bound to `amdgpu`.
+    Amdgpu,
 }
 
 /// Why sysfs, or one entry of it, could not be read.

@@ -21,17 +21,32 @@ pub enum GpuReason {
     ReadInterrupted,
     /// `not_checked`: why the host does not read this GPU, by design.
     NotRead(NotRead),
+    /// `unknown` or `possibly_enabled`: why an AMD GPU's partitions did not read from sysfs.
+    Amdgpu(AmdUnread),
+}
+
+/// Why an AMD GPU's partition files did not read (`host_sync::amd::AmdError`, as a token).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum AmdUnread {
+    /// The kernel answered `EPERM`: the GPU is in reset (`amdgpu_in_reset`).
+    InReset,
+    /// The kernel says `UNKNOWN`: the driver has set no mode (`amdgpu_no_mode`).
+    NoMode,
+    /// A file did not read, or held what amdgpu does not write there (`amdgpu_unreadable`).
+    Unreadable,
 }
 
 /// Why the host does not read a GPU, by design.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum NotRead {
-    /// Not an NVIDIA GPU: `not_nvidia`.
+    /// Not a GPU of a vendor the host reads (NVIDIA through the helper, AMD through amdgpu's
+    /// sysfs files): `not_nvidia`, the token of the versions that read NVIDIA GPUs only, kept.
     NotNvidia,
     /// Bound to no driver: `no_driver`.
     NoDriver,
-    /// Bound to another driver than `nvidia`: `driver_<name>`, every character of the name
+    /// Bound to another driver than its vendor's (`nvidia`, `amdgpu`): `driver_<name>`, every character of the name
     /// outside `[a-z0-9]` turned into `_` (`driver_vfio_pci`).
     Driver(String),
 }
@@ -58,6 +73,9 @@ const READ_INTERRUPTED: &str = "read_interrupted";
 const NOT_NVIDIA: &str = "not_nvidia";
 const NO_DRIVER: &str = "no_driver";
 const DRIVER: &str = "driver_";
+const AMDGPU_IN_RESET: &str = "amdgpu_in_reset";
+const AMDGPU_NO_MODE: &str = "amdgpu_no_mode";
+const AMDGPU_UNREADABLE: &str = "amdgpu_unreadable";
 
 impl fmt::Display for GpuReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -67,6 +85,9 @@ impl fmt::Display for GpuReason {
             Self::NotRead(NotRead::NotNvidia) => f.write_str(NOT_NVIDIA),
             Self::NotRead(NotRead::NoDriver) => f.write_str(NO_DRIVER),
             Self::NotRead(NotRead::Driver(name)) => write!(f, "{DRIVER}{name}"),
+            Self::Amdgpu(AmdUnread::InReset) => f.write_str(AMDGPU_IN_RESET),
+            Self::Amdgpu(AmdUnread::NoMode) => f.write_str(AMDGPU_NO_MODE),
+            Self::Amdgpu(AmdUnread::Unreadable) => f.write_str(AMDGPU_UNREADABLE),
         }
     }
 }
@@ -90,6 +111,9 @@ impl FromStr for GpuReason {
             READ_INTERRUPTED => Self::ReadInterrupted,
             NOT_NVIDIA => Self::NotRead(NotRead::NotNvidia),
             NO_DRIVER => Self::NotRead(NotRead::NoDriver),
+            AMDGPU_IN_RESET => Self::Amdgpu(AmdUnread::InReset),
+            AMDGPU_NO_MODE => Self::Amdgpu(AmdUnread::NoMode),
+            AMDGPU_UNREADABLE => Self::Amdgpu(AmdUnread::Unreadable),
             _ => match text.strip_prefix(DRIVER) {
                 Some(name) if valid_name(name) => Self::NotRead(NotRead::Driver(name.to_owned())),
                 _ => Self::Read(
@@ -154,6 +178,9 @@ mod tests {
             GpuReason::NotRead(NotRead::NotNvidia),
             GpuReason::NotRead(NotRead::NoDriver),
             GpuReason::NotRead(NotRead::driver("vfio-pci")),
+            GpuReason::Amdgpu(AmdUnread::InReset),
+            GpuReason::Amdgpu(AmdUnread::NoMode),
+            GpuReason::Amdgpu(AmdUnread::Unreadable),
         ];
         for reason in reasons {
             assert_eq!(reason.to_string().parse(), Ok(reason));

@@ -11,6 +11,10 @@
 //!  "warnings": []}
 //! ```
 //!
+//! `amd` is an AMD GPU's partitions as last read (`compute`, `memory`, `read_at`, and
+//! `requested`: a memory partition of ours waiting for a driver reload, with `mode`, `at` and
+//! its boot), `null` for any other GPU.
+//!
 //! `after_boot`, `drift` (how the declared GPUs read differ from the declaration, each with
 //! `device`, `kind`, its facts and `message`), `checked_at` (when it read the declared GPUs) and
 //! `warnings` are the sync's only; `synced_at`, `layout` (the last MIG layout apply, as the
@@ -182,7 +186,7 @@ impl Serialize for Gpu<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let Gpu(bdf, record) = self;
         let reason = record.reason.as_ref().map(ToString::to_string);
-        let mut gpu = serializer.serialize_struct("Gpu", 7)?;
+        let mut gpu = serializer.serialize_struct("Gpu", 8)?;
         gpu.serialize_field("device", &bdf.to_string())?;
         gpu.serialize_field("vendor", &crate::gpu::hex_id::text(record.vendor))?;
         gpu.serialize_field("device_id", &crate::gpu::hex_id::text(record.device))?;
@@ -190,6 +194,7 @@ impl Serialize for Gpu<'_> {
         gpu.serialize_field("partition_mode", &record.partition_mode)?;
         gpu.serialize_field("reason", reason.as_deref().unwrap_or(""))?;
         gpu.serialize_field("message", &record.message)?;
+        gpu.serialize_field("amd", &record.amd)?;
         gpu.end()
     }
 }

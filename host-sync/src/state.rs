@@ -29,7 +29,12 @@ use std::path::PathBuf;
 /// - 3: a declared GPU's vGPUs on its virtual functions (`declared.gpus.*.vgpus`): a schema-2
 ///   reader would drop them, so the schema moves though no top-level member is added. A
 ///   schema-2 file reads as it is (no GPU of it has vGPUs declared).
-pub const SCHEMA: u32 = 4;
+/// - 4: a declared GPU's heterogeneous vGPU mode (`declared.gpus.*.vgpu_heterogeneous`).
+/// - 5: AMD Instinct GPUs: a GPU record's partitions as last read and a memory request of ours
+///   waiting for a driver reload (`gpus.*.amd`), and a declared GPU's compute and memory
+///   partitions (`declared.gpus.*.amd`). A schema-4 file reads as it is (no GPU of it is read
+///   or declared so).
+pub const SCHEMA: u32 = 5;
 
 /// The state file that did not read, as the store found it: kept aside, with why. While it is
 /// set the host says so (reason `state_lost`), and a boot restore fails: what the host was

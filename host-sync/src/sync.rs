@@ -1,11 +1,12 @@
 //! The sync: under the host lock, gather the facts, apply the mode rules, classify, write.
 
 use crate::after_boot::is_after_boot;
+use crate::amd::{AmdError, AmdPartitions};
 use crate::classify::{Facts, HelperState, classify};
 use crate::clock::unix_now;
 use crate::gpu::GpuRecord;
 use crate::modes;
-use crate::pci::{ScanError, scan, warn_skipped};
+use crate::pci::{PciFunction, ReadBy, ScanError, scan, warn_skipped};
 use crate::record::LayoutRecord;
 use crate::state::HostState;
 use crate::status::{HostReason, HostStatus, Pool};
@@ -210,7 +211,7 @@ pub fn sync(
 pub const SETTLE_ROUNDS: usize = 3;
 
 /// Each display function's driver, by address.
-fn drivers(gpus: &[crate::pci::PciFunction]) -> BTreeMap<Bdf, Option<String>> {
+fn drivers(gpus: &[PciFunction]) -> BTreeMap<Bdf, Option<String>> {
     gpus.iter()
         .map(|gpu| (gpu.bdf, gpu.driver.clone()))
         .collect()
@@ -261,20 +262,30 @@ pub fn sync_under(
         message: None,
         ..previous
     };
-    let takes_part = options.pool.is_enabled() && gpus.iter().any(|gpu| gpu.is_nvidia());
+    let takes_part =
+        options.pool.is_enabled() && gpus.iter().any(PciFunction::is_partitionable_vendor);
     let mut helper_state = HelperState::NotChecked;
     let mut host_wide = None;
     let mut replies = BTreeMap::new();
+    let mut amd_reads = BTreeMap::new();
     // Where the record of writes stands before the cards are read (the lock is held, so no write
     // of ours comes between): a write recorded after it ends what this check says.
     let mark = host.now().writes.mark();
     if takes_part {
-        let to_read = modes::mark_not_checked(&gpus, &mut state.gpus);
+        let to_read = modes::mark_not_checked(&gpus, &mut state.gpus, ReadBy::Helper);
         if !to_read.is_empty() {
             let read = read_cards(lock, helper, &to_read, &mut state, store)?;
             helper_state = read.helper;
             host_wide = read.host_wide;
             replies = read.replies;
+        }
+        // AMD GPUs from amdgpu's sysfs files: no program runs, nothing waits.
+        for bdf in modes::mark_not_checked(&gpus, &mut state.gpus, ReadBy::Amdgpu) {
+            let read = crate::amd::read_partitions(host.sysfs_root(), bdf);
+            if let Some(record) = state.gpus.get_mut(&bdf) {
+                modes::amd_read(record, &read, now, &state.boot);
+            }
+            amd_reads.insert(bdf, read);
         }
     } else {
         modes::not_taking_part(&mut state.gpus, after_boot);
@@ -285,15 +296,14 @@ pub fn sync_under(
     let mut checked_at = None;
     if let Some(declared) = state.declared.as_mut() {
         if options.pool.is_enabled() {
-            declared.checked(check(
-                declared,
-                &gpus,
-                &replies,
-                host.sysfs_root(),
-                now,
-                &state.boot,
-                mark,
-            ));
+            let read = Read {
+                gpus: &gpus,
+                records: &state.gpus,
+                replies: &replies,
+                amd: &amd_reads,
+                sysfs_root: host.sysfs_root(),
+            };
+            declared.checked(check(declared, &read, now, &state.boot, mark));
             checked_at = Some(now);
         } else {
             declared.lapse(Lapse::new(now, LapseReason::PoolDisabled));
@@ -368,15 +378,28 @@ fn drift_message(drift: &[Difference]) -> String {
     )
 }
 
-/// Compares each declared GPU with what this sync read of it: a GPU read is compared (the
-/// board, then the rules of an assert); one on the host that was not read (bound to another
-/// driver, or its read failed) is unread, not drift — its own reason says why; one no longer on
-/// the host at all is gone. The check keeps where the record of writes stood (`mark`).
+/// What a sync read of the cards, for the check of the declaration.
+struct Read<'a> {
+    /// The GPUs found.
+    gpus: &'a [PciFunction],
+    /// Their records, as the reads left them (an AMD GPU's memory request of ours).
+    records: &'a BTreeMap<Bdf, GpuRecord>,
+    /// The reply of each NVIDIA card read whole.
+    replies: &'a BTreeMap<Bdf, Box<Reply>>,
+    /// What each AMD GPU read showed.
+    amd: &'a BTreeMap<Bdf, Result<Option<AmdPartitions>, AmdError>>,
+    /// Where sysfs is (an NVIDIA GPU's virtual functions).
+    sysfs_root: &'a std::path::Path,
+}
+
+/// Compares each declared GPU with what this sync read of it: a GPU read is compared (an
+/// NVIDIA GPU's board, then the rules of an assert, then its VFs; an AMD GPU's partitions);
+/// one on the host that was not read (bound to another driver, or its read failed) is unread,
+/// not drift — its own reason says why; one no longer on the host at all is gone. The check
+/// keeps where the record of writes stood (`mark`).
 fn check(
     declared: &Declaration,
-    gpus: &[crate::pci::PciFunction],
-    replies: &BTreeMap<Bdf, Box<Reply>>,
-    sysfs_root: &std::path::Path,
+    read: &Read<'_>,
     now: u64,
     boot: &Boot,
     mark: Option<WriteMark>,
@@ -385,17 +408,30 @@ fn check(
     let mut unread = Vec::new();
     let mut adopted = Vec::new();
     for (bdf, gpu) in &declared.gpus {
-        match replies.get(bdf) {
+        if gpu.amd.is_some() {
+            match read.amd.get(bdf) {
+                Some(found) => {
+                    let requested = read.records.get(bdf).and_then(GpuRecord::requested_memory);
+                    differences
+                        .extend(gpu.amd_drift(*bdf, &crate::amd::as_compared(found, requested)));
+                }
+                None if read.gpus.iter().any(|found| found.bdf == *bdf) => unread.push(*bdf),
+                None => differences.push(Difference::new(*bdf, Fact::GpuGone)),
+            }
+            continue;
+        }
+        match read.replies.get(bdf) {
             Some(reply) => {
                 let compared = gpu.drift(reply);
                 differences.extend(compared.differences);
                 adopted.extend(compared.adopted);
                 if gpu.vgpus.is_some() {
-                    differences
-                        .extend(gpu.vf_drift(*bdf, &crate::sriov::read_vf_types(sysfs_root, *bdf)));
+                    differences.extend(
+                        gpu.vf_drift(*bdf, &crate::sriov::read_vf_types(read.sysfs_root, *bdf)),
+                    );
                 }
             }
-            None if gpus.iter().any(|found| found.bdf == *bdf) => unread.push(*bdf),
+            None if read.gpus.iter().any(|found| found.bdf == *bdf) => unread.push(*bdf),
             None => differences.push(Difference::new(*bdf, Fact::GpuGone)),
         }
     }

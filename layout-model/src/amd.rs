@@ -16,6 +16,7 @@
 //! `available_*` files and never assumes a mode these rules allow is offered.
 
 use gpu_partition_types::Token;
+use serde::{Deserialize, Serialize};
 
 gpu_partition_types::token_enum! {
     /// A compute (accelerator) partition mode: how many logical GPUs the GPU is shown as, as
@@ -111,6 +112,79 @@ impl MemoryPartition {
             Self::Nps8 => 8,
         }
     }
+}
+
+/// What a GPU is wanted (or declared) to be: its compute partition and its memory partition.
+/// The one vocabulary of an AMD layout: a plan wants it, a declaration keeps it, a sync compares
+/// the GPU with it ([`crate::DeclaredGpu::amd_drift`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct AmdWant {
+    /// The compute partition.
+    pub compute: ComputePartition,
+    /// The memory partition.
+    pub memory: MemoryPartition,
+}
+
+impl AmdWant {
+    /// `compute` with `memory`.
+    pub fn new(compute: ComputePartition, memory: MemoryPartition) -> Self {
+        Self { compute, memory }
+    }
+
+    /// Whether the GPU is divided so: more than one compute partition or more than one memory
+    /// partition (SPX with NPS1 is one GPU, undivided).
+    pub fn is_divided(self) -> bool {
+        self.compute != ComputePartition::Spx || self.memory != MemoryPartition::Nps1
+    }
+}
+
+impl std::fmt::Display for AmdWant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}+{}", self.compute, self.memory)
+    }
+}
+
+/// What a GPU holds now, as amdgpu shows it, for a comparison with what it is declared to be
+/// ([`crate::DeclaredGpu::amd_drift`]); `host_sync::amd` reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AmdHeld {
+    /// The compute partition now.
+    pub compute: ComputePartition,
+    /// The memory partition now; `None` where the kernel has no such file.
+    pub memory: Option<MemoryPartition>,
+    /// A memory partition requested of the GPU (by this host's record: the kernel shows none)
+    /// that waits for a driver reload.
+    pub requested: Option<MemoryPartition>,
+}
+
+impl AmdHeld {
+    /// A GPU in `compute` with `memory`, `requested` waiting for a reload.
+    pub fn new(
+        compute: ComputePartition,
+        memory: Option<MemoryPartition>,
+        requested: Option<MemoryPartition>,
+    ) -> Self {
+        Self {
+            compute,
+            memory,
+            requested,
+        }
+    }
+}
+
+/// What amdgpu showed of a GPU for a comparison: what it holds, or why it did not read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AmdRead {
+    /// Its partitions.
+    Held(AmdHeld),
+    /// They did not read (the GPU in reset, the kernel's `UNKNOWN`, a file that did not read):
+    /// why, for people.
+    Unreadable(String),
+    /// It shows no partition files: a part amdgpu cannot partition.
+    NotPartitionable,
 }
 
 /// The names of `modes`, as the kernel lists them (`SPX, CPX`).

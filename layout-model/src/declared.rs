@@ -11,6 +11,7 @@
 //! ([`Declaration::holding`]). A GPU the sync could not read is not drift: its own reason says
 //! why.
 
+use crate::amd::{AmdRead, AmdWant};
 use crate::board::Board;
 use crate::card::Card;
 use crate::check::{Holding, Lapse, LayoutCheck};
@@ -102,6 +103,10 @@ pub struct DeclaredGpu {
     /// `sriov-manage -e` clears it, so a restore sets it again. `false`: not asked for.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub vgpu_heterogeneous: bool,
+    /// An AMD GPU's compute and memory partitions (`None`: an NVIDIA GPU, whose layout is the
+    /// members above; an AMD GPU declares no MIG mode and no board).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amd: Option<AmdWant>,
 }
 
 impl DeclaredGpu {
@@ -121,7 +126,61 @@ impl DeclaredGpu {
             board,
             vgpus: None,
             vgpu_heterogeneous: false,
+            amd: None,
         }
+    }
+
+    /// An AMD GPU declared in these partitions.
+    pub fn amd(want: AmdWant) -> Self {
+        Self {
+            amd: Some(want),
+            ..Self::disabled(Board::default())
+        }
+    }
+
+    /// Whether the GPU is declared divided: MIG on, or (an AMD GPU) more than one compute or
+    /// memory partition.
+    pub fn is_divided(&self) -> bool {
+        match self.amd {
+            Some(want) => want.is_divided(),
+            None => self.mig_enabled,
+        }
+    }
+
+    /// How an AMD GPU compares with the partitions it is declared in: nothing where none are
+    /// declared; else the compute partition, then the memory partition (a requested one waiting
+    /// for a driver reload named with it), or why they did not read.
+    pub fn amd_drift(&self, device: Bdf, found: &AmdRead) -> Vec<Difference> {
+        let Some(want) = self.amd else {
+            return Vec::new();
+        };
+        let at = |fact| Difference::new(device, fact);
+        let held = match found {
+            AmdRead::Held(held) => held,
+            AmdRead::Unreadable(why) => {
+                return vec![at(Fact::PartitionsUnread { why: why.clone() })];
+            }
+            AmdRead::NotPartitionable => {
+                return vec![at(Fact::PartitionsUnread {
+                    why: "the GPU shows no partition files: amdgpu cannot partition it".to_owned(),
+                })];
+            }
+        };
+        let mut differences = Vec::new();
+        if held.compute != want.compute {
+            differences.push(at(Fact::ComputePartition {
+                found: held.compute,
+                wanted: want.compute,
+            }));
+        }
+        if held.memory != Some(want.memory) {
+            differences.push(at(Fact::MemoryPartition {
+                found: held.memory,
+                requested: held.requested,
+                wanted: want.memory,
+            }));
+        }
+        differences
     }
 
     /// The same GPU, declared to hold these vGPUs on its VFs.
@@ -194,6 +253,7 @@ impl DeclaredGpu {
             board,
             vgpus: None,
             vgpu_heterogeneous: false,
+            amd: None,
         }
     }
 
@@ -320,9 +380,9 @@ impl Declaration {
         }
     }
 
-    /// Whether every declared GPU has MIG off (a host declared out of partitioning).
+    /// Whether no declared GPU is divided (a host declared out of partitioning).
     pub fn is_disabled(&self) -> bool {
-        self.gpus.values().all(|gpu| !gpu.mig_enabled)
+        self.gpus.values().all(|gpu| !gpu.is_divided())
     }
 
     /// The declared GPUs' addresses.

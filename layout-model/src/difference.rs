@@ -4,6 +4,7 @@
 //! of an extra one, where one moved from and to, …) — with the message for people derived from
 //! them. It serializes (and is stored) flat: `device`, `kind`, the facts, and `message`.
 
+use crate::amd::{ComputePartition, MemoryPartition};
 use crate::board::BoardChange;
 use crate::card::{At, ProfileRef, ReplyMember};
 use crate::want::ProfileKey;
@@ -51,6 +52,12 @@ gpu_partition_types::token_enum! {
         /// A vGPU type the config names that the card cannot hold as asked (not in its
         /// catalogue, more than it holds, not sized by it).
         VgpuType = "vgpu_type",
+        /// An AMD GPU's compute partition (SPX … CPX).
+        ComputePartition = "compute_partition",
+        /// An AMD GPU's memory partition (NPS1 … NPS8), now or requested.
+        MemoryPartition = "memory_partition",
+        /// An AMD GPU's partitions did not read (in reset, no mode set, no partition files).
+        PartitionsUnread = "partitions_unread",
     }
 }
 
@@ -226,6 +233,31 @@ pub enum Fact {
         /// Why (naming the type).
         why: String,
     },
+    /// An AMD GPU's compute partition, found and wanted.
+    ComputePartition {
+        /// The partition now.
+        found: ComputePartition,
+        /// The partition wanted.
+        wanted: ComputePartition,
+    },
+    /// An AMD GPU's memory partition, found (and requested, waiting for a driver reload) and
+    /// wanted.
+    MemoryPartition {
+        /// The partition now (`None`: the kernel shows no memory partition).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        found: Option<MemoryPartition>,
+        /// A partition requested of the GPU that waits for a driver reload (this host's own
+        /// record: the kernel shows none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        requested: Option<MemoryPartition>,
+        /// The partition wanted.
+        wanted: MemoryPartition,
+    },
+    /// An AMD GPU's partitions did not read: why.
+    PartitionsUnread {
+        /// Why.
+        why: String,
+    },
 }
 
 /// A reason written as its token and read back from it.
@@ -273,6 +305,9 @@ impl Fact {
             Self::VgpuExtra { .. } => DifferenceKind::VgpuExtra,
             Self::VfsUnreadable { .. } => DifferenceKind::VfsUnreadable,
             Self::VgpuType { .. } => DifferenceKind::VgpuType,
+            Self::ComputePartition { .. } => DifferenceKind::ComputePartition,
+            Self::MemoryPartition { .. } => DifferenceKind::MemoryPartition,
+            Self::PartitionsUnread { .. } => DifferenceKind::PartitionsUnread,
         }
     }
 }
@@ -424,6 +459,25 @@ impl fmt::Display for Fact {
             ),
             Self::VfsUnreadable { why } => write!(f, "its virtual functions did not read: {why}"),
             Self::VgpuType { why } => f.write_str(why),
+            Self::ComputePartition { found, wanted } => write!(
+                f,
+                "the compute partition is {found}; the layout wants {wanted}"
+            ),
+            Self::MemoryPartition {
+                found,
+                requested,
+                wanted,
+            } => {
+                match found {
+                    Some(found) => write!(f, "the memory partition is {found}")?,
+                    None => f.write_str("the GPU shows no memory partition")?,
+                }
+                if let Some(requested) = requested {
+                    write!(f, ", {requested} requested and waiting for a driver reload")?;
+                }
+                write!(f, "; the layout wants {wanted}")
+            }
+            Self::PartitionsUnread { why } => write!(f, "its partitions did not read: {why}"),
         }
     }
 }
@@ -485,11 +539,14 @@ impl Difference {
             | Fact::Board(BoardChange::OtherBoard { .. })
             | Fact::VfsGone { .. }
             | Fact::VgpuCount { .. }
-            | Fact::VgpuExtra { .. } => Remedy::Restore,
+            | Fact::VgpuExtra { .. }
+            | Fact::ComputePartition { .. }
+            | Fact::MemoryPartition { .. } => Remedy::Restore,
             Fact::GpuGone
             | Fact::Unread { .. }
             | Fact::Unreadable { .. }
-            | Fact::VfsUnreadable { .. } => Remedy::None,
+            | Fact::VfsUnreadable { .. }
+            | Fact::PartitionsUnread { .. } => Remedy::None,
         }
     }
 }

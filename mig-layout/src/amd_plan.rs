@@ -19,7 +19,7 @@
 use crate::vgpu_plan::describe;
 use gpu_partition_types::Bdf;
 use host_sync::amd::AmdPartitions;
-use layout_model::amd::{ComputePartition, MemoryPartition, list};
+use layout_model::amd::{AmdWant, ComputePartition, MemoryPartition, list};
 use warm_reset::io::Holder;
 
 /// What the host holds of one AMD GPU, as read before the plan.
@@ -31,15 +31,6 @@ pub struct AmdCard<'a> {
     pub partitions: &'a AmdPartitions,
     /// The processes holding its device files open (`/dev/dri/renderD*`, `/dev/kfd`).
     pub holders: &'a [Holder],
-}
-
-/// What a layout wants of one GPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AmdWant {
-    /// The compute partition.
-    pub compute: ComputePartition,
-    /// The memory partition.
-    pub memory: MemoryPartition,
 }
 
 /// One step of an AMD plan, in the order it is taken.
@@ -63,6 +54,59 @@ pub enum AmdStep {
         /// The mode.
         mode: ComputePartition,
     },
+}
+
+impl AmdStep {
+    /// The GPU it writes; `None` for the reload (every AMD GPU of the host).
+    pub fn device(&self) -> Option<Bdf> {
+        match self {
+            Self::RequestMemory { device, .. } | Self::SetCompute { device, .. } => Some(*device),
+            Self::ReloadDriver => None,
+        }
+    }
+}
+
+impl std::fmt::Display for AmdStep {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::RequestMemory { mode, .. } => write!(
+                f,
+                "request memory partition {mode} (current_memory_partition; it holds after the \
+                 driver reload)"
+            ),
+            Self::ReloadDriver => f.write_str("reload the amdgpu driver (every AMD GPU)"),
+            Self::SetCompute { mode, .. } => {
+                write!(
+                    f,
+                    "set compute partition {mode} (current_compute_partition)"
+                )
+            }
+        }
+    }
+}
+
+impl serde::Serialize for AmdStep {
+    /// `{"step": "request_memory", "device", "mode"}`, `{"step": "reload_driver"}`,
+    /// `{"step": "set_compute", "device", "mode"}`, each with its `message`.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        match self {
+            Self::RequestMemory { device, mode } => {
+                map.serialize_entry("step", "request_memory")?;
+                map.serialize_entry("device", &device.to_string())?;
+                map.serialize_entry("mode", mode)?;
+            }
+            Self::ReloadDriver => map.serialize_entry("step", "reload_driver")?,
+            Self::SetCompute { device, mode } => {
+                map.serialize_entry("step", "set_compute")?;
+                map.serialize_entry("device", &device.to_string())?;
+                map.serialize_entry("mode", mode)?;
+            }
+        }
+        map.serialize_entry("message", &self.to_string())?;
+        map.end()
+    }
 }
 
 /// Why an AMD plan takes no step.
@@ -158,6 +202,22 @@ pub enum AmdRefusal {
         /// Whether it is held only against the driver's reload (the layout leaves it alone).
         for_reload: bool,
     },
+}
+
+impl AmdRefusal {
+    /// The reason an apply it refuses is blocked with: `gpu_busy` for a GPU in use, else
+    /// `layout_impossible`.
+    pub fn reason(&self) -> crate::report::ApplyReason {
+        use crate::report::ApplyReason;
+        match self {
+            Self::InUse { .. } => ApplyReason::GpuBusy,
+            Self::Incompatible { .. }
+            | Self::MemoryNotOffered { .. }
+            | Self::ComputeNotOffered { .. }
+            | Self::HiveSplit { .. }
+            | Self::HiveMemberLeft { .. } => ApplyReason::LayoutImpossible,
+        }
+    }
 }
 
 fn offered_memory(offered: &[MemoryPartition], current: Option<MemoryPartition>) -> String {

@@ -235,18 +235,11 @@ fn assert_wanted(
             warnings,
         ));
     }
-    let blocked =
-        |reason, detail: String| unread(AssertOutcome::Blocked(reason), detail, Vec::new());
-    let taken = host.lock_unless(options.lock_wait, options.cancel.as_ref());
-    let lock = match taken {
+    let lock = match assert_lock(host, options)? {
         Ok(lock) => lock,
-        Err(busy) if busy.is_busy() => {
-            return Ok(blocked(ApplyReason::LockBusy, busy.to_string()));
+        Err((reason, detail)) => {
+            return Ok(unread(AssertOutcome::Blocked(reason), detail, Vec::new()));
         }
-        Err(cancelled @ LockError::Cancelled { .. }) => {
-            return Ok(blocked(ApplyReason::Cancelled, cancelled.to_string()));
-        }
-        Err(error) => return Err(ApplyError::Lock(error)),
     };
     let gpus: Vec<HostGpu> = wanted.iter().map(|w| w.gpu.clone()).collect();
     let replies = read_cards(&lock, helper, &gpus);
@@ -276,18 +269,85 @@ fn assert_wanted(
             differences,
         })
         .collect();
+    Ok(concluded(label, gpus, warnings))
+}
+
+/// The host lock for an assert, or why it is blocked (held past the wait, the caller's
+/// cancel).
+fn assert_lock(
+    host: &Host,
+    options: &ApplyOptions,
+) -> Result<Result<HostLock, (ApplyReason, String)>, ApplyError> {
+    match host.lock_unless(options.lock_wait, options.cancel.as_ref()) {
+        Ok(lock) => Ok(Ok(lock)),
+        Err(busy) if busy.is_busy() => Ok(Err((ApplyReason::LockBusy, busy.to_string()))),
+        Err(cancelled @ LockError::Cancelled { .. }) => {
+            Ok(Err((ApplyReason::Cancelled, cancelled.to_string())))
+        }
+        Err(error) => Err(ApplyError::Lock(error)),
+    }
+}
+
+/// The report of an assert that read its GPUs: applied when none differs.
+fn concluded(label: &str, gpus: Vec<GpuAssert>, warnings: Vec<ApplyWarning>) -> AssertReport {
     let applied = gpus.iter().all(|gpu| gpu.differences.is_empty());
     let outcome = if applied {
         AssertOutcome::Applied
     } else {
         AssertOutcome::Differs
     };
-    Ok(AssertReport {
+    AssertReport {
         label: label.to_owned(),
         outcome,
         detail: None,
         applied,
         gpus,
         warnings,
-    })
+    }
+}
+
+/// Whether the Device Config Manager profile `profile` (named `label`) holds on this host's
+/// AMD GPUs: each GPU it gives partitions (of `options.devices`, when given) read from sysfs
+/// under the host lock and compared with them, by the rules a sync compares a declaration by.
+/// It writes nothing.
+pub fn assert_amd(
+    host: &Host,
+    label: &str,
+    profile: &crate::amd::DcmProfile,
+    options: &ApplyOptions,
+) -> Result<AssertReport, ApplyError> {
+    let wanted = crate::apply::resolve_amd(host, label, profile, options)?;
+    let report = |outcome, detail: &str| AssertReport {
+        label: label.to_owned(),
+        outcome,
+        detail: Some(detail.to_owned()),
+        applied: false,
+        gpus: Vec::new(),
+        warnings: Vec::new(),
+    };
+    if wanted.is_empty() {
+        return Ok(report(
+            AssertOutcome::NothingNamed,
+            "the profile gives no AMD GPU of this host a partition: nothing was read",
+        ));
+    }
+    let lock = match assert_lock(host, options)? {
+        Ok(lock) => lock,
+        Err((reason, detail)) => return Ok(report(AssertOutcome::Blocked(reason), &detail)),
+    };
+    let gpus: Vec<GpuAssert> = wanted
+        .iter()
+        .map(|w| {
+            let read = host_sync::amd::read_partitions(host.sysfs_root(), w.gpu.bdf);
+            GpuAssert {
+                device: w.gpu.bdf,
+                index: w.gpu.index,
+                line: w.line,
+                differences: DeclaredGpu::amd(w.want)
+                    .amd_drift(w.gpu.bdf, &host_sync::amd::as_compared(&read, None)),
+            }
+        })
+        .collect();
+    drop(lock);
+    Ok(concluded(label, gpus, Vec::new()))
 }

@@ -26,6 +26,7 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+mod amd_exec;
 mod amd_plan;
 mod apply;
 mod assert;
@@ -39,11 +40,21 @@ mod vgpu_exec;
 mod vgpu_export;
 mod vgpu_plan;
 
-/// AMD Instinct partitions: ROCm Device Config Manager's profiles read as they are, and
-/// assigned to a host's AMD GPUs.
+/// AMD Instinct partitions: ROCm Device Config Manager's profiles read as they are, assigned
+/// to a host's AMD GPUs, planned, applied by the executor ([`apply_amd`](crate::amd::apply_amd),
+/// written as [`AmdWith`](crate::amd::AmdWith) says) and asserted.
 pub mod amd {
-    pub use crate::amd_plan::{AmdCard, AmdRefusal, AmdStep, AmdWant, plan_amd};
+    pub use crate::amd_exec::{
+        AMDGPU_MODULE, DEFAULT_MODPROBE, KFD, Modprobe, RunningService, SysfsAmdgpu, render_nodes,
+        running_services,
+    };
+    pub use crate::amd_plan::{AmdCard, AmdRefusal, AmdStep, plan_amd};
+    pub use crate::apply::{AmdWith, apply_amd};
+    pub use crate::assert::assert_amd;
     pub use crate::document::dcm::{AssignError, DcmDocument, DcmEntry, DcmProfile};
+    pub use crate::select::{AmdHostGpu, AmdWanted, amd_gpus, select_amd};
+    pub use host_sync::amd::{AmdgpuWrites, ReloadError};
+    pub use layout_model::amd::AmdWant;
 }
 
 /// NVIDIA vgpu-device-manager's config files read as they are, vGPU type names, and the MIG

@@ -135,6 +135,11 @@ pub struct GpuReport {
     pub vgpu_plan: Vec<crate::vgpu::VgpuStep>,
     /// The vGPU writes done, in order, each read back (`sriov-manage`, the type writes).
     pub vgpu_done: Vec<crate::vgpu::VgpuStep>,
+    /// An AMD GPU's plan: its memory request and its compute write (the driver reload, the
+    /// host's, is [`ApplyReport::reload_planned`]); each displays for people.
+    pub amd_plan: Vec<crate::amd::AmdStep>,
+    /// The AMD writes done on it, in order.
+    pub amd_done: Vec<crate::amd::AmdStep>,
     /// How its writes ended (`done`, or why it stopped: the apply's other GPUs go on); `None`
     /// when the apply wrote nothing (blocked, or a dry run).
     #[serde(serialize_with = "outcome_token")]
@@ -155,13 +160,34 @@ fn outcome_token<S: Serializer>(
 }
 
 impl GpuReport {
-    /// How many writes the helper made on it (steps done).
+    /// A GPU's report before anything is planned or done.
+    pub(crate) fn new(device: Bdf, index: u32, line: Option<usize>) -> Self {
+        Self {
+            device,
+            index,
+            line,
+            plan: Vec::new(),
+            steps: Vec::new(),
+            differences: Vec::new(),
+            adopted: Vec::new(),
+            vgpu_plan: Vec::new(),
+            vgpu_done: Vec::new(),
+            amd_plan: Vec::new(),
+            amd_done: Vec::new(),
+            outcome: None,
+            detail: None,
+        }
+    }
+
+    /// How many writes were made on it: the helper's steps done, the vGPU writes, the AMD
+    /// partition writes.
     pub fn writes(&self) -> usize {
         self.steps
             .iter()
             .filter(|step| matches!(step.outcome, StepOutcome::Done { .. }))
             .count()
             + self.vgpu_done.len()
+            + self.amd_done.len()
     }
 }
 
@@ -187,8 +213,8 @@ pub enum ApplyWarning {
     /// A device the layout lists is not on this host (as mig-parted, a spec for GPU 7 on a host
     /// of two names nothing).
     Absent(Absent),
-    /// A declared GPU is not an NVIDIA GPU bound to `nvidia` on this host now: the restore
-    /// left it alone.
+    /// A declared GPU is not on this host now bound to its vendor's driver (`nvidia`,
+    /// `amdgpu`): the restore left it alone.
     DeclaredAbsent {
         /// The GPU.
         device: Bdf,
@@ -222,8 +248,8 @@ impl std::fmt::Display for ApplyWarning {
             Self::Absent(absent) => write!(f, "{absent}"),
             Self::DeclaredAbsent { device } => write!(
                 f,
-                "{device} is declared but is not an NVIDIA GPU bound to nvidia on this host now; \
-                 left alone"
+                "{device} is declared but is not on this host now bound to its vendor's \
+                 driver (nvidia, amdgpu); left alone"
             ),
             Self::OtherBoard { device, change } => {
                 write!(
@@ -286,6 +312,11 @@ pub struct ApplyReport {
     pub gpus: Vec<GpuReport>,
     /// The warm resets run to complete mode changes.
     pub resets: Vec<ResetReport>,
+    /// Whether the plan reloads the AMD driver (a memory partition changes): once for the host,
+    /// whatever number of GPUs and hives.
+    pub reload_planned: bool,
+    /// How many AMD driver reloads ran.
+    pub reloads: u32,
     /// The host's status after, when the apply wrote one.
     pub host: Option<HostAfter>,
     /// Each hook command as it ran, in order.
@@ -397,9 +428,10 @@ impl ApplyReport {
         }
     }
 
-    /// How many writes the helper made, over every GPU.
+    /// How many writes were made, over every GPU, and the driver reloads.
     pub fn writes(&self) -> usize {
-        self.gpus.iter().map(GpuReport::writes).sum()
+        self.gpus.iter().map(GpuReport::writes).sum::<usize>()
+            + usize::try_from(self.reloads).unwrap_or(usize::MAX)
     }
 }
 
@@ -431,6 +463,8 @@ pub(crate) struct Draft {
     pub impossible: Option<Impossible>,
     pub gpus: Vec<GpuReport>,
     pub resets: Vec<ResetReport>,
+    pub reload_planned: bool,
+    pub reloads: u32,
     pub host: Option<HostAfter>,
     pub hooks: Vec<HookRun>,
     pub warnings: Vec<ApplyWarning>,
@@ -453,6 +487,8 @@ impl Draft {
             impossible: self.impossible,
             gpus: self.gpus,
             resets: self.resets,
+            reload_planned: self.reload_planned,
+            reloads: self.reloads,
             host: self.host,
             hooks: self.hooks,
             warnings: self.warnings,
@@ -463,7 +499,7 @@ impl Draft {
 
 impl Serialize for ApplyReport {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut report = serializer.serialize_struct("ApplyReport", 13)?;
+        let mut report = serializer.serialize_struct("ApplyReport", 15)?;
         report.serialize_field("label", &self.label)?;
         report.serialize_field("outcome", self.outcome.as_str())?;
         report.serialize_field("reason", &self.outcome.reason())?;
@@ -471,6 +507,8 @@ impl Serialize for ApplyReport {
         report.serialize_field("impossible", &self.impossible)?;
         report.serialize_field("gpus", &self.gpus)?;
         report.serialize_field("resets", &self.resets)?;
+        report.serialize_field("reload_planned", &self.reload_planned)?;
+        report.serialize_field("driver_reloads", &self.reloads)?;
         report.serialize_field("host", &self.host)?;
         report.serialize_field("hooks", &self.hooks)?;
         report.serialize_field("warnings", &self.warnings)?;

@@ -48,7 +48,7 @@ impl fmt::Display for HostGpu {
 /// IDs the scan read (their subsystem's where sysfs has them).
 pub fn host_gpus(sysfs_root: &Path) -> Result<Vec<HostGpu>, ScanError> {
     let mut gpus = scan_gpus(sysfs_root)?;
-    gpus.retain(host_sync::PciFunction::is_to_be_read);
+    gpus.retain(|gpu| gpu.is_read_by(host_sync::ReadBy::Helper));
     gpus.sort_by_key(|gpu| gpu.bdf);
     Ok(gpus
         .into_iter()
@@ -255,4 +255,69 @@ fn select_entries(
         }
     }
     Ok(selection)
+}
+
+/// An AMD GPU bound to `amdgpu`, with its ID: its position among the host's AMD GPUs bound to
+/// `amdgpu`, in PCI address order, from 0 (the IDs of a Device Config Manager profile's
+/// `skippedGPUs`, assigned in that order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AmdHostGpu {
+    /// Its ID.
+    pub index: u32,
+    /// Its address.
+    pub bdf: Bdf,
+}
+
+impl fmt::Display for AmdHostGpu {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AMD GPU {} ({})", self.index, self.bdf)
+    }
+}
+
+/// The host's AMD GPUs bound to `amdgpu`, in PCI address order, numbered from 0.
+pub fn amd_gpus(sysfs_root: &Path) -> Result<Vec<AmdHostGpu>, ScanError> {
+    let mut gpus = scan_gpus(sysfs_root)?;
+    gpus.retain(|gpu| gpu.is_read_by(host_sync::ReadBy::Amdgpu));
+    gpus.sort_by_key(|gpu| gpu.bdf);
+    Ok(gpus
+        .into_iter()
+        .zip(0u32..)
+        .map(|(gpu, index)| AmdHostGpu {
+            index,
+            bdf: gpu.bdf,
+        })
+        .collect())
+}
+
+/// An AMD GPU a profile (or a declaration) names, with the partitions it should be in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AmdWanted {
+    /// The GPU.
+    pub gpu: AmdHostGpu,
+    /// Its partitions.
+    pub want: layout_model::amd::AmdWant,
+    /// The line of the profile that names it; `None` for a declaration.
+    pub line: Option<usize>,
+}
+
+/// The GPUs the Device Config Manager profile `profile` gives partitions, of the host's AMD
+/// GPUs `gpus` (its skipped IDs left out).
+pub fn select_amd(
+    profile: &crate::document::dcm::DcmProfile,
+    gpus: &[AmdHostGpu],
+) -> Result<Vec<AmdWanted>, crate::document::dcm::AssignError> {
+    let assigned = profile.assign(gpus.len())?;
+    Ok(gpus
+        .iter()
+        .zip(assigned)
+        .filter_map(|(gpu, want)| {
+            want.map(|want| AmdWanted {
+                gpu: *gpu,
+                want,
+                line: profile.line,
+            })
+        })
+        .collect())
 }

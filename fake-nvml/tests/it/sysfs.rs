@@ -40,7 +40,7 @@ fn in_a_tree_of_directories_the_vfs_are_made_beside_the_gpu_bound_to_its_driver_
     let gpus: Vec<String> = host_sync::scan_gpus(&root)
         .unwrap()
         .into_iter()
-        .filter(host_sync::PciFunction::is_to_be_read)
+        .filter(|gpu| gpu.is_read_by(host_sync::ReadBy::Helper))
         .map(|gpu| gpu.bdf.to_string())
         .collect();
     assert_eq!(gpus, vec![GPU.to_owned()]);

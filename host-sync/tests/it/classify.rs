@@ -23,10 +23,20 @@ fn nvidia(bus: u8, driver: Option<&str>) -> PciFunction {
     PciFunction::new(bdf(bus), PciIdentity::new(0x10de, 0x2335, 0x030200), driver)
 }
 
+/// A GPU of a vendor whose partitions the host does not read (an Intel Arc, bound to i915).
 fn other(bus: u8) -> PciFunction {
     PciFunction::new(
         bdf(bus),
-        PciIdentity::new(0x1002, 0x73bf, 0x030000),
+        PciIdentity::new(0x8086, 0x56a0, 0x030000),
+        Some("i915"),
+    )
+}
+
+/// An AMD Instinct MI300X bound to amdgpu.
+fn amd(bus: u8) -> PciFunction {
+    PciFunction::new(
+        bdf(bus),
+        PciIdentity::new(0x1002, 0x74a1, 0x120000),
         Some("amdgpu"),
     )
 }
@@ -376,7 +386,46 @@ fn a_failure_going_the_other_way_than_the_pool_is_moot() {
 }
 
 #[test]
-fn a_host_without_an_nvidia_gpu_has_no_partitionable_gpu_whatever_its_last_layout() {
+fn a_host_of_amd_instinct_gpus_alone_takes_part_and_is_ready_once_they_read() {
+    assert_eq!(
+        run(
+            &[amd(1), amd(2)],
+            true,
+            &[PartitionMode::Enabled, PartitionMode::Disabled],
+            HelperState::NotChecked
+        ),
+        says(HostStatus::Active, "ready")
+    );
+}
+
+#[test]
+fn an_amd_gpu_whose_partitions_did_not_read_keeps_the_host_pending() {
+    assert_eq!(
+        run(
+            &[amd(1)],
+            true,
+            &[PartitionMode::Unknown],
+            HelperState::NotChecked
+        ),
+        says(HostStatus::Entering, "gpus_pending")
+    );
+}
+
+#[test]
+fn with_the_pool_off_an_amd_gpu_last_known_divided_keeps_the_host_leaving() {
+    assert_eq!(
+        run(
+            &[amd(1)],
+            false,
+            &[PartitionMode::Enabled],
+            HelperState::NotChecked
+        ),
+        says(HostStatus::Leaving, "gpus_still_divided")
+    );
+}
+
+#[test]
+fn a_host_without_an_nvidia_or_amd_gpu_has_no_partitionable_gpu_whatever_its_last_layout() {
     let gpus = [other(1)];
     let modes = modes(&gpus, &[PartitionMode::NotChecked]);
     let record = ended(Direction::Leaving, LayoutOutcome::Failed(why()));

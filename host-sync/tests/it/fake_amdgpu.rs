@@ -8,8 +8,8 @@ use host_sync::fake_sysfs::FakeSysfs;
 use layout_model::amd::{ComputePartition as C, MemoryPartition as M};
 use nix::errno::Errno;
 
-fn hive_of_eight(sysfs: &FakeSysfs) -> FakeAmdgpu<'_> {
-    let mut amd = FakeAmdgpu::new(sysfs);
+fn hive_of_eight(sysfs: &FakeSysfs) -> FakeAmdgpu {
+    let mut amd = FakeAmdgpu::new(sysfs.clone());
     for index in 0..8 {
         amd.gpu(&bdf(index), MI300X, M::Nps1, Some(7)).unwrap();
     }
@@ -99,7 +99,7 @@ fn compute_writes_follow_the_kernels_rules() {
 fn a_memory_partition_the_part_does_not_offer_is_einval() {
     let dir = tempfile::tempdir().unwrap();
     let sysfs = FakeSysfs::new(dir.path()).unwrap();
-    let mut amd = FakeAmdgpu::new(&sysfs);
+    let mut amd = FakeAmdgpu::new(sysfs.clone());
     amd.gpu(&bdf(0), MI355X, M::Nps1, None).unwrap();
     amd.gpu(&bdf(1), MI300A, M::Nps1, None).unwrap();
     assert_eq!(amd.write_memory(&bdf(0), "NPS4"), Err(Errno::EINVAL));

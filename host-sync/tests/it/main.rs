@@ -2,6 +2,7 @@
 //! process start per `cargo test`), one module per subject.
 
 mod amd;
+mod amd_sync;
 mod cancel;
 mod classify;
 mod fake_amdgpu;

@@ -157,23 +157,26 @@ fn a_toolstack_restart_in_the_same_boot_changes_no_gpu() {
 }
 
 #[test]
-fn gpus_not_read_by_design_get_not_checked_with_their_reason() {
+fn gpus_not_read_by_design_get_not_checked_with_their_reason_and_each_vendor_its_reader() {
     let gpus = [
-        gpu(1, 0x1002, Some("amdgpu")),
+        gpu(1, 0x8086, Some("i915")),
         gpu(2, 0x10de, None),
         gpu(3, 0x10de, Some("vfio-pci")),
-        gpu(4, 0x10de, Some("pciback")),
+        gpu(4, 0x1002, Some("vfio-pci")),
         gpu(5, 0x10de, Some("nvidia")),
+        gpu(6, 0x1002, Some("amdgpu")),
     ];
     let mut records = modes::carry_over(&gpus, &BTreeMap::new(), &[]);
-    let to_read = modes::mark_not_checked(&gpus, &mut records);
+    let to_read = modes::mark_not_checked(&gpus, &mut records, host_sync::ReadBy::Helper);
     assert_eq!(to_read, [bdf(5)]);
+    let amd = modes::mark_not_checked(&gpus, &mut records, host_sync::ReadBy::Amdgpu);
+    assert_eq!(amd, [bdf(6)]);
     let reasons: Vec<(PartitionMode, String)> = (1..=4).map(|bus| mode_of(&records, bus)).collect();
     let expected = [
         "not_nvidia",
         "no_driver",
         "driver_vfio_pci",
-        "driver_pciback",
+        "driver_vfio_pci",
     ]
     .map(|reason| (PartitionMode::NotChecked, reason.to_owned()));
     assert_eq!(reasons, expected);

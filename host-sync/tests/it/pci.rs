@@ -204,6 +204,6 @@ fn an_amd_instinct_accelerator_is_a_gpu_and_another_vendors_accelerator_is_not()
     assert_eq!(names(&gpus), ["0000:05:00.0", "0000:07:00.0"]);
     assert!(
         gpus.iter()
-            .all(|gpu| gpu.identity.is_amd() && !gpu.is_to_be_read())
+            .all(|gpu| gpu.identity.is_amd() && gpu.is_read_by(host_sync::ReadBy::Amdgpu))
     );
 }

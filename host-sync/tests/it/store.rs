@@ -174,7 +174,7 @@ fn saving_checked_into_a_store_that_drops_a_member_names_it_where_it_happens() {
 
 /// The members of a state file at each schema: a member added to `HostState` without its
 /// schema moving fails here (an older version would read the newer file and drop it).
-const MEMBERS: [(u32, &[&str]); 4] = [
+const MEMBERS: [(u32, &[&str]); 5] = [
     (
         1,
         &[
@@ -195,6 +195,8 @@ const MEMBERS: [(u32, &[&str]); 4] = [
     (3, &[]),
     // A member of a declared GPU (`vgpu_heterogeneous`), none at the top.
     (4, &[]),
+    // A member of a GPU record and of a declared GPU (`amd`), none at the top.
+    (5, &[]),
 ];
 
 #[test]
@@ -272,12 +274,12 @@ fn a_file_of_schema_1_reads_its_declaration_as_the_first_generation_and_its_chec
 #[test]
 fn a_file_of_a_later_schema_is_refused_with_both_numbers_and_left_byte_for_byte() {
     let dir = tempfile::tempdir().unwrap();
-    let text = r#"{"schema": 5, "status": "active", "reason": "ready", "later": {"x": 1}}"#;
+    let text = r#"{"schema": 6, "status": "active", "reason": "ready", "later": {"x": 1}}"#;
     std::fs::write(dir.path().join("state.json"), text).unwrap();
     let error = FileStore::new(dir.path()).load().unwrap_err();
     let message = error.to_string();
     assert!(
-        message.contains("schema 5") && message.contains("schema 4"),
+        message.contains("schema 6") && message.contains("schema 5"),
         "{message}"
     );
     assert_eq!(

@@ -45,3 +45,102 @@ proptest! {
         }
     }
 }
+
+mod declared {
+    use super::{C, M};
+    use gpu_partition_types::Bdf;
+    use layout_model::amd::{AmdHeld, AmdRead, AmdWant};
+    use layout_model::{Declaration, DeclaredGpu, DifferenceKind, Fact};
+    use proptest::prelude::*;
+
+    fn device() -> Bdf {
+        "0000:05:00.0".parse().unwrap()
+    }
+
+    fn declared() -> DeclaredGpu {
+        DeclaredGpu::amd(AmdWant::new(C::Cpx, M::Nps4))
+    }
+
+    #[test]
+    fn an_amd_gpu_that_holds_its_declared_partitions_has_no_difference() {
+        let held = AmdRead::Held(AmdHeld::new(C::Cpx, Some(M::Nps4), None));
+        assert_eq!(declared().amd_drift(device(), &held), []);
+    }
+
+    #[test]
+    fn each_axis_that_differs_is_a_difference_and_a_request_waiting_is_named_with_it() {
+        let held = AmdRead::Held(AmdHeld::new(C::Spx, Some(M::Nps1), Some(M::Nps4)));
+        let found = declared().amd_drift(device(), &held);
+        let kinds: Vec<DifferenceKind> = found.iter().map(|d| d.kind()).collect();
+        assert_eq!(
+            kinds,
+            [
+                DifferenceKind::ComputePartition,
+                DifferenceKind::MemoryPartition
+            ]
+        );
+        assert_eq!(
+            found[1].message(),
+            "the memory partition is NPS1, NPS4 requested and waiting for a driver reload; \
+             the layout wants NPS4"
+        );
+    }
+
+    #[test]
+    fn partitions_that_did_not_read_are_one_difference_with_why_and_no_remedy_of_ours() {
+        let found = declared().amd_drift(device(), &AmdRead::Unreadable("in reset".into()));
+        assert_eq!(
+            found.iter().map(|d| &d.fact).collect::<Vec<_>>(),
+            [&Fact::PartitionsUnread {
+                why: "in reset".into()
+            }]
+        );
+        assert_eq!(found[0].remedy(), layout_model::Remedy::None);
+    }
+
+    #[test]
+    fn an_nvidia_gpus_declaration_says_nothing_of_amd_partitions() {
+        let nvidia = DeclaredGpu::disabled(layout_model::Board::default());
+        assert_eq!(nvidia.amd_drift(device(), &AmdRead::NotPartitionable), []);
+    }
+
+    #[test]
+    fn a_host_declared_spx_nps1_alone_is_declared_out_of_partitioning() {
+        let gpus = |want| [(device(), DeclaredGpu::amd(want))].into_iter().collect();
+        let undivided = Declaration::new("spx", 1, None, gpus(AmdWant::new(C::Spx, M::Nps1)));
+        let divided = Declaration::new("qpx", 1, None, gpus(AmdWant::new(C::Qpx, M::Nps1)));
+        assert!(undivided.is_disabled());
+        assert!(!divided.is_disabled());
+    }
+
+    fn compute() -> impl Strategy<Value = C> {
+        prop::sample::select(vec![C::Spx, C::Dpx, C::Tpx, C::Qpx, C::Cpx])
+    }
+
+    fn memory() -> impl Strategy<Value = M> {
+        prop::sample::select(vec![M::Nps1, M::Nps2, M::Nps3, M::Nps4, M::Nps6, M::Nps8])
+    }
+
+    proptest! {
+        #[test]
+        fn a_declared_amd_gpu_and_its_differences_read_back_as_they_were_written(
+            wanted_compute in compute(),
+            wanted_memory in memory(),
+            found_compute in compute(),
+            found_memory in prop::option::of(memory()),
+            requested in prop::option::of(memory()),
+        ) {
+            let gpu = DeclaredGpu::amd(AmdWant::new(wanted_compute, wanted_memory));
+            let text = serde_json::to_string(&gpu).unwrap();
+            prop_assert_eq!(&serde_json::from_str::<DeclaredGpu>(&text).unwrap(), &gpu);
+            let held = AmdRead::Held(AmdHeld::new(found_compute, found_memory, requested));
+            for difference in gpu.amd_drift(device(), &held) {
+                let text = serde_json::to_string(&difference).unwrap();
+                prop_assert_eq!(
+                    serde_json::from_str::<layout_model::Difference>(&text).unwrap(),
+                    difference
+                );
+            }
+        }
+    }
+}

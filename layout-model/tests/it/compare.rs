@@ -268,7 +268,7 @@ fn adopting_a_moved_instance_keeps_it_and_its_placement_is_missing() {
 
 #[test]
 fn every_kind_is_listed_and_a_restore_brings_back_what_the_declaration_can() {
-    assert_eq!(DifferenceKind::ALL.len(), 17);
+    assert_eq!(DifferenceKind::ALL.len(), 20);
     let missing = Difference::new(
         device(),
         Fact::InstanceMissing {
@@ -287,6 +287,21 @@ fn every_kind_is_listed_and_a_restore_brings_back_what_the_declaration_can() {
     );
     assert_eq!(
         Difference::new(device(), Fact::VfsUnreadable { why: "x".into() }).remedy(),
+        Remedy::None
+    );
+    assert_eq!(
+        Difference::new(
+            device(),
+            Fact::ComputePartition {
+                found: layout_model::amd::ComputePartition::Spx,
+                wanted: layout_model::amd::ComputePartition::Qpx,
+            }
+        )
+        .remedy(),
+        Remedy::Restore
+    );
+    assert_eq!(
+        Difference::new(device(), Fact::PartitionsUnread { why: "x".into() }).remedy(),
         Remedy::None
     );
 }

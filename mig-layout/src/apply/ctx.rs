@@ -24,7 +24,9 @@ pub(super) struct Shared<'a> {
     /// The helper without the caller's cancel: the one read that settles what a batch ended
     /// with no answer did to its card.
     pub settle: &'a Helper,
-    pub format: FormatVersion,
+    /// The helper's `apply` format, negotiated when the job has an NVIDIA GPU; `None`: it has
+    /// none, and the helper was never run.
+    pub format: Option<FormatVersion>,
     pub cancel: Option<&'a Cancel>,
     /// The host (its sysfs and `/proc`, for the vGPU side).
     pub host: &'a Host,
@@ -52,11 +54,26 @@ impl Shared<'_> {
         Ok(())
     }
 
+    /// The helper's `apply` format; a GPU of the job's NVIDIA side stops where it was not
+    /// negotiated (only a job with no NVIDIA GPU skips it).
+    pub fn format(&self) -> Result<FormatVersion, Stop> {
+        self.format.ok_or_else(|| {
+            Stop::failed(
+                ApplyReason::HelperUnavailable,
+                "the helper's apply format was not negotiated",
+            )
+        })
+    }
+
     /// Reads these cards again, several at once (the helper's fan-out), each as a reply or
     /// why it did not read, in the order given.
     pub fn reread(&self, devices: &[Bdf], when: &str) -> Vec<Result<Reply, Stop>> {
+        let format = match self.format() {
+            Ok(format) => format,
+            Err(stop) => return devices.iter().map(|_| Err(stop.clone())).collect(),
+        };
         self.helper
-            .read_all(self.lock, devices, self.format)
+            .read_all(self.lock, devices, format)
             .into_iter()
             .map(|read: CardRead| {
                 let device = read.device;

@@ -1,10 +1,10 @@
 //! How an apply ends once it wrote: each GPU's stop turned into its report's outcome, the
 //! apply's worst, the record's outcome of an apply's, and the sync that classifies the host.
 
+use super::ctx::Stop;
 use super::options::ApplyOptions;
-use super::phases::Gpu;
 use super::run::ApplyError;
-use crate::report::{ApplyOutcome, ApplyReason, End, HostAfter};
+use crate::report::{ApplyOutcome, ApplyReason, End, GpuReport, HostAfter};
 use gpu_host_probe::HostLock;
 use gpu_host_probe::helper::Helper;
 use gpu_partition_types::Token;
@@ -30,10 +30,10 @@ pub(super) fn recorded(outcome: ApplyOutcome) -> LayoutOutcome {
 /// failed as cancelled, not as its own reason), and how the apply ends: as its worst GPU — a
 /// cold reboot before a failure; among equals the first in index order gives the reason —,
 /// with a detail naming every GPU that stopped; done when none did.
-pub(super) fn worst(cards: &mut [Gpu], cancelled: bool) -> End {
-    for gpu in cards.iter_mut() {
-        let Some(stop) = gpu.stop.as_mut() else {
-            gpu.report.outcome = Some(ApplyOutcome::Done);
+pub(super) fn worst(mut gpus: Vec<(&mut GpuReport, &mut Option<Stop>)>, cancelled: bool) -> End {
+    for (report, stop) in &mut gpus {
+        let Some(stop) = stop.as_mut() else {
+            report.outcome = Some(ApplyOutcome::Done);
             continue;
         };
         if let ApplyOutcome::Failed(reason) = stop.outcome {
@@ -42,8 +42,8 @@ pub(super) fn worst(cards: &mut [Gpu], cancelled: bool) -> End {
                 stop.detail = format!("the apply was cancelled: {}", stop.detail);
             }
         }
-        gpu.report.outcome = Some(stop.outcome);
-        gpu.report.detail = Some(stop.detail.clone());
+        report.outcome = Some(stop.outcome);
+        report.detail = Some(stop.detail.clone());
     }
     let severity = |outcome: ApplyOutcome| match outcome {
         ApplyOutcome::ColdRebootRequired(_) => 2,
@@ -53,7 +53,7 @@ pub(super) fn worst(cards: &mut [Gpu], cancelled: bool) -> End {
         | ApplyOutcome::DryRun
         | ApplyOutcome::Blocked(_) => 0,
     };
-    let stops: Vec<&super::ctx::Stop> = cards.iter().filter_map(|gpu| gpu.stop.as_ref()).collect();
+    let stops: Vec<&Stop> = gpus.iter().filter_map(|(_, stop)| stop.as_ref()).collect();
     let Some(most) = stops.iter().map(|stop| severity(stop.outcome)).max() else {
         return End::new(ApplyOutcome::Done, None);
     };
@@ -62,7 +62,7 @@ pub(super) fn worst(cards: &mut [Gpu], cancelled: bool) -> End {
         .find(|stop| severity(stop.outcome) == most)
         .map_or(ApplyOutcome::Done, |stop| stop.outcome);
     let each: Vec<&str> = stops.iter().map(|stop| stop.detail.as_str()).collect();
-    let held = cards.len() - stops.len();
+    let held = gpus.len() - stops.len();
     let detail = if held > 0 {
         format!(
             "{}; the other {held} GPU(s) of the layout hold it",

@@ -5,20 +5,40 @@
 use super::options::ApplyOptions;
 use super::run::ApplyError;
 use crate::document::Spec;
+use crate::document::dcm::DcmProfile;
 use crate::document::vgpu::VgpuSpec;
 use crate::document::vgpu_name::VgpuTypeName;
 use crate::document::{DeviceRef, Devices};
 use crate::report::{ApplyReason, ApplyWarning, Draft, End};
+use crate::select::{AmdWanted, amd_gpus, select_amd};
 use crate::select::{HostGpu, VgpuJob, Wanted, host_gpus, select, select_vgpu};
 use gpu_host_probe::{Host, HostLock, LockError};
 use gpu_partition_types::Bdf;
 use layout_model::{Board, Declaration, DeclaredVgpu, Unnamed};
 use std::collections::BTreeMap;
 
-/// The GPUs an apply writes, and (a restore) the boards declared in their slots.
+/// The GPUs an apply writes — NVIDIA ones (`wanted`), AMD ones (`amd`) — and (a restore) the
+/// boards declared in the NVIDIA GPUs' slots.
 pub(super) struct Job {
     pub wanted: Vec<Wanted>,
+    pub amd: Vec<AmdWanted>,
     pub boards: Option<BTreeMap<Bdf, Board>>,
+}
+
+impl Job {
+    /// The NVIDIA GPUs `wanted`, no AMD GPU, not a restore.
+    pub fn nvidia(wanted: Vec<Wanted>) -> Self {
+        Self {
+            wanted,
+            amd: Vec::new(),
+            boards: None,
+        }
+    }
+
+    /// Whether it names no GPU at all.
+    pub fn is_empty(&self) -> bool {
+        self.wanted.is_empty() && self.amd.is_empty()
+    }
 }
 
 /// The host lock, or how the apply ends without it: blocked `lock_busy` (naming the holder) or
@@ -148,10 +168,23 @@ fn resolve_by(
     Ok(wanted)
 }
 
-/// Each declared GPU (of `options.devices`, when given) that is an NVIDIA GPU bound to
-/// `nvidia` on the host now, wanting what it is declared to be (the instances it does not
-/// name as the options say, else as it was declared); the others are warned about and left
-/// alone.
+/// The AMD GPUs the Device Config Manager profile `profile` (labelled `label`) gives
+/// partitions on this host (of `options.devices`, when given).
+pub(crate) fn resolve_amd(
+    host: &Host,
+    label: &str,
+    profile: &DcmProfile,
+    options: &ApplyOptions,
+) -> Result<Vec<AmdWanted>, ApplyError> {
+    let gpus = amd_gpus(host.sysfs_root())?;
+    let wanted = select_amd(profile, &gpus).map_err(ApplyError::Profile)?;
+    asked_for(wanted, |w| w.gpu.bdf, &options.devices, label)
+}
+
+/// Each declared GPU (of `options.devices`, when given) that is on the host now bound to its
+/// vendor's driver — an NVIDIA GPU to `nvidia`, an AMD GPU to `amdgpu` —, wanting what it is
+/// declared to be (an NVIDIA GPU's instances it does not name as the options say, else as it
+/// was declared); the others are warned about and left alone.
 pub(super) fn declared_job(
     host: &Host,
     declared: &Declaration,
@@ -159,6 +192,7 @@ pub(super) fn declared_job(
     draft: &mut Draft,
 ) -> Result<Job, ApplyError> {
     let gpus: Vec<HostGpu> = host_gpus(host.sysfs_root())?;
+    let amd = amd_gpus(host.sysfs_root())?;
     let asked = asked_for(
         declared.gpus.iter().collect(),
         |(bdf, _)| **bdf,
@@ -166,8 +200,22 @@ pub(super) fn declared_job(
         &declared.label,
     )?;
     let mut wanted = Vec::new();
+    let mut amd_wanted = Vec::new();
     let mut boards = BTreeMap::new();
     for (bdf, gpu) in asked {
+        if let Some(want) = gpu.amd {
+            match amd.iter().find(|found| found.bdf == *bdf) {
+                Some(found) => amd_wanted.push(AmdWanted {
+                    gpu: *found,
+                    want,
+                    line: None,
+                }),
+                None => draft
+                    .warnings
+                    .push(ApplyWarning::DeclaredAbsent { device: *bdf }),
+            }
+            continue;
+        }
         match gpus.iter().find(|found| found.bdf == *bdf) {
             Some(found) => {
                 let mut want = gpu.want();
@@ -201,8 +249,10 @@ pub(super) fn declared_job(
         }
     }
     wanted.sort_by_key(|w| w.gpu.index);
+    amd_wanted.sort_by_key(|w| w.gpu.index);
     Ok(Job {
         wanted,
+        amd: amd_wanted,
         boards: Some(boards),
     })
 }

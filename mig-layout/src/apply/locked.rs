@@ -37,13 +37,14 @@ pub(super) fn cancelled(when: &str) -> End {
     )
 }
 
-/// Which way the job goes: into partitioning when some GPU of it has MIG on, or is to hold
-/// vGPUs.
+/// Which way the job goes: into partitioning when some GPU of it has MIG on, is to hold
+/// vGPUs, or (an AMD GPU) is to be divided.
 fn direction(job: &Job) -> Direction {
     if job
         .wanted
         .iter()
         .any(|w| w.want.enabled || matches!(w.vgpu, Some(VgpuJob::Apply(_))))
+        || job.amd.iter().any(|w| w.want.is_divided())
     {
         Direction::Entering
     } else {
@@ -67,12 +68,12 @@ fn before_reading(
     if direction(job) == Direction::Entering && !options.pool.is_enabled() {
         return Some(End::blocked(
             ApplyReason::PoolDisabled,
-            "the pool switch is off, and the layout turns MIG on: switch the pool on first",
+            "the pool switch is off, and the layout divides a GPU: switch the pool on first",
         ));
     }
-    if job.wanted.is_empty() {
+    if job.is_empty() {
         let what = if job.boards.is_some() {
-            "no GPU the host is declared to have is on it, bound to nvidia"
+            "no GPU the host is declared to have is on it, bound to its vendor's driver"
         } else {
             "the layout names no GPU of this host"
         };
@@ -100,6 +101,7 @@ pub(super) fn run_locked(
         mut reset,
         mut observe,
         vgpu,
+        amd,
     } = run;
     let clock = reset.clock_or_real();
     // Every run of the helper ends when the caller cancels (the closing sync's too); the one read
@@ -113,35 +115,46 @@ pub(super) fn run_locked(
             observe(&progress);
         }
     };
-    let end = match before_reading(options, &env, &job, draft) {
-        Some(end) => end,
+    // The helper is asked for its format only when the job has an NVIDIA GPU: a host of AMD
+    // GPUs alone needs none.
+    let negotiated = match before_reading(options, &env, &job, draft) {
+        Some(end) => Err(end),
+        None if job.wanted.is_empty() => Ok(None),
         None => match reader.negotiate_apply() {
-            Err(_) if options.cancelled() => cancelled("before the helper answered"),
-            Err(failure) => End::blocked(ApplyReason::HelperUnavailable, failure.to_string()),
-            Ok(format) => {
-                let mut ctx = Ctx {
-                    shared: Shared {
-                        lock,
-                        helper: reader,
-                        settle: helper,
-                        format,
-                        cancel: options.cancel.as_ref(),
-                        host,
-                        vgpu: &vgpu,
-                        clock,
-                    },
-                    progress: &mut progress,
-                };
-                let write = Write {
-                    label,
-                    job,
-                    direction,
-                    options,
-                    env: &env,
-                };
-                writes::go(&mut ctx, store, &mut reset, write, draft)?
-            }
+            Err(_) if options.cancelled() => Err(cancelled("before the helper answered")),
+            Err(failure) => Err(End::blocked(
+                ApplyReason::HelperUnavailable,
+                failure.to_string(),
+            )),
+            Ok(format) => Ok(Some(format)),
         },
+    };
+    let end = match negotiated {
+        Err(end) => end,
+        Ok(format) => {
+            let mut ctx = Ctx {
+                shared: Shared {
+                    lock,
+                    helper: reader,
+                    settle: helper,
+                    format,
+                    cancel: options.cancel.as_ref(),
+                    host,
+                    vgpu: &vgpu,
+                    clock,
+                },
+                progress: &mut progress,
+            };
+            let write = Write {
+                label,
+                job,
+                direction,
+                options,
+                env: &env,
+                amd: &amd,
+            };
+            writes::go(&mut ctx, store, &mut reset, write, draft)?
+        }
     };
     if matches!(end.outcome, ApplyOutcome::Blocked(_)) && draft.host.is_none() {
         // A blocked apply is recorded too (for monitoring), and the host classified.
@@ -164,7 +177,9 @@ fn hook_env(label: &str, job: &Job) -> HookEnv {
         devices: job
             .wanted
             .iter()
-            .map(|w| w.gpu.bdf.to_string())
+            .map(|w| w.gpu.bdf)
+            .chain(job.amd.iter().map(|w| w.gpu.bdf))
+            .map(|bdf| bdf.to_string())
             .collect::<Vec<_>>()
             .join(" "),
         outcome: None,

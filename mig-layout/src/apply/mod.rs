@@ -31,6 +31,7 @@
 //! every plan is a diff of what the card says now, a crash at any point leaves a host a second
 //! run brings to the layout.
 
+pub(crate) mod amd;
 mod busy;
 mod ctx;
 mod end;
@@ -49,6 +50,8 @@ mod writes;
 pub use hooks::{HOOK_DEADLINE, HookPoint, HookRun, Hooks};
 pub(crate) use job::{resolve, resolve_vgpu};
 
+pub use amd::AmdWith;
+pub(crate) use job::resolve_amd;
 pub use options::ApplyOptions;
 pub use phases::STEP_DEADLINE;
 pub use progress::{ApplyObserver, Progress};
@@ -57,7 +60,6 @@ pub use vgpu::VgpuWith;
 
 use crate::document::{Devices, Spec};
 use crate::report::{ApplyReport, Draft};
-use crate::select::Wanted;
 use host_sync::{BootRestore, BootRestoreStart, StateLost};
 use job::{declared_job, take_lock};
 use locked::run_locked;
@@ -81,17 +83,17 @@ pub fn apply(
     options: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
     apply_wanted(run, label, options, |host, draft| {
-        resolve(host, label, specs, options, draft)
+        resolve(host, label, specs, options, draft).map(job::Job::nvidia)
     })
 }
 
 /// An apply of what `wanted` resolves under the host lock, labelled `label`: the one shape of
-/// [`apply()`], [`apply_vgpu`] and [`leave_vgpu`].
+/// [`apply()`], [`apply_vgpu`], [`leave_vgpu`] and [`apply_amd`].
 fn apply_wanted(
     run: ApplyRun<'_>,
     label: &str,
     options: &ApplyOptions,
-    wanted: impl FnOnce(&gpu_host_probe::Host, &mut Draft) -> Result<Vec<Wanted>, ApplyError>,
+    wanted: impl FnOnce(&gpu_host_probe::Host, &mut Draft) -> Result<job::Job, ApplyError>,
 ) -> Result<ApplyReport, ApplyError> {
     let clock = run.reset.clock_or_real();
     let started = clock.now();
@@ -99,10 +101,7 @@ fn apply_wanted(
     let end = match take_lock(run.host, options)? {
         Err(end) => end,
         Ok(lock) => {
-            let job = job::Job {
-                wanted: wanted(run.host, &mut draft)?,
-                boards: None,
-            };
+            let job = wanted(run.host, &mut draft)?;
             run_locked(run, &lock, label, job, options, &mut draft)?
         }
     };
@@ -124,7 +123,7 @@ pub fn apply_vgpu(
     options: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
     apply_wanted(run, label, options, |host, draft| {
-        job::resolve_vgpu(host, label, specs, options, draft)
+        job::resolve_vgpu(host, label, specs, options, draft).map(job::Job::nvidia)
     })
 }
 
@@ -134,7 +133,34 @@ pub fn apply_vgpu(
 /// Refused before any write while a VM uses a VF.
 pub fn leave_vgpu(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<ApplyReport, ApplyError> {
     apply_wanted(run, "leave", options, |host, draft| {
-        job::resolve_vgpu_leave(host, options, draft)
+        job::resolve_vgpu_leave(host, options, draft).map(job::Job::nvidia)
+    })
+}
+
+/// Applies the Device Config Manager profile `profile` (named `label`) to the host's AMD GPUs
+/// as `options` say, by the same executor as [`apply()`]: each GPU the profile does not skip
+/// (by ID: its position among the host's AMD GPUs bound to `amdgpu`, in PCI address order) is
+/// brought to its compute and memory partitions — the memory partitions requested (each
+/// recorded as waiting), one driver reload for the whole host, then the compute partitions —,
+/// read back, and declared; nothing is written when they hold. Refused before any write: a mode
+/// a GPU does not offer or a pair the kernel refuses (`layout_impossible`, naming the rule), a
+/// hive asked for two memory partitions or with a member the profile leaves out, a process
+/// holding a GPU or a client service running (`gpu_busy`, naming it). The services are
+/// [`AmdWith::client_services`] ([`ApplyRun::amd`]). It blocks at worst as [`apply()`] does for
+/// the lock and the hooks, plus two runs of `modprobe` ([`crate::amd::Modprobe::deadline`]) and
+/// the wait for the GPUs after them ([`AmdWith::reload_wait`]).
+pub fn apply_amd(
+    run: ApplyRun<'_>,
+    label: &str,
+    profile: &crate::amd::DcmProfile,
+    options: &ApplyOptions,
+) -> Result<ApplyReport, ApplyError> {
+    apply_wanted(run, label, options, |host, _| {
+        Ok(job::Job {
+            wanted: Vec::new(),
+            amd: job::resolve_amd(host, label, profile, options)?,
+            boards: None,
+        })
     })
 }
 

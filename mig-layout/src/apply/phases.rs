@@ -99,7 +99,7 @@ pub(super) fn run_batch(
     let deadline = shared.helper.config().deadline + STEP_DEADLINE.saturating_mul(count);
     let batch = Helper::new(shared.helper.config().clone().deadline(deadline));
     let request = ApplyRequest::new(steps);
-    let answer = match batch.apply(shared.lock, device, shared.format, &request) {
+    let answer = match batch.apply(shared.lock, device, shared.format()?, &request) {
         Ok(answer) => answer,
         Err(failure @ ApplyFailure::NotRecorded(_)) => {
             return Err(Stop::failed(
@@ -143,10 +143,13 @@ pub(super) fn run_batch(
 /// written; anything else — or no read — means it may have been.
 fn settle(shared: &Shared<'_>, gpu: &mut Gpu) {
     let before = as_written(&gpu.reply);
-    match shared
-        .settle
-        .read_reply(shared.lock, gpu.report.device, shared.format)
-    {
+    let read = shared.format().map_err(|_| ()).and_then(|format| {
+        shared
+            .settle
+            .read_reply(shared.lock, gpu.report.device, format)
+            .map_err(|_| ())
+    });
+    match read {
         Ok(reply) => {
             gpu.wrote = gpu.wrote || before.is_none() || as_written(&reply) != before;
             gpu.reply = reply;

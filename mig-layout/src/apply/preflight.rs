@@ -60,7 +60,7 @@ pub(super) fn preflight(
     boards: Option<&BTreeMap<Bdf, Board>>,
     unnamed: Unnamed,
 ) -> Preflight {
-    let (lock, helper, format) = (shared.lock, shared.helper, shared.format);
+    let (lock, helper) = (shared.lock, shared.helper);
     let mut cards: Vec<Gpu> = Vec::with_capacity(wanted.len());
     let mut others: Vec<GpuReport> = Vec::new();
     let mut refusal: Option<(ApplyReason, String)> = None;
@@ -69,7 +69,20 @@ pub(super) fn preflight(
     // Every card read side by side (the helper's fan-out), then each planned in index order;
     // the first refusal in index order is the apply's.
     let devices: Vec<Bdf> = wanted.iter().map(|w| w.gpu.bdf).collect();
-    let reads = helper.read_all(lock, &devices, format);
+    let reads = match shared.format() {
+        Ok(format) => helper.read_all(lock, &devices, format),
+        // No NVIDIA GPU in the job: nothing to read.
+        Err(_) if devices.is_empty() => Vec::new(),
+        Err(stop) => {
+            return Preflight::Refused {
+                reason: ApplyReason::HelperUnavailable,
+                detail: stop.detail,
+                impossible: None,
+                gpus: Vec::new(),
+                warnings: Vec::new(),
+            };
+        }
+    };
     for (wanted, read) in wanted.into_iter().zip(reads) {
         let declared = boards.and_then(|boards| boards.get(&wanted.gpu.bdf));
         match check(shared.host, wanted, read, declared, unnamed, &mut warnings) {
@@ -113,19 +126,7 @@ fn check(
     warnings: &mut Vec<ApplyWarning>,
 ) -> Checked {
     let device = wanted.gpu.bdf;
-    let mut report = GpuReport {
-        device,
-        index: wanted.gpu.index,
-        line: wanted.line,
-        plan: Vec::new(),
-        steps: Vec::new(),
-        differences: Vec::new(),
-        adopted: Vec::new(),
-        vgpu_plan: Vec::new(),
-        vgpu_done: Vec::new(),
-        outcome: None,
-        detail: None,
-    };
+    let mut report = GpuReport::new(device, wanted.gpu.index, wanted.line);
     let reply = match read.into_reply() {
         Ok(reply) => reply,
         Err(failure) => {

@@ -59,6 +59,14 @@ pub enum Progress {
         /// The step.
         step: crate::vgpu::VgpuStep,
     },
+    /// An AMD write done: a memory request, the driver reload (shown on the first GPU of the
+    /// apply; it reaches every AMD GPU), a compute partition.
+    Amd {
+        /// The GPU.
+        device: Bdf,
+        /// The step.
+        step: crate::amd::AmdStep,
+    },
 }
 
 impl Progress {
@@ -72,7 +80,8 @@ impl Progress {
             | Self::EarlierResetCompleted { device }
             | Self::Reset { device, .. }
             | Self::ReadBack { device }
-            | Self::Vgpu { device, .. } => *device,
+            | Self::Vgpu { device, .. }
+            | Self::Amd { device, .. } => *device,
         }
     }
 }
@@ -94,6 +103,7 @@ impl std::fmt::Display for Progress {
             Self::Reset { outcome, .. } => write!(f, "warm reset: {outcome}"),
             Self::ReadBack { .. } => f.write_str("read back: as the layout wants"),
             Self::Vgpu { step, .. } => write!(f, "{step}: done"),
+            Self::Amd { step, .. } => write!(f, "{step}: done"),
         }
     }
 }

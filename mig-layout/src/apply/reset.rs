@@ -308,9 +308,9 @@ fn blocked_stop(lock: &HostLock, device: Bdf, reason: BlockedReason, detail: &st
 fn busy_peer(shared: &Shared<'_>, device: Bdf, group: &[Bdf], in_apply: &[Bdf]) -> Option<Stop> {
     for peer in group.iter().filter(|peer| !in_apply.contains(peer)) {
         let carries = shared
-            .helper
-            .read_reply(shared.lock, *peer, shared.format)
+            .format()
             .ok()
+            .and_then(|format| shared.helper.read_reply(shared.lock, *peer, format).ok())
             .and_then(|reply| Card::of(&reply).ok())
             .map(|card| card.instances.len());
         if carries != Some(0) {

@@ -1,6 +1,7 @@
 //! [`ApplyRun`]: on which host, through which helper, into which store, resetting how; and
 //! [`ApplyError`], an apply that could not run.
 
+use super::amd::AmdWith;
 use super::progress::ApplyObserver;
 use super::vgpu::VgpuWith;
 use crate::report::ApplyReport;
@@ -18,6 +19,7 @@ pub struct ApplyRun<'a> {
     pub(super) reset: ResetWith<'a>,
     pub(super) observe: Option<ApplyObserver<'a>>,
     pub(super) vgpu: VgpuWith<'a>,
+    pub(super) amd: AmdWith<'a>,
 }
 
 impl std::fmt::Debug for ApplyRun<'_> {
@@ -45,7 +47,15 @@ impl<'a> ApplyRun<'a> {
             reset,
             observe: None,
             vgpu: VgpuWith::default(),
+            amd: AmdWith::default(),
         }
+    }
+
+    /// Writes AMD GPUs so (how the driver is reloaded, the client services, what carries the
+    /// writes); by default the kernel's files and `/sbin/modprobe`, no client service.
+    pub fn amd(mut self, with: AmdWith<'a>) -> Self {
+        self.amd = with;
+        self
     }
 
     /// Writes the vGPU side so (`sriov-manage`'s path and retries, what carries a VF's type
@@ -106,6 +116,16 @@ pub enum ApplyError {
         /// Why it is none.
         #[source]
         source: crate::vgpu::VgpuNameError,
+    },
+    /// A Device Config Manager profile does not fit the host's AMD GPUs (its counts, its
+    /// skipped IDs).
+    #[error("the profile does not fit the host's AMD GPUs")]
+    Profile(#[source] crate::amd::AssignError),
+    /// Which client services of the AMD GPUs run could not be told (a cgroup did not read).
+    #[error("cannot tell whether the GPUs' client services run: {why}")]
+    ClientServices {
+        /// Why.
+        why: String,
     },
     /// The store did not keep what the apply recorded (a store written before a member of the
     /// state existed drops it, the declaration above all): read back under the lock, the first

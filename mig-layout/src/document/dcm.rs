@@ -31,7 +31,7 @@ use super::error::LayoutError;
 use super::node::Node;
 use super::read::read_root;
 use gpu_partition_types::{JsonPointer, Token};
-use layout_model::amd::{ComputePartition, MemoryPartition, list};
+use layout_model::amd::{AmdWant, ComputePartition, MemoryPartition, list};
 
 /// A Device Config Manager config: its named profiles, in the document's order, and the
 /// services that hold the GPUs (stopped before a change, started after).
@@ -139,10 +139,7 @@ impl DcmDocument {
 impl DcmProfile {
     /// The partitions the profile gives each of a host's `host` GPUs, by ID (PCI address
     /// order): `None` for a GPU it skips.
-    pub fn assign(
-        &self,
-        host: usize,
-    ) -> Result<Vec<Option<(ComputePartition, MemoryPartition)>>, AssignError> {
+    pub fn assign(&self, host: usize) -> Result<Vec<Option<AmdWant>>, AssignError> {
         let assigned: u64 = self.entries.iter().map(|entry| u64::from(entry.gpus)).sum();
         let total = usize::try_from(assigned)
             .ok()
@@ -169,7 +166,7 @@ impl DcmProfile {
         let mut modes = self
             .entries
             .iter()
-            .flat_map(|entry| (0..entry.gpus).map(|_| (entry.compute, entry.memory)));
+            .flat_map(|entry| (0..entry.gpus).map(|_| AmdWant::new(entry.compute, entry.memory)));
         Ok((0..host)
             .map(|id| {
                 let skipped = u32::try_from(id).is_ok_and(|id| self.skipped.contains(&id));

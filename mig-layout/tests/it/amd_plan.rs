@@ -46,7 +46,7 @@ fn cards<'a>(read: &'a [AmdPartitions], holders: &'a [Vec<Holder>]) -> Vec<AmdCa
 
 fn all(count: usize, compute: C, memory: M) -> Vec<(Bdf, AmdWant)> {
     (0..count)
-        .map(|index| (bdf(index), AmdWant { compute, memory }))
+        .map(|index| (bdf(index), AmdWant::new(compute, memory)))
         .collect()
 }
 
@@ -155,10 +155,7 @@ fn a_memory_change_for_part_of_a_hive_is_refused_naming_a_member_left_out() {
 fn a_hive_asked_for_two_memory_partitions_is_refused() {
     let (read, holders) = (hive(C::Spx, M::Nps1), idle());
     let mut wants = all(8, C::Cpx, M::Nps4);
-    wants[7].1 = AmdWant {
-        compute: C::Spx,
-        memory: M::Nps1,
-    };
+    wants[7].1 = AmdWant::new(C::Spx, M::Nps1);
     let error = plan_amd(&cards(&read, &holders), &wants).unwrap_err();
     assert!(
         matches!(error, AmdRefusal::HiveSplit { hive: 7, .. }),
@@ -225,7 +222,7 @@ proptest! {
 /// The plan's steps carried out on the fake amdgpu, reading the GPUs again after the reload
 /// and planning the rest from what they show, as an executor does.
 fn apply_on_fake(
-    amd: &mut host_sync::fake_amdgpu::FakeAmdgpu<'_>,
+    amd: &mut host_sync::fake_amdgpu::FakeAmdgpu,
     sysfs: &host_sync::fake_sysfs::FakeSysfs,
     wants: &[(Bdf, AmdWant)],
 ) -> Vec<AmdStep> {
@@ -287,7 +284,7 @@ fn cpx_nps4_carried_out_on_a_fake_hive_of_eight_reloads_once_and_holds_then_writ
     use host_sync::fake_amdgpu::{FakeAmdgpu, MI300X};
     let dir = tempfile::tempdir().unwrap();
     let sysfs = host_sync::fake_sysfs::FakeSysfs::new(dir.path()).unwrap();
-    let mut amd = FakeAmdgpu::new(&sysfs);
+    let mut amd = FakeAmdgpu::new(sysfs.clone());
     for index in 0..8 {
         amd.gpu(&bdf(index).to_string(), MI300X, M::Nps1, Some(7))
             .unwrap();

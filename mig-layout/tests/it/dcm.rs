@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use layout_model::amd::{ComputePartition as C, MemoryPartition as M};
-use mig_layout::amd::{AssignError, DcmDocument};
+use mig_layout::amd::{AmdWant, AssignError, DcmDocument};
 
 fn example() -> DcmDocument {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -36,8 +36,8 @@ fn device_config_managers_own_example_reads_whole() {
 fn a_profile_gives_the_gpus_not_skipped_their_partitions_in_order() {
     let document = example();
     let default = document.profile("default").unwrap().assign(8).unwrap();
-    let cpx = Some((C::Cpx, M::Nps1));
-    let spx = Some((C::Spx, M::Nps1));
+    let cpx = Some(AmdWant::new(C::Cpx, M::Nps1));
+    let spx = Some(AmdWant::new(C::Spx, M::Nps1));
     assert_eq!(default, [cpx, cpx, cpx, cpx, cpx, cpx, spx, spx]);
     let skipping = document.profile("profile-1").unwrap().assign(8).unwrap();
     assert_eq!(skipping, [None, None, None, cpx, cpx, cpx, cpx, cpx]);

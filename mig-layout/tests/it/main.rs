@@ -1,6 +1,7 @@
 //! The integration tests of `mig-layout`: one test binary (one link, one
 //! process start per `cargo test`), one module per subject.
 
+mod amd_apply;
 mod amd_plan;
 mod apply;
 mod common;

@@ -22,7 +22,7 @@ pub fn run(args: &Probe, config: &Config, host: &Host, output: Output) -> Result
     let devices = if args.devices.is_empty() {
         host_sync::scan_gpus(host.sysfs_root())?
             .into_iter()
-            .filter(|gpu| gpu.is_to_be_read())
+            .filter(|gpu| gpu.is_read_by(host_sync::ReadBy::Helper))
             .map(|gpu| gpu.bdf)
             .collect()
     } else {

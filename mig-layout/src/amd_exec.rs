@@ -1,0 +1,223 @@
+//! The AMD side's own I/O, each piece on the real host:
+//!
+//! - [`SysfsAmdgpu`]: the kernel's side of an AMD layout's writes — a mode written to the
+//!   GPU's `current_compute_partition` or `current_memory_partition` in one `write(2)` (the
+//!   kernel's refusal is the write's errno), and the driver reloaded by `modprobe -r amdgpu`
+//!   then `modprobe amdgpu`, each run through the runner ([`Modprobe`]: its trust check, a
+//!   deadline, the caller's cancel);
+//! - [`render_nodes`]: the DRM render nodes of a GPU (`/dev/dri/renderD<N>`, what a ROCm
+//!   process opens beside `/dev/kfd`), from its sysfs `drm/` directory;
+//! - [`running_services`]: which of the GPU's client services (Device Config Manager's
+//!   `gpuClientSystemdServices`) have processes now, from their systemd cgroups.
+//!
+//! The sources of each rule are in the project's `docs/amd.md`.
+
+use gpu_host_probe::Cancel;
+use gpu_host_probe::run::{RunResult, RunSpec};
+use gpu_partition_types::Bdf;
+use host_sync::amd::{AmdgpuWrites, ReloadError};
+use layout_model::amd::{ComputePartition, MemoryPartition};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where `modprobe` is on a Debian host (merged `/usr` or not: kmod's own path).
+pub const DEFAULT_MODPROBE: &str = "/sbin/modprobe";
+
+/// The module a reload takes away and brings back.
+pub const AMDGPU_MODULE: &str = "amdgpu";
+
+/// How the driver is reloaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Modprobe {
+    /// The program ([`DEFAULT_MODPROBE`] by default); like every program root runs, it must be
+    /// one nobody else can change.
+    pub path: PathBuf,
+    /// How long each run (the unload, the load) may take (default 5 minutes: an unload with a
+    /// memory partition request sends it to the firmware of every GPU of the hive, and AMD's
+    /// `amd-smi` waits up to 140 s for a memory partition change).
+    pub deadline: Duration,
+}
+
+impl Default for Modprobe {
+    fn default() -> Self {
+        Self {
+            path: PathBuf::from(DEFAULT_MODPROBE),
+            deadline: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The kernel's files under the host's sysfs, and `modprobe`: what every real host uses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SysfsAmdgpu {
+    /// How the driver is reloaded.
+    pub modprobe: Modprobe,
+}
+
+impl SysfsAmdgpu {
+    /// The kernel's files, the driver reloaded by `modprobe`.
+    pub fn new(modprobe: Modprobe) -> Self {
+        Self { modprobe }
+    }
+
+    /// One run of `modprobe` with `args`, or how it ended otherwise than with exit 0.
+    fn run(&self, args: &[&str], cancel: Option<&Cancel>) -> Result<(), ReloadError> {
+        let mut spec = RunSpec::new(&self.modprobe.path, self.modprobe.deadline)
+            .args(args.iter().map(|arg| (*arg).to_owned()));
+        if let Some(cancel) = cancel {
+            spec = spec.cancel(cancel.clone());
+        }
+        let run = gpu_host_probe::run::run(&spec);
+        if run.result == RunResult::Exited(0) {
+            return Ok(());
+        }
+        Err(ReloadError::Ran {
+            command: format!("{} {}", self.modprobe.path.display(), args.join(" ")),
+            result: run.result,
+            stderr: String::from_utf8_lossy(&run.stderr).trim().to_owned(),
+        })
+    }
+}
+
+/// `text` written to the file `name` of the GPU `device` in one `write(2)`, as `echo` does.
+fn write_mode(sysfs_root: &Path, device: Bdf, name: &str, text: &str) -> std::io::Result<()> {
+    let path = sysfs_root
+        .join("bus/pci/devices")
+        .join(device.to_string())
+        .join(name);
+    let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
+    file.write_all(format!("{text}\n").as_bytes())
+}
+
+impl AmdgpuWrites for SysfsAmdgpu {
+    fn write_compute(
+        &self,
+        sysfs_root: &Path,
+        device: Bdf,
+        mode: ComputePartition,
+    ) -> std::io::Result<()> {
+        write_mode(
+            sysfs_root,
+            device,
+            "current_compute_partition",
+            &mode.to_string(),
+        )
+    }
+
+    fn request_memory(
+        &self,
+        sysfs_root: &Path,
+        device: Bdf,
+        mode: MemoryPartition,
+    ) -> std::io::Result<()> {
+        write_mode(
+            sysfs_root,
+            device,
+            "current_memory_partition",
+            &mode.to_string(),
+        )
+    }
+
+    fn reload_driver(&self, cancel: Option<&Cancel>) -> Result<(), ReloadError> {
+        self.run(&["-r", AMDGPU_MODULE], cancel)?;
+        self.run(&[AMDGPU_MODULE], cancel)
+    }
+}
+
+/// The DRM render nodes of the GPU `device` (`/dev/dri/renderD<N>` for each
+/// `drm/renderD<N>` under its sysfs directory), in order; none where it has no `drm/`.
+pub fn render_nodes(sysfs_root: &Path, device: Bdf) -> std::io::Result<Vec<PathBuf>> {
+    let drm = sysfs_root
+        .join("bus/pci/devices")
+        .join(device.to_string())
+        .join("drm");
+    let entries = match std::fs::read_dir(&drm) {
+        Ok(entries) => entries,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(error) => return Err(error),
+    };
+    let mut nodes = Vec::new();
+    for entry in entries {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        let minor = name
+            .strip_prefix("renderD")
+            .filter(|minor| !minor.is_empty() && minor.bytes().all(|byte| byte.is_ascii_digit()));
+        if minor.is_some() {
+            nodes.push(PathBuf::from("/dev/dri").join(name));
+        }
+    }
+    nodes.sort();
+    Ok(nodes)
+}
+
+/// The file every ROCm process opens, whichever GPUs it uses.
+pub const KFD: &str = "/dev/kfd";
+
+/// A client service of the GPUs that has processes now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RunningService {
+    /// Its unit (`amd-metrics-exporter.service`).
+    pub unit: String,
+    /// Its processes, by pid.
+    pub pids: Vec<u32>,
+}
+
+impl std::fmt::Display for RunningService {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pids: Vec<String> = self.pids.iter().map(ToString::to_string).collect();
+        write!(f, "{} is running (pid {})", self.unit, pids.join(", "))
+    }
+}
+
+/// Which of `services` (systemd units; `.service` added to a bare name, as Device Config
+/// Manager names them) have processes now: the `cgroup.procs` of the unit's cgroup under
+/// `<sysfs>/fs/cgroup` — the unified hierarchy's `system.slice/<unit>/`, or the legacy one's
+/// `systemd/system.slice/<unit>/` —; a unit with neither is not running.
+pub fn running_services(
+    sysfs_root: &Path,
+    services: &[String],
+) -> std::io::Result<Vec<RunningService>> {
+    let mut running = Vec::new();
+    for service in services {
+        let unit = if service.contains('.') {
+            service.clone()
+        } else {
+            format!("{service}.service")
+        };
+        let cgroup = sysfs_root.join("fs/cgroup");
+        let places = [
+            cgroup.join("system.slice").join(&unit).join("cgroup.procs"),
+            cgroup
+                .join("systemd/system.slice")
+                .join(&unit)
+                .join("cgroup.procs"),
+        ];
+        for place in places {
+            let text = match std::fs::read_to_string(&place) {
+                Ok(text) => text,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(error) => return Err(error),
+            };
+            let mut pids = Vec::new();
+            for line in text.lines() {
+                let pid = line.trim().parse::<u32>().map_err(|_| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("{}: {line:?} is not a pid", place.display()),
+                    )
+                })?;
+                pids.push(pid);
+            }
+            if !pids.is_empty() {
+                running.push(RunningService {
+                    unit: unit.clone(),
+                    pids,
+                });
+            }
+            break;
+        }
+    }
+    Ok(running)
+}
