@@ -183,7 +183,9 @@ pub struct Reset {
     pub command: Option<ResetCommand>,
     /// What to reset: for metax a node ID (GPU#N of mx-smi -L), a PCI address, a UUID or
     /// `all`; for nvidia an index, a bus ID, a UUID, several separated by commas, or `all`;
-    /// for pci a PCI address.
+    /// for pci a PCI address; for amd a PCI address, an amd-smi GPU ID or UUID (of amd-smi
+    /// list), several separated by commas, or `all` (the kernel resets each GPU's XGMI hive
+    /// with it).
     #[arg(long, value_name = "ID|all")]
     pub device: Option<ResetTarget>,
     /// Run the preflight and say what would be reset; change nothing.
@@ -202,7 +204,8 @@ pub struct Reset {
 #[derive(Debug, Args)]
 pub struct BackendArgs {
     /// The reset method: metax (mx-smi), nvidia (nvidia-smi --gpu-reset), pci (the kernel's
-    /// sysfs reset of one PCI function).
+    /// sysfs reset of one PCI function), amd (amd-smi reset --gpureset, the XGMI hive
+    /// together).
     #[arg(long, value_enum, default_value = "metax")]
     pub method: MethodArg,
     /// The mx-smi program [default: from the config, else the usual places].
@@ -211,6 +214,10 @@ pub struct BackendArgs {
     /// The nvidia-smi program [default: from the config, else /usr/bin/nvidia-smi, else PATH].
     #[arg(long, value_name = "PATH", value_parser = program_path)]
     pub nvidia_smi: Option<PathBuf>,
+    /// The amd-smi program [default: from the config, else /opt/rocm/bin/amd-smi, else
+    /// /usr/bin/amd-smi, else PATH].
+    #[arg(long, value_name = "PATH", value_parser = program_path)]
+    pub amd_smi: Option<PathBuf>,
     /// The kernel log [default: from the config, /dev/kmsg].
     #[arg(long, value_name = "PATH")]
     pub kmsg: Option<PathBuf>,
@@ -228,6 +235,8 @@ pub enum MethodArg {
     Nvidia,
     /// One PCI function through the kernel's sysfs reset.
     Pci,
+    /// AMD Instinct GPUs through amd-smi, with every GPU of their XGMI hive.
+    Amd,
 }
 
 impl From<MethodArg> for warm_reset::Method {
@@ -236,6 +245,7 @@ impl From<MethodArg> for warm_reset::Method {
             MethodArg::Metax => Self::Metax,
             MethodArg::Nvidia => Self::Nvidia,
             MethodArg::Pci => Self::Pci,
+            MethodArg::Amd => Self::Amd,
         }
     }
 }

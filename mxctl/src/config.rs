@@ -8,6 +8,7 @@ use mig_layout::{HookPoint, Hooks};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use warm_reset::LinkCommands;
+use warm_reset::amd::AMD_SMI_PLACES;
 use warm_reset::metax::MX_SMI_PLACES;
 use warm_reset::nvidia::NVIDIA_SMI_PLACES;
 
@@ -26,6 +27,8 @@ pub struct Config {
     pub mx_smi: Option<PathBuf>,
     /// `nvidia-smi`: `None` looks in the usual places.
     pub nvidia_smi: Option<PathBuf>,
+    /// `amd-smi`: `None` looks in the usual places.
+    pub amd_smi: Option<PathBuf>,
     /// `sriov-manage`: NVIDIA's script that enables and disables a GPU's virtual functions.
     pub sriov_manage: PathBuf,
     /// `reset-window`.
@@ -117,6 +120,15 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: |c| program(c.nvidia_smi.as_deref(), &NVIDIA_SMI_PLACES),
+    },
+    Setting {
+        key: "amd-smi",
+        about: "The AMD amd-smi program (reset --method amd)",
+        read: |c, v| {
+            c.amd_smi = Some(absolute(v)?);
+            Ok(())
+        },
+        show: |c| program(c.amd_smi.as_deref(), &AMD_SMI_PLACES),
     },
     Setting {
         key: "sriov-manage",
@@ -243,6 +255,7 @@ impl Default for Config {
             pool: host_sync::Pool::Disabled,
             mx_smi: None,
             nvidia_smi: None,
+            amd_smi: None,
             sriov_manage: PathBuf::from(mig_layout::vgpu::DEFAULT_SRIOV_MANAGE),
             reset_window: warm_reset::DEFAULT_WINDOW,
             kmsg: PathBuf::from(warm_reset::io::DEFAULT_KMSG),

@@ -1,4 +1,4 @@
-//! `mxctl reset`: a warm reset on this host by a method (metax, nvidia, pci), real or
+//! `mxctl reset`: a warm reset on this host by a method (metax, nvidia, pci, amd), real or
 //! simulated.
 
 use super::reset_backend::{real_backend, window};
@@ -103,6 +103,7 @@ pub fn run_machine(
                     Method::Metax => "mx-smi -r",
                     Method::Nvidia => "nvidia-smi --gpu-reset",
                     Method::Pci => "echo 1 > reset",
+                    Method::Amd => "amd-smi reset --gpureset",
                     _ => "the reset",
                 });
                 progress.enable_steady_tick(Duration::from_millis(200));

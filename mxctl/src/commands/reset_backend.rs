@@ -5,7 +5,7 @@ use crate::cli::{BackendArgs, MethodArg};
 use crate::config::Config;
 use gpu_host_probe::Host;
 use std::time::Duration;
-use warm_reset::{Backend, MxSmiBackend, NvidiaSmiBackend, SysfsBackend};
+use warm_reset::{AmdSmiBackend, Backend, MxSmiBackend, NvidiaSmiBackend, SysfsBackend};
 
 /// The reset window: `--window`, else the config's.
 pub fn window(args: &BackendArgs, config: &Config) -> Duration {
@@ -29,5 +29,11 @@ pub fn real_backend(args: &BackendArgs, config: &Config, host: &Host) -> Box<dyn
             kmsg,
         )),
         MethodArg::Pci => Box::new(SysfsBackend::new(host.sysfs_root(), host.proc_root(), kmsg)),
+        MethodArg::Amd => Box::new(AmdSmiBackend::new(
+            args.amd_smi.clone().or_else(|| config.amd_smi.clone()),
+            host.sysfs_root(),
+            host.proc_root(),
+            kmsg,
+        )),
     }
 }

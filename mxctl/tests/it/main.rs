@@ -22,6 +22,7 @@ mod probe;
 mod protocol_doc;
 mod reply_check;
 mod reset;
+mod reset_amd;
 mod reset_nvidia;
 mod reset_pci;
 mod sync;

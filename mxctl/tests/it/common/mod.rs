@@ -2,6 +2,7 @@
 //! `/proc/modules`, a boot id, a kernel log file, and a state directory.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod amd_host;
 pub mod machine;
 pub mod nvidia_host;
 pub mod partition_host;
