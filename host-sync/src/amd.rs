@@ -243,21 +243,6 @@ pub fn parse_available_memory(path: &Path, text: &str) -> Result<Vec<MemoryParti
     )
 }
 
-/// Parses `xgmi_hive_id`'s text: the ID in decimal.
-pub fn parse_hive_id(path: &Path, text: &str) -> Result<u64, AmdError> {
-    let what = "XGMI hive ID";
-    let body = line(path, text, what)?;
-    let digits = !body.is_empty() && body.bytes().all(|b| b.is_ascii_digit());
-    digits
-        .then(|| body.parse::<u64>().ok())
-        .flatten()
-        .ok_or_else(|| AmdError::Unexpected {
-            path: path.to_owned(),
-            text: text.to_owned(),
-            what,
-        })
-}
-
 /// The partitions of the GPU at `bdf` under `sysfs_root`: `None` where it shows no compute
 /// partition (a part amdgpu cannot partition, or no AMD GPU at all).
 pub fn read_partitions(sysfs_root: &Path, bdf: Bdf) -> Result<Option<AmdPartitions>, AmdError> {
@@ -283,9 +268,16 @@ pub fn read_partitions(sysfs_root: &Path, bdf: Bdf) -> Result<Option<AmdPartitio
         Some(text) => parse_available_memory(&path, &text)?,
         None => Vec::new(),
     };
-    let path = file("xgmi_hive_info/xgmi_hive_id");
+    // The hive, by the one reader of it (the warm reset reads the same).
+    let path = file(gpu_host_probe::XGMI_HIVE_ID);
     let hive = match read(&path)? {
-        Some(text) => Some(parse_hive_id(&path, &text)?),
+        Some(text) => Some(gpu_host_probe::parse_xgmi_hive_id(&text).ok_or_else(|| {
+            AmdError::Unexpected {
+                path: path.clone(),
+                text: text.clone(),
+                what: "XGMI hive ID",
+            }
+        })?),
         None => None,
     };
     Ok(Some(AmdPartitions {
