@@ -5,8 +5,6 @@
 //!   kernel's refusal is the write's errno), and the driver reloaded by `modprobe -r amdgpu`
 //!   then `modprobe amdgpu`, each run through the runner ([`Modprobe`]: its trust check, a
 //!   deadline, the caller's cancel);
-//! - [`render_nodes`]: the DRM render nodes of a GPU (`/dev/dri/renderD<N>`, what a ROCm
-//!   process opens beside `/dev/kfd`), from its sysfs `drm/` directory;
 //! - [`running_services`]: which of the GPU's client services (Device Config Manager's
 //!   `gpuClientSystemdServices`) have processes now, from their systemd cgroups.
 //!
@@ -20,12 +18,10 @@ use layout_model::amd::{ComputePartition, MemoryPartition};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use warm_reset::amd::AMDGPU;
 
 /// Where `modprobe` is on a Debian host (merged `/usr` or not: kmod's own path).
 pub const DEFAULT_MODPROBE: &str = "/sbin/modprobe";
-
-/// The module a reload takes away and brings back.
-pub const AMDGPU_MODULE: &str = "amdgpu";
 
 /// How the driver is reloaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,39 +116,10 @@ impl AmdgpuWrites for SysfsAmdgpu {
     }
 
     fn reload_driver(&self, cancel: Option<&Cancel>) -> Result<(), ReloadError> {
-        self.run(&["-r", AMDGPU_MODULE], cancel)?;
-        self.run(&[AMDGPU_MODULE], cancel)
+        self.run(&["-r", AMDGPU], cancel)?;
+        self.run(&[AMDGPU], cancel)
     }
 }
-
-/// The DRM render nodes of the GPU `device` (`/dev/dri/renderD<N>` for each
-/// `drm/renderD<N>` under its sysfs directory), in order; none where it has no `drm/`.
-pub fn render_nodes(sysfs_root: &Path, device: Bdf) -> std::io::Result<Vec<PathBuf>> {
-    let drm = sysfs_root
-        .join("bus/pci/devices")
-        .join(device.to_string())
-        .join("drm");
-    let entries = match std::fs::read_dir(&drm) {
-        Ok(entries) => entries,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(error) => return Err(error),
-    };
-    let mut nodes = Vec::new();
-    for entry in entries {
-        let name = entry?.file_name().to_string_lossy().into_owned();
-        let minor = name
-            .strip_prefix("renderD")
-            .filter(|minor| !minor.is_empty() && minor.bytes().all(|byte| byte.is_ascii_digit()));
-        if minor.is_some() {
-            nodes.push(PathBuf::from("/dev/dri").join(name));
-        }
-    }
-    nodes.sort();
-    Ok(nodes)
-}
-
-/// The file every ROCm process opens, whichever GPUs it uses.
-pub const KFD: &str = "/dev/kfd";
 
 /// A client service of the GPUs that has processes now.
 #[derive(Debug, Clone, PartialEq, Eq)]

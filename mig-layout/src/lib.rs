@@ -45,8 +45,7 @@ mod vgpu_plan;
 /// written as [`AmdWith`](crate::amd::AmdWith) says) and asserted.
 pub mod amd {
     pub use crate::amd_exec::{
-        AMDGPU_MODULE, DEFAULT_MODPROBE, KFD, Modprobe, RunningService, SysfsAmdgpu, render_nodes,
-        running_services,
+        DEFAULT_MODPROBE, Modprobe, RunningService, SysfsAmdgpu, running_services,
     };
     pub use crate::amd_plan::{AmdCard, AmdRefusal, AmdStep, plan_amd};
     pub use crate::apply::{AmdWith, apply_amd};

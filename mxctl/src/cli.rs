@@ -97,6 +97,23 @@ mxctl_layout_drift{kind} say whether the cards hold it, and since when."
     /// of `partition`.
     #[command(subcommand)]
     Vgpu(VgpuCommand),
+    /// AMD Instinct partitions: ROCm Device Config Manager profiles (compute SPX…CPX, memory
+    /// NPS1…NPS8) applied by diff — the memory partitions requested, one amdgpu reload for the
+    /// host, then the compute partitions —, kept as the host's declaration, compared by every
+    /// sync and restored at boot; the options, exit codes and --json of `partition`.
+    #[command(
+        subcommand,
+        after_long_help = "Refused before any write: a mode a GPU does not offer (its \
+available_compute_partition and available_memory_partition) or a pair the kernel refuses, as \
+SPX with NPS4 (layout_impossible); a hive asked for two memory partitions or with a member the \
+profile leaves out (layout_impossible); a process holding a GPU's render node or /dev/kfd, or \
+a client service running (gpu_busy, naming it); a GPU whose files do not read \
+(gpu_unreadable). A memory partition requested waits for the driver reload: until it lands, \
+the GPU's partition mode says enable_on_reboot or disable_on_reboot (mxctl's own record: the \
+kernel shows no pending request). The compute partition never survives a driver reload or a \
+reboot (the driver sets it anew), so the boot restore sets it again."
+    )]
+    Amd(AmdCommand),
     /// Print the stored state and the last warm reset as Prometheus metrics (text format
     /// 0.0.4, as node_exporter's textfile collector reads it); writes nothing else.
     Metrics(Metrics),
@@ -104,7 +121,7 @@ mxctl_layout_drift{kind} say whether the cards hold it, and since when."
     /// (`--output` writes it whole, for nfd-worker's `features.d`).
     #[command(
         after_long_help = "Labels, each under mxctl.feature.node.kubernetes.io/: status, \
-reason, gpu-<address>.mode (an NVIDIA GPU's partition mode; the address with dashes for colons, as gpu-0000-3b-00.0.mode), layout (the declared layout's \
+reason, gpu-<address>.mode (an NVIDIA or AMD GPU's partition mode; the address with dashes for colons, as gpu-0000-3b-00.0.mode), layout (the declared layout's \
 label), layout-state (holds, drifted or unknown: whether the cards hold it, judged now — never \
 holds unless a sync of this boot read every declared card, found it so, and nothing of mxctl's \
 wrote to them since), layout-checked (when the cards were last read, in Unix seconds), \
@@ -656,4 +673,80 @@ pub struct PartitionExport {
     pub lock_wait: Option<std::time::Duration>,
     #[command(flatten)]
     pub helper: HelperArgs,
+}
+
+/// `mxctl amd …`
+#[derive(Debug, Subcommand)]
+pub enum AmdCommand {
+    /// Apply a Device Config Manager profile: the plan per GPU, then what was done (exit 0
+    /// done or dry run, 1 failed, 3 blocked).
+    Apply(Box<AmdApply>),
+    /// Say whether a profile is applied: exit 0, or 1 with every difference.
+    Assert(AmdAssert),
+    /// Bring the cards back to what the host is declared to be, AMD partitions included: the
+    /// same as `partition restore` (one declaration per host).
+    Restore(Box<AmdRestore>),
+}
+
+/// The Device Config Manager file and the profile in it.
+#[derive(Debug, Args)]
+pub struct DcmArgs {
+    /// The Device Config Manager file (its `config.json`: `gpu-config-profiles`,
+    /// `gpuClientSystemdServices`), JSON or the same in YAML (`-` reads standard input).
+    #[arg(short = 'f', long = "dcm-config", value_name = "FILE")]
+    pub file: PathBuf,
+    /// The profile's name in the file (what DCM's node label `dcm.amd.com/gpu-config-profile`
+    /// names).
+    #[arg(short = 'p', long = "profile", value_name = "NAME")]
+    pub profile: String,
+}
+
+/// How AMD GPUs are written: as a layout is, the driver reloaded by which `modprobe`, or a
+/// simulated amdgpu.
+#[derive(Debug, Args)]
+pub struct AmdWrite {
+    #[command(flatten)]
+    pub write: WriteArgs,
+    /// The modprobe program that reloads amdgpu [default: from the config, /sbin/modprobe].
+    #[arg(long, value_name = "PATH", value_parser = program_path)]
+    pub modprobe: Option<PathBuf>,
+    /// Write a simulated amdgpu kept in FILE (its GPUs shown under --sysfs-root, which must not
+    /// be /sys) instead of the kernel: for tests and demonstrations; reads, the lock, the state
+    /// and the hooks are the real ones.
+    #[arg(long, value_name = "FILE")]
+    pub simulate: Option<PathBuf>,
+}
+
+/// `mxctl amd apply --dcm-config FILE --profile NAME [--device BDF]… [--dry-run]`
+#[derive(Debug, Args)]
+#[command(override_usage = "mxctl amd apply [OPTIONS] --dcm-config <FILE> --profile <NAME>")]
+pub struct AmdApply {
+    #[command(flatten)]
+    pub dcm: DcmArgs,
+    #[command(flatten)]
+    pub write: AmdWrite,
+}
+
+/// `mxctl amd restore [--device BDF]… [--dry-run] [--at-boot]`
+#[derive(Debug, Args)]
+pub struct AmdRestore {
+    #[command(flatten)]
+    pub write: AmdWrite,
+    /// As the boot unit runs it (see `partition restore --at-boot`).
+    #[arg(long)]
+    pub at_boot: bool,
+}
+
+/// `mxctl amd assert --dcm-config FILE --profile NAME`
+#[derive(Debug, Args)]
+#[command(override_usage = "mxctl amd assert [OPTIONS] --dcm-config <FILE> --profile <NAME>")]
+pub struct AmdAssert {
+    #[command(flatten)]
+    pub dcm: DcmArgs,
+    /// Only this GPU of the profile; repeat for several.
+    #[arg(long = "device", value_name = "BDF")]
+    pub devices: Vec<Bdf>,
+    /// Seconds to wait for the host lock, then say blocked (lock_busy) [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
 }

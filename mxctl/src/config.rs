@@ -31,6 +31,12 @@ pub struct Config {
     pub amd_smi: Option<PathBuf>,
     /// `sriov-manage`: NVIDIA's script that enables and disables a GPU's virtual functions.
     pub sriov_manage: PathBuf,
+    /// `modprobe`: the program that reloads the amdgpu driver (an AMD memory partition
+    /// change).
+    pub modprobe: PathBuf,
+    /// `amd-client-services`: the systemd services that use the AMD GPUs (one running blocks
+    /// an AMD partition change), beside a Device Config Manager file's own.
+    pub amd_client_services: Vec<String>,
     /// `reset-window`.
     pub reset_window: Duration,
     /// `kmsg`.
@@ -138,6 +144,30 @@ pub const SETTINGS: &[Setting] = &[
             Ok(())
         },
         show: |c| c.sriov_manage.display().to_string(),
+    },
+    Setting {
+        key: "modprobe",
+        about: "The modprobe program that reloads the amdgpu driver for an AMD memory partition change",
+        read: |c, v| {
+            c.modprobe = absolute(v)?;
+            Ok(())
+        },
+        show: |c| c.modprobe.display().to_string(),
+    },
+    Setting {
+        key: "amd-client-services",
+        about: "The systemd services that use the AMD GPUs (space-separated): one running blocks an AMD partition change",
+        read: |c, v| {
+            c.amd_client_services = services(v)?;
+            Ok(())
+        },
+        show: |c| {
+            if c.amd_client_services.is_empty() {
+                "(none)".to_owned()
+            } else {
+                c.amd_client_services.join(" ")
+            }
+        },
     },
     Setting {
         key: "reset-window",
@@ -257,6 +287,8 @@ impl Default for Config {
             nvidia_smi: None,
             amd_smi: None,
             sriov_manage: PathBuf::from(mig_layout::vgpu::DEFAULT_SRIOV_MANAGE),
+            modprobe: PathBuf::from(mig_layout::amd::DEFAULT_MODPROBE),
+            amd_client_services: Vec::new(),
             reset_window: warm_reset::DEFAULT_WINDOW,
             kmsg: PathBuf::from(warm_reset::io::DEFAULT_KMSG),
             links: LinkCommands::default(),
@@ -351,6 +383,25 @@ fn absolute(value: &str) -> Result<PathBuf, String> {
     } else {
         Err(format!("must be an absolute path, not {value:?}"))
     }
+}
+
+/// Service names separated by spaces, each a systemd unit name's characters (letters, digits,
+/// `:-_.\@`): one a cgroup path can be made of, never a path of its own.
+fn services(value: &str) -> Result<Vec<String>, String> {
+    value
+        .split_whitespace()
+        .map(|name| {
+            let unit = name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b":-_.\\@".contains(&b))
+                && !name.starts_with('.');
+            if unit {
+                Ok(name.to_owned())
+            } else {
+                Err(format!("{name:?} is no systemd service name"))
+            }
+        })
+        .collect()
 }
 
 /// A value of a token type (`enabled`, `match`), naming the choices when it is none.

@@ -14,7 +14,7 @@ mod output;
 mod paths;
 
 use clap::Parser;
-use cli::{Cli, Command, PartitionCommand, ReplyCommand, ResetCommand, VgpuCommand};
+use cli::{AmdCommand, Cli, Command, PartitionCommand, ReplyCommand, ResetCommand, VgpuCommand};
 use config::Config;
 use exit::Exit;
 use failure::Failure;
@@ -71,6 +71,7 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
             | Command::Reset(_)
             | Command::Partition(_)
             | Command::Vgpu(_)
+            | Command::Amd(_)
     );
     let mut host = Host::new(state_dir)
         .with_sysfs_root(&cli.global.sysfs_root)
@@ -87,7 +88,7 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
         host.check_state_dir(creates)?;
     }
     match &cli.command {
-        Command::Gpus => commands::gpus::run(host.sysfs_root(), host.proc_root(), output),
+        Command::Gpus => commands::gpus::run(&host, output),
         Command::Sync(args) => commands::sync::run(args, &config, &host, output),
         Command::Status => commands::state::run(&host, output),
         Command::Probe(args) => commands::probe::run(args, &config, &host, output),
@@ -120,6 +121,11 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
             VgpuCommand::Restore(args) => commands::vgpu::restore(args, &config, &host, output),
             VgpuCommand::Assert(args) => commands::vgpu::assert(args, &config, &host, output),
             VgpuCommand::Export(args) => commands::vgpu::export(args, &config, &host, output),
+        },
+        Command::Amd(command) => match command {
+            AmdCommand::Apply(args) => commands::amd::apply(args, &config, &host, output),
+            AmdCommand::Assert(args) => commands::amd::assert(args, &config, &host, output),
+            AmdCommand::Restore(args) => commands::amd::restore(args, &config, &host, output),
         },
         Command::Reset(args) => match &args.command {
             Some(ResetCommand::Plan(plan)) => commands::reset_plan::plan(plan, &config),

@@ -22,7 +22,7 @@
 use super::Progress;
 use super::ctx::{Ctx, Stop};
 use super::run::ApplyError;
-use crate::amd_exec::{KFD, Modprobe, SysfsAmdgpu, render_nodes, running_services};
+use crate::amd_exec::{Modprobe, SysfsAmdgpu, running_services};
 use crate::amd_plan::{AmdCard, AmdRefusal, AmdStep, plan_amd};
 use crate::report::{ApplyReason, GpuReport};
 use crate::select::{AmdWanted, amd_gpus};
@@ -34,6 +34,7 @@ use layout_model::DeclaredGpu;
 use layout_model::amd::AmdWant;
 use std::path::PathBuf;
 use std::time::Duration;
+use warm_reset::amd::{KFD, render_files, render_nodes};
 use warm_reset::io::{Holder, holders};
 
 /// How often the GPUs' files are looked at while they are waited for after the reload.
@@ -196,10 +197,17 @@ pub(super) struct Refused {
 fn holders_of(host: &Host, devices: &[Bdf]) -> Result<Vec<Vec<Holder>>, String> {
     let mut files: Vec<Vec<PathBuf>> = Vec::new();
     for device in devices {
-        let nodes = render_nodes(host.sysfs_root(), *device).map_err(|error| {
-            format!("{device}: cannot tell who holds it: its render nodes did not read: {error}")
+        let dir = host
+            .sysfs_root()
+            .join("bus/pci/devices")
+            .join(device.to_string());
+        let nodes = render_nodes(&dir).map_err(|error| {
+            format!(
+                "{device}: cannot tell who holds it: its render nodes did not read: {}",
+                gpu_host_probe::chain::Chain(&error)
+            )
         })?;
-        files.push(nodes);
+        files.push(render_files(&nodes));
     }
     let kfd = PathBuf::from(KFD);
     let all: Vec<PathBuf> = files
@@ -410,7 +418,7 @@ pub(super) fn run(on: AmdRun<'_, '_, '_>, side: &mut AmdSide) -> Result<(), Appl
         }
         let first = side.gpus.first().map(|gpu| gpu.wanted.gpu.bdf);
         let reload = Writer::DriverReload {
-            module: crate::amd_exec::AMDGPU_MODULE.to_owned(),
+            module: warm_reset::amd::AMDGPU.to_owned(),
         };
         if let Err(error) = shared.lock.record_write(&[], reload) {
             let stop = Stop::failed(ApplyReason::StepRefused, error.to_string());

@@ -69,7 +69,7 @@ pub fn render_labels(state: &HostState, expires: u64, now: &gpu_host_probe::Now)
     let reason = state.reason.as_str();
     label("reason", if reason.is_empty() { "none" } else { reason });
     for (bdf, record) in &state.gpus {
-        if record.is_nvidia() {
+        if record.is_nvidia() || record.is_amd() {
             label(
                 &gpu_name(&bdf.to_string()),
                 &record.partition_mode.to_string(),

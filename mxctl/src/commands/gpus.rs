@@ -15,6 +15,8 @@ struct GpusReport {
     /// Why the holders of the VFs' VFIO groups could not be told (`None`: they were, or no VF
     /// has an IOMMU group): then every VF's `vfio_holders` is `null`.
     vfio_holders_unreadable: Option<String>,
+    /// Why the stored state did not read (then no AMD GPU's memory request is shown).
+    state_unreadable: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -46,18 +48,28 @@ struct AmdPartitions {
     available_memory: Vec<String>,
     /// The XGMI hive's ID, in decimal (a string: it may not fit a JSON reader's double).
     hive: Option<String>,
+    /// A memory partition mxctl requested that waits for a driver reload, from the stored
+    /// state (the kernel shows none); `None`: none recorded.
+    requested_memory: Option<String>,
+    /// The partition mode the files (and the request) give, by the sync's rule.
+    partition_mode: gpu_partition_types::PartitionMode,
 }
 
-fn amd_view(read: host_sync::amd::AmdPartitions) -> AmdPartitions {
+fn amd_view(
+    read: host_sync::amd::AmdPartitions,
+    requested: Option<layout_model::amd::MemoryPartition>,
+) -> AmdPartitions {
     fn names<T: std::fmt::Display>(modes: &[T]) -> Vec<String> {
         modes.iter().map(ToString::to_string).collect()
     }
     AmdPartitions {
+        partition_mode: host_sync::modes::amd_mode(&read, requested),
         compute: read.compute.to_string(),
         available_compute: names(&read.available_compute),
         memory: read.memory.map(|mode| mode.to_string()),
         available_memory: names(&read.available_memory),
         hive: read.hive.map(|id| id.to_string()),
+        requested_memory: requested.map(|mode| mode.to_string()),
     }
 }
 
@@ -199,8 +211,35 @@ fn fill_vfio_holders(gpus: &mut [Gpu], proc_root: &Path) -> Option<String> {
     None
 }
 
+/// The memory request of each AMD GPU waiting for a driver reload, as the stored state records
+/// it (read only; a state that does not read records none, and says why).
+fn requests(
+    host: &gpu_host_probe::Host,
+) -> (
+    std::collections::BTreeMap<gpu_partition_types::Bdf, layout_model::amd::MemoryPartition>,
+    Option<String>,
+) {
+    use host_sync::StateStore;
+    match host_sync::FileStore::read_only(host.state_dir()).load() {
+        Ok(state) => (
+            state
+                .into_iter()
+                .flat_map(|state| state.gpus)
+                .filter_map(|(bdf, gpu)| gpu.requested_memory().map(|mode| (bdf, mode)))
+                .collect(),
+            None,
+        ),
+        Err(error) => (
+            std::collections::BTreeMap::new(),
+            Some(gpu_host_probe::chain::Chain(&error).to_string()),
+        ),
+    }
+}
+
 /// Lists the GPUs; writes nothing.
-pub fn run(sysfs_root: &Path, proc_root: &Path, output: Output) -> Result<Exit, Failure> {
+pub fn run(host: &gpu_host_probe::Host, output: Output) -> Result<Exit, Failure> {
+    let (sysfs_root, proc_root) = (host.sysfs_root(), host.proc_root());
+    let (requested, state_unreadable) = requests(host);
     let mut gpus: Vec<Gpu> = host_sync::scan_gpus(sysfs_root)?
         .into_iter()
         .map(|gpu| {
@@ -235,21 +274,30 @@ pub fn run(sysfs_root: &Path, proc_root: &Path, output: Output) -> Result<Exit, 
                         .collect()
                 }),
                 mdev_unreadable,
-                amd_partitions: amd_partitions.map(amd_view),
+                amd_partitions: amd_partitions
+                    .map(|read| amd_view(read, requested.get(&gpu.bdf).copied())),
                 amd_partitions_unreadable,
             }
         })
         .collect();
     let vfio_holders_unreadable = fill_vfio_holders(&mut gpus, proc_root);
-    let text = if gpus.is_empty() {
+    let mut text = if gpus.is_empty() {
         format!("no GPU PCI function under {}\n", sysfs_root.display())
     } else {
         text(&gpus, vfio_holders_unreadable.as_deref())
     };
+    let amd = gpus.iter().any(|gpu| gpu.amd_partitions.is_some());
+    if let Some(why) = state_unreadable.as_ref().filter(|_| amd) {
+        text.push_str(&format!(
+            "the stored state did not read, so a memory partition waiting for a driver reload \
+             is not shown: {why}\n"
+        ));
+    }
     output.emit(
         &GpusReport {
             gpus,
             vfio_holders_unreadable,
+            state_unreadable,
         },
         &text,
     )?;
@@ -269,6 +317,7 @@ fn text(gpus: &[Gpu], holders_unreadable: Option<&str>) -> String {
             "NVIDIA",
             "VFS",
             "PARTITION",
+            "MODE",
         ]
         .map(str::to_owned)
         .to_vec(),
@@ -288,13 +337,22 @@ fn text(gpus: &[Gpu], holders_unreadable: Option<&str>) -> String {
             if gpu.nvidia { "yes" } else { "no" }.to_owned(),
             vfs,
             match (&gpu.amd_partitions, &gpu.amd_partitions_unreadable) {
-                (Some(read), _) => match &read.memory {
-                    Some(memory) => format!("{} {memory}", read.compute),
-                    None => read.compute.clone(),
-                },
+                (Some(read), _) => {
+                    let mut partitions = match &read.memory {
+                        Some(memory) => format!("{} {memory}", read.compute),
+                        None => read.compute.clone(),
+                    };
+                    if let Some(requested) = &read.requested_memory {
+                        partitions.push_str(&format!(" ({requested} requested)"));
+                    }
+                    partitions
+                }
                 (None, Some(_)) => "unreadable".to_owned(),
                 (None, None) => "-".to_owned(),
             },
+            gpu.amd_partitions
+                .as_ref()
+                .map_or_else(|| "-".to_owned(), |read| read.partition_mode.to_string()),
         ]);
     }
     let mut text = table(&rows);

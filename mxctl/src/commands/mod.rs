@@ -1,5 +1,6 @@
 //! One module per command.
 
+pub mod amd;
 pub mod check_trust;
 pub mod generate;
 pub mod gpus;

@@ -51,6 +51,32 @@ fn hint(differences: &[Difference]) -> Option<&'static str> {
     }
 }
 
+/// An AMD GPU's partitions as last read, and a memory request of ours waiting for a reload.
+fn amd_lines(text: &mut String, amd: &host_sync::AmdRecord) {
+    match (amd.compute, amd.read_at) {
+        (Some(compute), Some(at)) => {
+            let memory = amd
+                .memory
+                .map_or_else(|| "no memory partition".to_owned(), |m| m.to_string());
+            let _ = writeln!(
+                text,
+                "  partitions: {compute} {memory} (read at {at}, Unix time)"
+            );
+        }
+        _ => {
+            let _ = writeln!(text, "  partitions: not read");
+        }
+    }
+    if let Some(request) = &amd.requested {
+        let _ = writeln!(
+            text,
+            "  requested: {} at {} (Unix time), waiting for a driver reload (mxctl's record: \
+             the kernel shows no request)",
+            request.mode, request.at
+        );
+    }
+}
+
 impl StateReport<'_> {
     /// The text for people, in the habits of the `xe` CLI.
     pub fn text(&self) -> String {
@@ -82,6 +108,9 @@ impl StateReport<'_> {
             );
             if let Some(message) = &gpu.message {
                 let _ = writeln!(text, "  why: {message}");
+            }
+            if let Some(amd) = &gpu.amd {
+                amd_lines(&mut text, amd);
             }
         }
         if let Some(layout) = self.layout {

@@ -3,7 +3,7 @@
 //! codes and `--json`.
 
 use crate::cli::{VgpuApply, VgpuAssert, VgpuConfigArgs, VgpuExport, VgpuRestore, VgpuWrite};
-use crate::commands::partition::apply::{What, restore_with, write};
+use crate::commands::partition::apply::{Tools, What, restore_with, write};
 use crate::commands::partition::{layout_failure, read_text};
 use crate::config::Config;
 use crate::exit::Exit;
@@ -48,7 +48,10 @@ pub fn apply(
     write(
         What::Vgpu(&specs, &args.config.select),
         &args.write.write,
-        args.write.sriov_manage.as_deref(),
+        Tools {
+            sriov_manage: args.write.sriov_manage.as_deref(),
+            ..Tools::default()
+        },
         config,
         host,
         output,
@@ -66,7 +69,10 @@ pub fn leave(
     write(
         What::VgpuLeave,
         &args.write,
-        args.sriov_manage.as_deref(),
+        Tools {
+            sriov_manage: args.sriov_manage.as_deref(),
+            ..Tools::default()
+        },
         config,
         host,
         output,
@@ -83,7 +89,10 @@ pub fn restore(
 ) -> Result<Exit, Failure> {
     restore_with(
         &args.write.write,
-        args.write.sriov_manage.as_deref(),
+        Tools {
+            sriov_manage: args.write.sriov_manage.as_deref(),
+            ..Tools::default()
+        },
         args.at_boot,
         config,
         host,

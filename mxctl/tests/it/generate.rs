@@ -31,6 +31,10 @@ fn every_visible_command_has_a_man_page_and_the_hidden_one_has_none() {
     assert_eq!(
         names(&dir.path().join("man")),
         [
+            "mxctl-amd-apply.1",
+            "mxctl-amd-assert.1",
+            "mxctl-amd-restore.1",
+            "mxctl-amd.1",
             "mxctl-gpus.1",
             "mxctl-labels.1",
             "mxctl-metrics.1",

@@ -202,7 +202,9 @@ fn gpus_shows_each_amd_gpu_s_compute_and_memory_partition_and_its_hive() {
             "available_compute": ["QPX", "CPX"],
             "memory": "NPS4",
             "available_memory": ["NPS1", "NPS4"],
-            "hive": "12386496430428395541"
+            "hive": "12386496430428395541",
+            "requested_memory": null,
+            "partition_mode": "enabled"
         })
     );
     assert!(

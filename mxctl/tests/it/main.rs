@@ -1,6 +1,7 @@
 //! The integration tests of `mxctl`: one test binary (one link, one
 //! process start per `cargo test`), one module per subject.
 
+mod amd_partition;
 mod ansible;
 mod common;
 mod contract;

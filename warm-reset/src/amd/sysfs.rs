@@ -93,11 +93,16 @@ impl AmdGpuState {
 
     /// Its render nodes' device files.
     pub fn render_files(&self) -> Vec<PathBuf> {
-        self.render_nodes
-            .iter()
-            .map(|node| PathBuf::from(format!("/dev/dri/renderD{node}")))
-            .collect()
+        render_files(&self.render_nodes)
     }
+}
+
+/// The device files of render nodes `nodes` (`/dev/dri/renderD<N>`).
+pub fn render_files(nodes: &[u32]) -> Vec<PathBuf> {
+    nodes
+        .iter()
+        .map(|node| PathBuf::from(format!("/dev/dri/renderD{node}")))
+        .collect()
 }
 
 fn unreadable(path: &Path, source: std::io::Error) -> SysfsError {
@@ -120,8 +125,10 @@ fn partition_file(path: &Path) -> Result<PartitionFile, SysfsError> {
     }
 }
 
-/// The render nodes under `<dir>/drm` (none when the directory is absent: no DRM device).
-fn render_nodes(dir: &Path) -> Result<Vec<u32>, SysfsError> {
+/// The render nodes' numbers under `<dir>/drm` (a `bus/pci/devices/<bdf>` entry; none when the
+/// directory is absent: no DRM device), sorted: the one reader of them (the layout executor's
+/// holders' check reads them here too).
+pub fn render_nodes(dir: &Path) -> Result<Vec<u32>, SysfsError> {
     let drm = dir.join("drm");
     let entries = match std::fs::read_dir(&drm) {
         Ok(entries) => entries,

@@ -10,6 +10,8 @@ use crate::helper::helper;
 use crate::output::Output;
 use gpu_host_probe::Host;
 use host_sync::FileStore;
+use host_sync::fake_amdgpu::FakeAmdgpuFile;
+use mig_layout::amd::{AmdWith, AmdgpuWrites, DcmProfile, Modprobe};
 use mig_layout::vgpu::{SriovManage, VgpuSpec, VgpuWith};
 use mig_layout::{
     ApplyOptions, ApplyReport, ApplyRun, Progress, ResetWith, Restore, Spec, Unnamed,
@@ -31,7 +33,7 @@ pub fn run(
     write(
         What::Layout(&specs, &args.layout.select),
         &args.write,
-        None,
+        Tools::default(),
         config,
         host,
         output,
@@ -49,7 +51,7 @@ pub fn leave(
     write(
         What::Layout(&mig_layout::leave(), "leave"),
         &args.write,
-        None,
+        Tools::default(),
         config,
         host,
         output,
@@ -57,8 +59,11 @@ pub fn leave(
     )
 }
 
-/// What to write: a layout, a vGPU config, a vGPU leave, or the host's declaration.
+/// What to write: a layout, a vGPU config, a vGPU leave, a Device Config Manager profile, or
+/// the host's declaration.
 pub enum What<'a> {
+    /// An AMD Device Config Manager profile and its name.
+    Amd(&'a DcmProfile, &'a str),
     /// A MIG layout's specs and label.
     Layout(&'a [Spec], &'a str),
     /// A vGPU config's specs and name.
@@ -79,13 +84,34 @@ pub fn restore(
     host: &Host,
     output: Output,
 ) -> Result<Exit, Failure> {
-    restore_with(&args.write, None, args.at_boot, config, host, output)
+    restore_with(
+        &args.write,
+        Tools::default(),
+        args.at_boot,
+        config,
+        host,
+        output,
+    )
 }
 
-/// A restore (`partition restore`, `vgpu restore`), with `sriov-manage` where given.
+/// The programs a write runs beyond the config's, and a simulation: each `None` (or empty)
+/// takes the config's (or the real kernel).
+#[derive(Debug, Default)]
+pub struct Tools<'a> {
+    /// NVIDIA's `sriov-manage`.
+    pub sriov_manage: Option<&'a Path>,
+    /// The `modprobe` that reloads amdgpu.
+    pub modprobe: Option<&'a Path>,
+    /// A simulated amdgpu kept in this file (`--simulate`), written instead of the kernel.
+    pub amdgpu_sim: Option<&'a Path>,
+    /// The AMD GPUs' client services a Device Config Manager file names (the config's too).
+    pub amd_services: Vec<String>,
+}
+
+/// A restore (`partition restore`, `vgpu restore`, `amd restore`), with the tools given.
 pub fn restore_with(
     args: &WriteArgs,
-    sriov_manage: Option<&Path>,
+    tools: Tools<'_>,
     at_boot: bool,
     config: &Config,
     host: &Host,
@@ -96,22 +122,14 @@ pub fn restore_with(
         tracing::info!("{why}");
         return not_restored(why, "restore_disabled", Exit::Done, output);
     }
-    write(
-        What::Declared,
-        args,
-        sriov_manage,
-        config,
-        host,
-        output,
-        at_boot,
-    )
+    write(What::Declared, args, tools, config, host, output, at_boot)
 }
 
-/// Writes `what` as `args` say, through `sriov_manage` where given (else the config's).
+/// Writes `what` as `args` say, through the `tools` given (else the config's).
 pub fn write(
     what: What<'_>,
     args: &WriteArgs,
-    sriov_manage: Option<&Path>,
+    tools: Tools<'_>,
     config: &Config,
     host: &Host,
     output: Output,
@@ -137,14 +155,45 @@ pub fn write(
     };
     let vgpu = VgpuWith {
         sriov_manage: SriovManage {
-            path: sriov_manage.map_or_else(|| config.sriov_manage.clone(), Path::to_path_buf),
+            path: tools
+                .sriov_manage
+                .map_or_else(|| config.sriov_manage.clone(), Path::to_path_buf),
             ..SriovManage::default()
         },
         ..VgpuWith::default()
     };
+    let simulated = match tools.amdgpu_sim {
+        Some(_) if host.sysfs_root() == Path::new("/sys") => {
+            return Err(Failure::Usage(
+                "--simulate shows the simulated amdgpu's GPUs under --sysfs-root: give a tree \
+                 of its own, not /sys"
+                    .to_owned(),
+            ));
+        }
+        Some(file) => Some(FakeAmdgpuFile::new(file, host.sysfs_root())),
+        None => None,
+    };
+    let mut client_services = config.amd_client_services.clone();
+    for service in tools.amd_services {
+        if !client_services.contains(&service) {
+            client_services.push(service);
+        }
+    }
+    let amd = AmdWith {
+        modprobe: Modprobe {
+            path: tools
+                .modprobe
+                .map_or_else(|| config.modprobe.clone(), Path::to_path_buf),
+            ..Modprobe::default()
+        },
+        writes: simulated.as_ref().map(|file| file as &dyn AmdgpuWrites),
+        client_services,
+        ..AmdWith::default()
+    };
     let run = ApplyRun::new(host, &helper, &mut store, reset)
         .observe(&mut show)
-        .vgpu(vgpu);
+        .vgpu(vgpu)
+        .amd(amd);
     let options = ApplyOptions::new(pool(args.pool, config))
         .devices(args.devices.clone())
         .dry_run(args.dry_run)
@@ -163,6 +212,12 @@ pub fn write(
             let options =
                 options.unnamed(args.unnamed_instances.map_or(config.unnamed, Unnamed::from));
             let report = mig_layout::vgpu::apply_vgpu(run, label, specs, &options)
+                .map_err(layout_failure)?;
+            output.emit(&report, &text(&report))?;
+            Ok(Exit::of_apply(report.outcome))
+        }
+        What::Amd(profile, label) => {
+            let report = mig_layout::amd::apply_amd(run, label, profile, &options)
                 .map_err(layout_failure)?;
             output.emit(&report, &text(&report))?;
             Ok(Exit::of_apply(report.outcome))
@@ -226,7 +281,8 @@ fn restored_document(restored: Restore, at_boot: bool, output: Output) -> Result
 fn not_restored(why: &str, outcome: &str, exit: Exit, output: Output) -> Result<Exit, Failure> {
     let document = serde_json::json!({
         "restored": false, "why": why, "label": null, "outcome": outcome, "reason": null,
-        "detail": why, "impossible": null, "gpus": [], "resets": [], "host": null, "hooks": [],
+        "detail": why, "impossible": null, "gpus": [], "resets": [], "reload_planned": false,
+        "driver_reloads": 0, "host": null, "hooks": [],
         "warnings": [], "elapsed_ms": 0,
         "conclusion": mig_layout::Conclusion::NothingChanged.as_str(),
     });
@@ -248,6 +304,8 @@ pub fn text(report: &ApplyReport) -> String {
             && gpu.steps.is_empty()
             && gpu.vgpu_plan.is_empty()
             && gpu.vgpu_done.is_empty()
+            && gpu.amd_plan.is_empty()
+            && gpu.amd_done.is_empty()
         {
             let _ = writeln!(text, "  as the layout wants: no step");
         }
@@ -262,6 +320,12 @@ pub fn text(report: &ApplyReport) -> String {
         }
         for step in &gpu.vgpu_done {
             let _ = writeln!(text, "  vgpu done: {step}");
+        }
+        for step in &gpu.amd_plan {
+            let _ = writeln!(text, "  amd plan: {step}");
+        }
+        for step in &gpu.amd_done {
+            let _ = writeln!(text, "  amd done: {step}");
         }
         for difference in &gpu.differences {
             let _ = writeln!(
@@ -285,6 +349,13 @@ pub fn text(report: &ApplyReport) -> String {
             })
             .unwrap_or_default();
         let _ = writeln!(text, "reset: {} {}{group}", reset.target, reset.outcome);
+    }
+    if report.reload_planned {
+        let _ = writeln!(
+            text,
+            "amd plan: reload the amdgpu driver once, for every AMD GPU of the host ({} run)",
+            report.reloads
+        );
     }
     for hook in &report.hooks {
         let _ = writeln!(text, "hook: {hook}");

@@ -1,0 +1,99 @@
+//! `mxctl amd`: ROCm Device Config Manager profiles applied, asserted and restored by the
+//! executor `partition` uses (`mig_layout::amd`), with its options, exit codes and `--json`.
+
+use crate::cli::{AmdApply, AmdAssert, AmdRestore, AmdWrite, DcmArgs};
+use crate::commands::partition::apply::{Tools, What, restore_with, write};
+use crate::commands::partition::{layout_failure, read_text};
+use crate::config::Config;
+use crate::exit::Exit;
+use crate::failure::Failure;
+use crate::output::Output;
+use gpu_host_probe::Host;
+use mig_layout::amd::{DcmDocument, DcmProfile};
+
+/// The file `args` names and the profile it selects, or a usage failure naming the line and
+/// member (or the profiles the file has).
+fn profile(args: &DcmArgs) -> Result<(DcmDocument, DcmProfile), Failure> {
+    let text = read_text(&args.file)?;
+    let document = DcmDocument::from_text(&text)
+        .map_err(|error| Failure::Usage(format!("{}: {error}", args.file.display())))?;
+    let Some(profile) = document.profile(&args.profile).cloned() else {
+        return Err(Failure::Usage(format!(
+            "{} has no profile {:?}; its profiles are: {}",
+            args.file.display(),
+            args.profile,
+            document
+                .profiles
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+    Ok((document, profile))
+}
+
+/// The tools of an AMD write: `modprobe`, the simulation, the file's client services.
+fn tools(args: &AmdWrite, services: Vec<String>) -> Tools<'_> {
+    Tools {
+        modprobe: args.modprobe.as_deref(),
+        amdgpu_sim: args.simulate.as_deref(),
+        amd_services: services,
+        ..Tools::default()
+    }
+}
+
+/// `amd apply`.
+pub fn apply(
+    args: &AmdApply,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<Exit, Failure> {
+    let (document, profile) = profile(&args.dcm)?;
+    write(
+        What::Amd(&profile, &args.dcm.profile),
+        &args.write.write,
+        tools(&args.write, document.client_services),
+        config,
+        host,
+        output,
+        false,
+    )
+}
+
+/// `amd restore`: the host's one declaration, AMD partitions included.
+pub fn restore(
+    args: &AmdRestore,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<Exit, Failure> {
+    restore_with(
+        &args.write.write,
+        tools(&args.write, Vec::new()),
+        args.at_boot,
+        config,
+        host,
+        output,
+    )
+}
+
+/// `amd assert`: exit 0 when every GPU the profile gives partitions holds them, 1 with the
+/// differences.
+pub fn assert(
+    args: &AmdAssert,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<Exit, Failure> {
+    let (_, profile) = profile(&args.dcm)?;
+    let options = mig_layout::ApplyOptions::new(config.pool)
+        .devices(args.devices.clone())
+        .lock_wait(args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT));
+    let report = mig_layout::amd::assert_amd(host, &args.dcm.profile, &profile, &options)
+        .map_err(layout_failure)?;
+    let text = crate::commands::partition::assert::text(&report, "profile");
+    output.emit(&report, &text)?;
+    Ok(Exit::of_assert(report.outcome))
+}
