@@ -270,16 +270,17 @@ pub fn read_partitions(sysfs_root: &Path, bdf: Bdf) -> Result<Option<AmdPartitio
     };
     // The hive, by the one reader of it (the warm reset reads the same).
     let path = file(gpu_host_probe::XGMI_HIVE_ID);
-    let hive = match read(&path)? {
-        Some(text) => Some(gpu_host_probe::parse_xgmi_hive_id(&text).ok_or_else(|| {
-            AmdError::Unexpected {
-                path: path.clone(),
-                text: text.clone(),
-                what: "XGMI hive ID",
-            }
-        })?),
-        None => None,
-    };
+    let hive =
+        match read(&path)? {
+            Some(text) => Some(gpu_host_probe::parse_xgmi_hive_id(&text).ok_or_else(|| {
+                AmdError::Unexpected {
+                    path: path.clone(),
+                    text: text.clone(),
+                    what: "XGMI hive ID",
+                }
+            })?),
+            None => None,
+        };
     Ok(Some(AmdPartitions {
         compute,
         available_compute,

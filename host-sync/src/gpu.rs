@@ -139,6 +139,11 @@ impl GpuRecord {
         self.vendor == gpu_host_probe::NVIDIA_VENDOR
     }
 
+    /// An AMD GPU, by vendor ID.
+    pub fn is_amd(&self) -> bool {
+        self.vendor == gpu_host_probe::AMD_VENDOR
+    }
+
     /// The memory partition requested of this AMD GPU and waiting for a driver reload, if any.
     pub fn requested_memory(&self) -> Option<MemoryPartition> {
         self.amd
