@@ -132,6 +132,10 @@ pub struct FakeAmdgpu {
     pub gpus: Vec<FakeAmdGpu>,
     /// Every write, in order.
     pub log: Vec<String>,
+    /// What a driver reload costs, slept on each (none by default): a benchmark's model. A
+    /// partition write costs nothing modelled: a memory write only caches a request
+    /// (`current_memory_partition_store`), and no source gives a compute switch's time.
+    pub reload_cost: std::time::Duration,
 }
 
 /// What a [`FakeAmdgpuFile`] keeps.
@@ -179,6 +183,7 @@ impl FakeAmdgpu {
             sysfs,
             gpus: Vec::new(),
             log: Vec::new(),
+            reload_cost: std::time::Duration::ZERO,
         }
     }
 
@@ -315,6 +320,7 @@ impl FakeAmdgpu {
         }
         self.log.push("modprobe -r amdgpu".to_owned());
         self.log.push("modprobe amdgpu".to_owned());
+        std::thread::sleep(self.reload_cost);
         for gpu in &mut self.gpus {
             if let Some(mode) = gpu.requested.take() {
                 gpu.memory = mode;
@@ -502,6 +508,7 @@ impl FakeAmdgpuFile {
             sysfs: self.sysfs.clone(),
             gpus: kept.gpus,
             log: kept.log,
+            reload_cost: std::time::Duration::ZERO,
         })
     }
 

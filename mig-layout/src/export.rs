@@ -297,9 +297,12 @@ pub fn export_host(
 /// What the host is declared to be, as a v1 document under its label that `apply` takes back:
 /// each GPU by its PCI address (GPUs declared alike share an entry), MIG on or off, its GPU
 /// instances by profile as the layout named them. (The placements a declaration keeps are not
-/// in the format; `apply` chooses them again, and `partition restore` keeps them.)
+/// in the format; `apply` chooses them again, and `partition restore` keeps them.) A declared
+/// AMD GPU is left out: the format has no partitions of AMD's.
 pub fn export_declared(declared: &Declaration) -> Exported {
-    let layouts = declared.gpus.iter().map(|(bdf, gpu)| {
+    // An AMD GPU's partitions are no MIG layout: mig-parted's format has nothing for them.
+    let mig = declared.gpus.iter().filter(|(_, gpu)| gpu.amd.is_none());
+    let layouts = mig.map(|(bdf, gpu)| {
         let mut counts: Vec<(ProfileKey, u32)> = gpu
             .profiles
             .iter()

@@ -185,7 +185,9 @@ pub enum Restore {
 /// executor as [`apply()`], over each declared GPU at its declared placements; a card of
 /// another model in a declared slot blocks before any write (`card_changed`), another board of
 /// the same model is restored with a warning, and a declared GPU not on the host (or not bound
-/// to `nvidia`) is left alone with a warning. What a toolstack runs at start, after its
+/// to its vendor's driver, `nvidia` or `amdgpu`) is left alone with a warning. A declared AMD
+/// GPU is brought back to its compute and memory partitions by the AMD side of the executor
+/// ([`apply_amd`]'s steps, [`ApplyRun::amd`]). What a toolstack runs at start, after its
 /// database sync, on its own thread (the package's boot unit runs `mxctl partition restore
 /// --at-boot`, [`ApplyOptions::once_per_boot`]). The state is read under the host lock only.
 pub fn restore(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<Restore, ApplyError> {

@@ -185,3 +185,31 @@ fn time_sliced_vgpus_on_a_gpu_with_mig_on_are_exported_naming_what_applying_chan
     assert!(!differences.is_empty());
     assert_eq!(exported.document.configs.len(), 1);
 }
+
+#[test]
+fn a_declared_amd_gpu_is_left_out_of_a_declared_mig_layout_the_format_has_no_partitions_for() {
+    use layout_model::amd::{AmdWant, ComputePartition, MemoryPartition};
+    use layout_model::{Board, Declaration, DeclaredGpu};
+    let nvidia: gpu_partition_types::Bdf = "0000:3b:00.0".parse().unwrap();
+    let amd: gpu_partition_types::Bdf = "0000:05:00.0".parse().unwrap();
+    let declared = Declaration::new(
+        "mixed",
+        1,
+        None,
+        [
+            (nvidia, DeclaredGpu::disabled(Board::default())),
+            (
+                amd,
+                DeclaredGpu::amd(AmdWant::new(ComputePartition::Cpx, MemoryPartition::Nps4)),
+            ),
+        ]
+        .into_iter()
+        .collect(),
+    );
+    let exported = mig_layout::export_declared(&declared);
+    let yaml = mig_layout::to_yaml(&exported.document);
+    assert!(
+        yaml.contains("0000:3b:00.0") && !yaml.contains("0000:05:00.0"),
+        "{yaml}"
+    );
+}
