@@ -1,0 +1,64 @@
+//! Any text into the AMD readers — amdgpu's partition files, Device Config Manager's config
+//! documents, `amd-smi list`: never a panic; an accepted list of modes, written back as the
+//! kernel writes it, reads the same; an accepted mode writes back as its token; a refused
+//! document names a line within the text; an accepted profile assigns each host size it fits
+//! without a panic.
+#![no_main]
+
+use host_sync::amd::{
+    parse_available_compute, parse_available_memory, parse_current_compute, parse_current_memory,
+};
+use libfuzzer_sys::fuzz_target;
+use mig_layout::amd::DcmDocument;
+use std::path::Path;
+
+/// The kernel's list: names joined by `", "`, a newline; `Not supported` for none.
+fn written<T: std::fmt::Display>(modes: &[T]) -> String {
+    if modes.is_empty() {
+        return "Not supported\n".to_owned();
+    }
+    let names: Vec<String> = modes.iter().map(ToString::to_string).collect();
+    format!("{}\n", names.join(", "))
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let at = Path::new("partition file");
+    if let Ok(mode) = parse_current_compute(at, text) {
+        assert_eq!(format!("{mode}\n"), text);
+    }
+    if let Ok(mode) = parse_current_memory(at, text) {
+        assert_eq!(format!("{mode}\n"), text);
+    }
+    if let Ok(modes) = parse_available_compute(at, text) {
+        let again = written(&modes);
+        assert_eq!(parse_available_compute(at, &again).ok(), Some(modes));
+    }
+    if let Ok(modes) = parse_available_memory(at, text) {
+        let again = written(&modes);
+        assert_eq!(parse_available_memory(at, &again).ok(), Some(modes));
+    }
+    let _ = warm_reset::amd::amd_smi::parse_list(text);
+    match DcmDocument::from_text(text) {
+        Ok(document) => {
+            for (_, profile) in &document.profiles {
+                for host in 0..=16 {
+                    if let Ok(assigned) = profile.assign(host) {
+                        assert_eq!(assigned.len(), host);
+                    }
+                }
+            }
+        }
+        Err(error) => {
+            let breaks = text.matches('\n').count() + text.matches('\r').count()
+                - text.matches("\r\n").count();
+            let lines = breaks + 1;
+            match error.line {
+                Some(line) => assert!(line >= 1 && line <= lines, "{error} (of {lines} lines)"),
+                None => assert!(text.len() > mig_layout::MAX_DOCUMENT, "{error}"),
+            }
+        }
+    }
+});
