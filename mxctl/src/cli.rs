@@ -55,9 +55,21 @@ pub struct Global {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// List the display-class PCI functions (GPUs) of this host.
+    /// List the GPU PCI functions of this host (display class, and AMD's processing
+    /// accelerators), with an AMD Instinct GPU's partitions and partition mode.
     Gpus,
-    /// Run the host sync: classify the host and keep each GPU's partition mode.
+    /// Run the host sync: classify the host and keep each GPU's partition mode (NVIDIA GPUs
+    /// read through the helper, AMD GPUs from amdgpu's sysfs files).
+    #[command(
+        after_long_help = "A GPU's partition mode: not_supported, disabled, enable_on_reboot, \
+enabled, disable_on_reboot (on an AMD GPU: a memory partition requested by mxctl and waiting \
+for a driver reload, which divides it or leaves it undivided), unknown, not_checked, not_in_use, \
+possibly_enabled. Its reason, when it has one: why a read failed (the helper's: helper_absent, \
+helper_not_executable, helper_unsafe, timeout, crash, undecodable, busy, incompatible, \
+helper:<kind>, cancelled; an AMD GPU's: amdgpu_in_reset, amdgpu_no_mode, amdgpu_unreadable), \
+read_interrupted, or why it is not read (not_nvidia: a vendor whose GPUs are not read, no_driver, \
+driver_<name>)."
+    )]
     Sync(Sync),
     /// Print the stored state (`not_reported` when no sync ever ran).
     Status,
@@ -111,7 +123,9 @@ a client service running (gpu_busy, naming it); a GPU whose files do not read \
 (gpu_unreadable). A memory partition requested waits for the driver reload: until it lands, \
 the GPU's partition mode says enable_on_reboot or disable_on_reboot (mxctl's own record: the \
 kernel shows no pending request). The compute partition never survives a driver reload or a \
-reboot (the driver sets it anew), so the boot restore sets it again."
+reboot (the driver sets it anew), so the boot restore sets it again. The client services are \
+the config's amd-client-services and the file's gpuClientSystemdServices; the driver is \
+reloaded by the config's modprobe."
     )]
     Amd(AmdCommand),
     /// Print the stored state and the last warm reset as Prometheus metrics (text format

@@ -44,6 +44,7 @@ struct Bed {
     store: MemoryStore,
     helper: Helper,
     services: Vec<String>,
+    hooks: mig_layout::Hooks,
 }
 
 impl Bed {
@@ -71,11 +72,12 @@ impl Bed {
             store: MemoryStore::default(),
             helper,
             services: vec!["amd-metrics-exporter".to_owned()],
+            hooks: mig_layout::Hooks::none(),
         }
     }
 
     fn options(&self) -> ApplyOptions {
-        ApplyOptions::new(Pool::Enabled)
+        ApplyOptions::new(Pool::Enabled).hooks(self.hooks.clone())
     }
 
     fn run<R>(&mut self, go: impl FnOnce(ApplyRun<'_>, &ApplyOptions) -> R) -> R {
@@ -416,4 +418,34 @@ fn undivided_with_the_pool_off_is_allowed_and_divided_is_refused() {
         "{:?}",
         undivided.detail
     );
+}
+
+#[test]
+fn hooks_that_stop_the_exporter_before_and_start_it_after_let_the_apply_run_as_dcm_does() {
+    use gpu_host_probe::run::CommandLine;
+    use mig_layout::HookPoint;
+    let mut bed = Bed::new(MI300X);
+    let cgroup = bed
+        .host
+        .sysfs_root()
+        .join("fs/cgroup/system.slice/amd-metrics-exporter.service");
+    std::fs::create_dir_all(&cgroup).unwrap();
+    let procs = cgroup.join("cgroup.procs");
+    std::fs::write(&procs, "5151\n").unwrap();
+    // `systemctl stop` and `systemctl start` of the documented example, as the cgroup shows them.
+    let sh = |script: String| CommandLine::new("/bin/sh", ["-c".to_owned(), script]);
+    bed.hooks = mig_layout::Hooks::none()
+        .with(
+            HookPoint::ApplyStart,
+            sh(format!(": > {}", procs.display())),
+        )
+        .with(
+            HookPoint::ApplyExit,
+            sh(format!("echo 5151 > {}", procs.display())),
+        );
+    let report = bed.apply("cpx-nps4");
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_eq!(bed.reloads(), 1);
+    assert_eq!(report.hooks.len(), 2);
+    assert_eq!(std::fs::read_to_string(&procs).unwrap(), "5151\n");
 }
