@@ -81,9 +81,9 @@ where
         .map_err(|error| StoreError::unknown_value(what, value, error))
 }
 
-fn gpu_row(record: &GpuRecord) -> BTreeMap<&'static str, String> {
+fn gpu_row(record: &GpuRecord) -> Result<BTreeMap<&'static str, String>, StoreError> {
     let text = |value: Option<String>| value.unwrap_or_default();
-    BTreeMap::from([
+    Ok(BTreeMap::from([
         // Integer columns: the IDs are numbers, not text.
         ("vendor", record.vendor.to_string()),
         ("device", record.device.to_string()),
@@ -98,7 +98,10 @@ fn gpu_row(record: &GpuRecord) -> BTreeMap<&'static str, String> {
             "last_read",
             text(record.last_read.map(|mode| mode.to_string())),
         ),
-    ])
+        // An AMD GPU's partitions as last read and a memory request waiting for a reload
+        // (schema 5): one JSON column.
+        ("amd", json_text(record.amd.as_ref())?),
+    ]))
 }
 
 fn gpu_record(bdf: &str, row: &BTreeMap<&'static str, String>) -> Result<GpuRecord, StoreError> {
@@ -126,6 +129,7 @@ fn gpu_record(bdf: &str, row: &BTreeMap<&'static str, String>) -> Result<GpuReco
             &format!("the last mode read of {bdf}"),
         )?),
     };
+    record.amd = json_column(row, "amd", &format!("the AMD partitions of {bdf}"))?;
     Ok(record)
 }
 
@@ -278,8 +282,8 @@ impl StateStore for DbStore {
         let gpus = state
             .gpus
             .iter()
-            .map(|(bdf, record)| (bdf.to_string(), gpu_row(record)))
-            .collect();
+            .map(|(bdf, record)| Ok((bdf.to_string(), gpu_row(record)?)))
+            .collect::<Result<_, StoreError>>()?;
         // One transaction: both tables are replaced together, or neither.
         let mut db = self
             .db
