@@ -2,7 +2,7 @@
 //! queried through the process runner with a deadline; [`ToolError`] for a tool that was not
 //! found or did not run to a clean end.
 
-use gpu_host_probe::run::{RunResult, RunSpec, StartError, check_program, run};
+use gpu_host_probe::run::{RunResult, RunSpec, StartError, Termination, check_program, run};
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -141,6 +141,53 @@ pub(crate) struct Ended {
     pub(crate) result: RunResult,
     pub(crate) stdout: Vec<u8>,
     pub(crate) stderr: Vec<u8>,
+}
+
+/// Which ends of a reset command count as its exit, to be read by the method: any exit code
+/// (its output decides), leaked pipes after an exit too — or only exit 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exits {
+    /// Any exit code, and an exit that left the pipes held.
+    Any,
+    /// Exit 0 only.
+    Zero,
+}
+
+impl Ended {
+    /// How a reset command ended, by one rule for every method: an exit `exits` takes is
+    /// [`ToolEnd::Exited`] (its words for the method to read), the deadline [`ToolEnd::Hung`],
+    /// anything else [`ToolEnd::Failed`] with the tool's error made by `failed`.
+    pub(crate) fn reset_end(
+        self,
+        exits: Exits,
+        failed: impl FnOnce(ToolError) -> crate::backend::BackendError,
+    ) -> ToolEnd {
+        let exited = match (exits, &self.result) {
+            (Exits::Any, RunResult::Exited(code))
+            | (Exits::Any, RunResult::LeakedPipes(Termination::Exited(code))) => Some(*code),
+            (Exits::Zero, RunResult::Exited(0)) => Some(0),
+            // `RunResult` is another crate's and `#[non_exhaustive]`: an end it grows is no exit
+            // (a failure, below), never read as one.
+            _ => None,
+        };
+        if let Some(code) = exited {
+            return ToolEnd::Exited {
+                command: self.command,
+                code,
+                said: [self.stdout.as_slice(), self.stderr.as_slice()]
+                    .map(String::from_utf8_lossy)
+                    .join("\n"),
+            };
+        }
+        if self.result == RunResult::TimedOut {
+            return ToolEnd::Hung;
+        }
+        ToolEnd::Failed(failed(ToolError::Failed {
+            command: self.command,
+            result: self.result,
+            stderr: self.stderr,
+        }))
+    }
 }
 
 impl Tool {

@@ -6,8 +6,8 @@ use super::sysfs::{AmdGpuState, list_gpus, read_gpu};
 use crate::backend::BackendError;
 use crate::holders::{Holder, holders};
 use crate::kmsg::{KernelLog, KernelLogSource};
-use crate::tool::{Tool, ToolEnd, ToolError};
-use gpu_host_probe::run::{RunResult, Termination};
+use crate::tool::{Exits, Tool, ToolEnd};
+
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -120,25 +120,6 @@ impl AmdHost for AmdSmiHost {
             Ok(ended) => ended,
             Err(error) => return ToolEnd::Failed(AmdSmiError::from(error).into()),
         };
-        match ended.result {
-            RunResult::Exited(code) | RunResult::LeakedPipes(Termination::Exited(code)) => {
-                ToolEnd::Exited {
-                    command: ended.command,
-                    code,
-                    said: [ended.stdout.as_slice(), ended.stderr.as_slice()]
-                        .map(String::from_utf8_lossy)
-                        .join("\n"),
-                }
-            }
-            RunResult::TimedOut => ToolEnd::Hung,
-            result => ToolEnd::Failed(
-                AmdSmiError::from(ToolError::Failed {
-                    command: ended.command,
-                    result,
-                    stderr: ended.stderr,
-                })
-                .into(),
-            ),
-        }
+        ended.reset_end(Exits::Any, |error| AmdSmiError::from(error).into())
     }
 }

@@ -168,7 +168,8 @@ pub fn read_gpu(dir: &Path, bdf: Bdf) -> Result<Option<AmdGpuState>, SysfsError>
     }))
 }
 
-/// The addresses of every AMD GPU under `devices` (a `bus/pci/devices` directory), sorted.
+/// The addresses of every AMD GPU under `devices` (a `bus/pci/devices` directory), sorted: the
+/// physical functions (a virtual function is left out, as the sync's PCI scan leaves it).
 pub fn list_gpus(devices: &Path) -> Result<Vec<Bdf>, SysfsError> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(devices).map_err(|error| unreadable(devices, error))? {
@@ -181,7 +182,9 @@ pub fn list_gpus(devices: &Path) -> Result<Vec<Bdf>, SysfsError> {
             continue;
         };
         let dir = entry.path();
-        if !dir.exists() {
+        // A dangling entry (a device being removed), or an SR-IOV virtual function (its
+        // `physfn`): no GPU of the host's to reset.
+        if !dir.exists() || dir.join("physfn").symlink_metadata().is_ok() {
             continue;
         }
         if is_amd_gpu(&read_pci_identity(&dir)?) {
@@ -242,5 +245,19 @@ mod tests {
             .map(ToString::to_string)
             .collect();
         assert_eq!(listed, ["0000:05:00.0", "0000:06:00.0"]);
+    }
+
+    #[test]
+    fn a_virtual_function_of_an_amd_gpu_is_not_listed() {
+        let root = tempfile::tempdir().unwrap();
+        let pf = function(root.path(), "0000:05:00.0", "0x1002", "0x120000");
+        let vf = function(root.path(), "0000:05:02.0", "0x1002", "0x120000");
+        symlink(&pf, vf.join("physfn")).unwrap();
+        let listed: Vec<String> = list_gpus(root.path())
+            .unwrap()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(listed, ["0000:05:00.0"]);
     }
 }

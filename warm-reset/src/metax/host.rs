@@ -6,8 +6,8 @@ use super::error::MxSmiError;
 use super::modules::{DriverUse, metax_use};
 use crate::backend::BackendError;
 use crate::kmsg::{KernelLog, KernelLogSource};
-use crate::tool::{Tool, ToolEnd, ToolError};
-use gpu_host_probe::run::RunResult;
+use crate::tool::{Exits, Tool, ToolEnd};
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -111,23 +111,6 @@ impl MetaxHost for MxSmiHost {
             Ok(ended) => ended,
             Err(error) => return ToolEnd::Failed(MxSmiError::from(error).into()),
         };
-        match ended.result {
-            RunResult::Exited(0) => ToolEnd::Exited {
-                command: ended.command,
-                code: 0,
-                said: [ended.stdout.as_slice(), ended.stderr.as_slice()]
-                    .map(String::from_utf8_lossy)
-                    .join("\n"),
-            },
-            RunResult::TimedOut => ToolEnd::Hung,
-            result => ToolEnd::Failed(
-                MxSmiError::from(ToolError::Failed {
-                    command: ended.command,
-                    result,
-                    stderr: ended.stderr,
-                })
-                .into(),
-            ),
-        }
+        ended.reset_end(Exits::Zero, |error| MxSmiError::from(error).into())
     }
 }

@@ -7,8 +7,8 @@ use super::nvidia_smi::NvidiaGpu;
 use crate::backend::BackendError;
 use crate::holders::{Holder, holders};
 use crate::kmsg::{KernelLog, KernelLogSource};
-use crate::tool::{Tool, ToolEnd, ToolError};
-use gpu_host_probe::run::{RunResult, Termination};
+use crate::tool::{Exits, Tool, ToolEnd};
+
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -141,25 +141,6 @@ impl NvidiaHost for NvidiaSmiHost {
             Ok(ended) => ended,
             Err(error) => return ToolEnd::Failed(NvidiaSmiError::from(error).into()),
         };
-        match ended.result {
-            RunResult::Exited(code) | RunResult::LeakedPipes(Termination::Exited(code)) => {
-                ToolEnd::Exited {
-                    command: ended.command,
-                    code,
-                    said: [ended.stdout.as_slice(), ended.stderr.as_slice()]
-                        .map(String::from_utf8_lossy)
-                        .join("\n"),
-                }
-            }
-            RunResult::TimedOut => ToolEnd::Hung,
-            result => ToolEnd::Failed(
-                NvidiaSmiError::from(ToolError::Failed {
-                    command: ended.command,
-                    result,
-                    stderr: ended.stderr,
-                })
-                .into(),
-            ),
-        }
+        ended.reset_end(Exits::Any, |error| NvidiaSmiError::from(error).into())
     }
 }
