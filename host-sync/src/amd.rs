@@ -17,7 +17,7 @@
 //! - `available_memory_partition`: as the compute list (`NPS1, NPS4\n`); absent where the part
 //!   offers one mode only (MI300A), and then the current mode cannot change.
 //! - `xgmi_hive_info/xgmi_hive_id`: the hive's ID in decimal (`amdgpu_xgmi_show_attrs`);
-//!   absent on a GPU in no hive.
+//!   absent on a GPU in no hive. Read by `gpu_host_probe::read_xgmi_hive_id`, its one reader.
 
 use gpu_partition_types::{Bdf, Token};
 use layout_model::amd::{AmdHeld, AmdRead, ComputePartition, MemoryPartition};
@@ -86,6 +86,9 @@ pub enum AmdError {
         /// What it is the mode of.
         what: &'static str,
     },
+    /// The XGMI hive's ID did not read (`gpu_host_probe::read_xgmi_hive_id` names the file).
+    #[error("cannot read the GPU's XGMI hive")]
+    Hive(#[source] gpu_host_probe::PciIdError),
     /// The file holds what the kernel does not write there.
     #[error("{}: {text:?} is not a {what} as amdgpu writes one", path.display())]
     Unexpected {
@@ -105,7 +108,7 @@ impl AmdError {
         match self {
             Self::InReset { .. } => AmdUnread::InReset,
             Self::Unknown { .. } => AmdUnread::NoMode,
-            Self::Io { .. } | Self::Unexpected { .. } => AmdUnread::Unreadable,
+            Self::Io { .. } | Self::Unexpected { .. } | Self::Hive(_) => AmdUnread::Unreadable,
         }
     }
 }
@@ -269,18 +272,7 @@ pub fn read_partitions(sysfs_root: &Path, bdf: Bdf) -> Result<Option<AmdPartitio
         None => Vec::new(),
     };
     // The hive, by the one reader of it (the warm reset reads the same).
-    let path = file(gpu_host_probe::XGMI_HIVE_ID);
-    let hive =
-        match read(&path)? {
-            Some(text) => Some(gpu_host_probe::parse_xgmi_hive_id(&text).ok_or_else(|| {
-                AmdError::Unexpected {
-                    path: path.clone(),
-                    text: text.clone(),
-                    what: "XGMI hive ID",
-                }
-            })?),
-            None => None,
-        };
+    let hive = gpu_host_probe::read_xgmi_hive_id(&dir).map_err(AmdError::Hive)?;
     Ok(Some(AmdPartitions {
         compute,
         available_compute,
@@ -348,10 +340,22 @@ impl<T: AmdgpuWrites + ?Sized> AmdgpuWrites for &T {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReloadError {
-    /// A `modprobe` run (the unload or the load) ended otherwise than with exit 0.
+    /// The unload (`modprobe -r amdgpu`) ended otherwise than with exit 0: the driver is as it
+    /// was, its requests still waiting.
     #[error("`{command}` {result}{}", said(stderr))]
-    Ran {
-        /// The command, for people (`modprobe -r amdgpu`).
+    Unload {
+        /// The command, for people.
+        command: String,
+        /// How it ended.
+        result: gpu_host_probe::run::RunResult,
+        /// What it wrote on standard error, trimmed.
+        stderr: String,
+    },
+    /// The load (`modprobe amdgpu`) ended otherwise than with exit 0, after the unload: the
+    /// requests went to the firmware, and the GPUs may have no driver now.
+    #[error("`{command}` {result}{} (after the unload)", said(stderr))]
+    Load {
+        /// The command, for people.
         command: String,
         /// How it ended.
         result: gpu_host_probe::run::RunResult,

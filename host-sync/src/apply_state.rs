@@ -123,10 +123,20 @@ pub fn end_apply(
         }
     }
     let boot = lock.host().boot().or(&state.boot);
-    for bdf in &end.amd {
-        if let Some(gpu) = state.gpus.get_mut(bdf) {
-            let read = crate::amd::read_partitions(lock.host().sysfs_root(), *bdf);
-            crate::modes::amd_read(gpu, &read, now, &boot);
+    if !end.amd.is_empty() {
+        // Only the GPUs amdgpu drives now (a failed load leaves them unbound: not read).
+        let found = crate::pci::scan(lock.host().sysfs_root())?;
+        let on_amdgpu = |bdf: &Bdf| {
+            found
+                .gpus
+                .iter()
+                .any(|gpu| gpu.bdf == *bdf && gpu.is_read_by(crate::pci::ReadBy::Amdgpu))
+        };
+        for bdf in end.amd.iter().filter(|bdf| on_amdgpu(bdf)) {
+            if let Some(gpu) = state.gpus.get_mut(bdf) {
+                let read = crate::amd::read_partitions(lock.host().sysfs_root(), *bdf);
+                crate::modes::amd_read(gpu, &read, now, &boot);
+            }
         }
     }
     if let Some(gpus) = end.declared {
@@ -187,6 +197,28 @@ pub fn request_memory(
         }
     }
     save_checked(store, &state)?;
+    Ok(())
+}
+
+/// Records, under `lock`, that no memory request waits on the AMD GPUs `devices` any more: the
+/// driver was reloaded by us (every request went to the firmware at the unload, whether the
+/// mode took or not: what the GPUs show says which), or the request's write was refused (the
+/// kernel cached nothing).
+pub fn requests_ended(
+    _lock: &HostLock,
+    store: &mut dyn StateStore,
+    devices: &[Bdf],
+) -> Result<(), ApplyStateError> {
+    let mut state = store.load()?.unwrap_or_default();
+    let mut changed = false;
+    for bdf in devices {
+        if let Some(amd) = state.gpus.get_mut(bdf).and_then(|gpu| gpu.amd.as_mut()) {
+            changed |= amd.requested.take().is_some();
+        }
+    }
+    if changed {
+        save_checked(store, &state)?;
+    }
     Ok(())
 }
 

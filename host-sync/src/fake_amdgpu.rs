@@ -122,6 +122,11 @@ pub struct FakeAmdGpu {
     pub held: bool,
     /// The memory partition a reboot leaves (`None`: the one it had).
     pub memory_at_boot: Option<MemoryPartition>,
+    /// The firmware refuses a memory partition change: at the unload the request is sent and
+    /// refused, for the whole hive (amdgpu reverts every member on any failure,
+    /// `amdgpu_xgmi_request_nps_change`), and the reload leaves the mode as it was.
+    #[serde(default)]
+    pub nps_change_fails: bool,
 }
 
 /// Fake AMD GPUs, shown in a fake sysfs.
@@ -211,6 +216,7 @@ impl FakeAmdgpu {
             in_reset: false,
             held: false,
             memory_at_boot: None,
+            nps_change_fails: false,
         });
         self.show()?;
         self.sysfs.render_node(bdf, minor)?;
@@ -321,8 +327,18 @@ impl FakeAmdgpu {
         self.log.push("modprobe -r amdgpu".to_owned());
         self.log.push("modprobe amdgpu".to_owned());
         std::thread::sleep(self.reload_cost);
+        let refused: Vec<Option<u64>> = self
+            .gpus
+            .iter()
+            .filter(|gpu| gpu.nps_change_fails && gpu.requested.is_some())
+            .map(|gpu| gpu.hive)
+            .collect();
         for gpu in &mut self.gpus {
-            if let Some(mode) = gpu.requested.take() {
+            let reverted = refused
+                .iter()
+                .any(|hive| hive.is_some() && *hive == gpu.hive)
+                || (gpu.nps_change_fails && gpu.hive.is_none());
+            if let Some(mode) = gpu.requested.take().filter(|_| !reverted) {
                 gpu.memory = mode;
             }
             gpu.compute = auto(gpu.memory, gpu.part.xccs);
@@ -421,7 +437,7 @@ fn errno(error: Errno) -> io::Error {
 
 /// The answer `modprobe -r` gives while a module is in use, as a run of it.
 fn in_use(refused: &ReloadRefused) -> ReloadError {
-    ReloadError::Ran {
+    ReloadError::Unload {
         command: "modprobe -r amdgpu".to_owned(),
         result: gpu_host_probe::run::RunResult::Exited(1),
         stderr: format!("modprobe: FATAL: Module amdgpu is in use. ({refused})"),
@@ -442,7 +458,7 @@ impl AmdgpuWrites for Mutex<FakeAmdgpu> {
     }
 
     fn reload_driver(&self, _: Option<&gpu_host_probe::Cancel>) -> Result<(), ReloadError> {
-        let mut fake = self.lock().map_err(|_| ReloadError::Ran {
+        let mut fake = self.lock().map_err(|_| ReloadError::Unload {
             command: "modprobe -r amdgpu".to_owned(),
             result: gpu_host_probe::run::RunResult::EndUnknown,
             stderr: "the fake's lock was poisoned".to_owned(),
@@ -560,7 +576,7 @@ impl AmdgpuWrites for FakeAmdgpuFile {
 
     fn reload_driver(&self, _: Option<&gpu_host_probe::Cancel>) -> Result<(), ReloadError> {
         self.change(FakeAmdgpu::reload_driver)
-            .map_err(|error| ReloadError::Ran {
+            .map_err(|error| ReloadError::Unload {
                 command: "modprobe -r amdgpu".to_owned(),
                 result: gpu_host_probe::run::RunResult::EndUnknown,
                 stderr: gpu_host_probe::chain::Chain(&error).to_string(),

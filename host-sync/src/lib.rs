@@ -62,7 +62,7 @@ mod warning;
 
 pub use apply_state::{
     ApplyEnd, ApplyStateError, BootRestoreStart, begin_apply, begin_boot_restore, end_apply,
-    request_memory, start_apply,
+    request_memory, requests_ended, start_apply,
 };
 pub use classify::{CHECKS, Check, Facts, HelperState, classify};
 pub use gpu::{AmdRecord, GpuRecord, MemoryRequest};

@@ -1,7 +1,7 @@
 //! The partition-mode rules of a sync, as pure functions over records.
 
 use crate::amd::{AmdError, AmdPartitions};
-use crate::gpu::{AmdRecord, GpuRecord};
+use crate::gpu::{AmdRecord, GpuRecord, MemoryRequest};
 use crate::pci::{PciFunction, ReadBy};
 use crate::reason::GpuReason;
 use gpu_host_probe::helper::ReadFailure;
@@ -107,6 +107,14 @@ pub fn amd_mode(held: &AmdPartitions, requested: Option<MemoryPartition>) -> Par
     }
 }
 
+/// Whether a memory request of ours still waits for a driver reload, given what the GPU shows
+/// now in `boot`: not once the GPU shows the mode (the reload came), nor in another boot (the
+/// driver that held it is gone). The one owner of the rule: the sync's read and `mxctl gpus`
+/// call it. (A reload of ours ends every request too: [`crate::requests_ended`].)
+pub fn still_waits(request: &MemoryRequest, held: &AmdPartitions, boot: &Boot) -> bool {
+    request.boot.compare(boot) != BootMatch::Other && held.memory != Some(request.mode)
+}
+
 /// An AMD GPU read from sysfs at `now`, in `boot`: its mode ([`amd_mode`]) and partitions
 /// recorded, or why they did not read (`unknown`, or `possibly_enabled` over a GPU last known
 /// divided, with the reader's message); a GPU that shows no partition files is
@@ -121,17 +129,19 @@ pub fn amd_read(
     match read {
         Ok(None) => {
             read_answered(record, PartitionMode::NotSupported);
-            record.amd = None;
+            // No partition files now (the driver mid-load, say): a request of ours is kept.
+            let requested = record.amd.take().and_then(|amd| amd.requested);
+            record.amd = requested.map(|request| AmdRecord {
+                requested: Some(request),
+                ..AmdRecord::default()
+            });
         }
         Ok(Some(held)) => {
             let requested = record
                 .amd
                 .take()
                 .and_then(|amd| amd.requested)
-                .filter(|request| {
-                    request.boot.compare(boot) != BootMatch::Other
-                        && held.memory != Some(request.mode)
-                });
+                .filter(|request| still_waits(request, held, boot));
             read_answered(
                 record,
                 amd_mode(held, requested.as_ref().map(|request| request.mode)),

@@ -410,6 +410,8 @@ fn check(
     for (bdf, gpu) in &declared.gpus {
         if gpu.amd.is_some() {
             match read.amd.get(bdf) {
+                // A GPU whose files did not read is unread, not drift: its reason says why.
+                Some(Err(_)) => unread.push(*bdf),
                 Some(found) => {
                     let requested = read.records.get(bdf).and_then(GpuRecord::requested_memory);
                     differences

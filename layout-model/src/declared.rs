@@ -149,7 +149,8 @@ impl DeclaredGpu {
 
     /// How an AMD GPU compares with the partitions it is declared in: nothing where none are
     /// declared; else the compute partition, then the memory partition (a requested one waiting
-    /// for a driver reload named with it), or why they did not read.
+    /// for a driver reload named with it; one requested for another mode differs even where the
+    /// GPU is in the declared mode now: the next reload changes it), or why they did not read.
     pub fn amd_drift(&self, device: Bdf, found: &AmdRead) -> Vec<Difference> {
         let Some(want) = self.amd else {
             return Vec::new();
@@ -173,7 +174,10 @@ impl DeclaredGpu {
                 wanted: want.compute,
             }));
         }
-        if held.memory != Some(want.memory) {
+        // A request waiting for a reload differs too where it is for another mode: the next
+        // reload carries it out, whatever the GPU is in now.
+        let request_differs = held.requested.is_some_and(|mode| mode != want.memory);
+        if held.memory != Some(want.memory) || request_differs {
             differences.push(at(Fact::MemoryPartition {
                 found: held.memory,
                 requested: held.requested,

@@ -57,8 +57,14 @@ impl SysfsAmdgpu {
         Self { modprobe }
     }
 
-    /// One run of `modprobe` with `args`, or how it ended otherwise than with exit 0.
-    fn run(&self, args: &[&str], cancel: Option<&Cancel>) -> Result<(), ReloadError> {
+    /// One run of `modprobe` with `args`, or how it ended otherwise than with exit 0 (as
+    /// `failed` makes the error).
+    fn run(
+        &self,
+        args: &[&str],
+        cancel: Option<&Cancel>,
+        failed: fn(String, RunResult, String) -> ReloadError,
+    ) -> Result<(), ReloadError> {
         let mut spec = RunSpec::new(&self.modprobe.path, self.modprobe.deadline)
             .args(args.iter().map(|arg| (*arg).to_owned()));
         if let Some(cancel) = cancel {
@@ -68,11 +74,11 @@ impl SysfsAmdgpu {
         if run.result == RunResult::Exited(0) {
             return Ok(());
         }
-        Err(ReloadError::Ran {
-            command: format!("{} {}", self.modprobe.path.display(), args.join(" ")),
-            result: run.result,
-            stderr: String::from_utf8_lossy(&run.stderr).trim().to_owned(),
-        })
+        Err(failed(
+            format!("{} {}", self.modprobe.path.display(), args.join(" ")),
+            run.result,
+            String::from_utf8_lossy(&run.stderr).trim().to_owned(),
+        ))
     }
 }
 
@@ -116,9 +122,43 @@ impl AmdgpuWrites for SysfsAmdgpu {
     }
 
     fn reload_driver(&self, cancel: Option<&Cancel>) -> Result<(), ReloadError> {
-        self.run(&["-r", AMDGPU], cancel)?;
-        self.run(&[AMDGPU], cancel)
+        self.run(&["-r", AMDGPU], cancel, |command, result, stderr| {
+            ReloadError::Unload {
+                command,
+                result,
+                stderr,
+            }
+        })?;
+        self.run(&[AMDGPU], cancel, |command, result, stderr| {
+            ReloadError::Load {
+                command,
+                result,
+                stderr,
+            }
+        })
     }
+}
+
+/// The systemd unit of the service `name` (a bare name, as Device Config Manager's
+/// `gpuClientSystemdServices` gives them, is a `.service`), or `None` where `name` is no
+/// unit's: empty, a character a unit name never has (outside `A-Za-z0-9:-_.\@`), a leading dot,
+/// or `..` — never a path of its own under the cgroup tree. The one rule of a client service's
+/// name: the Device Config Manager reader, mxctl's config and [`running_services`] call it.
+pub fn service_unit(name: &str) -> Option<String> {
+    let unit_text = !name.is_empty()
+        && !name.starts_with('.')
+        && !name.contains("..")
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b":-_.\\@".contains(&b));
+    if !unit_text {
+        return None;
+    }
+    Some(if name.ends_with(".service") {
+        name.to_owned()
+    } else {
+        format!("{name}.service")
+    })
 }
 
 /// A client service of the GPUs that has processes now.
@@ -138,21 +178,22 @@ impl std::fmt::Display for RunningService {
     }
 }
 
-/// Which of `services` (systemd units; `.service` added to a bare name, as Device Config
-/// Manager names them) have processes now: the `cgroup.procs` of the unit's cgroup under
-/// `<sysfs>/fs/cgroup` — the unified hierarchy's `system.slice/<unit>/`, or the legacy one's
-/// `systemd/system.slice/<unit>/` —; a unit with neither is not running.
+/// Which of `services` (systemd units, [`service_unit`]) have processes now: the
+/// `cgroup.procs` of the unit's cgroup under `<sysfs>/fs/cgroup` — the unified hierarchy's
+/// `system.slice/<unit>/`, or the legacy one's `systemd/system.slice/<unit>/` —; a unit with
+/// neither is not running. A name that is no unit's is an error naming it.
 pub fn running_services(
     sysfs_root: &Path,
     services: &[String],
 ) -> std::io::Result<Vec<RunningService>> {
     let mut running = Vec::new();
     for service in services {
-        let unit = if service.contains('.') {
-            service.clone()
-        } else {
-            format!("{service}.service")
-        };
+        let unit = service_unit(service).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{service:?} is no systemd service's name"),
+            )
+        })?;
         let cgroup = sysfs_root.join("fs/cgroup");
         let places = [
             cgroup.join("system.slice").join(&unit).join("cgroup.procs"),

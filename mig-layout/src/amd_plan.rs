@@ -31,6 +31,9 @@ pub struct AmdCard<'a> {
     pub partitions: &'a AmdPartitions,
     /// The processes holding its device files open (`/dev/dri/renderD*`, `/dev/kfd`).
     pub holders: &'a [Holder],
+    /// A memory partition requested of it that still waits for a driver reload (this host's
+    /// record: the kernel shows none); `None`: none.
+    pub requested: Option<MemoryPartition>,
 }
 
 /// One step of an AMD plan, in the order it is taken.
@@ -192,6 +195,23 @@ pub enum AmdRefusal {
         /// Its memory partition now.
         left_memory: Option<MemoryPartition>,
     },
+    /// A memory partition requested of the GPU waits for a driver reload, for another mode than
+    /// wanted, while the GPU is already in the wanted one: the kernel keeps the request (a write
+    /// of the mode the GPU is in does not take it back), and the next reload would carry it out.
+    #[error(
+        "{device}: memory partition {requested} was requested and waits for a driver reload, and \
+         the layout wants {wanted}, which the GPU is in now: the kernel keeps the request (writing \
+         the mode it is in does not take it back: current_memory_partition_store), so the next \
+         reload would make it {requested}; reload the driver first, then apply"
+    )]
+    RequestPending {
+        /// The GPU.
+        device: Bdf,
+        /// The mode requested.
+        requested: MemoryPartition,
+        /// The mode wanted (and held).
+        wanted: MemoryPartition,
+    },
     /// A GPU the plan writes (or every GPU, for a reload) is in use.
     #[error("{device} is in use: {}", describe(holders))]
     InUse {
@@ -211,6 +231,7 @@ impl AmdRefusal {
         use crate::report::ApplyReason;
         match self {
             Self::InUse { .. } => ApplyReason::GpuBusy,
+            Self::RequestPending { .. } => ApplyReason::ModePending,
             Self::Incompatible { .. }
             | Self::MemoryNotOffered { .. }
             | Self::ComputeNotOffered { .. }
@@ -251,6 +272,15 @@ pub fn plan_amd(
                 compute: want.compute,
                 memory: want.memory,
             });
+        }
+        if let Some(requested) = card.requested.filter(|mode| *mode != want.memory) {
+            if read.memory == Some(want.memory) {
+                return Err(AmdRefusal::RequestPending {
+                    device,
+                    requested,
+                    wanted: want.memory,
+                });
+            }
         }
         let memory_changes = read.memory != Some(want.memory);
         if memory_changes {

@@ -308,10 +308,12 @@ fn concluded(label: &str, gpus: Vec<GpuAssert>, warnings: Vec<ApplyWarning>) -> 
 
 /// Whether the Device Config Manager profile `profile` (named `label`) holds on this host's
 /// AMD GPUs: each GPU it gives partitions (of `options.devices`, when given) read from sysfs
-/// under the host lock and compared with them, by the rules a sync compares a declaration by.
-/// It writes nothing.
+/// under the host lock and compared with them, by the rules a sync compares a declaration by
+/// (a memory request of ours that still waits for a reload, from `store`, for another mode
+/// differs: the next reload carries it out). It writes nothing.
 pub fn assert_amd(
     host: &Host,
+    store: &mut dyn host_sync::StateStore,
     label: &str,
     profile: &crate::amd::DcmProfile,
     options: &ApplyOptions,
@@ -335,16 +337,28 @@ pub fn assert_amd(
         Ok(lock) => lock,
         Err((reason, detail)) => return Ok(report(AssertOutcome::Blocked(reason), &detail)),
     };
+    let state = store.load()?.unwrap_or_default();
+    let boot = host.boot().or(&state.boot);
     let gpus: Vec<GpuAssert> = wanted
         .iter()
         .map(|w| {
             let read = host_sync::amd::read_partitions(host.sysfs_root(), w.gpu.bdf);
+            let requested = match &read {
+                Ok(Some(held)) => state
+                    .gpus
+                    .get(&w.gpu.bdf)
+                    .and_then(|gpu| gpu.amd.as_ref())
+                    .and_then(|amd| amd.requested.as_ref())
+                    .filter(|request| host_sync::modes::still_waits(request, held, &boot))
+                    .map(|request| request.mode),
+                Ok(None) | Err(_) => None,
+            };
             GpuAssert {
                 device: w.gpu.bdf,
                 index: w.gpu.index,
                 line: w.line,
                 differences: DeclaredGpu::amd(w.want)
-                    .amd_drift(w.gpu.bdf, &host_sync::amd::as_compared(&read, None)),
+                    .amd_drift(w.gpu.bdf, &host_sync::amd::as_compared(&read, requested)),
             }
         })
         .collect();

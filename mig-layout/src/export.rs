@@ -72,6 +72,14 @@ pub enum ExportWarning {
         /// Its profile, as the card names it.
         profile: String,
     },
+    /// A declared AMD GPU (`export_declared`): its partitions are no MIG layout, and
+    /// mig-parted's format has nothing for them; it is left out.
+    AmdDeclared {
+        /// The GPU.
+        device: gpu_partition_types::Bdf,
+        /// Its declared partitions.
+        want: layout_model::amd::AmdWant,
+    },
 }
 
 impl ExportWarning {
@@ -82,16 +90,29 @@ impl ExportWarning {
             Self::NoLayout { .. } => "no_layout",
             Self::PendingMode { .. } => "pending_mode",
             Self::Unfilled { .. } => "unfilled",
+            Self::AmdDeclared { .. } => "amd_declared",
         }
     }
 
-    /// The GPU it is about.
-    pub fn gpu(&self) -> &HostGpu {
+    /// The NVIDIA GPU it is about (with its index); `None` for an AMD GPU.
+    pub fn gpu(&self) -> Option<&HostGpu> {
         match self {
             Self::Unread { gpu, .. }
             | Self::NoLayout { gpu, .. }
             | Self::PendingMode { gpu, .. }
-            | Self::Unfilled { gpu, .. } => gpu,
+            | Self::Unfilled { gpu, .. } => Some(gpu),
+            Self::AmdDeclared { .. } => None,
+        }
+    }
+
+    /// The GPU it is about, by address.
+    pub fn device(&self) -> gpu_partition_types::Bdf {
+        match self {
+            Self::AmdDeclared { device, .. } => *device,
+            Self::Unread { gpu, .. }
+            | Self::NoLayout { gpu, .. }
+            | Self::PendingMode { gpu, .. }
+            | Self::Unfilled { gpu, .. } => gpu.bdf,
         }
     }
 }
@@ -124,6 +145,11 @@ impl std::fmt::Display for ExportWarning {
                 "{gpu}: GPU instance {gpu_instance_id} ({profile}) lacks the compute instance \
                  that fills it; applying this document creates it"
             ),
+            Self::AmdDeclared { device, want } => write!(
+                f,
+                "{device} is declared with AMD partitions ({want}), which a mig-parted document \
+                 cannot say: it is left out"
+            ),
         }
     }
 }
@@ -131,11 +157,10 @@ impl std::fmt::Display for ExportWarning {
 impl Serialize for ExportWarning {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let gpu = self.gpu();
         let mut map = serializer.serialize_map(None)?;
         map.serialize_entry("kind", self.as_str())?;
-        map.serialize_entry("device", &gpu.bdf.to_string())?;
-        map.serialize_entry("index", &gpu.index)?;
+        map.serialize_entry("device", &self.device().to_string())?;
+        map.serialize_entry("index", &self.gpu().map(|gpu| gpu.index))?;
         match self {
             Self::Unread { failure, .. } => {
                 map.serialize_entry("reason", &failure.reason.to_string())?;
@@ -156,6 +181,10 @@ impl Serialize for ExportWarning {
             } => {
                 map.serialize_entry("gpu_instance_id", gpu_instance_id)?;
                 map.serialize_entry("profile", profile)?;
+            }
+            Self::AmdDeclared { want, .. } => {
+                map.serialize_entry("compute", &want.compute)?;
+                map.serialize_entry("memory", &want.memory)?;
             }
         }
         map.serialize_entry("message", &self.to_string())?;
@@ -301,6 +330,16 @@ pub fn export_host(
 /// AMD GPU is left out: the format has no partitions of AMD's.
 pub fn export_declared(declared: &Declaration) -> Exported {
     // An AMD GPU's partitions are no MIG layout: mig-parted's format has nothing for them.
+    let warnings: Vec<ExportWarning> = declared
+        .gpus
+        .iter()
+        .filter_map(|(device, gpu)| {
+            gpu.amd.map(|want| ExportWarning::AmdDeclared {
+                device: *device,
+                want,
+            })
+        })
+        .collect();
     let mig = declared.gpus.iter().filter(|(_, gpu)| gpu.amd.is_none());
     let layouts = mig.map(|(bdf, gpu)| {
         let mut counts: Vec<(ProfileKey, u32)> = gpu
@@ -322,6 +361,6 @@ pub fn export_declared(declared: &Declaration) -> Exported {
     };
     Exported {
         document: Document::new(configs),
-        warnings: Vec::new(),
+        warnings,
     }
 }

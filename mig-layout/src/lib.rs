@@ -45,7 +45,7 @@ mod vgpu_plan;
 /// written as [`AmdWith`](crate::amd::AmdWith) says) and asserted.
 pub mod amd {
     pub use crate::amd_exec::{
-        DEFAULT_MODPROBE, Modprobe, RunningService, SysfsAmdgpu, running_services,
+        DEFAULT_MODPROBE, Modprobe, RunningService, SysfsAmdgpu, running_services, service_unit,
     };
     pub use crate::amd_plan::{AmdCard, AmdRefusal, AmdStep, plan_amd};
     pub use crate::apply::{AmdWith, apply_amd};

@@ -237,6 +237,16 @@ pub enum ApplyWarning {
     },
     /// The `apply-exit` hook did not exit 0 (the apply had ended).
     ExitHookFailed(HookRun),
+    /// An AMD GPU outside the apply whose compute partition the driver reload set anew: set
+    /// back to what it was (or why not).
+    ReloadReset {
+        /// The GPU.
+        device: Bdf,
+        /// The compute partition it had, written back.
+        restored: layout_model::amd::ComputePartition,
+        /// Why the write failed, when it did.
+        failed: Option<String>,
+    },
     /// A hook exited 0 while something it started still held its output: the apply went on;
     /// what held the output was in the hook's process group and was stopped with it.
     HookHeldOutput(HookRun),
@@ -269,6 +279,24 @@ impl std::fmt::Display for ApplyWarning {
                 )
             }
             Self::ExitHookFailed(run) => write!(f, "{run}"),
+            Self::ReloadReset {
+                device,
+                restored,
+                failed: None,
+            } => write!(
+                f,
+                "{device} is not in the layout; the driver reload set its compute partition \
+                 anew, and it was set back to {restored}"
+            ),
+            Self::ReloadReset {
+                device,
+                restored,
+                failed: Some(why),
+            } => write!(
+                f,
+                "{device} is not in the layout; the driver reload set its compute partition \
+                 anew, and setting it back to {restored} failed: {why}"
+            ),
             Self::HookHeldOutput(run) => write!(
                 f,
                 "{run}: it exited 0 but something it started still held its output, and was \

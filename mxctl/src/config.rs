@@ -385,21 +385,14 @@ fn absolute(value: &str) -> Result<PathBuf, String> {
     }
 }
 
-/// Service names separated by spaces, each a systemd unit name's characters (letters, digits,
-/// `:-_.\@`): one a cgroup path can be made of, never a path of its own.
+/// Service names separated by spaces, each one a systemd unit's (`mig_layout::amd::service_unit`,
+/// the one rule).
 fn services(value: &str) -> Result<Vec<String>, String> {
     value
         .split_whitespace()
-        .map(|name| {
-            let unit = name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b":-_.\\@".contains(&b))
-                && !name.starts_with('.');
-            if unit {
-                Ok(name.to_owned())
-            } else {
-                Err(format!("{name:?} is no systemd service name"))
-            }
+        .map(|name| match mig_layout::amd::service_unit(name) {
+            Some(_) => Ok(name.to_owned()),
+            None => Err(format!("{name:?} is no systemd service name")),
         })
         .collect()
 }

@@ -24,12 +24,12 @@ use super::ctx::{Ctx, Stop};
 use super::run::ApplyError;
 use crate::amd_exec::{Modprobe, SysfsAmdgpu, running_services};
 use crate::amd_plan::{AmdCard, AmdRefusal, AmdStep, plan_amd};
-use crate::report::{ApplyReason, GpuReport};
+use crate::report::{ApplyReason, ApplyWarning, GpuReport};
 use crate::select::{AmdWanted, amd_gpus};
 use gpu_host_probe::{Host, Writer};
 use gpu_partition_types::Bdf;
 use host_sync::StateStore;
-use host_sync::amd::{AmdPartitions, AmdgpuWrites, as_compared, read_partitions};
+use host_sync::amd::{AmdPartitions, AmdgpuWrites, ReloadError, as_compared, read_partitions};
 use layout_model::DeclaredGpu;
 use layout_model::amd::AmdWant;
 use std::path::PathBuf;
@@ -96,8 +96,10 @@ pub(super) struct AmdSide {
     pub steps: Vec<AmdStep>,
     /// Whether any write was made (or may have been).
     pub wrote: bool,
-    /// How many reloads ran.
+    /// How many reloads ran (the driver unloaded).
     pub reloads: u32,
+    /// What a person should know (a GPU outside the job the reload reset, set back).
+    pub warnings: Vec<ApplyWarning>,
 }
 
 impl AmdSide {
@@ -109,6 +111,7 @@ impl AmdSide {
             steps: Vec::new(),
             wrote: false,
             reloads: 0,
+            warnings: Vec::new(),
         }
     }
 
@@ -160,19 +163,12 @@ impl AmdSide {
         }
     }
 
-    /// Stops every GPU of the job that has not stopped and has a step left (those that hold
-    /// what they are wanted to be and had none go on to the read-back).
-    fn stop_pending(&mut self, stop: &Stop) {
-        let steps = &self.steps;
+    /// Stops every GPU of the job that has not stopped and has a step in `remaining` (the
+    /// others go on to the read-back, which says whether they hold).
+    fn stop_with_steps(&mut self, stop: &Stop, remaining: &[AmdStep]) {
         for gpu in &mut self.gpus {
             let device = gpu.wanted.gpu.bdf;
-            let pending = steps.iter().any(|step| step.device() == Some(device))
-                && !gpu
-                    .report
-                    .amd_done
-                    .iter()
-                    .any(|done| matches!(done, AmdStep::SetCompute { .. }));
-            if gpu.stop.is_none() && pending {
+            if gpu.stop.is_none() && remaining.iter().any(|step| step.device() == Some(device)) {
                 gpu.stop = Some(stop.clone());
             }
         }
@@ -240,6 +236,7 @@ pub(super) fn preflight(
     host: &Host,
     with: &AmdWith<'_>,
     wanted: Vec<AmdWanted>,
+    store: &mut dyn StateStore,
 ) -> Result<Result<AmdSide, Refused>, ApplyError> {
     if wanted.is_empty() {
         return Ok(Ok(AmdSide::none()));
@@ -278,6 +275,18 @@ pub(super) fn preflight(
         Ok(held) => held,
         Err(detail) => return refused(ApplyReason::GpuBusy, detail, reports),
     };
+    // The memory requests of ours that still wait for a reload (the kernel shows none).
+    let state = store.load()?.unwrap_or_default();
+    let boot = host.boot().or(&state.boot);
+    let requested = |device: &Bdf, partitions: &AmdPartitions| {
+        state
+            .gpus
+            .get(device)
+            .and_then(|gpu| gpu.amd.as_ref())
+            .and_then(|amd| amd.requested.as_ref())
+            .filter(|request| host_sync::modes::still_waits(request, partitions, &boot))
+            .map(|request| request.mode)
+    };
     let cards: Vec<AmdCard<'_>> = read
         .iter()
         .zip(&held)
@@ -285,6 +294,7 @@ pub(super) fn preflight(
             device: *device,
             partitions,
             holders,
+            requested: requested(device, partitions),
         })
         .collect();
     let wants: Vec<(Bdf, AmdWant)> = wanted.iter().map(|w| (w.gpu.bdf, w.want)).collect();
@@ -312,12 +322,8 @@ pub(super) fn preflight(
                 reports,
             );
         }
-        let running =
-            running_services(host.sysfs_root(), &with.client_services).map_err(|error| {
-                ApplyError::ClientServices {
-                    why: error.to_string(),
-                }
-            })?;
+        let running = running_services(host.sysfs_root(), &with.client_services)
+            .map_err(ApplyError::ClientServices)?;
         if !running.is_empty() {
             let each: Vec<String> = running.iter().map(ToString::to_string).collect();
             return refused(
@@ -346,6 +352,7 @@ pub(super) fn preflight(
         steps,
         wrote: false,
         reloads: 0,
+        warnings: Vec::new(),
     }))
 }
 
@@ -356,10 +363,29 @@ pub(super) struct AmdRun<'a, 'c, 'p> {
     pub store: &'a mut dyn StateStore,
 }
 
-/// The writes: the memory requests, the reload, the compute writes (planned anew after a
-/// reload), then every GPU read back. A GPU that stops keeps its stop.
+/// The writes — the memory requests, the reload, the compute writes (planned anew after a
+/// reload) — then every GPU of the job that did not stop read back, whatever ended the writes:
+/// a reload sets every GPU's compute partition anew, so none is said to hold unread. A GPU
+/// that stops keeps its stop.
 pub(super) fn run(on: AmdRun<'_, '_, '_>, side: &mut AmdSide) -> Result<(), ApplyError> {
     let AmdRun { ctx, with, store } = on;
+    let mut remaining = side.steps.clone();
+    if let Err(stop) = writes(ctx, with, store, side, &mut remaining)? {
+        side.stop_with_steps(&stop, &remaining);
+    }
+    read_back(ctx, side);
+    Ok(())
+}
+
+/// The writes, in order; `Err` with the stop of the GPUs whose steps remain (`remaining`, kept
+/// current: what is left of the plan, the one made anew after a reload).
+fn writes(
+    ctx: &mut Ctx<'_, '_>,
+    with: &AmdWith<'_>,
+    store: &mut dyn StateStore,
+    side: &mut AmdSide,
+    remaining: &mut Vec<AmdStep>,
+) -> Result<Result<(), Stop>, ApplyError> {
     let shared = ctx.shared;
     let real = SysfsAmdgpu::new(with.modprobe.clone());
     let writes: &dyn AmdgpuWrites = match with.writes {
@@ -367,12 +393,6 @@ pub(super) fn run(on: AmdRun<'_, '_, '_>, side: &mut AmdSide) -> Result<(), Appl
         None => &real,
     };
     let sysfs = shared.host.sysfs_root();
-    let mut compute: Vec<AmdStep> = side
-        .steps
-        .iter()
-        .filter(|step| matches!(step, AmdStep::SetCompute { .. }))
-        .copied()
-        .collect();
     let memory: Vec<AmdStep> = side
         .steps
         .iter()
@@ -384,28 +404,29 @@ pub(super) fn run(on: AmdRun<'_, '_, '_>, side: &mut AmdSide) -> Result<(), Appl
             continue;
         };
         if let Err(stop) = shared.go_on(&format!("the memory request of {device}")) {
-            side.stop_pending(&stop);
-            return Ok(());
+            return Ok(Err(stop));
         }
         let members = side.hive_of(device);
         if let Err(error) = shared
             .lock
             .record_write(&members, Writer::AmdMemoryPartition)
         {
-            let stop = Stop::failed(ApplyReason::StepRefused, format!("{device}: {error}"));
-            side.stop_pending(&stop);
-            return Ok(());
+            return Ok(Err(Stop::failed(
+                ApplyReason::StepRefused,
+                format!("{device}: {error}"),
+            )));
         }
         side.wrote = true;
+        // Recorded as waiting before it is made: a crash between the two leaves it said.
+        host_sync::request_memory(shared.lock, store, &members, mode)?;
         if let Err(error) = writes.request_memory(sysfs, device, mode) {
-            let stop = Stop::failed(
+            host_sync::requests_ended(shared.lock, store, &members)?;
+            return Ok(Err(Stop::failed(
                 ApplyReason::StepRefused,
                 format!("{device}: writing {mode} to current_memory_partition: {error}"),
-            );
-            side.stop_pending(&stop);
-            return Ok(());
+            )));
         }
-        host_sync::request_memory(shared.lock, store, &members, mode)?;
+        remaining.retain(|left| *left != step);
         if let Some(gpu) = side.gpu(device) {
             gpu.report.amd_done.push(step);
         }
@@ -413,31 +434,33 @@ pub(super) fn run(on: AmdRun<'_, '_, '_>, side: &mut AmdSide) -> Result<(), Appl
     }
     if side.reloads_driver() {
         if let Err(stop) = shared.go_on("the driver reload") {
-            side.stop_pending(&stop);
-            return Ok(());
+            return Ok(Err(stop));
         }
-        let first = side.gpus.first().map(|gpu| gpu.wanted.gpu.bdf);
         let reload = Writer::DriverReload {
             module: warm_reset::amd::AMDGPU.to_owned(),
         };
         if let Err(error) = shared.lock.record_write(&[], reload) {
-            let stop = Stop::failed(ApplyReason::StepRefused, error.to_string());
-            side.stop_pending(&stop);
-            return Ok(());
+            return Ok(Err(Stop::failed(
+                ApplyReason::StepRefused,
+                error.to_string(),
+            )));
         }
-        if let Err(error) = writes.reload_driver(shared.cancel) {
-            let stop = Stop::failed(
+        let reloaded = writes.reload_driver(shared.cancel);
+        if reloaded.is_ok() || matches!(reloaded, Err(ReloadError::Load { .. })) {
+            // The driver was unloaded: every GPU was taken away and every request sent.
+            side.reloads += 1;
+        }
+        if let Err(error) = reloaded {
+            return Ok(Err(Stop::failed(
                 ApplyReason::StepRefused,
                 format!(
                     "the driver reload failed: {error}; the memory partitions requested wait \
                      for the next reload"
                 ),
-            );
-            side.stop_pending(&stop);
-            return Ok(());
+            )));
         }
-        side.reloads += 1;
-        if let Some(device) = first {
+        host_sync::requests_ended(shared.lock, store, &side.devices())?;
+        if let Some(device) = side.gpus.first().map(|gpu| gpu.wanted.gpu.bdf) {
             ctx.say(Progress::Amd {
                 device,
                 step: AmdStep::ReloadDriver,
@@ -445,27 +468,25 @@ pub(super) fn run(on: AmdRun<'_, '_, '_>, side: &mut AmdSide) -> Result<(), Appl
         }
         let after = match wait_for_gpus(ctx, with.reload_wait, &side.devices()) {
             Ok(after) => after,
-            Err(stop) => {
-                side.stop_pending(&stop);
-                return Ok(());
-            }
+            Err(stop) => return Ok(Err(stop)),
         };
-        compute = match replan(side, &after) {
+        *remaining = match replan(side, &after) {
             Ok(steps) => steps,
-            Err(stop) => {
-                side.stop_pending(&stop);
-                return Ok(());
-            }
+            Err(stop) => return Ok(Err(stop)),
         };
         side.read = after;
     }
+    let compute: Vec<AmdStep> = remaining
+        .iter()
+        .filter(|step| matches!(step, AmdStep::SetCompute { .. }))
+        .copied()
+        .collect();
     for step in compute {
         let AmdStep::SetCompute { device, mode } = step else {
             continue;
         };
         if let Err(stop) = shared.go_on(&format!("the compute partition of {device}")) {
-            side.stop_pending(&stop);
-            return Ok(());
+            return Ok(Err(stop));
         }
         let written = shared
             .lock
@@ -477,24 +498,29 @@ pub(super) fn run(on: AmdRun<'_, '_, '_>, side: &mut AmdSide) -> Result<(), Appl
                     format!("writing {mode} to current_compute_partition: {error}")
                 })
             });
-        let Some(gpu) = side.gpu(device) else {
-            continue;
-        };
-        match written {
-            Ok(()) => {
-                gpu.report.amd_done.push(step);
-                ctx.say(Progress::Amd { device, step });
-            }
-            Err(why) => {
-                gpu.stop = Some(Stop::failed(
-                    ApplyReason::StepRefused,
-                    format!("{device}: {why}"),
-                ));
-            }
+        remaining.retain(|left| *left != step);
+        match side.gpu(device) {
+            Some(gpu) => match written {
+                Ok(()) => {
+                    gpu.report.amd_done.push(step);
+                    ctx.say(Progress::Amd { device, step });
+                }
+                Err(why) => {
+                    gpu.stop = Some(Stop::failed(
+                        ApplyReason::StepRefused,
+                        format!("{device}: {why}"),
+                    ));
+                }
+            },
+            // A GPU outside the job, set back to what it was before the reload.
+            None => side.warnings.push(ApplyWarning::ReloadReset {
+                device,
+                restored: mode,
+                failed: written.err(),
+            }),
         }
     }
-    read_back(ctx, side);
-    Ok(())
+    Ok(Ok(()))
 }
 
 /// Waits until every AMD GPU's partition files read again after the reload (the driver sets
@@ -525,6 +551,7 @@ fn wait_for_gpus(
         let Some(missing) = missing else {
             return Ok(read);
         };
+        shared.go_on("the GPUs came back after the driver reload")?;
         let waited = shared.clock.now().saturating_sub(started);
         if waited >= wait {
             return Err(Stop::failed(
@@ -548,12 +575,22 @@ fn replan(side: &AmdSide, after: &[(Bdf, AmdPartitions)]) -> Result<Vec<AmdStep>
             device: *device,
             partitions,
             holders: &[],
+            requested: None,
         })
         .collect();
+    // The reload set every AMD GPU's compute partition anew: the job's are set to what they are
+    // wanted to be, and every other GPU back to what it was before (its memory partition the
+    // reload did not change: no request reached its hive).
+    let others = side.read.iter().filter_map(|(device, before)| {
+        let in_job = side.gpus.iter().any(|gpu| gpu.wanted.gpu.bdf == *device);
+        let memory = before.memory?;
+        (!in_job).then_some((*device, AmdWant::new(before.compute, memory)))
+    });
     let wants: Vec<(Bdf, AmdWant)> = side
         .gpus
         .iter()
         .map(|gpu| (gpu.wanted.gpu.bdf, gpu.wanted.want))
+        .chain(others)
         .collect();
     let did_not = |detail: String| Stop::failed(ApplyReason::DidNotConverge, detail);
     let steps = plan_amd(&cards, &wants)
@@ -590,12 +627,6 @@ fn read_back(ctx: &mut Ctx<'_, '_>, side: &mut AmdSide) {
             ctx.say(Progress::ReadBack { device });
             continue;
         }
-        let detail = differences
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ");
-        gpu.report.differences = differences;
-        gpu.stop = Some(Stop::failed(ApplyReason::ReadBackDiffers, detail));
+        gpu.stop = Some(Stop::read_back_differs(&mut gpu.report, differences));
     }
 }

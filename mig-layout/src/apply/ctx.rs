@@ -114,6 +114,21 @@ impl Stop {
             detail: detail.into(),
         }
     }
+
+    /// A read-back that found `differences` (at least one): each named in the detail, and kept
+    /// in the GPU's `report`. The one read-back stop of the MIG, vGPU and AMD sides.
+    pub fn read_back_differs(
+        report: &mut crate::report::GpuReport,
+        differences: Vec<layout_model::Difference>,
+    ) -> Self {
+        let detail = differences
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ");
+        report.differences = differences;
+        Self::failed(ApplyReason::ReadBackDiffers, detail)
+    }
 }
 
 /// Runs `work` on each of `items` that `runs` lets through, side by side (at most the helper's

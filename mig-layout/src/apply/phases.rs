@@ -326,13 +326,7 @@ fn finish(shared: &Shared<'_>, say: &dyn Fn(Progress), gpu: &mut Gpu) -> Result<
     let placed = gpu.wanted.want.clone().placed(planned.target.clone());
     let differences = differences(&gpu.reply, &placed);
     if !differences.is_empty() {
-        let detail = differences
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; ");
-        gpu.report.differences = differences;
-        return Err(Stop::failed(ApplyReason::ReadBackDiffers, detail));
+        return Err(Stop::read_back_differs(&mut gpu.report, differences));
     }
     vgpu::after_creates(shared, say, gpu)?;
     say(Progress::ReadBack { device });

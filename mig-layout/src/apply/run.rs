@@ -122,11 +122,8 @@ pub enum ApplyError {
     #[error("the profile does not fit the host's AMD GPUs")]
     Profile(#[source] crate::amd::AssignError),
     /// Which client services of the AMD GPUs run could not be told (a cgroup did not read).
-    #[error("cannot tell whether the GPUs' client services run: {why}")]
-    ClientServices {
-        /// Why.
-        why: String,
-    },
+    #[error("cannot tell whether the GPUs' client services run")]
+    ClientServices(#[source] std::io::Error),
     /// The store did not keep what the apply recorded (a store written before a member of the
     /// state existed drops it, the declaration above all): read back under the lock, the first
     /// member that differs is named. The cards are as the report says.

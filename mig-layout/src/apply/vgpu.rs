@@ -357,11 +357,5 @@ fn read_back(shared: &Shared<'_>, gpu: &mut Gpu) -> Result<(), Stop> {
     if differences.is_empty() {
         return Ok(());
     }
-    let detail = differences
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join("; ");
-    gpu.report.differences = differences;
-    Err(Stop::failed(ApplyReason::ReadBackDiffers, detail))
+    Err(Stop::read_back_differs(&mut gpu.report, differences))
 }

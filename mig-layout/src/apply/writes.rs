@@ -49,7 +49,7 @@ pub(super) fn go(
         Ok(cards) => cards,
         Err(end) => return Ok(end),
     };
-    let mut amd = match amd::preflight(ctx.shared.host, write.amd, amd_wanted)? {
+    let mut amd = match amd::preflight(ctx.shared.host, write.amd, amd_wanted, &mut *store)? {
         Ok(amd) => amd,
         Err(refused) => {
             draft.gpus = reports(cards, refused.gpus);
@@ -83,6 +83,7 @@ pub(super) fn go(
     };
     amd::run(on, &mut amd)?;
     draft.reloads = amd.reloads;
+    draft.warnings.append(&mut amd.warnings);
     let end = ended(&mut cards, &mut amd, shared.cancelled());
     // Whether any card may have been written: a step done, a reset issued, a batch that gave no
     // answer and left its card changed, an AMD write made.

@@ -223,7 +223,7 @@ fn services(node: Node<'_, '_>) -> Result<Vec<String>, LayoutError> {
         for (index, item) in value.sequence("`names`")?.iter().enumerate() {
             let at = at.clone().index(index);
             let service = Node::new(item, &at).string("a service's name")?;
-            if service.is_empty() || service.contains('/') {
+            if crate::amd_exec::service_unit(service).is_none() {
                 return Err(Node::new(item, &at)
                     .refuse(format!("{service:?} is no systemd service's name")));
             }

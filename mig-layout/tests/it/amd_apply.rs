@@ -50,11 +50,17 @@ struct Bed {
 impl Bed {
     /// A host of eight GPUs of `part` in one XGMI hive, in NPS1 (SPX, as a load in NPS1 sets).
     fn new(part: AmdPart) -> Bed {
+        Self::hives(part, |_| 42)
+    }
+
+    /// Eight GPUs of `part`, each in the hive `hive` gives its index.
+    fn hives(part: AmdPart, hive: fn(usize) -> u64) -> Bed {
         let dir = tempfile::tempdir().unwrap();
         let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
         let mut fake = FakeAmdgpu::new(sysfs.clone());
         for index in 0..8 {
-            fake.gpu(&bdf(index), part, M::Nps1, Some(42)).unwrap();
+            fake.gpu(&bdf(index), part, M::Nps1, Some(hive(index)))
+                .unwrap();
         }
         let boot = dir.path().join("proc/sys/kernel/random");
         std::fs::create_dir_all(&boot).unwrap();
@@ -98,7 +104,11 @@ impl Bed {
     }
 
     fn apply(&mut self, profile: &str) -> ApplyReport {
-        let document = DcmDocument::from_text(PROFILES).unwrap();
+        self.apply_from(PROFILES, profile)
+    }
+
+    fn apply_from(&mut self, profiles: &str, profile: &str) -> ApplyReport {
+        let document = DcmDocument::from_text(profiles).unwrap();
         let profile_of = document.profile(profile).unwrap().clone();
         self.run(|run, options| apply_amd(run, profile, &profile_of, options).unwrap())
     }
@@ -203,11 +213,13 @@ fn a_second_apply_of_a_profile_that_holds_writes_nothing_and_the_assert_says_app
     assert_eq!(again.writes(), 0);
     assert_eq!(bed.log().len(), before);
     let document = DcmDocument::from_text(PROFILES).unwrap();
+    let options = bed.options();
     let asserted = assert_amd(
         &bed.host,
+        &mut bed.store,
         "cpx-nps4",
         document.profile("cpx-nps4").unwrap(),
-        &bed.options(),
+        &options,
     )
     .unwrap();
     assert!(asserted.applied, "{:?}", asserted.gpus);
@@ -448,4 +460,133 @@ fn hooks_that_stop_the_exporter_before_and_start_it_after_let_the_apply_run_as_d
     assert_eq!(bed.reloads(), 1);
     assert_eq!(report.hooks.len(), 2);
     assert_eq!(std::fs::read_to_string(&procs).unwrap(), "5151\n");
+}
+
+#[test]
+fn a_memory_change_the_firmware_refuses_fails_did_not_converge_and_no_request_waits_after() {
+    let mut bed = Bed::new(MI300X);
+    for gpu in &mut bed.fake.lock().unwrap().gpus {
+        gpu.nps_change_fails = true;
+    }
+    let report = bed.apply("cpx-nps4");
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Failed(ApplyReason::DidNotConverge),
+        "{:?}",
+        report.detail
+    );
+    assert!(
+        report
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("the request did not take effect"),
+        "{:?}",
+        report.detail
+    );
+    assert_eq!(bed.reloads(), 1);
+    // The reload sent the requests: none waits, and no GPU says it will change at a reload.
+    let state = bed.store.load().unwrap().unwrap();
+    for index in 0..8 {
+        let record = &state.gpus[&at(index)];
+        assert_eq!(record.requested_memory(), None, "GPU {index}");
+        assert_eq!(
+            record.partition_mode,
+            PartitionMode::Disabled,
+            "GPU {index}"
+        );
+    }
+    for gpu in &report.gpus {
+        assert_eq!(
+            gpu.outcome,
+            Some(ApplyOutcome::Failed(ApplyReason::DidNotConverge))
+        );
+    }
+}
+
+#[test]
+fn a_gpu_outside_the_profile_that_the_reload_resets_is_set_back_with_a_warning() {
+    // Two hives of four; the profile skips the second, which is QPX.
+    let mut bed = Bed::hives(MI300X, |index| if index < 4 { 1 } else { 2 });
+    assert_eq!(bed.apply("qpx-nps1").outcome, ApplyOutcome::Done);
+    let first_hive = r#"{"gpu-config-profiles": {"cpx-nps4-first": {
+        "skippedGPUs": {"ids": [4, 5, 6, 7]},
+        "profiles": [{"computePartition": "CPX", "memoryPartition": "NPS4", "numGPUsAssigned": 4}]}}}"#;
+    let report = bed.apply_from(first_hive, "cpx-nps4-first");
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_eq!(bed.reloads(), 1);
+    let fake = bed.fake.lock().unwrap();
+    for index in 4..8 {
+        assert_eq!(fake.gpus[index].compute, Some(C::Qpx), "GPU {index}");
+        assert_eq!(fake.gpus[index].memory, M::Nps1, "GPU {index}");
+    }
+    let restored: Vec<String> = report.warnings.iter().map(ToString::to_string).collect();
+    assert_eq!(restored.len(), 4, "{restored:?}");
+    assert!(
+        restored[0].contains(&bdf(4)) && restored[0].contains("set back to QPX"),
+        "{restored:?}"
+    );
+}
+
+#[test]
+fn a_request_for_another_mode_still_waiting_blocks_an_apply_the_gpus_hold_now() {
+    let mut bed = Bed::new(MI300X);
+    bed.fake.lock().unwrap().gpus[6].held = true;
+    assert_eq!(
+        bed.apply("cpx-nps4").outcome,
+        ApplyOutcome::Failed(ApplyReason::StepRefused)
+    );
+    bed.fake.lock().unwrap().gpus[6].held = false;
+    let before = bed.log().len();
+    let report = bed.apply("spx-nps1");
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::ModePending),
+        "{:?}",
+        report.detail
+    );
+    assert!(
+        report
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("NPS4 was requested and waits for a driver reload"),
+        "{:?}",
+        report.detail
+    );
+    assert_eq!(bed.log().len(), before, "nothing written");
+}
+
+#[test]
+fn a_compute_write_the_kernel_refuses_stops_that_gpu_and_the_others_hold() {
+    let mut bed = Bed::new(MI300X);
+    // A ROCm process the holders' scan did not see: the kernel answers EBUSY.
+    bed.fake.lock().unwrap().gpus[3].held = true;
+    let report = bed.apply("qpx-nps1");
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Failed(ApplyReason::StepRefused),
+        "{:?}",
+        report.detail
+    );
+    let refused = &report.gpus[3];
+    assert_eq!(
+        refused.outcome,
+        Some(ApplyOutcome::Failed(ApplyReason::StepRefused))
+    );
+    assert!(
+        refused
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("Device or resource busy"),
+        "{:?}",
+        refused.detail
+    );
+    let held = report
+        .gpus
+        .iter()
+        .filter(|gpu| gpu.outcome == Some(ApplyOutcome::Done))
+        .count();
+    assert_eq!(held, 7);
 }

@@ -40,6 +40,7 @@ fn cards<'a>(read: &'a [AmdPartitions], holders: &'a [Vec<Holder>]) -> Vec<AmdCa
             device: bdf(index),
             partitions,
             holders,
+            requested: None,
         })
         .collect()
 }
@@ -249,6 +250,7 @@ fn apply_on_fake(
                 device: *device,
                 partitions,
                 holders: &[],
+                requested: None,
             })
             .collect();
         plan_amd(&cards, wants).unwrap()
@@ -309,4 +311,27 @@ fn cpx_nps4_carried_out_on_a_fake_hive_of_eight_reloads_once_and_holds_then_writ
         done.iter()
             .all(|s| matches!(s, AmdStep::SetCompute { mode: C::Qpx, .. }))
     );
+}
+
+#[test]
+fn a_request_for_another_mode_waiting_over_a_gpu_in_the_wanted_mode_is_refused_naming_it() {
+    let (read, holders) = (hive(C::Spx, M::Nps1), idle());
+    let mut with_request = cards(&read, &holders);
+    with_request[2].requested = Some(M::Nps4);
+    let error = plan_amd(&with_request, &all(8, C::Spx, M::Nps1)).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            AmdRefusal::RequestPending {
+                requested: M::Nps4,
+                wanted: M::Nps1,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    // A request for the mode wanted is the plan's own: it is made again, and the reload lands it.
+    with_request[2].requested = Some(M::Nps4);
+    let steps = plan_amd(&with_request, &all(8, C::Cpx, M::Nps4)).unwrap();
+    assert!(steps.contains(&AmdStep::ReloadDriver));
 }

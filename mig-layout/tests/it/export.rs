@@ -212,4 +212,11 @@ fn a_declared_amd_gpu_is_left_out_of_a_declared_mig_layout_the_format_has_no_par
         yaml.contains("0000:3b:00.0") && !yaml.contains("0000:05:00.0"),
         "{yaml}"
     );
+    let kinds: Vec<&str> = exported
+        .warnings
+        .iter()
+        .map(ExportWarning::as_str)
+        .collect();
+    assert_eq!(kinds, ["amd_declared"]);
+    assert_eq!(exported.warnings[0].device(), amd);
 }

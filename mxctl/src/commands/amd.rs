@@ -18,17 +18,13 @@ fn profile(args: &DcmArgs) -> Result<(DcmDocument, DcmProfile), Failure> {
     let document = DcmDocument::from_text(&text)
         .map_err(|error| Failure::Usage(format!("{}: {error}", args.file.display())))?;
     let Some(profile) = document.profile(&args.profile).cloned() else {
-        return Err(Failure::Usage(format!(
-            "{} has no profile {:?}; its profiles are: {}",
-            args.file.display(),
-            args.profile,
-            document
-                .profiles
-                .iter()
-                .map(|(name, _)| name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
+        return Err(crate::commands::partition::not_in(
+            &args.file,
+            "profile",
+            &args.profile,
+            "profiles",
+            document.profiles.iter().map(|(name, _)| name.as_str()),
+        ));
     };
     Ok((document, profile))
 }
@@ -91,8 +87,10 @@ pub fn assert(
     let options = mig_layout::ApplyOptions::new(config.pool)
         .devices(args.devices.clone())
         .lock_wait(args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT));
-    let report = mig_layout::amd::assert_amd(host, &args.dcm.profile, &profile, &options)
-        .map_err(layout_failure)?;
+    let mut store = host_sync::FileStore::read_only(host.state_dir());
+    let report =
+        mig_layout::amd::assert_amd(host, &mut store, &args.dcm.profile, &profile, &options)
+            .map_err(layout_failure)?;
     let text = crate::commands::partition::assert::text(&report, "profile");
     output.emit(&report, &text)?;
     Ok(Exit::of_assert(report.outcome))

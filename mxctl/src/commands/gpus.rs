@@ -57,11 +57,16 @@ struct AmdPartitions {
 
 fn amd_view(
     read: host_sync::amd::AmdPartitions,
-    requested: Option<layout_model::amd::MemoryPartition>,
+    request: Option<&host_sync::MemoryRequest>,
+    boot: &gpu_host_probe::Boot,
 ) -> AmdPartitions {
     fn names<T: std::fmt::Display>(modes: &[T]) -> Vec<String> {
         modes.iter().map(ToString::to_string).collect()
     }
+    // By the sync's own rule: a request still waits only in its boot, until the mode shows.
+    let requested = request
+        .filter(|request| host_sync::modes::still_waits(request, &read, boot))
+        .map(|request| request.mode);
     AmdPartitions {
         partition_mode: host_sync::modes::amd_mode(&read, requested),
         compute: read.compute.to_string(),
@@ -211,12 +216,12 @@ fn fill_vfio_holders(gpus: &mut [Gpu], proc_root: &Path) -> Option<String> {
     None
 }
 
-/// The memory request of each AMD GPU waiting for a driver reload, as the stored state records
-/// it (read only; a state that does not read records none, and says why).
+/// The memory request of each AMD GPU the stored state records (read only; a state that does
+/// not read records none, and says why).
 fn requests(
     host: &gpu_host_probe::Host,
 ) -> (
-    std::collections::BTreeMap<gpu_partition_types::Bdf, layout_model::amd::MemoryPartition>,
+    std::collections::BTreeMap<gpu_partition_types::Bdf, host_sync::MemoryRequest>,
     Option<String>,
 ) {
     use host_sync::StateStore;
@@ -225,7 +230,7 @@ fn requests(
             state
                 .into_iter()
                 .flat_map(|state| state.gpus)
-                .filter_map(|(bdf, gpu)| gpu.requested_memory().map(|mode| (bdf, mode)))
+                .filter_map(|(bdf, gpu)| Some((bdf, gpu.amd?.requested?)))
                 .collect(),
             None,
         ),
@@ -240,6 +245,7 @@ fn requests(
 pub fn run(host: &gpu_host_probe::Host, output: Output) -> Result<Exit, Failure> {
     let (sysfs_root, proc_root) = (host.sysfs_root(), host.proc_root());
     let (requested, state_unreadable) = requests(host);
+    let boot = host.boot();
     let mut gpus: Vec<Gpu> = host_sync::scan_gpus(sysfs_root)?
         .into_iter()
         .map(|gpu| {
@@ -275,7 +281,7 @@ pub fn run(host: &gpu_host_probe::Host, output: Output) -> Result<Exit, Failure>
                 }),
                 mdev_unreadable,
                 amd_partitions: amd_partitions
-                    .map(|read| amd_view(read, requested.get(&gpu.bdf).copied())),
+                    .map(|read| amd_view(read, requested.get(&gpu.bdf), &boot)),
                 amd_partitions_unreadable,
             }
         })

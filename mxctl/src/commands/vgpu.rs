@@ -20,17 +20,13 @@ fn config_specs(args: &VgpuConfigArgs) -> Result<Vec<VgpuSpec>, Failure> {
         .map_err(|error| Failure::Usage(format!("{}: {error}", args.file.display())))?;
     match document.config(&args.select) {
         Some(specs) => Ok(specs.to_vec()),
-        None => Err(Failure::Usage(format!(
-            "{} has no vGPU config {:?}; its configs are: {}",
-            args.file.display(),
-            args.select,
-            document
-                .configs
-                .iter()
-                .map(|(name, _)| name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
+        None => Err(crate::commands::partition::not_in(
+            &args.file,
+            "vGPU config",
+            &args.select,
+            "configs",
+            document.configs.iter().map(|(name, _)| name.as_str()),
+        )),
     }
 }
 

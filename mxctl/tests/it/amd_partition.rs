@@ -175,10 +175,10 @@ fn gpus_sync_and_status_show_each_gpus_compute_and_memory_partition_and_its_mode
         )
     );
     let text = host.text(&["gpus"]);
+    let rows: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(rows.len(), 8, "{text}");
     assert!(
-        text.lines()
-            .skip(1)
-            .all(|line| line.ends_with("CPX NPS4   enabled")),
+        rows.iter().all(|line| line.ends_with("CPX NPS4   enabled")),
         "{text}"
     );
     let sync = host.json(&["sync"]);

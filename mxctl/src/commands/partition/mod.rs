@@ -42,13 +42,30 @@ pub fn layout(args: &LayoutArgs) -> Result<Vec<Spec>, Failure> {
         .map_err(|error| Failure::Usage(format!("{}: {error}", args.layout.display())))?;
     match document.label(&args.select) {
         Some(specs) => Ok(specs.to_vec()),
-        None => Err(Failure::Usage(format!(
-            "{} has no layout {:?}; its labels are: {}",
-            args.layout.display(),
-            args.select,
-            document.labels().collect::<Vec<_>>().join(", ")
-        ))),
+        None => Err(not_in(
+            &args.layout,
+            "layout",
+            &args.select,
+            "labels",
+            document.labels(),
+        )),
     }
+}
+
+/// The usage failure of a name (`what`) a file does not have, naming those it has (its
+/// `kinds`): one wording for a layout's label, a vGPU config and a DCM profile.
+pub fn not_in<'n>(
+    file: &Path,
+    what: &str,
+    name: &str,
+    kinds: &str,
+    known: impl Iterator<Item = &'n str>,
+) -> Failure {
+    Failure::Usage(format!(
+        "{} has no {what} {name:?}; its {kinds} are: {}",
+        file.display(),
+        known.collect::<Vec<_>>().join(", ")
+    ))
 }
 
 /// A failure of the layout executor as mxctl reports it: what the command line asked that the
