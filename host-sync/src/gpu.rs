@@ -144,6 +144,22 @@ impl GpuRecord {
         self.vendor == gpu_host_probe::AMD_VENDOR
     }
 
+    /// The memory partition requested of this AMD GPU that still waits for a driver reload,
+    /// judged against what it shows now (`held`) in `boot` by [`crate::modes::still_waits`]:
+    /// what a caller that reads the GPU itself asks (an apply's preflight, an assert, `mxctl
+    /// gpus`), where the record may be older than the read.
+    pub fn waiting_request(
+        &self,
+        held: &crate::amd::AmdPartitions,
+        boot: &Boot,
+    ) -> Option<MemoryPartition> {
+        self.amd
+            .as_ref()
+            .and_then(|amd| amd.requested.as_ref())
+            .filter(|request| crate::modes::still_waits(request, held, boot))
+            .map(|request| request.mode)
+    }
+
     /// The memory partition requested of this AMD GPU and waiting for a driver reload, if any.
     pub fn requested_memory(&self) -> Option<MemoryPartition> {
         self.amd

@@ -347,10 +347,7 @@ pub fn assert_amd(
                 Ok(Some(held)) => state
                     .gpus
                     .get(&w.gpu.bdf)
-                    .and_then(|gpu| gpu.amd.as_ref())
-                    .and_then(|amd| amd.requested.as_ref())
-                    .filter(|request| host_sync::modes::still_waits(request, held, &boot))
-                    .map(|request| request.mode),
+                    .and_then(|gpu| gpu.waiting_request(held, &boot)),
                 Ok(None) | Err(_) => None,
             };
             GpuAssert {

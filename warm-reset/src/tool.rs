@@ -143,6 +143,22 @@ pub(crate) struct Ended {
     pub(crate) stderr: Vec<u8>,
 }
 
+impl ToolEnd {
+    /// The exit's command line, code and words; or how the reset ends without one (the
+    /// deadline, a failure to run): what the methods that read their tool's words ask first.
+    pub(crate) fn exited(self) -> Result<(String, i32, String), crate::backend::ResetEnd> {
+        match self {
+            Self::Exited {
+                command,
+                code,
+                said,
+            } => Ok((command, code, said)),
+            Self::Hung => Err(crate::backend::ResetEnd::Hung),
+            Self::Failed(error) => Err(crate::backend::ResetEnd::Failed(error)),
+        }
+    }
+}
+
 /// Which ends of a reset command count as its exit, to be read by the method: any exit code
 /// (its output decides), leaked pipes after an exit too — or only exit 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

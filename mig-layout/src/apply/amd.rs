@@ -279,13 +279,7 @@ pub(super) fn preflight(
     let state = store.load()?.unwrap_or_default();
     let boot = host.boot().or(&state.boot);
     let requested = |device: &Bdf, partitions: &AmdPartitions| {
-        state
-            .gpus
-            .get(device)
-            .and_then(|gpu| gpu.amd.as_ref())
-            .and_then(|amd| amd.requested.as_ref())
-            .filter(|request| host_sync::modes::still_waits(request, partitions, &boot))
-            .map(|request| request.mode)
+        state.gpus.get(device)?.waiting_request(partitions, &boot)
     };
     let cards: Vec<AmdCard<'_>> = read
         .iter()

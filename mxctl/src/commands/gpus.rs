@@ -57,16 +57,14 @@ struct AmdPartitions {
 
 fn amd_view(
     read: host_sync::amd::AmdPartitions,
-    request: Option<&host_sync::MemoryRequest>,
+    record: Option<&host_sync::GpuRecord>,
     boot: &gpu_host_probe::Boot,
 ) -> AmdPartitions {
     fn names<T: std::fmt::Display>(modes: &[T]) -> Vec<String> {
         modes.iter().map(ToString::to_string).collect()
     }
     // By the sync's own rule: a request still waits only in its boot, until the mode shows.
-    let requested = request
-        .filter(|request| host_sync::modes::still_waits(request, &read, boot))
-        .map(|request| request.mode);
+    let requested = record.and_then(|record| record.waiting_request(&read, boot));
     AmdPartitions {
         partition_mode: host_sync::modes::amd_mode(&read, requested),
         compute: read.compute.to_string(),
@@ -216,24 +214,17 @@ fn fill_vfio_holders(gpus: &mut [Gpu], proc_root: &Path) -> Option<String> {
     None
 }
 
-/// The memory request of each AMD GPU the stored state records (read only; a state that does
-/// not read records none, and says why).
-fn requests(
+/// Each GPU's record as the stored state keeps it, for a memory request waiting (read only; a
+/// state that does not read gives none, and says why).
+fn records(
     host: &gpu_host_probe::Host,
 ) -> (
-    std::collections::BTreeMap<gpu_partition_types::Bdf, host_sync::MemoryRequest>,
+    std::collections::BTreeMap<gpu_partition_types::Bdf, host_sync::GpuRecord>,
     Option<String>,
 ) {
     use host_sync::StateStore;
     match host_sync::FileStore::read_only(host.state_dir()).load() {
-        Ok(state) => (
-            state
-                .into_iter()
-                .flat_map(|state| state.gpus)
-                .filter_map(|(bdf, gpu)| Some((bdf, gpu.amd?.requested?)))
-                .collect(),
-            None,
-        ),
+        Ok(state) => (state.map(|state| state.gpus).unwrap_or_default(), None),
         Err(error) => (
             std::collections::BTreeMap::new(),
             Some(gpu_host_probe::chain::Chain(&error).to_string()),
@@ -244,7 +235,7 @@ fn requests(
 /// Lists the GPUs; writes nothing.
 pub fn run(host: &gpu_host_probe::Host, output: Output) -> Result<Exit, Failure> {
     let (sysfs_root, proc_root) = (host.sysfs_root(), host.proc_root());
-    let (requested, state_unreadable) = requests(host);
+    let (stored, state_unreadable) = records(host);
     let boot = host.boot();
     let mut gpus: Vec<Gpu> = host_sync::scan_gpus(sysfs_root)?
         .into_iter()
@@ -281,7 +272,7 @@ pub fn run(host: &gpu_host_probe::Host, output: Output) -> Result<Exit, Failure>
                 }),
                 mdev_unreadable,
                 amd_partitions: amd_partitions
-                    .map(|read| amd_view(read, requested.get(&gpu.bdf), &boot)),
+                    .map(|read| amd_view(read, stored.get(&gpu.bdf), &boot)),
                 amd_partitions_unreadable,
             }
         })

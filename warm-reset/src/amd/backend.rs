@@ -17,7 +17,6 @@ use crate::pci::GONE_VENDOR;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::reset_target::{ResetId, ResetTarget};
 use crate::target::{Target, TargetFacts};
-use crate::tool::ToolEnd;
 use crate::warning::ResetWarning;
 use gpu_partition_types::Bdf;
 use std::collections::BTreeSet;
@@ -374,14 +373,9 @@ impl<H: AmdHost> Backend for AmdBackend<H> {
             Ok(amd) => amd.clone(),
             Err(error) => return ResetEnd::Failed(error),
         };
-        let (command, code, text) = match self.host_mut().reset(&amd.reset, within) {
-            ToolEnd::Exited {
-                command,
-                code,
-                said,
-            } => (command, code, said),
-            ToolEnd::Hung => return ResetEnd::Hung,
-            ToolEnd::Failed(error) => return ResetEnd::Failed(error),
+        let (command, code, text) = match self.host_mut().reset(&amd.reset, within).exited() {
+            Ok(exited) => exited,
+            Err(end) => return end,
         };
         let said = read_reset_output(&text);
         if code == 0 && said.failed.is_empty() {

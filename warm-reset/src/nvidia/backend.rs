@@ -15,7 +15,6 @@ use crate::kmsg::device_errors;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::reset_target::ResetTarget;
 use crate::target::{Target, TargetFacts};
-use crate::tool::ToolEnd;
 use crate::warning::ResetWarning;
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;
@@ -184,14 +183,9 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
             Ok(nvidia) => nvidia.clone(),
             Err(error) => return ResetEnd::Failed(error),
         };
-        let (command, code, text) = match self.host_mut().reset(&nvidia.group, within) {
-            ToolEnd::Exited {
-                command,
-                code,
-                said,
-            } => (command, code, said),
-            ToolEnd::Hung => return ResetEnd::Hung,
-            ToolEnd::Failed(error) => return ResetEnd::Failed(error),
+        let (command, code, text) = match self.host_mut().reset(&nvidia.group, within).exited() {
+            Ok(exited) => exited,
+            Err(end) => return end,
         };
         let output = read_reset_output(&text);
         // The busy block: nothing was reset, as long as no GPU says it was.
