@@ -14,14 +14,14 @@
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use gpu_host_probe::Host;
+use gpu_host_probe::amdgpu::MemoryPartition;
 use gpu_host_probe::helper::{Helper, HelperConfig};
-use host_sync::fake_amdgpu::{FakeAmdgpu, MI300X};
+use host_sync::fake_amdgpu::{FakeAmdgpu, MI300X, SharedAmdgpu};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{MemoryStore, Pool};
-use layout_model::amd::MemoryPartition;
 use mig_layout::amd::{AmdWith, DcmDocument, apply_amd};
 use mig_layout::{ApplyOptions, ApplyOutcome, ApplyRun, Method, ResetWith};
-use std::sync::Mutex;
+
 use std::time::{Duration, Instant};
 
 /// What one reload costs, modelled (see the module's comment).
@@ -31,7 +31,7 @@ struct Bed {
     _dir: tempfile::TempDir,
     host: Host,
     helper: Helper,
-    fake: Mutex<FakeAmdgpu>,
+    fake: SharedAmdgpu,
     document: DcmDocument,
 }
 
@@ -66,7 +66,7 @@ impl Bed {
             helper: Helper::new(HelperConfig::new(dir.path().join("no-helper"))),
             _dir: dir,
             host,
-            fake: Mutex::new(fake),
+            fake: SharedAmdgpu::new(fake),
             document,
         })
     }

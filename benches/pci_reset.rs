@@ -5,6 +5,7 @@
 //! is the wall time minus the hold.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use gpu_host_probe::Holder;
 use gpu_partition_types::Bdf;
 use host_sync::fake_sysfs::FakeSysfs;
 use std::io::Read;
@@ -13,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use warm_reset::PciBackend;
-use warm_reset::io::{Holder, KernelLogSource};
+use warm_reset::io::KernelLogSource;
 use warm_reset::pci::{FunctionState, PciHost, SysfsHost};
 use warm_reset::{
     BackendError, Host, MachineConfig, Method, ResetEnd, ResetOutcome, ResetRun, ResetTarget,

@@ -4,13 +4,12 @@
 //! back as soon as `mx-smi -r` returns, once with GPUs back 300 ms later (one more poll).
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use gpu_host_probe::SystemClock;
 use gpu_partition_types::Bdf;
 use std::sync::Arc;
 use std::time::Duration;
 use warm_reset::sim::{SimMetax, SimNvidia, SimPci};
-use warm_reset::{
-    Host, MachineConfig, Method, ResetOutcome, ResetRun, ResetTarget, SystemClock, execute,
-};
+use warm_reset::{Host, MachineConfig, Method, ResetOutcome, ResetRun, ResetTarget, execute};
 
 /// The simulated PCI host's GPU, 0000:3b:00.0.
 const GPU_3B: Bdf = Bdf {

@@ -108,7 +108,7 @@ impl Bed {
         let Some(specs) = document.label("all-1g.5gb") else {
             return false;
         };
-        let clock: Arc<dyn mig_layout::Clock> = Arc::new(warm_reset::SystemClock::new());
+        let clock: Arc<dyn mig_layout::Clock> = Arc::new(gpu_host_probe::SystemClock::new());
         let mut backend = fake_nvml::backend(&self.state, clock.clone());
         let reset = ResetWith::new(Method::Nvidia, &mut backend)
             .window(Duration::from_secs(30))
@@ -119,7 +119,7 @@ impl Bed {
     }
 
     fn restore(&self, store: &mut MemoryStore) -> bool {
-        let clock: Arc<dyn mig_layout::Clock> = Arc::new(warm_reset::SystemClock::new());
+        let clock: Arc<dyn mig_layout::Clock> = Arc::new(gpu_host_probe::SystemClock::new());
         let mut backend = fake_nvml::backend(&self.state, clock.clone());
         let reset = ResetWith::new(Method::Nvidia, &mut backend)
             .window(Duration::from_secs(30))

@@ -81,7 +81,7 @@ impl Bed {
             .with_sysfs_root(sysfs.root())
             .with_proc_root(proc_root.path())
             .with_lock_dir(dir.path().join("locks"));
-        let clock = std::sync::Arc::new(warm_reset::VirtualClock::new(0));
+        let clock = std::sync::Arc::new(gpu_host_probe::VirtualClock::new(0));
         let backend = fake_nvml::backend(fake.state.path(), clock);
         let specs = VgpuDocument::from_text(CONFIG)
             .ok()?

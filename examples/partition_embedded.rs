@@ -84,7 +84,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         .with_sysfs_root(sysfs.root())
         .with_proc_root(&proc_root);
     let helper = Helper::new(HelperConfig::new(wrapper));
-    let clock: Arc<dyn mig_layout::Clock> = Arc::new(warm_reset::SystemClock::new());
+    let clock: Arc<dyn mig_layout::Clock> = Arc::new(gpu_host_probe::SystemClock::new());
     let mut backend = fake_nvml::backend(&nvml_state, clock.clone());
     let mut store = Table::default();
     let layouts = Document::from_text(LAYOUTS)?;

@@ -5,11 +5,12 @@
 //! cargo run -p examples --example reset-simulated -- [SCENARIO] [ID]
 //! ```
 
+use gpu_host_probe::VirtualClock;
 use std::error::Error;
 use std::sync::Arc;
 use std::time::Duration;
 use warm_reset::sim::{METAX_SCENARIOS, SimMetax};
-use warm_reset::{Host, MachineConfig, ResetRun, ResetTarget, State, VirtualClock, execute};
+use warm_reset::{Host, MachineConfig, ResetRun, ResetTarget, State, execute};
 
 fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);

@@ -26,6 +26,7 @@
 //! ```
 
 use gpu_host_probe::Host;
+use gpu_host_probe::SystemClock;
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_host_probe::test_util::{Act, FakeHelper};
 use gpu_partition_types::{Bdf, PartitionMode};
@@ -41,7 +42,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use warm_reset::sim::SimMetax;
-use warm_reset::{MachineConfig, ResetOutcome, ResetRun, SystemClock, execute};
+use warm_reset::{MachineConfig, ResetOutcome, ResetRun, execute};
 
 /// The GPU operator's `all-balanced` layout, as published (H100 80GB among others).
 const ALL_BALANCED: &str =

@@ -52,7 +52,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         .with_sysfs_root(sysfs.root())
         .with_proc_root(proc_root.path());
     let helper = Helper::new(HelperConfig::new(fake.helper.clone()));
-    let clock: Arc<dyn mig_layout::Clock> = Arc::new(warm_reset::SystemClock::new());
+    let clock: Arc<dyn mig_layout::Clock> = Arc::new(gpu_host_probe::SystemClock::new());
     let mut backend = fake_nvml::backend(fake.state.path(), clock.clone());
     let mut store = MemoryStore::default();
     let document = VgpuDocument::from_text(CONFIGS)?;

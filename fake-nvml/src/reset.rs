@@ -19,14 +19,16 @@
 
 use crate::scenario::{Device, Scenario, parse_bus_id};
 use crate::store::StateFile;
+use gpu_host_probe::Clock;
+use gpu_host_probe::Holder;
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use warm_reset::io::{Holder, KernelLogSource, KmsgRecord, ToolEnd};
+use warm_reset::BackendError;
+use warm_reset::io::{KernelLogSource, KmsgRecord, ToolEnd};
 use warm_reset::nvidia::nvidia_smi::NvidiaGpu;
 use warm_reset::nvidia::{NvidiaHost, NvidiaSmiError, reset_ids};
-use warm_reset::{BackendError, Clock};
 
 /// The nvidia method's backend over the fake's state file.
 pub type FakeNvmlBackend = warm_reset::NvidiaBackend<FakeNvmlHost>;

@@ -5,7 +5,7 @@
 //! without a panic.
 #![no_main]
 
-use host_sync::amd::{
+use gpu_host_probe::amdgpu::{
     parse_available_compute, parse_available_memory, parse_current_compute, parse_current_memory,
 };
 use libfuzzer_sys::fuzz_target;

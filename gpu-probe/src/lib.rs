@@ -16,7 +16,14 @@
 //! - [`read_pci_identity`]: a PCI function's IDs ([`PciIdentity`]) from sysfs, the one reader
 //!   of those files; [`read_xgmi_hive_id`]: the XGMI hive an AMD GPU is in, the one reader of
 //!   `xgmi_hive_info/xgmi_hive_id`.
+//! - [`amdgpu`]: amdgpu's sysfs interface for AMD Instinct partitions: the modes, a GPU's
+//!   partitions read strictly, and what carries a layout's writes (the kernel's files and
+//!   `modprobe`, [`amdgpu::SysfsAmdgpu`]).
 //! - [`chain`]: an error and its causes on one line, for people.
+//! - [`Clock`]: the time every operation runs on ([`SystemClock`], or a [`VirtualClock`] that
+//!   tests and simulations advance at once); one clock per run.
+//! - [`holders`]: who holds a device file open (every process whose `fd/*` links to it), the
+//!   idle test of every vendor's side; [`describe_holders`] says them for people.
 //! - [`fs`]: writing a file whole or not at all (the state file, the reset journal).
 //! - [`trust`]: what root may trust (a program or file nobody else can change, a private state
 //!   directory), checked before every program is run.
@@ -26,13 +33,17 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+pub mod amdgpu;
 mod boot;
 mod cancel;
 pub mod chain;
+mod clock;
 pub mod fs;
 pub mod helper;
+mod holders;
 mod host;
 mod lock;
+mod os_error;
 mod pci;
 pub mod run;
 #[cfg(feature = "test-util")]
@@ -44,11 +55,14 @@ mod xgmi;
 
 pub use boot::{BOOT_TIME_SLACK_SECS, Boot, BootMatch, read_boot_id, read_boot_time};
 pub use cancel::{Cancel, CancelOnDrop};
+pub use clock::{Clock, SystemClock, VirtualClock};
+pub use holders::{Holder, ProcError, describe_holders, holders};
 pub use host::{Host, SIMULATED_DIR};
 pub use lock::{
     DEFAULT_LOCK_WAIT, HostLock, LOCK_FILE, LockError, MACHINE_LOCK_DIR, machine_lock_dir,
     machine_lock_path,
 };
+pub use os_error::OsError;
 pub use pci::{
     AMD_VENDOR, NVIDIA_VENDOR, PciIdError, PciIdentity, PciSubsystem, is_accelerator_class,
     is_display_class, read_pci_class, read_pci_identity,

@@ -134,7 +134,7 @@ pub fn end_apply(
         };
         for bdf in end.amd.iter().filter(|bdf| on_amdgpu(bdf)) {
             if let Some(gpu) = state.gpus.get_mut(bdf) {
-                let read = crate::amd::read_partitions(lock.host().sysfs_root(), *bdf);
+                let read = gpu_host_probe::amdgpu::read_partitions(lock.host().sysfs_root(), *bdf);
                 crate::modes::amd_read(gpu, &read, now, &boot);
             }
         }
@@ -177,7 +177,7 @@ pub fn request_memory(
     lock: &HostLock,
     store: &mut dyn StateStore,
     devices: &[Bdf],
-    mode: layout_model::amd::MemoryPartition,
+    mode: gpu_host_probe::amdgpu::MemoryPartition,
 ) -> Result<(), ApplyStateError> {
     let mut state = store.load()?.unwrap_or_default();
     with_records(lock, &mut state, devices.iter())?;
@@ -190,8 +190,12 @@ pub fn request_memory(
         let amd = gpu.amd.get_or_insert_with(crate::gpu::AmdRecord::default);
         amd.requested = Some(crate::gpu::MemoryRequest::new(mode, now, boot.clone()));
         if let (Some(compute), memory) = (amd.compute, amd.memory) {
-            let held =
-                crate::amd::AmdPartitions::new((compute, Vec::new()), memory, Vec::new(), None);
+            let held = gpu_host_probe::amdgpu::AmdPartitions::new(
+                (compute, Vec::new()),
+                memory,
+                Vec::new(),
+                None,
+            );
             let pending = crate::modes::amd_mode(&held, Some(mode));
             crate::modes::read_answered(gpu, pending);
         }

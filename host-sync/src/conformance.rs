@@ -21,8 +21,9 @@ use crate::state::{BootRestore, HostState, StateLost, first_difference};
 use crate::status::{HostStatus, StoredReason};
 use crate::store::StateStore;
 use gpu_host_probe::Boot;
+use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition};
 use gpu_partition_types::{Bdf, PartitionMode, Token, UnreadableReason};
-use layout_model::amd::{AmdWant, ComputePartition, MemoryPartition};
+use layout_model::amd::AmdWant;
 use std::fmt;
 
 /// A check of the suite that the store did not pass.

@@ -1,5 +1,5 @@
 //! A fake amdgpu: AMD Instinct GPUs that answer partition writes by the kernel's rules and
-//! show their state in a [`FakeSysfs`] as the kernel does (`host_sync::amd` reads it back).
+//! show their state in a [`FakeSysfs`] as the kernel does (`gpu_host_probe::amdgpu` reads it back).
 //! Each rule names its source; all are in the project's `docs/amd.md`.
 //!
 //! - A compute write matches a mode's name case-insensitively on its first three characters
@@ -21,14 +21,14 @@
 //! Every write is logged ([`FakeAmdgpu::log`]: `current_compute_partition <gpu> CPX`,
 //! `current_memory_partition <gpu> NPS4`, `modprobe -r amdgpu`, `modprobe amdgpu`, each
 //! refused one with ` <errno>` after it), so a test counts the writes and reloads. The fake
-//! carries an apply's writes ([`crate::amd::AmdgpuWrites`]) in a [`Mutex`] for one process, or
-//! kept in a file between processes ([`FakeAmdgpuFile`]: `mxctl`'s `--simulate`).
+//! carries an apply's writes ([`PartitionWrites`]) shared by one process's threads
+//! ([`SharedAmdgpu`]), or kept in a file between processes ([`FakeAmdgpuFile`]: `mxctl`'s `--simulate`).
 
-use crate::amd::{AmdgpuWrites, ReloadError};
 use crate::fake_sysfs::FakeSysfs;
 use MemoryPartition::{Nps1, Nps2, Nps4};
+use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition};
+use gpu_host_probe::amdgpu::{PartitionWrites, ReloadError};
 use gpu_partition_types::Bdf;
-use layout_model::amd::{ComputePartition, MemoryPartition};
 use nix::errno::Errno;
 use serde::{Deserialize, Serialize};
 use std::io;
@@ -233,10 +233,10 @@ impl FakeAmdgpu {
     /// The compute partitions `gpu` offers with its memory partition now
     /// (`__aqua_vanjaram_update_available_partition_mode`).
     pub fn available_compute(gpu: &FakeAmdGpu) -> Vec<ComputePartition> {
-        ComputePartition::supported(gpu.part.xccs)
+        layout_model::amd::compute_modes(gpu.part.xccs)
             .iter()
             .copied()
-            .filter(|mode| mode.runs_with(gpu.memory))
+            .filter(|mode| layout_model::amd::runs_with(*mode, gpu.memory))
             .collect()
     }
 
@@ -407,7 +407,7 @@ fn list_line<T: gpu_partition_types::Token>(modes: &[T]) -> String {
     if modes.is_empty() {
         return "Not supported\n".to_owned();
     }
-    format!("{}\n", layout_model::amd::list(modes))
+    format!("{}\n", gpu_host_probe::amdgpu::list(modes))
 }
 
 impl FakeAmdgpu {
@@ -444,7 +444,24 @@ fn in_use(refused: &ReloadRefused) -> ReloadError {
     }
 }
 
-impl AmdgpuWrites for Mutex<FakeAmdgpu> {
+/// A fake amdgpu shared by the threads of one process (an apply writes from its own), carrying
+/// an apply's writes as [`PartitionWrites`].
+#[derive(Debug)]
+pub struct SharedAmdgpu(Mutex<FakeAmdgpu>);
+
+impl SharedAmdgpu {
+    /// `fake`, shared.
+    pub fn new(fake: FakeAmdgpu) -> Self {
+        Self(Mutex::new(fake))
+    }
+
+    /// The fake, for a test to look at or change (as [`Mutex::lock`]).
+    pub fn lock(&self) -> std::sync::LockResult<std::sync::MutexGuard<'_, FakeAmdgpu>> {
+        self.0.lock()
+    }
+}
+
+impl PartitionWrites for SharedAmdgpu {
     fn write_compute(&self, _: &Path, device: Bdf, mode: ComputePartition) -> io::Result<()> {
         let mut fake = self.lock().map_err(|_| errno(Errno::EIO))?;
         fake.write_compute(&device.to_string(), &format!("{mode}\n"))
@@ -561,7 +578,7 @@ fn file_error(error: FakeFileError) -> io::Error {
     io::Error::other(gpu_host_probe::chain::Chain(&error).to_string())
 }
 
-impl AmdgpuWrites for FakeAmdgpuFile {
+impl PartitionWrites for FakeAmdgpuFile {
     fn write_compute(&self, _: &Path, device: Bdf, mode: ComputePartition) -> io::Result<()> {
         self.change(|fake| fake.write_compute(&device.to_string(), &format!("{mode}\n")))
             .map_err(file_error)?

@@ -90,7 +90,7 @@ impl FakeSysfs {
 
     /// An AMD Instinct GPU at `bdf` (vendor `0x1002`, device `device`, class `0x120000`, a
     /// processing accelerator, bound to `amdgpu`) with the partition files as amdgpu writes
-    /// them (`host_sync::amd`): the compute partition and those offered (none: `Not
+    /// them (`gpu_host_probe::amdgpu`): the compute partition and those offered (none: `Not
     /// supported`), the memory partition with those offered (`None`: no memory files; an empty
     /// list: no `available_memory_partition`, a part of one mode), and the XGMI hive's ID (the
     /// fake gives every member its own `xgmi_hive_info` directory, where the kernel makes one
@@ -100,12 +100,12 @@ impl FakeSysfs {
         bdf: &str,
         device: &str,
         compute: (
-            layout_model::amd::ComputePartition,
-            &[layout_model::amd::ComputePartition],
+            gpu_host_probe::amdgpu::ComputePartition,
+            &[gpu_host_probe::amdgpu::ComputePartition],
         ),
         memory: Option<(
-            layout_model::amd::MemoryPartition,
-            &[layout_model::amd::MemoryPartition],
+            gpu_host_probe::amdgpu::MemoryPartition,
+            &[gpu_host_probe::amdgpu::MemoryPartition],
         )>,
         hive: Option<u64>,
     ) -> io::Result<&Self> {

@@ -3,8 +3,8 @@
 use crate::pci::PciFunction;
 use crate::reason::GpuReason;
 use gpu_host_probe::Boot;
+use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition};
 use gpu_partition_types::PartitionMode;
-use layout_model::amd::{ComputePartition, MemoryPartition};
 use serde::{Deserialize, Serialize};
 
 /// A memory partition this host requested of an AMD GPU (its XGMI hive), waiting for a driver
@@ -150,7 +150,7 @@ impl GpuRecord {
     /// gpus`), where the record may be older than the read.
     pub fn waiting_request(
         &self,
-        held: &crate::amd::AmdPartitions,
+        held: &gpu_host_probe::amdgpu::AmdPartitions,
         boot: &Boot,
     ) -> Option<MemoryPartition> {
         self.amd

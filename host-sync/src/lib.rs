@@ -35,7 +35,7 @@
 #![deny(missing_docs)]
 
 pub mod after_boot;
-pub mod amd;
+
 mod apply_state;
 mod classify;
 mod clock;

@@ -1,13 +1,13 @@
 //! The partition-mode rules of a sync, as pure functions over records.
 
-use crate::amd::{AmdError, AmdPartitions};
 use crate::gpu::{AmdRecord, GpuRecord, MemoryRequest};
 use crate::pci::{PciFunction, ReadBy};
 use crate::reason::GpuReason;
+use gpu_host_probe::amdgpu::{AmdError, AmdPartitions};
+use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition};
 use gpu_host_probe::helper::ReadFailure;
 use gpu_host_probe::{Boot, BootMatch};
 use gpu_partition_types::{Bdf, PartitionMode};
-use layout_model::amd::{ComputePartition, MemoryPartition};
 use std::collections::BTreeMap;
 
 /// The records of the GPUs found now, carried over from `stored` (ids and driver refreshed) or
@@ -156,7 +156,10 @@ pub fn amd_read(
             } else {
                 PartitionMode::Unknown
             };
-            record.set(mode, Some(GpuReason::Amdgpu(error.unread())));
+            record.set(
+                mode,
+                Some(GpuReason::Amdgpu(crate::reason::AmdUnread::of(error))),
+            );
             record.message = Some(gpu_host_probe::chain::Chain(error).to_string());
             let requested = record.amd.take().and_then(|amd| amd.requested);
             record.amd = Some(AmdRecord {

@@ -25,7 +25,7 @@ pub enum GpuReason {
     Amdgpu(AmdUnread),
 }
 
-/// Why an AMD GPU's partition files did not read (`host_sync::amd::AmdError`, as a token).
+/// Why an AMD GPU's partition files did not read (`gpu_host_probe::amdgpu::AmdError`, as a token).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum AmdUnread {
@@ -35,6 +35,19 @@ pub enum AmdUnread {
     NoMode,
     /// A file did not read, or held what amdgpu does not write there (`amdgpu_unreadable`).
     Unreadable,
+}
+
+impl AmdUnread {
+    /// The reason a failed read of a GPU's partition files gives the GPU's record.
+    pub fn of(error: &gpu_host_probe::amdgpu::AmdError) -> Self {
+        if error.is_in_reset() {
+            Self::InReset
+        } else if error.is_no_mode() {
+            Self::NoMode
+        } else {
+            Self::Unreadable
+        }
+    }
 }
 
 /// Why the host does not read a GPU, by design.

@@ -1,7 +1,6 @@
 //! The sync: under the host lock, gather the facts, apply the mode rules, classify, write.
 
 use crate::after_boot::is_after_boot;
-use crate::amd::{AmdError, AmdPartitions};
 use crate::classify::{Facts, HelperState, classify};
 use crate::clock::unix_now;
 use crate::gpu::GpuRecord;
@@ -12,6 +11,7 @@ use crate::state::HostState;
 use crate::status::{HostReason, HostStatus, Pool};
 use crate::store::{StateStore, StoreError, save_checked};
 use crate::warning::SyncWarning;
+use gpu_host_probe::amdgpu::{AmdError, AmdPartitions};
 use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_host_probe::{Boot, Cancel, DEFAULT_LOCK_WAIT, Host, WriteMark};
 use gpu_host_probe::{HostLock, LockError};
@@ -281,7 +281,7 @@ pub fn sync_under(
         }
         // AMD GPUs from amdgpu's sysfs files: no program runs, nothing waits.
         for bdf in modes::mark_not_checked(&gpus, &mut state.gpus, ReadBy::Amdgpu) {
-            let read = crate::amd::read_partitions(host.sysfs_root(), bdf);
+            let read = gpu_host_probe::amdgpu::read_partitions(host.sysfs_root(), bdf);
             if let Some(record) = state.gpus.get_mut(&bdf) {
                 modes::amd_read(record, &read, now, &state.boot);
             }
@@ -414,8 +414,9 @@ fn check(
                 Some(Err(_)) => unread.push(*bdf),
                 Some(found) => {
                     let requested = read.records.get(bdf).and_then(GpuRecord::requested_memory);
-                    differences
-                        .extend(gpu.amd_drift(*bdf, &crate::amd::as_compared(found, requested)));
+                    differences.extend(
+                        gpu.amd_drift(*bdf, &layout_model::amd::AmdRead::of(found, requested)),
+                    );
                 }
                 None if read.gpus.iter().any(|found| found.bdf == *bdf) => unread.push(*bdf),
                 None => differences.push(Difference::new(*bdf, Fact::GpuGone)),

@@ -1,6 +1,6 @@
-//! AMD Instinct partitions: the modes, and the kernel's rules for which may be set together.
-//! Pure; `host_sync::amd` reads the modes from sysfs, and a layout's plan judges by these
-//! rules. Each rule names its source (the project's `docs/amd.md` has them all):
+//! AMD Instinct partitions: the kernel's rules for which modes may be set together, what a
+//! GPU is wanted to be and what it holds. Pure; the modes and their reader are
+//! `gpu_host_probe::amdgpu`'s, and a layout's plan judges by these rules. Each rule names its source (the project's `docs/amd.md` has them all):
 //!
 //! - How many partitions a compute mode makes of a GPU of N XCCs, and which modes a GPU of N
 //!   XCCs supports: `__aqua_vanjaram_get_xcc_per_xcp` and `__aqua_vanjaram_update_supported_modes`
@@ -15,103 +15,50 @@
 //! What a given GPU offers depends on its part and VBIOS as well: a plan reads the GPU's
 //! `available_*` files and never assumes a mode these rules allow is offered.
 
-use gpu_partition_types::Token;
+use gpu_host_probe::amdgpu::{AmdError, AmdPartitions, ComputePartition, MemoryPartition};
 use serde::{Deserialize, Serialize};
 
-gpu_partition_types::token_enum! {
-    /// A compute (accelerator) partition mode: how many logical GPUs the GPU is shown as, as
-    /// the kernel writes it (ordered as the kernel lists them).
-    pub enum ComputePartition: "compute partition" {
-        /// One partition of every XCC.
-        Spx = "SPX",
-        /// Two partitions.
-        Dpx = "DPX",
-        /// Three partitions (a part of 6 XCCs: MI300A).
-        Tpx = "TPX",
-        /// Four partitions.
-        Qpx = "QPX",
-        /// One partition per XCC.
-        Cpx = "CPX",
+/// The compute modes the kernel supports on a GPU of `xccs` XCCs
+/// (`__aqua_vanjaram_update_supported_modes`).
+pub fn compute_modes(xccs: u32) -> &'static [ComputePartition] {
+    use ComputePartition::{Cpx, Dpx, Qpx, Spx, Tpx};
+    match xccs {
+        8 => &[Spx, Dpx, Qpx, Cpx],
+        6 => &[Spx, Tpx, Cpx],
+        4 => &[Spx, Dpx, Cpx],
+        1 | 2 => &[Spx, Cpx],
+        _ => &[],
     }
 }
 
-gpu_partition_types::token_enum! {
-    /// A memory partition mode: how many NUMA partitions the GPU's memory is split into, as
-    /// the kernel writes it (ordered as the kernel lists them).
-    pub enum MemoryPartition: "memory partition" {
-        /// One.
-        Nps1 = "NPS1",
-        /// Two.
-        Nps2 = "NPS2",
-        /// Three.
-        Nps3 = "NPS3",
-        /// Four.
-        Nps4 = "NPS4",
-        /// Six.
-        Nps6 = "NPS6",
-        /// Eight.
-        Nps8 = "NPS8",
+/// How many partitions (logical GPUs) `mode` makes of a GPU of `xccs` XCCs; `None` where the
+/// kernel does not support the mode there.
+pub fn partitions(mode: ComputePartition, xccs: u32) -> Option<u32> {
+    if !compute_modes(xccs).contains(&mode) {
+        return None;
+    }
+    Some(match mode {
+        ComputePartition::Spx => 1,
+        ComputePartition::Dpx => 2,
+        ComputePartition::Tpx => 3,
+        ComputePartition::Qpx => 4,
+        ComputePartition::Cpx => xccs,
+    })
+}
+
+/// The memory modes the kernel lets `compute` run with (`__aqua_vanjaram_get_px_mode_info`).
+pub fn memory_modes(compute: ComputePartition) -> &'static [MemoryPartition] {
+    use MemoryPartition::{Nps1, Nps2, Nps4};
+    match compute {
+        ComputePartition::Spx => &[Nps1],
+        ComputePartition::Dpx => &[Nps1, Nps2],
+        ComputePartition::Tpx | ComputePartition::Qpx | ComputePartition::Cpx => &[Nps1, Nps4],
     }
 }
 
-impl ComputePartition {
-    /// The compute modes the kernel supports on a GPU of `xccs` XCCs
-    /// (`__aqua_vanjaram_update_supported_modes`).
-    pub fn supported(xccs: u32) -> &'static [ComputePartition] {
-        use ComputePartition::{Cpx, Dpx, Qpx, Spx, Tpx};
-        match xccs {
-            8 => &[Spx, Dpx, Qpx, Cpx],
-            6 => &[Spx, Tpx, Cpx],
-            4 => &[Spx, Dpx, Cpx],
-            1 | 2 => &[Spx, Cpx],
-            _ => &[],
-        }
-    }
-
-    /// How many partitions (logical GPUs) the mode makes of a GPU of `xccs` XCCs; `None` where
-    /// the kernel does not support the mode there.
-    pub fn partitions(self, xccs: u32) -> Option<u32> {
-        if !Self::supported(xccs).contains(&self) {
-            return None;
-        }
-        Some(match self {
-            Self::Spx => 1,
-            Self::Dpx => 2,
-            Self::Tpx => 3,
-            Self::Qpx => 4,
-            Self::Cpx => xccs,
-        })
-    }
-
-    /// The memory modes the kernel lets this compute mode run with
-    /// (`__aqua_vanjaram_get_px_mode_info`).
-    pub fn memory_modes(self) -> &'static [MemoryPartition] {
-        use MemoryPartition::{Nps1, Nps2, Nps4};
-        match self {
-            Self::Spx => &[Nps1],
-            Self::Dpx => &[Nps1, Nps2],
-            Self::Tpx | Self::Qpx | Self::Cpx => &[Nps1, Nps4],
-        }
-    }
-
-    /// Whether the kernel lets this compute mode run with `memory`.
-    pub fn runs_with(self, memory: MemoryPartition) -> bool {
-        self.memory_modes().contains(&memory)
-    }
-}
-
-impl MemoryPartition {
-    /// How many memory partitions the mode makes.
-    pub fn count(self) -> u32 {
-        match self {
-            Self::Nps1 => 1,
-            Self::Nps2 => 2,
-            Self::Nps3 => 3,
-            Self::Nps4 => 4,
-            Self::Nps6 => 6,
-            Self::Nps8 => 8,
-        }
-    }
+/// Whether the kernel lets `compute` run with `memory`.
+pub fn runs_with(compute: ComputePartition, memory: MemoryPartition) -> bool {
+    memory_modes(compute).contains(&memory)
 }
 
 /// What a GPU is wanted (or declared) to be: its compute partition and its memory partition.
@@ -146,7 +93,7 @@ impl std::fmt::Display for AmdWant {
 }
 
 /// What a GPU holds now, as amdgpu shows it, for a comparison with what it is declared to be
-/// ([`crate::DeclaredGpu::amd_drift`]); `host_sync::amd` reads it.
+/// ([`crate::DeclaredGpu::amd_drift`]); `gpu_host_probe::amdgpu` reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AmdHeld {
@@ -160,6 +107,12 @@ pub struct AmdHeld {
 }
 
 impl AmdHeld {
+    /// What the GPU of `partitions` holds, with the memory partition requested of it and
+    /// waiting for a driver reload (this host's record).
+    pub fn of(partitions: &AmdPartitions, requested: Option<MemoryPartition>) -> Self {
+        Self::new(partitions.compute, partitions.memory, requested)
+    }
+
     /// A GPU in `compute` with `memory`, `requested` waiting for a reload.
     pub fn new(
         compute: ComputePartition,
@@ -187,11 +140,17 @@ pub enum AmdRead {
     NotPartitionable,
 }
 
-/// The names of `modes`, as the kernel lists them (`SPX, CPX`).
-pub fn list<T: Token>(modes: &[T]) -> String {
-    modes
-        .iter()
-        .map(|mode| mode.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+impl AmdRead {
+    /// A GPU's read as a comparison takes it: what it holds (with `requested`), why it did not
+    /// read, or that it shows no partition files.
+    pub fn of(
+        read: &Result<Option<AmdPartitions>, AmdError>,
+        requested: Option<MemoryPartition>,
+    ) -> Self {
+        match read {
+            Ok(Some(held)) => Self::Held(AmdHeld::of(held, requested)),
+            Ok(None) => Self::NotPartitionable,
+            Err(error) => Self::Unreadable(gpu_host_probe::chain::Chain(error).to_string()),
+        }
+    }
 }

@@ -4,10 +4,10 @@
 //! of an extra one, where one moved from and to, …) — with the message for people derived from
 //! them. It serializes (and is stored) flat: `device`, `kind`, the facts, and `message`.
 
-use crate::amd::{ComputePartition, MemoryPartition};
 use crate::board::BoardChange;
 use crate::card::{At, ProfileRef, ReplyMember};
 use crate::want::ProfileKey;
+use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition};
 use gpu_partition_types::{Bdf, Placement, Token, UnreadableReason};
 use serde::{Deserialize, Serialize};
 use std::fmt;

@@ -17,17 +17,18 @@
 //!   idle).
 
 use crate::vgpu_plan::describe;
+use gpu_host_probe::Holder;
+use gpu_host_probe::amdgpu::AmdPartitions;
+use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition, list};
 use gpu_partition_types::Bdf;
-use host_sync::amd::AmdPartitions;
-use layout_model::amd::{AmdWant, ComputePartition, MemoryPartition, list};
-use warm_reset::io::Holder;
+use layout_model::amd::AmdWant;
 
 /// What the host holds of one AMD GPU, as read before the plan.
 #[derive(Debug, Clone, Copy)]
 pub struct AmdCard<'a> {
     /// The GPU.
     pub device: Bdf,
-    /// Its partitions (`host_sync::amd::read_partitions`).
+    /// Its partitions (`gpu_host_probe::amdgpu::read_partitions`).
     pub partitions: &'a AmdPartitions,
     /// The processes holding its device files open (`/dev/dri/renderD*`, `/dev/kfd`).
     pub holders: &'a [Holder],
@@ -120,7 +121,7 @@ pub enum AmdRefusal {
     #[error(
         "{device}: {compute} with {memory} is refused by the kernel: {compute} runs with {} \
          (aqua_vanjaram.c; a GPU has no more memory partitions than compute partitions)",
-        list(compute.memory_modes())
+        list(layout_model::amd::memory_modes(*compute))
     )]
     Incompatible {
         /// The GPU.
@@ -266,7 +267,7 @@ pub fn plan_amd(
             continue;
         };
         let read = card.partitions;
-        if !want.compute.runs_with(want.memory) {
+        if !layout_model::amd::runs_with(want.compute, want.memory) {
             return Err(AmdRefusal::Incompatible {
                 device,
                 compute: want.compute,

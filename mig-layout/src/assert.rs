@@ -342,7 +342,7 @@ pub fn assert_amd(
     let gpus: Vec<GpuAssert> = wanted
         .iter()
         .map(|w| {
-            let read = host_sync::amd::read_partitions(host.sysfs_root(), w.gpu.bdf);
+            let read = gpu_host_probe::amdgpu::read_partitions(host.sysfs_root(), w.gpu.bdf);
             let requested = match &read {
                 Ok(Some(held)) => state
                     .gpus
@@ -355,7 +355,7 @@ pub fn assert_amd(
                 index: w.gpu.index,
                 line: w.line,
                 differences: DeclaredGpu::amd(w.want)
-                    .amd_drift(w.gpu.bdf, &host_sync::amd::as_compared(&read, requested)),
+                    .amd_drift(w.gpu.bdf, &layout_model::amd::AmdRead::of(&read, requested)),
             }
         })
         .collect();

@@ -26,8 +26,8 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
-mod amd_exec;
 mod amd_plan;
+mod amd_services;
 mod apply;
 mod assert;
 mod document;
@@ -44,15 +44,12 @@ mod vgpu_plan;
 /// to a host's AMD GPUs, planned, applied by the executor ([`apply_amd`](crate::amd::apply_amd),
 /// written as [`AmdWith`](crate::amd::AmdWith) says) and asserted.
 pub mod amd {
-    pub use crate::amd_exec::{
-        DEFAULT_MODPROBE, Modprobe, RunningService, SysfsAmdgpu, running_services, service_unit,
-    };
     pub use crate::amd_plan::{AmdCard, AmdRefusal, AmdStep, plan_amd};
+    pub use crate::amd_services::{RunningService, running_services, service_unit};
     pub use crate::apply::{AmdWith, apply_amd};
     pub use crate::assert::assert_amd;
     pub use crate::document::dcm::{AssignError, DcmDocument, DcmEntry, DcmProfile};
     pub use crate::select::{AmdHostGpu, AmdWanted, amd_gpus, select_amd};
-    pub use host_sync::amd::{AmdgpuWrites, ReloadError};
     pub use layout_model::amd::AmdWant;
 }
 
@@ -103,5 +100,6 @@ pub use select::{Absent, HostGpu, SelectError, Selection, Wanted, host_gpus, sel
 // real one).
 pub use gpu_host_probe::helper::{Helper, HelperConfig};
 pub use gpu_host_probe::{Cancel, Host};
+pub use gpu_host_probe::{Clock, SystemClock};
 pub use host_sync::{FileStore, Pool, StateStore};
-pub use warm_reset::{Backend, Clock, Method, NvidiaSmiBackend, ResetWith, SystemClock};
+pub use warm_reset::{Backend, Method, NvidiaSmiBackend, ResetWith};

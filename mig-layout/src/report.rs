@@ -243,7 +243,7 @@ pub enum ApplyWarning {
         /// The GPU.
         device: Bdf,
         /// The compute partition it had, written back.
-        restored: layout_model::amd::ComputePartition,
+        restored: gpu_host_probe::amdgpu::ComputePartition,
         /// Why the write failed, when it did.
         failed: Option<String>,
     },

@@ -20,6 +20,7 @@
 //! (`This is not a VGA or 3D controller`). The VFs' `nvidia/` files appear a moment after the
 //! VFs (cozystack waits for them): they are waited for, up to [`SriovManage::vf_files_wait`].
 
+use gpu_host_probe::Clock;
 use gpu_host_probe::run::{RunResult, RunSpec};
 use gpu_host_probe::vf::{VfTypeFile, VgpuTypes};
 use gpu_host_probe::{Cancel, HostLock, RecordError, Writer};
@@ -28,7 +29,6 @@ use host_sync::sriov::{Sriov, SriovError, VgpuTypeId, parse_current_vgpu_type, r
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use warm_reset::Clock;
 
 /// Where NVIDIA's vGPU manager installs `sriov-manage`.
 pub const DEFAULT_SRIOV_MANAGE: &str = "/usr/lib/nvidia/sriov-manage";

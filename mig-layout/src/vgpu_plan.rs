@@ -18,9 +18,9 @@
 use crate::Spec;
 use crate::document::vgpu::find_in;
 use crate::vgpu::{DeriveError, VgpuSpec, VgpuTypeName};
+use gpu_host_probe::Holder;
 use gpu_partition_types::{Bdf, VgpuType};
 use host_sync::sriov::{Sriov, VirtualFunction};
-use warm_reset::io::Holder;
 
 /// What the host holds of one GPU's vGPU side, as read before the plan.
 #[derive(Debug, Clone, Copy)]
@@ -36,7 +36,7 @@ pub struct VgpuCard<'a> {
     pub sriov: &'a Sriov,
     /// Its vGPU type catalogue (the helper's `vgpu_types`).
     pub catalogue: &'a [VgpuType],
-    /// Every process holding a VFIO group file open (`warm_reset::io::holders` over the VFs'
+    /// Every process holding a VFIO group file open (`gpu_host_probe::holders` over the VFs'
     /// [`VirtualFunction::vfio_group_file`]s).
     pub holders: &'a [Holder],
 }

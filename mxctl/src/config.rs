@@ -287,7 +287,7 @@ impl Default for Config {
             nvidia_smi: None,
             amd_smi: None,
             sriov_manage: PathBuf::from(mig_layout::vgpu::DEFAULT_SRIOV_MANAGE),
-            modprobe: PathBuf::from(mig_layout::amd::DEFAULT_MODPROBE),
+            modprobe: PathBuf::from(gpu_host_probe::amdgpu::DEFAULT_MODPROBE),
             amd_client_services: Vec::new(),
             reset_window: warm_reset::DEFAULT_WINDOW,
             kmsg: PathBuf::from(warm_reset::io::DEFAULT_KMSG),

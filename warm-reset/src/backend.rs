@@ -4,7 +4,6 @@
 //! [`crate::amd`]) and the simulated hosts of [`crate::sim`].
 
 use crate::amd::AmdSmiError;
-use crate::holders::ProcError;
 use crate::kmsg::KernelLogError;
 use crate::metax::MxSmiError;
 use crate::method::Method;
@@ -14,6 +13,7 @@ use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::reset_target::ResetTarget;
 use crate::target::Target;
 use crate::warning::ResetWarning;
+use gpu_host_probe::ProcError;
 use gpu_host_probe::chain::Chain;
 use gpu_partition_types::Bdf;
 use std::time::Duration;

@@ -2,7 +2,6 @@
 //! [`Clock`], the host lock and the journal.
 
 use crate::backend::Backend;
-use crate::clock::{Clock, SystemClock};
 use crate::journal::{InFlight, Journal, JournalError, LastReset};
 use crate::machine::{
     Action, Event, InvalidTransition, LockAnswer, MachineConfig, PendingColdReboot, State, step,
@@ -11,6 +10,7 @@ use crate::method::Method;
 use crate::reasons::ResetOutcome;
 use crate::target::Target;
 use crate::warning::ResetWarning;
+use gpu_host_probe::{Clock, SystemClock};
 use gpu_host_probe::{Host, HostLock, LockError};
 use gpu_partition_types::Bdf;
 use serde::ser::SerializeStruct;
@@ -153,7 +153,7 @@ impl<'a> ResetRun<'a> {
         }
     }
 
-    /// Runs on `clock` instead (a [`VirtualClock`](crate::VirtualClock) in tests and the
+    /// Runs on `clock` instead (a [`VirtualClock`](gpu_host_probe::VirtualClock) in tests and the
     /// simulator).
     pub fn clock(mut self, clock: &'a dyn Clock) -> Self {
         self.clock = Some(clock);

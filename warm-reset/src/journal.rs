@@ -234,7 +234,7 @@ impl InFlight {
 /// the journal, never re-derived.
 pub fn window_left(
     lock: &HostLock,
-    clock: &dyn crate::clock::Clock,
+    clock: &dyn gpu_host_probe::Clock,
 ) -> Result<Option<(Target, std::time::Duration)>, JournalError> {
     let file = load(lock.state_dir())?;
     let Some(in_flight) = file.in_flight else {

@@ -2,7 +2,7 @@
 //! before a reset and gives the error records added after that mark. Any vendor's reset is
 //! verified against it.
 
-use crate::os_error::OsError;
+use gpu_host_probe::OsError;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! What an embedder uses is at the root:
 //!
 //! - [`execute()`] runs one reset ([`ResetRun`]: a [`MachineConfig`], the [`Host`], a
-//!   [`Backend`], a [`Clock`]) to its [`ResetReport`], whose [`ResetOutcome`] is one of four
+//!   [`Backend`], a clock, `gpu_host_probe::Clock`) to its [`ResetReport`], whose [`ResetOutcome`] is one of four
 //!   ends matched without a catch-all: done, dry run, blocked with a [`BlockedReason`] (nothing
 //!   changed), or a cold reboot with a [`ColdRebootReason`]. It holds the host lock of the
 //!   host's state directory without waiting (the same lock a sync takes), and journals the
@@ -33,9 +33,7 @@
 
 pub mod amd;
 mod backend;
-mod clock;
 mod execute;
-mod holders;
 mod host_backend;
 pub mod io;
 mod journal;
@@ -44,7 +42,6 @@ mod machine;
 pub mod metax;
 mod method;
 pub mod nvidia;
-mod os_error;
 mod parse_error;
 pub mod pci;
 mod plan;
@@ -60,7 +57,6 @@ mod warning;
 
 pub use amd::backend::{AmdBackend, AmdSmiBackend};
 pub use backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
-pub use clock::{Clock, SystemClock, VirtualClock};
 pub use execute::{ExecuteError, Observer, ResetReport, ResetRun, execute};
 pub use gpu_host_probe::Host;
 pub use host_backend::HostBackend;

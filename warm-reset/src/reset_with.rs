@@ -3,12 +3,12 @@
 //! mig-layout's apply.
 
 use crate::backend::Backend;
-use crate::clock::{Clock, SystemClock};
 use crate::execute::{ExecuteError, ResetReport, ResetRun, execute};
 use crate::machine::{DEFAULT_WINDOW, MachineConfig};
 use crate::method::Method;
 use crate::reset_target::ResetTarget;
 use gpu_host_probe::HostLock;
+use gpu_host_probe::{Clock, SystemClock};
 use std::sync::LazyLock;
 use std::time::Duration;
 

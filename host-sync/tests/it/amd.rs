@@ -2,11 +2,11 @@
 //! sources: `tests/samples/amd/README.md`), failing closed on what the kernel does not write.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use host_sync::amd::{
+use gpu_host_probe::amdgpu::{
     AmdError, AmdPartitions, parse_available_compute, parse_current_compute, read_partitions,
 };
+use gpu_host_probe::amdgpu::{ComputePartition as C, MemoryPartition as M};
 use host_sync::fake_sysfs::FakeSysfs;
-use layout_model::amd::{ComputePartition as C, MemoryPartition as M};
 use proptest::prelude::*;
 use std::path::Path;
 

@@ -3,16 +3,17 @@
 //! ours shown as pending until the reload lands it, and a declaration of partitions compared.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpu_host_probe::amdgpu::AmdPartitions;
+use gpu_host_probe::amdgpu::{ComputePartition as C, MemoryPartition as M};
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_partition_types::{Bdf, PartitionMode};
-use host_sync::amd::AmdPartitions;
 use host_sync::fake_amdgpu::{FakeAmdgpu, MI300X};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{
     AfterBoot, AmdUnread, Boot, GpuReason, Host, HostReason, HostStatus, MemoryStore, Pool,
     StateStore, SyncOptions, modes, sync,
 };
-use layout_model::amd::{AmdWant, ComputePartition as C, MemoryPartition as M};
+use layout_model::amd::AmdWant;
 use layout_model::{Declaration, DeclaredGpu, DifferenceKind, Fact};
 
 fn bdf(index: usize) -> String {

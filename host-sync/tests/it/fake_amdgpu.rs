@@ -1,11 +1,11 @@
 //! The fake amdgpu answers partition writes by the kernel's rules, and what it shows reads
-//! back through `host_sync::amd` as a real GPU's files do.
+//! back through `gpu_host_probe::amdgpu` as a real GPU's files do.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use host_sync::amd::read_partitions;
+use gpu_host_probe::amdgpu::read_partitions;
+use gpu_host_probe::amdgpu::{ComputePartition as C, MemoryPartition as M};
 use host_sync::fake_amdgpu::{FakeAmdgpu, MI300A, MI300X, MI355X};
 use host_sync::fake_sysfs::FakeSysfs;
-use layout_model::amd::{ComputePartition as C, MemoryPartition as M};
 use nix::errno::Errno;
 
 fn hive_of_eight(sysfs: &FakeSysfs) -> FakeAmdgpu {
@@ -20,7 +20,7 @@ fn bdf(index: usize) -> String {
     format!("0000:{:02x}:00.0", 0x05 + index * 0x10)
 }
 
-fn read(sysfs: &FakeSysfs, index: usize) -> host_sync::amd::AmdPartitions {
+fn read(sysfs: &FakeSysfs, index: usize) -> gpu_host_probe::amdgpu::AmdPartitions {
     read_partitions(sysfs.root(), bdf(index).parse().unwrap())
         .unwrap()
         .unwrap()

@@ -2,32 +2,33 @@
 //! XCCs supports, the partitions each makes, and which memory modes each runs with.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpu_host_probe::amdgpu::{ComputePartition as C, MemoryPartition as M};
 use gpu_partition_types::Token;
-use layout_model::amd::{ComputePartition as C, MemoryPartition as M};
+use layout_model::amd::{compute_modes, partitions, runs_with};
 use proptest::prelude::*;
 
 #[test]
 fn an_eight_xcc_gpu_supports_spx_dpx_qpx_and_cpx_and_cpx_makes_eight_partitions() {
-    assert_eq!(C::supported(8), [C::Spx, C::Dpx, C::Qpx, C::Cpx]);
-    assert_eq!(C::Cpx.partitions(8), Some(8));
-    assert_eq!(C::Qpx.partitions(8), Some(4));
-    assert_eq!(C::Tpx.partitions(8), None);
+    assert_eq!(compute_modes(8), [C::Spx, C::Dpx, C::Qpx, C::Cpx]);
+    assert_eq!(partitions(C::Cpx, 8), Some(8));
+    assert_eq!(partitions(C::Qpx, 8), Some(4));
+    assert_eq!(partitions(C::Tpx, 8), None);
 }
 
 #[test]
 fn a_six_xcc_gpu_supports_tpx_and_no_dpx_or_qpx() {
-    assert_eq!(C::supported(6), [C::Spx, C::Tpx, C::Cpx]);
-    assert_eq!(C::Tpx.partitions(6), Some(3));
-    assert_eq!(C::Dpx.partitions(6), None);
+    assert_eq!(compute_modes(6), [C::Spx, C::Tpx, C::Cpx]);
+    assert_eq!(partitions(C::Tpx, 6), Some(3));
+    assert_eq!(partitions(C::Dpx, 6), None);
 }
 
 #[test]
 fn spx_runs_with_nps1_only_and_cpx_with_nps1_or_nps4() {
-    assert!(!C::Spx.runs_with(M::Nps4));
-    assert!(C::Spx.runs_with(M::Nps1));
-    assert!(C::Dpx.runs_with(M::Nps2));
-    assert!(C::Cpx.runs_with(M::Nps4));
-    assert!(!C::Cpx.runs_with(M::Nps2));
+    assert!(!runs_with(C::Spx, M::Nps4));
+    assert!(runs_with(C::Spx, M::Nps1));
+    assert!(runs_with(C::Dpx, M::Nps2));
+    assert!(runs_with(C::Cpx, M::Nps4));
+    assert!(!runs_with(C::Cpx, M::Nps2));
 }
 
 proptest! {
@@ -38,8 +39,8 @@ proptest! {
         compute in prop::sample::select(C::ALL.to_vec()),
         memory in prop::sample::select(M::ALL.to_vec()),
     ) {
-        if let Some(partitions) = compute.partitions(8) {
-            if compute.runs_with(memory) {
+        if let Some(partitions) = partitions(compute, 8) {
+            if runs_with(compute, memory) {
                 prop_assert!(memory.count() <= partitions, "{compute} {memory}");
             }
         }

@@ -293,8 +293,8 @@ fn every_kind_is_listed_and_a_restore_brings_back_what_the_declaration_can() {
         Difference::new(
             device(),
             Fact::ComputePartition {
-                found: layout_model::amd::ComputePartition::Spx,
-                wanted: layout_model::amd::ComputePartition::Qpx,
+                found: gpu_host_probe::amdgpu::ComputePartition::Spx,
+                wanted: gpu_host_probe::amdgpu::ComputePartition::Qpx,
             }
         )
         .remedy(),

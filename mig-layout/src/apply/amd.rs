@@ -22,20 +22,23 @@
 use super::Progress;
 use super::ctx::{Ctx, Stop};
 use super::run::ApplyError;
-use crate::amd_exec::{Modprobe, SysfsAmdgpu, running_services};
 use crate::amd_plan::{AmdCard, AmdRefusal, AmdStep, plan_amd};
+use crate::amd_services::running_services;
 use crate::report::{ApplyReason, ApplyWarning, GpuReport};
 use crate::select::{AmdWanted, amd_gpus};
+use gpu_host_probe::amdgpu::{
+    AmdPartitions, Modprobe, PartitionWrites, ReloadError, SysfsAmdgpu, read_partitions,
+};
+use gpu_host_probe::{Holder, holders};
 use gpu_host_probe::{Host, Writer};
 use gpu_partition_types::Bdf;
 use host_sync::StateStore;
-use host_sync::amd::{AmdPartitions, AmdgpuWrites, ReloadError, as_compared, read_partitions};
 use layout_model::DeclaredGpu;
+use layout_model::amd::AmdRead;
 use layout_model::amd::AmdWant;
 use std::path::PathBuf;
 use std::time::Duration;
 use warm_reset::amd::{KFD, render_files, render_nodes};
-use warm_reset::io::{Holder, holders};
 
 /// How often the GPUs' files are looked at while they are waited for after the reload.
 const RELOAD_POLL: Duration = Duration::from_millis(100);
@@ -47,7 +50,7 @@ pub struct AmdWith<'a> {
     pub modprobe: Modprobe,
     /// What carries the writes instead of the kernel (a simulated amdgpu, say); `None` (the
     /// default): the kernel's files under the host's sysfs and `modprobe`.
-    pub writes: Option<&'a dyn AmdgpuWrites>,
+    pub writes: Option<&'a dyn PartitionWrites>,
     /// The systemd services that use the GPUs (Device Config Manager's
     /// `gpuClientSystemdServices`): one running blocks a write (`gpu_busy`); an `apply-start`
     /// hook stops them, and an `apply-exit` hook starts them again.
@@ -382,7 +385,7 @@ fn writes(
 ) -> Result<Result<(), Stop>, ApplyError> {
     let shared = ctx.shared;
     let real = SysfsAmdgpu::new(with.modprobe.clone());
-    let writes: &dyn AmdgpuWrites = match with.writes {
+    let writes: &dyn PartitionWrites = match with.writes {
         Some(writes) => writes,
         None => &real,
     };
@@ -431,7 +434,7 @@ fn writes(
             return Ok(Err(stop));
         }
         let reload = Writer::DriverReload {
-            module: warm_reset::amd::AMDGPU.to_owned(),
+            module: gpu_host_probe::amdgpu::DRIVER.to_owned(),
         };
         if let Err(error) = shared.lock.record_write(&[], reload) {
             return Ok(Err(Stop::failed(
@@ -616,7 +619,7 @@ fn read_back(ctx: &mut Ctx<'_, '_>, side: &mut AmdSide) {
         let device = gpu.wanted.gpu.bdf;
         let read = read_partitions(&sysfs, device);
         let differences =
-            DeclaredGpu::amd(gpu.wanted.want).amd_drift(device, &as_compared(&read, None));
+            DeclaredGpu::amd(gpu.wanted.want).amd_drift(device, &AmdRead::of(&read, None));
         if differences.is_empty() {
             ctx.say(Progress::ReadBack { device });
             continue;

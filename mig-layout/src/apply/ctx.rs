@@ -9,12 +9,12 @@
 use super::Progress;
 use super::vgpu::VgpuWith;
 use crate::report::{ApplyOutcome, ApplyReason};
+use gpu_host_probe::Clock;
 use gpu_host_probe::helper::{CardRead, Helper};
 use gpu_host_probe::{Cancel, Host, HostLock};
 use gpu_partition_types::{Bdf, FormatVersion, Reply};
 use std::sync::Mutex;
 use std::sync::mpsc;
-use warm_reset::Clock;
 
 /// What every GPU's work reads.
 #[derive(Clone, Copy)]

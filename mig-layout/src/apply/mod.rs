@@ -147,7 +147,7 @@ pub fn leave_vgpu(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<ApplyRepo
 /// hive asked for two memory partitions or with a member the profile leaves out, a process
 /// holding a GPU or a client service running (`gpu_busy`, naming it). The services are
 /// [`AmdWith::client_services`] ([`ApplyRun::amd`]). It blocks at worst as [`apply()`] does for
-/// the lock and the hooks, plus two runs of `modprobe` ([`crate::amd::Modprobe::deadline`]) and
+/// the lock and the hooks, plus two runs of `modprobe` ([`gpu_host_probe::amdgpu::Modprobe::deadline`]) and
 /// the wait for the GPUs after them ([`AmdWith::reload_wait`]).
 pub fn apply_amd(
     run: ApplyRun<'_>,

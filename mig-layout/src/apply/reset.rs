@@ -14,13 +14,13 @@
 use super::Progress;
 use super::ctx::{Ctx, Shared, Stop};
 use crate::report::{ApplyOutcome, ApplyReason};
+use gpu_host_probe::Clock;
 use gpu_host_probe::HostLock;
 use gpu_partition_types::Bdf;
 use layout_model::Card;
 use std::time::Duration;
 use warm_reset::{
-    BlockedReason, Clock, ExecuteError, ResetOutcome, ResetReport, ResetTarget, ResetWith,
-    window_left,
+    BlockedReason, ExecuteError, ResetOutcome, ResetReport, ResetTarget, ResetWith, window_left,
 };
 
 /// Waits on `clock` until a reset the journal records in flight, of this boot, is past its

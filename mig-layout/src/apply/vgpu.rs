@@ -157,7 +157,7 @@ pub(super) fn preflight(
     let holders = if files.is_empty() {
         Vec::new()
     } else {
-        warm_reset::io::holders(host.proc_root(), &files).map_err(|error| {
+        gpu_host_probe::holders(host.proc_root(), &files).map_err(|error| {
             unreadable(format!(
                 "who holds its virtual functions' VFIO groups cannot be told: {}",
                 Chain(&error)

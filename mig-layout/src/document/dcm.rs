@@ -30,8 +30,9 @@
 use super::error::LayoutError;
 use super::node::Node;
 use super::read::read_root;
+use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition, list};
 use gpu_partition_types::{JsonPointer, Token};
-use layout_model::amd::{AmdWant, ComputePartition, MemoryPartition, list};
+use layout_model::amd::AmdWant;
 
 /// A Device Config Manager config: its named profiles, in the document's order, and the
 /// services that hold the GPUs (stopped before a change, started after).
@@ -223,7 +224,7 @@ fn services(node: Node<'_, '_>) -> Result<Vec<String>, LayoutError> {
         for (index, item) in value.sequence("`names`")?.iter().enumerate() {
             let at = at.clone().index(index);
             let service = Node::new(item, &at).string("a service's name")?;
-            if crate::amd_exec::service_unit(service).is_none() {
+            if crate::amd_services::service_unit(service).is_none() {
                 return Err(Node::new(item, &at)
                     .refuse(format!("{service:?} is no systemd service's name")));
             }

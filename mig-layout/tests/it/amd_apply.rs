@@ -4,19 +4,19 @@
 //! the part or a holder says no, declared, compared by the sync and restored after a reboot.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpu_host_probe::amdgpu::{ComputePartition as C, MemoryPartition as M};
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_partition_types::{Bdf, PartitionMode};
-use host_sync::fake_amdgpu::{AmdPart, FakeAmdgpu, MI300X, MI355X};
+use host_sync::fake_amdgpu::{AmdPart, FakeAmdgpu, MI300X, MI355X, SharedAmdgpu};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{AfterBoot, Host, HostReason, HostStatus, MemoryStore, Pool, StateStore};
-use layout_model::amd::{ComputePartition as C, MemoryPartition as M};
 use layout_model::{DifferenceKind, HoldingState};
 use mig_layout::amd::{AmdStep, AmdWith, DcmDocument, apply_amd, assert_amd};
 use mig_layout::{
     ApplyOptions, ApplyOutcome, ApplyReason, ApplyReport, ApplyRun, Method, ResetWith, Restore,
     restore,
 };
-use std::sync::Mutex;
+
 use warm_reset::SysfsBackend;
 
 const PROFILES: &str = r#"{
@@ -40,7 +40,7 @@ fn at(index: usize) -> Bdf {
 struct Bed {
     dir: tempfile::TempDir,
     host: Host,
-    fake: Mutex<FakeAmdgpu>,
+    fake: SharedAmdgpu,
     store: MemoryStore,
     helper: Helper,
     services: Vec<String>,
@@ -74,7 +74,7 @@ impl Bed {
         Bed {
             dir,
             host,
-            fake: Mutex::new(fake),
+            fake: SharedAmdgpu::new(fake),
             store: MemoryStore::default(),
             helper,
             services: vec!["amd-metrics-exporter".to_owned()],

@@ -3,12 +3,12 @@
 //! kernel or the GPU does not take, a hive split, and a GPU in use.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpu_host_probe::Holder;
+use gpu_host_probe::amdgpu::AmdPartitions;
+use gpu_host_probe::amdgpu::{ComputePartition as C, MemoryPartition as M};
 use gpu_partition_types::Bdf;
-use host_sync::amd::AmdPartitions;
-use layout_model::amd::{ComputePartition as C, MemoryPartition as M};
 use mig_layout::amd::{AmdCard, AmdRefusal, AmdStep, AmdWant, plan_amd};
 use proptest::prelude::*;
-use warm_reset::io::Holder;
 
 fn bdf(index: usize) -> Bdf {
     format!("0000:{:02x}:00.0", 0x05 + index * 0x10)
@@ -236,7 +236,7 @@ fn apply_on_fake(
         devices
             .iter()
             .map(|device| {
-                let read = host_sync::amd::read_partitions(sysfs.root(), *device)
+                let read = gpu_host_probe::amdgpu::read_partitions(sysfs.root(), *device)
                     .unwrap()
                     .unwrap();
                 (*device, read)

@@ -17,8 +17,9 @@ use mig_layout::{
     PlanLine, Progress, Restore,
 };
 
+use gpu_host_probe::Clock;
 use std::time::Duration;
-use warm_reset::{Clock, ColdRebootReason};
+use warm_reset::ColdRebootReason;
 
 use crate::common::bed::{Bed, FIRST, SECOND, bdf, change_state, device_mut, mig};
 

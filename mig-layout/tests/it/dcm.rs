@@ -2,7 +2,7 @@
 //! to a host's GPUs in order, as DCM assigns it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use layout_model::amd::{ComputePartition as C, MemoryPartition as M};
+use gpu_host_probe::amdgpu::{ComputePartition as C, MemoryPartition as M};
 use mig_layout::amd::{AmdWant, AssignError, DcmDocument};
 
 fn example() -> DcmDocument {

@@ -9,6 +9,7 @@
 use crate::common::bed::{Bed, FIRST, SECOND, bdf, change_state, device_mut};
 use fake_nvml::{GpuInstance, ResetFault};
 use gpu_host_probe::Cancel;
+use gpu_host_probe::Clock;
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use host_sync::{HostState, MemoryStore, Pool, StateStore, StoreError};
 use layout_model::{DifferenceKind, Holding, HoldingState, Unchecked, Unnamed};
@@ -17,7 +18,7 @@ use mig_layout::{
     Restore,
 };
 use std::time::Duration;
-use warm_reset::{Clock, MachineConfig, ResetOutcome, ResetRun};
+use warm_reset::{MachineConfig, ResetOutcome, ResetRun};
 
 fn holding(bed: &mut Bed) -> Holding {
     let state = bed.store.load().unwrap().unwrap();

@@ -188,7 +188,8 @@ fn time_sliced_vgpus_on_a_gpu_with_mig_on_are_exported_naming_what_applying_chan
 
 #[test]
 fn a_declared_amd_gpu_is_left_out_of_a_declared_mig_layout_the_format_has_no_partitions_for() {
-    use layout_model::amd::{AmdWant, ComputePartition, MemoryPartition};
+    use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition};
+    use layout_model::amd::AmdWant;
     use layout_model::{Board, Declaration, DeclaredGpu};
     let nvidia: gpu_partition_types::Bdf = "0000:3b:00.0".parse().unwrap();
     let amd: gpu_partition_types::Bdf = "0000:05:00.0".parse().unwrap();

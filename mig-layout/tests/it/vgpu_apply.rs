@@ -8,6 +8,7 @@
 use fake_nvml::support::{ProcRoot, VgpuHost, vgpu_host};
 use fake_nvml::{FakeNvmlBackend, MigMode, scenarios};
 use gpu_host_probe::helper::{Helper, HelperConfig};
+use gpu_host_probe::{Clock, VirtualClock};
 use gpu_partition_types::Bdf;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::sriov::read_sriov;
@@ -21,7 +22,6 @@ use mig_layout::{
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use warm_reset::{Clock, VirtualClock};
 
 const A100: &str = "0000:3b:00.0";
 const H100: &str = "0000:3c:00.0";

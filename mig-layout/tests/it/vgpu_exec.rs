@@ -7,6 +7,7 @@
 use fake_nvml::support::{VgpuHost, vgpu_host};
 use fake_nvml::{GpuInstance, MigMode, scenarios};
 use gpu_host_probe::run::{RunResult, StartError};
+use gpu_host_probe::{Clock, VirtualClock};
 use gpu_partition_types::Bdf;
 use host_sync::Host;
 use host_sync::fake_sysfs::FakeSysfs;
@@ -19,7 +20,6 @@ use std::num::NonZeroU32;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
-use warm_reset::{Clock, VirtualClock};
 
 const GPU: &str = "0000:3b:00.0";
 

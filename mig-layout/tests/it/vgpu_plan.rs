@@ -2,13 +2,13 @@
 //! nothing where the card holds the spec, and nothing at all while a VM uses a VF it changes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpu_host_probe::Holder;
 use gpu_partition_types::{Bdf, Lenient, VgpuType};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::sriov::{Sriov, read_sriov};
 use mig_layout::vgpu::{
     Missing, VgpuCard, VgpuDocument, VgpuRefusal, VgpuSpec, VgpuStep, plan_vgpu, plan_vgpu_leave,
 };
-use warm_reset::io::Holder;
 
 const PF: &str = "0000:3b:00.0";
 

@@ -56,7 +56,7 @@ struct AmdPartitions {
 }
 
 fn amd_view(
-    read: host_sync::amd::AmdPartitions,
+    read: gpu_host_probe::amdgpu::AmdPartitions,
     record: Option<&host_sync::GpuRecord>,
     boot: &gpu_host_probe::Boot,
 ) -> AmdPartitions {
@@ -184,7 +184,7 @@ fn fill_vfio_holders(gpus: &mut [Gpu], proc_root: &Path) -> Option<String> {
     if files.is_empty() {
         return None;
     }
-    let found = match warm_reset::io::holders(proc_root, &files) {
+    let found = match gpu_host_probe::holders(proc_root, &files) {
         Ok(found) => found,
         Err(error) => {
             let text = gpu_host_probe::chain::Chain(&error).to_string();
@@ -245,7 +245,7 @@ pub fn run(host: &gpu_host_probe::Host, output: Output) -> Result<Exit, Failure>
             let (mdev_types, mdev_unreadable) =
                 split(host_sync::mdev::read_mdev_types(sysfs_root, gpu.bdf));
             let (amd_partitions, amd_partitions_unreadable) = if gpu.identity.is_amd() {
-                split(host_sync::amd::read_partitions(sysfs_root, gpu.bdf))
+                split(gpu_host_probe::amdgpu::read_partitions(sysfs_root, gpu.bdf))
             } else {
                 (None, None)
             };

@@ -8,14 +8,14 @@ use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
+use gpu_host_probe::{Clock, SystemClock};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 use warm_reset::{
-    Backend, Clock, MachineConfig, Method, ResetOutcome, ResetReport, ResetRun, State, SystemClock,
-    execute,
+    Backend, MachineConfig, Method, ResetOutcome, ResetReport, ResetRun, State, execute,
 };
 
 /// Runs `mxctl reset` on this host (its `plan` and `step` are `reset_plan`'s).

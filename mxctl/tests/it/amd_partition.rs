@@ -9,8 +9,8 @@ use crate::common;
 
 use common::machine::Machine;
 use common::partition_host::{A100_OFF, PartitionHost};
+use gpu_host_probe::amdgpu::MemoryPartition as M;
 use host_sync::fake_amdgpu::{AmdPart, FakeAmdgpu, FakeAmdgpuFile, MI300X, MI355X};
-use layout_model::amd::MemoryPartition as M;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::Command;

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use gpu_host_probe::Host;
+use gpu_host_probe::VirtualClock;
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_host_probe::test_util::{Act, FakeHelper};
 use host_sync::fake_sysfs::FakeSysfs;
@@ -11,9 +12,7 @@ use host_sync::{AfterBoot, MemoryStore, SyncOptions, spawn_sync};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use warm_reset::sim::SimMetax;
-use warm_reset::{
-    BlockedReason, MachineConfig, ResetOutcome, ResetRun, VirtualClock, execute, read_journal,
-};
+use warm_reset::{BlockedReason, MachineConfig, ResetOutcome, ResetRun, execute, read_journal};
 
 /// A host with one NVIDIA GPU whose helper takes 600 ms to read it, and a marker file that says
 /// when the read began.

@@ -170,7 +170,7 @@ fn holders_that_cannot_be_told_are_said_unknown_never_none() {
 /// what amdgpu never writes.
 #[test]
 fn gpus_shows_each_amd_gpu_s_compute_and_memory_partition_and_its_hive() {
-    use layout_model::amd::{ComputePartition as C, MemoryPartition as M};
+    use gpu_host_probe::amdgpu::{ComputePartition as C, MemoryPartition as M};
     let host = Host::new();
     for bus in 0..8u8 {
         host.sysfs

@@ -10,7 +10,6 @@ use super::host::{AmdHost, AmdSmiHost};
 use super::sysfs::{AmdGpuState, KFD, PartitionFile};
 use super::target::{AmdGpu, AmdTarget};
 use crate::backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
-use crate::holders::{Holder, describe};
 use crate::host_backend::HostBackend;
 use crate::kmsg::{KmsgRecord, is_device_failure};
 use crate::pci::GONE_VENDOR;
@@ -18,6 +17,7 @@ use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::reset_target::{ResetId, ResetTarget};
 use crate::target::{Target, TargetFacts};
 use crate::warning::ResetWarning;
+use gpu_host_probe::{Holder, describe_holders};
 use gpu_partition_types::Bdf;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -347,7 +347,7 @@ impl<H: AmdHost> Backend for AmdBackend<H> {
                 BlockedReason::GpuBusy,
                 format!(
                     "processes hold the GPU (a reset ends every holder of {KFD}): {}",
-                    describe(&own)
+                    describe_holders(&own)
                 ),
             ));
         }
@@ -357,7 +357,7 @@ impl<H: AmdHost> Backend for AmdBackend<H> {
                 format!(
                     "the kernel resets the XGMI hive together, and processes hold other GPUs of \
                      it: {}",
-                    describe(&peers)
+                    describe_holders(&peers)
                 ),
             ));
         }

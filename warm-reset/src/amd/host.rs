@@ -4,9 +4,9 @@
 use super::error::AmdSmiError;
 use super::sysfs::{AmdGpuState, list_gpus, read_gpu};
 use crate::backend::BackendError;
-use crate::holders::{Holder, holders};
 use crate::kmsg::{KernelLog, KernelLogSource};
 use crate::tool::{Exits, Tool, ToolEnd};
+use gpu_host_probe::{Holder, holders};
 
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;

@@ -30,7 +30,6 @@ pub use backend::{amd_device_errors, is_amdgpu_reset_failure};
 pub use error::AmdSmiError;
 pub use host::{AMD_SMI_PLACES, AmdHost, AmdSmiHost, reset_args};
 pub use sysfs::{
-    AMDGPU, AmdGpuState, KFD, PartitionFile, is_amd_gpu, list_gpus, read_gpu, render_files,
-    render_nodes,
+    AmdGpuState, KFD, PartitionFile, is_amd_gpu, list_gpus, read_gpu, render_files, render_nodes,
 };
 pub use target::{AmdGpu, AmdTarget};

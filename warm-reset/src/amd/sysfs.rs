@@ -4,14 +4,12 @@
 //! is in reset (`amdgpu_gfx_get_current_compute_partition`, `current_memory_partition_show`).
 
 use crate::pci::{SysfsError, link_name};
+use gpu_host_probe::amdgpu::DRIVER;
 use gpu_host_probe::{
     PciIdentity, is_accelerator_class, is_display_class, read_pci_identity, read_xgmi_hive_id,
 };
 use gpu_partition_types::Bdf;
 use std::path::{Path, PathBuf};
-
-/// The driver `amd-smi` resets through.
-pub const AMDGPU: &str = "amdgpu";
 
 /// The device file every ROCm process holds: a GPU reset ends every process holding it, whatever
 /// GPU it uses (AMD's warning on `amd-smi reset`).
@@ -72,7 +70,7 @@ impl AmdGpuState {
         Self {
             bdf,
             identity,
-            driver: Some(AMDGPU.to_owned()),
+            driver: Some(DRIVER.to_owned()),
             hive,
             render_nodes: vec![render_node],
             compute_partition: PartitionFile::Reads("SPX".to_owned()),
@@ -82,7 +80,7 @@ impl AmdGpuState {
 
     /// Whether amdgpu drives it.
     pub fn on_amdgpu(&self) -> bool {
-        self.driver.as_deref() == Some(AMDGPU)
+        self.driver.as_deref() == Some(DRIVER)
     }
 
     /// Whether the kernel says it is in reset (a partition file answers `EPERM`).

@@ -9,13 +9,13 @@ use super::nvidia_smi::{
 };
 use super::target::NvidiaTarget;
 use crate::backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
-use crate::holders::describe;
 use crate::host_backend::HostBackend;
 use crate::kmsg::device_errors;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::reset_target::ResetTarget;
 use crate::target::{Target, TargetFacts};
 use crate::warning::ResetWarning;
+use gpu_host_probe::describe_holders;
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -154,7 +154,7 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
         if !holders.is_empty() {
             return Err(Refusal::new(
                 BlockedReason::GpuBusy,
-                format!("processes hold the GPUs: {}", describe(&holders)),
+                format!("processes hold the GPUs: {}", describe_holders(&holders)),
             ));
         }
         let text = self.host_mut().compute_apps()?;

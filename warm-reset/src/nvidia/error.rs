@@ -2,9 +2,9 @@
 //! procedure can use.
 
 use super::nvidia_smi::ParseError;
-use crate::os_error::OsError;
 use crate::reasons::BlockedReason;
 use crate::tool::ToolError;
+use gpu_host_probe::OsError;
 use std::path::PathBuf;
 
 /// `nvidia-smi` could not be found, did not run to a clean end, printed what does not read,

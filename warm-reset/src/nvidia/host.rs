@@ -5,9 +5,9 @@
 use super::error::NvidiaSmiError;
 use super::nvidia_smi::NvidiaGpu;
 use crate::backend::BackendError;
-use crate::holders::{Holder, holders};
 use crate::kmsg::{KernelLog, KernelLogSource};
 use crate::tool::{Exits, Tool, ToolEnd};
+use gpu_host_probe::{Holder, holders};
 
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;

@@ -7,7 +7,6 @@ use super::function::{FunctionState, GONE_VENDOR};
 use super::host::{PciHost, SysfsHost};
 use super::target::{Member, PciTarget};
 use crate::backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
-use crate::holders::describe;
 use crate::host_backend::HostBackend;
 use crate::kmsg::device_errors;
 use crate::method::Method;
@@ -15,6 +14,7 @@ use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::reset_target::{ResetId, ResetTarget};
 use crate::target::{Target, TargetFacts};
 use crate::warning::ResetWarning;
+use gpu_host_probe::describe_holders;
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -79,7 +79,7 @@ impl<H: PciHost> PciBackend<H> {
         if holders.is_empty() {
             return Ok(None);
         }
-        let what = format!("held by {}", describe(&holders));
+        let what = format!("held by {}", describe_holders(&holders));
         Ok(Some(if function.bdf == named {
             Refusal::new(BlockedReason::GpuBusy, format!("{named} is {what}"))
         } else {

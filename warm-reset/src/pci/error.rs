@@ -1,8 +1,8 @@
 //! [`SysfsError`]: a sysfs file of a PCI function that could not be read, or that holds what the
 //! kernel never writes there.
 
-use crate::os_error::OsError;
 use crate::reasons::BlockedReason;
+use gpu_host_probe::OsError;
 use std::path::PathBuf;
 
 /// A sysfs entry that does not answer.

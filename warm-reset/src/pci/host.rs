@@ -5,9 +5,9 @@
 use super::error::SysfsError;
 use super::function::{FunctionState, read_function};
 use crate::backend::{BackendError, ResetEnd};
-use crate::holders::{Holder, holders};
 use crate::kmsg::{KernelLog, KernelLogSource};
 use gpu_host_probe::run::{RunResult, RunSpec, check_program, run};
+use gpu_host_probe::{Holder, holders};
 use gpu_partition_types::Bdf;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -12,10 +12,10 @@ use crate::amd::{
     AMD_SMI_PLACES, AmdGpuState, AmdHost, AmdSmiError, KFD, PartitionFile, reset_args,
 };
 use crate::backend::BackendError;
-use crate::clock::Clock;
-use crate::holders::Holder;
 use crate::kmsg::KernelLogSource;
 use crate::tool::{ToolEnd, ToolError};
+use gpu_host_probe::Clock;
+use gpu_host_probe::Holder;
 use gpu_host_probe::PciIdentity;
 use gpu_partition_types::Bdf;
 use std::collections::BTreeMap;

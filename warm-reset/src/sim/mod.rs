@@ -1,6 +1,6 @@
 //! Simulated hosts, one per method, behind the same backends as the real ones: the machine,
 //! the executor and the backends' rules run unchanged on them; tests run them on a
-//! [`VirtualClock`](crate::VirtualClock).
+//! [`VirtualClock`](gpu_host_probe::VirtualClock).
 //!
 //! - [`SimMetax`]: MetaX (`mx-smi`'s published layouts, printed and read back).
 //! - [`SimNvidia`]: NVIDIA (`nvidia-smi`'s published formats, printed and read back).
@@ -26,11 +26,11 @@ pub use nvidia::{NVIDIA_SCENARIOS, NvidiaFault, NvidiaSim, SimNvidia};
 pub use pci::{PCI_SCENARIOS, PciFault, PciSim, SimPci, sim_function};
 
 use crate::backend::{Backend, Refusal};
-use crate::clock::Clock;
 use crate::host_backend::HostBackend;
 use crate::journal::{InFlight, Journal, JournalError};
 use crate::method::Method;
 use crate::reset_target::ResetTarget;
+use gpu_host_probe::Clock;
 use gpu_host_probe::{Host, LockError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -165,7 +165,7 @@ mod tests {
 
     #[test]
     fn every_simulator_moves_to_another_thread() {
-        let clock: Arc<dyn Clock> = Arc::new(crate::clock::VirtualClock::new(0));
+        let clock: Arc<dyn Clock> = Arc::new(gpu_host_probe::VirtualClock::new(0));
         sendable(&SimMetax::new(clock.clone(), &[2]));
         sendable(&SimNvidia::new(clock.clone(), 2, &[]));
         sendable(&SimPci::new(clock.clone()));

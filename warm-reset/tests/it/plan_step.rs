@@ -2,13 +2,13 @@
 //! record, never overwrites another run's journal record, and never runs again on a guess.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpu_host_probe::{SystemClock, VirtualClock};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use warm_reset::sim::SimMetax;
 use warm_reset::{
     BlockedReason, Group, Host, LinkCommands, MachineConfig, Method, PlanStepError, ResetOutcome,
-    ResetRun, ResetWith, Strategy, SystemClock, VirtualClock, execute, plan, read_journal,
-    run_plan_step,
+    ResetRun, ResetWith, Strategy, execute, plan, read_journal, run_plan_step,
 };
 
 /// One host, `h1`: phase 0 is its preflight, 1 its reset, 2 its verify.

@@ -1,13 +1,12 @@
 //! The procedure against the simulated host on a virtual clock: every end, and how long.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpu_host_probe::VirtualClock;
 use std::sync::Arc;
 use std::time::Duration;
 use warm_reset::metax::mx_smi::GpuProcess;
 use warm_reset::sim::{MetaxFault, SimMetax, interrupted_reset};
-use warm_reset::{
-    Host, MachineConfig, ResetOutcome, ResetReport, ResetRun, VirtualClock, execute, read_journal,
-};
+use warm_reset::{Host, MachineConfig, ResetOutcome, ResetReport, ResetRun, execute, read_journal};
 
 struct Sim {
     clock: VirtualClock,
@@ -135,7 +134,10 @@ fn the_journal_keeps_how_the_last_run_ended_and_when() {
         (last.outcome.to_string(), last.target.as_str()),
         ("cold_reboot_required (reset_error)".to_owned(), "1")
     );
-    assert_eq!(last.ended_unix_ms, warm_reset::Clock::unix_ms(&sim.clock));
+    assert_eq!(
+        last.ended_unix_ms,
+        gpu_host_probe::Clock::unix_ms(&sim.clock)
+    );
 }
 
 #[test]
@@ -248,7 +250,7 @@ fn a_held_host_lock_is_blocked_and_nothing_is_reset() {
 #[test]
 fn a_reset_in_flight_is_blocked_and_nothing_is_reset() {
     let mut sim = Sim::new();
-    sim.journal_in_flight(warm_reset::Clock::unix_ms(&sim.clock), "boot-1");
+    sim.journal_in_flight(gpu_host_probe::Clock::unix_ms(&sim.clock), "boot-1");
     let report = sim.run();
     assert_eq!(
         (token(&report).as_str(), sim.host.host().resets.len()),
@@ -259,7 +261,7 @@ fn a_reset_in_flight_is_blocked_and_nothing_is_reset() {
 #[test]
 fn a_reset_in_flight_from_before_a_reboot_is_closed_and_the_reset_goes_ahead() {
     let mut sim = Sim::new();
-    sim.journal_in_flight(warm_reset::Clock::unix_ms(&sim.clock), "boot-0");
+    sim.journal_in_flight(gpu_host_probe::Clock::unix_ms(&sim.clock), "boot-0");
     assert_eq!(sim.run().outcome, ResetOutcome::Done);
     assert_eq!(sim.host.host().resets.len(), 1);
 }
@@ -267,7 +269,7 @@ fn a_reset_in_flight_from_before_a_reboot_is_closed_and_the_reset_goes_ahead() {
 #[test]
 fn a_reset_in_flight_past_its_window_is_verified_not_repeated() {
     let mut sim = Sim::new();
-    let long_ago = warm_reset::Clock::unix_ms(&sim.clock) - 200_000;
+    let long_ago = gpu_host_probe::Clock::unix_ms(&sim.clock) - 200_000;
     sim.journal_in_flight(long_ago, "boot-1");
     let report = sim.run();
     assert_eq!(

@@ -3,14 +3,15 @@
 //! is one `amd-smi reset` of that GPU and a verification of the whole hive.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpu_host_probe::Holder;
+use gpu_host_probe::VirtualClock;
 use std::sync::Arc;
 use std::time::Duration;
 use warm_reset::amd::{KFD, PartitionFile};
-use warm_reset::io::Holder;
 use warm_reset::sim::{AmdFault, SIM_HIVE, SimAmd, interrupted_reset};
 use warm_reset::{
     Back, Backend, Host, MachineConfig, Method, ResetReport, ResetRun, ResetTarget, ResetWarning,
-    VirtualClock, execute,
+    execute,
 };
 
 /// The default host's GPUs, in `amd-smi list`'s order.
@@ -333,7 +334,7 @@ fn a_restart_inside_the_window_never_resets_the_hive_a_second_time() {
         &host,
         &mut sim.host,
         &ResetTarget::parse(GPUS[0]).unwrap(),
-        warm_reset::Clock::unix_ms(&sim.clock),
+        gpu_host_probe::Clock::unix_ms(&sim.clock),
         Duration::from_secs(90),
         Some("boot-1"),
     )

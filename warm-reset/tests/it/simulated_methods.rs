@@ -3,11 +3,10 @@
 //! issue.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use gpu_host_probe::VirtualClock;
 use std::sync::Arc;
 use warm_reset::sim::{NvidiaFault, PciFault, SimNvidia, SimPci};
-use warm_reset::{
-    Backend, MachineConfig, Method, ResetOutcome, ResetReport, ResetRun, VirtualClock, execute,
-};
+use warm_reset::{Backend, MachineConfig, Method, ResetOutcome, ResetReport, ResetRun, execute};
 
 fn run(backend: &mut dyn Backend, clock: &VirtualClock, config: &MachineConfig) -> ResetReport {
     let dir = tempfile::tempdir().unwrap();
@@ -136,7 +135,7 @@ fn a_pci_function_on_vfio_is_reset_once_and_verified() {
 #[test]
 fn a_pci_function_whose_vfio_group_is_held_blocks_with_gpu_busy() {
     let (report, resets) = pci(|host| {
-        host.host_mut().holders = vec![warm_reset::io::Holder::new(4242, "qemu", "/dev/vfio/12")]
+        host.host_mut().holders = vec![gpu_host_probe::Holder::new(4242, "qemu", "/dev/vfio/12")]
     });
     assert_eq!(ended(&report), ("blocked", "gpu_busy".into()));
     assert!(report.detail.contains("4242 qemu"), "{}", report.detail);

@@ -7,6 +7,7 @@
 use fake_nvml::support::ProcRoot;
 use fake_nvml::{Device, FakeNvmlBackend, MigMode, Scenario, StateFile, scenarios};
 use gpu_host_probe::helper::{Helper, HelperConfig};
+use gpu_host_probe::{Clock, VirtualClock};
 use gpu_partition_types::Bdf;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{Host, MemoryStore, Pool, StateStore};
@@ -17,7 +18,6 @@ use mig_layout::{
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use warm_reset::{Clock, VirtualClock};
 
 pub const FIRST: &str = "0000:3b:00.0";
 pub const SECOND: &str = "0000:3c:00.0";

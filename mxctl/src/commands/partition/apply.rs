@@ -9,9 +9,10 @@ use crate::failure::Failure;
 use crate::helper::helper;
 use crate::output::Output;
 use gpu_host_probe::Host;
+use gpu_host_probe::amdgpu::{Modprobe, PartitionWrites};
 use host_sync::FileStore;
 use host_sync::fake_amdgpu::FakeAmdgpuFile;
-use mig_layout::amd::{AmdWith, AmdgpuWrites, DcmProfile, Modprobe};
+use mig_layout::amd::{AmdWith, DcmProfile};
 use mig_layout::vgpu::{SriovManage, VgpuSpec, VgpuWith};
 use mig_layout::{
     ApplyOptions, ApplyReport, ApplyRun, Progress, ResetWith, Restore, Spec, Unnamed,
@@ -186,7 +187,7 @@ pub fn write(
                 .map_or_else(|| config.modprobe.clone(), Path::to_path_buf),
             ..Modprobe::default()
         },
-        writes: simulated.as_ref().map(|file| file as &dyn AmdgpuWrites),
+        writes: simulated.as_ref().map(|file| file as &dyn PartitionWrites),
         client_services,
         ..AmdWith::default()
     };

@@ -6,7 +6,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::machine::Machine;
-use layout_model::amd::{ComputePartition, MemoryPartition};
+use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition};
 use std::process::Command;
 
 /// The published two-GPU listing (amd-smi's changelog).

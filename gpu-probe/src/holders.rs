@@ -1,6 +1,7 @@
 //! Who holds a device file open: every process whose `<proc-root>/<pid>/fd/*` links to it. The
-//! idle test of the NVIDIA and PCI backends (a module's use count or a vendor tool's process
-//! list misses the holders that matter: Fabric Manager, persistence daemons, a VMM's VFIO fd).
+//! idle test of every vendor's side — the NVIDIA, AMD and PCI reset backends, a vGPU's VFs, an
+//! AMD layout's GPUs — (a module's use count or a vendor tool's process list misses the holders
+//! that matter: Fabric Manager, persistence daemons, a VMM's VFIO fd).
 
 use crate::os_error::OsError;
 use std::path::{Path, PathBuf};
@@ -101,7 +102,7 @@ pub fn holders(proc_root: &Path, files: &[PathBuf]) -> Result<Vec<Holder>, ProcE
 
 /// The holders for people: `4242 qemu-system-x86 (/dev/vfio/12), …` (`pid 4242` alone when
 /// its name could not be read).
-pub fn describe(holders: &[Holder]) -> String {
+pub fn describe_holders(holders: &[Holder]) -> String {
     holders
         .iter()
         .map(|holder| match &holder.name {
@@ -129,7 +130,7 @@ mod tests {
         }
         std::fs::create_dir_all(proc_root.path().join("self")).unwrap();
         let found = holders(proc_root.path(), &[PathBuf::from("/dev/vfio/12")]).unwrap();
-        assert_eq!(describe(&found), "42 qemu (/dev/vfio/12)");
+        assert_eq!(describe_holders(&found), "42 qemu (/dev/vfio/12)");
     }
 
     #[test]
@@ -140,6 +141,6 @@ mod tests {
         symlink("/dev/vfio/12", fd.join("3")).unwrap();
         let found = holders(proc_root.path(), &[PathBuf::from("/dev/vfio/12")]).unwrap();
         assert_eq!(found.first().map(|holder| holder.name.clone()), Some(None));
-        assert_eq!(describe(&found), "pid 44 (/dev/vfio/12)");
+        assert_eq!(describe_holders(&found), "pid 44 (/dev/vfio/12)");
     }
 }

@@ -1,11 +1,12 @@
-//! The clock the executor runs on: the real one, or a virtual one that tests (and the
-//! simulator) advance instantly, so a 90 s window takes no real time.
+//! The clock an operation runs on: the real one, or a virtual one that tests (and the
+//! simulators) advance instantly, so a 90 s reset window takes no real time. One clock per run:
+//! a reset's window, an apply's waits and the records it stamps read the same clock.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Time as the executor sees it. `Send + Sync`, so a backend that keeps one (the simulators)
+/// Time as an operation sees it. `Send + Sync`, so a backend that keeps one (the simulators)
 /// moves to a worker thread like the real backends.
 pub trait Clock: Send + Sync {
     /// Time since the clock started (monotonic).
@@ -14,6 +15,10 @@ pub trait Clock: Send + Sync {
     fn sleep(&self, duration: Duration);
     /// Wall-clock milliseconds since the Unix epoch (for the journal, which outlives a run).
     fn unix_ms(&self) -> u64;
+    /// Wall-clock seconds since the Unix epoch (the host state's records).
+    fn unix_s(&self) -> u64 {
+        self.unix_ms() / 1000
+    }
 }
 
 /// A clock behind `dyn` (the simulator keeps one) shows the time it reads.

@@ -17,10 +17,10 @@
 //! - `available_memory_partition`: as the compute list (`NPS1, NPS4\n`); absent where the part
 //!   offers one mode only (MI300A), and then the current mode cannot change.
 //! - `xgmi_hive_info/xgmi_hive_id`: the hive's ID in decimal (`amdgpu_xgmi_show_attrs`);
-//!   absent on a GPU in no hive. Read by `gpu_host_probe::read_xgmi_hive_id`, its one reader.
+//!   absent on a GPU in no hive. Read by `crate::read_xgmi_hive_id`, its one reader.
 
+use super::modes::{ComputePartition, MemoryPartition};
 use gpu_partition_types::{Bdf, Token};
-use layout_model::amd::{AmdHeld, AmdRead, ComputePartition, MemoryPartition};
 use std::path::{Path, PathBuf};
 
 /// What amdgpu shows of one GPU's partitions.
@@ -86,9 +86,9 @@ pub enum AmdError {
         /// What it is the mode of.
         what: &'static str,
     },
-    /// The XGMI hive's ID did not read (`gpu_host_probe::read_xgmi_hive_id` names the file).
+    /// The XGMI hive's ID did not read (`crate::read_xgmi_hive_id` names the file).
     #[error("cannot read the GPU's XGMI hive")]
-    Hive(#[source] gpu_host_probe::PciIdError),
+    Hive(#[source] crate::PciIdError),
     /// The file holds what the kernel does not write there.
     #[error("{}: {text:?} is not a {what} as amdgpu writes one", path.display())]
     Unexpected {
@@ -102,35 +102,14 @@ pub enum AmdError {
 }
 
 impl AmdError {
-    /// The GPU reason this failure gives the GPU's record.
-    pub fn unread(&self) -> crate::reason::AmdUnread {
-        use crate::reason::AmdUnread;
-        match self {
-            Self::InReset { .. } => AmdUnread::InReset,
-            Self::Unknown { .. } => AmdUnread::NoMode,
-            Self::Io { .. } | Self::Unexpected { .. } | Self::Hive(_) => AmdUnread::Unreadable,
-        }
+    /// Whether the kernel said the GPU is in reset (`EPERM`): it says nothing until it is out.
+    pub fn is_in_reset(&self) -> bool {
+        matches!(self, Self::InReset { .. })
     }
-}
 
-impl AmdPartitions {
-    /// What the GPU holds, for a comparison with its declaration, with the memory partition
-    /// requested of it and waiting for a driver reload (this host's record).
-    pub fn held(&self, requested: Option<MemoryPartition>) -> AmdHeld {
-        AmdHeld::new(self.compute, self.memory, requested)
-    }
-}
-
-/// A GPU's read as a comparison takes it: what it holds (with `requested`), why it did not
-/// read, or that it shows no partition files.
-pub fn as_compared(
-    read: &Result<Option<AmdPartitions>, AmdError>,
-    requested: Option<MemoryPartition>,
-) -> AmdRead {
-    match read {
-        Ok(Some(held)) => AmdRead::Held(held.held(requested)),
-        Ok(None) => AmdRead::NotPartitionable,
-        Err(error) => AmdRead::Unreadable(gpu_host_probe::chain::Chain(error).to_string()),
+    /// Whether the kernel said `UNKNOWN`: the driver has set no mode yet.
+    pub fn is_no_mode(&self) -> bool {
+        matches!(self, Self::Unknown { .. })
     }
 }
 
@@ -272,7 +251,7 @@ pub fn read_partitions(sysfs_root: &Path, bdf: Bdf) -> Result<Option<AmdPartitio
         None => Vec::new(),
     };
     // The hive, by the one reader of it (the warm reset reads the same).
-    let hive = gpu_host_probe::read_xgmi_hive_id(&dir).map_err(AmdError::Hive)?;
+    let hive = crate::read_xgmi_hive_id(&dir).map_err(AmdError::Hive)?;
     Ok(Some(AmdPartitions {
         compute,
         available_compute,
@@ -280,94 +259,4 @@ pub fn read_partitions(sysfs_root: &Path, bdf: Bdf) -> Result<Option<AmdPartitio
         available_memory,
         hive,
     }))
-}
-
-/// What carries the writes of an AMD partition layout: the two partition files and the driver's
-/// reload. The real kernel's side is `mig_layout::amd::SysfsAmdgpu` (the files under the host's
-/// sysfs, `modprobe` through the runner); a simulated amdgpu answers as the kernel does
-/// (`host_sync::fake_amdgpu`, feature `sim`). Each write's refusal is the kernel's errno
-/// (`EINVAL` a mode not offered, `EBUSY` a ROCm process on the GPU, `EPERM` the GPU in reset).
-pub trait AmdgpuWrites: Send + Sync {
-    /// `mode` written to `current_compute_partition` of `device` under `sysfs_root`: it takes
-    /// effect at once.
-    fn write_compute(
-        &self,
-        sysfs_root: &Path,
-        device: Bdf,
-        mode: ComputePartition,
-    ) -> std::io::Result<()>;
-
-    /// `mode` written to `current_memory_partition` of `device`: only a request, for the GPU's
-    /// whole XGMI hive, that the next driver reload carries out.
-    fn request_memory(
-        &self,
-        sysfs_root: &Path,
-        device: Bdf,
-        mode: MemoryPartition,
-    ) -> std::io::Result<()>;
-
-    /// The driver unloaded and loaded again (`modprobe -r amdgpu`, `modprobe amdgpu`): every
-    /// request holds, and each GPU's compute partition is set anew by the driver. `cancel` ends
-    /// a run that has not finished.
-    fn reload_driver(&self, cancel: Option<&gpu_host_probe::Cancel>) -> Result<(), ReloadError>;
-}
-
-impl<T: AmdgpuWrites + ?Sized> AmdgpuWrites for &T {
-    fn write_compute(
-        &self,
-        sysfs_root: &Path,
-        device: Bdf,
-        mode: ComputePartition,
-    ) -> std::io::Result<()> {
-        (**self).write_compute(sysfs_root, device, mode)
-    }
-
-    fn request_memory(
-        &self,
-        sysfs_root: &Path,
-        device: Bdf,
-        mode: MemoryPartition,
-    ) -> std::io::Result<()> {
-        (**self).request_memory(sysfs_root, device, mode)
-    }
-
-    fn reload_driver(&self, cancel: Option<&gpu_host_probe::Cancel>) -> Result<(), ReloadError> {
-        (**self).reload_driver(cancel)
-    }
-}
-
-/// Why the driver's reload did not complete.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ReloadError {
-    /// The unload (`modprobe -r amdgpu`) ended otherwise than with exit 0: the driver is as it
-    /// was, its requests still waiting.
-    #[error("`{command}` {result}{}", said(stderr))]
-    Unload {
-        /// The command, for people.
-        command: String,
-        /// How it ended.
-        result: gpu_host_probe::run::RunResult,
-        /// What it wrote on standard error, trimmed.
-        stderr: String,
-    },
-    /// The load (`modprobe amdgpu`) ended otherwise than with exit 0, after the unload: the
-    /// requests went to the firmware, and the GPUs may have no driver now.
-    #[error("`{command}` {result}{} (after the unload)", said(stderr))]
-    Load {
-        /// The command, for people.
-        command: String,
-        /// How it ended.
-        result: gpu_host_probe::run::RunResult,
-        /// What it wrote on standard error, trimmed.
-        stderr: String,
-    },
-}
-
-fn said(stderr: &str) -> String {
-    if stderr.is_empty() {
-        String::new()
-    } else {
-        format!(": {stderr}")
-    }
 }
