@@ -27,7 +27,7 @@ use tracing::level_filters::LevelFilter;
 fn main() -> ExitCode {
     // A bug must still end in one line, never a backtrace.
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("mxctl: internal error: {info}");
+        output::stderr(&format!("mxctl: internal error: {info}\n"));
     }));
     let cli = match Cli::try_parse_from(cli::layout_spelling(std::env::args_os())) {
         Ok(cli) => cli,
@@ -96,7 +96,7 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
         Command::Metrics(args) => commands::metrics::run(args, &host, output),
         Command::Labels(args) => commands::labels::run(args, &host, output),
         Command::Generate(args) => commands::generate::run(args),
-        Command::CheckTrust(args) => Ok(commands::check_trust::run(args)),
+        Command::CheckTrust(args) => commands::check_trust::run(args),
         Command::SystemdGenerator(args) => commands::systemd_generator::run(args, &config),
         Command::Partition(command) => match command {
             PartitionCommand::Apply(args) => {
@@ -151,5 +151,8 @@ fn init_logging(global: &cli::Global) {
         .with_target(false)
         .without_time()
         .with_ansi(std::io::stderr().is_terminal())
+        // A log line that cannot be written goes nowhere: the subscriber would say so on the
+        // same stderr with `eprintln!`, which panics where the write failed (a closed pipe).
+        .log_internal_errors(false)
         .init();
 }

@@ -4,18 +4,21 @@
 
 use crate::cli::CheckTrust;
 use crate::exit::Exit;
+use crate::failure::Failure;
+use crate::output::stdout;
 
 /// Prints `PATH: trusted` or `PATH: not safe: …` for each path; 0 when all are trusted.
-pub fn run(args: &CheckTrust) -> Exit {
+pub fn run(args: &CheckTrust) -> Result<Exit, Failure> {
     let mut all = true;
     for path in &args.paths {
-        match gpu_host_probe::trust::check_trusted(path) {
-            Ok(()) => println!("{}: trusted", path.display()),
+        let line = match gpu_host_probe::trust::check_trusted(path) {
+            Ok(()) => format!("{}: trusted\n", path.display()),
             Err(untrusted) => {
                 all = false;
-                println!("{}: not safe: {}", path.display(), untrusted.fault);
+                format!("{}: not safe: {}\n", path.display(), untrusted.fault)
             }
-        }
+        };
+        stdout(line.as_bytes())?;
     }
-    if all { Exit::Done } else { Exit::Failed }
+    Ok(if all { Exit::Done } else { Exit::Failed })
 }

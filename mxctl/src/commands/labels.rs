@@ -8,7 +8,6 @@ use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
 use host_sync::{FileStore, StateStore};
-use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The file is read by nfd-worker, which runs as another user.
@@ -34,10 +33,7 @@ pub fn run(args: &Labels, host: &Host, output: Output) -> Result<Exit, Failure> 
     let expires = unix_now().saturating_add(args.expiry.as_secs().max(1));
     let text = mig_layout::render_labels(&state, expires, &host.now());
     match &args.output {
-        None => std::io::stdout()
-            .lock()
-            .write_all(text.as_bytes())
-            .map_err(|source| Failure::Output { source })?,
+        None => crate::output::stdout(text.as_bytes())?,
         Some(path) => crate::output::write_file(path, text.as_bytes(), OUTPUT_MODE)?,
     }
     Ok(Exit::Done)

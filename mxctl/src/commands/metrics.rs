@@ -8,7 +8,6 @@ use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
 use host_sync::{FileStore, StateStore};
-use std::io::Write;
 
 /// The metrics file's permission bits: the collector runs as another user.
 const OUTPUT_MODE: u32 = 0o644;
@@ -38,10 +37,7 @@ pub fn run(args: &Metrics, host: &Host, output: Output) -> Result<Exit, Failure>
     let text =
         mig_layout::render_metrics(&state, last.as_ref(), &host.now()).map_err(Failure::Metrics)?;
     match &args.output {
-        None => std::io::stdout()
-            .lock()
-            .write_all(&text)
-            .map_err(|source| Failure::Output { source })?,
+        None => crate::output::stdout(&text)?,
         Some(path) => crate::output::write_file(path, &text, OUTPUT_MODE)?,
     }
     Ok(Exit::Done)

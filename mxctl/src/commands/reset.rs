@@ -87,8 +87,8 @@ pub fn run_machine(
             let line = format!("{:>7.1}s  {}", now.as_secs_f64(), state.name());
             // With the bar on the terminal, the line goes above it instead of through it.
             match &bar {
-                Some(progress) => progress.suspend(|| println!("{line}")),
-                None => println!("{line}"),
+                Some(progress) => progress.suspend(|| crate::output::progress(&line)),
+                None => crate::output::progress(&line),
             }
         }
         shown = state.name();

@@ -38,7 +38,7 @@ pub fn plan(args: &PlanArgs, config: &Config) -> Result<Exit, Failure> {
     let text = serde_json::to_string_pretty(&plan).map_err(|error| Failure::Output {
         source: std::io::Error::other(error),
     })?;
-    println!("{text}");
+    crate::output::stdout(format!("{text}\n").as_bytes())?;
     Ok(Exit::Done)
 }
 

@@ -3,6 +3,7 @@
 
 mod amd_partition;
 mod ansible;
+mod closed_stdout;
 mod common;
 mod contract;
 mod crash;

@@ -146,12 +146,12 @@ pub fn write(
     let live = !output.json && std::io::stdout().is_terminal();
     let mut show = |progress: &Progress| {
         if live {
-            println!(
+            crate::output::progress(&format!(
                 "{:>7.1}s  {}  {}",
                 started.elapsed().as_secs_f64(),
                 progress.device(),
                 progress
-            );
+            ));
         }
     };
     let vgpu = VgpuWith {
