@@ -224,10 +224,26 @@ pub struct Reset {
     pub dry_run: bool,
     /// Run against a simulated host of the method instead of the real one (--simulate help
     /// lists the method's scenarios).
-    #[arg(long, value_name = "SCENARIO")]
-    pub simulate: Option<String>,
+    #[arg(long, value_name = "SCENARIO", value_parser = parse_simulate)]
+    pub simulate: Option<Simulate>,
     #[command(flatten)]
     pub backend: BackendArgs,
+}
+
+/// `--simulate`: the word `help`, or a scenario of the method.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Simulate {
+    /// `help`: list the method's scenarios, reset nothing.
+    List,
+    /// Run this scenario (a name the method does not know is refused with the list).
+    Scenario(String),
+}
+
+fn parse_simulate(text: &str) -> Result<Simulate, String> {
+    Ok(match text {
+        "help" => Simulate::List,
+        scenario => Simulate::Scenario(scenario.to_owned()),
+    })
 }
 
 /// How a device is reset, where its tools and the kernel log are, and how long a reset may

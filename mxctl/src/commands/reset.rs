@@ -2,7 +2,7 @@
 //! simulated.
 
 use super::reset_backend::{real_backend, window};
-use crate::cli::Reset;
+use crate::cli::{Reset, Simulate};
 use crate::config::Config;
 use crate::exit::Exit;
 use crate::failure::Failure;
@@ -20,26 +20,28 @@ use warm_reset::{
 
 /// Runs `mxctl reset` on this host (its `plan` and `step` are `reset_plan`'s).
 pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result<Exit, Failure> {
+    let method = Method::from(args.backend.method);
+    // `help` needs no device: it only lists.
+    let scenario = match &args.simulate {
+        Some(Simulate::List) => return list_scenarios(method, output),
+        Some(Simulate::Scenario(scenario)) => Some(scenario),
+        None => None,
+    };
     let Some(device) = args.device.clone() else {
         return Err(Failure::Usage("reset needs --device ID|all".to_owned()));
     };
-    let method = Method::from(args.backend.method);
     let machine = MachineConfig::new(device)
         .method(method)
         .window(window(&args.backend, config))
         .dry_run(args.dry_run);
-    let simulated = args.simulate.is_some();
-    let report = match &args.simulate {
+    let simulated = scenario.is_some();
+    let report = match scenario {
         Some(scenario) => {
             let clock = Arc::new(SystemClock::new());
             let Some(mut sim) = warm_reset::sim::scenario(method, scenario, clock.clone()) else {
-                let names: Vec<String> = warm_reset::sim::scenarios(method)
-                    .iter()
-                    .map(|(name, what)| format!("  {name}: {what}"))
-                    .collect();
                 return Err(Failure::Usage(format!(
                     "unknown {method} scenario {scenario:?}; the scenarios are:\n{}",
-                    names.join("\n")
+                    scenario_lines(method)
                 )));
             };
             // A simulation touches no GPU: its lock and journal live apart from the real ones.
@@ -69,6 +71,39 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
         .flatten();
     print(&report, after.as_ref(), output)?;
     Ok(Exit::of_reset(report.outcome))
+}
+
+/// One simulated scenario of a method, as `--simulate help` lists it.
+#[derive(Debug, serde::Serialize)]
+struct Scenario {
+    name: &'static str,
+    shows: &'static str,
+}
+
+/// `--simulate help`: the method's scenarios, `{"method", "scenarios": [{"name", "shows"}]}`
+/// with `--json`; exit 0.
+fn list_scenarios(method: Method, output: Output) -> Result<Exit, Failure> {
+    let scenarios: Vec<Scenario> = warm_reset::sim::scenarios(method)
+        .into_iter()
+        .map(|(name, shows)| Scenario { name, shows })
+        .collect();
+    output.emit(
+        &serde_json::json!({"method": method, "scenarios": scenarios}),
+        &format!(
+            "the scenarios of --method {method}:\n{}\n",
+            scenario_lines(method)
+        ),
+    )?;
+    Ok(Exit::Done)
+}
+
+/// The method's scenarios, a line each: `  NAME: what it shows`.
+fn scenario_lines(method: Method) -> String {
+    let lines: Vec<String> = warm_reset::sim::scenarios(method)
+        .iter()
+        .map(|(name, shows)| format!("  {name}: {shows}"))
+        .collect();
+    lines.join("\n")
 }
 
 /// Runs the machine, showing each step (and, on a terminal, a bar over the window).

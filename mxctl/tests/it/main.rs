@@ -27,6 +27,7 @@ mod reset;
 mod reset_amd;
 mod reset_nvidia;
 mod reset_pci;
+mod reset_simulate;
 mod sync;
 mod sync_rules;
 mod trust;

@@ -249,7 +249,7 @@ fn a_simulated_hive_of_eight_is_reset_together_and_verified() {
 }
 
 #[test]
-fn the_simulated_scenarios_of_the_amd_method_are_listed() {
+fn the_simulated_scenarios_of_the_amd_method_are_listed_as_json_and_nothing_is_reset() {
     let host = AmdHost::new();
     let (code, document) = common::run_json(host.mxctl(&[
         "reset",
@@ -260,9 +260,16 @@ fn the_simulated_scenarios_of_the_amd_method_are_listed() {
         "--device",
         "0",
     ]));
-    let said = document["error"]["message"].as_str().unwrap_or_default();
-    assert_eq!(code, 2, "{document}");
+    assert_eq!(code, 0, "{document}");
+    assert_eq!(document["method"], "amd", "{document}");
+    let names: Vec<&str> = document["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|scenario| scenario["name"].as_str().unwrap())
+        .collect();
     for scenario in ["ok", "no-hive", "peer-busy", "stays-in-reset", "no-amd-smi"] {
-        assert!(said.contains(&format!("  {scenario}: ")), "{said}");
+        assert!(names.contains(&scenario), "{document}");
     }
+    assert!(host.resets().is_empty(), "a listing runs no amd-smi");
 }
