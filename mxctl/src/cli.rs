@@ -9,8 +9,19 @@ mod spelling;
 
 pub use spelling::layout_spelling;
 
-/// Manage GPU hosts: GPU partitioning status and MIG layouts, partition helper replies, warm
-/// resets (MetaX, NVIDIA, PCI).
+/// Manage GPU hosts: their GPU partitioning and its status, and warm resets of their GPUs.
+///
+/// Partitioning: `partition` applies NVIDIA MIG layouts (mig-parted's files), `vgpu` NVIDIA
+/// vGPU configs (vgpu-device-manager's), `amd` AMD Instinct compute and memory partitions (ROCm
+/// Device Config Manager profiles); each is kept as the host's declaration, compared by every
+/// sync and restored at boot. `gpus` lists the GPUs; `sync` reads NVIDIA GPUs through the
+/// partition helper (`reply check` decodes its replies) and AMD GPUs from amdgpu's sysfs files.
+///
+/// Warm resets (`reset --method`): MetaX GPUs through mx-smi, NVIDIA GPUs through nvidia-smi
+/// with their NVLink peers, AMD Instinct GPUs through amd-smi with their XGMI hive, and any PCI
+/// function (of any vendor, bound to a stub driver such as vfio-pci, or to none) through the
+/// kernel's sysfs reset.
+// The one-line `about` is the package's description (Cargo.toml); this comment is the long one.
 #[derive(Debug, Parser)]
 #[command(name = "mxctl", version, about, propagate_version = true)]
 pub struct Cli {
@@ -78,8 +89,8 @@ driver_<name>)."
     /// Work with GPU partition helper replies.
     #[command(subcommand)]
     Reply(ReplyCommand),
-    /// Warm-reset GPUs on this host, by the method given (MetaX, NVIDIA or PCI), or plan and
-    /// step a reset across hosts.
+    /// Warm-reset GPUs on this host by the method given (MetaX, NVIDIA, AMD Instinct, or any
+    /// PCI function), or plan and step a reset across hosts.
     Reset(Box<Reset>),
     /// Enter and leave GPU partitioning: apply a MIG layout (mig-parted's v1 files) by diff,
     /// assert it, export the host's, leave.

@@ -41,6 +41,9 @@ fn visible() -> clap::Command {
     if let Some(about) = full.get_about() {
         visible = visible.about(about.clone());
     }
+    if let Some(long_about) = full.get_long_about() {
+        visible = visible.long_about(long_about.clone());
+    }
     visible.after_long_help(exit_status())
 }
 

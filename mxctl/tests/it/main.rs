@@ -13,6 +13,7 @@ mod embedding;
 mod exposition;
 mod generate;
 mod gpus_vgpu;
+mod help;
 mod helper_fixture_mode;
 mod labels;
 mod metrics;
