@@ -43,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = warm_reset::amd::amd_smi::parse_list(text);
     match DcmDocument::from_text(text) {
         Ok(document) => {
-            for (_, profile) in &document.profiles {
+            for profile in &document.profiles {
                 for host in 0..=16 {
                     if let Ok(assigned) = profile.assign(host) {
                         assert_eq!(assigned.len(), host);

@@ -48,7 +48,10 @@ pub mod amd {
     pub use crate::amd_services::{RunningService, running_services, service_unit};
     pub use crate::apply::{AmdWith, apply_amd};
     pub use crate::assert::assert_amd;
-    pub use crate::document::dcm::{AssignError, DcmDocument, DcmEntry, DcmProfile};
+    pub use crate::document::dcm::{
+        AssignError, DcmDocument, DcmEntry, DcmMode, DcmProfile, InvalidMode, ProfileFault,
+        UnknownMember,
+    };
     pub use crate::select::{AmdHostGpu, AmdWanted, amd_gpus, select_amd};
     pub use layout_model::amd::AmdWant;
 }

@@ -117,9 +117,9 @@ pub enum ApplyError {
         #[source]
         source: crate::vgpu::VgpuNameError,
     },
-    /// A Device Config Manager profile does not fit the host's AMD GPUs (its counts, its
-    /// skipped IDs).
-    #[error("the profile does not fit the host's AMD GPUs")]
+    /// A Device Config Manager profile is refused by DCM's rules on the host's AMD GPUs (its
+    /// modes, its counts, its skipped IDs) or by this project's (an unknown member).
+    #[error("the Device Config Manager profile is refused")]
     Profile(#[source] crate::amd::AssignError),
     /// Which client services of the AMD GPUs run could not be told (a cgroup did not read).
     #[error("cannot tell whether the GPUs' client services run")]

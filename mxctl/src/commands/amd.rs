@@ -23,7 +23,10 @@ fn profile(args: &DcmArgs) -> Result<(DcmDocument, DcmProfile), Failure> {
             "profile",
             &args.profile,
             "profiles",
-            document.profiles.iter().map(|(name, _)| name.as_str()),
+            document
+                .profiles
+                .iter()
+                .map(|profile| profile.name.as_str()),
         ));
     };
     Ok((document, profile))
