@@ -39,7 +39,7 @@ run apply_readers 300000 mxctl/tests/replies/*.json
 run mx_smi_parsers 100000 warm-reset/tests/data/mx-smi/*.txt
 run nvidia_smi_parsers 300000 warm-reset/tests/data/nvidia-smi/*.txt
 run state_reader 100000 fuzz/seeds/state/*
-run amd_readers 100000 fuzz/seeds/amd/* mig-layout/tests/data/dcm/configmap-example.json \
+run amd_readers 100000 fuzz/seeds/amd/* mig-layout/tests/data/dcm/*.json \
     warm-reset/tests/data/amd-smi/list-*.txt
 run vgpu_readers 100000 host-sync/tests/samples/vgpu/creatable_vgpu_types-*.txt \
     host-sync/tests/samples/vgpu/current_vgpu_type-*.txt \

@@ -1,8 +1,8 @@
 //! Any text into the AMD readers — amdgpu's partition files, Device Config Manager's config
 //! documents, `amd-smi list`: never a panic; an accepted list of modes, written back as the
 //! kernel writes it, reads the same; an accepted mode writes back as its token; a refused
-//! document names a line within the text; an accepted profile assigns each host size it fits
-//! without a panic.
+//! document names a line within the text; a profile of an accepted document is assigned to
+//! each host size without a panic, and fits it or is refused with at least one fault.
 #![no_main]
 
 use gpu_host_probe::amdgpu::{
@@ -45,8 +45,9 @@ fuzz_target!(|data: &[u8]| {
         Ok(document) => {
             for profile in &document.profiles {
                 for host in 0..=16 {
-                    if let Ok(assigned) = profile.assign(host) {
-                        assert_eq!(assigned.len(), host);
+                    match profile.assign(host) {
+                        Ok(assigned) => assert_eq!(assigned.len(), host),
+                        Err(error) => assert!(!error.faults.is_empty(), "{error}"),
                     }
                 }
             }

@@ -142,7 +142,8 @@ pub fn leave_vgpu(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<ApplyRepo
 /// (by ID: its position among the host's AMD GPUs bound to `amdgpu`, in PCI address order) is
 /// brought to its compute and memory partitions — the memory partitions requested (each
 /// recorded as waiting), one driver reload for the whole host, then the compute partitions —,
-/// read back, and declared; nothing is written when they hold. Refused before any write: a mode
+/// read back, and declared; nothing is written when they hold. Refused before any write: a
+/// profile DCM's rules refuse on this host ([`ApplyError::Profile`], every fault named); a mode
 /// a GPU does not offer or a pair the kernel refuses (`layout_impossible`, naming the rule), a
 /// hive asked for two memory partitions or with a member the profile leaves out, a process
 /// holding a GPU or a client service running (`gpu_busy`, naming it). The services are

@@ -258,7 +258,15 @@ fn a_member_left_out_or_null_reads_as_go_reads_it_and_is_judged_with_its_profile
         r#"{"computePartition": null, "numGPUsAssigned": null}"#,
     ))
     .unwrap();
-    let faults = refused(&document, "p", 1).faults;
+    let error = refused(&document, "p", 1);
+    assert!(
+        error.to_string().contains(
+            "entry 0 has no compute partition, and DCM's ValidComputePartitions are SPX, CPX, \
+             DPX, QPX"
+        ),
+        "{error}"
+    );
+    let faults = error.faults;
     assert!(
         matches!(
             faults.as_slice(),
@@ -374,6 +382,12 @@ fn what_dcms_reader_would_fail_on_refuses_the_document_naming_the_line_and_membe
 
     let (line, _, _) = unread("{\"gpu-config-profiles\": {\n\"p\": [}");
     assert_eq!(line, Some(2));
+
+    // Go would read a null ID as GPU 0: refused rather than guessed.
+    let (_, at, _) = unread(
+        r#"{"gpu-config-profiles": {"p": {"skippedGPUs": {"ids": [null]}, "profiles": []}}}"#,
+    );
+    assert_eq!(at, "/gpu-config-profiles/p/skippedGPUs/ids/0");
 }
 
 #[test]
@@ -385,6 +399,13 @@ fn what_is_not_dcms_shape_refuses_the_document() {
         unread(r#"{"gpu-config-profile": {}, "gpu-config-profiles": {"p": {}}}"#);
     assert_eq!(at, "/gpu-config-profile");
     assert!(message.starts_with("unexpected member"), "{message}");
+
+    // Go would keep the last; two readers of the file would not agree.
+    let (line, _, message) = unread("{\"gpu-config-profiles\": {\"p\": {},\n\"p\": {}}}");
+    assert_eq!(
+        (line, message.as_str()),
+        (Some(2), "duplicated key in mapping")
+    );
 
     let (_, at, message) = unread(r#"{"gpu-config-profiles": {"p": []}}"#);
     assert_eq!(

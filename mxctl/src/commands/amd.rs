@@ -12,7 +12,8 @@ use gpu_host_probe::Host;
 use mig_layout::amd::{DcmDocument, DcmProfile};
 
 /// The file `args` names and the profile it selects, or a usage failure naming the line and
-/// member (or the profiles the file has).
+/// member (or the profiles the file has). The profile's values are judged, by DCM's rules,
+/// when the apply or the assert assigns it to the host's GPUs.
 fn profile(args: &DcmArgs) -> Result<(DcmDocument, DcmProfile), Failure> {
     let text = read_text(&args.file)?;
     let document = DcmDocument::from_text(&text)

@@ -20,7 +20,8 @@ const PROFILES: &str = r#"{
     "cpx-nps4": {"skippedGPUs": {"ids": []},
       "profiles": [{"computePartition": "CPX", "memoryPartition": "NPS4", "numGPUsAssigned": 8}]},
     "spx-nps4": {"profiles": [{"computePartition": "SPX", "memoryPartition": "NPS4", "numGPUsAssigned": 8}]},
-    "qpx-nps1": {"profiles": [{"computePartition": "QPX", "memoryPartition": "NPS1", "numGPUsAssigned": 8}]}
+    "qpx-nps1": {"profiles": [{"computePartition": "QPX", "memoryPartition": "NPS1", "numGPUsAssigned": 8}]},
+    "cpx-nps8": {"profiles": [{"computePartition": "CPX", "memoryPartition": "NPS8", "numGPUsAssigned": 8}]}
   },
   "gpuClientSystemdServices": {"names": ["amd-metrics-exporter", "gpuagent"]}
 }"#;
@@ -237,6 +238,27 @@ fn cpx_nps4_on_an_mi355_like_part_is_refused_before_any_write_naming_what_it_off
             "NPS4 is not offered: the GPU offers NPS1, NPS2 (available_memory_partition)"
         ),
         "{detail}"
+    );
+    assert_eq!(host.log(), Vec::<String>::new());
+}
+
+#[test]
+fn a_profile_dcm_would_refuse_is_refused_when_selected_and_the_files_others_still_apply() {
+    // The file reads whole (the other tests apply its valid profiles); DCM takes no NPS8.
+    let host = AmdPartitionHost::new(MI300X);
+    let (code, report) = host.apply("cpx-nps8");
+    assert_eq!(
+        (code, &report["error"]["kind"]),
+        (1, &Value::from("apply")),
+        "{report}"
+    );
+    let message = report["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(
+            "the profile \"cpx-nps8\" (line 7): entry 0: the memory partition \"NPS8\" is none \
+             of DCM's ValidMemoryPartitions (NPS1, NPS2, NPS4)"
+        ),
+        "{message}"
     );
     assert_eq!(host.log(), Vec::<String>::new());
 }

@@ -101,18 +101,21 @@ impl fmt::Display for ProfileFault {
                 "it assigns {assigned} GPUs and skips {skipped}, and the host has {host}"
             ),
             Self::NoEntries => f.write_str("`profiles` has no entry"),
-            Self::Compute { entry, given } => write!(
-                f,
-                "entry {entry}: the compute partition {given} is none of DCM's \
-                 ValidComputePartitions ({})",
-                list(&DCM_COMPUTE)
-            ),
-            Self::Memory { entry, given } => write!(
-                f,
-                "entry {entry}: the memory partition {given} is none of DCM's \
-                 ValidMemoryPartitions ({})",
-                list(&DCM_MEMORY)
-            ),
+            Self::Compute { entry, given } => {
+                let valid = list(&DCM_COMPUTE);
+                invalid(
+                    f,
+                    *entry,
+                    "compute",
+                    given,
+                    "ValidComputePartitions",
+                    &valid,
+                )
+            }
+            Self::Memory { entry, given } => {
+                let valid = list(&DCM_MEMORY);
+                invalid(f, *entry, "memory", given, "ValidMemoryPartitions", &valid)
+            }
             Self::MixedMemory {
                 entry,
                 memory,
@@ -133,6 +136,27 @@ impl fmt::Display for ProfileFault {
                 member.name, member.at, member.line
             ),
         }
+    }
+}
+
+/// An entry's mode that is none of DCM's `constant` (`valid`), or none at all.
+fn invalid(
+    f: &mut fmt::Formatter<'_>,
+    entry: usize,
+    kind: &str,
+    given: &InvalidMode,
+    constant: &str,
+    valid: &str,
+) -> fmt::Result {
+    match given.given() {
+        Some(text) => write!(
+            f,
+            "entry {entry}: the {kind} partition {text:?} is none of DCM's {constant} ({valid})"
+        ),
+        None => write!(
+            f,
+            "entry {entry} has no {kind} partition, and DCM's {constant} are {valid}"
+        ),
     }
 }
 

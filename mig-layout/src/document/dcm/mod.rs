@@ -40,7 +40,6 @@ pub use assign::{AssignError, ProfileFault};
 use super::error::LayoutError;
 use gpu_partition_types::JsonPointer;
 use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition};
-use std::fmt;
 
 /// The compute partitions Device Config Manager takes (`globals.ValidComputePartitions`, in its
 /// order), compared with the file's text exactly.
@@ -123,15 +122,6 @@ impl InvalidMode {
     /// string).
     pub fn given(&self) -> Option<&str> {
         self.given.as_deref()
-    }
-}
-
-impl fmt::Display for InvalidMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.given {
-            Some(text) => write!(f, "{text:?}"),
-            None => f.write_str("none"),
-        }
     }
 }
 
