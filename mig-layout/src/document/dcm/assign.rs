@@ -2,8 +2,8 @@
 //! assigned to the host's GPUs in order, as DCM assigns it.
 
 use super::{DCM_COMPUTE, DCM_MEMORY, DcmMode, DcmProfile, InvalidMode, UnknownMember};
-use gpu_partition_types::JsonPointer;
 use gpu_host_probe::amdgpu::{MemoryPartition, list};
+use gpu_partition_types::JsonPointer;
 use layout_model::amd::AmdWant;
 use std::fmt;
 

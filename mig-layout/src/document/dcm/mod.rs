@@ -38,8 +38,8 @@ mod read;
 pub use assign::{AssignError, ProfileFault};
 
 use super::error::LayoutError;
-use gpu_partition_types::JsonPointer;
 use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition};
+use gpu_partition_types::JsonPointer;
 
 /// The compute partitions Device Config Manager takes (`globals.ValidComputePartitions`, in its
 /// order), compared with the file's text exactly.
