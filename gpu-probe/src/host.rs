@@ -3,8 +3,9 @@
 //! the roots of sysfs and procfs, and the machine's one GPU lock is named after its sysfs root
 //! ([`crate::lock`]). The sync, the probe, a reset, a plan step and a layout apply all take a
 //! `Host`, and the lock is taken only through it: however many `Host` values a process or
-//! several processes make of one machine, whatever their state directories, two operations on
-//! its GPUs always meet at the same lock.
+//! several processes make of one machine, whatever their state directories (and over the
+//! machine's own sysfs, whatever directory of machine locks they name: a second one is refused,
+//! [`crate::rendezvous`]), two operations on its GPUs always meet at the same lock.
 
 use crate::boot::Boot;
 use crate::lock::{HostLock, LockError};
@@ -23,11 +24,27 @@ pub struct Host {
     state_dir: PathBuf,
     sysfs_root: PathBuf,
     proc_root: PathBuf,
-    /// The directory of machine locks, when the caller named one; else the user's default
-    /// ([`crate::lock::machine_lock_dir`]).
-    lock_dir: Option<PathBuf>,
+    /// The directory of machine locks, as the caller named it (or not).
+    lock_dir: LockDirAsked,
+    /// The directory this host takes for the user's default directory of machine locks; `None`
+    /// is the user's own ([`crate::lock::machine_lock_dir`]). Set only by the test doubles, so
+    /// the rules of the machine's own sysfs are tested without the machine's locks.
+    default_lock_dir: Option<PathBuf>,
     /// A simulation of the machine: its machine lock is apart from the real one.
     simulated: bool,
+}
+
+/// The directory of machine locks a caller named for a host ([`crate::rendezvous`] decides
+/// what each means).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LockDirAsked {
+    /// None: the machine's over its own sysfs, the tree's own over a built tree.
+    Default,
+    /// This one ([`Host::with_lock_dir`]): over the machine's own sysfs, only when it is the
+    /// machine's.
+    Named(PathBuf),
+    /// This one, as the machine's own seen at another path ([`Host::with_machine_lock_dir`]).
+    TheMachines(PathBuf),
 }
 
 impl Host {
@@ -37,31 +54,71 @@ impl Host {
             state_dir: state_dir.into(),
             sysfs_root: PathBuf::from("/sys"),
             proc_root: PathBuf::from("/proc"),
-            lock_dir: None,
+            lock_dir: LockDirAsked::Default,
+            default_lock_dir: None,
             simulated: false,
         }
     }
 
     /// The same host with its machine's locks (and its record of writes to the cards) in `dir`
-    /// instead of the user's default (`/run/gpu-host-probe` for root): for a toolstack whose
-    /// `/run` is not the host's (a container with the host's directory mounted elsewhere).
-    /// Every process that uses the machine's GPUs must name the same directory, or they do not
-    /// exclude each other, and run as the same user: like the default, it must be private
-    /// (0700, the caller's own; created so when absent), so another user's processes are
-    /// refused it rather than sharing it.
+    /// instead of its default: for a host over a built sysfs tree (tests), whose default is
+    /// the tree's own directory (beside the tree). Over the machine's own sysfs the machine has
+    /// one directory, the user's default (`/run/gpu-host-probe` for root), and `dir` is taken
+    /// only when it is that directory (by any path): any other is refused when the lock is
+    /// taken ([`LockError::SecondLockDir`]), since a second would be a second lock and a
+    /// second record of writes for one machine. A toolstack whose `/run` is not the host's (a
+    /// container with the host's directory mounted elsewhere) names it with
+    /// [`Host::with_machine_lock_dir`]. Like the default, `dir` must be private (0700, the
+    /// caller's own; created so when absent), so another user's processes are refused it
+    /// rather than sharing it.
     pub fn with_lock_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.lock_dir = Some(dir.into());
+        self.lock_dir = LockDirAsked::Named(dir.into());
         self
     }
 
-    /// The directory of the machine's locks: the one named ([`Host::with_lock_dir`]), else the
-    /// user's default ([`crate::lock::machine_lock_dir`]). A simulated host's is its own state
-    /// directory: a simulation never touches the machine's locks.
-    pub fn lock_dir(&self) -> PathBuf {
-        match &self.lock_dir {
-            Some(dir) => dir.clone(),
-            None => crate::lock::machine_lock_dir(),
-        }
+    /// The same host with its machine's locks (and its record of writes to the cards) in
+    /// `dir`, which the caller declares to be the machine's own directory of machine locks
+    /// seen at another path: the host's `/run/gpu-host-probe` mounted into a container whose
+    /// own `/run` is not the host's. It is taken as named, even though the `Host`s here that
+    /// name nothing use the user's default: every process that uses the machine's GPUs from
+    /// there must name it so, or they do not exclude each other. Over a built tree it is
+    /// [`Host::with_lock_dir`]. It must be private as the default is, and run as the same user
+    /// as the host's processes (root, for mxctl's).
+    pub fn with_machine_lock_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.lock_dir = LockDirAsked::TheMachines(dir.into());
+        self
+    }
+
+    /// The directory of the machine's locks (and of its record of writes) this host uses: a
+    /// simulated host's own state directory; over the machine's own sysfs, the user's default
+    /// ([`crate::lock::machine_lock_dir`]) or the one named as the machine's; over a built
+    /// tree, the one named, else the directory that holds the tree. Refused
+    /// ([`LockError::SecondLockDir`]) when a directory named over the machine's own sysfs is
+    /// not the machine's.
+    pub fn lock_dir(&self) -> Result<PathBuf, LockError> {
+        crate::rendezvous::machine_lock(self)
+            .map(|lock| lock.dir)
+            .map_err(LockError::from)
+    }
+
+    /// What the caller named for the directory of machine locks.
+    pub(crate) fn lock_dir_asked(&self) -> &LockDirAsked {
+        &self.lock_dir
+    }
+
+    /// The directory this host takes for the user's default directory of machine locks.
+    pub(crate) fn default_lock_dir(&self) -> PathBuf {
+        self.default_lock_dir
+            .clone()
+            .unwrap_or_else(crate::lock::machine_lock_dir)
+    }
+
+    /// The same host taking `dir` for the user's default directory of machine locks: for the
+    /// test doubles only ([`crate::test_util::machine_host`]).
+    #[cfg(any(test, feature = "test-util"))]
+    pub(crate) fn with_default_lock_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.default_lock_dir = Some(dir.into());
+        self
     }
 
     /// The same host with sysfs at `root` (a built tree in tests).
@@ -96,10 +153,8 @@ impl Host {
     /// takes the real lock, never writes the real journal, and never touches the directory of
     /// machine locks.
     pub fn simulated(&self) -> Host {
-        let state_dir = self.state_dir.join(SIMULATED_DIR);
         Self {
-            lock_dir: Some(state_dir.clone()),
-            state_dir,
+            state_dir: self.state_dir.join(SIMULATED_DIR),
             simulated: true,
             ..self.clone()
         }
@@ -113,7 +168,10 @@ impl Host {
     /// Takes the host GPU lock — the machine's one GPU lock, then the state directory's —,
     /// waiting up to `wait` for a holder to let go (a zero `wait` tries once). The state
     /// directory is created private (0700) when absent, and refused when another user could
-    /// change it; so is the directory of machine locks ([`crate::lock::machine_lock_path`]).
+    /// change it; so is the directory of machine locks ([`crate::lock::machine_lock_path`];
+    /// a built tree's own directory is not created). A directory of machine locks named over
+    /// the machine's own sysfs that is not the machine's is refused before anything is taken
+    /// ([`LockError::SecondLockDir`]).
     pub fn lock(&self, wait: Duration) -> Result<HostLock, LockError> {
         HostLock::acquire(self, wait, None)
     }

@@ -45,6 +45,7 @@ mod host;
 mod lock;
 mod os_error;
 mod pci;
+mod rendezvous;
 pub mod run;
 #[cfg(feature = "test-util")]
 pub mod test_util;

@@ -15,6 +15,15 @@
 //! following a link and only when it is a regular file of this user. The machine lock's file
 //! names its holder (pid and state directory), so a refusal says who holds the machine.
 //!
+//! **One machine, one directory.** Over the machine's own sysfs, every `Host` meets every other
+//! whatever it names: the machine's lock (and its record of writes, beside it) is in the
+//! user's default directory, a directory named with [`Host::with_lock_dir`] is taken only when
+//! it is that one, any other is refused ([`LockError::SecondLockDir`]), and the one exception —
+//! the host's directory seen from a container whose `/run` is not the host's — is named as the
+//! machine's ([`Host::with_machine_lock_dir`]). A built tree's lock is kept beside the tree.
+//! The rule, and why it is this one rather than a pointer kept in the default directory, is in
+//! [`crate::rendezvous`].
+//!
 //! Root's machine locks live in `/run/gpu-host-probe`, which only root can write: another user
 //! can neither hold nor plant them. Another user's live in `$XDG_RUNTIME_DIR/gpu-host-probe`
 //! (else a private directory of theirs in the temporary directory): such a user reads cards but
@@ -23,6 +32,8 @@
 //! [`Host`]: crate::host::Host
 //! [`Host::lock`]: crate::host::Host::lock
 //! [`Host::try_lock`]: crate::host::Host::try_lock
+//! [`Host::with_lock_dir`]: crate::host::Host::with_lock_dir
+//! [`Host::with_machine_lock_dir`]: crate::host::Host::with_machine_lock_dir
 
 use crate::host::Host;
 use nix::errno::Errno;
@@ -52,44 +63,20 @@ pub fn machine_lock_dir() -> PathBuf {
     }
 }
 
-/// The machine lock of a host: in its directory of machine locks ([`Host::lock_dir`], by
-/// default [`machine_lock_dir`]), named after the host's sysfs root
-/// (resolved when it exists: `/sys` on a real machine is `sys.lock`, `/tmp/x/sys` is
-/// `tmp-x-sys.lock`; `/` becomes `-`, any byte outside `[A-Za-z0-9._]` `\xNN`, as
-/// systemd-escape writes paths; a name too long for a file ends in a hash of the whole), with
-/// `simulated-` before it for a simulated host.
-pub fn machine_lock_path(host: &Host) -> PathBuf {
-    let root = std::fs::canonicalize(host.sysfs_root()).unwrap_or_else(|_| {
-        std::path::absolute(host.sysfs_root()).unwrap_or_else(|_| host.sysfs_root().to_path_buf())
-    });
-    let mut name = String::new();
-    if host.is_simulated() {
-        name.push_str("simulated-");
-    }
-    let text = root.to_string_lossy();
-    let trimmed = text.trim_matches('/');
-    if trimmed.is_empty() {
-        name.push('-');
-    }
-    for (at, byte) in trimmed.bytes().enumerate() {
-        match byte {
-            b'/' => name.push('-'),
-            b'.' if at == 0 => name.push_str("\\x2e"),
-            b if b.is_ascii_alphanumeric() || b == b'.' || b == b'_' => name.push(char::from(b)),
-            b => name.push_str(&format!("\\x{b:02x}")),
-        }
-    }
-    if name.len() > 200 {
-        // FNV-1a over the whole path: stable across builds (a toolstack and mxctl, built apart,
-        // must name one machine alike).
-        let hash = text.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| {
-            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-        });
-        name.truncate(180);
-        name.push_str(&format!("-{hash:016x}"));
-    }
-    name.push_str(".lock");
-    host.lock_dir().join(name)
+/// The machine lock of a host: a file named after the host's sysfs root (resolved: `/sys`
+/// gives `sys.lock`, `/tmp/x/sys` gives `tmp-x-sys.lock`; `/` becomes `-`, any byte outside
+/// `[A-Za-z0-9._]` `\xNN`, as systemd-escape writes paths; a name too long for a file ends in
+/// a hash of the whole; `simulated-` before it for a simulated host) in the host's directory of
+/// machine locks ([`Host::lock_dir`]). Over the machine's own sysfs (a sysfs mount, wherever it
+/// is mounted) it is always `sys.lock` in the machine's one directory, the user's default
+/// ([`machine_lock_dir`]) or the one named as the machine's; over a built tree, in the
+/// directory that holds the tree unless another is named. Refused
+/// ([`LockError::SecondLockDir`]) when a directory named over the machine's own sysfs is not
+/// the machine's.
+pub fn machine_lock_path(host: &Host) -> Result<PathBuf, LockError> {
+    crate::rendezvous::machine_lock(host)
+        .map(|lock| lock.path)
+        .map_err(LockError::from)
 }
 
 /// How long a sync or a probe waits for another GPU operation to let go of the host lock (a
@@ -144,6 +131,25 @@ pub enum LockError {
         /// The state directory the holder works for, when its note reads.
         state_dir: Option<PathBuf>,
     },
+    /// Over the machine's own sysfs, a directory of machine locks was named
+    /// ([`Host::with_lock_dir`]) that is not the machine's: a second directory would be a
+    /// second machine lock and a second record of writes, which neither exclude nor see the
+    /// machine's. A directory that is the machine's seen at another path (a container's view
+    /// of the host's) is named as such ([`Host::with_machine_lock_dir`]).
+    #[error(
+        "refusing the lock directory {} for the machine's own sysfs {}: the machine's GPU lock and record of writes are in {}, where every other process of the machine meets them (a directory that is the machine's seen at another path is named as the machine's)",
+        named.display(),
+        sysfs_root.display(),
+        machines.display()
+    )]
+    SecondLockDir {
+        /// The directory named.
+        named: PathBuf,
+        /// The machine's directory of machine locks (the user's default).
+        machines: PathBuf,
+        /// The machine's sysfs root, as the host names it.
+        sysfs_root: PathBuf,
+    },
     /// The wait for the lock was cancelled ([`Host::lock_unless`]).
     #[error("the wait for the host GPU lock {} was cancelled", path.display())]
     Cancelled {
@@ -188,13 +194,16 @@ impl HostLock {
         wait: Duration,
         cancel: Option<&crate::Cancel>,
     ) -> Result<HostLock, LockError> {
+        // A directory refused is refused before anything is made.
+        let crate::rendezvous::MachineLock {
+            dir,
+            path: machine,
+            make_dir,
+        } = crate::rendezvous::machine_lock(host).map_err(LockError::from)?;
         let state_dir = host.state_dir();
         let path = state_dir.join(LOCK_FILE);
         crate::trust::check_private_dir(state_dir, true)?;
-        let machine = machine_lock_path(host);
-        if let Some(dir) = machine.parent() {
-            crate::trust::check_private_dir(dir, true)?;
-        }
+        crate::trust::check_private_dir(&dir, make_dir)?;
         let give_up = Instant::now() + wait;
         let note = format!("{}\n{}\n", std::process::id(), state_dir.display());
         let machine_held = match take(&machine, give_up, &note, cancel)? {

@@ -6,7 +6,9 @@
 //! ([`Ledger::since`]).
 //!
 //! The record sits beside the machine lock (`/run/gpu-host-probe/sys.writes` for root), so every
-//! `Host` of the machine, whatever its state directory, writes and reads the same one; it is on
+//! `Host` of the machine, whatever its state directory, writes and reads the same one (and over
+//! the machine's own sysfs, whatever directory it names: one that is not the machine's is
+//! refused, and its `Host::now` says the record cannot be read, [`crate::rendezvous`]); it is on
 //! `/run`, so a reboot empties it, and an observation of an earlier boot is over anyway. Each
 //! record has an identity of its own: a mark of another record (one removed and made again)
 //! tells nothing of the writes since.
@@ -398,9 +400,17 @@ impl Host {
     /// The boot the host runs and the record of writes to its cards, now: what a stored
     /// observation of the cards is judged against.
     pub fn now(&self) -> Now {
+        let writes = match crate::rendezvous::machine_lock(self) {
+            Ok(lock) => Ledger::read(&ledger_path(&lock.path)),
+            // The directory named is refused: no record there tells anything of the machine.
+            Err(refused) => Ledger::Unreadable {
+                path: ledger_path(&refused.path),
+                why: crate::LockError::from(refused).to_string(),
+            },
+        };
         Now {
             boot: self.boot(),
-            writes: Ledger::read(&ledger_path(&crate::lock::machine_lock_path(self))),
+            writes,
         }
     }
 }

@@ -178,12 +178,12 @@ fn the_machine_lock_is_held_across_processes() {
 #[test]
 fn a_machine_lock_is_named_after_its_sysfs_root_as_systemd_escapes_a_path() {
     let host = Host::new("/var/lib/mxctl").with_sysfs_root("/nonexistent/sys fs");
-    let path = gpu_host_probe::machine_lock_path(&host);
+    let path = gpu_host_probe::machine_lock_path(&host).unwrap();
     assert_eq!(
         path.file_name().unwrap().to_str().unwrap(),
         "nonexistent-sys\\x20fs.lock"
     );
-    let simulated = gpu_host_probe::machine_lock_path(&host.simulated());
+    let simulated = gpu_host_probe::machine_lock_path(&host.simulated()).unwrap();
     assert_eq!(
         simulated.file_name().unwrap().to_str().unwrap(),
         "simulated-nonexistent-sys\\x20fs.lock"

@@ -4,4 +4,5 @@
 mod common;
 mod helper;
 mod lock;
+mod rendezvous;
 mod runner;

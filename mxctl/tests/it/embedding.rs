@@ -66,7 +66,7 @@ fn a_simulated_reset_runs_on_its_own_lock_and_journal_never_the_machines() {
     assert!(read_journal(&host).unwrap().last.is_none());
     assert!(read_journal(&host.simulated()).unwrap().last.is_some());
     assert!(
-        std::fs::read_dir(host.lock_dir())
+        std::fs::read_dir(host.lock_dir().unwrap())
             .unwrap()
             .filter_map(Result::ok)
             .all(|entry| !entry
