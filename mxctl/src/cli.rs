@@ -48,10 +48,20 @@ pub struct Global {
     #[arg(long, global = true, value_name = "DIR", default_value = "/proc")]
     pub proc_root: PathBuf,
     /// The directory of the machine's GPU locks and its record of writes to the cards
-    /// [default: /run/gpu-host-probe as root]: every process that uses this machine's GPUs
-    /// (mxctl, a toolstack) must name the same one.
-    #[arg(long, global = true, value_name = "DIR")]
+    /// [default: /run/gpu-host-probe as root; beside a --sysfs-root tree]. On the machine's own
+    /// sysfs it must be the machine's (the default, by any path): another is refused.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        conflicts_with = "machine_lock_dir"
+    )]
     pub lock_dir: Option<PathBuf>,
+    /// The machine's own directory of GPU locks seen at another path, taken as it is named:
+    /// the host's /run/gpu-host-probe mounted into a container whose /run is not the host's.
+    /// Every process in there that uses the GPUs must name it so.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub machine_lock_dir: Option<PathBuf>,
     /// Print exactly one JSON document on stdout.
     #[arg(long, global = true)]
     pub json: bool,

@@ -78,6 +78,13 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
         .with_proc_root(&cli.global.proc_root);
     if let Some(dir) = &cli.global.lock_dir {
         host = host.with_lock_dir(dir);
+        // A second directory of the machine's locks is refused before any command runs, not
+        // only by the commands that take the lock: a status judged against another directory's
+        // record of writes would be judged against the wrong one.
+        host.lock_dir()?;
+    }
+    if let Some(dir) = &cli.global.machine_lock_dir {
+        host = host.with_machine_lock_dir(dir);
     }
     if creates
         || matches!(

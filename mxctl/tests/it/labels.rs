@@ -106,7 +106,9 @@ fn the_labels_of_a_host_with_two_gpus_keep_every_rule_of_nfd() {
     let status = Command::new(env!("CARGO_BIN_EXE_mxctl"))
         .args(["--config", "/dev/null", "--state-dir"])
         .arg(host.path("state"))
-        .arg("--lock-dir")
+        // On the real `/sys`: the test's own directory, named as the machine's (labels only
+        // reads there).
+        .arg("--machine-lock-dir")
         .arg(host.path("locks"))
         .args(["labels", "--expiry", "1800", "--output"])
         .arg(&file)

@@ -16,6 +16,7 @@ mod gpus_vgpu;
 mod help;
 mod helper_fixture_mode;
 mod labels;
+mod lock_dir;
 mod metrics;
 mod multi_host;
 mod partition;

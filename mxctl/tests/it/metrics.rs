@@ -18,7 +18,9 @@ fn metrics_command(state: &Path, output: Option<&Path>) -> Command {
     command
         .args(["--config", "/dev/null", "--state-dir"])
         .arg(state)
-        .arg("--lock-dir")
+        // On the real `/sys`: the test's own directory of locks, named as the machine's, so
+        // nothing is left among the machine's (metrics only reads the record of writes there).
+        .arg("--machine-lock-dir")
         .arg(state.join("locks"))
         .arg("metrics");
     if let Some(output) = output {

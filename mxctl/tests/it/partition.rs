@@ -444,7 +444,9 @@ fn the_metrics_give_the_last_applys_outcome_and_reason() {
     command
         .args(["--config", "/dev/null", "--state-dir"])
         .arg(host.path("state"))
-        .arg("--lock-dir")
+        // On the real `/sys`: the test's own directory, named as the machine's (metrics only
+        // reads there).
+        .arg("--machine-lock-dir")
         .arg(host.path("locks"))
         .arg("metrics");
     let text = String::from_utf8(command.output().unwrap().stdout).unwrap();

@@ -395,7 +395,9 @@ fn sync_and_status_on_this_machines_real_sysfs_tell_the_truth() {
         let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
             .args(["--config", "/dev/null", "--json", "--state-dir"])
             .arg(dir.path())
-            .arg("--lock-dir")
+            // The test's own directory of locks, named as the machine's: nothing is left among
+            // the machine's own, and this sync (the pool off) writes to no card.
+            .arg("--machine-lock-dir")
             .arg(dir.path().join("locks"))
             .args(args)
             .output()

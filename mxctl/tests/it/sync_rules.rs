@@ -323,6 +323,9 @@ fn the_probe_never_reads_a_card_inside_a_warm_resets_window() {
     let probe = Command::new(env!("CARGO_BIN_EXE_mxctl"))
         .args(["--config", "/dev/null", "--json", "--state-dir"])
         .arg(reset.path("state"))
+        // The reset's machine: its tree, and its directory of locks.
+        .arg("--sysfs-root")
+        .arg(reset.sysfs.root())
         .arg("--lock-dir")
         .arg(reset.path("locks"))
         .args([

@@ -112,7 +112,8 @@ fn a_link_planted_as_the_metrics_file_leaves_its_target_untouched_and_fails_clea
     let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
         .args(["--config", "/dev/null", "--state-dir"])
         .arg(host.path("state"))
-        .arg("--lock-dir")
+        // On the real `/sys`: the test's own directory, named as the machine's.
+        .arg("--machine-lock-dir")
         .arg(host.path("locks"))
         .args(["metrics", "--output"])
         .arg(out.join("mxctl.prom"))
