@@ -78,9 +78,8 @@ fn main() -> Result<(), Box<dyn Error>> {
     let (wrapper, nvml_state) =
         fake_nvml::support::stateful_helper_wrapper(&nvml, &scenario, None)?;
 
-    // A built host: its machine lock beside it, not among the machine's in /run.
+    // A built host: its machine lock is kept beside its tree, never among the machine's.
     let host = Host::new(work.path().join("state"))
-        .with_lock_dir(work.path().join("locks"))
         .with_sysfs_root(sysfs.root())
         .with_proc_root(&proc_root);
     let helper = Helper::new(HelperConfig::new(wrapper));

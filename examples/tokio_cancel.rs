@@ -40,10 +40,8 @@ async fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
         .every_read(Act::Shell("exec sleep 3600".to_owned()))
         .write()?;
     let helper = Helper::new(HelperConfig::new(helper).deadline(Duration::from_secs(3600)));
-    // A built host: its machine lock beside it, not among the machine's in /run.
-    let host = Host::new(work.path().join("state"))
-        .with_lock_dir(work.path().join("locks"))
-        .with_sysfs_root(sysfs.root());
+    // A built host: its machine lock is kept beside its tree, never among the machine's.
+    let host = Host::new(work.path().join("state")).with_sysfs_root(sysfs.root());
 
     let task = tokio::spawn(host_sync(host.clone(), helper));
     // The toolstack is asked to shut down while the sync waits on the helper.

@@ -318,10 +318,8 @@ fn host(work: &std::path::Path) -> Result<(Host, Helper), Box<dyn Error>> {
         // Slow enough that the reset below meets the sync holding the lock.
         .every_read(Act::Sleep(Duration::from_millis(300)))
         .write()?;
-    // A built host: its machine lock beside it, not among the machine's in /run.
-    let host = Host::new(state)
-        .with_lock_dir(work.join("locks"))
-        .with_sysfs_root(sysfs.root());
+    // A built host: its machine lock is kept beside its tree, never among the machine's.
+    let host = Host::new(state).with_sysfs_root(sysfs.root());
     Ok((host, Helper::new(HelperConfig::new(helper))))
 }
 
@@ -480,7 +478,6 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
         fake_nvml::support::scenario_of(&[("0000:3b:00.0", fake_nvml::scenarios::H100_MIG_OFF)])?;
     let (wrapper, state) = fake_nvml::support::stateful_helper_wrapper(&nvml, &scenario, None)?;
     let host = mig_layout::Host::new(dir.join("state"))
-        .with_lock_dir(dir.join("locks"))
         .with_sysfs_root(sysfs.root())
         .with_proc_root(proc_root);
     let helper = mig_layout::Helper::new(mig_layout::HelperConfig::new(wrapper));

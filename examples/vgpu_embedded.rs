@@ -48,7 +48,6 @@ fn main() -> Result<(), Box<dyn Error>> {
     let fake = fake_nvml::support::vgpu_host(&nvml, PART_A100_PCIE_40GB, None, sysfs.root())?;
 
     let host = Host::new(work.path().join("state"))
-        .with_lock_dir(work.path().join("locks"))
         .with_sysfs_root(sysfs.root())
         .with_proc_root(proc_root.path());
     let helper = Helper::new(HelperConfig::new(fake.helper.clone()));

@@ -62,7 +62,7 @@ impl Host {
 
     /// The same host with its machine's locks (and its record of writes to the cards) in `dir`
     /// instead of its default: for a host over a built sysfs tree (tests), whose default is
-    /// the tree's own directory (beside the tree). Over the machine's own sysfs the machine has
+    /// `gpu-host-probe` beside the tree. Over the machine's own sysfs the machine has
     /// one directory, the user's default (`/run/gpu-host-probe` for root), and `dir` is taken
     /// only when it is that directory (by any path): any other is refused when the lock is
     /// taken ([`LockError::SecondLockDir`]), since a second would be a second lock and a
@@ -92,7 +92,7 @@ impl Host {
     /// The directory of the machine's locks (and of its record of writes) this host uses: a
     /// simulated host's own state directory; over the machine's own sysfs, the user's default
     /// ([`crate::lock::machine_lock_dir`]) or the one named as the machine's; over a built
-    /// tree, the one named, else the directory that holds the tree. Refused
+    /// tree, the one named, else `gpu-host-probe` beside the tree. Refused
     /// ([`LockError::SecondLockDir`]) when a directory named over the machine's own sysfs is
     /// not the machine's.
     pub fn lock_dir(&self) -> Result<PathBuf, LockError> {

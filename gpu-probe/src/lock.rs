@@ -69,8 +69,8 @@ pub fn machine_lock_dir() -> PathBuf {
 /// a hash of the whole; `simulated-` before it for a simulated host) in the host's directory of
 /// machine locks ([`Host::lock_dir`]). Over the machine's own sysfs (a sysfs mount, wherever it
 /// is mounted) it is always `sys.lock` in the machine's one directory, the user's default
-/// ([`machine_lock_dir`]) or the one named as the machine's; over a built tree, in the
-/// directory that holds the tree unless another is named. Refused
+/// ([`machine_lock_dir`]) or the one named as the machine's; over a built tree, in
+/// `gpu-host-probe` beside the tree unless another is named. Refused
 /// ([`LockError::SecondLockDir`]) when a directory named over the machine's own sysfs is not
 /// the machine's.
 pub fn machine_lock_path(host: &Host) -> Result<PathBuf, LockError> {

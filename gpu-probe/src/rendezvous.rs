@@ -34,13 +34,17 @@
 //!
 //! **Over a built tree** (any sysfs root that is not a sysfs mount: tests, examples,
 //! `--sysfs-root` trees), the machine is the tree: its lock is named after the tree (as
-//! [`crate::lock::machine_lock_path`] says) and kept in the directory that holds the tree,
+//! [`crate::lock::machine_lock_path`] says) and kept beside it, in `gpu-host-probe` in the
+//! directory that holds the tree (made private, 0700, as every directory of locks must be),
 //! unless a directory is named. A tree is made and removed with its directory, and its lock
 //! goes with it: nothing of a test or an example is left among the machine's locks (CI checks
 //! `/run/gpu-host-probe` after the tests and the examples), and no tree's lock can meet the
-//! machine's. That directory is not made when absent (a tree's directory is its maker's), and
-//! must be private as every directory of locks is. A simulated host's lock is in its own state
-//! directory, as before.
+//! machine's. A directory of its own rather than the tree's directory itself, since that one
+//! is made with its maker's umask (a temporary directory is group-writable under umask 002)
+//! and would be refused as not private; the tree's directory is never made (it is its
+//! maker's), so a tree whose directory is absent has no lock. A tree right inside a shared
+//! directory (`/tmp`) is better given a directory by name. A simulated host's lock is in its
+//! own state directory, as before.
 //!
 //! [`Host::with_lock_dir`]: crate::host::Host::with_lock_dir
 //! [`Host::with_machine_lock_dir`]: crate::host::Host::with_machine_lock_dir
@@ -54,6 +58,9 @@ use std::path::{Path, PathBuf};
 /// The root the machine's own sysfs names its lock after, wherever it is mounted.
 const MACHINE_SYSFS: &str = "/sys";
 
+/// The directory of a built tree's machine locks, beside the tree.
+const TREE_LOCK_DIR: &str = "gpu-host-probe";
+
 /// A host's machine lock: where it is, and whether its directory is made when absent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct MachineLock {
@@ -61,7 +68,8 @@ pub(crate) struct MachineLock {
     pub(crate) dir: PathBuf,
     /// The lock file.
     pub(crate) path: PathBuf,
-    /// Whether the directory is made (private) when absent: not a tree's own directory.
+    /// Whether the directory is made (private) when absent: not when it would be beside a
+    /// tree whose own directory is absent (that directory is its maker's to make).
     pub(crate) make_dir: bool,
 }
 
@@ -118,7 +126,10 @@ pub(crate) fn machine_lock(host: &Host) -> Result<MachineLock, Refused> {
             | (false, LockDirAsked::Named(dir) | LockDirAsked::TheMachines(dir)) => {
                 (dir.clone(), true)
             }
-            (false, LockDirAsked::Default) => (root.parent().unwrap_or(&root).to_path_buf(), false),
+            (false, LockDirAsked::Default) => {
+                let holder = root.parent().unwrap_or(&root);
+                (holder.join(TREE_LOCK_DIR), holder.is_dir())
+            }
         }
     };
     let path = dir.join(lock_name(&root, host.is_simulated()));
@@ -130,8 +141,8 @@ pub(crate) fn machine_lock(host: &Host) -> Result<MachineLock, Refused> {
 }
 
 /// Whether `root` is a sysfs mount (the kernel's own view of this machine), not a built tree.
-/// A root that cannot be looked at is no sysfs: as a tree its lock goes beside it, and a
-/// directory there that is not private refuses it.
+/// A root that cannot be looked at is no sysfs: as a tree its lock goes beside it, where
+/// whatever fails (no directory there, one that is not private) refuses it.
 pub(crate) fn is_machine_sysfs(root: &Path) -> bool {
     nix::sys::statfs::statfs(root)
         .is_ok_and(|fs| fs.filesystem_type() == nix::sys::statfs::SYSFS_MAGIC)

@@ -197,7 +197,9 @@ fn a_built_trees_machine_lock_is_kept_beside_it_where_its_hosts_meet() {
     let first = Host::new(dir.path().join("a")).with_sysfs_root(&tree);
     let second = Host::new(dir.path().join("b")).with_sysfs_root(&tree);
     let held = first.try_lock().unwrap();
-    let beside = std::fs::canonicalize(dir.path()).unwrap();
+    let beside = std::fs::canonicalize(dir.path())
+        .unwrap()
+        .join("gpu-host-probe");
     assert_eq!(held.machine_path().parent(), Some(beside.as_path()));
     let name = held.machine_path().file_name().unwrap().to_string_lossy();
     assert!(name.ends_with("-sys.lock"), "{name}");
@@ -233,4 +235,20 @@ fn over_a_built_tree_any_directory_may_be_named() {
             Some(named.as_path())
         );
     }
+}
+
+#[test]
+fn a_built_tree_in_a_group_writable_directory_keeps_its_lock_in_a_private_one_beside_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    // What a temporary directory is under umask 002.
+    let holder = dir.path().join("work");
+    std::fs::create_dir(&holder).unwrap();
+    std::fs::set_permissions(&holder, std::fs::Permissions::from_mode(0o775)).unwrap();
+    let host = Host::new(holder.join("state")).with_sysfs_root(holder.join("sys"));
+    let held = host.try_lock().unwrap();
+    let locks = held.machine_path().parent().unwrap();
+    assert_eq!(locks.file_name().unwrap(), "gpu-host-probe");
+    let mode = std::fs::metadata(locks).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
 }
