@@ -114,7 +114,8 @@ fn overhead(c: &mut Criterion) {
         let (fifo, watched, stop) = (fifo.clone(), watched.clone(), stop.clone());
         std::thread::spawn(move || serve(fifo, watched, stop))
     };
-    let host = Host::new(dir.path().join("state")).with_lock_dir(dir.path().join("locks"));
+    // The built tree's host: its lock is kept beside the tree, never among the machine's.
+    let host = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
     let target = ResetTarget::device(Bdf {
         domain: 0,
         bus: 0x3b,

@@ -21,7 +21,8 @@ const GPU_3B: Bdf = Bdf {
 
 fn overhead(c: &mut Criterion) {
     let Ok(dir) = tempfile::tempdir() else { return };
-    let host = Host::new(dir.path()).with_lock_dir(dir.path().join("locks"));
+    // A built tree's host: its lock is kept beside the tree, never among the machine's.
+    let host = Host::new(dir.path()).with_sysfs_root(dir.path().join("sys"));
     let config = MachineConfig::new(ResetTarget::index(1));
     let mut group = c.benchmark_group("warm_reset_simulated");
     group
