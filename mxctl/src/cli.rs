@@ -130,10 +130,11 @@ mxctl_layout_drift{kind} say whether the cards hold it, and since when."
     /// of `partition`.
     #[command(subcommand)]
     Vgpu(VgpuCommand),
-    /// AMD Instinct partitions: ROCm Device Config Manager profiles (compute SPX, DPX, QPX or CPX, memory
-    /// NPS1, NPS2 or NPS4, as DCM takes them) applied by diff — the memory partitions requested, one amdgpu reload for the
-    /// host, then the compute partitions —, kept as the host's declaration, compared by every
-    /// sync and restored at boot; the options, exit codes and --json of `partition`.
+    /// AMD Instinct partitions: ROCm Device Config Manager profiles (compute SPX, DPX, QPX or
+    /// CPX, memory NPS1, NPS2 or NPS4, as DCM takes them) applied by diff — the memory
+    /// partitions requested, one amdgpu reload for the host, then the compute partitions —,
+    /// kept as the host's declaration, compared by every sync and restored at boot; the
+    /// options, exit codes and --json of `partition`.
     #[command(
         subcommand,
         after_long_help = "Refused before any write: a mode a GPU does not offer (its \
