@@ -112,10 +112,7 @@ impl Bed {
         let mut store = MemoryStore::default();
         let reset = ResetWith::new(Method::Nvidia, &mut self.backend);
         let with = VgpuWith {
-            sriov_manage: SriovManage {
-                path: self.fake.sriov_manage.clone(),
-                ..SriovManage::default()
-            },
+            sriov_manage: SriovManage::at(self.fake.sriov_manage.clone()),
             types: &self.fake.types,
         };
         let run = ApplyRun::new(&self.host, &self.helper, &mut store, reset).vgpu(with);

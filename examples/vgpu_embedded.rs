@@ -59,10 +59,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut run = |options: &ApplyOptions, apply: bool, store: &mut MemoryStore| {
         let reset = ResetWith::new(Method::Nvidia, &mut backend).clock(&*clock);
         let with = VgpuWith {
-            sriov_manage: SriovManage {
-                path: fake.sriov_manage.clone(),
-                ..SriovManage::default()
-            },
+            sriov_manage: SriovManage::at(fake.sriov_manage.clone()),
             types: &fake.types,
         };
         let run = ApplyRun::new(&host, &helper, store, reset).vgpu(with);

@@ -133,6 +133,17 @@ impl Host {
         self
     }
 
+    /// Whether the host's roots are the machine's own: its sysfs root a sysfs mount and its
+    /// procfs root a procfs mount, wherever they are mounted, and the host no simulation. A host
+    /// over a built tree (tests, examples, `--sysfs-root`) is not, and never runs the machine's
+    /// own programs ([`crate::Program::for_host`]).
+    pub fn is_machine(&self) -> bool {
+        !self.simulated
+            && crate::rendezvous::is_machine_sysfs(&self.sysfs_root)
+            && nix::sys::statfs::statfs(&self.proc_root)
+                .is_ok_and(|fs| fs.filesystem_type() == nix::sys::statfs::PROC_SUPER_MAGIC)
+    }
+
     /// The state directory.
     pub fn state_dir(&self) -> &Path {
         &self.state_dir

@@ -19,6 +19,9 @@
 //! - [`amdgpu`]: amdgpu's sysfs interface for AMD Instinct partitions: the modes, a GPU's
 //!   partitions read strictly, and what carries a layout's writes (the kernel's files and
 //!   `modprobe`, [`amdgpu::SysfsAmdgpu`]).
+//! - [`Program`]: a program root runs that acts on the machine itself (the helper,
+//!   `sriov-manage`, `modprobe`): the machine's own, which only a host whose roots are the
+//!   machine's runs ([`Host::is_machine`]), or one the caller names for the host it built.
 //! - [`chain`]: an error and its causes on one line, for people.
 //! - [`Clock`]: the time every operation runs on ([`SystemClock`], or a [`VirtualClock`] that
 //!   tests and simulations advance at once); one clock per run.
@@ -45,6 +48,7 @@ mod host;
 mod lock;
 mod os_error;
 mod pci;
+mod program;
 mod rendezvous;
 pub mod run;
 #[cfg(feature = "test-util")]
@@ -68,6 +72,7 @@ pub use pci::{
     AMD_VENDOR, NVIDIA_VENDOR, PciIdError, PciIdentity, PciSubsystem, is_accelerator_class,
     is_display_class, read_pci_class, read_pci_identity,
 };
+pub use program::{Origin, Program, ProgramRefused};
 pub use writes::{
     CardWrite, CardWrites, Ledger, Now, RecordError, Since, WRITES_EXTENSION, WriteMark, Writer,
     WrittenSince,

@@ -28,6 +28,9 @@ gpu_partition_types::token_enum! {
         PoolDisabled = "pool_disabled",
         /// The helper is absent, unsafe, or cannot apply.
         HelperUnavailable = "helper_unavailable",
+        /// A program a side of the apply runs (`sriov-manage`, `modprobe`) is absent, or one
+        /// root may not trust (the detail names it and why).
+        ToolUnavailable = "tool_unavailable",
         /// A card did not read (or not whole).
         GpuUnreadable = "gpu_unreadable",
         /// Something uses what the layout would change: processes on the card, a vGPU on an

@@ -23,7 +23,7 @@
 use gpu_host_probe::Clock;
 use gpu_host_probe::run::{RunResult, RunSpec};
 use gpu_host_probe::vf::{VfTypeFile, VgpuTypes};
-use gpu_host_probe::{Cancel, HostLock, RecordError, Writer};
+use gpu_host_probe::{Cancel, HostLock, Program, RecordError, Writer};
 use gpu_partition_types::Bdf;
 use host_sync::sriov::{Sriov, SriovError, VgpuTypeId, parse_current_vgpu_type, read_sriov};
 use std::num::NonZeroU32;
@@ -42,9 +42,10 @@ const NOT_A_GPU: &str = "This is not a VGA or 3D controller";
 /// How `sriov-manage` is run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SriovManage {
-    /// The program ([`DEFAULT_SRIOV_MANAGE`] by default); like every program root runs, it must
-    /// be one nobody else can change.
-    pub path: PathBuf,
+    /// The program: the machine's own at [`DEFAULT_SRIOV_MANAGE`] by default, which a host
+    /// whose roots are not the machine's never runs; like every program root runs, it must be
+    /// one nobody else can change.
+    pub program: Program,
     /// How long one run may take (default 120 s: enabling every VF of eight GPUs took 30 s
     /// and more in gpu-operator PR 2002; one GPU's run is given four times that).
     pub deadline: Duration,
@@ -59,7 +60,7 @@ pub struct SriovManage {
 impl Default for SriovManage {
     fn default() -> Self {
         Self {
-            path: PathBuf::from(DEFAULT_SRIOV_MANAGE),
+            program: Program::installed("sriov-manage", DEFAULT_SRIOV_MANAGE),
             deadline: Duration::from_secs(120),
             attempts: NonZeroU32::new(5).unwrap_or(NonZeroU32::MIN),
             pause: Duration::from_secs(3),
@@ -216,6 +217,16 @@ impl std::fmt::Debug for SriovManageOn<'_> {
 }
 
 impl SriovManage {
+    /// `sriov-manage` at `path`, named by the caller (a fake for the host it built, a wrapper),
+    /// with the default deadline and retries.
+    pub fn at(path: impl Into<PathBuf>) -> Self {
+        let default = Self::default();
+        Self {
+            program: default.program.at(path),
+            ..default
+        }
+    }
+
     /// Runs `sriov-manage` on `gpu` until its VFs are as `wanted` says, read back.
     pub fn set_vfs(
         &self,
@@ -258,7 +269,7 @@ impl SriovManage {
             if !again || attempt >= most {
                 return Err(SriovManageError::Failed {
                     gpu,
-                    program: self.path.clone(),
+                    program: self.program.path().to_path_buf(),
                     wanted,
                     attempts: attempt,
                     last,
@@ -279,7 +290,7 @@ impl SriovManage {
         gpu: Bdf,
         wanted: VfsWanted,
     ) -> Result<Result<Sriov, RunEnd>, SriovManageError> {
-        let mut spec = RunSpec::new(&self.path, self.deadline)
+        let mut spec = RunSpec::new(self.program.path(), self.deadline)
             .args([wanted.flag().to_owned(), gpu.to_string()]);
         if let Some(cancel) = on.cancel {
             spec = spec.cancel(cancel.clone());

@@ -2,6 +2,7 @@
 
 use crate::cli::Switch;
 use crate::failure::Failure;
+use gpu_host_probe::Program;
 use gpu_host_probe::helper::HelperConfig;
 use gpu_host_probe::run::CommandLine;
 use mig_layout::{HookPoint, Hooks};
@@ -29,11 +30,12 @@ pub struct Config {
     pub nvidia_smi: Option<PathBuf>,
     /// `amd-smi`: `None` looks in the usual places.
     pub amd_smi: Option<PathBuf>,
-    /// `sriov-manage`: NVIDIA's script that enables and disables a GPU's virtual functions.
-    pub sriov_manage: PathBuf,
+    /// `sriov-manage`: NVIDIA's script that enables and disables a GPU's virtual functions (the
+    /// machine's own, at its installed path, unless the file names one).
+    pub sriov_manage: Program,
     /// `modprobe`: the program that reloads the amdgpu driver (an AMD memory partition
-    /// change).
-    pub modprobe: PathBuf,
+    /// change; the machine's own unless the file names one).
+    pub modprobe: Program,
     /// `amd-client-services`: the systemd services that use the AMD GPUs (one running blocks
     /// an AMD partition change), beside a Device Config Manager file's own.
     pub amd_client_services: Vec<String>,
@@ -86,10 +88,10 @@ pub const SETTINGS: &[Setting] = &[
         key: "gpu-partition-helper",
         about: "Reads the partitions of the host's GPUs",
         read: |c, v| {
-            c.helper.path = absolute(v)?;
+            c.helper.program = c.helper.program.at(absolute(v)?);
             Ok(())
         },
-        show: |c| c.helper.path.display().to_string(),
+        show: |c| c.helper.program.path().display().to_string(),
     },
     Setting {
         key: "helper-deadline",
@@ -140,19 +142,19 @@ pub const SETTINGS: &[Setting] = &[
         key: "sriov-manage",
         about: "NVIDIA's sriov-manage, which enables and disables a GPU's virtual functions (vgpu apply, leave, restore)",
         read: |c, v| {
-            c.sriov_manage = absolute(v)?;
+            c.sriov_manage = c.sriov_manage.at(absolute(v)?);
             Ok(())
         },
-        show: |c| c.sriov_manage.display().to_string(),
+        show: |c| c.sriov_manage.path().display().to_string(),
     },
     Setting {
         key: "modprobe",
         about: "The modprobe program that reloads the amdgpu driver for an AMD memory partition change",
         read: |c, v| {
-            c.modprobe = absolute(v)?;
+            c.modprobe = c.modprobe.at(absolute(v)?);
             Ok(())
         },
-        show: |c| c.modprobe.display().to_string(),
+        show: |c| c.modprobe.path().display().to_string(),
     },
     Setting {
         key: "amd-client-services",
@@ -286,8 +288,8 @@ impl Default for Config {
             mx_smi: None,
             nvidia_smi: None,
             amd_smi: None,
-            sriov_manage: PathBuf::from(mig_layout::vgpu::DEFAULT_SRIOV_MANAGE),
-            modprobe: PathBuf::from(gpu_host_probe::amdgpu::DEFAULT_MODPROBE),
+            sriov_manage: mig_layout::vgpu::SriovManage::default().program,
+            modprobe: gpu_host_probe::amdgpu::Modprobe::default().program,
             amd_client_services: Vec::new(),
             reset_window: warm_reset::DEFAULT_WINDOW,
             kmsg: PathBuf::from(warm_reset::io::DEFAULT_KMSG),

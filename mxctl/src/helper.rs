@@ -9,7 +9,7 @@ use gpu_host_probe::helper::Helper;
 pub fn helper(args: &HelperArgs, config: &Config) -> Helper {
     let mut settings = config.helper.clone();
     if let Some(path) = &args.helper {
-        settings.path.clone_from(path);
+        settings.program = settings.program.at(path);
     }
     if let Some(deadline) = args.deadline {
         settings = settings.deadline(deadline);

@@ -8,11 +8,11 @@
 
 use super::DRIVER;
 use super::modes::{ComputePartition, MemoryPartition};
-use crate::Cancel;
 use crate::run::{RunResult, RunSpec};
+use crate::{Cancel, Program};
 use gpu_partition_types::Bdf;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 /// What carries the writes of an AMD partition layout: the two partition files and the driver's
@@ -111,9 +111,10 @@ pub const DEFAULT_MODPROBE: &str = "/sbin/modprobe";
 /// How the driver is reloaded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Modprobe {
-    /// The program ([`DEFAULT_MODPROBE`] by default); like every program root runs, it must be
-    /// one nobody else can change.
-    pub path: PathBuf,
+    /// The program: the machine's own at [`DEFAULT_MODPROBE`] by default, which a host whose
+    /// roots are not the machine's never runs; like every program root runs, it must be one
+    /// nobody else can change.
+    pub program: Program,
     /// How long each run (the unload, the load) may take (default 5 minutes: an unload with a
     /// memory partition request sends it to the firmware of every GPU of the hive, and AMD's
     /// `amd-smi` waits up to 140 s for a memory partition change).
@@ -123,8 +124,20 @@ pub struct Modprobe {
 impl Default for Modprobe {
     fn default() -> Self {
         Self {
-            path: PathBuf::from(DEFAULT_MODPROBE),
+            program: Program::installed("modprobe", DEFAULT_MODPROBE),
             deadline: Duration::from_secs(300),
+        }
+    }
+}
+
+impl Modprobe {
+    /// `modprobe` at `path`, named by the caller (a fake for the host it built, a wrapper),
+    /// with the default deadline.
+    pub fn at(path: impl Into<std::path::PathBuf>) -> Self {
+        let default = Self::default();
+        Self {
+            program: default.program.at(path),
+            ..default
         }
     }
 }
@@ -150,7 +163,7 @@ impl SysfsAmdgpu {
         cancel: Option<&Cancel>,
         failed: fn(String, RunResult, String) -> ReloadError,
     ) -> Result<(), ReloadError> {
-        let mut spec = RunSpec::new(&self.modprobe.path, self.modprobe.deadline)
+        let mut spec = RunSpec::new(self.modprobe.program.path(), self.modprobe.deadline)
             .args(args.iter().map(|arg| (*arg).to_owned()));
         if let Some(cancel) = cancel {
             spec = spec.cancel(cancel.clone());
@@ -160,7 +173,11 @@ impl SysfsAmdgpu {
             return Ok(());
         }
         Err(failed(
-            format!("{} {}", self.modprobe.path.display(), args.join(" ")),
+            format!(
+                "{} {}",
+                self.modprobe.program.path().display(),
+                args.join(" ")
+            ),
             run.result,
             String::from_utf8_lossy(&run.stderr).trim().to_owned(),
         ))

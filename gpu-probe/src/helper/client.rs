@@ -132,6 +132,10 @@ pub enum ApplyFailure {
     /// run: nothing was written.
     #[error("the write could not be recorded, so the helper was not run")]
     NotRecorded(#[source] crate::RecordError),
+    /// The helper may not run on this host (the machine's own, on a host whose roots are not
+    /// the machine's): nothing was run, nothing written.
+    #[error("the helper may not run on this host")]
+    Refused(#[source] crate::ProgramRefused),
     /// The helper's run gave no usable answer (the batch may have written part of its steps).
     #[error("{0}")]
     Run(ReadFailure),
@@ -217,7 +221,10 @@ impl Helper {
 
     /// Reads one card with the negotiated `format`, under the host lock `_lock` (held, so the
     /// card is never read inside a warm reset's window).
-    pub fn read(&self, _lock: &HostLock, device: Bdf, format: FormatVersion) -> CardRead {
+    pub fn read(&self, lock: &HostLock, device: Bdf, format: FormatVersion) -> CardRead {
+        if let Some(failure) = self.refused_under(lock) {
+            return CardRead::failed(device, failure, Duration::ZERO);
+        }
         self.read_one(device, format)
     }
 
@@ -254,10 +261,13 @@ impl Helper {
     /// whose case is `unreadable`, are the failure, with its reason and message.
     pub fn read_reply(
         &self,
-        _lock: &HostLock,
+        lock: &HostLock,
         device: Bdf,
         format: FormatVersion,
     ) -> Result<Reply, ReadFailure> {
+        if let Some(failure) = self.refused_under(lock) {
+            return Err(failure);
+        }
         let (reply, _) = self
             .run_read(device, format, self.config.limits.stdout)
             .map_err(|(failure, _)| failure)?;
@@ -318,6 +328,10 @@ impl Helper {
         format: FormatVersion,
         request: &ApplyRequest,
     ) -> Result<ApplyAnswer, ApplyFailure> {
+        self.config
+            .program
+            .allowed_on(lock.host())
+            .map_err(ApplyFailure::Refused)?;
         lock.record_write(&[device], crate::Writer::HelperApply)
             .map_err(ApplyFailure::NotRecorded)?;
         self.run_apply(device, format, request)
@@ -394,12 +408,18 @@ impl Helper {
     /// outcome, in the order given.
     pub fn read_all(
         &self,
-        _lock: &HostLock,
+        lock: &HostLock,
         devices: &[Bdf],
         format: FormatVersion,
     ) -> Vec<CardRead> {
         if devices.is_empty() {
             return Vec::new();
+        }
+        if let Some(failure) = self.refused_under(lock) {
+            return devices
+                .iter()
+                .map(|device| CardRead::failed(*device, failure.clone(), Duration::ZERO))
+                .collect();
         }
         let next = AtomicUsize::new(0);
         let reads: Vec<Mutex<Option<CardRead>>> =
@@ -449,7 +469,10 @@ impl Helper {
 
     fn run_spec(&self, spec: run::RunSpec, what: &str) -> Run {
         // With a wrapper the runner checks the wrapper; the helper must exist all the same.
-        let run = match (&self.config.wrapper, run::check_program(&self.config.path)) {
+        let run = match (
+            &self.config.wrapper,
+            run::check_program(self.config.program.path()),
+        ) {
             (Some(_), Err(error)) => Run::not_started(error),
             _ => run::run(&spec),
         };
@@ -498,7 +521,18 @@ impl Helper {
     }
 
     fn name(&self) -> String {
-        self.config.path.display().to_string()
+        self.config.program.path().display().to_string()
+    }
+
+    /// Why a read under `lock` may not start: the machine's own helper on a host whose roots
+    /// are not the machine's would read the real machine's cards under the tree's addresses
+    /// (`helper_unsafe`).
+    fn refused_under(&self, lock: &HostLock) -> Option<ReadFailure> {
+        let refused = self.config.program.allowed_on(lock.host()).err()?;
+        Some(ReadFailure::new(
+            UnreadableReason::HelperUnsafe,
+            refused.to_string(),
+        ))
     }
 }
 

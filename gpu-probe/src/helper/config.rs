@@ -8,6 +8,9 @@ use std::time::Duration;
 /// The helper's default path.
 pub const DEFAULT_HELPER: &str = "/opt/xensource/libexec/gpu-partition-helper";
 
+/// What the helper is, for people.
+const HELPER: &str = "gpu-partition-helper";
+
 /// A program that wraps the helper's call (a lock, say): `PROGRAM ARGS… HELPER HELPER-ARGS…`.
 /// Its arguments are kept apart from the helper's own, so adding one changes no call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,8 +36,9 @@ impl Wrapper {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HelperConfig {
-    /// The helper program.
-    pub path: PathBuf,
+    /// The helper program: the machine's own at [`DEFAULT_HELPER`] by default, which a host
+    /// whose roots are not the machine's never runs ([`crate::Program`]).
+    pub program: crate::Program,
     /// How long one run may take (default 5 s).
     pub deadline: Duration,
     /// Output caps (default 4 MiB stdout, 64 KiB stderr). The stdout cap is one read's, and the
@@ -53,7 +57,7 @@ pub struct HelperConfig {
 impl Default for HelperConfig {
     fn default() -> Self {
         Self {
-            path: PathBuf::from(DEFAULT_HELPER),
+            program: crate::Program::installed(HELPER, DEFAULT_HELPER),
             deadline: Duration::from_secs(5),
             limits: OutputLimits::default(),
             concurrency: 8,
@@ -64,10 +68,10 @@ impl Default for HelperConfig {
 }
 
 impl HelperConfig {
-    /// The default configuration with the helper at `path`.
+    /// The default configuration with the helper at `path`, named by the caller.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
-            path: path.into(),
+            program: crate::Program::named(HELPER, path),
             ..Self::default()
         }
     }
@@ -105,10 +109,10 @@ impl HelperConfig {
     /// The run of the helper with `helper_args`, wrapped when a wrapper is set.
     pub(crate) fn spec(&self, helper_args: Vec<OsString>) -> RunSpec {
         let spec = match &self.wrapper {
-            None => RunSpec::new(&self.path, self.deadline).args(helper_args),
+            None => RunSpec::new(self.program.path(), self.deadline).args(helper_args),
             Some(wrapper) => RunSpec::new(&wrapper.program, self.deadline)
                 .args(wrapper.args.iter().cloned())
-                .args([self.path.clone().into_os_string()])
+                .args([self.program.path().as_os_str().to_owned()])
                 .args(helper_args),
         };
         // A helper run dies with the process that started it: a write of a run killed

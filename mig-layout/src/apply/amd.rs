@@ -299,6 +299,14 @@ pub(super) fn preflight(
         Ok(steps) => steps,
         Err(refusal) => return refused(refusal.reason(), refusal.to_string(), reports),
     };
+    // A plan that reloads the driver through the kernel's side runs modprobe only when root may
+    // (before any write, as the helper's own check).
+    if steps.contains(&AmdStep::ReloadDriver) && with.writes.is_none() {
+        if let Err(why) = with.modprobe.program.for_host(host) {
+            let detail = gpu_host_probe::chain::Chain(&why).to_string();
+            return refused(ApplyReason::ToolUnavailable, detail, reports);
+        }
+    }
     for report in &mut reports {
         report.amd_plan = steps
             .iter()

@@ -85,6 +85,32 @@ fn before_reading(
     None
 }
 
+/// Every program of the machine's own (at its installed path) that a side of `job` would run,
+/// refused on a host whose roots are not the machine's, before anything is read or written:
+/// the helper (an NVIDIA GPU), `sriov-manage` (a vGPU job), `modprobe` (an AMD GPU written by
+/// the kernel's files). A side given a writer of its own (a fake for its tree) needs none.
+fn programs_for_host(
+    host: &gpu_host_probe::Host,
+    helper: &gpu_host_probe::helper::Helper,
+    (vgpu, amd): (&super::vgpu::VgpuWith<'_>, &super::amd::AmdWith<'_>),
+    job: &Job,
+) -> Result<(), ApplyError> {
+    let mut programs = Vec::new();
+    if !job.wanted.is_empty() {
+        programs.push(&helper.config().program);
+    }
+    if job.wanted.iter().any(|w| w.vgpu.is_some()) {
+        programs.push(&vgpu.sriov_manage.program);
+    }
+    if !job.amd.is_empty() && amd.writes.is_none() {
+        programs.push(&amd.modprobe.program);
+    }
+    programs
+        .into_iter()
+        .try_for_each(|program| program.allowed_on(host))
+        .map_err(ApplyError::NotThisHosts)
+}
+
 /// An apply under `lock`, labelled `label`: everything after the lock is taken.
 pub(super) fn run_locked(
     run: ApplyRun<'_>,
@@ -103,6 +129,7 @@ pub(super) fn run_locked(
         vgpu,
         amd,
     } = run;
+    programs_for_host(host, helper, (&vgpu, &amd), &job)?;
     let clock = reset.clock_or_real();
     // Every run of the helper ends when the caller cancels (the closing sync's too); the one read
     // that settles what a batch without an answer did runs without it.

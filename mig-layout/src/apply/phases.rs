@@ -101,7 +101,7 @@ pub(super) fn run_batch(
     let request = ApplyRequest::new(steps);
     let answer = match batch.apply(shared.lock, device, shared.format()?, &request) {
         Ok(answer) => answer,
-        Err(failure @ ApplyFailure::NotRecorded(_)) => {
+        Err(failure @ (ApplyFailure::NotRecorded(_) | ApplyFailure::Refused(_))) => {
             return Err(Stop::failed(
                 ApplyReason::StepRefused,
                 format!("{device}: {}", gpu_host_probe::chain::Chain(&failure)),

@@ -10,8 +10,10 @@ use super::vgpu::{self, GpuVgpu};
 use crate::plan::{Impossible, plan};
 use crate::report::{ApplyReason, ApplyWarning, GpuReport};
 use crate::select::{HostGpu, Wanted};
-use gpu_host_probe::Host;
+use crate::vgpu::VgpuStep;
+use gpu_host_probe::chain::Chain;
 use gpu_host_probe::helper::{CardRead, ReadFailure};
+use gpu_host_probe::{Host, Program};
 use gpu_partition_types::{Bdf, UnreadableReason};
 use layout_model::{Adopted, Board, BoardChange, Card, DeclaredGpu, Unnamed};
 use std::collections::BTreeMap;
@@ -85,7 +87,8 @@ pub(super) fn preflight(
     };
     for (wanted, read) in wanted.into_iter().zip(reads) {
         let declared = boards.and_then(|boards| boards.get(&wanted.gpu.bdf));
-        match check(shared.host, wanted, read, declared, unnamed, &mut warnings) {
+        let on = (shared.host, &shared.vgpu.sriov_manage.program);
+        match check(on, wanted, read, declared, unnamed, &mut warnings) {
             Checked::Go(gpu, busy) => {
                 if let Some(why) = busy {
                     refusal.get_or_insert(why);
@@ -118,7 +121,7 @@ pub(super) fn preflight(
 
 /// A GPU's read, its board against the one declared in its slot (a restore), and its plan.
 fn check(
-    host: &Host,
+    (host, sriov_manage): (&Host, &Program),
     mut wanted: Wanted,
     read: CardRead,
     declared: Option<&Board>,
@@ -153,6 +156,17 @@ fn check(
     if let Some(job) = &wanted.vgpu {
         match vgpu::preflight(host, &wanted.gpu, job, &reply, unnamed) {
             Ok(planned) => {
+                // A plan that runs sriov-manage runs it only when root may (before any write,
+                // as the helper's own check).
+                let runs = planned.vgpu.has(&VgpuStep::EnableVfs)
+                    || planned.vgpu.has(&VgpuStep::DisableVfs);
+                if let Some(refused) = runs.then(|| sriov_manage.for_host(host).err()).flatten() {
+                    let why = (
+                        ApplyReason::ToolUnavailable,
+                        format!("{}: {}", wanted.gpu, Chain(&refused)),
+                    );
+                    return Checked::Refused(Box::new(report), why, None);
+                }
                 wanted.want = planned.want;
                 report.vgpu_plan = planned.vgpu.steps.clone();
                 vgpu_side = planned.vgpu;

@@ -76,6 +76,12 @@ impl<'a> ApplyRun<'a> {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ApplyError {
+    /// A program the apply would run is the machine's own (at its installed path, the
+    /// default), and the host's roots are not the machine's (a host built over a test tree): it
+    /// would act on the real machine. Nothing was read or written; name one made for the host
+    /// (the fakes come with theirs).
+    #[error("the apply would run the machine's own program on another host")]
+    NotThisHosts(#[source] gpu_host_probe::ProgramRefused),
     /// The host lock's file could not be used.
     #[error("the host lock failed")]
     Lock(#[source] LockError),

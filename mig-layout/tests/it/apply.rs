@@ -531,7 +531,7 @@ fn a_profile_entry_that_did_not_read_is_reported_not_dropped() {
     let mut bed = Bed::two_a100s();
     // A helper whose reply's 7g.40gb entry does not decode (its ID a string): the entry is
     // lost, the rest of the reply reads.
-    let real = bed.helper.config().path.clone();
+    let real = bed.helper.config().program.path().to_path_buf();
     let wrapper = bed.dir.path().join("lossy-helper");
     gpu_host_probe::test_util::write_executable(
         &wrapper,

@@ -99,7 +99,7 @@ fn the_pool_switched_off_after_a_check_makes_the_holding_unknown() {
 fn hanging_in_apply(bed: &Bed) -> (Helper, std::path::PathBuf) {
     let started = bed.dir.path().join("apply-started");
     let wrapper = bed.dir.path().join("hanging-helper");
-    let real = bed.helper.config().path.clone();
+    let real = bed.helper.config().program.path().to_path_buf();
     gpu_host_probe::test_util::write_executable(
         &wrapper,
         &format!(

@@ -9,6 +9,7 @@ mod dcm;
 mod declared;
 mod document;
 mod export;
+mod host_writers;
 mod plan;
 mod props;
 mod vgpu_apply;

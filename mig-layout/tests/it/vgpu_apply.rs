@@ -131,10 +131,7 @@ impl Bed {
             .window(Duration::from_secs(90))
             .clock(clock);
         let with = VgpuWith {
-            sriov_manage: SriovManage {
-                path: self.fake.sriov_manage.clone(),
-                ..SriovManage::default()
-            },
+            sriov_manage: SriovManage::at(self.fake.sriov_manage.clone()),
             types: &self.fake.types,
         };
         let run = ApplyRun::new(&self.host, &self.helper, &mut self.store, reset).vgpu(with);

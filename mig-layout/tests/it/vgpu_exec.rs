@@ -61,10 +61,7 @@ impl VgpuBed {
     }
 
     fn sriov_manage(&self) -> SriovManage {
-        SriovManage {
-            path: self.fake.sriov_manage.clone(),
-            ..SriovManage::default()
-        }
+        SriovManage::at(self.fake.sriov_manage.clone())
     }
 
     fn set_vfs(&self, wanted: VfsWanted) -> Result<mig_layout::vgpu::VfsSet, SriovManageError> {

@@ -156,9 +156,10 @@ pub fn write(
     };
     let vgpu = VgpuWith {
         sriov_manage: SriovManage {
-            path: tools
-                .sriov_manage
-                .map_or_else(|| config.sriov_manage.clone(), Path::to_path_buf),
+            program: tools.sriov_manage.map_or_else(
+                || config.sriov_manage.clone(),
+                |path| config.sriov_manage.at(path),
+            ),
             ..SriovManage::default()
         },
         ..VgpuWith::default()
@@ -182,9 +183,9 @@ pub fn write(
     }
     let amd = AmdWith {
         modprobe: Modprobe {
-            path: tools
+            program: tools
                 .modprobe
-                .map_or_else(|| config.modprobe.clone(), Path::to_path_buf),
+                .map_or_else(|| config.modprobe.clone(), |path| config.modprobe.at(path)),
             ..Modprobe::default()
         },
         writes: simulated.as_ref().map(|file| file as &dyn PartitionWrites),
