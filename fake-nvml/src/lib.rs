@@ -33,6 +33,7 @@
 mod call_log;
 mod exports;
 mod out;
+mod profile_enum;
 mod read;
 mod reset;
 mod rules;

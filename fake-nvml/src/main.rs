@@ -13,7 +13,9 @@
 //!   exiting as it does; with `FAKE_NVML_SYSFS` set, the VFs appear and go in that fake sysfs.
 //!   A test installs a script that runs it as the `sriov-manage` its program is given.
 //!
-//! With `FAKE_NVML_LOG` set, each is logged there (`reset BDF`, `reboot`, `sriov-manage -e
+//! Each starts from the state file, made from `FAKE_NVML_SCENARIO` when there is none yet (as
+//! the library makes it at its first init: a host runs `sriov-manage -e` at boot, before any
+//! NVML client). With `FAKE_NVML_LOG` set, each is logged there (`reset BDF`, `reboot`, `sriov-manage -e
 //! BDF`), one whole line as the library logs its calls.
 
 #[path = "call_log.rs"]
@@ -46,6 +48,11 @@ fn main() -> ExitCode {
         eprintln!("fake-nvml: FAKE_NVML_STATE names no state file");
         return ExitCode::from(2);
     };
+    // Before any NVML client has run (a boot's `sriov-manage -e`), there is no state yet: it is
+    // made from the scenario as the library makes it at its first init.
+    if let Err(error) = state.load() {
+        return failed(&error);
+    }
     let (done, line) = match &command {
         Command::Reset(device) => (state.reset_gpu(device), format!("reset {device}")),
         Command::Reboot => (state.reboot(), "reboot".to_owned()),

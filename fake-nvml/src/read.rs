@@ -7,7 +7,7 @@
 //! imports nothing of the crate; the rules read the shape; this reads both.
 
 use crate::rules;
-use crate::scenario::{Placement, Profile, Scenario, error_code, parse_bus_id};
+use crate::scenario::{Placement, Scenario, error_code, parse_bus_id};
 
 /// Why a scenario's JSON is not a scenario the fake can answer from.
 #[derive(Debug, thiserror::Error)]
@@ -52,9 +52,22 @@ pub enum Refusal {
     /// A failure (`fail`) that names no `NVML_ERROR_*` code.
     #[error("{0:?} is not an NVML_ERROR_* name")]
     NotAnNvmlError(String),
-    /// An `unpublished` entry that names no number of a profile ([`Profile::NUMBERS`]).
-    #[error("{0:?} is not a number of a profile ({numbers})", numbers = Profile::NUMBERS.join(", "))]
-    NotAProfileNumber(String),
+    /// A driver version of a branch whose `nvml.h` the fake has not read: where its profile enum
+    /// ends is not known.
+    #[error(
+        "{0:?} is of no driver branch whose nvml.h the fake knows ({branches})",
+        branches = crate::profile_enum::known_branches()
+    )]
+    UnknownDriverBranch(String),
+    /// A profile at an index at or past the end of NVML's profile enum of the scenario's driver:
+    /// that driver has no such index.
+    #[error("profile index {index} is past the end of the driver's profile enum ({count})")]
+    PastProfileEnum {
+        /// The profile's index.
+        index: u32,
+        /// `NVML_GPU_INSTANCE_PROFILE_COUNT` of the scenario's driver.
+        count: u32,
+    },
     /// A GPU instance ID given twice on one card.
     #[error("{0} is the ID of another GPU instance")]
     GpuInstanceIdTaken(u32),
@@ -128,12 +141,18 @@ impl Scenario {
     }
 }
 
-/// Refuses a state the driver cannot hold, naming the member: a bus ID that is none, a
-/// failure that is no NVML error, an `unpublished` that names no member, a GPU instance of
-/// a profile the card has not or off its placements or over another, a compute instance
-/// of a profile its GPU instance does not offer or off its placements or over another, an
-/// ID twice, and an NVLink group naming no card of the scenario.
+/// Refuses a state the driver cannot hold, naming the member: a driver of a branch the fake
+/// does not know, a bus ID that is none, a failure that is no NVML error, a profile past the
+/// driver's profile enum, a GPU instance of a profile the card has not or off its placements
+/// or over another, a compute instance of a profile its GPU instance does not offer or off its
+/// placements or over another, an ID twice, and an NVLink group naming no card of the scenario.
 fn check(scenario: &Scenario) -> Result<(), (String, Refusal)> {
+    let Some(count) = crate::profile_enum::profile_count(&scenario.driver_version) else {
+        return Err((
+            "driver_version".to_owned(),
+            Refusal::UnknownDriverBranch(scenario.driver_version.clone()),
+        ));
+    };
     for (d, device) in scenario.devices.iter().enumerate() {
         let here = format!("devices[{d}]");
         if parse_bus_id(&device.pci_bus_id).is_none() {
@@ -150,17 +169,19 @@ fn check(scenario: &Scenario) -> Result<(), (String, Refusal)> {
                 ));
             }
         }
-        for (p, profile) in device.gpu_instance_profiles.iter().enumerate() {
-            if let Some(field) = profile
-                .unpublished
-                .iter()
-                .find(|field| !Profile::NUMBERS.contains(&field.as_str()))
-            {
-                return Err((
-                    format!("{here}.gpu_instance_profiles[{p}].unpublished"),
-                    Refusal::NotAProfileNumber(field.clone()),
-                ));
-            }
+        if let Some((p, profile)) = device
+            .gpu_instance_profiles
+            .iter()
+            .enumerate()
+            .find(|(_, profile)| profile.index >= count)
+        {
+            return Err((
+                format!("{here}.gpu_instance_profiles[{p}].index"),
+                Refusal::PastProfileEnum {
+                    index: profile.index,
+                    count,
+                },
+            ));
         }
         let mut types_seen = Vec::new();
         for (t, vgpu_type) in device.vgpu_types.iter().enumerate() {
@@ -267,7 +288,7 @@ mod tests {
 
     #[test]
     fn a_failure_that_names_no_nvml_error_is_refused_with_its_member() {
-        let text = br#"{"driver_version": "1", "nvml_version": "1", "devices": [{
+        let text = br#"{"driver_version": "570.172.08", "nvml_version": "12.570.172.08", "devices": [{
             "pci_bus_id": "0000:3b:00.0", "mig_mode": "not_supported",
             "fail": {"nvmlDeviceGetMigMode": "BROKEN"}}]}"#;
         match Scenario::from_json(text) {
@@ -281,7 +302,7 @@ mod tests {
 
     #[test]
     fn text_after_the_scenario_is_not_a_scenario() {
-        let text = br#"{"driver_version": "1", "nvml_version": "1"} {}"#;
+        let text = br#"{"driver_version": "570.172.08", "nvml_version": "12.570.172.08"} {}"#;
         assert!(matches!(
             Scenario::from_json(text),
             Err(ScenarioError::Shape { .. })

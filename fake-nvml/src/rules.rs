@@ -147,8 +147,8 @@ pub fn create_gpu_instance(
 /// Whether the card's media engines leave room for one more instance of `profile`: the GPU
 /// instances together hold no more NVDECs, JPEG decoders or OFAs than the card has — those of
 /// the profile that takes the whole card (NVIDIA's MIG user guide: a part with one JPEG and one
-/// OFA, as the A30, holds "a single" `+me` instance). An engine the whole-card profile does
-/// not publish (or a card whose scenario lacks that profile) bounds nothing.
+/// OFA, as the A30, holds "a single" `+me` instance). A card whose scenario lacks the
+/// whole-card profile (its numbers unpublished) bounds nothing.
 fn engines_left(device: &Device, profile: &Profile) -> bool {
     type Engine = fn(&Profile) -> u32;
     let end = |p: &Profile| {
@@ -185,15 +185,10 @@ fn engines_left(device: &Device, profile: &Profile) -> bool {
             .map(engine)
             .sum()
     };
-    let engines: [(&str, Engine); 3] = [
-        ("decoder_count", |p| p.decoder_count),
-        ("jpeg_count", |p| p.jpeg_count),
-        ("ofa_count", |p| p.ofa_count),
-    ];
-    engines.iter().all(|(field, engine)| {
-        whole.unpublished.iter().any(|u| u == field)
-            || used(*engine) + engine(profile) <= engine(whole)
-    })
+    let engines: [Engine; 3] = [|p| p.decoder_count, |p| p.jpeg_count, |p| p.ofa_count];
+    engines
+        .iter()
+        .all(|engine| used(*engine) + engine(profile) <= engine(whole))
 }
 
 /// `nvmlDeviceCreateGpuInstance`: a GPU instance of the profile where the driver chooses. NVIDIA
@@ -586,7 +581,7 @@ mod tests {
 
     fn a100(mig: u32, change: &str) -> Device {
         let text = format!(
-            r#"{{"driver_version": "1", "nvml_version": "1", "devices": [{{
+            r#"{{"driver_version": "570.172.08", "nvml_version": "12.570.172.08", "devices": [{{
             "pci_bus_id": "0000:3b:00.0", "mig_mode": {{"current": {mig}, "pending": {mig}}},
             "mig_mode_change": "{change}",
             "gpu_instance_profiles": [

@@ -130,14 +130,16 @@ pub struct Device {
     /// `nvmlDeviceGetName`.
     #[serde(default)]
     pub name: String,
-    /// `nvmlDeviceGetSerial`; `None`: the board has none (`NVML_ERROR_NOT_SUPPORTED`).
+    /// `nvmlDeviceGetSerial`; `None`: one made of the card's UUID
+    /// ([`Device::serial_or_derived`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serial: Option<String>,
     /// `nvmlDeviceGetUUID`; `None`: one made of the bus ID ([`Device::uuid_or_derived`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
     /// The PCI device and vendor ID as NVML gives them (`0x20B010DE`: device `0x20b0`, vendor
-    /// NVIDIA; mig-parted's `device-filter`); absent: 0, not published.
+    /// NVIDIA; mig-parted's `device-filter`); absent: 0 (a scenario of no real part). Every
+    /// part's scenario gives it, with its source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pci_device_id: Option<u32>,
     /// The board's total memory in MiB (`nvmlDeviceGetMemoryInfo`, what `nvidia-smi` prints
@@ -198,6 +200,25 @@ impl Device {
         let (domain, bus, device, function) = parse_bus_id(&self.pci_bus_id).unwrap_or_default();
         let domain = domain & 0x00ff_ffff;
         format!("GPU-00000000-0000-0000-0000-{domain:06x}{bus:02x}{device:02x}{function:02x}")
+    }
+
+    /// The board's serial: the scenario's, else one made of the card's UUID
+    /// ([`Device::uuid_or_derived`]). NVIDIA's board serials are thirteen decimal digits
+    /// (`nvidia-smi -q` prints `Serial Number : 1753724031847` on an H200) and every published
+    /// one starts with 1; the made one is thirteen digits starting with 0, so it can never pass
+    /// for a real board's. Made of the UUID, it changes when the UUID does: a test that puts
+    /// another board in a slot (a new UUID) gets another serial, as a real swap does.
+    pub fn serial_or_derived(&self) -> String {
+        if let Some(serial) = &self.serial {
+            return serial.clone();
+        }
+        const TWELVE_DIGITS: u64 = 1_000_000_000_000;
+        let folded = self
+            .uuid_or_derived()
+            .chars()
+            .filter_map(|c| c.to_digit(16))
+            .fold(0_u64, |sum, digit| (sum * 16 + u64::from(digit)) % TWELVE_DIGITS);
+        format!("0{folded:012}")
     }
 }
 
@@ -330,10 +351,6 @@ pub struct Profile {
     pub memory_size_mb: u64,
     pub p2p: bool,
     pub gfx: bool,
-    /// The members above whose value no source gives: they are 0, and say so here (the fake
-    /// never makes a number up).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unpublished: Vec<String>,
     /// `nvmlDeviceGetGpuInstancePossiblePlacements_v2`: where its instances may go.
     #[serde(default)]
     pub placements: Vec<Placement>,
@@ -342,20 +359,6 @@ pub struct Profile {
     /// instance, as on an A100).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_profiles: Option<Vec<u32>>,
-}
-
-impl Profile {
-    /// The profile's numbers a scenario may list as `unpublished`.
-    pub const NUMBERS: [&'static str; 8] = [
-        "multiprocessor_count",
-        "copy_engine_count",
-        "decoder_count",
-        "encoder_count",
-        "jpeg_count",
-        "ofa_count",
-        "memory_size_mb",
-        "placements",
-    ];
 }
 
 /// A placement (`start`, `size`).

@@ -156,6 +156,14 @@ impl StateFile {
         self.sysfs.as_deref()
     }
 
+    /// The state as the library starts from it: the file, or (when there is none yet) the
+    /// scenario `FAKE_NVML_SCENARIO` names, written as the file (its VFs shown) under the lock.
+    /// The library does it at its first `nvmlInit`; the `fake-nvml` command does it before a
+    /// reset, a reboot or an `sriov-manage`, which a host runs at boot, before any NVML client.
+    pub fn load(&self) -> Result<Scenario, StateFileError> {
+        load(self)
+    }
+
     /// The state as the file holds it now.
     pub fn read(&self) -> Result<Scenario, StateFileError> {
         let _locked = lock(&self.path)?;
@@ -334,9 +342,8 @@ fn write(path: &Path, scenario: &Scenario) -> Result<(), StateFileError> {
     std::fs::rename(&temp, path).map_err(failed(path))
 }
 
-/// The state at the library's start: the file, or (when there is none) the scenario
-/// `FAKE_NVML_SCENARIO` names, written as the file.
-pub(crate) fn load(state: &StateFile) -> Result<Scenario, StateFileError> {
+/// [`StateFile::load`].
+fn load(state: &StateFile) -> Result<Scenario, StateFileError> {
     let _locked = lock(&state.path)?;
     if let Some(found) = read(&state.path)? {
         return Ok(found);

@@ -188,14 +188,18 @@ fn every_function_of_the_surface_answers_through_dlopen_as_nvml_documents() {
     assert_eq!(unsafe { by_index(0, &mut plain) }, OK);
     assert_eq!(plain, first);
 
-    // UUID (derived from the bus ID where the scenario gives none), serial (none: NOT_SUPPORTED).
+    // UUID (derived from the bus ID where the scenario gives none), serial (derived from the
+    // UUID: thirteen digits as a board's, starting with 0 as no real board's does), one per card.
     let (ret, uuid) = fake.text("nvmlDeviceGetUUID", first);
     assert_eq!(ret, OK);
     assert!(uuid.starts_with("GPU-"), "{uuid}");
-    assert_eq!(
-        fake.text("nvmlDeviceGetSerial", first).0,
-        nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED
+    let (ret, serial) = fake.text("nvmlDeviceGetSerial", first);
+    assert_eq!(ret, OK);
+    assert!(
+        serial.len() == 13 && serial.starts_with('0') && serial.bytes().all(|b| b.is_ascii_digit()),
+        "{serial}"
     );
+    assert_ne!(fake.text("nvmlDeviceGetSerial", second), (OK, serial));
 
     // Memory, both structs: each card's published total.
     let v1 = fake.get::<unsafe extern "C" fn(nvml::nvmlDevice_t, *mut nvml::nvmlMemory_t) -> nvml::nvmlReturn_t>("nvmlDeviceGetMemoryInfo");

@@ -3,7 +3,7 @@
 
 use crate::out::{write, write_found, write_list, write_str};
 use crate::rules::{self, MigModeError};
-use crate::scenario::{MigMode, Profile, parse_bus_id};
+use crate::scenario::{Device, MigMode, Profile, parse_bus_id};
 use crate::state::{self, Answer, INVALID, code, device, failure, log, with};
 use nvml_wrapper_sys::bindings as nvml;
 use std::ffi::{CStr, c_char, c_uint};
@@ -58,8 +58,9 @@ pub unsafe extern "C" fn nvmlDeviceGetName(
     }))
 }
 
-/// The card's `serial`; `NVML_ERROR_NOT_SUPPORTED` for a card whose scenario gives none (as
-/// NVML answers for a board without a serial number).
+/// The board's serial ([`Device::serial_or_derived`]): every part of the fake is a data-center
+/// board with an InfoROM, which nvml.h says every board with one has ("For all products with an
+/// inforom").
 ///
 /// # Safety
 ///
@@ -73,9 +74,8 @@ pub unsafe extern "C" fn nvmlDeviceGetSerial(
     log(format_args!("nvmlDeviceGetSerial"));
     code(with(|s| {
         let (_, card) = device(s, handle, "nvmlDeviceGetSerial")?;
-        let text = card.serial.as_deref().ok_or(NOT_SUPPORTED)?;
         // SAFETY: passed on from this function's own contract.
-        unsafe { write_str(serial, length, text) }
+        unsafe { write_str(serial, length, &card.serial_or_derived()) }
     }))
 }
 
@@ -128,15 +128,15 @@ pub unsafe extern "C" fn nvmlDeviceGetMigMode(
     }))
 }
 
-/// The profile at `index`: listed, or `NOT_SUPPORTED` below the highest listed index and
-/// `INVALID_ARGUMENT` past it, as NVML answers.
-fn profile_at(profiles: &[Profile], index: u32) -> Answer<&Profile> {
-    if let Some(profile) = profiles.iter().find(|p| p.index == index) {
+/// The profile at `index` of the card, whose driver is `driver_version`: listed, else
+/// `NOT_SUPPORTED` inside NVML's profile enum of that driver and `INVALID_ARGUMENT` at or past
+/// its end ([`crate::profile_enum`]), as NVML answers.
+fn profile_at<'a>(card: &'a Device, driver_version: &str, index: u32) -> Answer<&'a Profile> {
+    if let Some(profile) = card.gpu_instance_profiles.iter().find(|p| p.index == index) {
         return Ok(profile);
     }
-    let highest = profiles.iter().map(|p| p.index).max();
-    match highest {
-        Some(highest) if index < highest => Err(NOT_SUPPORTED),
+    match crate::profile_enum::profile_count(driver_version) {
+        Some(count) if index < count => Err(NOT_SUPPORTED),
         _ => Err(INVALID),
     }
 }
@@ -182,7 +182,7 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceProfileInfoV(
         }
         // SAFETY: not null; every version of the struct starts with its stamp.
         let stamp = unsafe { info.cast::<u32>().read() };
-        let found = profile_at(&card.gpu_instance_profiles, profile)?;
+        let found = profile_at(card, &s.driver_version, profile)?;
         let caps = u32::from(found.p2p) | (u32::from(found.gfx) << 1);
         if stamp == struct_version::<nvml::nvmlGpuInstanceProfileInfo_v3_t>(3) {
             let v3 = nvml::nvmlGpuInstanceProfileInfo_v3_t {
@@ -242,7 +242,7 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceProfileInfo(
     ));
     code(with(|s| {
         let (_, card) = device(s, handle, "nvmlDeviceGetGpuInstanceProfileInfo")?;
-        let found = profile_at(&card.gpu_instance_profiles, profile)?;
+        let found = profile_at(card, &s.driver_version, profile)?;
         let v1 = nvml::nvmlGpuInstanceProfileInfo_t {
             id: found.id,
             isP2pSupported: u32::from(found.p2p),

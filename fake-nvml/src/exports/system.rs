@@ -28,7 +28,7 @@ fn init(call: &str) -> nvml::nvmlReturn_t {
     let mut count = inits();
     if *count == 0 {
         let loaded = match StateFile::from_env() {
-            Some(state) => store::load(&state),
+            Some(state) => state.load(),
             None => store::scenario_from_env(),
         };
         match loaded {

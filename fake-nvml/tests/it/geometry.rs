@@ -1,16 +1,13 @@
-//! Every part scenario against what NVIDIA and real cards publish
-//! (`scenarios/captures/`): one test per family of facts, each over every part that has a
-//! published source for it. A number the scenario lists as `unpublished` must be 0 and is
-//! not compared.
+//! The published profile table (`scenarios/captures/profile-tables.tsv`, which
+//! `tests/profile_tables.rs` holds the fake's NVML answers to) against the sources each of its
+//! rows names: the `nvidia-smi mig -lgip` captures kept beside it, the MIG device totals, NVIDIA's
+//! MIG user guide (`guide-tables.tsv`); and the part scenarios' placements and slices against
+//! what is published of them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::profile_table::{Row, captures, documents, rows};
 use fake_nvml::scenarios::PARTS;
 use fake_nvml::{Profile, Scenario};
-use std::path::PathBuf;
-
-fn captures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/captures")
-}
 
 fn part(name: &str) -> Scenario {
     let (_, text) = PARTS.iter().find(|(known, _)| *known == name).unwrap();
@@ -27,11 +24,12 @@ fn profile<'a>(scenario: &'a Scenario, name: &str) -> &'a Profile {
 
 /// One profile row of `nvidia-smi mig -lgip`: the first line, and the second when published.
 #[derive(Debug)]
-struct Row {
+struct LgipRow {
     name: String,
     id: u32,
     total: u32,
-    gib: f64,
+    /// The memory as printed: GiB to two decimals.
+    gib: String,
     sm: u32,
     dec: u32,
     enc: u32,
@@ -39,7 +37,7 @@ struct Row {
     second: Option<(u32, u32, u32)>,
 }
 
-fn numbers(line: &str) -> Vec<String> {
+fn fields(line: &str) -> Vec<String> {
     line.trim_matches(|c: char| c == '|' || c.is_whitespace())
         .split_whitespace()
         .map(str::to_owned)
@@ -47,34 +45,34 @@ fn numbers(line: &str) -> Vec<String> {
 }
 
 /// The rows of a `-lgip` capture.
-fn lgip(file: &str) -> Vec<Row> {
+fn lgip(file: &str) -> Vec<LgipRow> {
     let text = std::fs::read_to_string(captures().join(file)).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let mut rows = Vec::new();
     for (at, line) in lines.iter().enumerate() {
-        let fields = numbers(line);
+        let f = fields(line);
         // GPU, "MIG", name, ID, free/total, GiB, P2P, SM, DEC, ENC
-        if fields.len() != 10 || fields[1] != "MIG" {
+        if f.len() != 10 || f[1] != "MIG" {
             continue;
         }
-        let second = lines.get(at + 1).map(|next| numbers(next)).and_then(|f| {
-            (f.len() == 3).then(|| {
+        let second = lines.get(at + 1).map(|next| fields(next)).and_then(|s| {
+            (s.len() == 3).then(|| {
                 (
-                    f[0].parse().unwrap(),
-                    f[1].parse().unwrap(),
-                    f[2].parse().unwrap(),
+                    s[0].parse().unwrap(),
+                    s[1].parse().unwrap(),
+                    s[2].parse().unwrap(),
                 )
             })
         });
-        assert_eq!(fields[6], "No", "{file}: {line}");
-        rows.push(Row {
-            name: fields[2].clone(),
-            id: fields[3].parse().unwrap(),
-            total: fields[4].split('/').nth(1).unwrap().parse().unwrap(),
-            gib: fields[5].parse().unwrap(),
-            sm: fields[7].parse().unwrap(),
-            dec: fields[8].parse().unwrap(),
-            enc: fields[9].parse().unwrap(),
+        assert_eq!(f[6], "No", "{file}: {line}");
+        rows.push(LgipRow {
+            name: f[2].clone(),
+            id: f[3].parse().unwrap(),
+            total: f[4].split('/').nth(1).unwrap().parse().unwrap(),
+            gib: f[5].clone(),
+            sm: f[7].parse().unwrap(),
+            dec: f[8].parse().unwrap(),
+            enc: f[9].parse().unwrap(),
             second,
         });
     }
@@ -82,71 +80,157 @@ fn lgip(file: &str) -> Vec<Row> {
     rows
 }
 
-/// The `-lgip` captures, by part, with the rows each is held to (`None`: every row). The A30's
-/// R535 capture is held to the profile the 450 one lacks: its 4g.24gb memory differs between
-/// the two drivers (23.44 GiB against 23.50), and the part keeps the older capture's.
-const LGIP: [(&str, &str, Option<&[&str]>); 9] = [
-    ("a100-pcie-40gb", "a100-pcie-40gb-lgip.txt", None),
-    ("a30-24gb", "a30-24gb-lgip.txt", None),
-    ("a30-24gb", "a30-24gb-r535-lgip.txt", Some(&["2g.12gb+me"])),
-    ("a100-sxm4-80gb", "a100-pcie-80gb-lgip.txt", None),
-    ("h200-141gb", "h200-141gb-lgip.txt", None),
-    ("h200-141gb", "h200-141gb-lgip-gpu2.txt", None),
-    ("gh200-144gb", "gh200-144gb-lgip.txt", None),
-    ("b200-180gb", "b200-180gb-lgip.txt", None),
-    ("h100-nvl-94gb", "h100-nvl-94gb-lgip.txt", None),
-];
-
-/// The rows of the captures of [`LGIP`] each part is held to.
-fn held_rows() -> Vec<(&'static str, Row)> {
-    LGIP.iter()
-        .flat_map(|(name, file, only)| {
-            lgip(file)
-                .into_iter()
-                .filter(move |row| only.is_none_or(|rows| rows.contains(&row.name.as_str())))
-                .map(move |row| (*name, row))
-        })
-        .collect()
+fn lgip_row(file: &str, name: &str) -> LgipRow {
+    lgip(file)
+        .into_iter()
+        .find(|row| row.name == name)
+        .unwrap_or_else(|| panic!("{file}: no row {name}"))
 }
 
-fn unpublished(profile: &Profile, field: &str) -> bool {
-    profile.unpublished.iter().any(|f| f == field)
+/// Whether `text` holds `number` as a whole number (no digit beside it).
+fn holds_number(text: &str, number: u64) -> bool {
+    let wanted = number.to_string();
+    text.match_indices(&wanted).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + wanted.len()..].chars().next();
+        !before.is_some_and(|c| c.is_ascii_digit()) && !after.is_some_and(|c| c.is_ascii_digit())
+    })
+}
+
+/// The size of a placement of `name` on the part, in memory slices (`-lgipp`'s `:size`).
+fn memory_slices(part_name: &str, name: &str) -> u32 {
+    profile(&part(part_name), name).placements[0].size
 }
 
 #[test]
-fn every_unpublished_number_is_zero_and_every_part_has_its_sources() {
-    for (name, _) in PARTS {
-        let scenario = part(name);
-        assert!(!scenario.sources.is_empty(), "{name}: no sources");
-        for profile in &scenario.devices[0].gpu_instance_profiles {
-            for field in &profile.unpublished {
-                let value = match field.as_str() {
-                    "multiprocessor_count" => u64::from(profile.multiprocessor_count),
-                    "copy_engine_count" => u64::from(profile.copy_engine_count),
-                    "decoder_count" => u64::from(profile.decoder_count),
-                    "jpeg_count" => u64::from(profile.jpeg_count),
-                    "ofa_count" => u64::from(profile.ofa_count),
-                    "memory_size_mb" => profile.memory_size_mb,
-                    other => panic!("{name}: {other}"),
-                };
-                assert_eq!(value, 0, "{name} {}: {field}", profile.name);
+fn every_profiles_memory_is_that_its_sources_give() {
+    let all = rows();
+    let known = documents();
+    for row in &all {
+        let here = format!("{} {}", row.part, row.profile);
+        let Some(numbers) = row.numbers else {
+            assert!(
+                row.memory_sources
+                    .iter()
+                    .all(|s| s.starts_with("unpublished: ")),
+                "{here}: absent, yet {:?}",
+                row.memory_sources
+            );
+            continue;
+        };
+        assert!(!row.memory_sources.is_empty(), "{here}: no source");
+        for source in &row.memory_sources {
+            if let Some(file) = source.strip_prefix("lgip=") {
+                // nvidia-smi prints memorySizeMB / 1024 to two decimals.
+                let printed = format!("{:.2}", numbers.memory_mib as f64 / 1024.0);
+                assert_eq!(printed, lgip_row(file, &row.profile).gib, "{here}: {file}");
+            } else if let Some(file) = source.strip_prefix("mib=") {
+                let text = std::fs::read_to_string(captures().join(file)).unwrap();
+                assert!(holds_number(&text, numbers.memory_mib), "{here}: {file}");
+            } else if let Some(other) = source.strip_prefix("slices=") {
+                let sibling = all
+                    .iter()
+                    .find(|r| r.part == row.part && r.profile == other)
+                    .unwrap_or_else(|| panic!("{here}: no row {other}"));
+                assert_eq!(
+                    sibling.numbers.map(|n| n.memory_mib),
+                    Some(numbers.memory_mib),
+                    "{here}: {other}"
+                );
+                assert_eq!(
+                    memory_slices(&row.part, &row.profile),
+                    memory_slices(&row.part, other),
+                    "{here}: {other} takes other memory slices"
+                );
+            } else if let Some(key) = source.strip_prefix("doc=") {
+                assert!(known.iter().any(|k| k == key), "{here}: {key} unexplained");
+            } else {
+                panic!("{here}: {source} is no memory source");
+            }
+        }
+        // A size of which only a GiB figure is published is the multiple of 64 MiB printing so.
+        if row.memory_sources.iter().all(|s| s.starts_with("lgip=")) {
+            assert_eq!(numbers.memory_mib % 64, 0, "{here}");
+        }
+    }
+}
+
+/// The guide's row of a profile: instances, copy engines, NVDEC, JPEG, OFA, and what the part
+/// keeps of the driver's instead.
+fn guide(row: &Row) -> ([u32; 5], String) {
+    let text = std::fs::read_to_string(captures().join("guide-tables.tsv")).unwrap();
+    let line = text
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(|line| line.split('\t').collect::<Vec<_>>())
+        .find(|f| f[0] == row.part && f[1] == row.profile)
+        .unwrap_or_else(|| panic!("{} {}: not in guide-tables.tsv", row.part, row.profile));
+    let n = |at: usize| line[at].parse().unwrap();
+    (
+        [n(2), n(3), n(4), n(5), n(6)],
+        line.get(7).copied().unwrap_or("").to_owned(),
+    )
+}
+
+#[test]
+fn every_profiles_counts_are_those_its_sources_give() {
+    let known = documents();
+    for row in rows() {
+        let here = format!("{} {}", row.part, row.profile);
+        let Some(n) = row.numbers else {
+            continue;
+        };
+        assert!(!row.count_sources.is_empty(), "{here}: no source");
+        for source in &row.count_sources {
+            if let Some(file) = source.strip_prefix("lgip=") {
+                let published = lgip_row(file, &row.profile);
+                assert_eq!(
+                    (n.id, n.instances, n.sm, n.dec, n.enc),
+                    (
+                        published.id,
+                        published.total,
+                        published.sm,
+                        published.dec,
+                        published.enc
+                    ),
+                    "{here}: {file}"
+                );
+                if let Some(second) = published.second {
+                    assert_eq!((n.ce, n.jpeg, n.ofa), second, "{here}: {file}");
+                }
+            } else if source == "guide" {
+                let (published, kept) = guide(&row);
+                let ours = [n.instances, n.ce, n.dec, n.jpeg, n.ofa];
+                for (at, field) in ["instances", "copy_engines", "nvdec", "jpeg", "ofa"]
+                    .iter()
+                    .enumerate()
+                {
+                    // Where the driver's capture says otherwise, the part keeps the driver's.
+                    if !kept.contains(field) {
+                        assert_eq!(ours[at], published[at], "{here}: the guide's {field}");
+                    }
+                }
+            } else if let Some(key) = source.strip_prefix("doc=") {
+                assert!(known.iter().any(|k| k == key), "{here}: {key} unexplained");
+            } else {
+                panic!("{here}: {source} is no source of counts");
             }
         }
     }
 }
 
 #[test]
-fn profile_ids_and_instance_counts_are_those_the_published_captures_show() {
-    for (name, row) in held_rows() {
+fn every_part_names_its_sources_and_every_profile_its_row() {
+    let all = rows();
+    for (name, _) in PARTS {
         let scenario = part(name);
-        {
-            let profile = profile(&scenario, &row.name);
-            assert_eq!(
-                (profile.id, profile.instance_count),
-                (row.id, row.total),
-                "{name} {}",
-                row.name
-            );
+        assert!(!scenario.sources.is_empty(), "{name}: no sources");
+        for p in &scenario.devices[0].gpu_instance_profiles {
+            let row = all
+                .iter()
+                .find(|r| r.part == name && r.profile == p.name)
+                .unwrap_or_else(|| panic!("{name} {}: no row", p.name));
+            assert_eq!(row.index, p.index, "{name} {}", p.name);
         }
     }
 }
@@ -168,6 +252,7 @@ fn placements_are_those_published_by_lgipp() {
         ("a30-24gb", "a30-24gb-r535-lgipp.txt"),
         ("a100-sxm4-40gb", "a100-sxm4-40gb-lgipp.txt"),
         ("a100-pcie-40gb", "a100-pcie-40gb-lgipp.txt"),
+        ("h100-nvl-94gb", "h100-nvl-94gb-r560-lgipp.txt"),
     ] {
         let scenario = part(name);
         let text = std::fs::read_to_string(captures().join(file)).unwrap();
@@ -197,80 +282,6 @@ fn placements_are_those_published_by_lgipp() {
                 .map(|p| (p.start, p.size))
                 .collect();
             assert_eq!(ours, published, "{name} profile {id}");
-        }
-    }
-}
-
-#[test]
-fn memory_is_that_the_published_captures_show() {
-    for (name, row) in held_rows() {
-        let scenario = part(name);
-        {
-            let profile = profile(&scenario, &row.name);
-            // -lgip prints GiB to two decimals: the MiB are within 5 of it.
-            let published = row.gib * 1024.0;
-            let ours = profile.memory_size_mb as f64;
-            assert!(
-                (ours - published).abs() <= 5.2,
-                "{name} {}: {ours} MiB, published {published}",
-                row.name
-            );
-        }
-    }
-}
-
-#[test]
-fn engines_are_those_the_captures_and_the_guide_publish() {
-    for (name, row) in held_rows() {
-        let scenario = part(name);
-        {
-            let p = profile(&scenario, &row.name);
-            assert_eq!(
-                (p.multiprocessor_count, p.decoder_count, p.encoder_count),
-                (row.sm, row.dec, row.enc),
-                "{name} {}",
-                row.name
-            );
-            if let Some((ce, jpeg, ofa)) = row.second {
-                assert_eq!(
-                    (p.copy_engine_count, p.jpeg_count, p.ofa_count),
-                    (ce, jpeg, ofa),
-                    "{name} {}",
-                    row.name
-                );
-            }
-        }
-    }
-    let guide = std::fs::read_to_string(captures().join("guide-tables.tsv")).unwrap();
-    for line in guide.lines().filter(|line| !line.starts_with('#')) {
-        let f: Vec<&str> = line.split('\t').collect();
-        let (name, profile_name) = (f[0], f[1]);
-        let kept = f.get(7).copied().unwrap_or("");
-        let scenario = part(name);
-        let p = profile(&scenario, profile_name);
-        let published: Vec<u32> = f[2..7].iter().map(|n| n.parse().unwrap()).collect();
-        let ours = [
-            p.instance_count,
-            p.copy_engine_count,
-            p.decoder_count,
-            p.jpeg_count,
-            p.ofa_count,
-        ];
-        let fields = ["instances", "copy_engines", "nvdec", "jpeg", "ofa"];
-        let scenario_fields = [
-            "",
-            "copy_engine_count",
-            "decoder_count",
-            "jpeg_count",
-            "ofa_count",
-        ];
-        for (at, field) in fields.iter().enumerate() {
-            // Where the driver's capture says otherwise, or the number is unpublished, the
-            // scenario follows the driver, or says it does not know.
-            if kept.contains(field) || (at > 0 && unpublished(p, scenario_fields[at])) {
-                continue;
-            }
-            assert_eq!(ours[at], published[at], "{name} {profile_name}: {field}");
         }
     }
 }

@@ -2,6 +2,9 @@
 //! process start per `cargo test`), one module per subject.
 
 mod call_log;
+mod command;
 mod geometry;
+#[path = "../profile_table/mod.rs"]
+mod profile_table;
 mod scenarios;
 mod sysfs;

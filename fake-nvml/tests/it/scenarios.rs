@@ -129,10 +129,37 @@ fn overlapping_gpu_instances_are_refused() {
 }
 
 #[test]
-fn an_unpublished_member_that_names_no_number_is_refused() {
-    let (at, why) = refusal(refused(|v| {
-        v["devices"][0]["gpu_instance_profiles"][0]["unpublished"] = serde_json::json!(["name"]);
-    }));
-    assert_eq!(at, "devices[0].gpu_instance_profiles[0].unpublished");
-    assert_eq!(why, Refusal::NotAProfileNumber("name".to_owned()));
+fn a_driver_of_a_branch_whose_nvml_h_the_fake_has_not_read_is_refused() {
+    let (at, why) = refusal(refused(|v| v["driver_version"] = "565.57.01".into()));
+    assert_eq!(at, "driver_version");
+    assert_eq!(why, Refusal::UnknownDriverBranch("565.57.01".to_owned()));
+}
+
+#[test]
+fn a_profile_past_the_end_of_the_drivers_profile_enum_is_refused() {
+    // R470's nvml.h ends the enum at 8: the A100's 1g.10gb (index 9) came with R525.
+    let (at, why) = refusal(refused(|v| v["driver_version"] = "470.256.02".into()));
+    assert!(
+        at.starts_with("devices[0].gpu_instance_profiles[") && at.ends_with("].index"),
+        "{at}"
+    );
+    assert_eq!(why, Refusal::PastProfileEnum { index: 9, count: 8 });
+}
+
+#[test]
+fn every_part_gives_its_pci_device_id_with_nvidias_vendor_id() {
+    for (name, text) in scenarios::PARTS {
+        let scenario = Scenario::from_json(text.as_bytes()).unwrap();
+        let id = scenario.devices[0].pci_device_id.unwrap_or_default();
+        assert_eq!(id & 0xffff, 0x10de, "{name}: {id:#x}");
+        assert_ne!(id >> 16, 0, "{name}: {id:#x}");
+        assert!(
+            scenario
+                .sources
+                .iter()
+                .any(|s| s.starts_with("pci_device_id: ")
+                    && s.to_ascii_lowercase().contains(&format!("{id:#010x}"))),
+            "{name}: no pci_device_id source names {id:#010X}"
+        );
+    }
 }
