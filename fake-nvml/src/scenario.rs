@@ -138,8 +138,7 @@ pub struct Device {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
     /// The PCI device and vendor ID as NVML gives them (`0x20B010DE`: device `0x20b0`, vendor
-    /// NVIDIA; mig-parted's `device-filter`); absent: 0 (a scenario of no real part). Every
-    /// part's scenario gives it, with its source.
+    /// NVIDIA; mig-parted's `device-filter`); absent: 0. Every part gives it, with its source.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pci_device_id: Option<u32>,
     /// The board's total memory in MiB (`nvmlDeviceGetMemoryInfo`, what `nvidia-smi` prints
@@ -202,12 +201,9 @@ impl Device {
         format!("GPU-00000000-0000-0000-0000-{domain:06x}{bus:02x}{device:02x}{function:02x}")
     }
 
-    /// The board's serial: the scenario's, else one made of the card's UUID
-    /// ([`Device::uuid_or_derived`]). NVIDIA's board serials are thirteen decimal digits
-    /// (`nvidia-smi -q` prints `Serial Number : 1753724031847` on an H200) and every published
-    /// one starts with 1; the made one is thirteen digits starting with 0, so it can never pass
-    /// for a real board's. Made of the UUID, it changes when the UUID does: a test that puts
-    /// another board in a slot (a new UUID) gets another serial, as a real swap does.
+    /// The board's serial: the scenario's, else thirteen digits made of the UUID, as a board's
+    /// (`Serial Number : 1753724031847` on an H200) but from 0, as no real one starts: another
+    /// board in a slot (a new UUID) gets another serial, as a real swap does.
     pub fn serial_or_derived(&self) -> String {
         if let Some(serial) = &self.serial {
             return serial.clone();

@@ -67,8 +67,11 @@ def _():
     assert text(N.nvmlDeviceGetUUID(DEV)).startswith("GPU-")
     pci = N.nvmlDeviceGetPciInfo(DEV)
     assert text(pci.busId).lower() == CARD["pci_bus_id"].lower(), pci.busId
-    if "pci_device_id" in CARD:
-        assert pci.pciDeviceId == CARD["pci_device_id"]
+    # Every part gives its device ID (NVIDIA's vendor ID in the low half).
+    assert pci.pciDeviceId == CARD["pci_device_id"] and pci.pciDeviceId & 0xFFFF == 0x10DE
+    # A board serial as the driver prints one: thirteen digits (the fake's start with 0).
+    serial = text(N.nvmlDeviceGetSerial(DEV))
+    assert len(serial) == 13 and serial.isdigit() and serial.startswith("0"), serial
     refused(lambda: N.nvmlDeviceGetHandleByIndex(1), N.NVMLError_InvalidArgument)
 
 
@@ -117,6 +120,7 @@ def _():
     assert list(N.nvmlDeviceGetSupportedVgpus(DEV)) == [t["id"] for t in types]
     for t in types:
         assert text(N.nvmlVgpuTypeGetName(t["id"])) == t["name"], t
+        assert text(N.nvmlVgpuTypeGetClass(t["id"])) == t["class"], t
         profile = N.nvmlVgpuTypeGetGpuInstanceProfileId(t["id"])
         if t.get("gpu_instance_profile_id") is None:
             # nvml.h's INVALID_GPU_INSTANCE_PROFILE_ID (the binding does not name it).
