@@ -288,7 +288,8 @@ mod tests {
 
     #[test]
     fn a_failure_that_names_no_nvml_error_is_refused_with_its_member() {
-        let text = br#"{"driver_version": "570.172.08", "nvml_version": "12.570.172.08", "devices": [{
+        let text =
+            br#"{"driver_version": "570.172.08", "nvml_version": "12.570.172.08", "devices": [{
             "pci_bus_id": "0000:3b:00.0", "mig_mode": "not_supported",
             "fail": {"nvmlDeviceGetMigMode": "BROKEN"}}]}"#;
         match Scenario::from_json(text) {

@@ -208,12 +208,11 @@ impl Device {
         if let Some(serial) = &self.serial {
             return serial.clone();
         }
-        const TWELVE_DIGITS: u64 = 1_000_000_000_000;
-        let folded = self
-            .uuid_or_derived()
-            .chars()
-            .filter_map(|c| c.to_digit(16))
-            .fold(0_u64, |sum, digit| (sum * 16 + u64::from(digit)) % TWELVE_DIGITS);
+        let uuid = self.uuid_or_derived();
+        let digits = uuid.chars().filter_map(|c| c.to_digit(16));
+        let folded = digits.fold(0, |sum: u64, d| {
+            (sum * 16 + u64::from(d)) % 1_000_000_000_000
+        });
         format!("0{folded:012}")
     }
 }

@@ -89,7 +89,10 @@ fn every_parts_profiles_answer_through_nvml_as_the_published_table_gives_them() 
     let mut table: BTreeMap<&str, Vec<profile_table::Row>> = BTreeMap::new();
     let all = rows();
     for row in &all {
-        table.entry(row.part.as_str()).or_default().push(row.clone());
+        table
+            .entry(row.part.as_str())
+            .or_default()
+            .push(row.clone());
     }
     for ((part, _), bus_id) in parts.iter().zip(&bus_ids) {
         let published = table
@@ -97,8 +100,7 @@ fn every_parts_profiles_answer_through_nvml_as_the_published_table_gives_them() 
             .unwrap_or_else(|| panic!("{part}: no rows in profile-tables.tsv"));
         let device = by_bus_id(&fake, bus_id);
         // What NVML answers at every index of its enum, and one past its end.
-        let mut answered: BTreeMap<u32, Result<(String, u32, Numbers), u32>> = (0
-            ..=ENUM_END_R570)
+        let mut answered: BTreeMap<u32, Result<(String, u32, Numbers), u32>> = (0..=ENUM_END_R570)
             .map(|index| (index, profile_info(&fake, device, index)))
             .collect();
         for row in &published {

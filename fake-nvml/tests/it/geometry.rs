@@ -235,6 +235,33 @@ fn every_part_names_its_sources_and_every_profile_its_row() {
     }
 }
 
+/// The name NVIDIA's go-nvlib (and so mig-parted and the device plugin) makes of a profile:
+/// its slices, and its memory as a fraction of the board's rounded up to an eighth, times the
+/// board's GiB rounded up (`getMigMemorySizeGB`, pkg/nvlib/device/mig_profile.go). A size of 0
+/// made `1g.0gb`, which names no profile a config asks for.
+fn name_a_client_makes(slices: u32, memory_mib: u64, board_mib: u64) -> String {
+    let fraction = (memory_mib as f64 / board_mib as f64 * 8.0).ceil() / 8.0;
+    let board_gib = board_mib.div_ceil(1024) as f64;
+    format!("{slices}g.{}gb", (fraction * board_gib).round())
+}
+
+#[test]
+fn every_profiles_name_is_the_one_clients_make_of_its_memory() {
+    for (name, _) in PARTS {
+        let card = &part(name).devices[0];
+        let board = card.memory_total_mib.unwrap();
+        for p in &card.gpu_instance_profiles {
+            let base = p.name.split('+').next().unwrap();
+            assert_eq!(
+                name_a_client_makes(p.slice_count, p.memory_size_mb, board),
+                base,
+                "{name} {}",
+                p.name
+            );
+        }
+    }
+}
+
 #[test]
 fn slices_are_those_the_profile_names_say() {
     for (name, _) in PARTS {

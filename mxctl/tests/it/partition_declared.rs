@@ -312,8 +312,11 @@ fn another_board_of_the_same_model_is_restored_with_a_warning() {
     common::require_root();
     let host = balanced();
     host.reboot("99999999-2222-3333-4444-555555555555");
+    // Another board: another UUID and another serial (a board's serial names it when both
+    // sides have one).
     host.change_nvml(|state| {
         state["devices"][2]["uuid"] = "GPU-0badc0de-0000-4000-8000-000000000001".into();
+        state["devices"][2]["serial"] = "0000000000001".into();
     });
     let (code, report) = host.restore(&[]);
     assert_eq!(code, 0, "{report:#}");
@@ -328,7 +331,7 @@ fn another_board_of_the_same_model_is_restored_with_a_warning() {
         warnings[0].contains("another board of the same model"),
         "{warnings:?}"
     );
-    assert!(warnings[0].contains("GPU-0badc0de-0000-4000-8000-000000000001"));
+    assert!(warnings[0].contains("serial 0000000000001"), "{warnings:?}");
     assert_eq!(instance_count(&host.card(H100)), 4);
 }
 
