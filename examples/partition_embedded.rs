@@ -153,6 +153,10 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     if let Some(declared) = &state.declared {
         for (bdf, gpu) in &declared.gpus {
+            // Every GPU of this example is NVIDIA's: a declared AMD GPU has partitions instead.
+            let Some(gpu) = gpu.nvidia() else {
+                continue;
+            };
             let counts: Vec<String> = gpu
                 .profiles
                 .iter()

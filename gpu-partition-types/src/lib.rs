@@ -93,7 +93,7 @@ pub use token::{Token, UnknownToken, expected_list};
 pub use unknown::{JsonType, UnknownMember};
 pub use version::{Command, Incompatible, VersionReply};
 pub use vgpu::Vgpu;
-pub use vgpu_type::{VgpuMode, VgpuType};
+pub use vgpu_type::{VgpuMode, VgpuType, VgpuTypeId};
 
 #[doc(hidden)]
 pub use token::__private;

@@ -6,6 +6,34 @@
 //! GPU instance can host.
 
 use crate::Nullable;
+use std::num::NonZeroU32;
+
+/// A vGPU type ID as a VF's `current_vgpu_type`, `creatable_vgpu_types` and a declaration keep
+/// it: never 0, which is "no vGPU" (read as `None`, written as a clear), so a write of 0 cannot
+/// be mistaken for a type. It reads back from JSON only as a positive integer.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(transparent)]
+pub struct VgpuTypeId(pub NonZeroU32);
+
+impl VgpuTypeId {
+    /// The type `id`; `None` for 0 (no vGPU).
+    pub fn new(id: u32) -> Option<Self> {
+        NonZeroU32::new(id).map(Self)
+    }
+
+    /// Its number.
+    pub fn get(self) -> u32 {
+        self.0.get()
+    }
+}
+
+impl std::fmt::Display for VgpuTypeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
 
 crate::record::record! {
     /// One vGPU type the card supports.

@@ -67,37 +67,7 @@ fn checks<S: StateStore>(
     mut open: &mut dyn FnMut() -> Result<S, String>,
 ) -> Result<(), ConformanceFailure> {
     expect("a store that never saved loads nothing", &mut open, None)?;
-    for (check, state) in [
-        (
-            "every field of a full state survives a save and a reopen",
-            full_state(),
-        ),
-        (
-            "a state without GPUs, boot or message survives",
-            HostState::new(HostStatus::Inactive, reason("no_partitionable_gpu")),
-        ),
-        (
-            "a reason token of a later version is kept as it is",
-            later_version(),
-        ),
-        ("a layout apply still running survives", applying()),
-        (
-            "a declaration that holds (checked in this boot) survives",
-            declared(true),
-        ),
-        (
-            "a declaration whose check found differences of every kind, unread GPUs and adopted instances survives",
-            declared(false),
-        ),
-        (
-            "a declaration whose check lapsed (a sync with the pool off) survives",
-            lapsed(),
-        ),
-        (
-            "a state that was lost, kept aside, and the last boot restore survive",
-            lost(),
-        ),
-    ] {
+    for (check, state) in states() {
         save(check, &mut open, &state)?;
         expect(check, &mut open, Some(&state))?;
     }
@@ -196,6 +166,44 @@ fn bdf(n: usize) -> Bdf {
         device: 0,
         function: 0,
     }
+}
+
+/// The states the suite saves and reads back, each with the check it makes: between them every
+/// member of [`HostState`], nested ones too (a full state, a declaration of every vendor with a
+/// difference of every kind, a check that lapsed, a lost state): what the schema's own test
+/// walks to find a member added without the schema moving.
+pub fn states() -> Vec<(&'static str, HostState)> {
+    vec![
+        (
+            "every field of a full state survives a save and a reopen",
+            full_state(),
+        ),
+        (
+            "a state without GPUs, boot or message survives",
+            HostState::new(HostStatus::Inactive, reason("no_partitionable_gpu")),
+        ),
+        (
+            "a reason token of a later version is kept as it is",
+            later_version(),
+        ),
+        ("a layout apply still running survives", applying()),
+        (
+            "a declaration that holds (checked in this boot) survives",
+            declared(true),
+        ),
+        (
+            "a declaration whose check found differences of every kind, unread GPUs and adopted instances survives",
+            declared(false),
+        ),
+        (
+            "a declaration whose check lapsed (a sync with the pool off) survives",
+            lapsed(),
+        ),
+        (
+            "a state that was lost, kept aside, and the last boot restore survive",
+            lost(),
+        ),
+    ]
 }
 
 /// A state with every field set, and a GPU for each kind of reason.
@@ -307,16 +315,22 @@ fn full_state() -> HostState {
     state
 }
 
-/// A state with a declared layout on three GPUs (one placed and adopting, one by counts only,
-/// one with MIG off; boards with and without a serial) and the check of a sync: holding, or
-/// drifted with a difference of every kind, an unread GPU and an adopted instance.
+/// A state with a declared layout on four GPUs (an NVIDIA one placed and adopting with vGPUs on
+/// two VFs, one by counts only with vGPUs declared by count and heterogeneous mode, one with MIG
+/// and its VFs off; boards with and without a serial; an AMD one with its client services) and
+/// the check of a sync: holding, or drifted with a difference of every kind, an unread GPU and
+/// an adopted instance.
 fn declared(holds: bool) -> HostState {
     use gpu_host_probe::WriteMark;
+    use gpu_partition_types::VgpuTypeId;
     use gpu_partition_types::{Placement, UnreadableReason};
+    use layout_model::amd::AmdDeclared;
     use layout_model::{
-        Adopted, Board, BoardChange, BoardId, ComputeFound, Declaration, DeclaredGpu, Difference,
-        Fact, Filling, LayoutCheck, Placed, ProfileKey, ProfileRef, ReplyMember, Unnamed, Want,
+        Adopted, Board, BoardChange, BoardId, ComputeFound, Declaration, DeclaredGpu, DeclaredVf,
+        DeclaredVgpu, Difference, Fact, Filling, LayoutCheck, NvidiaDeclared, Placed, ProfileKey,
+        ProfileRef, ReplyMember, Unnamed, Vendor, VgpuDeclared, Want,
     };
+    let type_474 = VgpuTypeId::new(474).unwrap_or(VgpuTypeId(std::num::NonZeroU32::MIN));
     let mut state = full_state();
     let placed = Want::enabled(vec![
         (ProfileKey::Name("1g.5gb".to_owned()), 2),
@@ -329,28 +343,53 @@ fn declared(holds: bool) -> HostState {
     ])
     .unnamed(Unnamed::Adopt);
     let mut gpus = std::collections::BTreeMap::new();
+    let on_vfs = VgpuDeclared::on(
+        vec![
+            DeclaredVf::new(0, type_474, "A100-1-5C"),
+            DeclaredVf::new(2, type_474, "A100-1-5C"),
+        ],
+        false,
+    );
     gpus.insert(
         bdf(0),
-        DeclaredGpu::new(
-            &placed,
-            Board::new(
-                Some("NVIDIA A100-SXM4-40GB".to_owned()),
-                Some("1564720004631".to_owned()),
-                Some("GPU-5a3c9f0e-8a1b-4c2d-9e7f-0a1b2c3d4e5f".to_owned()),
-            ),
+        DeclaredGpu::Nvidia(
+            NvidiaDeclared::new(
+                &placed,
+                Board::new(
+                    Some("NVIDIA A100-SXM4-40GB".to_owned()),
+                    Some("1564720004631".to_owned()),
+                    Some("GPU-5a3c9f0e-8a1b-4c2d-9e7f-0a1b2c3d4e5f".to_owned()),
+                ),
+            )
+            .with_vgpu(on_vfs),
         ),
     );
+    let counted = VgpuDeclared::Counted {
+        types: vec![DeclaredVgpu::new(type_474, "A100-1-5C", 2)],
+        heterogeneous: true,
+    };
     gpus.insert(
         bdf(1),
-        DeclaredGpu::new(
-            &Want::enabled(vec![(ProfileKey::Name("7g.40gb".to_owned()), 1)]),
-            Board::new(Some("NVIDIA A100-SXM4-40GB".to_owned()), None, None),
+        DeclaredGpu::Nvidia(
+            NvidiaDeclared::new(
+                &Want::enabled(vec![(ProfileKey::Name("7g.40gb".to_owned()), 1)]),
+                Board::new(Some("NVIDIA A100-SXM4-40GB".to_owned()), None, None),
+            )
+            .with_vgpu(counted),
         ),
     );
-    gpus.insert(bdf(2), DeclaredGpu::disabled(Board::default()));
+    gpus.insert(
+        bdf(2),
+        DeclaredGpu::Nvidia(
+            NvidiaDeclared::disabled(Board::default()).with_vgpu(VgpuDeclared::Off),
+        ),
+    );
     gpus.insert(
         bdf(3),
-        DeclaredGpu::amd(AmdWant::new(ComputePartition::Cpx, MemoryPartition::Nps4)),
+        DeclaredGpu::Amd(AmdDeclared::new(
+            AmdWant::new(ComputePartition::Cpx, MemoryPartition::Nps4),
+            vec!["amd-metrics-exporter".to_owned()],
+        )),
     );
     let previous = Declaration::new("all-1g.5gb", 1_767_229_000, None, Default::default());
     let mut declaration = Declaration::new("all-balanced", 1_767_229_050, Some(&previous), gpus);
@@ -426,6 +465,32 @@ fn declared(holds: bool) -> HostState {
         },
         Fact::PartitionsUnread {
             why: "the GPU is in reset (EPERM)".to_owned(),
+        },
+        Fact::VfsGone { declared: 2 },
+        Fact::VgpuCount {
+            type_id: type_474,
+            name: "A100-1-5C".to_owned(),
+            found: 1,
+            wanted: 2,
+        },
+        Fact::VgpuExtra {
+            type_id: type_474,
+            found: 1,
+        },
+        Fact::VfType {
+            index: 2,
+            found: None,
+            wanted: Some(DeclaredVf::new(2, type_474, "A100-1-5C")),
+        },
+        Fact::VfsUnreadable {
+            why: "sriov_numvfs did not read".to_owned(),
+        },
+        Fact::VgpuType {
+            why: "A100-2-10C is not in the card's catalogue".to_owned(),
+        },
+        Fact::Vendor {
+            found: Vendor::Amd,
+            wanted: Vendor::Nvidia,
         },
     ];
     let differences = if holds {

@@ -4,8 +4,9 @@
 //! linking to the mdevs made of that type, named by UUID). Read so that a host managed this way
 //! says what it is; the per-VF interface is [`crate::sriov`]'s. Samples: `tests/samples/vgpu/`.
 
-use crate::sriov::{SriovError, VgpuTypeId};
+use crate::sriov::SriovError;
 use gpu_partition_types::Bdf;
+use gpu_partition_types::VgpuTypeId;
 use std::path::Path;
 
 /// One type a parent offers.

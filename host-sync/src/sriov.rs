@@ -14,19 +14,8 @@
 //! Every reader fails closed: a file that holds what the kernel or the driver does not write
 //! is an error naming the file (and the line), never a guess.
 
-use gpu_partition_types::Bdf;
+use gpu_partition_types::{Bdf, VgpuTypeId};
 use std::path::{Path, PathBuf};
-
-/// A vGPU type ID, as `current_vgpu_type` and `creatable_vgpu_types` give it (never 0: that
-/// is "no vGPU", read as `None`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct VgpuTypeId(pub std::num::NonZeroU32);
-
-impl std::fmt::Display for VgpuTypeId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)
-    }
-}
 
 /// One line of `creatable_vgpu_types`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -425,10 +414,10 @@ pub fn read_vf_types(sysfs_root: &Path, bdf: Bdf) -> layout_model::VfsRead {
                 .vfs
                 .iter()
                 .map(|vf| {
-                    vf.vgpu
-                        .as_ref()
-                        .and_then(|vgpu| vgpu.current_type)
-                        .map(|id| id.0.get())
+                    layout_model::VfFound::new(
+                        vf.index,
+                        vf.vgpu.as_ref().and_then(|vgpu| vgpu.current_type),
+                    )
                 })
                 .collect(),
         ),

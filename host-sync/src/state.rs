@@ -34,7 +34,15 @@ use std::path::PathBuf;
 ///   waiting for a driver reload (`gpus.*.amd`), and a declared GPU's compute and memory
 ///   partitions (`declared.gpus.*.amd`). A schema-4 file reads as it is (no GPU of it is read
 ///   or declared so).
-pub const SCHEMA: u32 = 5;
+/// - 6: a declared GPU is one vendor's, tagged `vendor`: `nvidia` with its MIG members and its
+///   VFs' vGPUs in `vgpu` (`{"vfs": "off"}`, `{"vfs": "on", "types": [{"index", "type_id",
+///   "name"}], "heterogeneous"}` per VF), or `amd` with `compute`, `memory` and
+///   `client_services`. A file of schema 2 to 5 reads: a GPU declared with `amd` becomes an
+///   `amd` one, any other an `nvidia` one; its vGPUs declared by count (`vgpus`) become
+///   `{"vfs": "counted", …}` (no VF was named then, and none is guessed: the next apply or
+///   restore of the GPU declares them per VF), none with the mode off `{"vfs": "off"}`, none
+///   with heterogeneous mode on `{"vfs": "on", "types": [], "heterogeneous": true}`.
+pub const SCHEMA: u32 = 6;
 
 /// The state file that did not read, as the store found it: kept aside, with why. While it is
 /// set the host says so (reason `state_lost`), and a boot restore fails: what the host was
@@ -172,7 +180,7 @@ impl HostState {
         state
     }
 
-    /// Reads a state file of any schema this version knows (1 and [`SCHEMA`]); a later schema is
+    /// Reads a state file of any schema this version knows (1 to [`SCHEMA`]); a later schema is
     /// refused with both numbers, whole JSON that does not fit is a value this version does not
     /// read, anything else a torn file.
     pub fn from_json(bytes: &[u8]) -> Result<HostState, StateReadError> {
@@ -185,7 +193,11 @@ impl HostState {
                     found: u32::try_from(found).unwrap_or(u32::MAX),
                 });
             }
-            Some(1) => migrate_from_1(&mut value),
+            Some(1) => {
+                migrate_from_1(&mut value);
+                migrate_to_6(&mut value);
+            }
+            Some(2..=5) => migrate_to_6(&mut value),
             // No version wrote a schema below 1: not a state of ours.
             Some(0) => {
                 return Err(StateReadError::Unsupported(serde::de::Error::custom(
@@ -215,6 +227,52 @@ fn migrate_from_1(value: &mut serde_json::Value) {
     }
     if let Some(schema) = value.get_mut("schema") {
         *schema = serde_json::Value::from(SCHEMA);
+    }
+}
+
+/// A file of schema 2 to 5 as schema 6 reads it: each declared GPU tagged with its vendor, an
+/// NVIDIA GPU's vGPUs (by count then) under `vgpu`.
+fn migrate_to_6(value: &mut serde_json::Value) {
+    use serde_json::{Value, json};
+    let gpus = value
+        .get_mut("declared")
+        .and_then(|declared| declared.get_mut("gpus"))
+        .and_then(Value::as_object_mut);
+    for gpu in gpus.into_iter().flat_map(|gpus| gpus.values_mut()) {
+        let Some(members) = gpu.as_object_mut() else {
+            continue;
+        };
+        if let Some(amd) = members.remove("amd") {
+            // An AMD GPU declared only its partitions.
+            let mut amd = amd;
+            if let Some(partitions) = amd.as_object_mut() {
+                partitions.insert("vendor".to_owned(), json!("amd"));
+            }
+            *gpu = amd;
+            continue;
+        }
+        let vgpus = members.remove("vgpus");
+        let heterogeneous = members
+            .remove("vgpu_heterogeneous")
+            .and_then(|on| on.as_bool())
+            .unwrap_or(false);
+        let vgpu = match vgpus.as_ref().and_then(Value::as_array) {
+            None => None,
+            Some(types) if types.is_empty() && !heterogeneous => Some(json!({"vfs": "off"})),
+            Some(types) if types.is_empty() => {
+                Some(json!({"vfs": "on", "types": [], "heterogeneous": true}))
+            }
+            Some(types) => Some(json!({
+                "vfs": "counted", "types": types, "heterogeneous": heterogeneous,
+            })),
+        };
+        members.insert("vendor".to_owned(), json!("nvidia"));
+        if let Some(vgpu) = vgpu {
+            members.insert("vgpu".to_owned(), vgpu);
+        }
+    }
+    if let Some(schema) = value.get_mut("schema") {
+        *schema = Value::from(SCHEMA);
     }
 }
 

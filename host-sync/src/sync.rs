@@ -16,7 +16,9 @@ use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_host_probe::{Boot, Cancel, DEFAULT_LOCK_WAIT, Host, WriteMark};
 use gpu_host_probe::{HostLock, LockError};
 use gpu_partition_types::{Bdf, Outcome, Reply};
-use layout_model::{Declaration, Difference, Fact, Lapse, LapseReason, LayoutCheck};
+use layout_model::{
+    Declaration, DeclaredGpu, Difference, Fact, Lapse, LapseReason, LayoutCheck, Seen,
+};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -408,33 +410,39 @@ fn check(
     let mut unread = Vec::new();
     let mut adopted = Vec::new();
     for (bdf, gpu) in &declared.gpus {
-        if gpu.amd.is_some() {
-            match read.amd.get(bdf) {
+        let on_host = read.gpus.iter().any(|found| found.bdf == *bdf);
+        let compared = match gpu {
+            DeclaredGpu::Amd(_) => match read.amd.get(bdf) {
                 // A GPU whose files did not read is unread, not drift: its reason says why.
-                Some(Err(_)) => unread.push(*bdf),
+                Some(Err(_)) => None,
                 Some(found) => {
                     let requested = read.records.get(bdf).and_then(GpuRecord::requested_memory);
-                    differences.extend(
-                        gpu.amd_drift(*bdf, &layout_model::amd::AmdRead::of(found, requested)),
-                    );
+                    let seen = layout_model::amd::AmdRead::of(found, requested);
+                    Some(gpu.compare(*bdf, Seen::Amd(&seen)))
                 }
-                None if read.gpus.iter().any(|found| found.bdf == *bdf) => unread.push(*bdf),
-                None => differences.push(Difference::new(*bdf, Fact::GpuGone)),
-            }
-            continue;
-        }
-        match read.replies.get(bdf) {
-            Some(reply) => {
-                let compared = gpu.drift(reply);
+                None => None,
+            },
+            DeclaredGpu::Nvidia(nvidia) => read.replies.get(bdf).map(|reply| {
+                // Its VFs are read where vGPUs are declared on them.
+                let vfs = nvidia
+                    .vgpu
+                    .as_ref()
+                    .map(|_| crate::sriov::read_vf_types(read.sysfs_root, *bdf));
+                gpu.compare(
+                    *bdf,
+                    Seen::Nvidia {
+                        reply,
+                        vfs: vfs.as_ref(),
+                    },
+                )
+            }),
+        };
+        match compared {
+            Some(compared) => {
                 differences.extend(compared.differences);
                 adopted.extend(compared.adopted);
-                if gpu.vgpus.is_some() {
-                    differences.extend(
-                        gpu.vf_drift(*bdf, &crate::sriov::read_vf_types(read.sysfs_root, *bdf)),
-                    );
-                }
             }
-            None if read.gpus.iter().any(|found| found.bdf == *bdf) => unread.push(*bdf),
+            None if on_host => unread.push(*bdf),
             None => differences.push(Difference::new(*bdf, Fact::GpuGone)),
         }
     }

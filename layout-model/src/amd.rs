@@ -15,7 +15,9 @@
 //! What a given GPU offers depends on its part and VBIOS as well: a plan reads the GPU's
 //! `available_*` files and never assumes a mode these rules allow is offered.
 
+use crate::difference::{Difference, Fact};
 use gpu_host_probe::amdgpu::{AmdError, AmdPartitions, ComputePartition, MemoryPartition};
+use gpu_partition_types::Bdf;
 use serde::{Deserialize, Serialize};
 
 /// The compute modes the kernel supports on a GPU of `xccs` XCCs
@@ -63,7 +65,7 @@ pub fn runs_with(compute: ComputePartition, memory: MemoryPartition) -> bool {
 
 /// What a GPU is wanted (or declared) to be: its compute partition and its memory partition.
 /// The one vocabulary of an AMD layout: a plan wants it, a declaration keeps it, a sync compares
-/// the GPU with it ([`crate::DeclaredGpu::amd_drift`]).
+/// the GPU with it ([`AmdDeclared::drift`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct AmdWant {
@@ -92,8 +94,70 @@ impl std::fmt::Display for AmdWant {
     }
 }
 
+/// An AMD GPU as declared: its partitions, and the systemd services that use it (Device Config
+/// Manager's `gpuClientSystemdServices`, kept so a restore at boot, which reads no DCM file,
+/// still refuses to write while one runs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct AmdDeclared {
+    /// Its compute and memory partitions.
+    #[serde(flatten)]
+    pub want: AmdWant,
+    /// The client services, by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_services: Vec<String>,
+}
+
+impl AmdDeclared {
+    /// A GPU declared in `want`, used by `client_services`.
+    pub fn new(want: AmdWant, client_services: Vec<String>) -> Self {
+        Self {
+            want,
+            client_services,
+        }
+    }
+
+    /// How the GPU compares with its declaration: the compute partition, then the memory
+    /// partition (a requested one waiting for a driver reload named with it; one requested for
+    /// another mode differs even where the GPU is in the declared mode now: the next reload
+    /// changes it), or why they did not read.
+    pub fn drift(&self, device: Bdf, found: &AmdRead) -> Vec<Difference> {
+        let want = self.want;
+        let at = |fact| Difference::new(device, fact);
+        let held = match found {
+            AmdRead::Held(held) => held,
+            AmdRead::Unreadable(why) => {
+                return vec![at(Fact::PartitionsUnread { why: why.clone() })];
+            }
+            AmdRead::NotPartitionable => {
+                return vec![at(Fact::PartitionsUnread {
+                    why: "the GPU shows no partition files: amdgpu cannot partition it".to_owned(),
+                })];
+            }
+        };
+        let mut differences = Vec::new();
+        if held.compute != want.compute {
+            differences.push(at(Fact::ComputePartition {
+                found: held.compute,
+                wanted: want.compute,
+            }));
+        }
+        // A request waiting for a reload differs too where it is for another mode: the next
+        // reload carries it out, whatever the GPU is in now.
+        let request_differs = held.requested.is_some_and(|mode| mode != want.memory);
+        if held.memory != Some(want.memory) || request_differs {
+            differences.push(at(Fact::MemoryPartition {
+                found: held.memory,
+                requested: held.requested,
+                wanted: want.memory,
+            }));
+        }
+        differences
+    }
+}
+
 /// What a GPU holds now, as amdgpu shows it, for a comparison with what it is declared to be
-/// ([`crate::DeclaredGpu::amd_drift`]); `gpu_host_probe::amdgpu` reads it.
+/// ([`AmdDeclared::drift`]); `gpu_host_probe::amdgpu` reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AmdHeld {

@@ -1,311 +1,143 @@
 //! [`Declaration`]: what a host was declared to be by its last layout apply (or leave), kept in
 //! its state so that every sync that reads the cards can say whether they still hold it.
 //!
-//! A MIG layout does not outlive the card's next reset: a reboot, a driver reload, a warm reset
-//! or an administrator's `nvidia-smi mig -dgi` destroys GPU instances on every generation, and
-//! from Hopper on a reboot loses the MIG mode too. So the host keeps, per GPU (by PCI address),
-//! the MIG mode and the layout as applied — the GPU instance profiles with their counts and,
-//! once the apply chose them, the placements —, what becomes of instances it does not name, and
-//! the board it was applied to. A sync compares each declared GPU it read with its declaration
-//! ([`DeclaredGpu::drift`]); whether the cards hold it is decided now, from that check
-//! ([`Declaration::holding`]). A GPU the sync could not read is not drift: its own reason says
-//! why.
+//! A declared GPU is one vendor's ([`DeclaredGpu`]): an NVIDIA GPU's MIG layout with the vGPUs
+//! on its virtual functions inside it ([`NvidiaDeclared`]), or an AMD GPU's compute and memory
+//! partitions ([`AmdDeclared`]); an illegal mix cannot be built, and one comparison dispatches
+//! on it ([`DeclaredGpu::compare`]). A MIG layout does not outlive the card's next reset: a
+//! reboot, a driver reload, a warm reset or an administrator's `nvidia-smi mig -dgi` destroys
+//! GPU instances on every generation, and from Hopper on a reboot loses the MIG mode too; an
+//! AMD GPU's compute partition is set anew by every driver load. Whether the cards hold the
+//! declaration is decided now, from the last check ([`Declaration::holding`]). A GPU the sync
+//! could not read is not drift: its own reason says why.
 
-use crate::amd::{AmdRead, AmdWant};
-use crate::board::Board;
-use crate::card::Card;
+use crate::amd::{AmdDeclared, AmdRead};
 use crate::check::{Holding, Lapse, LayoutCheck};
-use crate::compare::{Comparison, compare};
+use crate::compare::Comparison;
 use crate::difference::{Difference, Fact};
-use crate::want::{Placed, ProfileKey, Unnamed, Want};
+use crate::nvidia::NvidiaDeclared;
+use crate::vgpu::VfsRead;
 use gpu_host_probe::Now;
 use gpu_partition_types::{Bdf, Reply};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// A profile of a declared layout with its count, as the layout named it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct DeclaredCount {
-    /// The profile, by name or ID.
-    pub profile: ProfileKey,
-    /// How many GPU instances of it.
-    pub count: u32,
-}
-
-impl DeclaredCount {
-    /// `count` GPU instances of `profile`.
-    pub fn new(profile: ProfileKey, count: u32) -> Self {
-        Self { profile, count }
+gpu_partition_types::token_enum! {
+    /// A GPU's vendor, as a declaration names it (`vendor` in the state and `--json`). Not
+    /// `#[non_exhaustive]`, as [`DeclaredGpu`]: a new vendor is a variant every match decides on.
+    pub enum Vendor: "vendor" {
+        /// NVIDIA: MIG, with the vGPUs on its virtual functions.
+        Nvidia = "nvidia",
+        /// AMD: Instinct compute and memory partitions.
+        Amd = "amd",
     }
 }
 
-/// A vGPU type a GPU is declared to hold on its virtual functions, with how many.
+/// One GPU as declared: one vendor's. Not `#[non_exhaustive]`: a new vendor is a new variant
+/// (and a new side of the executor), which every match over it must decide on, as a new reset
+/// method is a new `warm_reset` backend.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct DeclaredVgpu {
-    /// The type's ID, from the card's catalogue when it was applied.
-    pub type_id: u32,
-    /// Its name, as the config gave it (`A100-1-5C`).
-    pub name: String,
-    /// How many VFs hold it.
-    pub count: u32,
+#[serde(tag = "vendor", rename_all = "snake_case")]
+pub enum DeclaredGpu {
+    /// An NVIDIA GPU.
+    Nvidia(NvidiaDeclared),
+    /// An AMD GPU.
+    Amd(AmdDeclared),
 }
 
-impl DeclaredVgpu {
-    /// `count` VFs of type `type_id` (named `name`).
-    pub fn new(type_id: u32, name: impl Into<String>, count: u32) -> Self {
-        Self {
-            type_id,
-            name: name.into(),
-            count,
-        }
-    }
-}
-
-/// What a GPU's virtual functions hold, as sysfs says, for [`DeclaredGpu::vf_drift`]: the
-/// vGPU type on each VF (`None`: none), or why it could not be read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum VfsRead {
-    /// The type of each enabled VF, in index order (empty: no VF enabled, or no SR-IOV).
-    Read(Vec<Option<u32>>),
-    /// The SR-IOV state did not read: why.
-    Unreadable(String),
-}
-
-/// One GPU as declared.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct DeclaredGpu {
-    /// MIG on or off.
-    pub mig_enabled: bool,
-    /// The GPU instance profiles with their counts (empty with MIG off).
-    #[serde(default)]
-    pub profiles: Vec<DeclaredCount>,
-    /// Where the apply placed them (each filled by the one compute instance of its slice count,
-    /// which the card's catalogue gives, so it is not stored); `None` when the apply stopped
-    /// before it chose (a card with MIG off lists its catalogue only once MIG is on): then only
-    /// the counts are declared.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub instances: Option<Vec<Placed>>,
-    /// What becomes of instances the declaration does not name.
-    #[serde(default)]
-    pub unnamed: Unnamed,
-    /// The board the layout was applied to.
-    #[serde(default)]
-    pub board: Board,
-    /// The vGPUs declared on its virtual functions, by type (`None`: a MIG layout alone; an
-    /// empty list: no vGPU, as a vGPU leave declares).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vgpus: Option<Vec<DeclaredVgpu>>,
-    /// Heterogeneous vGPU mode declared on (time-sliced vGPUs of several types on the GPU):
-    /// `sriov-manage -e` clears it, so a restore sets it again. `false`: not asked for.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub vgpu_heterogeneous: bool,
-    /// An AMD GPU's compute and memory partitions (`None`: an NVIDIA GPU, whose layout is the
-    /// members above; an AMD GPU declares no MIG mode and no board).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub amd: Option<AmdWant>,
+/// What was read of a GPU for a comparison with its declaration (one variant per vendor, as
+/// [`DeclaredGpu`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Seen<'a> {
+    /// An NVIDIA card's reply, and its virtual functions as sysfs shows them (`None`: not
+    /// read; a declaration of vGPUs counts them unreadable).
+    Nvidia {
+        /// The helper's reply.
+        reply: &'a Reply,
+        /// Its VFs.
+        vfs: Option<&'a VfsRead>,
+    },
+    /// An AMD GPU's partitions.
+    Amd(&'a AmdRead),
 }
 
 impl DeclaredGpu {
-    /// A declared GPU as a store keeps it, from its stored fields.
-    pub fn stored(
-        mig_enabled: bool,
-        profiles: Vec<DeclaredCount>,
-        instances: Option<Vec<Placed>>,
-        unnamed: Unnamed,
-        board: Board,
-    ) -> Self {
-        Self {
-            mig_enabled,
-            profiles,
-            instances,
-            unnamed,
-            board,
-            vgpus: None,
-            vgpu_heterogeneous: false,
-            amd: None,
-        }
-    }
-
-    /// An AMD GPU declared in these partitions.
-    pub fn amd(want: AmdWant) -> Self {
-        Self {
-            amd: Some(want),
-            ..Self::disabled(Board::default())
+    /// Its vendor.
+    pub fn vendor(&self) -> Vendor {
+        match self {
+            Self::Nvidia(_) => Vendor::Nvidia,
+            Self::Amd(_) => Vendor::Amd,
         }
     }
 
     /// Whether the GPU is declared divided: MIG on, or (an AMD GPU) more than one compute or
     /// memory partition.
     pub fn is_divided(&self) -> bool {
-        match self.amd {
-            Some(want) => want.is_divided(),
-            None => self.mig_enabled,
+        match self {
+            Self::Nvidia(nvidia) => nvidia.mig_enabled,
+            Self::Amd(amd) => amd.want.is_divided(),
         }
     }
 
-    /// How an AMD GPU compares with the partitions it is declared in: nothing where none are
-    /// declared; else the compute partition, then the memory partition (a requested one waiting
-    /// for a driver reload named with it; one requested for another mode differs even where the
-    /// GPU is in the declared mode now: the next reload changes it), or why they did not read.
-    pub fn amd_drift(&self, device: Bdf, found: &AmdRead) -> Vec<Difference> {
-        let Some(want) = self.amd else {
-            return Vec::new();
-        };
-        let at = |fact| Difference::new(device, fact);
-        let held = match found {
-            AmdRead::Held(held) => held,
-            AmdRead::Unreadable(why) => {
-                return vec![at(Fact::PartitionsUnread { why: why.clone() })];
-            }
-            AmdRead::NotPartitionable => {
-                return vec![at(Fact::PartitionsUnread {
-                    why: "the GPU shows no partition files: amdgpu cannot partition it".to_owned(),
-                })];
-            }
-        };
-        let mut differences = Vec::new();
-        if held.compute != want.compute {
-            differences.push(at(Fact::ComputePartition {
-                found: held.compute,
-                wanted: want.compute,
-            }));
-        }
-        // A request waiting for a reload differs too where it is for another mode: the next
-        // reload carries it out, whatever the GPU is in now.
-        let request_differs = held.requested.is_some_and(|mode| mode != want.memory);
-        if held.memory != Some(want.memory) || request_differs {
-            differences.push(at(Fact::MemoryPartition {
-                found: held.memory,
-                requested: held.requested,
-                wanted: want.memory,
-            }));
-        }
-        differences
-    }
-
-    /// The same GPU, declared to hold these vGPUs on its VFs.
-    pub fn with_vgpus(mut self, vgpus: Vec<DeclaredVgpu>) -> Self {
-        self.vgpus = Some(vgpus);
-        self
-    }
-
-    /// The same GPU, with heterogeneous vGPU mode declared on (or not asked for).
-    pub fn with_vgpu_heterogeneous(mut self, on: bool) -> Self {
-        self.vgpu_heterogeneous = on;
-        self
-    }
-
-    /// How the GPU's virtual functions compare with the vGPUs it is declared to hold: nothing
-    /// where none are declared; else the VFs gone (and then each declared type, none found),
-    /// each declared type's count found and declared, and each type found that is not declared.
-    pub fn vf_drift(&self, device: Bdf, found: &VfsRead) -> Vec<Difference> {
-        let Some(declared) = &self.vgpus else {
-            return Vec::new();
-        };
-        let at = |fact| Difference::new(device, fact);
-        let types = match found {
-            VfsRead::Unreadable(why) => return vec![at(Fact::VfsUnreadable { why: why.clone() })],
-            VfsRead::Read(types) => types,
-        };
-        let total: u32 = declared.iter().map(|vgpu| vgpu.count).sum();
-        let mut differences = Vec::new();
-        if types.is_empty() && total > 0 {
-            differences.push(at(Fact::VfsGone { declared: total }));
-        }
-        let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
-        for id in types.iter().flatten() {
-            *counts.entry(*id).or_default() += 1;
-        }
-        for vgpu in declared {
-            let found = counts.remove(&vgpu.type_id).unwrap_or(0);
-            if found != vgpu.count {
-                differences.push(at(Fact::VgpuCount {
-                    type_id: vgpu.type_id,
-                    name: vgpu.name.clone(),
-                    found,
-                    wanted: vgpu.count,
-                }));
-            }
-        }
-        differences.extend(
-            counts
-                .into_iter()
-                .map(|(type_id, found)| at(Fact::VgpuExtra { type_id, found })),
-        );
-        differences
-    }
-
-    /// A GPU declared to be `want` (every instance it places, at its placement), on `board`.
-    pub fn new(want: &Want, board: Board) -> Self {
-        Self {
-            mig_enabled: want.enabled,
-            profiles: want
-                .instances
-                .iter()
-                .filter(|(_, count)| *count > 0)
-                .map(|(profile, count)| DeclaredCount {
-                    profile: profile.clone(),
-                    count: *count,
-                })
-                .collect(),
-            instances: want.placements.clone().filter(|_| want.enabled),
-            unnamed: want.unnamed,
-            board,
-            vgpus: None,
-            vgpu_heterogeneous: false,
-            amd: None,
+    /// The NVIDIA GPU's declaration, when it is one.
+    pub fn nvidia(&self) -> Option<&NvidiaDeclared> {
+        match self {
+            Self::Nvidia(nvidia) => Some(nvidia),
+            Self::Amd(_) => None,
         }
     }
 
-    /// MIG off, no instance, on `board`: what leaving partitioning declares.
-    pub fn disabled(board: Board) -> Self {
-        Self::new(&Want::disabled(), board)
-    }
-
-    /// What the GPU should be, as the planner and the comparison take it.
-    pub fn want(&self) -> Want {
-        let counts = self
-            .profiles
-            .iter()
-            .map(|count| (count.profile.clone(), count.count))
-            .collect();
-        if !self.mig_enabled {
-            return Want::disabled();
-        }
-        let want = Want::enabled(counts).unnamed(self.unnamed);
-        match &self.instances {
-            Some(instances) => want.placed(instances.clone()),
-            None => want,
+    /// The AMD GPU's declaration, when it is one.
+    pub fn amd(&self) -> Option<&AmdDeclared> {
+        match self {
+            Self::Amd(amd) => Some(amd),
+            Self::Nvidia(_) => None,
         }
     }
 
-    /// How the card of `reply` compares with this declaration: the board first, then the rules
-    /// of [`crate::compare`].
-    pub fn drift(&self, reply: &Reply) -> Comparison {
-        let mut found = Comparison::default();
-        if let Some(change) = self.board.change(&Board::of(reply)) {
-            found
-                .differences
-                .push(Difference::new(reply.device, Fact::Board(change)));
+    /// How what was `seen` of `device` compares with its declaration: the one comparison of a
+    /// sync's check, an assert and an apply's read-back. What was seen of another vendor than
+    /// the declared one is that difference alone.
+    pub fn compare(&self, device: Bdf, seen: Seen<'_>) -> Comparison {
+        match (self, seen) {
+            (Self::Nvidia(nvidia), Seen::Nvidia { reply, vfs }) => nvidia.drift(reply, vfs),
+            (Self::Amd(amd), Seen::Amd(read)) => Comparison {
+                differences: amd.drift(device, read),
+                adopted: Vec::new(),
+            },
+            (Self::Nvidia(_), Seen::Amd(_)) | (Self::Amd(_), Seen::Nvidia { .. }) => Comparison {
+                differences: vec![Difference::new(
+                    device,
+                    Fact::Vendor {
+                        found: seen.vendor(),
+                        wanted: self.vendor(),
+                    },
+                )],
+                adopted: Vec::new(),
+            },
         }
-        match Card::of(reply) {
-            Ok(card) => {
-                let compared = compare(&card, &self.want());
-                found.differences.extend(compared.differences);
-                found.adopted = compared.adopted;
-            }
-            Err(unreadable) => found.differences.push(Difference::new(
-                reply.device,
-                Fact::Unreadable {
-                    what: unreadable.what,
-                },
-            )),
+    }
+}
+
+impl Seen<'_> {
+    /// The vendor of what was seen.
+    pub fn vendor(&self) -> Vendor {
+        match self {
+            Self::Nvidia { .. } => Vendor::Nvidia,
+            Self::Amd(_) => Vendor::Amd,
         }
-        found
+    }
+}
+
+impl From<NvidiaDeclared> for DeclaredGpu {
+    fn from(nvidia: NvidiaDeclared) -> Self {
+        Self::Nvidia(nvidia)
+    }
+}
+
+impl From<AmdDeclared> for DeclaredGpu {
+    fn from(amd: AmdDeclared) -> Self {
+        Self::Amd(amd)
     }
 }
 

@@ -6,9 +6,11 @@
 
 use crate::board::BoardChange;
 use crate::card::{At, ProfileRef, ReplyMember};
+use crate::declared::Vendor;
+use crate::vgpu::DeclaredVf;
 use crate::want::ProfileKey;
 use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition};
-use gpu_partition_types::{Bdf, Placement, Token, UnreadableReason};
+use gpu_partition_types::{Bdf, Placement, Token, UnreadableReason, VgpuTypeId};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -47,6 +49,11 @@ gpu_partition_types::token_enum! {
         VgpuCount = "vgpu_count",
         /// VFs hold a vGPU type the declaration does not name (a type changed).
         VgpuExtra = "vgpu_extra",
+        /// A virtual function whose vGPU type is not its declared one (none found, none
+        /// declared, or another type), naming the VF.
+        VfType = "vf_type",
+        /// A GPU of another vendor than the declared one in its slot.
+        Vendor = "vendor",
         /// The GPU's SR-IOV state did not read.
         VfsUnreadable = "vfs_unreadable",
         /// A vGPU type the config names that the card cannot hold as asked (not in its
@@ -205,10 +212,10 @@ pub enum Fact {
         /// How many vGPUs are declared.
         declared: u32,
     },
-    /// How many VFs hold a declared vGPU type, found and declared.
+    /// How many VFs hold a declared vGPU type, found and declared (a declaration by counts).
     VgpuCount {
         /// The type's ID.
-        type_id: u32,
+        type_id: VgpuTypeId,
         /// Its name, as the config gave it.
         name: String,
         /// How many VFs hold it.
@@ -219,9 +226,27 @@ pub enum Fact {
     /// VFs hold a vGPU type the declaration does not name.
     VgpuExtra {
         /// The type's ID.
-        type_id: u32,
+        type_id: VgpuTypeId,
         /// How many VFs hold it.
         found: u32,
+    },
+    /// A virtual function's vGPU type, found and declared.
+    VfType {
+        /// The VF's number (`virtfn<index>`).
+        index: u32,
+        /// The type it holds (`None`: none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        found: Option<VgpuTypeId>,
+        /// The type declared on it, with its name (`None`: none).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wanted: Option<DeclaredVf>,
+    },
+    /// A GPU of another vendor than the declared one.
+    Vendor {
+        /// The vendor found.
+        found: Vendor,
+        /// The vendor declared.
+        wanted: Vendor,
     },
     /// The GPU's SR-IOV state did not read (what the reader said).
     VfsUnreadable {
@@ -303,6 +328,8 @@ impl Fact {
             Self::VfsGone { .. } => DifferenceKind::VfsGone,
             Self::VgpuCount { .. } => DifferenceKind::VgpuCount,
             Self::VgpuExtra { .. } => DifferenceKind::VgpuExtra,
+            Self::VfType { .. } => DifferenceKind::VfType,
+            Self::Vendor { .. } => DifferenceKind::Vendor,
             Self::VfsUnreadable { .. } => DifferenceKind::VfsUnreadable,
             Self::VgpuType { .. } => DifferenceKind::VgpuType,
             Self::ComputePartition { .. } => DifferenceKind::ComputePartition,
@@ -457,6 +484,30 @@ impl fmt::Display for Fact {
                 "{found} virtual function(s) hold vGPU type {type_id}, which the declaration \
                  does not name"
             ),
+            Self::VfType {
+                index,
+                found,
+                wanted,
+            } => {
+                match found {
+                    Some(found) => write!(f, "virtual function {index} holds vGPU type {found}")?,
+                    None => write!(f, "virtual function {index} holds no vGPU")?,
+                }
+                match wanted {
+                    Some(wanted) => write!(
+                        f,
+                        "; the declaration puts {} ({}) on it",
+                        wanted.name, wanted.type_id
+                    ),
+                    None => f.write_str("; the declaration puts none on it"),
+                }
+            }
+            Self::Vendor { found, wanted } => write!(
+                f,
+                "the GPU here is of vendor {}; the declaration is of a GPU of vendor {}",
+                found.as_str(),
+                wanted.as_str()
+            ),
             Self::VfsUnreadable { why } => write!(f, "its virtual functions did not read: {why}"),
             Self::VgpuType { why } => f.write_str(why),
             Self::ComputePartition { found, wanted } => write!(
@@ -526,9 +577,9 @@ impl Difference {
     pub fn remedy(&self) -> Remedy {
         match &self.fact {
             Fact::Mode { capable: false, .. } | Fact::Profile { .. } => Remedy::NewLayout,
-            Fact::Board(BoardChange::OtherModel { .. }) | Fact::VgpuType { .. } => {
-                Remedy::NewLayout
-            }
+            Fact::Board(BoardChange::OtherModel { .. })
+            | Fact::VgpuType { .. }
+            | Fact::Vendor { .. } => Remedy::NewLayout,
             Fact::Mode { .. }
             | Fact::InstanceCount { .. }
             | Fact::InstanceMissing { .. }
@@ -540,6 +591,7 @@ impl Difference {
             | Fact::VfsGone { .. }
             | Fact::VgpuCount { .. }
             | Fact::VgpuExtra { .. }
+            | Fact::VfType { .. }
             | Fact::ComputePartition { .. }
             | Fact::MemoryPartition { .. } => Remedy::Restore,
             Fact::GpuGone

@@ -12,8 +12,10 @@
 //!   adopted, with [`Unnamed::Adopt`]); [`differences`] does it from a reply.
 //! - [`DifferenceKind`] lists every kind ([`gpu_partition_types::Token::ALL`]); each
 //!   [`Fact`] carries its numbers, and [`Difference::remedy`] says what brings it back.
-//! - [`Declaration`]: the declared GPUs ([`DeclaredGpu`], each compared by
-//!   [`DeclaredGpu::drift`], the board first), its generation, the last [`LayoutCheck`] and
+//! - [`Declaration`]: the declared GPUs ([`DeclaredGpu`]: one vendor's each, an NVIDIA GPU's
+//!   MIG layout with the vGPUs on its VFs ([`NvidiaDeclared`], [`VgpuDeclared`], per VF), or an
+//!   AMD GPU's partitions ([`amd::AmdDeclared`]); each compared with what was [`Seen`] of it by
+//!   [`DeclaredGpu::compare`], the one dispatch), its generation, the last [`LayoutCheck`] and
 //!   the [`Lapse`] since. [`Declaration::holding`] judges the check now: a check of another boot
 //!   or of a boot that cannot be told apart, one followed by a write of ours
 //!   ([`gpu_host_probe::CardWrites`]) or by a sync that did not read the cards, says nothing.
@@ -29,6 +31,8 @@ mod check;
 mod compare;
 mod declared;
 mod difference;
+mod nvidia;
+mod vgpu;
 mod want;
 
 pub use board::{Board, BoardChange, BoardId};
@@ -38,6 +42,8 @@ pub use card::{
 };
 pub use check::{Holding, HoldingState, Lapse, LapseReason, LayoutCheck, Unchecked, UncheckedKind};
 pub use compare::{Adopted, Comparison, compare, differences};
-pub use declared::{Declaration, DeclaredCount, DeclaredGpu, DeclaredVgpu, VfsRead};
+pub use declared::{Declaration, DeclaredGpu, Seen, Vendor};
 pub use difference::{ComputeFound, Difference, DifferenceKind, Fact, Filling, Remedy};
+pub use nvidia::{DeclaredCount, NvidiaDeclared};
+pub use vgpu::{DeclaredVf, DeclaredVgpu, VfFound, VfsRead, VgpuDeclared};
 pub use want::{Placed, ProfileKey, Unnamed, Want};

@@ -2,7 +2,7 @@
 //! lock, several at once, and compared with it by the rules of `layout_model::differences` (GPU
 //! instances, compute instances and placements apart). It writes nothing.
 
-use crate::apply::vgpu::{catalogue, declared_vgpus};
+use crate::apply::vgpu::{catalogue, counted};
 use crate::apply::{ApplyError, ApplyOptions, resolve, resolve_vgpu};
 use crate::document::Spec;
 use crate::document::vgpu::VgpuSpec;
@@ -12,7 +12,8 @@ use crate::select::{VgpuJob, Wanted, want_of};
 use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_host_probe::{Host, HostLock, LockError};
 use gpu_partition_types::{Bdf, Reply};
-use layout_model::{Board, DeclaredGpu, Unnamed};
+use layout_model::Unnamed;
+use layout_model::amd::AmdDeclared;
 use layout_model::{Difference, Fact, differences};
 use serde::Serialize;
 
@@ -199,9 +200,7 @@ pub fn assert_vgpu(
             };
             let want = want_of(&layout).unnamed(unnamed);
             let mut found = differences(reply, &want);
-            let vgpus = declared_vgpus(spec, &catalogue);
-            let declared = DeclaredGpu::new(&want, Board::default()).with_vgpus(vgpus);
-            found.extend(declared.vf_drift(
+            found.extend(counted(spec, &catalogue).drift(
                 w.gpu.bdf,
                 &host_sync::sriov::read_vf_types(host.sysfs_root(), w.gpu.bdf),
             ));
@@ -354,8 +353,8 @@ pub fn assert_amd(
                 device: w.gpu.bdf,
                 index: w.gpu.index,
                 line: w.line,
-                differences: DeclaredGpu::amd(w.want)
-                    .amd_drift(w.gpu.bdf, &layout_model::amd::AmdRead::of(&read, requested)),
+                differences: AmdDeclared::new(w.want, Vec::new())
+                    .drift(w.gpu.bdf, &layout_model::amd::AmdRead::of(&read, requested)),
             }
         })
         .collect();

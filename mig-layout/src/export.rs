@@ -334,13 +334,16 @@ pub fn export_declared(declared: &Declaration) -> Exported {
         .gpus
         .iter()
         .filter_map(|(device, gpu)| {
-            gpu.amd.map(|want| ExportWarning::AmdDeclared {
+            gpu.amd().map(|amd| ExportWarning::AmdDeclared {
                 device: *device,
-                want,
+                want: amd.want,
             })
         })
         .collect();
-    let mig = declared.gpus.iter().filter(|(_, gpu)| gpu.amd.is_none());
+    let mig = declared
+        .gpus
+        .iter()
+        .filter_map(|(bdf, gpu)| gpu.nvidia().map(|nvidia| (bdf, nvidia)));
     let layouts = mig.map(|(bdf, gpu)| {
         let mut counts: Vec<(ProfileKey, u32)> = gpu
             .profiles

@@ -74,7 +74,7 @@ pub mod vgpu {
         VgpuExportWarning, VgpuExported, export_vgpu, export_vgpu_declared, export_vgpu_host,
     };
     pub use crate::vgpu_plan::{
-        Missing, VgpuCard, VgpuRefusal, VgpuStep, plan_vgpu, plan_vgpu_leave,
+        Missing, VgpuCard, VgpuRefusal, VgpuStep, plan_vgpu, plan_vgpu_leave, plan_vgpu_on_vfs,
     };
     pub use gpu_host_probe::vf::{SysfsTypes, VfTypeFile, VgpuTypes};
 }

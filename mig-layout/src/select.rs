@@ -78,6 +78,14 @@ pub struct Wanted {
 pub enum VgpuJob {
     /// These vGPUs, on VFs, with the MIG layout they need.
     Apply(VgpuSpec),
+    /// A declaration brought back: each type on the VF it is declared on (`vfs`), the others
+    /// none; `spec` is the same vGPUs by count, which sizes the MIG layout.
+    Restore {
+        /// The vGPUs by count, and heterogeneous mode.
+        spec: VgpuSpec,
+        /// Each VF's declared type.
+        vfs: Vec<layout_model::DeclaredVf>,
+    },
     /// No vGPU: the VFs disabled, then MIG off.
     Leave,
 }
@@ -291,7 +299,7 @@ pub fn amd_gpus(sysfs_root: &Path) -> Result<Vec<AmdHostGpu>, ScanError> {
 }
 
 /// An AMD GPU a profile (or a declaration) names, with the partitions it should be in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct AmdWanted {
     /// The GPU.
@@ -300,6 +308,9 @@ pub struct AmdWanted {
     pub want: layout_model::amd::AmdWant,
     /// The line of the profile that names it; `None` for a declaration.
     pub line: Option<usize>,
+    /// The systemd services that use it, as its declaration keeps them (a profile's come with
+    /// the apply: `AmdWith::client_services`).
+    pub client_services: Vec<String>,
 }
 
 /// The GPUs the Device Config Manager profile `profile` gives partitions, of the host's AMD
@@ -317,6 +328,7 @@ pub fn select_amd(
                 gpu: *gpu,
                 want,
                 line: profile.line,
+                client_services: Vec::new(),
             })
         })
         .collect())

@@ -20,7 +20,7 @@ use crate::select::{HostGpu, host_gpus, want_of};
 use gpu_host_probe::Host;
 use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_partition_types::{Bdf, Reply, VgpuType};
-use layout_model::{Declaration, Difference, Unnamed, VfsRead, differences};
+use layout_model::{Declaration, Difference, Unnamed, VfsRead, VgpuDeclared, differences};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -281,10 +281,11 @@ fn vgpus_of(
         return None;
     };
     let mut counts: GpuVgpus = Vec::new();
-    for (index, type_id) in (0u32..).zip(types) {
-        let Some(type_id) = *type_id else {
+    for vf in types {
+        let (index, Some(type_id)) = (vf.index, vf.type_id) else {
             continue;
         };
+        let type_id = type_id.get();
         let Some(name) = name_of(&catalogue, type_id) else {
             warnings.push(VgpuExportWarning::UnnamedType {
                 gpu: gpu.clone(),
@@ -384,29 +385,38 @@ pub fn export_vgpu_declared(declared: &Declaration) -> VgpuExported {
     let mut warnings = Vec::new();
     let mut found: Vec<(GpuVgpus, DeviceRef)> = Vec::new();
     for (bdf, gpu) in &declared.gpus {
-        let vgpus = match &gpu.vgpus {
-            Some(vgpus) if !vgpus.is_empty() => vgpus,
-            other => {
-                warnings.push(VgpuExportWarning::NotDeclaredVgpu {
-                    device: *bdf,
-                    left: other.is_some(),
-                });
-                continue;
+        // A config names types by count, not VFs: a declaration per VF is exported by count.
+        let vgpus: Vec<(&str, u32)> = match gpu.nvidia().and_then(|gpu| gpu.vgpu.as_ref()) {
+            Some(VgpuDeclared::On { types, .. }) => {
+                types.iter().map(|vf| (vf.name.as_str(), 1)).collect()
             }
+            Some(VgpuDeclared::Counted { types, .. }) => types
+                .iter()
+                .map(|vgpu| (vgpu.name.as_str(), vgpu.count))
+                .collect(),
+            Some(VgpuDeclared::Off) | None => Vec::new(),
         };
+        if vgpus.is_empty() {
+            let left = gpu.nvidia().is_some_and(|gpu| gpu.vgpu.is_some());
+            warnings.push(VgpuExportWarning::NotDeclaredVgpu { device: *bdf, left });
+            continue;
+        }
         let mut counts: GpuVgpus = Vec::new();
-        for vgpu in vgpus {
+        for (text, count) in vgpus {
             // A declared name was read from a config, so it parses; one that does not (a
             // state edited by hand) leaves the GPU out rather than guess.
-            let Ok(name) = vgpu.name.parse::<VgpuTypeName>() else {
+            let Ok(name) = text.parse::<VgpuTypeName>() else {
                 warnings.push(VgpuExportWarning::DeclaredName {
                     device: *bdf,
-                    name: vgpu.name.clone(),
+                    name: text.to_owned(),
                 });
                 counts.clear();
                 break;
             };
-            counts.push((name, vgpu.count));
+            match counts.iter_mut().find(|(known, _)| *known == name) {
+                Some((_, total)) => *total += count,
+                None => counts.push((name, count)),
+            }
         }
         if counts.is_empty() {
             continue;

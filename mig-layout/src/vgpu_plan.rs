@@ -19,8 +19,10 @@ use crate::Spec;
 use crate::document::vgpu::find_in;
 use crate::vgpu::{DeriveError, VgpuSpec, VgpuTypeName};
 use gpu_host_probe::Holder;
-use gpu_partition_types::{Bdf, VgpuType};
+use gpu_partition_types::{Bdf, Nullable, VgpuType, VgpuTypeId};
 use host_sync::sriov::{Sriov, VirtualFunction};
+use layout_model::DeclaredVf;
+use std::collections::BTreeMap;
 
 /// What the host holds of one GPU's vGPU side, as read before the plan.
 #[derive(Debug, Clone, Copy)]
@@ -108,6 +110,20 @@ pub enum VgpuRefusal {
         /// Who holds its VFIO group.
         holders: Vec<Holder>,
     },
+    /// Types the card cannot run together: more than one time-sliced type without
+    /// heterogeneous mode (NVML's `nvmlDeviceGetCreatableVgpus`: with a time-sliced vGPU running,
+    /// only its own type stays creatable).
+    #[error(
+        "{device}: {} are time-sliced types of which the card runs one at a time unless \
+         heterogeneous vGPU mode is on (nvmlDeviceGetCreatableVgpus)",
+        names(types)
+    )]
+    TypesTogether {
+        /// The GPU.
+        device: Bdf,
+        /// The time-sliced types asked for together.
+        types: Vec<VgpuTypeName>,
+    },
     /// What the spec needs, the card does not have.
     #[error("{device}: {missing}")]
     NotAVgpuHost {
@@ -145,6 +161,15 @@ pub enum Missing {
     HeterogeneousWithMig,
 }
 
+/// Type names for people: `A100-10C, A100-20C`.
+fn names(types: &[VgpuTypeName]) -> String {
+    types
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The holders for a refusal: `pid 4242 (qemu-kvm), …` (`pid 4242` alone where the name did
 /// not read).
 pub(crate) fn describe(holders: &[Holder]) -> String {
@@ -159,11 +184,33 @@ pub(crate) fn describe(holders: &[Holder]) -> String {
 }
 
 /// The steps that bring `card` to `spec`, in the driver's order, after every check a write
-/// must wait for: the catalogue's ([`VgpuSpec::sized_by`]), the VF count, and no VF the plan
-/// changes held by a VM. No step where the card holds the spec, but the MIG layout of a
-/// MIG-backed spec, which the MIG executor diffs (zero writes where it holds). The spec's
-/// `heterogeneous` asks for heterogeneous vGPU mode, after the VFs and before any type.
+/// must wait for: the catalogue's ([`VgpuSpec::sized_by`]), the VF count, the types the card
+/// can run together, and no VF the plan changes held by a VM. No step where the card holds the
+/// spec, but the MIG layout of a MIG-backed spec, which the MIG executor diffs (zero writes
+/// where it holds). The spec's `heterogeneous` asks for heterogeneous vGPU mode, after the VFs
+/// and before any type. On VFs that stay, one holding a wanted type keeps it (up to the count)
+/// and every other with a type is cleared; the free VFs are filled in index order.
 pub fn plan_vgpu(spec: &VgpuSpec, card: &VgpuCard<'_>) -> Result<Vec<VgpuStep>, VgpuRefusal> {
+    plan_with(spec, None, card)
+}
+
+/// [`plan_vgpu`] with each type on the VF `vfs` declares for it (a restore: a VM pinned to a
+/// VF finds its type there again); every other VF holds none. `spec` is the same vGPUs by
+/// count (what sizes the MIG layout), and its `heterogeneous`.
+pub fn plan_vgpu_on_vfs(
+    spec: &VgpuSpec,
+    vfs: &[DeclaredVf],
+    card: &VgpuCard<'_>,
+) -> Result<Vec<VgpuStep>, VgpuRefusal> {
+    plan_with(spec, Some(vfs), card)
+}
+
+/// The plan, each type on a free VF (`pinned` none) or on its declared one.
+fn plan_with(
+    spec: &VgpuSpec,
+    pinned: Option<&[DeclaredVf]>,
+    card: &VgpuCard<'_>,
+) -> Result<Vec<VgpuStep>, VgpuRefusal> {
     let heterogeneous = spec.heterogeneous;
     let device = card.device;
     let missing = |missing| VgpuRefusal::NotAVgpuHost { device, missing };
@@ -174,7 +221,12 @@ pub fn plan_vgpu(spec: &VgpuSpec, card: &VgpuCard<'_>) -> Result<Vec<VgpuStep>, 
         .sized_by(card.catalogue)
         .map_err(|source| VgpuRefusal::Impossible { device, source })?;
     let wanted: u32 = spec.vgpu_devices.iter().map(|(_, count)| *count).sum();
-    if wanted > card.sriov.total_vfs {
+    let beyond = pinned
+        .into_iter()
+        .flatten()
+        .map(|vf| vf.index)
+        .find(|index| *index >= card.sriov.total_vfs);
+    if wanted > card.sriov.total_vfs || beyond.is_some() {
         return Err(VgpuRefusal::TooManyVgpus {
             device,
             wanted,
@@ -195,8 +247,14 @@ pub fn plan_vgpu(spec: &VgpuSpec, card: &VgpuCard<'_>) -> Result<Vec<VgpuStep>, 
     let mig_change = needs_mig != card.mig_enabled;
     // The VFs are enabled by this plan when there are none; again when the MIG mode must change
     // under them (the driver refuses the change while they exist), or when fewer are enabled
-    // than the spec has vGPUs (`sriov-manage -e` enables every VF the GPU can have).
-    let too_few = usize::try_from(wanted).map_or(true, |wanted| wanted > card.sriov.vfs.len());
+    // than the spec has vGPUs or than a pinned VF needs (`sriov-manage -e` enables every VF the
+    // GPU can have).
+    let enabled = card.sriov.vfs.len();
+    let too_few = usize::try_from(wanted).map_or(true, |wanted| wanted > enabled)
+        || pinned
+            .into_iter()
+            .flatten()
+            .any(|vf| !card.sriov.vfs.iter().any(|found| found.index == vf.index));
     let enable = !vfs_on || mig_change || too_few;
     let mut steps = Vec::new();
     if vfs_on && enable {
@@ -217,42 +275,118 @@ pub fn plan_vgpu(spec: &VgpuSpec, card: &VgpuCard<'_>) -> Result<Vec<VgpuStep>, 
         }
         steps.push(VgpuStep::Heterogeneous);
     }
+    // The types the card runs together: one time-sliced type at a time unless heterogeneous
+    // mode is on once the plan has run (`sriov-manage -e` clears it).
+    let mixes = heterogeneous || (!enable && card.heterogeneous == Some(true));
+    refuse_together(device, &types, card.catalogue, mixes)?;
     if needs_mig {
         steps.push(VgpuStep::GpuInstances(layout));
     }
 
-    // The types: on VFs that stay, one holding a wanted type keeps it (up to the count) and
-    // every other with a type is cleared; the free VFs are filled in index order.
-    let mut held: Vec<u32> = vec![0; types.len()];
-    let mut free: Vec<u32> = Vec::new();
-    let mut cleared: Vec<&VirtualFunction> = Vec::new();
-    if enable {
-        free.extend(0..card.sriov.total_vfs);
-    } else {
+    // What each VF that stays holds now (none once the plan enables them).
+    let mut now: BTreeMap<u32, u32> = BTreeMap::new();
+    if !enable {
         for vf in &card.sriov.vfs {
             let vgpu = vf
                 .vgpu
                 .as_ref()
                 .ok_or(missing(Missing::VgpuFiles { index: vf.index }))?;
-            let Some(current) = vgpu.current_type.map(|id| id.0.get()) else {
-                free.push(vf.index);
-                continue;
-            };
-            let keep = types
-                .iter()
-                .position(|(_, id, _)| *id == current)
-                .filter(|&at| held[at] < types[at].2);
-            match keep {
-                Some(at) => held[at] += 1,
-                None => {
-                    cleared.push(vf);
-                    free.push(vf.index);
-                }
+            if let Some(current) = vgpu.current_type {
+                now.insert(vf.index, current.get());
             }
         }
-        free.sort_unstable();
     }
-    let mut writes = Vec::new();
+    let target = match pinned {
+        Some(vfs) => vfs
+            .iter()
+            .filter_map(|vf| {
+                types
+                    .iter()
+                    .find(|(_, id, _)| *id == vf.type_id.get())
+                    .map(|(name, id, _)| (vf.index, ((*name).clone(), *id)))
+            })
+            .collect(),
+        None => free_target(&types, &now, enable, card),
+    };
+    let cleared: Vec<u32> = now
+        .iter()
+        .filter(|(index, id)| target.get(index).map(|(_, want)| want) != Some(*id))
+        .map(|(index, _)| *index)
+        .collect();
+    let writes: Vec<VgpuStep> = target
+        .iter()
+        .filter(|(index, (_, id))| now.get(index) != Some(id))
+        .map(|(index, (name, id))| VgpuStep::WriteType {
+            index: *index,
+            name: name.clone(),
+            id: *id,
+        })
+        .collect();
+
+    // Nothing a running VM uses may change: every VF when the VFs are disabled, else each VF
+    // cleared or written.
+    let touched: Vec<&VirtualFunction> = if vfs_on && enable {
+        card.sriov.vfs.iter().collect()
+    } else {
+        let changed = cleared
+            .iter()
+            .copied()
+            .chain(writes.iter().filter_map(|step| match step {
+                VgpuStep::WriteType { index, .. } => Some(*index),
+                _ => None,
+            }));
+        let mut touched: Vec<&VirtualFunction> = changed
+            .filter_map(|index| card.sriov.vfs.iter().find(|vf| vf.index == index))
+            .collect();
+        touched.sort_by_key(|vf| vf.index);
+        touched.dedup_by_key(|vf| vf.index);
+        touched
+    };
+    refuse_held(device, &touched, card.holders)?;
+
+    steps.extend(
+        cleared
+            .iter()
+            .map(|index| VgpuStep::ClearType { index: *index }),
+    );
+    steps.extend(writes);
+    Ok(steps)
+}
+
+/// Where a config's types go, each anywhere free: on VFs that stay, one holding a wanted type
+/// keeps it (up to the count); the VFs left (every other, cleared) are filled in index order.
+fn free_target(
+    types: &[(&VgpuTypeName, u32, u32)],
+    now: &BTreeMap<u32, u32>,
+    enable: bool,
+    card: &VgpuCard<'_>,
+) -> BTreeMap<u32, (VgpuTypeName, u32)> {
+    let mut target = BTreeMap::new();
+    let mut held: Vec<u32> = vec![0; types.len()];
+    let indices: Vec<u32> = if enable {
+        (0..card.sriov.total_vfs).collect()
+    } else {
+        card.sriov.vfs.iter().map(|vf| vf.index).collect()
+    };
+    let mut free = Vec::new();
+    for index in indices {
+        let keep = now.get(&index).and_then(|current| {
+            types
+                .iter()
+                .zip(&held)
+                .position(|((_, id, count), held)| id == current && held < count)
+        });
+        match keep.and_then(|at| Some((at, types.get(at)?))) {
+            Some((at, (name, id, _))) => {
+                if let Some(count) = held.get_mut(at) {
+                    *count += 1;
+                }
+                target.insert(index, ((*name).clone(), *id));
+            }
+            None => free.push(index),
+        }
+    }
+    free.sort_unstable();
     let mut slots = free.into_iter();
     for ((name, id, count), held) in types.iter().zip(&held) {
         for _ in *held..*count {
@@ -260,36 +394,80 @@ pub fn plan_vgpu(spec: &VgpuSpec, card: &VgpuCard<'_>) -> Result<Vec<VgpuStep>, 
             let Some(index) = slots.next() else {
                 break;
             };
-            writes.push(VgpuStep::WriteType {
-                index,
-                name: (*name).clone(),
-                id: *id,
-            });
+            target.insert(index, ((*name).clone(), *id));
         }
     }
+    target
+}
 
-    // Nothing a running VM uses may change: every VF when the VFs are disabled, else each VF
-    // cleared or written.
-    let touched: Vec<&VirtualFunction> = if vfs_on && enable {
-        card.sriov.vfs.iter().collect()
-    } else {
-        let written = writes.iter().filter_map(|step| match step {
-            VgpuStep::WriteType { index, .. } => {
-                card.sriov.vfs.iter().find(|vf| vf.index == *index)
-            }
-            _ => None,
+/// The types a plan leaves on the card refused together where the card cannot run them: more
+/// than one time-sliced type without heterogeneous mode (NVML's `nvmlDeviceGetCreatableVgpus`:
+/// with a time-sliced vGPU running, only its own type stays creatable).
+fn refuse_together(
+    device: Bdf,
+    types: &[(&VgpuTypeName, u32, u32)],
+    catalogue: &[VgpuType],
+    mixes: bool,
+) -> Result<(), VgpuRefusal> {
+    if mixes {
+        return Ok(());
+    }
+    let time_sliced: Vec<VgpuTypeName> = types
+        .iter()
+        .filter(|(_, id, count)| {
+            *count > 0
+                && catalogue.iter().any(|kind| {
+                    kind.id == *id
+                        && matches!(kind.gpu_instance_profile_id.read(), Some(Nullable::Null))
+                })
+        })
+        .map(|(name, _, _)| (*name).clone())
+        .collect();
+    if time_sliced.len() > 1 {
+        return Err(VgpuRefusal::TypesTogether {
+            device,
+            types: time_sliced,
         });
-        cleared.iter().copied().chain(written).collect()
-    };
-    refuse_held(device, &touched, card.holders)?;
+    }
+    Ok(())
+}
 
-    steps.extend(
-        cleared
-            .iter()
-            .map(|vf| VgpuStep::ClearType { index: vf.index }),
-    );
-    steps.extend(writes);
-    Ok(steps)
+/// What each VF holds once `steps` have run on `card` (the VFs enabled anew hold nothing until
+/// a type is written): the per-VF declaration an apply leaves, in index order.
+pub(crate) fn assigned(card: &VgpuCard<'_>, steps: &[VgpuStep]) -> Vec<DeclaredVf> {
+    let mut held: BTreeMap<u32, (Option<VgpuTypeName>, u32)> = BTreeMap::new();
+    if !steps.contains(&VgpuStep::EnableVfs) {
+        for vf in &card.sriov.vfs {
+            if let Some(current) = vf.vgpu.as_ref().and_then(|vgpu| vgpu.current_type) {
+                held.insert(vf.index, (None, current.get()));
+            }
+        }
+    }
+    for step in steps {
+        match step {
+            VgpuStep::ClearType { index } => {
+                held.remove(index);
+            }
+            VgpuStep::WriteType { index, name, id } => {
+                held.insert(*index, (Some(name.clone()), *id));
+            }
+            _ => {}
+        }
+    }
+    held.into_iter()
+        .filter_map(|(index, (name, id))| {
+            let type_id = VgpuTypeId::new(id)?;
+            // A type kept on its VF is named as the catalogue names it, short.
+            let name = name.map(|name| name.to_string()).or_else(|| {
+                card.catalogue
+                    .iter()
+                    .find(|kind| kind.id == id)
+                    .and_then(|kind| kind.name.read())
+                    .and_then(|name| VgpuTypeName::short_name(name).map(str::to_owned))
+            })?;
+            Some(DeclaredVf::new(index, type_id, name))
+        })
+        .collect()
 }
 
 /// The steps that leave vGPU on `card`: the VFs disabled first (the GPU instances go with

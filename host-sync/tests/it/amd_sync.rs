@@ -222,7 +222,12 @@ fn a_sync_compares_the_declared_partitions_and_names_each_axis_that_differs() {
         "cpx-nps4",
         1,
         None,
-        [(at(0), DeclaredGpu::amd(want))].into_iter().collect(),
+        [(
+            at(0),
+            DeclaredGpu::Amd(layout_model::amd::AmdDeclared::new(want, Vec::new())),
+        )]
+        .into_iter()
+        .collect(),
     ));
     store.save(&state).unwrap();
     let report = amd.sync(&mut store);

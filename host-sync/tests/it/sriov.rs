@@ -4,11 +4,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use gpu_partition_types::Bdf;
+use gpu_partition_types::VgpuTypeId;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::mdev::read_mdev_types;
 use host_sync::sriov::{
-    CreatableType, Sriov, SriovError, VfVgpu, VgpuTypeId, VirtualFunction,
-    parse_creatable_vgpu_types, parse_current_vgpu_type, read_sriov,
+    CreatableType, Sriov, SriovError, VfVgpu, VirtualFunction, parse_creatable_vgpu_types,
+    parse_current_vgpu_type, read_sriov,
 };
 use proptest::prelude::*;
 use std::path::Path;

@@ -50,8 +50,8 @@ proptest! {
 mod declared {
     use super::{C, M};
     use gpu_partition_types::Bdf;
-    use layout_model::amd::{AmdHeld, AmdRead, AmdWant};
-    use layout_model::{Declaration, DeclaredGpu, DifferenceKind, Fact};
+    use layout_model::amd::{AmdDeclared, AmdHeld, AmdRead, AmdWant};
+    use layout_model::{Declaration, DeclaredGpu, DifferenceKind, Fact, Seen};
     use proptest::prelude::*;
 
     fn device() -> Bdf {
@@ -59,19 +59,23 @@ mod declared {
     }
 
     fn declared() -> DeclaredGpu {
-        DeclaredGpu::amd(AmdWant::new(C::Cpx, M::Nps4))
+        DeclaredGpu::Amd(AmdDeclared::new(AmdWant::new(C::Cpx, M::Nps4), Vec::new()))
+    }
+
+    fn drift(gpu: &DeclaredGpu, seen: &AmdRead) -> Vec<layout_model::Difference> {
+        gpu.compare(device(), Seen::Amd(seen)).differences
     }
 
     #[test]
     fn an_amd_gpu_that_holds_its_declared_partitions_has_no_difference() {
         let held = AmdRead::Held(AmdHeld::new(C::Cpx, Some(M::Nps4), None));
-        assert_eq!(declared().amd_drift(device(), &held), []);
+        assert_eq!(drift(&declared(), &held), []);
     }
 
     #[test]
     fn each_axis_that_differs_is_a_difference_and_a_request_waiting_is_named_with_it() {
         let held = AmdRead::Held(AmdHeld::new(C::Spx, Some(M::Nps1), Some(M::Nps4)));
-        let found = declared().amd_drift(device(), &held);
+        let found = drift(&declared(), &held);
         let kinds: Vec<DifferenceKind> = found.iter().map(|d| d.kind()).collect();
         assert_eq!(
             kinds,
@@ -89,7 +93,7 @@ mod declared {
 
     #[test]
     fn partitions_that_did_not_read_are_one_difference_with_why_and_no_remedy_of_ours() {
-        let found = declared().amd_drift(device(), &AmdRead::Unreadable("in reset".into()));
+        let found = drift(&declared(), &AmdRead::Unreadable("in reset".into()));
         assert_eq!(
             found.iter().map(|d| &d.fact).collect::<Vec<_>>(),
             [&Fact::PartitionsUnread {
@@ -100,14 +104,27 @@ mod declared {
     }
 
     #[test]
-    fn an_nvidia_gpus_declaration_says_nothing_of_amd_partitions() {
-        let nvidia = DeclaredGpu::disabled(layout_model::Board::default());
-        assert_eq!(nvidia.amd_drift(device(), &AmdRead::NotPartitionable), []);
+    fn an_amd_gpu_where_an_nvidia_one_is_declared_is_one_vendor_difference() {
+        let nvidia = DeclaredGpu::Nvidia(layout_model::NvidiaDeclared::disabled(
+            layout_model::Board::default(),
+        ));
+        let found = drift(&nvidia, &AmdRead::NotPartitionable);
+        assert_eq!(
+            found.iter().map(|d| &d.fact).collect::<Vec<_>>(),
+            [&Fact::Vendor {
+                found: layout_model::Vendor::Amd,
+                wanted: layout_model::Vendor::Nvidia,
+            }]
+        );
+        assert_eq!(found[0].remedy(), layout_model::Remedy::NewLayout);
     }
 
     #[test]
     fn a_host_declared_spx_nps1_alone_is_declared_out_of_partitioning() {
-        let gpus = |want| [(device(), DeclaredGpu::amd(want))].into_iter().collect();
+        let gpus = |want| {
+            let gpu = DeclaredGpu::Amd(AmdDeclared::new(want, Vec::new()));
+            [(device(), gpu)].into_iter().collect()
+        };
         let undivided = Declaration::new("spx", 1, None, gpus(AmdWant::new(C::Spx, M::Nps1)));
         let divided = Declaration::new("qpx", 1, None, gpus(AmdWant::new(C::Qpx, M::Nps1)));
         assert!(undivided.is_disabled());
@@ -131,11 +148,12 @@ mod declared {
             found_memory in prop::option::of(memory()),
             requested in prop::option::of(memory()),
         ) {
-            let gpu = DeclaredGpu::amd(AmdWant::new(wanted_compute, wanted_memory));
+            let want = AmdWant::new(wanted_compute, wanted_memory);
+            let gpu = DeclaredGpu::Amd(AmdDeclared::new(want, vec!["amd-metrics-exporter".into()]));
             let text = serde_json::to_string(&gpu).unwrap();
             prop_assert_eq!(&serde_json::from_str::<DeclaredGpu>(&text).unwrap(), &gpu);
             let held = AmdRead::Held(AmdHeld::new(found_compute, found_memory, requested));
-            for difference in gpu.amd_drift(device(), &held) {
+            for difference in drift(&gpu, &held) {
                 let text = serde_json::to_string(&difference).unwrap();
                 prop_assert_eq!(
                     serde_json::from_str::<layout_model::Difference>(&text).unwrap(),

@@ -268,7 +268,7 @@ fn adopting_a_moved_instance_keeps_it_and_its_placement_is_missing() {
 
 #[test]
 fn every_kind_is_listed_and_a_restore_brings_back_what_the_declaration_can() {
-    assert_eq!(DifferenceKind::ALL.len(), 20);
+    assert_eq!(DifferenceKind::ALL.len(), 22);
     let missing = Difference::new(
         device(),
         Fact::InstanceMissing {

@@ -5,8 +5,8 @@ use crate::common::{BOARD, Board as TestBoard, TestCard, balanced, device};
 use gpu_host_probe::{Boot, CardWrite, CardWrites, Ledger, Now, WriteMark, Writer};
 use gpu_partition_types::{Bdf, Token};
 use layout_model::{
-    Board, BoardChange, BoardId, Declaration, DeclaredGpu, DifferenceKind, Fact, Holding,
-    HoldingState, Lapse, LapseReason, LayoutCheck, Placed, ProfileKey, Unchecked, Want,
+    Board, BoardChange, BoardId, Declaration, DifferenceKind, Fact, Holding, HoldingState, Lapse,
+    LapseReason, LayoutCheck, NvidiaDeclared, Placed, ProfileKey, Unchecked, Want,
 };
 use std::collections::BTreeMap;
 
@@ -68,7 +68,7 @@ fn the_serial_tells_two_boards_of_a_model_apart_when_both_have_one_else_the_uuid
     );
 }
 
-fn declared_gpu() -> DeclaredGpu {
+fn declared_gpu() -> NvidiaDeclared {
     let want = Want::enabled(vec![
         (ProfileKey::Name("1g.5gb".into()), 2),
         (ProfileKey::Name("2g.10gb".into()), 1),
@@ -80,7 +80,7 @@ fn declared_gpu() -> DeclaredGpu {
             .map(|gi| Placed::new(gi.profile, gi.placement()))
             .collect(),
     );
-    DeclaredGpu::new(
+    NvidiaDeclared::new(
         &want,
         board(Some(BOARD.name), BOARD.serial, Some(BOARD.uuid)),
     )
@@ -90,7 +90,11 @@ fn declared_gpu() -> DeclaredGpu {
 fn a_declared_gpu_keeps_every_placed_instance_and_its_card_has_no_drift() {
     let gpu = declared_gpu();
     assert_eq!(gpu.instances.as_ref().map(Vec::len), Some(4));
-    assert_eq!(gpu.drift(&TestCard::on(balanced()).reply()).differences, []);
+    assert_eq!(
+        gpu.drift(&TestCard::on(balanced()).reply(), None)
+            .differences,
+        []
+    );
 }
 
 #[test]
@@ -100,7 +104,7 @@ fn another_board_in_the_slot_is_drift_named_first() {
         serial: Some("1564720004632"),
         ..BOARD
     };
-    let found = declared_gpu().drift(&card.reply()).differences;
+    let found = declared_gpu().drift(&card.reply(), None).differences;
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].kind(), DifferenceKind::Board);
 }
@@ -120,22 +124,25 @@ fn a_later_declaration_replaces_the_gpus_it_names_keeps_the_others_and_counts_a_
         "all-balanced",
         10,
         None,
-        BTreeMap::from([(bdf(1), declared_gpu()), (bdf(2), declared_gpu())]),
+        BTreeMap::from([
+            (bdf(1), declared_gpu().into()),
+            (bdf(2), declared_gpu().into()),
+        ]),
     );
     assert_eq!(first.generation, 1);
     let second = Declaration::new(
         "leave-gpu-2",
         20,
         Some(&first),
-        BTreeMap::from([(bdf(2), DeclaredGpu::disabled(Board::default()))]),
+        BTreeMap::from([(bdf(2), NvidiaDeclared::disabled(Board::default()).into())]),
     );
     assert_eq!(second.generation, 2);
     // Declaring again what is declared (a restore) keeps the generation.
     let again = Declaration::new("leave-gpu-2", 30, Some(&second), BTreeMap::new());
     assert_eq!(again.generation, 2);
     assert_eq!(second.label, "leave-gpu-2");
-    assert!(second.gpus[&bdf(1)].mig_enabled);
-    assert!(!second.gpus[&bdf(2)].mig_enabled);
+    assert!(second.gpus[&bdf(1)].is_divided());
+    assert!(!second.gpus[&bdf(2)].is_divided());
     assert_eq!(second.check, None);
 }
 
@@ -167,7 +174,7 @@ fn checked(differences: Vec<layout_model::Difference>, unread: Vec<Bdf>) -> Decl
         "all-balanced",
         10,
         None,
-        BTreeMap::from([(device(), declared_gpu())]),
+        BTreeMap::from([(device(), declared_gpu().into())]),
     );
     declared.checked(LayoutCheck::new(
         1_767_229_200,
@@ -301,7 +308,7 @@ fn a_declaration_never_checked_is_unknown() {
         "all-balanced",
         10,
         None,
-        BTreeMap::from([(device(), declared_gpu())]),
+        BTreeMap::from([(device(), declared_gpu().into())]),
     );
     assert_eq!(
         declared.holding(&now(Ledger::Empty)),

@@ -4,7 +4,7 @@
 
 use crate::common::{BOARD, Board as TestBoard, Gi, PROFILES, TestCard};
 use gpu_partition_types::Placement;
-use layout_model::{Board, DeclaredGpu, DifferenceKind, Placed, ProfileKey, Want};
+use layout_model::{Board, DifferenceKind, NvidiaDeclared, Placed, ProfileKey, Want};
 use proptest::prelude::*;
 
 /// Instances from `picks` (a profile, a placement of it), each kept when it overlaps none
@@ -27,7 +27,7 @@ fn layout(picks: &[(usize, usize)]) -> Vec<Gi> {
 }
 
 /// What a declaration of `instances` wants: their counts by name and their placements.
-fn declared(instances: &[Gi]) -> DeclaredGpu {
+fn declared(instances: &[Gi]) -> NvidiaDeclared {
     let counts: Vec<(ProfileKey, u32)> = PROFILES
         .iter()
         .filter_map(|(id, name, ..)| {
@@ -46,7 +46,7 @@ fn declared(instances: &[Gi]) -> DeclaredGpu {
             .map(|gi| Placed::new(gi.profile, gi.placement()))
             .collect(),
     );
-    DeclaredGpu::new(
+    NvidiaDeclared::new(
         &want,
         Board::new(
             Some(BOARD.name.to_owned()),
@@ -72,8 +72,8 @@ fn free_placement(instances: &[Gi], profile: u32, except: Option<u32>) -> Option
     })
 }
 
-fn kinds(gpu: &DeclaredGpu, card: &TestCard) -> Vec<DifferenceKind> {
-    gpu.drift(&card.reply())
+fn kinds(gpu: &NvidiaDeclared, card: &TestCard) -> Vec<DifferenceKind> {
+    gpu.drift(&card.reply(), None)
         .differences
         .iter()
         .map(layout_model::Difference::kind)

@@ -34,6 +34,7 @@ use gpu_host_probe::{Host, Writer};
 use gpu_partition_types::Bdf;
 use host_sync::StateStore;
 use layout_model::DeclaredGpu;
+use layout_model::amd::AmdDeclared;
 use layout_model::amd::AmdRead;
 use layout_model::amd::AmdWant;
 use std::path::PathBuf;
@@ -103,6 +104,8 @@ pub(super) struct AmdSide {
     pub reloads: u32,
     /// What a person should know (a GPU outside the job the reload reset, set back).
     pub warnings: Vec<ApplyWarning>,
+    /// The client services the apply was given (a Device Config Manager file's, the config's).
+    pub services: Vec<String>,
 }
 
 impl AmdSide {
@@ -115,6 +118,7 @@ impl AmdSide {
             wrote: false,
             reloads: 0,
             warnings: Vec::new(),
+            services: Vec::new(),
         }
     }
 
@@ -130,11 +134,14 @@ impl AmdSide {
             .any(|step| matches!(step, AmdStep::SetCompute { .. }))
     }
 
-    /// What each GPU of the job is declared to be once the apply writes.
+    /// What each GPU of the job is declared to be once the apply writes: its partitions, and
+    /// the client services the apply was given with those its declaration kept.
     pub fn declared(&self) -> impl Iterator<Item = (Bdf, DeclaredGpu)> + '_ {
-        self.gpus
-            .iter()
-            .map(|gpu| (gpu.wanted.gpu.bdf, DeclaredGpu::amd(gpu.wanted.want)))
+        self.gpus.iter().map(|gpu| {
+            let services = with_own(&self.services, &gpu.wanted.client_services);
+            let declared = AmdDeclared::new(gpu.wanted.want, services);
+            (gpu.wanted.gpu.bdf, DeclaredGpu::Amd(declared))
+        })
     }
 
     /// Each GPU's report, in ID order.
@@ -182,6 +189,17 @@ impl AmdSide {
             .iter_mut()
             .find(|gpu| gpu.wanted.gpu.bdf == device)
     }
+}
+
+/// `services` with those of `own` it lacks, in order.
+fn with_own(services: &[String], own: &[String]) -> Vec<String> {
+    let mut all = services.to_vec();
+    for service in own {
+        if !all.contains(service) {
+            all.push(service.clone());
+        }
+    }
+    all
 }
 
 /// Why the AMD side refused before any write, with each GPU's report as far as it got.
@@ -253,6 +271,10 @@ pub(super) fn preflight(
         }))
     };
     let is_wanted = |device: Bdf| wanted.iter().any(|w| w.gpu.bdf == device);
+    // The services given and those the declarations kept: one running blocks the writes.
+    let services = wanted.iter().fold(with.client_services.clone(), |all, w| {
+        with_own(&all, &w.client_services)
+    });
     let mut read = Vec::new();
     let mut unread = Vec::new();
     for gpu in amd_gpus(host.sysfs_root())? {
@@ -327,8 +349,8 @@ pub(super) fn preflight(
                 reports,
             );
         }
-        let running = running_services(host.sysfs_root(), &with.client_services)
-            .map_err(ApplyError::ClientServices)?;
+        let running =
+            running_services(host.sysfs_root(), &services).map_err(ApplyError::ClientServices)?;
         if !running.is_empty() {
             let each: Vec<String> = running.iter().map(ToString::to_string).collect();
             return refused(
@@ -358,6 +380,7 @@ pub(super) fn preflight(
         wrote: false,
         reloads: 0,
         warnings: Vec::new(),
+        services: with.client_services.clone(),
     }))
 }
 
@@ -627,7 +650,7 @@ fn read_back(ctx: &mut Ctx<'_, '_>, side: &mut AmdSide) {
         let device = gpu.wanted.gpu.bdf;
         let read = read_partitions(&sysfs, device);
         let differences =
-            DeclaredGpu::amd(gpu.wanted.want).amd_drift(device, &AmdRead::of(&read, None));
+            AmdDeclared::new(gpu.wanted.want, Vec::new()).drift(device, &AmdRead::of(&read, None));
         if differences.is_empty() {
             ctx.say(Progress::ReadBack { device });
             continue;

@@ -14,7 +14,7 @@ use crate::select::{AmdWanted, amd_gpus, select_amd};
 use crate::select::{HostGpu, VgpuJob, Wanted, host_gpus, select, select_vgpu};
 use gpu_host_probe::{Host, HostLock, LockError};
 use gpu_partition_types::Bdf;
-use layout_model::{Board, Declaration, DeclaredVgpu, Unnamed};
+use layout_model::{Board, Declaration, DeclaredGpu, Unnamed, VgpuDeclared};
 use std::collections::BTreeMap;
 
 /// The GPUs an apply writes — NVIDIA ones (`wanted`), AMD ones (`amd`) — and (a restore) the
@@ -97,28 +97,61 @@ pub(crate) fn resolve(
     resolve_by(host, label, options, draft, |gpus| select(specs, gpus))
 }
 
-/// The vGPU spec a declared GPU's vGPUs are restored by.
-fn declared_spec(
+/// The vGPU spec a declared GPU's vGPUs are restored by: each type by the name the config gave
+/// it, with how many VFs hold it (two names of one type apart, as the config had them).
+fn declared_spec<'n>(
     device: Bdf,
-    vgpus: &[DeclaredVgpu],
+    vgpus: impl IntoIterator<Item = (&'n str, u32)>,
     heterogeneous: bool,
 ) -> Result<VgpuSpec, ApplyError> {
-    let mut types = Vec::with_capacity(vgpus.len());
-    for vgpu in vgpus {
-        let name: VgpuTypeName = vgpu
-            .name
-            .parse()
-            .map_err(|source| ApplyError::DeclaredVgpu {
-                device,
-                name: vgpu.name.clone(),
-                source,
-            })?;
-        types.push((name, vgpu.count));
+    let mut types: Vec<(VgpuTypeName, u32)> = Vec::new();
+    for (text, count) in vgpus {
+        let name: VgpuTypeName = text.parse().map_err(|source| ApplyError::DeclaredVgpu {
+            device,
+            name: text.to_owned(),
+            source,
+        })?;
+        match types.iter_mut().find(|(known, _)| *known == name) {
+            Some((_, total)) => *total += count,
+            None => types.push((name, count)),
+        }
     }
     Ok(
         VgpuSpec::new(Devices::Listed(vec![DeviceRef::Address(device)]), types)
             .with_heterogeneous(heterogeneous),
     )
+}
+
+/// The vGPU job a declared NVIDIA GPU's VFs are restored by: none where they are not declared;
+/// a leave where they are declared off; each type on its declared VF; by counts for a
+/// declaration of an earlier schema, which named no VF.
+fn declared_vgpu_job(
+    device: Bdf,
+    vgpu: Option<&VgpuDeclared>,
+) -> Result<Option<VgpuJob>, ApplyError> {
+    Ok(match vgpu {
+        None => None,
+        Some(VgpuDeclared::Off) => Some(VgpuJob::Leave),
+        Some(VgpuDeclared::On {
+            types,
+            heterogeneous,
+        }) => Some(VgpuJob::Restore {
+            spec: declared_spec(
+                device,
+                types.iter().map(|vf| (vf.name.as_str(), 1)),
+                *heterogeneous,
+            )?,
+            vfs: types.clone(),
+        }),
+        Some(VgpuDeclared::Counted {
+            types,
+            heterogeneous,
+        }) => Some(VgpuJob::Apply(declared_spec(
+            device,
+            types.iter().map(|vgpu| (vgpu.name.as_str(), vgpu.count)),
+            *heterogeneous,
+        )?)),
+    })
 }
 
 /// The GPUs the vGPU config `specs` names on this host (of `options.devices`, when given).
@@ -203,49 +236,33 @@ pub(super) fn declared_job(
     let mut amd_wanted = Vec::new();
     let mut boards = BTreeMap::new();
     for (bdf, gpu) in asked {
-        if let Some(want) = gpu.amd {
-            match amd.iter().find(|found| found.bdf == *bdf) {
+        let absent = ApplyWarning::DeclaredAbsent { device: *bdf };
+        match gpu {
+            DeclaredGpu::Amd(declared) => match amd.iter().find(|found| found.bdf == *bdf) {
                 Some(found) => amd_wanted.push(AmdWanted {
                     gpu: *found,
-                    want,
+                    want: declared.want,
                     line: None,
+                    client_services: declared.client_services.clone(),
                 }),
-                None => draft
-                    .warnings
-                    .push(ApplyWarning::DeclaredAbsent { device: *bdf }),
-            }
-            continue;
-        }
-        match gpus.iter().find(|found| found.bdf == *bdf) {
-            Some(found) => {
-                let mut want = gpu.want();
-                if let Some(unnamed) = options.unnamed {
-                    want = want.unnamed(unnamed);
-                }
-                let vgpu = match &gpu.vgpus {
-                    None => None,
-                    // No vGPU declared is a leave, unless heterogeneous mode is: that asks
-                    // for the VFs (with the mode) and no type yet.
-                    Some(vgpus) if vgpus.is_empty() && !gpu.vgpu_heterogeneous => {
-                        Some(VgpuJob::Leave)
+                None => draft.warnings.push(absent),
+            },
+            DeclaredGpu::Nvidia(declared) => match gpus.iter().find(|found| found.bdf == *bdf) {
+                Some(found) => {
+                    let mut want = declared.want();
+                    if let Some(unnamed) = options.unnamed {
+                        want = want.unnamed(unnamed);
                     }
-                    Some(vgpus) => Some(VgpuJob::Apply(declared_spec(
-                        *bdf,
-                        vgpus,
-                        gpu.vgpu_heterogeneous,
-                    )?)),
-                };
-                wanted.push(Wanted {
-                    gpu: found.clone(),
-                    want,
-                    line: None,
-                    vgpu,
-                });
-                boards.insert(*bdf, gpu.board.clone());
-            }
-            None => draft
-                .warnings
-                .push(ApplyWarning::DeclaredAbsent { device: *bdf }),
+                    wanted.push(Wanted {
+                        gpu: found.clone(),
+                        want,
+                        line: None,
+                        vgpu: declared_vgpu_job(*bdf, declared.vgpu.as_ref())?,
+                    });
+                    boards.insert(*bdf, declared.board.clone());
+                }
+                None => draft.warnings.push(absent),
+            },
         }
     }
     wanted.sort_by_key(|w| w.gpu.index);

@@ -13,7 +13,7 @@ use crate::report::{ApplyReason, GpuReport};
 use crate::select::Wanted;
 use gpu_host_probe::helper::{ApplyFailure, Helper};
 use gpu_partition_types::{ApplyAnswer, ApplyRequest, Bdf, Reply, Step, StepOutcome};
-use layout_model::{Board, Card, DeclaredGpu, differences};
+use layout_model::{Board, Card, NvidiaDeclared, differences};
 use std::time::Duration;
 use warm_reset::{ResetReport, ResetWith};
 
@@ -34,7 +34,7 @@ pub(super) struct Gpu {
     pub board: Board,
     /// What the GPU is declared to be, as far as the last plan of it decided (the placements
     /// once a plan chose them).
-    pub declared: DeclaredGpu,
+    pub declared: NvidiaDeclared,
     /// Why it stopped, once it did (the apply's other GPUs go on).
     pub stop: Option<Stop>,
     /// Whether the card may have been written: a step done, a reset issued, or a batch that
@@ -67,13 +67,9 @@ impl Gpu {
         } else {
             self.wanted.want.clone().placed(planned.target.clone())
         };
-        self.declared = DeclaredGpu::new(&want, self.board.clone());
-        if let Some(vgpus) = &self.vgpu.declare {
-            self.declared = self
-                .declared
-                .clone()
-                .with_vgpus(vgpus.clone())
-                .with_vgpu_heterogeneous(self.vgpu.heterogeneous);
+        self.declared = NvidiaDeclared::new(&want, self.board.clone());
+        if let Some(vgpu) = &self.vgpu.declare {
+            self.declared = self.declared.clone().with_vgpu(vgpu.clone());
         }
     }
 }

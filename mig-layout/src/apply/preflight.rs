@@ -15,7 +15,7 @@ use gpu_host_probe::chain::Chain;
 use gpu_host_probe::helper::{CardRead, ReadFailure};
 use gpu_host_probe::{Host, Program};
 use gpu_partition_types::{Bdf, UnreadableReason};
-use layout_model::{Adopted, Board, BoardChange, Card, DeclaredGpu, Unnamed};
+use layout_model::{Adopted, Board, BoardChange, Card, NvidiaDeclared, Unnamed};
 use std::collections::BTreeMap;
 
 /// Every GPU planned, or why not (with the reports of all, for the blocked report).
@@ -197,7 +197,7 @@ fn check(
     }
     let busy = busy::refusal(&reply, &planned);
     let mut gpu = Gpu {
-        declared: DeclaredGpu::new(&wanted.want, board.clone()),
+        declared: NvidiaDeclared::new(&wanted.want, board.clone()),
         wanted,
         reply,
         report,

@@ -17,22 +17,23 @@
 use super::Progress;
 use super::ctx::{Shared, Stop};
 use super::phases::Gpu;
-use crate::document::vgpu::VgpuSpec;
-use crate::document::vgpu::find_in;
+use crate::document::vgpu::{VgpuSpec, find_in};
 use crate::plan::plan;
 use crate::report::ApplyReason;
 use crate::select::{HostGpu, VgpuJob, want_of};
 use crate::vgpu::{
     SriovManage, SriovManageOn, VfTypeFile, VfsWanted, VgpuCard, VgpuRefusal, VgpuStep, VgpuTypes,
-    plan_vgpu, plan_vgpu_leave, write_vgpu_type,
+    plan_vgpu, plan_vgpu_leave, plan_vgpu_on_vfs, write_vgpu_type,
 };
+use crate::vgpu_plan::assigned;
 use gpu_host_probe::Host;
 use gpu_host_probe::chain::Chain;
 use gpu_host_probe::vf::SysfsTypes;
+use gpu_partition_types::VgpuTypeId;
 use gpu_partition_types::{Reply, Step, VgpuType};
-use host_sync::sriov::{VgpuTypeId, read_sriov};
+use host_sync::sriov::read_sriov;
 use layout_model::VfsRead;
-use layout_model::{Card, DeclaredVgpu, Unnamed, Want};
+use layout_model::{Card, DeclaredVgpu, Unnamed, VgpuDeclared, Want};
 use std::num::NonZeroU32;
 
 /// How an apply writes a GPU's vGPU side: `sriov-manage`, and what carries a VF's type write.
@@ -74,11 +75,9 @@ pub(super) struct Planned {
 pub(super) struct GpuVgpu {
     /// The vGPU steps, in order (none for a MIG layout alone).
     pub steps: Vec<VgpuStep>,
-    /// The vGPUs the GPU is declared to hold once the apply writes (`None`: a MIG layout
+    /// What its VFs are declared to hold once the apply writes, per VF (`None`: a MIG layout
     /// alone, whose declaration says nothing of VFs).
-    pub declare: Option<Vec<DeclaredVgpu>>,
-    /// Whether heterogeneous vGPU mode is declared on with them.
-    pub heterogeneous: bool,
+    pub declare: Option<VgpuDeclared>,
 }
 
 impl GpuVgpu {
@@ -95,21 +94,25 @@ impl GpuVgpu {
     }
 }
 
-/// The vGPUs `spec` declares on a card of `catalogue`: per type ID (two names of one type add
-/// up), with the config's name and count. A type the catalogue does not list is left out (the
-/// plan refuses such a spec before this is asked).
-pub(crate) fn declared_vgpus(spec: &VgpuSpec, catalogue: &[VgpuType]) -> Vec<DeclaredVgpu> {
-    let mut declare: Vec<DeclaredVgpu> = Vec::new();
+/// The vGPUs `spec` asks of a card of `catalogue`, by count: what an assert of a config (which
+/// names no VF) compares the VFs with. Per type ID (two names of one type add up), with the
+/// config's name and count; a type the catalogue does not list is left out (the assert says so
+/// before this is asked).
+pub(crate) fn counted(spec: &VgpuSpec, catalogue: &[VgpuType]) -> VgpuDeclared {
+    let mut types: Vec<DeclaredVgpu> = Vec::new();
     for (name, count) in &spec.vgpu_devices {
-        let Some(kind) = find_in(catalogue, name) else {
+        let Some(id) = find_in(catalogue, name).and_then(|kind| VgpuTypeId::new(kind.id)) else {
             continue;
         };
-        match declare.iter_mut().find(|vgpu| vgpu.type_id == kind.id) {
+        match types.iter_mut().find(|vgpu| vgpu.type_id == id) {
             Some(vgpu) => vgpu.count += *count,
-            None => declare.push(DeclaredVgpu::new(kind.id, name.to_string(), *count)),
+            None => types.push(DeclaredVgpu::new(id, name.to_string(), *count)),
         }
     }
-    declare
+    VgpuDeclared::Counted {
+        types,
+        heterogeneous: spec.heterogeneous,
+    }
 }
 
 /// The card's vGPU type catalogue, as its reply gives it (`None`: it, or one of its types, did
@@ -139,11 +142,11 @@ pub(super) fn preflight(
             VgpuJob::Leave => Ok(Planned {
                 want: Want::disabled(),
                 vgpu: GpuVgpu {
-                    declare: Some(Vec::new()),
+                    declare: Some(VgpuDeclared::Off),
                     ..GpuVgpu::default()
                 },
             }),
-            VgpuJob::Apply(_) => Err((
+            VgpuJob::Apply(_) | VgpuJob::Restore { .. } => Err((
                 ApplyReason::LayoutImpossible,
                 format!("{gpu}: the GPU has no SR-IOV virtual functions"),
             )),
@@ -165,7 +168,7 @@ pub(super) fn preflight(
         })?
     };
     let catalogue = match job {
-        VgpuJob::Apply(_) => catalogue(reply)
+        VgpuJob::Apply(_) | VgpuJob::Restore { .. } => catalogue(reply)
             .ok_or_else(|| unreadable("its vGPU type catalogue did not read".to_owned()))?,
         VgpuJob::Leave => Vec::new(),
     };
@@ -183,6 +186,7 @@ pub(super) fn preflight(
     };
     let steps = match job {
         VgpuJob::Apply(spec) => plan_vgpu(spec, &card),
+        VgpuJob::Restore { spec, vfs } => plan_vgpu_on_vfs(spec, vfs, &card),
         VgpuJob::Leave => plan_vgpu_leave(&card),
     }
     .map_err(|refusal| {
@@ -201,15 +205,16 @@ pub(super) fn preflight(
         .unwrap_or_else(Want::disabled)
         .unnamed(unnamed);
     let declare = match job {
-        VgpuJob::Apply(spec) => declared_vgpus(spec, &catalogue),
-        VgpuJob::Leave => Vec::new(),
+        VgpuJob::Apply(spec) | VgpuJob::Restore { spec, .. } => {
+            VgpuDeclared::on(assigned(&card, &steps), spec.heterogeneous)
+        }
+        VgpuJob::Leave => VgpuDeclared::Off,
     };
     Ok(Planned {
         want,
         vgpu: GpuVgpu {
             steps,
             declare: Some(declare),
-            heterogeneous: matches!(job, VgpuJob::Apply(spec) if spec.heterogeneous),
         },
     })
 }
@@ -339,13 +344,18 @@ pub(super) fn after_creates(
     read_back(shared, gpu)
 }
 
-/// Every VF of the GPU against its spec, by the rule a sync compares a declaration with
-/// (`DeclaredGpu::vf_drift`): as many of each type as it asks, and no other type.
+/// Every VF of the GPU against what it is now declared to hold, per VF, by the rule a sync
+/// compares a declaration with (`VgpuDeclared::drift`).
 fn read_back(shared: &Shared<'_>, gpu: &mut Gpu) -> Result<(), Stop> {
     let device = gpu.report.device;
-    if !matches!(gpu.wanted.vgpu, Some(VgpuJob::Apply(_))) {
+    let Some(declared) = gpu.declared.vgpu.as_ref().filter(|_| {
+        matches!(
+            gpu.wanted.vgpu,
+            Some(VgpuJob::Apply(_) | VgpuJob::Restore { .. })
+        )
+    }) else {
         return Ok(());
-    }
+    };
     let found = host_sync::sriov::read_vf_types(shared.host.sysfs_root(), device);
     if let VfsRead::Unreadable(why) = &found {
         return Err(Stop::failed(
@@ -353,7 +363,7 @@ fn read_back(shared: &Shared<'_>, gpu: &mut Gpu) -> Result<(), Stop> {
             format!("{device}: {why}"),
         ));
     }
-    let differences = gpu.declared.vf_drift(device, &found);
+    let differences = declared.drift(device, &found);
     if differences.is_empty() {
         return Ok(());
     }

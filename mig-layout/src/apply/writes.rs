@@ -15,7 +15,7 @@ use super::progress::Progress;
 use super::run::ApplyError;
 use crate::report::{ApplyOutcome, ApplyReason, Draft, End};
 use host_sync::{ApplyEnd, ApplyStateError, Direction, LayoutRecord, StateStore, StoreError};
-use layout_model::Unnamed;
+use layout_model::{DeclaredGpu, Unnamed};
 use std::time::Duration;
 use warm_reset::ResetWith;
 
@@ -100,7 +100,12 @@ pub(super) fn go(
     applied.declared = (wrote || end.outcome == ApplyOutcome::Done).then(|| {
         cards
             .iter()
-            .map(|gpu| (gpu.wanted.gpu.bdf, gpu.declared.clone()))
+            .map(|gpu| {
+                (
+                    gpu.wanted.gpu.bdf,
+                    DeclaredGpu::Nvidia(gpu.declared.clone()),
+                )
+            })
             .chain(amd.declared())
             .collect()
     });

@@ -258,7 +258,10 @@ fn adopting_an_instance_created_by_hand_a_restore_keeps_it_and_reports_it() {
     // Declared so: the sync after it found no drift, and lists it as adopted.
     let state = bed.store.load().unwrap().unwrap();
     let declared = state.declared.unwrap();
-    assert_eq!(declared.gpus[&bdf(FIRST)].unnamed, Unnamed::Adopt);
+    assert_eq!(
+        declared.gpus[&bdf(FIRST)].nvidia().map(|gpu| gpu.unnamed),
+        Some(Unnamed::Adopt)
+    );
     assert_eq!(declared.check.as_ref().unwrap().adopted.len(), 1);
     assert_eq!(declared.holding(&bed.host.now()), Holding::Holds);
 }

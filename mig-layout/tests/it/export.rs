@@ -119,7 +119,14 @@ fn with_catalogue(name: &str) -> Reply {
 }
 
 fn vfs(types: &[Option<u32>]) -> VfsRead {
-    VfsRead::Read(types.to_vec())
+    VfsRead::Read(
+        (0u32..)
+            .zip(types)
+            .map(|(index, id)| {
+                layout_model::VfFound::new(index, id.and_then(gpu_partition_types::VgpuTypeId::new))
+            })
+            .collect(),
+    )
 }
 
 #[test]
@@ -189,8 +196,8 @@ fn time_sliced_vgpus_on_a_gpu_with_mig_on_are_exported_naming_what_applying_chan
 #[test]
 fn a_declared_amd_gpu_is_left_out_of_a_declared_mig_layout_the_format_has_no_partitions_for() {
     use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition};
-    use layout_model::amd::AmdWant;
-    use layout_model::{Board, Declaration, DeclaredGpu};
+    use layout_model::amd::{AmdDeclared, AmdWant};
+    use layout_model::{Board, Declaration, DeclaredGpu, NvidiaDeclared};
     let nvidia: gpu_partition_types::Bdf = "0000:3b:00.0".parse().unwrap();
     let amd: gpu_partition_types::Bdf = "0000:05:00.0".parse().unwrap();
     let declared = Declaration::new(
@@ -198,10 +205,13 @@ fn a_declared_amd_gpu_is_left_out_of_a_declared_mig_layout_the_format_has_no_par
         1,
         None,
         [
-            (nvidia, DeclaredGpu::disabled(Board::default())),
+            (nvidia, NvidiaDeclared::disabled(Board::default()).into()),
             (
                 amd,
-                DeclaredGpu::amd(AmdWant::new(ComputePartition::Cpx, MemoryPartition::Nps4)),
+                DeclaredGpu::Amd(AmdDeclared::new(
+                    AmdWant::new(ComputePartition::Cpx, MemoryPartition::Nps4),
+                    Vec::new(),
+                )),
             ),
         ]
         .into_iter()

@@ -36,6 +36,11 @@ vgpu-configs:
     - devices: [0]
       vgpu-devices:
         A100-10C: 4
+  A100-two-time-sliced:
+    - devices: [0]
+      vgpu-devices:
+        A100-10C: 2
+        A100-20C: 1
   A100-too-many:
     - devices: [0]
       vgpu-devices:
@@ -418,25 +423,71 @@ fn the_vgpus_applied_are_declared_and_hold_until_a_type_is_taken_off_a_vf() {
     .unwrap();
     let sync = bed.sync(AfterBoot::No);
     assert_eq!(sync.reason, HostReason::LayoutDrifted, "{sync:#?}");
-    let counts: Vec<&Fact> = sync
-        .drift
-        .iter()
-        .filter(|d| d.kind() == DifferenceKind::VgpuCount)
-        .map(|d| &d.fact)
-        .collect();
+    let facts: Vec<&Fact> = sync.drift.iter().map(|d| &d.fact).collect();
     assert!(
         matches!(
-            counts[..],
-            [Fact::VgpuCount {
-                type_id: 471,
-                found: 3,
-                wanted: 4,
-                ..
+            facts[..],
+            [Fact::VfType {
+                index: 2,
+                found: None,
+                wanted: Some(_),
             }]
         ),
         "{:#?}",
         sync.drift
     );
+}
+
+#[test]
+fn two_vfs_that_swap_types_drift_naming_both_and_a_restore_puts_each_type_back_on_its_vf() {
+    let mut bed = Bed::new();
+    assert_eq!(bed.run(Some("H100-mixed")).outcome, ApplyOutcome::Done);
+    let gpu: gpu_partition_types::Bdf = H100.parse().unwrap();
+    let types_now = |bed: &Bed| -> Vec<(u32, Option<u32>)> {
+        match host_sync::sriov::read_vf_types(bed.host.sysfs_root(), gpu) {
+            layout_model::VfsRead::Read(vfs) => vfs
+                .iter()
+                .map(|vf| (vf.index, vf.type_id.map(|id| id.get())))
+                .filter(|(_, type_id)| type_id.is_some())
+                .collect(),
+            unread => panic!("{unread:?}"),
+        }
+    };
+    let before = types_now(&bed);
+    // VF 1 holds a 1-10C and VF 2 the 2-20C (the free VFs filled in index order); another hand
+    // swaps them.
+    let (one, two) = (before[1], before[2]);
+    assert_ne!(one.1, two.1, "{before:?}");
+    let write = |index: u32, id: u32| {
+        gpu_host_probe::vf::VgpuTypes::write(
+            &bed.fake.types,
+            bed.host.sysfs_root(),
+            mig_layout::vgpu::VfTypeFile { gpu, index },
+            id,
+        )
+        .unwrap();
+    };
+    write(one.0, 0);
+    write(two.0, 0);
+    write(one.0, two.1.unwrap());
+    write(two.0, one.1.unwrap());
+    let sync = bed.sync(AfterBoot::No);
+    assert_eq!(sync.reason, HostReason::LayoutDrifted, "{sync:#?}");
+    let named: Vec<u32> = sync
+        .drift
+        .iter()
+        .filter_map(|d| match &d.fact {
+            Fact::VfType { index, .. } => Some(*index),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(named, [one.0, two.0], "{:#?}", sync.drift);
+    let Restore::Ran(report) = bed.restore() else {
+        panic!("the restore did not run");
+    };
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_eq!(types_now(&bed), before, "each type back on its VF");
+    assert_eq!(bed.holding(), Holding::Holds);
 }
 
 #[test]
@@ -566,4 +617,34 @@ fn heterogeneous_mode_is_set_after_sriov_manage_enables_the_vfs_and_again_by_a_r
         last(&writes, "sriov-manage -e") < last(&writes, "nvmlDeviceSetVgpuHeterogeneousMode 1"),
         "{writes:#?}"
     );
+}
+
+#[test]
+fn two_time_sliced_types_without_heterogeneous_mode_are_blocked_before_any_write_the_vgpus_left_running()
+ {
+    let mut bed = Bed::new();
+    assert_eq!(bed.run(Some("A100-10C")).outcome, ApplyOutcome::Done);
+    let before = bed.writes();
+    let report = bed.run(Some("A100-two-time-sliced"));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::LayoutImpossible),
+        "{:?}",
+        report.detail
+    );
+    assert!(
+        report
+            .detail
+            .as_deref()
+            .unwrap_or_default()
+            .contains("A100-10C, A100-20C"),
+        "{:?}",
+        report.detail
+    );
+    assert_eq!(
+        bed.writes(),
+        before,
+        "no write: the running vGPUs are untouched"
+    );
+    assert_eq!(bed.holding(), Holding::Holds);
 }

@@ -9,9 +9,10 @@ use fake_nvml::{GpuInstance, MigMode, scenarios};
 use gpu_host_probe::run::{RunResult, StartError};
 use gpu_host_probe::{Clock, VirtualClock};
 use gpu_partition_types::Bdf;
+use gpu_partition_types::VgpuTypeId;
 use host_sync::Host;
 use host_sync::fake_sysfs::FakeSysfs;
-use host_sync::sriov::{VgpuTypeId, read_sriov};
+use host_sync::sriov::read_sriov;
 use mig_layout::vgpu::{
     RunEnd, SriovManage, SriovManageError, SriovManageOn, TypeWriteError, VfTypeFile, VfsWanted,
     write_vgpu_type,

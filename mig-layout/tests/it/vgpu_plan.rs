@@ -369,3 +369,79 @@ proptest::proptest! {
 fn sriov_of(types: &[u32]) -> Sriov {
     sriov(8, types)
 }
+
+/// The catalogue with a second time-sliced type, A100-5C (469: OpenForBC's capture).
+fn two_time_sliced() -> Vec<VgpuType> {
+    let mut kinds = catalogue();
+    let mut five = VgpuType::new(469);
+    five.name = Lenient::Read("NVIDIA A100-5C".to_owned());
+    five.gpu_instance_profile_id = Lenient::Read(None.into());
+    five.max_instances = Lenient::Read(8);
+    five.max_instances_per_gpu_instance = Lenient::Read(None.into());
+    kinds.push(five);
+    kinds
+}
+
+#[test]
+fn two_time_sliced_types_without_heterogeneous_mode_are_refused_before_any_step() {
+    let catalogue = two_time_sliced();
+    let sriov = sriov(16, &[468, 468]);
+    let refused = plan_vgpu(
+        &spec("        A100-4C: 1\n        A100-5C: 1\n"),
+        &card(false, &sriov, &catalogue, &[]),
+    )
+    .unwrap_err();
+    let VgpuRefusal::TypesTogether { types, .. } = &refused else {
+        panic!("{refused:?}");
+    };
+    let names: Vec<String> = types.iter().map(ToString::to_string).collect();
+    assert_eq!(names, ["A100-4C", "A100-5C"]);
+    assert!(refused.to_string().contains("nvmlDeviceGetCreatableVgpus"));
+}
+
+#[test]
+fn two_time_sliced_types_run_together_with_heterogeneous_mode_asked_or_kept_on() {
+    let catalogue = two_time_sliced();
+    let both = spec("        A100-4C: 1\n        A100-5C: 1\n");
+    let sriov = sriov(16, &[468, 0]);
+    let asked = plan_vgpu(
+        &both.clone().with_heterogeneous(true),
+        &card(false, &sriov, &catalogue, &[]),
+    )
+    .unwrap();
+    assert_eq!(kinds(&asked), ["heterogeneous", "write 1 469"]);
+    // The card's mode is on and the VFs stay: it stays on.
+    let mut on = card(false, &sriov, &catalogue, &[]);
+    on.heterogeneous = Some(true);
+    assert_eq!(kinds(&plan_vgpu(&both, &on).unwrap()), ["write 1 469"]);
+}
+
+#[test]
+fn a_restore_puts_each_type_on_its_declared_vf_and_clears_a_vf_that_holds_another() {
+    use gpu_partition_types::VgpuTypeId;
+    use layout_model::DeclaredVf;
+    let catalogue = two_time_sliced();
+    let id = |id| VgpuTypeId::new(id).unwrap();
+    // VF 0 holds 469 and VF 1 468: the declaration puts 468 on VF 0 and 469 on VF 1.
+    let sriov = sriov(16, &[469, 468, 0]);
+    let declared = [
+        DeclaredVf::new(0, id(468), "A100-4C"),
+        DeclaredVf::new(1, id(469), "A100-5C"),
+    ];
+    let both = spec("        A100-4C: 1\n        A100-5C: 1\n").with_heterogeneous(true);
+    let mut on = card(false, &sriov, &catalogue, &[]);
+    on.heterogeneous = Some(true);
+    let steps = mig_layout::vgpu::plan_vgpu_on_vfs(&both, &declared, &on).unwrap();
+    assert_eq!(
+        kinds(&steps),
+        ["clear 0", "clear 1", "write 0 468", "write 1 469"]
+    );
+    // Each VF holding its declared type: nothing to do.
+    let held = sriov_of(&[468, 469, 0]);
+    let mut held_card = card(false, &held, &catalogue, &[]);
+    held_card.heterogeneous = Some(true);
+    assert_eq!(
+        mig_layout::vgpu::plan_vgpu_on_vfs(&both, &declared, &held_card).unwrap(),
+        []
+    );
+}

@@ -263,14 +263,17 @@ fn status_reports_a_corrupt_state_file_and_leaves_it_where_it_is() {
 fn a_state_file_of_a_later_schema_is_refused_naming_both_schemas_and_left_byte_for_byte() {
     let host = Host::new();
     std::fs::create_dir_all(host.path("state")).unwrap();
-    let later = r#"{"schema": 6, "status": "merged", "declared": {"label": "x"}}"#;
-    std::fs::write(host.path("state/state.json"), later).unwrap();
+    let (this, next) = (host_sync::SCHEMA, host_sync::SCHEMA + 1);
+    let later =
+        format!(r#"{{"schema": {next}, "status": "merged", "declared": {{"label": "x"}}}}"#);
+    std::fs::write(host.path("state/state.json"), &later).unwrap();
     for command in [&["status"][..], &["sync"][..]] {
         let (code, document) = host.run(command);
         assert_eq!(code, 1, "{command:?}");
         let message = document["error"]["message"].as_str().unwrap();
         assert!(
-            message.contains("schema 6") && message.contains("schema 5"),
+            message.contains(&format!("schema {next}"))
+                && message.contains(&format!("schema {this}")),
             "{message}"
         );
         assert_eq!(
