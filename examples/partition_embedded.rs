@@ -14,7 +14,7 @@ use gpu_host_probe::helper::HelperConfig;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{HostState, StoreError};
 use mig_layout::{
-    ApplyOptions, ApplyOutcome, ApplyRun, Document, Helper, Host, Method, PlanLine, Pool,
+    ApplyOptions, ApplyOutcome, ApplyRun, Document, GpuWork, Helper, Host, Method, PlanLine, Pool,
     ResetWith, StateStore,
 };
 use std::collections::BTreeMap;
@@ -109,12 +109,16 @@ fn main() -> Result<(), Box<dyn Error>> {
         &mut store,
     )?;
     for gpu in &planned.gpus {
-        let creates = gpu
+        // What each GPU's side plans, by its vendor: every GPU here is NVIDIA's.
+        let GpuWork::Nvidia(work) = &gpu.work else {
+            continue;
+        };
+        let creates = work
             .plan
             .iter()
             .filter(|line| matches!(line, PlanLine::Create { .. }))
             .count();
-        let mode = gpu
+        let mode = work
             .plan
             .iter()
             .any(|line| matches!(line, PlanLine::SetMode { enabled: true }));
@@ -122,7 +126,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             "plan for {}: MIG on: {mode}, {creates} instance(s) to create",
             gpu.device
         );
-        for line in &gpu.plan {
+        for line in &work.plan {
             println!("  {line}");
         }
     }

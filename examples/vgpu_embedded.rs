@@ -17,7 +17,9 @@ use host_sync::MemoryStore;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::sriov::read_sriov;
 use mig_layout::vgpu::{SriovManage, VgpuDocument, VgpuWith, apply_vgpu, leave_vgpu};
-use mig_layout::{ApplyOptions, ApplyOutcome, ApplyRun, Helper, Host, Method, Pool, ResetWith};
+use mig_layout::{
+    ApplyOptions, ApplyOutcome, ApplyRun, GpuWork, Helper, Host, Method, Pool, ResetWith,
+};
 use std::error::Error;
 use std::sync::Arc;
 
@@ -78,8 +80,10 @@ fn main() -> Result<(), Box<dyn Error>> {
     )?;
     for gpu in &planned.gpus {
         println!("plan for {}:", gpu.device);
-        for step in &gpu.vgpu_plan {
-            println!("  {step}");
+        if let GpuWork::Nvidia(work) = &gpu.work {
+            for step in &work.vgpu_plan {
+                println!("  {step}");
+            }
         }
     }
 

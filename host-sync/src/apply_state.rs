@@ -25,12 +25,9 @@ pub struct ApplyEnd {
     pub message: Option<String>,
     /// Whether it wrote to any card (a blocked apply did not: the host fields stay as they are).
     pub wrote: bool,
-    /// The mode each GPU it read last gave: the sync that follows reads no card with the pool
-    /// off, and must know what the apply left.
-    pub modes: Vec<(Bdf, PartitionMode)>,
-    /// The AMD GPUs it read: [`end_apply`] reads their partitions again from sysfs (amdgpu's
-    /// files cost nothing to read) and records them, for the same reason.
-    pub amd: Vec<Bdf>,
+    /// What it read last of each GPU: the sync that follows reads no card with the pool off,
+    /// and must know what the apply left.
+    pub read: Vec<(Bdf, GpuRead)>,
     /// What the host is declared to be from now on: the GPUs it named, each as applied (an
     /// apply that wrote declares; a blocked one, a dry run, or one that ended before its first
     /// write does not, and the declaration before it stands).
@@ -45,11 +42,20 @@ impl ApplyEnd {
             outcome,
             message,
             wrote,
-            modes: Vec::new(),
-            amd: Vec::new(),
+            read: Vec::new(),
             declared: None,
         }
     }
+}
+
+/// What an apply read last of a GPU, by its vendor's side, for [`end_apply`] to record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuRead {
+    /// An NVIDIA GPU: the mode the helper's last reply gave.
+    Nvidia(PartitionMode),
+    /// An AMD GPU: [`end_apply`] reads its partitions again from sysfs (amdgpu's files cost
+    /// nothing to read).
+    Amd,
 }
 
 /// The record of an apply of `label` going `direction` that starts now, under `lock`, over the
@@ -115,15 +121,20 @@ pub fn end_apply(
         };
         state.message = failure.map(|failure| failure.message);
     }
-    let read = end.modes.iter().map(|(bdf, _)| bdf).chain(&end.amd);
-    with_records(lock, &mut state, read)?;
-    for (bdf, mode) in &end.modes {
-        if let Some(gpu) = state.gpus.get_mut(bdf) {
-            crate::modes::read_answered(gpu, *mode);
+    with_records(lock, &mut state, end.read.iter().map(|(bdf, _)| bdf))?;
+    let boot = lock.host().boot().or(&state.boot);
+    let mut amd = Vec::new();
+    for (bdf, read) in &end.read {
+        match read {
+            GpuRead::Nvidia(mode) => {
+                if let Some(gpu) = state.gpus.get_mut(bdf) {
+                    crate::modes::read_answered(gpu, *mode);
+                }
+            }
+            GpuRead::Amd => amd.push(*bdf),
         }
     }
-    let boot = lock.host().boot().or(&state.boot);
-    if !end.amd.is_empty() {
+    if !amd.is_empty() {
         // Only the GPUs amdgpu drives now (a failed load leaves them unbound: not read).
         let found = crate::pci::scan(lock.host().sysfs_root())?;
         let on_amdgpu = |bdf: &Bdf| {
@@ -132,7 +143,7 @@ pub fn end_apply(
                 .iter()
                 .any(|gpu| gpu.bdf == *bdf && gpu.is_read_by(crate::pci::ReadBy::Amdgpu))
         };
-        for bdf in end.amd.iter().filter(|bdf| on_amdgpu(bdf)) {
+        for bdf in amd.iter().filter(|bdf| on_amdgpu(bdf)) {
             if let Some(gpu) = state.gpus.get_mut(bdf) {
                 let read = gpu_host_probe::amdgpu::read_partitions(lock.host().sysfs_root(), *bdf);
                 crate::modes::amd_read(gpu, &read, now, &boot);

@@ -61,8 +61,8 @@ mod sync;
 mod warning;
 
 pub use apply_state::{
-    ApplyEnd, ApplyStateError, BootRestoreStart, begin_apply, begin_boot_restore, end_apply,
-    request_memory, requests_ended, start_apply,
+    ApplyEnd, ApplyStateError, BootRestoreStart, GpuRead, begin_apply, begin_boot_restore,
+    end_apply, request_memory, requests_ended, start_apply,
 };
 pub use classify::{CHECKS, Check, Facts, HelperState, classify};
 pub use gpu::{AmdRecord, GpuRecord, MemoryRequest};

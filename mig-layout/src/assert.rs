@@ -22,7 +22,6 @@ use serde::Serialize;
 #[non_exhaustive]
 pub struct GpuAssert {
     /// The card.
-    #[serde(serialize_with = "crate::report::bdf")]
     pub device: Bdf,
     /// Its index.
     pub index: u32,

@@ -92,7 +92,8 @@ pub use exposition::{LABEL_NAMESPACE, MetricsError, render_labels, render_metric
 pub use layout_model::Unnamed;
 pub use plan::{CardPlan, Impossible, ImpossibleKind, PlanLine, fit, plan, plan_card};
 pub use report::{
-    ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, Conclusion, GpuReport, HostAfter,
+    AmdWork, ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, Conclusion, GpuReport, GpuWork,
+    HostAfter, NvidiaWork,
 };
 pub use select::{Absent, HostGpu, SelectError, Selection, Wanted, host_gpus, select};
 

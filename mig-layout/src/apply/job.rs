@@ -2,8 +2,11 @@
 //! a layout names on this host or a declaration declares, and the one rule for the GPUs a
 //! caller asks for by address.
 
+use super::amd::{AmdSide, AmdWith};
+use super::nvidia::NvidiaSide;
 use super::options::ApplyOptions;
 use super::run::ApplyError;
+use super::side::Side;
 use crate::document::Spec;
 use crate::document::dcm::DcmProfile;
 use crate::document::vgpu::VgpuSpec;
@@ -35,9 +38,22 @@ impl Job {
         }
     }
 
-    /// Whether it names no GPU at all.
-    pub fn is_empty(&self) -> bool {
-        self.wanted.is_empty() && self.amd.is_empty()
+    /// Its sides, each where it names a GPU: the NVIDIA GPUs' (treating the instances a layout
+    /// does not name as the options say), then the AMD GPUs' (written as `amd` says).
+    pub fn sides<'w>(
+        self,
+        options: &ApplyOptions,
+        amd: &'w AmdWith<'w>,
+    ) -> Vec<Box<dyn Side + 'w>> {
+        let unnamed = options.unnamed.unwrap_or(Unnamed::Match);
+        let mut sides: Vec<Box<dyn Side + 'w>> = Vec::new();
+        if !self.wanted.is_empty() {
+            sides.push(Box::new(NvidiaSide::new(self.wanted, self.boards, unnamed)));
+        }
+        if !self.amd.is_empty() {
+            sides.push(Box::new(AmdSide::new(self.amd, amd)));
+        }
+        sides
     }
 }
 

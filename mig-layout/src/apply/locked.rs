@@ -10,9 +10,9 @@ use super::job::Job;
 use super::options::ApplyOptions;
 use super::progress::Progress;
 use super::run::{ApplyError, ApplyRun};
+use super::side::Side;
 use super::writes::{self, Write};
 use crate::report::{ApplyOutcome, ApplyReason, ApplyWarning, Draft, End};
-use crate::select::VgpuJob;
 use gpu_host_probe::HostLock;
 use host_sync::{ApplyEnd, Direction};
 
@@ -37,27 +37,22 @@ pub(super) fn cancelled(when: &str) -> End {
     )
 }
 
-/// Which way the job goes: into partitioning when some GPU of it has MIG on, is to hold
-/// vGPUs, or (an AMD GPU) is to be divided.
-fn direction(job: &Job) -> Direction {
-    if job
-        .wanted
-        .iter()
-        .any(|w| w.want.enabled || matches!(w.vgpu, Some(VgpuJob::Apply(_))))
-        || job.amd.iter().any(|w| w.want.is_divided())
-    {
+/// Which way the sides go: into partitioning when a side divides a GPU (MIG on, vGPUs, an AMD
+/// GPU divided).
+fn direction(sides: &[Box<dyn Side + '_>]) -> Direction {
+    if sides.iter().any(|side| side.divides()) {
         Direction::Entering
     } else {
         Direction::Leaving
     }
 }
 
-/// What ends the apply before any card is read: a failed `apply-start` hook, MIG turned on with
+/// What ends the apply before any card is read: a failed `apply-start` hook, a GPU divided with
 /// the pool off, a layout that names no GPU of this host; `None` when it goes on.
 fn before_reading(
     options: &ApplyOptions,
     env: &HookEnv,
-    job: &Job,
+    (sides, restore): (&[Box<dyn Side + '_>], bool),
     draft: &mut Draft,
 ) -> Option<End> {
     if !options.dry_run {
@@ -65,14 +60,14 @@ fn before_reading(
             return Some(hook_failed(&failed));
         }
     }
-    if direction(job) == Direction::Entering && !options.pool.is_enabled() {
+    if direction(sides) == Direction::Entering && !options.pool.is_enabled() {
         return Some(End::blocked(
             ApplyReason::PoolDisabled,
             "the pool switch is off, and the layout divides a GPU: switch the pool on first",
         ));
     }
-    if job.is_empty() {
-        let what = if job.boards.is_some() {
+    if sides.iter().all(|side| side.devices().is_empty()) {
+        let what = if restore {
             "no GPU the host is declared to have is on it, bound to its vendor's driver"
         } else {
             "the layout names no GPU of this host"
@@ -134,37 +129,34 @@ pub(super) fn run_locked(
     // Every run of the helper ends when the caller cancels (the closing sync's too); the one read
     // that settles what a batch without an answer did runs without it.
     let reader = &helper.ending_on(options.cancel.as_ref());
-    let direction = direction(&job);
-    let mut env = hook_env(label, &job);
+    let restore = job.boards.is_some();
+    let sides = job.sides(options, &amd);
+    let direction = direction(&sides);
+    let mut env = HookEnv {
+        label: label.to_owned(),
+        devices: sides
+            .iter()
+            .flat_map(|side| side.devices())
+            .map(|bdf| bdf.to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+        outcome: None,
+    };
     let mut progress = |progress: Progress| {
         tracing::debug!("{}: {progress}", progress.device());
         if let Some(observe) = observe.as_mut() {
             observe(&progress);
         }
     };
-    // The helper is asked for its format only when the job has an NVIDIA GPU: a host of AMD
-    // GPUs alone needs none.
-    let negotiated = match before_reading(options, &env, &job, draft) {
-        Some(end) => Err(end),
-        None if job.wanted.is_empty() => Ok(None),
-        None => match reader.negotiate_apply() {
-            Err(_) if options.cancelled() => Err(cancelled("before the helper answered")),
-            Err(failure) => Err(End::blocked(
-                ApplyReason::HelperUnavailable,
-                failure.to_string(),
-            )),
-            Ok(format) => Ok(Some(format)),
-        },
-    };
-    let end = match negotiated {
-        Err(end) => end,
-        Ok(format) => {
+    let end = match before_reading(options, &env, (&sides, restore), draft) {
+        Some(end) => end,
+        None => {
             let mut ctx = Ctx {
                 shared: Shared {
                     lock,
                     helper: reader,
                     settle: helper,
-                    format,
+                    format: None,
                     cancel: options.cancel.as_ref(),
                     host,
                     vgpu: &vgpu,
@@ -174,13 +166,11 @@ pub(super) fn run_locked(
             };
             let write = Write {
                 label,
-                job,
                 direction,
                 options,
                 env: &env,
-                amd: &amd,
             };
-            writes::go(&mut ctx, store, &mut reset, write, draft)?
+            writes::go(&mut ctx, store, &mut reset, write, sides, draft)?
         }
     };
     if matches!(end.outcome, ApplyOutcome::Blocked(_)) && draft.host.is_none() {
@@ -195,22 +185,6 @@ pub(super) fn run_locked(
         exit_hooks(options, &env, draft);
     }
     Ok(end)
-}
-
-/// What every hook of the apply of `label` over `job` is told.
-fn hook_env(label: &str, job: &Job) -> HookEnv {
-    HookEnv {
-        label: label.to_owned(),
-        devices: job
-            .wanted
-            .iter()
-            .map(|w| w.gpu.bdf)
-            .chain(job.amd.iter().map(|w| w.gpu.bdf))
-            .map(|bdf| bdf.to_string())
-            .collect::<Vec<_>>()
-            .join(" "),
-        outcome: None,
-    }
 }
 
 /// The `apply-exit` hooks, once the apply is over (one that fails is a warning).

@@ -38,12 +38,14 @@ mod end;
 mod hooks;
 mod job;
 mod locked;
+mod nvidia;
 mod options;
 mod phases;
 mod preflight;
 mod progress;
 mod reset;
 mod run;
+mod side;
 pub(crate) mod vgpu;
 mod writes;
 

@@ -101,9 +101,4 @@ impl ApplyOptions {
         self.once_per_boot = once;
         self
     }
-
-    /// Whether the caller cancelled.
-    pub(super) fn cancelled(&self) -> bool {
-        self.cancel.as_ref().is_some_and(Cancel::is_cancelled)
-    }
 }

@@ -9,7 +9,7 @@ use super::ctx::{Ctx, Shared, Stop, fan_out};
 use super::reset::reset_batch;
 use super::vgpu::{self, GpuVgpu};
 use crate::plan::{CardPlan, plan};
-use crate::report::{ApplyReason, GpuReport};
+use crate::report::{ApplyReason, GpuReport, GpuWork, NvidiaWork};
 use crate::select::Wanted;
 use gpu_host_probe::helper::{ApplyFailure, Helper};
 use gpu_partition_types::{ApplyAnswer, ApplyRequest, Bdf, Reply, Step, StepOutcome};
@@ -25,7 +25,10 @@ pub const STEP_DEADLINE: Duration = Duration::from_secs(3);
 pub(super) struct Gpu {
     pub wanted: Wanted,
     pub reply: Reply,
+    /// Its report, without its side's work until [`Gpu::into_report`].
     pub report: GpuReport,
+    /// What its side planned and did.
+    pub work: NvidiaWork,
     /// A reset completes its mode change.
     pub needs_reset: bool,
     /// The plan the preflight made.
@@ -57,6 +60,13 @@ impl Gpu {
             || !self.first.create.is_empty()
             || !self.first.fill.is_empty()
             || self.first.deferred
+    }
+
+    /// Its report, with its work.
+    pub fn into_report(self) -> GpuReport {
+        let mut report = self.report;
+        report.work = GpuWork::Nvidia(self.work);
+        report
     }
 
     /// Keeps what `planned` decides of the GPU's declaration: its placements (a deferred plan
@@ -125,7 +135,7 @@ pub(super) fn run_batch(
             device,
             step: result.clone(),
         });
-        gpu.report.steps.push(result.clone());
+        gpu.work.steps.push(result.clone());
     }
     gpu.reply = answer.reply.clone();
     match refused {

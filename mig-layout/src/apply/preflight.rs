@@ -8,7 +8,7 @@ use super::ctx::Shared;
 use super::phases::Gpu;
 use super::vgpu::{self, GpuVgpu};
 use crate::plan::{Impossible, plan};
-use crate::report::{ApplyReason, ApplyWarning, GpuReport};
+use crate::report::{ApplyReason, ApplyWarning, GpuReport, GpuWork, NvidiaWork};
 use crate::select::{HostGpu, Wanted};
 use crate::vgpu::VgpuStep;
 use gpu_host_probe::chain::Chain;
@@ -107,7 +107,7 @@ pub(super) fn preflight(
     let Some((reason, detail)) = refusal else {
         return Preflight::Go(cards, warnings);
     };
-    let mut gpus: Vec<GpuReport> = cards.into_iter().map(|gpu| gpu.report).collect();
+    let mut gpus: Vec<GpuReport> = cards.into_iter().map(Gpu::into_report).collect();
     gpus.append(&mut others);
     gpus.sort_by_key(|gpu| gpu.index);
     Preflight::Refused {
@@ -129,7 +129,8 @@ fn check(
     warnings: &mut Vec<ApplyWarning>,
 ) -> Checked {
     let device = wanted.gpu.bdf;
-    let mut report = GpuReport::new(device, wanted.gpu.index, wanted.line);
+    let mut report = GpuReport::for_nvidia(device, wanted.gpu.index, wanted.line);
+    let mut work = NvidiaWork::default();
     let reply = match read.into_reply() {
         Ok(reply) => reply,
         Err(failure) => {
@@ -168,7 +169,7 @@ fn check(
                     return Checked::Refused(Box::new(report), why, None);
                 }
                 wanted.want = planned.want;
-                report.vgpu_plan = planned.vgpu.steps.clone();
+                work.vgpu_plan = planned.vgpu.steps.clone();
                 vgpu_side = planned.vgpu;
             }
             Err(why) => return Checked::Refused(Box::new(report), why, None),
@@ -188,12 +189,13 @@ fn check(
         Ok(planned) => planned,
         Err(impossible) => {
             let why = (ApplyReason::LayoutImpossible, impossible.message.clone());
+            report.work = GpuWork::Nvidia(work);
             return Checked::Refused(Box::new(report), why, Some(Box::new(impossible)));
         }
     };
     if let Some(card) = &card {
-        report.plan = planned.describe(card);
-        report.adopted = adopted(card, &planned);
+        work.plan = planned.describe(card);
+        work.adopted = adopted(card, &planned);
     }
     let busy = busy::refusal(&reply, &planned);
     let mut gpu = Gpu {
@@ -201,6 +203,7 @@ fn check(
         wanted,
         reply,
         report,
+        work,
         needs_reset: planned.reset,
         board,
         first: planned,

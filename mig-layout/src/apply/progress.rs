@@ -16,6 +16,21 @@ pub enum Progress {
         /// The line.
         line: PlanLine,
     },
+    /// A step of a GPU's vGPU plan, shown before any write.
+    VgpuPlan {
+        /// The GPU.
+        device: Bdf,
+        /// The step.
+        step: crate::vgpu::VgpuStep,
+    },
+    /// A step of an AMD GPU's plan, shown before any write (the driver reload, which reaches
+    /// every AMD GPU, on the first GPU of the apply).
+    AmdPlan {
+        /// The GPU.
+        device: Bdf,
+        /// The step.
+        step: crate::amd::AmdStep,
+    },
     /// A step the helper ran, as it answered.
     Step {
         /// The GPU.
@@ -74,6 +89,8 @@ impl Progress {
     pub fn device(&self) -> Bdf {
         match self {
             Self::Plan { device, .. }
+            | Self::VgpuPlan { device, .. }
+            | Self::AmdPlan { device, .. }
             | Self::Step { device, .. }
             | Self::Resetting { device }
             | Self::WaitedForEarlierReset { device, .. }
@@ -90,6 +107,8 @@ impl std::fmt::Display for Progress {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Plan { line, .. } => write!(f, "plan: {line}"),
+            Self::VgpuPlan { step, .. } => write!(f, "vgpu plan: {step}"),
+            Self::AmdPlan { step, .. } => write!(f, "amd plan: {step}"),
             Self::Step { step, .. } => write!(f, "{step}"),
             Self::Resetting { .. } => f.write_str("warm reset to complete the mode change"),
             Self::WaitedForEarlierReset { waited, .. } => write!(

@@ -242,7 +242,7 @@ fn set_vfs(
         .sriov_manage
         .set_vfs(on, device, wanted)
         .map_err(|error| Stop::failed(ApplyReason::StepRefused, Chain(&error).to_string()))?;
-    gpu.report.vgpu_done.push(step.clone());
+    gpu.work.vgpu_done.push(step.clone());
     say(Progress::Vgpu { device, step });
     let mut read = shared.reread(&[device], &format!("after sriov-manage {}", wanted.flag()));
     gpu.reply = read.pop().unwrap_or_else(|| {
@@ -291,7 +291,7 @@ pub(super) fn before_creates(
             gpu,
             vec![Step::SetVgpuHeterogeneousMode { enabled: true }],
         )?;
-        gpu.report.vgpu_done.push(VgpuStep::Heterogeneous);
+        gpu.work.vgpu_done.push(VgpuStep::Heterogeneous);
         say(Progress::Vgpu {
             device,
             step: VgpuStep::Heterogeneous,
@@ -338,7 +338,7 @@ pub(super) fn after_creates(
             id.map(VgpuTypeId),
         )
         .map_err(|error| Stop::failed(ApplyReason::StepRefused, Chain(&error).to_string()))?;
-        gpu.report.vgpu_done.push(step.clone());
+        gpu.work.vgpu_done.push(step.clone());
         say(Progress::Vgpu { device, step });
     }
     read_back(shared, gpu)

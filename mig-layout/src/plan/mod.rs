@@ -69,7 +69,6 @@ gpu_partition_types::token_enum! {
 #[non_exhaustive]
 pub struct Impossible {
     /// The card.
-    #[serde(serialize_with = "crate::report::bdf")]
     pub device: Bdf,
     /// The profile at fault, when one is.
     pub profile: Option<String>,

@@ -185,7 +185,8 @@ fn cpx_nps4_on_a_hive_of_eight_requests_memory_reloads_once_holds_and_is_declare
     );
     for gpu in &report.gpus {
         assert_eq!(gpu.outcome, Some(ApplyOutcome::Done));
-        assert_eq!(gpu.amd_done.len(), 1, "{:?}", gpu.amd_done);
+        let done = &gpu.amd_work().unwrap().done;
+        assert_eq!(done.len(), 1, "{done:?}");
     }
     let host = report.host.unwrap();
     assert_eq!(
@@ -239,7 +240,7 @@ fn a_compute_change_alone_is_written_at_once_without_a_reload() {
         .count();
     assert_eq!(writes, 8);
     assert_eq!(
-        report.gpus[0].amd_done,
+        report.gpus[0].amd_work().unwrap().done,
         [AmdStep::SetCompute {
             device: at(0),
             mode: C::Qpx
@@ -396,7 +397,7 @@ fn a_dry_run_shows_the_plan_and_writes_nothing() {
     assert_eq!(report.outcome, ApplyOutcome::DryRun);
     assert!(report.reload_planned);
     assert_eq!(
-        report.gpus[0].amd_plan,
+        report.gpus[0].amd_work().unwrap().plan,
         [
             AmdStep::RequestMemory {
                 device: at(0),

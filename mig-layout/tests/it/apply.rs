@@ -35,7 +35,7 @@ fn two_a100s_enter_partitioning_reset_together_in_one_command_and_read_back_as_t
     }
     // The plan as data: the mode change, then the seven instances (the reset it needs is
     // the card's answer: its change stays pending).
-    let first = &report.gpus[0];
+    let first = report.gpus[0].nvidia_work().unwrap();
     assert!(
         matches!(
             first.plan.first(),
@@ -81,7 +81,7 @@ fn an_apply_run_again_on_cards_that_hold_the_layout_writes_nothing() {
     let again = bed.apply(&bed.options("all-1g.5gb"));
     assert_eq!(again.outcome, ApplyOutcome::Done);
     assert_eq!(again.writes(), 0);
-    assert!(again.gpus.iter().all(|gpu| gpu.plan.is_empty()));
+    assert!(again.gpus.iter().all(|gpu| gpu.work.is_empty()));
     assert_eq!(bed.backend.host().resets.len(), 1, "no second reset");
 }
 
@@ -91,7 +91,7 @@ fn a_dry_run_shows_the_plan_and_changes_nothing() {
     let before = std::fs::read(&bed.state).unwrap();
     let report = bed.apply(&bed.options("all-1g.5gb").dry_run(true));
     assert_eq!(report.outcome, ApplyOutcome::DryRun);
-    assert!(!report.gpus[0].plan.is_empty());
+    assert!(!report.gpus[0].nvidia_work().unwrap().plan.is_empty());
     assert_eq!(std::fs::read(&bed.state).unwrap(), before);
     assert!(bed.backend.host().resets.is_empty());
     assert!(
@@ -289,6 +289,8 @@ fn a_step_the_driver_refuses_fails_the_apply_with_step_refused_and_its_kind() {
         report.detail
     );
     let refused = report.gpus[0]
+        .nvidia_work()
+        .unwrap()
         .steps
         .iter()
         .find(|step| matches!(step.outcome, StepOutcome::Refused { .. }))

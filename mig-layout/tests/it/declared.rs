@@ -251,7 +251,7 @@ fn adopting_an_instance_created_by_hand_a_restore_keeps_it_and_reports_it() {
     };
     assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
     assert_eq!(report.writes(), 0);
-    let adopted = &report.gpus[0].adopted;
+    let adopted = &report.gpus[0].nvidia_work().unwrap().adopted;
     assert_eq!(adopted.len(), 1, "{report:?}");
     assert_eq!(adopted[0].gpu_instance_id, 9);
     assert!(bed.card(FIRST).gpu_instances.iter().any(|gi| gi.id == 9));

@@ -308,7 +308,7 @@ fn a_time_sliced_config_leaves_mig_off_and_fills_the_vfs_in_order() {
             .iter()
             .any(|line| line.starts_with("nvmlDeviceSetMigMode"))
     );
-    let plan = &report.gpus[0].vgpu_plan;
+    let plan = &report.gpus[0].nvidia_work().unwrap().vgpu_plan;
     assert_eq!(plan[0], VgpuStep::EnableVfs);
     assert!(matches!(
         plan[1],
@@ -598,7 +598,7 @@ fn heterogeneous_mode_is_set_after_sriov_manage_enables_the_vfs_and_again_by_a_r
     );
     assert_eq!(bed.card(A100).vgpu_heterogeneous_mode, Some(true));
     assert_eq!(
-        report.gpus[0].vgpu_done,
+        report.gpus[0].nvidia_work().unwrap().vgpu_done,
         [VgpuStep::EnableVfs, VgpuStep::Heterogeneous]
     );
     let again = apply(&mut bed);

@@ -15,7 +15,8 @@ use host_sync::fake_amdgpu::FakeAmdgpuFile;
 use mig_layout::amd::{AmdWith, DcmProfile};
 use mig_layout::vgpu::{SriovManage, VgpuSpec, VgpuWith};
 use mig_layout::{
-    ApplyOptions, ApplyReport, ApplyRun, Progress, ResetWith, Restore, Spec, Unnamed,
+    ApplyOptions, ApplyOutcome, ApplyReport, ApplyRun, GpuWork, Progress, ResetWith, Restore, Spec,
+    Unnamed,
 };
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -302,32 +303,43 @@ pub fn text(report: &ApplyReport) -> String {
             .map(|line| format!("  (line {line})"))
             .unwrap_or_default();
         let _ = writeln!(text, "GPU {}  {}{line}", gpu.index, gpu.device);
-        if gpu.plan.is_empty()
-            && gpu.steps.is_empty()
-            && gpu.vgpu_plan.is_empty()
-            && gpu.vgpu_done.is_empty()
-            && gpu.amd_plan.is_empty()
-            && gpu.amd_done.is_empty()
-        {
-            let _ = writeln!(text, "  as the layout wants: no step");
+        if gpu.work.is_empty() {
+            // Only a GPU that was planned, or read back, is said to be as the layout wants: a
+            // blocked apply may have stopped before its plan.
+            let said = match (report.outcome, gpu.outcome) {
+                (ApplyOutcome::Blocked(_), _) => Some("not written: the apply was blocked"),
+                (ApplyOutcome::DryRun, _) | (_, Some(ApplyOutcome::Done)) => {
+                    Some("as the layout wants: no step")
+                }
+                _ => None,
+            };
+            if let Some(said) = said {
+                let _ = writeln!(text, "  {said}");
+            }
         }
-        for line in &gpu.plan {
-            let _ = writeln!(text, "  plan: {line}");
-        }
-        for step in &gpu.vgpu_plan {
-            let _ = writeln!(text, "  vgpu plan: {step}");
-        }
-        for step in &gpu.steps {
-            let _ = writeln!(text, "  {step}");
-        }
-        for step in &gpu.vgpu_done {
-            let _ = writeln!(text, "  vgpu done: {step}");
-        }
-        for step in &gpu.amd_plan {
-            let _ = writeln!(text, "  amd plan: {step}");
-        }
-        for step in &gpu.amd_done {
-            let _ = writeln!(text, "  amd done: {step}");
+        match &gpu.work {
+            GpuWork::Nvidia(work) => {
+                for line in &work.plan {
+                    let _ = writeln!(text, "  plan: {line}");
+                }
+                for step in &work.vgpu_plan {
+                    let _ = writeln!(text, "  vgpu plan: {step}");
+                }
+                for step in &work.steps {
+                    let _ = writeln!(text, "  {step}");
+                }
+                for step in &work.vgpu_done {
+                    let _ = writeln!(text, "  vgpu done: {step}");
+                }
+            }
+            GpuWork::Amd(work) => {
+                for step in &work.plan {
+                    let _ = writeln!(text, "  amd plan: {step}");
+                }
+                for step in &work.done {
+                    let _ = writeln!(text, "  amd done: {step}");
+                }
+            }
         }
         for difference in &gpu.differences {
             let _ = writeln!(
@@ -337,8 +349,10 @@ pub fn text(report: &ApplyReport) -> String {
                 difference.message()
             );
         }
-        for adopted in &gpu.adopted {
-            let _ = writeln!(text, "  adopted: {adopted}, not in the layout, kept");
+        if let GpuWork::Nvidia(work) = &gpu.work {
+            for adopted in &work.adopted {
+                let _ = writeln!(text, "  adopted: {adopted}, not in the layout, kept");
+            }
         }
     }
     for reset in &report.resets {

@@ -3,20 +3,19 @@
 //! document of `mxctl --json partition apply`.
 
 use crate::apply::HookRun;
-use crate::plan::{Impossible, PlanLine};
-use crate::select::Absent;
-use gpu_partition_types::{Bdf, StepOutcome, StepResult};
+use crate::plan::Impossible;
 use host_sync::{HostReason, HostStatus};
 use layout_model::HoldingState;
-use layout_model::{Adopted, Difference};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use std::time::Duration;
 use warm_reset::{ColdRebootReason, ResetReport};
 
-pub(crate) fn bdf<S: Serializer>(bdf: &Bdf, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(&bdf.to_string())
-}
+mod gpu;
+mod warning;
+
+pub use gpu::{AmdWork, GpuReport, GpuWork, NvidiaWork};
+pub use warning::ApplyWarning;
 
 gpu_partition_types::token_enum! {
     /// Why an apply was blocked (nothing was written) or failed (the host is between layouts).
@@ -113,87 +112,6 @@ impl std::fmt::Display for ApplyOutcome {
     }
 }
 
-/// What an apply planned and did on one GPU.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[non_exhaustive]
-pub struct GpuReport {
-    /// The card.
-    #[serde(serialize_with = "bdf")]
-    pub device: Bdf,
-    /// Its index.
-    pub index: u32,
-    /// The line of the layout's entry that names it; `None` for a GPU no document named (a
-    /// leave, a restore).
-    pub line: Option<usize>,
-    /// The plan, as data (empty: already as wanted); each line displays for people.
-    pub plan: Vec<PlanLine>,
-    /// The steps run, in order, each as the helper answered (the protocol's results).
-    pub steps: Vec<StepResult>,
-    /// How it differs from the layout after the apply (the read-back; empty when it holds).
-    pub differences: Vec<Difference>,
-    /// The instances it has that the layout does not name, kept because the caller adopts them.
-    pub adopted: Vec<Adopted>,
-    /// Its vGPU plan, in the driver's order (empty for a MIG layout alone); each displays for
-    /// people.
-    pub vgpu_plan: Vec<crate::vgpu::VgpuStep>,
-    /// The vGPU writes done, in order, each read back (`sriov-manage`, the type writes).
-    pub vgpu_done: Vec<crate::vgpu::VgpuStep>,
-    /// An AMD GPU's plan: its memory request and its compute write (the driver reload, the
-    /// host's, is [`ApplyReport::reload_planned`]); each displays for people.
-    pub amd_plan: Vec<crate::amd::AmdStep>,
-    /// The AMD writes done on it, in order.
-    pub amd_done: Vec<crate::amd::AmdStep>,
-    /// How its writes ended (`done`, or why it stopped: the apply's other GPUs go on); `None`
-    /// when the apply wrote nothing (blocked, or a dry run).
-    #[serde(serialize_with = "outcome_token")]
-    pub outcome: Option<ApplyOutcome>,
-    /// Why it stopped, for people; `None` when it did not.
-    pub detail: Option<String>,
-}
-
-/// A GPU's outcome as `{"outcome", "reason"}` tokens would be: written as its token and reason.
-fn outcome_token<S: Serializer>(
-    outcome: &Option<ApplyOutcome>,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    match outcome {
-        None => serializer.serialize_none(),
-        Some(outcome) => serializer.collect_str(outcome),
-    }
-}
-
-impl GpuReport {
-    /// A GPU's report before anything is planned or done.
-    pub(crate) fn new(device: Bdf, index: u32, line: Option<usize>) -> Self {
-        Self {
-            device,
-            index,
-            line,
-            plan: Vec::new(),
-            steps: Vec::new(),
-            differences: Vec::new(),
-            adopted: Vec::new(),
-            vgpu_plan: Vec::new(),
-            vgpu_done: Vec::new(),
-            amd_plan: Vec::new(),
-            amd_done: Vec::new(),
-            outcome: None,
-            detail: None,
-        }
-    }
-
-    /// How many writes were made on it: the helper's steps done, the vGPU writes, the AMD
-    /// partition writes.
-    pub fn writes(&self) -> usize {
-        self.steps
-            .iter()
-            .filter(|step| matches!(step.outcome, StepOutcome::Done { .. }))
-            .count()
-            + self.vgpu_done.len()
-            + self.amd_done.len()
-    }
-}
-
 /// The host after the apply, as the sync that ended it classified it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
@@ -207,112 +125,6 @@ pub struct HostAfter {
     /// Whether the cards hold the declared layout, as that sync found them and judged now
     /// (`holds`, `drifted`, `unknown`; `None`: nothing is declared).
     pub declared: Option<HoldingState>,
-}
-
-/// What did not change an apply's course but a person should know.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ApplyWarning {
-    /// A device the layout lists is not on this host (as mig-parted, a spec for GPU 7 on a host
-    /// of two names nothing).
-    Absent(Absent),
-    /// A declared GPU is not on this host now bound to its vendor's driver (`nvidia`,
-    /// `amdgpu`): the restore left it alone.
-    DeclaredAbsent {
-        /// The GPU.
-        device: Bdf,
-    },
-    /// Another board of the same model is in a declared slot: restored all the same.
-    OtherBoard {
-        /// The slot.
-        device: Bdf,
-        /// How it differs.
-        change: layout_model::BoardChange,
-    },
-    /// Entries of a card's profile catalogue did not read (the helper lost them): the plan
-    /// used the profiles that did, and a profile only a lost entry names is one the layout
-    /// cannot be planned with.
-    ProfilesUnread {
-        /// The GPU.
-        device: Bdf,
-        /// The entries' positions in the reply's catalogue.
-        positions: Vec<usize>,
-    },
-    /// The `apply-exit` hook did not exit 0 (the apply had ended).
-    ExitHookFailed(HookRun),
-    /// An AMD GPU outside the apply whose compute partition the driver reload set anew: set
-    /// back to what it was (or why not).
-    ReloadReset {
-        /// The GPU.
-        device: Bdf,
-        /// The compute partition it had, written back.
-        restored: gpu_host_probe::amdgpu::ComputePartition,
-        /// Why the write failed, when it did.
-        failed: Option<String>,
-    },
-    /// A hook exited 0 while something it started still held its output: the apply went on;
-    /// what held the output was in the hook's process group and was stopped with it.
-    HookHeldOutput(HookRun),
-}
-
-impl std::fmt::Display for ApplyWarning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Absent(absent) => write!(f, "{absent}"),
-            Self::DeclaredAbsent { device } => write!(
-                f,
-                "{device} is declared but is not on this host now bound to its vendor's \
-                 driver (nvidia, amdgpu); left alone"
-            ),
-            Self::OtherBoard { device, change } => {
-                write!(
-                    f,
-                    "{device}: {change}; its declared layout is restored on it"
-                )
-            }
-            Self::ProfilesUnread { device, positions } => {
-                let each: Vec<String> = positions.iter().map(ToString::to_string).collect();
-                write!(
-                    f,
-                    "{device}: {} entr{} of the profile catalogue did not read (at {}); the \
-                     plan used the others",
-                    positions.len(),
-                    if positions.len() == 1 { "y" } else { "ies" },
-                    each.join(", ")
-                )
-            }
-            Self::ExitHookFailed(run) => write!(f, "{run}"),
-            Self::ReloadReset {
-                device,
-                restored,
-                failed: None,
-            } => write!(
-                f,
-                "{device} is not in the layout; the driver reload set its compute partition \
-                 anew, and it was set back to {restored}"
-            ),
-            Self::ReloadReset {
-                device,
-                restored,
-                failed: Some(why),
-            } => write!(
-                f,
-                "{device} is not in the layout; the driver reload set its compute partition \
-                 anew, and setting it back to {restored} failed: {why}"
-            ),
-            Self::HookHeldOutput(run) => write!(
-                f,
-                "{run}: it exited 0 but something it started still held its output, and was \
-                 stopped with the hook's process group; the apply went on"
-            ),
-        }
-    }
-}
-
-impl Serialize for ApplyWarning {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
 }
 
 /// How an apply ended and what it did.
