@@ -148,17 +148,29 @@ pub enum AmdRefusal {
     },
     /// The GPU does not offer the compute partition with its memory partition now.
     #[error(
-        "{device}: {wanted} is not offered with its memory partition now: it offers {} \
-         (available_compute_partition)",
-        if offered.is_empty() { "none".to_owned() } else { list(offered) }
+        "{device}: {wanted} is not offered {}: it offers {} (available_compute_partition{})",
+        with_memory.map_or_else(
+            || "with its memory partition now".to_owned(),
+            |memory| format!("once its memory partition is {memory}")
+        ),
+        if offered.is_empty() { "none".to_owned() } else { list(offered) },
+        if with_memory.is_some() {
+            " now, and __aqua_vanjaram_update_available_partition_mode for the memory partition \
+             asked for"
+        } else {
+            ""
+        }
     )]
     ComputeNotOffered {
         /// The GPU.
         device: Bdf,
         /// The mode asked for.
         wanted: ComputePartition,
-        /// What it offers.
+        /// What it offers (with the memory partition asked for, where that changes).
         offered: Vec<ComputePartition>,
+        /// The memory partition asked for, where it changes (what it offers then follows the
+        /// kernel's rule from what it offers now); `None`: with its memory partition now.
+        with_memory: Option<MemoryPartition>,
     },
     /// Two GPUs of one hive are asked for different memory partitions; a request applies to
     /// every GPU of the hive.
@@ -298,14 +310,21 @@ pub fn plan_amd(
                 mode: want.memory,
             });
         }
-        // After a reload the driver sets the compute partition anew: it is set then, and
-        // checked against what the GPU offers once its new memory partition holds.
+        // After a reload the driver sets the compute partition anew: it is set then, and must
+        // be one the GPU offers once its new memory partition holds — refused now, before the
+        // reload reaches every GPU of the host.
         if memory_changes || read.compute != want.compute {
-            if !memory_changes && !read.available_compute.contains(&want.compute) {
+            let offered = if memory_changes {
+                offered_with(read, want.memory)
+            } else {
+                read.available_compute.clone()
+            };
+            if !offered.contains(&want.compute) {
                 return Err(AmdRefusal::ComputeNotOffered {
                     device,
                     wanted: want.compute,
-                    offered: read.available_compute.clone(),
+                    offered,
+                    with_memory: memory_changes.then_some(want.memory),
                 });
             }
             compute.push(AmdStep::SetCompute {
@@ -335,6 +354,53 @@ pub fn plan_amd(
     }
     steps.extend(compute);
     Ok(steps)
+}
+
+/// The compute partitions a GPU will offer once its memory partition is `memory`: by the
+/// kernel's rule (`__aqua_vanjaram_update_available_partition_mode`: the modes its XCC count
+/// supports that run with the memory partition), for the XCC counts whose offering with the
+/// memory partition now is what the GPU offers now (the sysfs files name no XCC count, and a
+/// count its offering rules out is no candidate), those any of them offers: a mode none offers
+/// is refused before the reload; where what it offers now fits two counts (DPX alone in NPS2:
+/// 4 or 8 XCCs), a mode only one of them offers is left to the read after the reload. Where no
+/// count fits (a VBIOS that offers less), what it offers now that runs with `memory`.
+fn offered_with(read: &AmdPartitions, memory: MemoryPartition) -> Vec<ComputePartition> {
+    use layout_model::amd::{compute_modes, runs_with};
+    let offered = |xccs: u32, memory: MemoryPartition| -> Vec<ComputePartition> {
+        compute_modes(xccs)
+            .iter()
+            .copied()
+            .filter(|mode| runs_with(*mode, memory))
+            .collect()
+    };
+    let candidates: Vec<u32> = [1, 2, 4, 6, 8]
+        .into_iter()
+        .filter(|xccs| {
+            read.memory
+                .is_none_or(|now| offered(*xccs, now) == read.available_compute)
+        })
+        .collect();
+    let Some((first, others)) = candidates
+        .split_first()
+        .filter(|_| !read.available_compute.is_empty())
+    else {
+        return read
+            .available_compute
+            .iter()
+            .copied()
+            .filter(|mode| runs_with(*mode, memory))
+            .collect();
+    };
+    let mut all = offered(*first, memory);
+    for xccs in others {
+        for mode in offered(*xccs, memory) {
+            if !all.contains(&mode) {
+                all.push(mode);
+            }
+        }
+    }
+    all.sort();
+    all
 }
 
 /// Every hive a memory request reaches ends in one memory partition: no two of its GPUs asked

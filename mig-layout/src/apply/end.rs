@@ -95,17 +95,22 @@ pub(super) fn classify(
     };
     // The declaration as that sync left it, judged now; a store that does not read says
     // nothing holds.
-    let declared = match store.load() {
+    let holding = match store.load() {
         Ok(state) => state
             .and_then(|state| state.declared)
-            .map(|declared| declared.holding(&lock.host().now()).state()),
-        Err(_) => Some(layout_model::HoldingState::Unknown),
+            .map(|declared| declared.holding(&lock.host().now())),
+        Err(_) => Some(layout_model::Holding::Unknown(
+            layout_model::Unchecked::WritesUntold("the state store did not read".to_owned()),
+        )),
     };
     Ok(HostAfter {
         status: after.status,
         reason: after.reason,
         message: after.message,
-        declared,
+        declared: holding.as_ref().map(layout_model::Holding::state),
+        differences: holding
+            .map(|holding| holding.differences().to_vec())
+            .unwrap_or_default(),
     })
 }
 

@@ -81,11 +81,21 @@ pub(super) fn go(
     let wrote = sides.iter().any(|side| side.wrote());
     let mut applied = ApplyEnd::new(recorded(end.outcome), end.detail.clone(), wrote);
     applied.read = sides.iter().flat_map(|side| side.read()).collect();
-    // The new declaration stands once the layout holds, and after any write (the host is then
-    // between layouts until it holds; a restore finishes it); an apply that ended before its
-    // first write without the layout holding leaves the one before.
-    applied.declared = (wrote || end.outcome == ApplyOutcome::Done)
-        .then(|| sides.iter().flat_map(|side| side.declared()).collect());
+    // The new declaration stands once the layout holds. A failed apply never leaves the host
+    // declared to a layout its cards refused: the declaration before stands (the closing sync
+    // says how the cards now differ from it, and a restore brings them back to it). A cancel
+    // keeps its rule: once writes began, the new declaration stands (a restore finishes it); so
+    // does a warm reset that left a card needing a cold reboot, which no card refused (the
+    // restore after the cold reboot finishes it).
+    let declares = match end.outcome {
+        ApplyOutcome::Done => true,
+        ApplyOutcome::Failed(ApplyReason::Cancelled) | ApplyOutcome::ColdRebootRequired(_) => wrote,
+        ApplyOutcome::Failed(_)
+        | ApplyOutcome::Blocked(_)
+        | ApplyOutcome::DryRun
+        | ApplyOutcome::NothingNamed => false,
+    };
+    applied.declared = declares.then(|| sides.iter().flat_map(|side| side.declared()).collect());
     draft.gpus = reports(sides);
     record_end(ctx, store, record, applied, &end, draft)?;
     draft.host = Some(classify(shared.lock, shared.helper, store, write.options)?);

@@ -125,6 +125,10 @@ pub struct HostAfter {
     /// Whether the cards hold the declared layout, as that sync found them and judged now
     /// (`holds`, `drifted`, `unknown`; `None`: nothing is declared).
     pub declared: Option<HoldingState>,
+    /// How the cards differ from the declared layout, as that sync found them (empty unless
+    /// `drifted`): after a failed apply, how the host differs from the declaration that still
+    /// stands, which a restore brings back.
+    pub differences: Vec<layout_model::Difference>,
 }
 
 /// How an apply ended and what it did.
@@ -376,6 +380,7 @@ mod tests {
             reason: HostReason::Ready,
             message: None,
             declared,
+            differences: Vec::new(),
         });
         draft.finish(End::new(ApplyOutcome::Done, None), Duration::ZERO)
     }

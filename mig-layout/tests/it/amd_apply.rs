@@ -11,7 +11,7 @@ use host_sync::fake_amdgpu::{AmdPart, FakeAmdgpu, MI300X, MI355X, SharedAmdgpu};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{AfterBoot, Host, HostReason, HostStatus, MemoryStore, Pool, StateStore};
 use layout_model::{DifferenceKind, HoldingState};
-use mig_layout::amd::{AmdStep, AmdWith, DcmDocument, apply_amd, assert_amd};
+use mig_layout::amd::{AmdStep, AmdWant, AmdWith, DcmDocument, apply_amd, assert_amd};
 use mig_layout::{
     ApplyOptions, ApplyOutcome, ApplyReason, ApplyReport, ApplyRun, Method, ResetWith, Restore,
     restore,
@@ -590,4 +590,42 @@ fn a_compute_write_the_kernel_refuses_stops_that_gpu_and_the_others_hold() {
         .filter(|gpu| gpu.outcome == Some(ApplyOutcome::Done))
         .count();
     assert_eq!(held, 7);
+}
+
+#[test]
+fn a_compute_partition_not_offered_with_the_memory_change_is_blocked_before_any_write_and_no_reload()
+ {
+    // A declaration of TPX+NPS4 on an MI300X hive (a pair the kernel's table takes, and a mode
+    // the part does not offer in NPS4: only QPX and CPX), restored from NPS1.
+    let mut bed = Bed::new(MI300X);
+    let want = AmdWant::new(C::Tpx, M::Nps4);
+    let gpus = (0..8)
+        .map(|index| {
+            let declared = layout_model::amd::AmdDeclared::new(want, Vec::new());
+            (at(index), layout_model::DeclaredGpu::Amd(declared))
+        })
+        .collect();
+    let mut state = host_sync::HostState::default();
+    state.declared = Some(layout_model::Declaration::new("tpx", 1, None, gpus));
+    bed.store.save(&state).unwrap();
+    let Restore::Ran(report) = bed.restore() else {
+        panic!("the restore did not run");
+    };
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::LayoutImpossible),
+        "{:?}",
+        report.detail
+    );
+    assert!(
+        report
+            .detail
+            .as_deref()
+            .unwrap_or_default()
+            .contains("TPX is not offered once its memory partition is NPS4"),
+        "{:?}",
+        report.detail
+    );
+    assert_eq!(bed.log(), Vec::<String>::new(), "no request, no reload");
+    assert_eq!((report.reload_planned, report.reloads), (false, 0));
 }

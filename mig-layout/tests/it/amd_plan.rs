@@ -143,6 +143,46 @@ fn a_compute_partition_not_offered_with_the_memory_partition_now_is_refused() {
 }
 
 #[test]
+fn a_compute_partition_not_offered_once_the_memory_partition_changes_is_refused_before_the_reload()
+{
+    // An MI300X offers QPX and CPX in NPS4 (8 XCCs: the only count that offers SPX, DPX, QPX
+    // and CPX in NPS1): TPX, which runs with NPS4 by the kernel's table, is not offered there.
+    let (read, holders) = (hive(C::Spx, M::Nps1), idle());
+    let error = plan_amd(&cards(&read, &holders), &all(8, C::Tpx, M::Nps4)).unwrap_err();
+    let AmdRefusal::ComputeNotOffered {
+        wanted,
+        offered,
+        with_memory,
+        ..
+    } = &error
+    else {
+        panic!("{error:?}");
+    };
+    assert_eq!(
+        (*wanted, offered.as_slice(), *with_memory),
+        (C::Tpx, &[C::Qpx, C::Cpx][..], Some(M::Nps4))
+    );
+    assert_eq!(
+        error.to_string(),
+        "0000:05:00.0: TPX is not offered once its memory partition is NPS4: it offers QPX, CPX \
+         (available_compute_partition now, and __aqua_vanjaram_update_available_partition_mode \
+         for the memory partition asked for)"
+    );
+}
+
+#[test]
+fn a_compute_partition_offered_only_once_the_memory_partition_changes_is_planned() {
+    // In NPS4 an MI300X offers QPX and CPX; DPX with NPS2 is offered after the reload.
+    let (read, holders) = (hive(C::Cpx, M::Nps4), idle());
+    let steps = plan_amd(&cards(&read, &holders), &all(8, C::Dpx, M::Nps2)).unwrap();
+    assert!(steps.contains(&AmdStep::ReloadDriver));
+    assert!(steps.contains(&AmdStep::SetCompute {
+        device: bdf(0),
+        mode: C::Dpx
+    }));
+}
+
+#[test]
 fn a_memory_change_for_part_of_a_hive_is_refused_naming_a_member_left_out() {
     let (read, holders) = (hive(C::Spx, M::Nps1), idle());
     let error = plan_amd(&cards(&read, &holders), &all(4, C::Cpx, M::Nps4)).unwrap_err();

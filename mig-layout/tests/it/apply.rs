@@ -679,3 +679,54 @@ fn an_assert_whose_lock_is_held_is_blocked_lock_busy_naming_the_holder_as_an_app
         report.detail
     );
 }
+
+#[test]
+fn a_failed_apply_leaves_the_declaration_before_it_standing_and_a_restore_brings_the_host_back() {
+    let mut bed = Bed::two_a100s();
+    let first = bed.apply(&bed.options("all-1g.5gb"));
+    assert_eq!(first.outcome, ApplyOutcome::Done, "{:?}", first.detail);
+    let before = bed.store.load().unwrap().unwrap().declared.unwrap();
+    // The card refuses the next layout's create, after its destroys were made.
+    bed.change(|scenario| {
+        device_mut(scenario, FIRST).fail.insert(
+            "nvmlDeviceCreateGpuInstanceWithPlacement".to_owned(),
+            "INSUFFICIENT_RESOURCES".to_owned(),
+        );
+    });
+    let failed = bed.apply(&bed.options("first-3g"));
+    assert_eq!(
+        failed.outcome,
+        ApplyOutcome::Failed(ApplyReason::StepRefused),
+        "{:?}",
+        failed.detail
+    );
+    let after = bed.store.load().unwrap().unwrap().declared.unwrap();
+    assert_eq!(
+        (&after.label, after.generation, &after.gpus),
+        (&before.label, before.generation, &before.gpus),
+        "the declaration before stands"
+    );
+    // The report says how the host now differs from it.
+    let host = failed.host.as_ref().unwrap();
+    assert_eq!(host.declared, Some(layout_model::HoldingState::Drifted));
+    assert!(
+        host.differences.iter().any(|d| d.device == bdf(FIRST)),
+        "{:?}",
+        host.differences
+    );
+    // The card takes creates again: a restore brings the host back to the declaration.
+    bed.change(|scenario| {
+        device_mut(scenario, FIRST).fail.clear();
+    });
+    let Restore::Ran(restored) = bed.restore(&ApplyOptions::new(Pool::Enabled)) else {
+        panic!("the restore did not run");
+    };
+    assert_eq!(
+        restored.outcome,
+        ApplyOutcome::Done,
+        "{:?}",
+        restored.detail
+    );
+    assert_eq!(restored.conclusion(), mig_layout::Conclusion::Holds);
+    assert_eq!(bed.card(FIRST).gpu_instances.len(), 7);
+}
