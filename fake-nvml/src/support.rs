@@ -367,8 +367,9 @@ impl gpu_host_probe::vf::VgpuTypes for FakeVgpuTypes {
         &self,
         _sysfs_root: &Path,
         file: gpu_host_probe::vf::VfTypeFile,
-        id: u32,
+        id: Option<gpu_partition_types::VgpuTypeId>,
     ) -> std::io::Result<()> {
+        let id = id.map_or(0, gpu_partition_types::VgpuTypeId::get);
         let answer = self
             .state
             .write_vgpu_type(&file.gpu.to_string(), file.index, id)

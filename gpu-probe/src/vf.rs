@@ -4,7 +4,7 @@
 //! kernel's file (what every real host uses), or a test's fake driver, which answers as the
 //! driver does (`EIO` where the card cannot create the type now).
 
-use gpu_partition_types::Bdf;
+use gpu_partition_types::{Bdf, VgpuTypeId};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -29,9 +29,15 @@ impl VfTypeFile {
 
 /// What carries the write of a VF's vGPU type.
 pub trait VgpuTypes: Send + Sync {
-    /// Writes the type `id` (`0`: the VF's vGPU removed) to `file` under `sysfs_root`; the
-    /// driver's refusal is the write's error (its errno).
-    fn write(&self, sysfs_root: &Path, file: VfTypeFile, id: u32) -> std::io::Result<()>;
+    /// Writes the type `id` to `file` under `sysfs_root` (`None`: the VF's vGPU removed, which
+    /// the kernel's file takes as `0`: no type ID is 0, so a write of a type is never a
+    /// removal); the driver's refusal is the write's error (its errno).
+    fn write(
+        &self,
+        sysfs_root: &Path,
+        file: VfTypeFile,
+        id: Option<VgpuTypeId>,
+    ) -> std::io::Result<()>;
 }
 
 /// The kernel's file: the ID in decimal and a newline, in one `write(2)`, as `echo` does (the
@@ -40,10 +46,16 @@ pub trait VgpuTypes: Send + Sync {
 pub struct SysfsTypes;
 
 impl VgpuTypes for SysfsTypes {
-    fn write(&self, sysfs_root: &Path, file: VfTypeFile, id: u32) -> std::io::Result<()> {
+    fn write(
+        &self,
+        sysfs_root: &Path,
+        file: VfTypeFile,
+        id: Option<VgpuTypeId>,
+    ) -> std::io::Result<()> {
         let mut opened = std::fs::OpenOptions::new()
             .write(true)
             .open(file.path(sysfs_root))?;
-        opened.write_all(format!("{id}\n").as_bytes())
+        let number = id.map_or(0, VgpuTypeId::get);
+        opened.write_all(format!("{number}\n").as_bytes())
     }
 }

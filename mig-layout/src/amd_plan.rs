@@ -238,19 +238,57 @@ pub enum AmdRefusal {
 }
 
 impl AmdRefusal {
-    /// The reason an apply it refuses is blocked with: `gpu_busy` for a GPU in use, else
+    /// The reason an apply it refuses is blocked with: `gpu_busy` for a GPU in use,
+    /// `memory_request_pending` for a request of ours waiting for another mode, else
     /// `layout_impossible`.
     pub fn reason(&self) -> crate::report::ApplyReason {
         use crate::report::ApplyReason;
         match self {
             Self::InUse { .. } => ApplyReason::GpuBusy,
-            Self::RequestPending { .. } => ApplyReason::ModePending,
+            Self::RequestPending { .. } => ApplyReason::MemoryRequestPending,
             Self::Incompatible { .. }
             | Self::MemoryNotOffered { .. }
             | Self::ComputeNotOffered { .. }
             | Self::HiveSplit { .. }
             | Self::HiveMemberLeft { .. } => ApplyReason::LayoutImpossible,
         }
+    }
+}
+
+impl AmdRefusal {
+    /// The refusal as an impossible layout (`impossible` of the report), with its kind and the
+    /// mode at fault; `None` for a GPU in use or a request pending, which are no layout's
+    /// fault.
+    pub fn impossible(&self) -> Option<crate::Impossible> {
+        use crate::ImpossibleKind as Kind;
+        let (device, kind, mode) = match self {
+            Self::Incompatible {
+                device,
+                compute,
+                memory,
+            } => (
+                *device,
+                Kind::AmdIncompatible,
+                format!("{compute}+{memory}"),
+            ),
+            Self::MemoryNotOffered { device, wanted, .. } => {
+                (*device, Kind::AmdNotOffered, wanted.to_string())
+            }
+            Self::ComputeNotOffered { device, wanted, .. } => {
+                (*device, Kind::AmdNotOffered, wanted.to_string())
+            }
+            Self::HiveSplit { device, wanted, .. }
+            | Self::HiveMemberLeft { device, wanted, .. } => {
+                (*device, Kind::AmdHive, wanted.to_string())
+            }
+            Self::RequestPending { .. } | Self::InUse { .. } => return None,
+        };
+        Some(crate::Impossible::new(
+            device,
+            Some(mode),
+            kind,
+            self.to_string(),
+        ))
     }
 }
 

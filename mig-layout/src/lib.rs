@@ -93,7 +93,7 @@ pub use layout_model::Unnamed;
 pub use plan::{CardPlan, Impossible, ImpossibleKind, PlanLine, fit, plan, plan_card};
 pub use report::{
     AmdWork, ApplyOutcome, ApplyReason, ApplyReport, ApplyWarning, Conclusion, GpuReport, GpuWork,
-    HostAfter, NvidiaWork,
+    HostAfter, NvidiaWork, WriteFailure,
 };
 pub use select::{Absent, HostGpu, SelectError, Selection, Wanted, host_gpus, select};
 

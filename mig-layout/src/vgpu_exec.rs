@@ -440,8 +440,8 @@ pub fn write_vgpu_type(
 ) -> Result<(), TypeWriteError> {
     lock.record_write(&[file.gpu], Writer::VgpuType { index: file.index })
         .map_err(|source| TypeWriteError::Record { file, source })?;
-    let number = id.map_or(0, |id| id.0.get());
-    via.write(sysfs_root, file, number)
+    let number = id.map_or(0, VgpuTypeId::get);
+    via.write(sysfs_root, file, id)
         .map_err(|source| TypeWriteError::Refused {
             file,
             id: number,

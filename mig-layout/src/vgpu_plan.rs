@@ -68,8 +68,8 @@ pub enum VgpuStep {
         index: u32,
         /// The type.
         name: VgpuTypeName,
-        /// Its ID, from the catalogue.
-        id: u32,
+        /// Its ID, from the catalogue (never 0: a write of 0 is a clear, `ClearType`).
+        id: VgpuTypeId,
     },
 }
 
@@ -161,6 +161,36 @@ pub enum Missing {
     HeterogeneousWithMig,
 }
 
+impl VgpuRefusal {
+    /// The refusal as an impossible layout (`impossible` of the report), with its kind and the
+    /// type at fault; `None` for a VF in use, which is no layout's fault (`gpu_busy`).
+    pub fn impossible(&self) -> Option<crate::Impossible> {
+        use crate::ImpossibleKind as Kind;
+        let (device, kind, profile) = match self {
+            Self::Impossible { device, source } => {
+                let (kind, name) = match source {
+                    DeriveError::NotInCatalogue { name, .. } => (Kind::VgpuUnsized, name),
+                    DeriveError::NotSupported { name, .. } => (Kind::VgpuNotSupported, name),
+                    DeriveError::MoreThanTheCardHolds { name, .. } => (Kind::VgpuTooMany, name),
+                };
+                (*device, kind, Some(name.to_string()))
+            }
+            Self::TooManyVgpus { device, .. } => (*device, Kind::VgpuTooMany, None),
+            Self::TypesTogether { device, types } => {
+                (*device, Kind::VgpuTypesTogether, Some(names(types)))
+            }
+            Self::NotAVgpuHost { device, .. } => (*device, Kind::NotAVgpuHost, None),
+            Self::InUse { .. } => return None,
+        };
+        Some(crate::Impossible::new(
+            device,
+            profile,
+            kind,
+            self.to_string(),
+        ))
+    }
+}
+
 /// Type names for people: `A100-10C, A100-20C`.
 fn names(types: &[VgpuTypeName]) -> String {
     types
@@ -234,11 +264,12 @@ fn plan_with(
         });
     }
     // Each wanted type with its ID (sized_by found every one in the catalogue).
-    let types: Vec<(&VgpuTypeName, u32, u32)> = spec
+    let types: Vec<(&VgpuTypeName, VgpuTypeId, u32)> = spec
         .vgpu_devices
         .iter()
         .filter_map(|(name, count)| {
-            find_in(card.catalogue, name).map(|kind| (name, kind.id, *count))
+            let kind = find_in(card.catalogue, name)?;
+            VgpuTypeId::new(kind.id).map(|id| (name, id, *count))
         })
         .collect();
 
@@ -284,7 +315,7 @@ fn plan_with(
     }
 
     // What each VF that stays holds now (none once the plan enables them).
-    let mut now: BTreeMap<u32, u32> = BTreeMap::new();
+    let mut now: BTreeMap<u32, VgpuTypeId> = BTreeMap::new();
     if !enable {
         for vf in &card.sriov.vfs {
             let vgpu = vf
@@ -292,7 +323,7 @@ fn plan_with(
                 .as_ref()
                 .ok_or(missing(Missing::VgpuFiles { index: vf.index }))?;
             if let Some(current) = vgpu.current_type {
-                now.insert(vf.index, current.get());
+                now.insert(vf.index, current);
             }
         }
     }
@@ -302,7 +333,7 @@ fn plan_with(
             .filter_map(|vf| {
                 types
                     .iter()
-                    .find(|(_, id, _)| *id == vf.type_id.get())
+                    .find(|(_, id, _)| *id == vf.type_id)
                     .map(|(name, id, _)| (vf.index, ((*name).clone(), *id)))
             })
             .collect(),
@@ -356,11 +387,11 @@ fn plan_with(
 /// Where a config's types go, each anywhere free: on VFs that stay, one holding a wanted type
 /// keeps it (up to the count); the VFs left (every other, cleared) are filled in index order.
 fn free_target(
-    types: &[(&VgpuTypeName, u32, u32)],
-    now: &BTreeMap<u32, u32>,
+    types: &[(&VgpuTypeName, VgpuTypeId, u32)],
+    now: &BTreeMap<u32, VgpuTypeId>,
     enable: bool,
     card: &VgpuCard<'_>,
-) -> BTreeMap<u32, (VgpuTypeName, u32)> {
+) -> BTreeMap<u32, (VgpuTypeName, VgpuTypeId)> {
     let mut target = BTreeMap::new();
     let mut held: Vec<u32> = vec![0; types.len()];
     let indices: Vec<u32> = if enable {
@@ -405,7 +436,7 @@ fn free_target(
 /// with a time-sliced vGPU running, only its own type stays creatable).
 fn refuse_together(
     device: Bdf,
-    types: &[(&VgpuTypeName, u32, u32)],
+    types: &[(&VgpuTypeName, VgpuTypeId, u32)],
     catalogue: &[VgpuType],
     mixes: bool,
 ) -> Result<(), VgpuRefusal> {
@@ -417,7 +448,7 @@ fn refuse_together(
         .filter(|(_, id, count)| {
             *count > 0
                 && catalogue.iter().any(|kind| {
-                    kind.id == *id
+                    kind.id == id.get()
                         && matches!(kind.gpu_instance_profile_id.read(), Some(Nullable::Null))
                 })
         })
@@ -435,11 +466,11 @@ fn refuse_together(
 /// What each VF holds once `steps` have run on `card` (the VFs enabled anew hold nothing until
 /// a type is written): the per-VF declaration an apply leaves, in index order.
 pub(crate) fn assigned(card: &VgpuCard<'_>, steps: &[VgpuStep]) -> Vec<DeclaredVf> {
-    let mut held: BTreeMap<u32, (Option<VgpuTypeName>, u32)> = BTreeMap::new();
+    let mut held: BTreeMap<u32, (Option<VgpuTypeName>, VgpuTypeId)> = BTreeMap::new();
     if !steps.contains(&VgpuStep::EnableVfs) {
         for vf in &card.sriov.vfs {
             if let Some(current) = vf.vgpu.as_ref().and_then(|vgpu| vgpu.current_type) {
-                held.insert(vf.index, (None, current.get()));
+                held.insert(vf.index, (None, current));
             }
         }
     }
@@ -455,13 +486,12 @@ pub(crate) fn assigned(card: &VgpuCard<'_>, steps: &[VgpuStep]) -> Vec<DeclaredV
         }
     }
     held.into_iter()
-        .filter_map(|(index, (name, id))| {
-            let type_id = VgpuTypeId::new(id)?;
+        .filter_map(|(index, (name, type_id))| {
             // A type kept on its VF is named as the catalogue names it, short.
             let name = name.map(|name| name.to_string()).or_else(|| {
                 card.catalogue
                     .iter()
-                    .find(|kind| kind.id == id)
+                    .find(|kind| kind.id == type_id.get())
                     .and_then(|kind| kind.name.read())
                     .and_then(|name| VgpuTypeName::short_name(name).map(str::to_owned))
             })?;

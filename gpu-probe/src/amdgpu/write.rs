@@ -97,6 +97,30 @@ pub enum ReloadError {
     },
 }
 
+impl ReloadError {
+    /// The command that did not complete, how it ended, and what it said on standard error.
+    pub fn run(&self) -> (&str, &RunResult, &str) {
+        match self {
+            Self::Unload {
+                command,
+                result,
+                stderr,
+            }
+            | Self::Load {
+                command,
+                result,
+                stderr,
+            } => (command, result, stderr),
+        }
+    }
+
+    /// Whether the driver was unloaded before it (the load failed): every memory request went
+    /// to the firmware then, and the GPUs may have no driver now.
+    pub fn unloaded(&self) -> bool {
+        matches!(self, Self::Load { .. })
+    }
+}
+
 fn said(stderr: &str) -> String {
     if stderr.is_empty() {
         String::new()

@@ -8,7 +8,7 @@
 
 use super::Progress;
 use super::vgpu::VgpuWith;
-use crate::report::{ApplyOutcome, ApplyReason};
+use crate::report::{ApplyOutcome, ApplyReason, WriteFailure};
 use gpu_host_probe::Clock;
 use gpu_host_probe::helper::{CardRead, Helper};
 use gpu_host_probe::{Cancel, Host, HostLock};
@@ -105,6 +105,8 @@ impl Ctx<'_, '_> {
 pub(super) struct Stop {
     pub outcome: ApplyOutcome,
     pub detail: String,
+    /// The write that failed, as data, where one did.
+    pub failure: Option<Box<WriteFailure>>,
 }
 
 impl Stop {
@@ -112,7 +114,27 @@ impl Stop {
         Self {
             outcome: ApplyOutcome::Failed(reason),
             detail: detail.into(),
+            failure: None,
         }
+    }
+
+    /// A write of `device` refused as `failure` says (`step_refused`): the detail names the GPU
+    /// and is derived from the failure.
+    pub fn refused(device: Bdf, failure: WriteFailure) -> Self {
+        Self {
+            outcome: ApplyOutcome::Failed(ApplyReason::StepRefused),
+            detail: format!("{device}: {failure}"),
+            failure: Some(Box::new(failure)),
+        }
+    }
+
+    /// The same stop, its detail naming `device` (one stop of several GPUs, each its own).
+    pub fn of(&self, device: Bdf) -> Self {
+        let mut stop = self.clone();
+        if !stop.detail.starts_with(&device.to_string()) {
+            stop.detail = format!("{device}: {}", stop.detail);
+        }
+        stop
     }
 
     /// A read-back that found `differences` (at least one): each named in the detail, and kept

@@ -44,6 +44,7 @@ pub(super) fn worst(mut gpus: Vec<(&mut GpuReport, &mut Option<Stop>)>, cancelle
         }
         report.outcome = Some(stop.outcome);
         report.detail = Some(stop.detail.clone());
+        report.failure = stop.failure.as_deref().cloned();
     }
     let severity = |outcome: ApplyOutcome| match outcome {
         ApplyOutcome::ColdRebootRequired(_) => 2,

@@ -9,7 +9,7 @@ use super::ctx::{Ctx, Shared, Stop, fan_out};
 use super::reset::reset_batch;
 use super::vgpu::{self, GpuVgpu};
 use crate::plan::{CardPlan, plan};
-use crate::report::{ApplyReason, GpuReport, GpuWork, NvidiaWork};
+use crate::report::{ApplyReason, GpuReport, GpuWork, NvidiaWork, WriteFailure};
 use crate::select::Wanted;
 use gpu_host_probe::helper::{ApplyFailure, Helper};
 use gpu_partition_types::{ApplyAnswer, ApplyRequest, Bdf, Reply, Step, StepOutcome};
@@ -115,10 +115,11 @@ pub(super) fn run_batch(
         }
         Err(ApplyFailure::Run(failure)) => {
             settle(shared, gpu);
-            return Err(Stop::failed(
-                ApplyReason::StepRefused,
-                format!("{device}: the helper's apply gave no answer: {failure}"),
-            ));
+            let failure = WriteFailure::Helper {
+                reason: failure.reason,
+                message: failure.message,
+            };
+            return Err(Stop::refused(device, failure));
         }
     };
     gpu.wrote = gpu.wrote
@@ -128,8 +129,12 @@ pub(super) fn run_batch(
             .any(|result| matches!(result.outcome, StepOutcome::Done { .. }));
     let mut refused = None;
     for result in &answer.results {
-        if let StepOutcome::Refused { .. } = result.outcome {
-            refused.get_or_insert_with(|| format!("{device}: {result}"));
+        if let StepOutcome::Refused { kind, message } = &result.outcome {
+            refused.get_or_insert_with(|| WriteFailure::Nvml {
+                op: result.op,
+                kind: kind.to_string(),
+                message: message.clone(),
+            });
         }
         say(Progress::Step {
             device,
@@ -139,7 +144,7 @@ pub(super) fn run_batch(
     }
     gpu.reply = answer.reply.clone();
     match refused {
-        Some(detail) => Err(Stop::failed(ApplyReason::StepRefused, detail)),
+        Some(failure) => Err(Stop::refused(device, failure)),
         None => Ok(answer),
     }
 }

@@ -172,7 +172,10 @@ fn check(
                 work.vgpu_plan = planned.vgpu.steps.clone();
                 vgpu_side = planned.vgpu;
             }
-            Err(why) => return Checked::Refused(Box::new(report), why, None),
+            Err((reason, detail, impossible)) => {
+                let why = (reason, detail);
+                return Checked::Refused(Box::new(report), why, impossible.map(Box::new));
+            }
         }
     }
     let card = Card::of(&reply).ok();

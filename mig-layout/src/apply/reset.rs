@@ -263,6 +263,7 @@ fn issue(
                             "{device}: the warm reset did not work ({reason}): {}",
                             done.detail
                         ),
+                        failure: None,
                     },
                 ));
             }
@@ -295,6 +296,7 @@ fn blocked_stop(lock: &HostLock, device: Bdf, reason: BlockedReason, detail: &st
         Some(earlier) => Stop {
             outcome: ApplyOutcome::ColdRebootRequired(earlier.reason),
             detail: format!("{device}: {detail}"),
+            failure: None,
         },
         None => Stop::failed(
             ApplyReason::ResetBlocked,

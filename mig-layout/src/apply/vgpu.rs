@@ -18,23 +18,24 @@ use super::Progress;
 use super::ctx::{Shared, Stop};
 use super::phases::Gpu;
 use crate::document::vgpu::{VgpuSpec, find_in};
-use crate::plan::plan;
+use crate::plan::{Impossible, plan};
 use crate::report::ApplyReason;
+use crate::report::WriteFailure;
 use crate::select::{HostGpu, VgpuJob, want_of};
 use crate::vgpu::{
-    SriovManage, SriovManageOn, VfTypeFile, VfsWanted, VgpuCard, VgpuRefusal, VgpuStep, VgpuTypes,
-    plan_vgpu, plan_vgpu_leave, plan_vgpu_on_vfs, write_vgpu_type,
+    RunEnd, SriovManage, SriovManageError, SriovManageOn, TypeWriteError, VfTypeFile, VfsWanted,
+    VgpuCard, VgpuRefusal, VgpuStep, VgpuTypes, plan_vgpu, plan_vgpu_leave, plan_vgpu_on_vfs,
+    write_vgpu_type,
 };
 use crate::vgpu_plan::assigned;
 use gpu_host_probe::Host;
 use gpu_host_probe::chain::Chain;
 use gpu_host_probe::vf::SysfsTypes;
 use gpu_partition_types::VgpuTypeId;
-use gpu_partition_types::{Reply, Step, VgpuType};
+use gpu_partition_types::{Bdf, Reply, Step, VgpuType};
 use host_sync::sriov::read_sriov;
 use layout_model::VfsRead;
 use layout_model::{Card, DeclaredVgpu, Unnamed, VgpuDeclared, Want};
-use std::num::NonZeroU32;
 
 /// How an apply writes a GPU's vGPU side: `sriov-manage`, and what carries a VF's type write.
 #[derive(Clone)]
@@ -125,6 +126,10 @@ pub(crate) fn catalogue(reply: &Reply) -> Option<Vec<VgpuType>> {
         .collect::<Option<Vec<VgpuType>>>()
 }
 
+/// Why a GPU's vGPU side may not write: the reason, what for people, and the impossible layout
+/// as data where one refused it.
+pub(super) type Refused = (ApplyReason, String, Option<Impossible>);
+
 /// The preflight of one GPU's vGPU side: its plan, or why the apply may not write.
 pub(super) fn preflight(
     host: &Host,
@@ -132,8 +137,8 @@ pub(super) fn preflight(
     job: &VgpuJob,
     reply: &Reply,
     unnamed: Unnamed,
-) -> Result<Planned, (ApplyReason, String)> {
-    let unreadable = |what: String| (ApplyReason::GpuUnreadable, format!("{gpu}: {what}"));
+) -> Result<Planned, Refused> {
+    let unreadable = |what: String| (ApplyReason::GpuUnreadable, format!("{gpu}: {what}"), None);
     let card = Card::of(reply).map_err(|error| unreadable(error.to_string()))?;
     let sriov = read_sriov(host.sysfs_root(), gpu.bdf)
         .map_err(|error| unreadable(Chain(&error).to_string()))?;
@@ -146,10 +151,17 @@ pub(super) fn preflight(
                     ..GpuVgpu::default()
                 },
             }),
-            VgpuJob::Apply(_) | VgpuJob::Restore { .. } => Err((
-                ApplyReason::LayoutImpossible,
-                format!("{gpu}: the GPU has no SR-IOV virtual functions"),
-            )),
+            VgpuJob::Apply(_) | VgpuJob::Restore { .. } => {
+                let refusal = VgpuRefusal::NotAVgpuHost {
+                    device: gpu.bdf,
+                    missing: crate::vgpu::Missing::Sriov,
+                };
+                Err((
+                    ApplyReason::LayoutImpossible,
+                    format!("{gpu}: {}", crate::vgpu::Missing::Sriov),
+                    refusal.impossible(),
+                ))
+            }
         };
     };
     let files: Vec<std::path::PathBuf> = sriov
@@ -194,7 +206,7 @@ pub(super) fn preflight(
             VgpuRefusal::InUse { .. } => ApplyReason::GpuBusy,
             _ => ApplyReason::LayoutImpossible,
         };
-        (reason, format!("{gpu}: {refusal}"))
+        (reason, format!("{gpu}: {refusal}"), refusal.impossible())
     })?;
     let want = steps
         .iter()
@@ -241,7 +253,7 @@ fn set_vfs(
         .vgpu
         .sriov_manage
         .set_vfs(on, device, wanted)
-        .map_err(|error| Stop::failed(ApplyReason::StepRefused, Chain(&error).to_string()))?;
+        .map_err(|error| sriov_manage_stop(device, &error))?;
     gpu.work.vgpu_done.push(step.clone());
     say(Progress::Vgpu { device, step });
     let mut read = shared.reread(&[device], &format!("after sriov-manage {}", wanted.flag()));
@@ -252,6 +264,47 @@ fn set_vfs(
         ))
     })?;
     Ok(())
+}
+
+/// How a GPU stops when `sriov-manage` did not leave its VFs as asked: its typed end (the last
+/// run's, with what it said, or the VFs it left), else why it was not run.
+fn sriov_manage_stop(device: Bdf, error: &SriovManageError) -> Stop {
+    let failure = match error {
+        SriovManageError::Failed {
+            program,
+            wanted,
+            last,
+            ..
+        } => Some(match last {
+            RunEnd::Ran { result, stderr } => WriteFailure::Program {
+                program: "sriov-manage".to_owned(),
+                command: format!("{} {} {device}", program.display(), wanted.flag()),
+                end: result.clone(),
+                stderr: stderr.clone(),
+            },
+            RunEnd::Exited0 { numvfs, total } => WriteFailure::VfsNotAsAsked {
+                numvfs: *numvfs,
+                total: *total,
+            },
+        }),
+        _ => None,
+    };
+    let mut stop = Stop::failed(ApplyReason::StepRefused, Chain(error).to_string());
+    stop.failure = failure.map(Box::new);
+    stop
+}
+
+/// How a GPU stops when a VF's type write did not take: the kernel's errno where the driver
+/// refused it, else why.
+fn type_write_stop(shared: &Shared<'_>, error: &TypeWriteError) -> Stop {
+    let mut stop = Stop::failed(ApplyReason::StepRefused, Chain(error).to_string());
+    if let TypeWriteError::Refused { file, source, .. } = error {
+        stop.failure = Some(Box::new(WriteFailure::kernel(
+            file.path(shared.host.sysfs_root()),
+            source,
+        )));
+    }
+    stop
 }
 
 /// Before the GPU's first batch: the VFs disabled where the plan says, and the MIG plan made
@@ -323,7 +376,7 @@ pub(super) fn after_creates(
     for step in writes {
         let (index, id) = match &step {
             VgpuStep::ClearType { index } => (*index, None),
-            VgpuStep::WriteType { index, id, .. } => (*index, NonZeroU32::new(*id)),
+            VgpuStep::WriteType { index, id, .. } => (*index, Some(*id)),
             _ => continue,
         };
         shared.go_on(&format!(
@@ -335,9 +388,9 @@ pub(super) fn after_creates(
             shared.host.sysfs_root(),
             shared.vgpu.types,
             VfTypeFile { gpu: device, index },
-            id.map(VgpuTypeId),
+            id,
         )
-        .map_err(|error| Stop::failed(ApplyReason::StepRefused, Chain(&error).to_string()))?;
+        .map_err(|error| type_write_stop(shared, &error))?;
         gpu.work.vgpu_done.push(step.clone());
         say(Progress::Vgpu { device, step });
     }

@@ -60,6 +60,25 @@ gpu_partition_types::token_enum! {
         /// An instance the caller adopts is where the layout needs room (or MIG off would
         /// destroy it).
         AdoptedInTheWay = "adopted_in_the_way",
+        /// A vGPU type the card's catalogue does not list.
+        VgpuNotSupported = "vgpu_not_supported",
+        /// A MIG-backed vGPU type whose vGPUs per GPU instance the catalogue does not give.
+        VgpuUnsized = "vgpu_unsized",
+        /// More vGPUs of a type than the card holds, or more vGPUs than it can have VFs.
+        VgpuTooMany = "vgpu_too_many",
+        /// Time-sliced vGPU types the card runs one at a time (heterogeneous mode off).
+        VgpuTypesTogether = "vgpu_types_together",
+        /// What a per-VF vGPU host needs the card lacks (SR-IOV, the VFs' `nvidia/` files, a
+        /// known heterogeneous mode, or that mode asked with MIG-backed types).
+        NotAVgpuHost = "not_a_vgpu_host",
+        /// An AMD compute and memory partition the kernel does not run together.
+        AmdIncompatible = "amd_incompatible",
+        /// An AMD partition the GPU does not offer (its part, its VBIOS, its memory partition).
+        AmdNotOffered = "amd_not_offered",
+        /// An AMD memory partition that would split an XGMI hive (it is the whole hive's).
+        AmdHive = "amd_hive",
+        /// An AMD GPU that shows no partition files: amdgpu cannot partition it.
+        AmdNotPartitionable = "amd_not_partitionable",
     }
 }
 

@@ -33,6 +33,10 @@ pub struct GpuReport {
     pub outcome: Option<ApplyOutcome>,
     /// Why it stopped, for people; `None` when it did not.
     pub detail: Option<String>,
+    /// Why its write failed, as data (who refused it and how: NVML's answer, a program's typed
+    /// end and what it said, the kernel's errno); `None` when none failed or the stop was not a
+    /// refused write.
+    pub failure: Option<super::WriteFailure>,
 }
 
 /// What a GPU's side planned and did: one vendor's.
@@ -132,6 +136,7 @@ impl GpuReport {
             differences: Vec::new(),
             outcome: None,
             detail: None,
+            failure: None,
         }
     }
 
@@ -164,7 +169,9 @@ fn outcome_token(outcome: Option<&ApplyOutcome>) -> Option<String> {
 
 /// `--json`'s GPU, one document for every vendor: `device`, `index`, `line`, `vendor`, the
 /// members of each side (`plan`, `steps`, `adopted`, `vgpu_plan`, `vgpu_done`, `amd_plan`,
-/// `amd_done`: empty where the GPU is another vendor's), `differences`, `outcome`, `detail`.
+/// `amd_done`: empty where the GPU is another vendor's), `differences`, `outcome`, `detail`,
+/// `failure` (`null`, or `{"by": "nvml" | "helper" | "program" | "vfs_not_as_asked" |
+/// "kernel", …}`).
 impl Serialize for GpuReport {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let empty = NvidiaWork::default();
@@ -173,7 +180,7 @@ impl Serialize for GpuReport {
             GpuWork::Nvidia(work) => (work, &none),
             GpuWork::Amd(work) => (&empty, work),
         };
-        let mut gpu = serializer.serialize_struct("GpuReport", 14)?;
+        let mut gpu = serializer.serialize_struct("GpuReport", 15)?;
         gpu.serialize_field("device", &self.device)?;
         gpu.serialize_field("index", &self.index)?;
         gpu.serialize_field("line", &self.line)?;
@@ -188,6 +195,7 @@ impl Serialize for GpuReport {
         gpu.serialize_field("amd_done", &amd.done)?;
         gpu.serialize_field("outcome", &outcome_token(self.outcome.as_ref()))?;
         gpu.serialize_field("detail", &self.detail)?;
+        gpu.serialize_field("failure", &self.failure)?;
         gpu.end()
     }
 }

@@ -11,9 +11,11 @@ use serde::{Serialize, Serializer};
 use std::time::Duration;
 use warm_reset::{ColdRebootReason, ResetReport};
 
+mod failure;
 mod gpu;
 mod warning;
 
+pub use failure::WriteFailure;
 pub use gpu::{AmdWork, GpuReport, GpuWork, NvidiaWork};
 pub use warning::ApplyWarning;
 
@@ -47,8 +49,12 @@ gpu_partition_types::token_enum! {
         StepRefused = "step_refused",
         /// The warm reset that completes a mode change was blocked (its reason in the detail).
         ResetBlocked = "reset_blocked",
-        /// The mode change was still pending after its reset.
+        /// The MIG mode change was still pending after its reset.
         ModePending = "mode_pending",
+        /// An AMD memory partition requested earlier waits for a driver reload, for another
+        /// mode than the layout's, while the GPU is in the layout's now: the kernel keeps the
+        /// request, and the next reload would carry it out (reload the driver first).
+        MemoryRequestPending = "memory_request_pending",
         /// After the mode change the card needed more than instances created.
         DidNotConverge = "did_not_converge",
         /// The read-back differs from the layout (the differences in the report).

@@ -6,6 +6,7 @@
 
 use gpu_host_probe::amdgpu::{ComputePartition as C, MemoryPartition as M};
 use gpu_host_probe::helper::{Helper, HelperConfig};
+use gpu_host_probe::run::RunResult;
 use gpu_partition_types::{Bdf, PartitionMode};
 use host_sync::fake_amdgpu::{AmdPart, FakeAmdgpu, MI300X, MI355X, SharedAmdgpu};
 use host_sync::fake_sysfs::FakeSysfs;
@@ -14,7 +15,7 @@ use layout_model::{DifferenceKind, HoldingState};
 use mig_layout::amd::{AmdStep, AmdWant, AmdWith, DcmDocument, apply_amd, assert_amd};
 use mig_layout::{
     ApplyOptions, ApplyOutcome, ApplyReason, ApplyReport, ApplyRun, Method, ResetWith, Restore,
-    restore,
+    WriteFailure, restore,
 };
 
 use warm_reset::SysfsBackend;
@@ -273,6 +274,11 @@ fn cpx_nps4_on_an_mi355_like_part_is_refused_before_any_write_naming_what_it_off
         report.outcome,
         ApplyOutcome::Blocked(ApplyReason::LayoutImpossible)
     );
+    let impossible = report.impossible.as_ref().unwrap();
+    assert_eq!(
+        (impossible.kind, impossible.profile.as_deref()),
+        (mig_layout::ImpossibleKind::AmdNotOffered, Some("NPS4"))
+    );
     let detail = report.detail.unwrap();
     assert!(
         detail.contains("NPS4 is not offered")
@@ -343,6 +349,26 @@ fn a_reload_the_driver_refuses_fails_the_apply_and_the_requests_stay_pending() {
     bed.fake.lock().unwrap().gpus[6].held = false;
     let healed = bed.apply("cpx-nps4");
     assert_eq!(healed.outcome, ApplyOutcome::Done, "{:?}", healed.detail);
+}
+
+#[test]
+fn a_reload_the_driver_refuses_is_typed_on_every_gpu_it_stopped_each_naming_its_own_gpu() {
+    let mut bed = Bed::new(MI300X);
+    bed.fake.lock().unwrap().gpus[6].held = true;
+    let report = bed.apply("cpx-nps4");
+    assert_eq!(report.gpus.len(), 8);
+    for gpu in &report.gpus {
+        let device = gpu.device.to_string();
+        match &gpu.failure {
+            Some(WriteFailure::Program { program, end, .. }) => {
+                assert_eq!(program, "modprobe", "{device}");
+                assert!(!matches!(end, RunResult::Exited(0)), "{device}: {end:?}");
+            }
+            other => panic!("{device}: {other:?}"),
+        }
+        let detail = gpu.detail.as_deref().unwrap_or_default();
+        assert!(detail.starts_with(&device), "{device}: {detail}");
+    }
 }
 
 #[test]
@@ -542,7 +568,7 @@ fn a_request_for_another_mode_still_waiting_blocks_an_apply_the_gpus_hold_now() 
     let report = bed.apply("spx-nps1");
     assert_eq!(
         report.outcome,
-        ApplyOutcome::Blocked(ApplyReason::ModePending),
+        ApplyOutcome::Blocked(ApplyReason::MemoryRequestPending),
         "{:?}",
         report.detail
     );
@@ -584,6 +610,16 @@ fn a_compute_write_the_kernel_refuses_stops_that_gpu_and_the_others_hold() {
         "{:?}",
         refused.detail
     );
+    match &refused.failure {
+        Some(WriteFailure::Kernel { file, errno, .. }) => {
+            assert_eq!(*errno, Some(16), "EBUSY");
+            assert!(
+                file.ends_with(format!("{}/current_compute_partition", bdf(3))),
+                "{file:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
     let held = report
         .gpus
         .iter()
@@ -628,4 +664,9 @@ fn a_compute_partition_not_offered_with_the_memory_change_is_blocked_before_any_
     );
     assert_eq!(bed.log(), Vec::<String>::new(), "no request, no reload");
     assert_eq!((report.reload_planned, report.reloads), (false, 0));
+    let impossible = report.impossible.as_ref().unwrap();
+    assert_eq!(
+        (impossible.kind, impossible.profile.as_deref()),
+        (mig_layout::ImpossibleKind::AmdNotOffered, Some("TPX"))
+    );
 }

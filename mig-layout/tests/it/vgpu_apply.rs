@@ -312,11 +312,7 @@ fn a_time_sliced_config_leaves_mig_off_and_fills_the_vfs_in_order() {
     assert_eq!(plan[0], VgpuStep::EnableVfs);
     assert!(matches!(
         plan[1],
-        VgpuStep::WriteType {
-            index: 0,
-            id: 471,
-            ..
-        }
+        VgpuStep::WriteType { index: 0, id, .. } if id.get() == 471
     ));
 }
 
@@ -418,7 +414,7 @@ fn the_vgpus_applied_are_declared_and_hold_until_a_type_is_taken_off_a_vf() {
             gpu: A100.parse().unwrap(),
             index: 2,
         },
-        0,
+        None,
     )
     .unwrap();
     let sync = bed.sync(AfterBoot::No);
@@ -463,7 +459,7 @@ fn two_vfs_that_swap_types_drift_naming_both_and_a_restore_puts_each_type_back_o
             &bed.fake.types,
             bed.host.sysfs_root(),
             mig_layout::vgpu::VfTypeFile { gpu, index },
-            id,
+            gpu_partition_types::VgpuTypeId::new(id),
         )
         .unwrap();
     };
@@ -547,7 +543,7 @@ fn a_vm_on_a_vf_a_restore_would_write_blocks_it_before_any_write_naming_the_vf_a
             gpu: A100.parse().unwrap(),
             index: 0,
         },
-        0,
+        None,
     )
     .unwrap();
     bed.vm_on_vf0();

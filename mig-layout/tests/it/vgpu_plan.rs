@@ -331,7 +331,7 @@ fn after(steps: &[VgpuStep], before: &[u32], total: u32) -> Vec<u32> {
                     types[*index as usize], 0,
                     "a type written over another: {steps:?}"
                 );
-                types[*index as usize] = *id;
+                types[*index as usize] = id.get();
             }
             _ => {}
         }

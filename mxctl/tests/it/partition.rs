@@ -271,9 +271,13 @@ fn a_failed_step_leaves_the_host_entering_with_layout_failed_and_its_message_unt
     assert_eq!(report["reason"], "step_refused");
     let detail = report["detail"].as_str().unwrap().to_owned();
     assert!(
-        detail.contains("create_gpu_instance refused (insufficient_resources)"),
+        detail.contains("NVML refused create_gpu_instance (insufficient_resources)"),
         "{detail}"
     );
+    let failure = &report["gpus"][0]["failure"];
+    assert_eq!(failure["by"], "nvml", "{report:#}");
+    assert_eq!(failure["op"], "create_gpu_instance");
+    assert_eq!(failure["kind"], "insufficient_resources");
     let status = host.status();
     assert_eq!(status["status"], "entering", "{status:#}");
     assert_eq!(status["reason"], "layout_failed");

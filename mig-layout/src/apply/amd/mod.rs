@@ -175,7 +175,7 @@ impl AmdPlanned {
         for gpu in &mut self.gpus {
             let device = gpu.wanted.gpu.bdf;
             if gpu.stop.is_none() && remaining.iter().any(|step| step.device() == Some(device)) {
-                gpu.stop = Some(stop.clone());
+                gpu.stop = Some(stop.of(device));
             }
         }
     }

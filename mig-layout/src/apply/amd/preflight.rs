@@ -6,6 +6,7 @@ use crate::amd_plan::{AmdCard, AmdStep, plan_amd};
 use crate::amd_services::running_services;
 use crate::apply::run::ApplyError;
 use crate::apply::side::Refusal;
+use crate::plan::{Impossible, ImpossibleKind};
 use crate::report::{AmdWork, ApplyReason, GpuReport, GpuWork};
 use crate::select::{AmdWanted, amd_gpus};
 use gpu_host_probe::amdgpu::{AmdPartitions, read_partitions};
@@ -74,6 +75,7 @@ pub(super) fn preflight(
     let refused = |reason, detail: String, gpus: Vec<GpuReport>| {
         Ok(Err((Refusal::new(reason, detail), gpus)))
     };
+    let impossible = |refusal: Refusal, gpus| Ok(Err((refusal, gpus)));
     let is_wanted = |device: Bdf| wanted.iter().any(|w| w.gpu.bdf == device);
     // The services given and those the declarations kept: one running blocks the writes.
     let services = wanted.iter().fold(with.client_services.clone(), |all, w| {
@@ -85,11 +87,16 @@ pub(super) fn preflight(
         match read_partitions(host.sysfs_root(), gpu.bdf) {
             Ok(Some(partitions)) => read.push((gpu.bdf, partitions)),
             Ok(None) if is_wanted(gpu.bdf) => {
-                return refused(
-                    ApplyReason::LayoutImpossible,
-                    format!("{gpu}: it shows no partition files: amdgpu cannot partition it"),
-                    reports,
-                );
+                let detail =
+                    format!("{gpu}: it shows no partition files: amdgpu cannot partition it");
+                let mut refusal = Refusal::new(ApplyReason::LayoutImpossible, detail.clone());
+                refusal.impossible = Some(Impossible::new(
+                    gpu.bdf,
+                    None,
+                    ImpossibleKind::AmdNotPartitionable,
+                    detail,
+                ));
+                return impossible(refusal, reports);
             }
             Ok(None) => {}
             Err(error) if is_wanted(gpu.bdf) => {
@@ -123,7 +130,11 @@ pub(super) fn preflight(
     let wants: Vec<(Bdf, AmdWant)> = wanted.iter().map(|w| (w.gpu.bdf, w.want)).collect();
     let steps = match plan_amd(&cards, &wants) {
         Ok(steps) => steps,
-        Err(refusal) => return refused(refusal.reason(), refusal.to_string(), reports),
+        Err(refusal) => {
+            let mut refused = Refusal::new(refusal.reason(), refusal.to_string());
+            refused.impossible = refusal.impossible();
+            return impossible(refused, reports);
+        }
     };
     // A plan that reloads the driver through the kernel's side runs modprobe only when root may
     // (before any write, as the helper's own check).

@@ -7,7 +7,7 @@ use crate::amd_plan::{AmdCard, AmdRefusal, AmdStep, plan_amd};
 use crate::apply::Progress;
 use crate::apply::ctx::{Ctx, Stop};
 use crate::apply::run::ApplyError;
-use crate::report::{ApplyReason, ApplyWarning};
+use crate::report::{ApplyReason, ApplyWarning, WriteFailure};
 use gpu_host_probe::Writer;
 use gpu_host_probe::amdgpu::{
     AmdPartitions, PartitionWrites, ReloadError, SysfsAmdgpu, read_partitions,
@@ -19,6 +19,20 @@ use std::time::Duration;
 
 /// How often the GPUs' files are looked at while they are waited for after the reload.
 const RELOAD_POLL: Duration = Duration::from_millis(100);
+
+/// The file a memory partition is requested through.
+const MEMORY_FILE: &str = "current_memory_partition";
+
+/// The file a compute partition is set through.
+const COMPUTE_FILE: &str = "current_compute_partition";
+
+/// The file `name` of the GPU `device` under `sysfs`.
+fn file(sysfs: &std::path::Path, device: Bdf, name: &str) -> std::path::PathBuf {
+    sysfs
+        .join("bus/pci/devices")
+        .join(device.to_string())
+        .join(name)
+}
 
 /// What the writes are made with.
 pub(super) struct AmdRun<'a, 'c, 'p> {
@@ -85,10 +99,8 @@ fn writes(
         host_sync::request_memory(shared.lock, store, &members, mode)?;
         if let Err(error) = writes.request_memory(sysfs, device, mode) {
             host_sync::requests_ended(shared.lock, store, &members)?;
-            return Ok(Err(Stop::failed(
-                ApplyReason::StepRefused,
-                format!("{device}: writing {mode} to current_memory_partition: {error}"),
-            )));
+            let failure = WriteFailure::kernel(file(sysfs, device, MEMORY_FILE), &error);
+            return Ok(Err(Stop::refused(device, failure)));
         }
         remaining.retain(|left| *left != step);
         if let Some(gpu) = side.gpu(device) {
@@ -115,13 +127,26 @@ fn writes(
             side.reloads += 1;
         }
         if let Err(error) = reloaded {
-            return Ok(Err(Stop::failed(
+            let (command, result, stderr) = error.run();
+            let what = if error.unloaded() {
+                "after the unload: the requests went to the firmware, and the GPUs may have no \
+                 driver now"
+            } else {
+                "the driver is as it was, and the memory partitions requested wait for the next \
+                 reload"
+            };
+            let failure = WriteFailure::Program {
+                program: "modprobe".to_owned(),
+                command: command.to_owned(),
+                end: result.clone(),
+                stderr: stderr.to_owned(),
+            };
+            let mut stop = Stop::failed(
                 ApplyReason::StepRefused,
-                format!(
-                    "the driver reload failed: {error}; the memory partitions requested wait \
-                     for the next reload"
-                ),
-            )));
+                format!("the driver reload failed: {failure}; {what}"),
+            );
+            stop.failure = Some(Box::new(failure));
+            return Ok(Err(stop));
         }
         host_sync::requests_ended(shared.lock, store, &side.devices())?;
         if let Some(device) = side.gpus.first().map(|gpu| gpu.wanted.gpu.bdf) {
@@ -155,11 +180,12 @@ fn writes(
         let written = shared
             .lock
             .record_write(&[device], Writer::AmdComputePartition)
-            .map_err(|error| error.to_string())
+            .map_err(|error| Stop::failed(ApplyReason::StepRefused, format!("{device}: {error}")))
             .and_then(|()| {
                 side.wrote = true;
                 writes.write_compute(sysfs, device, mode).map_err(|error| {
-                    format!("writing {mode} to current_compute_partition: {error}")
+                    let failure = WriteFailure::kernel(file(sysfs, device, COMPUTE_FILE), &error);
+                    Stop::refused(device, failure)
                 })
             });
         remaining.retain(|left| *left != step);
@@ -169,18 +195,13 @@ fn writes(
                     gpu.done(step);
                     ctx.say(Progress::Amd { device, step });
                 }
-                Err(why) => {
-                    gpu.stop = Some(Stop::failed(
-                        ApplyReason::StepRefused,
-                        format!("{device}: {why}"),
-                    ));
-                }
+                Err(stop) => gpu.stop = Some(stop),
             },
             // A GPU outside the job, set back to what it was before the reload.
             None => side.warnings.push(ApplyWarning::ReloadReset {
                 device,
                 restored: mode,
-                failed: written.err(),
+                failed: written.err().map(|stop| stop.detail),
             }),
         }
     }
