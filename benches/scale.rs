@@ -138,9 +138,9 @@ impl Bed {
         let Some(specs) = document.label("all-1g.5gb") else {
             return false;
         };
+        let mut store = host_sync::MemoryStore::default();
         mig_layout::assert_applied(
-            &self.host,
-            &self.helper,
+            mig_layout::AssertRun::new(&self.host, &self.helper, &mut store),
             "all-1g.5gb",
             specs,
             &ApplyOptions::new(Pool::Enabled),

@@ -90,22 +90,21 @@ fn main() -> Result<(), Box<dyn Error>> {
     let specs = layouts.label("all-1g.5gb").ok_or("no all-1g.5gb")?;
 
     // 1. The plan, as data: a dry run writes nothing.
+    // `Some(specs)` applies the layout, `None` leaves MIG: the same arguments, in the same order.
     let mut run =
-        |label: &str, options: &ApplyOptions, specs: &[mig_layout::Spec], store: &mut Table| {
+        |options: &ApplyOptions, specs: Option<&[mig_layout::Spec]>, store: &mut Table| {
             let reset = ResetWith::new(Method::Nvidia, &mut backend)
                 .window(warm_reset::DEFAULT_WINDOW)
                 .clock(&*clock);
-            mig_layout::apply(
-                ApplyRun::new(&host, &helper, store, reset),
-                label,
-                specs,
-                options,
-            )
+            let run = ApplyRun::new(&host, &helper, store, reset);
+            match specs {
+                Some(specs) => mig_layout::apply(run, "all-1g.5gb", specs, options),
+                None => mig_layout::leave(run, options),
+            }
         };
     let planned = run(
-        "all-1g.5gb",
         &ApplyOptions::new(Pool::Enabled).dry_run(true),
-        specs,
+        Some(specs),
         &mut store,
     )?;
     for gpu in &planned.gpus {
@@ -132,12 +131,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
 
     // 2. The apply.
-    let applied = run(
-        "all-1g.5gb",
-        &ApplyOptions::new(Pool::Enabled),
-        specs,
-        &mut store,
-    )?;
+    let applied = run(&ApplyOptions::new(Pool::Enabled), Some(specs), &mut store)?;
     println!(
         "apply all-1g.5gb: {} ({} write(s), {} reset(s))",
         applied.outcome,
@@ -175,12 +169,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
 
     // 4. Leaving partitioning: MIG off on every card, a reset each.
-    let left = run(
-        "leave",
-        &ApplyOptions::new(Pool::Enabled),
-        &mig_layout::leave(),
-        &mut store,
-    )?;
+    let left = run(&ApplyOptions::new(Pool::Enabled), None, &mut store)?;
     println!("leave: {} ({} reset(s))", left.outcome, left.resets.len());
     let state = store.load()?.ok_or("nothing stored")?;
     println!("stored: host {} ({})", state.status, state.reason);

@@ -76,6 +76,12 @@ pub struct AmdWant {
 }
 
 impl AmdWant {
+    /// One GPU, undivided: SPX with NPS1 (what leaving partitioning brings a GPU to).
+    pub const UNDIVIDED: AmdWant = AmdWant {
+        compute: ComputePartition::Spx,
+        memory: MemoryPartition::Nps1,
+    };
+
     /// `compute` with `memory`.
     pub fn new(compute: ComputePartition, memory: MemoryPartition) -> Self {
         Self { compute, memory }
@@ -84,7 +90,7 @@ impl AmdWant {
     /// Whether the GPU is divided so: more than one compute partition or more than one memory
     /// partition (SPX with NPS1 is one GPU, undivided).
     pub fn is_divided(self) -> bool {
-        self.compute != ComputePartition::Spx || self.memory != MemoryPartition::Nps1
+        self != Self::UNDIVIDED
     }
 }
 

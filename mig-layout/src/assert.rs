@@ -17,6 +17,42 @@ use layout_model::amd::AmdDeclared;
 use layout_model::{Difference, Fact, differences};
 use serde::Serialize;
 
+/// What an assert reads with, the same for every vendor's assert ([`assert_applied`],
+/// [`assert_vgpu`](crate::vgpu::assert_vgpu), [`assert_amd`](crate::amd::assert_amd)): the
+/// host, its helper (which reads NVIDIA's cards) and the state store (which keeps AMD's memory
+/// requests still waiting for a reload). An assert writes nothing, neither the cards nor the
+/// store.
+pub struct AssertRun<'a> {
+    host: &'a Host,
+    helper: &'a Helper,
+    store: &'a mut dyn host_sync::StateStore,
+}
+
+impl std::fmt::Debug for AssertRun<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AssertRun")
+            .field("host", self.host)
+            .field("helper", self.helper)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> AssertRun<'a> {
+    /// An assert on `host`, reading NVIDIA's cards through `helper` and the requests waiting
+    /// from `store`.
+    pub fn new(
+        host: &'a Host,
+        helper: &'a Helper,
+        store: &'a mut dyn host_sync::StateStore,
+    ) -> Self {
+        Self {
+            host,
+            helper,
+            store,
+        }
+    }
+}
+
 /// One GPU of the layout and how it differs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
@@ -131,8 +167,7 @@ pub(crate) fn read_cards(
 /// held past it, the assert is blocked `lock_busy` naming the holder, as an apply is) and the
 /// cancel.
 pub fn assert_applied(
-    host: &Host,
-    helper: &Helper,
+    run: AssertRun<'_>,
     label: &str,
     specs: &[Spec],
     options: &ApplyOptions,
@@ -140,10 +175,10 @@ pub fn assert_applied(
     // The GPUs an apply of the same layout and options would want, each treating the
     // instances the layout does not name as the options say: one rule for both.
     let mut draft = Draft::new(label);
-    let wanted = resolve(host, label, specs, options, &mut draft)?;
+    let wanted = resolve(run.host, label, specs, options, &mut draft)?;
     assert_wanted(
-        host,
-        helper,
+        run.host,
+        run.helper,
         label,
         wanted,
         draft.warnings,
@@ -158,13 +193,13 @@ pub fn assert_applied(
 /// sync compares a declaration). A config the card cannot hold differs (`vgpu_type`, with
 /// why). It writes nothing.
 pub fn assert_vgpu(
-    host: &Host,
-    helper: &Helper,
+    run: AssertRun<'_>,
     label: &str,
     specs: &[VgpuSpec],
     options: &ApplyOptions,
 ) -> Result<AssertReport, ApplyError> {
     let mut draft = Draft::new(label);
+    let AssertRun { host, helper, .. } = run;
     let wanted = resolve_vgpu(host, label, specs, options, &mut draft)?;
     let unnamed = options.unnamed.unwrap_or(Unnamed::Match);
     assert_wanted(
@@ -310,12 +345,12 @@ fn concluded(label: &str, gpus: Vec<GpuAssert>, warnings: Vec<ApplyWarning>) -> 
 /// (a memory request of ours that still waits for a reload, from `store`, for another mode
 /// differs: the next reload carries it out). It writes nothing.
 pub fn assert_amd(
-    host: &Host,
-    store: &mut dyn host_sync::StateStore,
+    run: AssertRun<'_>,
     label: &str,
     profile: &crate::amd::DcmProfile,
     options: &ApplyOptions,
 ) -> Result<AssertReport, ApplyError> {
+    let AssertRun { host, store, .. } = run;
     let wanted = crate::apply::resolve_amd(host, label, profile, options)?;
     let report = |outcome, detail: &str| AssertReport {
         label: label.to_owned(),

@@ -17,7 +17,7 @@
 //!   destroys and the mode, a warm reset where a mode change is pending, creates, the
 //!   read-back; the host status says `entering`/`leaving` (`layout_applying`) while it runs
 //!   and `layout_failed` with the message while a failure is unhealed; it records what the
-//!   host is declared to be (`layout_model::Declaration`). [`leave()`] is the layout that leaves
+//!   host is declared to be (`layout_model::Declaration`). [`leave()`] leaves
 //!   partitioning. [`restore()`] brings the host back to its declaration by the same executor;
 //!   [`Hooks`] run around the writes as mig-parted's do.
 //! - [`export()`] writes the host's layout as a document `apply` takes back as zero steps.
@@ -46,7 +46,7 @@ mod vgpu_plan;
 pub mod amd {
     pub use crate::amd_plan::{AmdCard, AmdRefusal, AmdStep, plan_amd};
     pub use crate::amd_services::{RunningService, running_services, service_unit};
-    pub use crate::apply::{AmdWith, apply_amd};
+    pub use crate::apply::{AmdWith, apply_amd, leave_amd};
     pub use crate::assert::assert_amd;
     pub use crate::document::dcm::{
         AssignError, DcmDocument, DcmEntry, DcmMode, DcmProfile, InvalidMode, ProfileFault,
@@ -83,7 +83,7 @@ pub use apply::{
     ApplyError, ApplyObserver, ApplyOptions, ApplyRun, HOOK_DEADLINE, HookPoint, HookRun, Hooks,
     Progress, Restore, STEP_DEADLINE, apply, leave, restore,
 };
-pub use assert::{AssertOutcome, AssertReport, GpuAssert, assert_applied};
+pub use assert::{AssertOutcome, AssertReport, AssertRun, GpuAssert, assert_applied};
 pub use document::{
     DeviceId, DeviceRef, Devices, Document, LayoutError, MAX_DOCUMENT, Spec, to_json, to_yaml,
 };

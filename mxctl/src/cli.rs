@@ -735,6 +735,10 @@ pub enum AmdCommand {
     Apply(Box<AmdApply>),
     /// Say whether a profile is applied: exit 0, or 1 with every difference.
     Assert(AmdAssert),
+    /// Leave partitioning: every AMD GPU that partitions made one undivided GPU (SPX with NPS1;
+    /// a memory change reloads the driver once), declared so (exit 0 done, 1 failed, 3
+    /// blocked).
+    Leave(Box<AmdWrite>),
     /// Bring the cards back to what the host is declared to be, AMD partitions included: the
     /// same as `partition restore` (one declaration per host).
     Restore(Box<AmdRestore>),

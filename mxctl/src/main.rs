@@ -132,6 +132,7 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
         Command::Amd(command) => match command {
             AmdCommand::Apply(args) => commands::amd::apply(args, &config, &host, output),
             AmdCommand::Assert(args) => commands::amd::assert(args, &config, &host, output),
+            AmdCommand::Leave(args) => commands::amd::leave(args, &config, &host, output),
             AmdCommand::Restore(args) => commands::amd::restore(args, &config, &host, output),
         },
         Command::Reset(args) => match &args.command {

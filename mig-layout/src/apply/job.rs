@@ -185,11 +185,12 @@ pub(crate) fn resolve_vgpu(
 /// VFs disabled, then MIG off.
 pub(super) fn resolve_vgpu_leave(
     host: &Host,
+    label: &str,
     options: &ApplyOptions,
     draft: &mut Draft,
 ) -> Result<Vec<Wanted>, ApplyError> {
-    resolve_by(host, "leave", options, draft, |gpus| {
-        let mut selection = select(&crate::apply::leave(), gpus)?;
+    resolve_by(host, label, options, draft, |gpus| {
+        let mut selection = select(&crate::apply::leave_specs(), gpus)?;
         for wanted in &mut selection.wanted {
             wanted.vgpu = Some(VgpuJob::Leave);
         }
@@ -227,6 +228,32 @@ pub(crate) fn resolve_amd(
 ) -> Result<Vec<AmdWanted>, ApplyError> {
     let gpus = amd_gpus(host.sysfs_root())?;
     let wanted = select_amd(profile, &gpus).map_err(ApplyError::Profile)?;
+    asked_for(wanted, |w| w.gpu.bdf, &options.devices, label)
+}
+
+/// Every AMD GPU bound to `amdgpu` that shows partition files (of `options.devices`, when
+/// given), wanting one undivided GPU. A GPU whose files do not read is wanted too: the
+/// preflight refuses it, naming why, rather than leave it divided unseen.
+pub(super) fn resolve_amd_leave(
+    host: &Host,
+    label: &str,
+    options: &ApplyOptions,
+) -> Result<Vec<AmdWanted>, ApplyError> {
+    let wanted = amd_gpus(host.sysfs_root())?
+        .into_iter()
+        .filter(|gpu| {
+            !matches!(
+                gpu_host_probe::amdgpu::read_partitions(host.sysfs_root(), gpu.bdf),
+                Ok(None)
+            )
+        })
+        .map(|gpu| AmdWanted {
+            gpu,
+            want: layout_model::amd::AmdWant::UNDIVIDED,
+            line: None,
+            client_services: Vec::new(),
+        })
+        .collect();
     asked_for(wanted, |w| w.gpu.bdf, &options.devices, label)
 }
 

@@ -134,8 +134,8 @@ pub fn apply_vgpu(
 /// VFs), then what instances remain, then MIG off (the driver refuses it while VFs exist).
 /// Refused before any write while a VM uses a VF.
 pub fn leave_vgpu(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<ApplyReport, ApplyError> {
-    apply_wanted(run, "leave", options, |host, draft| {
-        job::resolve_vgpu_leave(host, options, draft).map(job::Job::nvidia)
+    apply_wanted(run, LEAVE, options, |host, draft| {
+        job::resolve_vgpu_leave(host, LEAVE, options, draft).map(job::Job::nvidia)
     })
 }
 
@@ -231,7 +231,31 @@ pub fn restore(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<Restore, App
     Ok(Restore::Ran(Box::new(draft.finish(end, elapsed))))
 }
 
-/// The layout that leaves partitioning: MIG off on every NVIDIA GPU bound to `nvidia`.
-pub fn leave() -> Vec<Spec> {
+/// Leaves MIG on the host's NVIDIA GPUs: MIG off on every NVIDIA GPU bound to `nvidia` (of
+/// `options.devices`, when given), by [`apply()`]'s executor, labelled `leave` and declared so.
+/// A vGPU host leaves by [`leave_vgpu`] (its VFs first), an AMD host by [`leave_amd`].
+pub fn leave(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<ApplyReport, ApplyError> {
+    apply(run, LEAVE, &leave_specs(), options)
+}
+
+/// The label of every leave's apply and declaration.
+const LEAVE: &str = "leave";
+
+/// The layout [`leave`] applies.
+pub(crate) fn leave_specs() -> Vec<Spec> {
     vec![Spec::new(Devices::All, false, Vec::new())]
+}
+
+/// Leaves partitioning on the host's AMD GPUs: every AMD GPU bound to `amdgpu` that shows
+/// partition files (of `options.devices`, when given) brought to one undivided GPU, SPX with
+/// NPS1 ([`AmdWant::UNDIVIDED`](layout_model::amd::AmdWant::UNDIVIDED)), by [`apply_amd`]'s
+/// executor and with its refusals (a hive is left whole), labelled `leave` and declared so.
+pub fn leave_amd(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<ApplyReport, ApplyError> {
+    apply_wanted(run, LEAVE, options, |host, _| {
+        Ok(job::Job {
+            wanted: Vec::new(),
+            amd: job::resolve_amd_leave(host, LEAVE, options)?,
+            boards: None,
+        })
+    })
 }

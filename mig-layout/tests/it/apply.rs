@@ -658,9 +658,9 @@ fn an_assert_whose_lock_is_held_is_blocked_lock_busy_naming_the_holder_as_an_app
     let _held = bed.host.try_lock().unwrap();
     let document = mig_layout::Document::from_text(crate::common::bed::LAYOUTS).unwrap();
     let specs = document.label("all-1g.5gb").unwrap();
+    let mut store = host_sync::MemoryStore::default();
     let report = mig_layout::assert_applied(
-        &bed.host,
-        &bed.helper,
+        mig_layout::AssertRun::new(&bed.host, &bed.helper, &mut store),
         "all-1g.5gb",
         specs,
         &ApplyOptions::new(Pool::Enabled),

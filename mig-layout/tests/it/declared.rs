@@ -372,7 +372,9 @@ fn an_assert_judges_instances_the_layout_does_not_name_as_an_apply_would_treat_t
     let specs = document.label("first-3g").unwrap().to_vec();
     let assert = |unnamed| {
         let options = ApplyOptions::new(Pool::Enabled).unnamed(unnamed);
-        mig_layout::assert_applied(&bed.host, &bed.helper, "first-3g", &specs, &options)
+        let mut store = MemoryStore::default();
+        let run = mig_layout::AssertRun::new(&bed.host, &bed.helper, &mut store);
+        mig_layout::assert_applied(run, "first-3g", &specs, &options)
             .unwrap()
             .outcome
     };

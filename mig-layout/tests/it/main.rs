@@ -2,7 +2,9 @@
 //! process start per `cargo test`), one module per subject.
 
 mod amd_apply;
+mod amd_leave;
 mod amd_plan;
+mod amd_refusals;
 mod apply;
 mod common;
 mod dcm;

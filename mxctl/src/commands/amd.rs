@@ -62,6 +62,24 @@ pub fn apply(
     )
 }
 
+/// `amd leave`: every AMD GPU that partitions brought to one undivided GPU (SPX with NPS1).
+pub fn leave(
+    args: &AmdWrite,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<Exit, Failure> {
+    write(
+        What::AmdLeave,
+        &args.write,
+        tools(args, Vec::new()),
+        config,
+        host,
+        output,
+        false,
+    )
+}
+
 /// `amd restore`: the host's one declaration, AMD partitions included.
 pub fn restore(
     args: &AmdRestore,
@@ -91,10 +109,16 @@ pub fn assert(
     let options = mig_layout::ApplyOptions::new(config.pool)
         .devices(args.devices.clone())
         .lock_wait(args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT));
+    // The config's helper: an AMD assert reads sysfs only, and never runs it.
+    let helper = mig_layout::Helper::new(config.helper.clone());
     let mut store = host_sync::FileStore::read_only(host.state_dir());
-    let report =
-        mig_layout::amd::assert_amd(host, &mut store, &args.dcm.profile, &profile, &options)
-            .map_err(layout_failure)?;
+    let report = mig_layout::amd::assert_amd(
+        mig_layout::AssertRun::new(host, &helper, &mut store),
+        &args.dcm.profile,
+        &profile,
+        &options,
+    )
+    .map_err(layout_failure)?;
     let text = crate::commands::partition::assert::text(&report, "profile");
     output.emit(&report, &text)?;
     Ok(Exit::of_assert(report.outcome))

@@ -108,9 +108,10 @@ pub fn assert(
         .unnamed(config.unnamed)
         .devices(args.devices.clone())
         .lock_wait(args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT));
+    let helper = helper(&args.helper, config);
+    let mut store = host_sync::FileStore::read_only(host.state_dir());
     let report = mig_layout::vgpu::assert_vgpu(
-        host,
-        &helper(&args.helper, config),
+        mig_layout::AssertRun::new(host, &helper, &mut store),
         &args.config.select,
         &specs,
         &options,

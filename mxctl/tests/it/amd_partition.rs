@@ -84,7 +84,7 @@ impl AmdPartitionHost {
     fn amd(&self, args: &[&str]) -> Command {
         let mut command = self.mxctl(&["amd"]);
         command.args(args);
-        if matches!(args.first(), Some(&("apply" | "restore"))) {
+        if matches!(args.first(), Some(&("apply" | "leave" | "restore"))) {
             command
                 .args(["--pool", "enabled", "--simulate"])
                 .arg(&self.fake);
@@ -155,6 +155,47 @@ fn a_cpx_nps4_profile_applies_with_one_reload_for_the_hive_then_writes_nothing_a
         (0, &Value::from(true)),
         "{asserted}"
     );
+}
+
+#[test]
+fn amd_leave_makes_every_gpu_spx_nps1_with_one_reload_and_a_second_leave_writes_nothing() {
+    let host = AmdPartitionHost::new(MI300X);
+    assert_eq!(host.apply("cpx-nps4").0, 0);
+    let before = host.log();
+    let (code, report) = common::run_json(host.amd(&["leave"]));
+    assert_eq!(
+        (code, &report["outcome"]),
+        (0, &Value::from("done")),
+        "{report}"
+    );
+    assert_eq!(report["label"], "leave");
+    assert_eq!(report["driver_reloads"], 1);
+    let log = host.log();
+    assert_eq!(
+        count(&log[before.len()..], "current_memory_partition"),
+        8,
+        "{log:?}"
+    );
+    let gpus = host.json(&["gpus"]);
+    for gpu in gpus["gpus"].as_array().unwrap() {
+        let read = &gpu["amd_partitions"];
+        assert_eq!(
+            (&read["compute"], &read["memory"], &read["partition_mode"]),
+            (
+                &Value::from("SPX"),
+                &Value::from("NPS1"),
+                &Value::from("disabled")
+            ),
+            "{gpu}"
+        );
+    }
+    let (code, again) = common::run_json(host.amd(&["leave"]));
+    assert_eq!(
+        (code, &again["driver_reloads"]),
+        (0, &Value::from(0)),
+        "{again}"
+    );
+    assert_eq!(host.log(), log, "the second leave wrote");
 }
 
 #[test]

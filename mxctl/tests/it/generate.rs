@@ -33,6 +33,7 @@ fn every_visible_command_has_a_man_page_and_the_hidden_one_has_none() {
         [
             "mxctl-amd-apply.1",
             "mxctl-amd-assert.1",
+            "mxctl-amd-leave.1",
             "mxctl-amd-restore.1",
             "mxctl-amd.1",
             "mxctl-gpus.1",

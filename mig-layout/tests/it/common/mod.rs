@@ -10,6 +10,7 @@ use layout_model::Card;
 use mig_layout::{CardPlan, Document};
 use std::path::PathBuf;
 
+pub mod amd_bed;
 pub mod bed;
 
 pub fn data(path: &str) -> PathBuf {

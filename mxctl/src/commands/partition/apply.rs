@@ -51,7 +51,7 @@ pub fn leave(
     output: Output,
 ) -> Result<Exit, Failure> {
     write(
-        What::Layout(&mig_layout::leave(), "leave"),
+        What::Leave,
         &args.write,
         Tools::default(),
         config,
@@ -70,8 +70,12 @@ pub enum What<'a> {
     Layout(&'a [Spec], &'a str),
     /// A vGPU config's specs and name.
     Vgpu(&'a [VgpuSpec], &'a str),
-    /// vGPU left on every GPU.
+    /// MIG left on every NVIDIA GPU.
+    Leave,
+    /// vGPU left on every NVIDIA GPU.
     VgpuLeave,
+    /// Partitioning left on every AMD GPU.
+    AmdLeave,
     /// What the host is declared to be.
     Declared,
 }
@@ -225,8 +229,13 @@ pub fn write(
             output.emit(&report, &text(&report))?;
             Ok(Exit::of_apply(report.outcome))
         }
-        What::VgpuLeave => {
-            let report = mig_layout::vgpu::leave_vgpu(run, &options).map_err(layout_failure)?;
+        What::Leave | What::VgpuLeave | What::AmdLeave => {
+            let leave = match what {
+                What::VgpuLeave => mig_layout::vgpu::leave_vgpu,
+                What::AmdLeave => mig_layout::amd::leave_amd,
+                _ => mig_layout::leave,
+            };
+            let report = leave(run, &options).map_err(layout_failure)?;
             output.emit(&report, &text(&report))?;
             Ok(Exit::of_apply(report.outcome))
         }
