@@ -4,12 +4,12 @@
 //! `leaving`, reason `layout_applying`), then how it ended, with what the host is declared to
 //! be.
 
-use crate::clock::unix_now;
 use crate::pci::ScanError;
 use crate::record::{Direction, LayoutOutcome, LayoutRecord};
 use crate::state::BootRestore;
 use crate::status::HostReason;
 use crate::store::{StateStore, StoreError, save_checked};
+use gpu_host_probe::Clock;
 use gpu_host_probe::{Boot, BootMatch, HostLock};
 use gpu_partition_types::{Bdf, PartitionMode};
 use layout_model::{Declaration, DeclaredGpu};
@@ -64,11 +64,12 @@ pub enum GpuRead {
 pub fn start_apply(
     _lock: &HostLock,
     store: &mut dyn StateStore,
+    clock: &dyn Clock,
     label: &str,
     direction: Direction,
 ) -> Result<LayoutRecord, StoreError> {
     let state = store.load()?.unwrap_or_default();
-    let now = unix_now();
+    let now = clock.unix_s();
     let previous = state.layout.map(|record| record.settled(now));
     Ok(LayoutRecord::applying(
         label,
@@ -105,10 +106,11 @@ pub fn begin_apply(
 pub fn end_apply(
     lock: &HostLock,
     store: &mut dyn StateStore,
+    clock: &dyn Clock,
     record: LayoutRecord,
     end: ApplyEnd,
 ) -> Result<(), ApplyStateError> {
-    let now = unix_now();
+    let now = clock.unix_s();
     let finished = record.finish(end.outcome, end.message, now);
     let mut state = store.load()?.unwrap_or_default();
     if end.wrote {
@@ -187,13 +189,14 @@ fn with_records<'d>(
 pub fn request_memory(
     lock: &HostLock,
     store: &mut dyn StateStore,
+    clock: &dyn Clock,
     devices: &[Bdf],
     mode: gpu_host_probe::amdgpu::MemoryPartition,
 ) -> Result<(), ApplyStateError> {
     let mut state = store.load()?.unwrap_or_default();
     with_records(lock, &mut state, devices.iter())?;
     let boot = lock.host().boot().or(&state.boot);
-    let now = unix_now();
+    let now = clock.unix_s();
     for bdf in devices {
         let Some(gpu) = state.gpus.get_mut(bdf) else {
             continue;
@@ -256,6 +259,7 @@ pub enum BootRestoreStart {
 pub fn begin_boot_restore(
     _lock: &HostLock,
     store: &mut dyn StateStore,
+    clock: &dyn Clock,
     boot: &Boot,
 ) -> Result<BootRestoreStart, StoreError> {
     let mut state = store.load()?.unwrap_or_default();
@@ -264,7 +268,7 @@ pub fn begin_boot_restore(
             return Ok(BootRestoreStart::AlreadyRan(earlier.clone()));
         }
     }
-    state.restored_at_boot = Some(BootRestore::new(boot.clone(), unix_now()));
+    state.restored_at_boot = Some(BootRestore::new(boot.clone(), clock.unix_s()));
     save_checked(store, &state)?;
     Ok(BootRestoreStart::Run)
 }

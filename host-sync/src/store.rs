@@ -313,10 +313,7 @@ impl FileStore {
     }
 
     fn keep_aside(&self, path: &Path) -> Result<PathBuf, StoreError> {
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|since| since.as_secs())
-            .unwrap_or_default();
+        let stamp = crate::clock::unix_now();
         let kept = self.dir.join(format!(
             "{STATE_FILE}.corrupt-{stamp}-{}",
             std::process::id()

@@ -2,7 +2,6 @@
 
 use crate::after_boot::is_after_boot;
 use crate::classify::{Facts, HelperState, classify};
-use crate::clock::unix_now;
 use crate::gpu::GpuRecord;
 use crate::modes;
 use crate::pci::{PciFunction, ReadBy, ScanError, scan, warn_skipped};
@@ -14,12 +13,14 @@ use crate::warning::SyncWarning;
 use gpu_host_probe::amdgpu::{AmdError, AmdPartitions};
 use gpu_host_probe::helper::{Helper, ReadFailure};
 use gpu_host_probe::{Boot, Cancel, DEFAULT_LOCK_WAIT, Host, WriteMark};
+use gpu_host_probe::{Clock, SystemClock};
 use gpu_host_probe::{HostLock, LockError};
 use gpu_partition_types::{Bdf, Outcome, Reply};
 use layout_model::{
     Declaration, DeclaredGpu, Difference, Fact, Lapse, LapseReason, LayoutCheck, Seen,
 };
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Whether a sync is the first start after a boot.
@@ -55,6 +56,9 @@ pub struct SyncOptions {
     /// card not read yet is not read; what was found is written, each card not read as
     /// `unknown (cancelled)`, and the sync answers [`SyncError::Cancelled`].
     pub cancel: Option<Cancel>,
+    /// The clock the records of this sync are stamped with (the real one by default; a
+    /// toolstack's own, or a virtual one in tests).
+    pub clock: Arc<dyn Clock>,
 }
 
 impl SyncOptions {
@@ -66,7 +70,14 @@ impl SyncOptions {
             boot: None,
             lock_wait: DEFAULT_LOCK_WAIT,
             cancel: None,
+            clock: Arc::new(SystemClock::new()),
         }
+    }
+
+    /// Stamps the records of this sync with `clock`'s wall-clock time.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Ends the sync early when `cancel` is triggered.
@@ -167,7 +178,7 @@ pub fn sync(
             error => SyncError::Lock(error),
         })?;
     let mut before = drivers(&scan(host.sysfs_root())?.gpus);
-    let mut report = sync_under(&lock, helper, store, options)?;
+    let mut report = sync_under(&lock, helper, store, &*options.clock, options)?;
     // A GPU bound, unbound, added or removed while the sync ran (the udev events of a rebind
     // start a sync, and one started while this runs is merged into it): sync again, so the
     // state stored last is the one after the change.
@@ -195,7 +206,7 @@ pub fn sync(
         changed.extend(differ);
         before = after;
         let warnings = std::mem::take(&mut report.warnings);
-        report = sync_under(&lock, helper, store, options)?;
+        report = sync_under(&lock, helper, store, &*options.clock, options)?;
         report.warnings = warnings.into_iter().chain(report.warnings).collect();
     }
     if !changed.is_empty() {
@@ -220,16 +231,18 @@ fn drivers(gpus: &[PciFunction]) -> BTreeMap<Bdf, Option<String>> {
 }
 
 /// Runs one sync as [`sync()`] does, under the host lock the caller already holds, on the
-/// lock's host (`options.lock_wait` is not used): for an operation that ends with a sync and
-/// must not let go of the lock before it (a MIG layout apply classifies the host it leaves).
+/// lock's host, its records stamped by `clock`, the clock of the caller's run
+/// (`options.lock_wait` and `options.clock` are not used): for an operation that ends with a
+/// sync and must not let go of the lock before it (an apply classifies the host it leaves).
 pub fn sync_under(
     lock: &HostLock,
     helper: &Helper,
     store: &mut dyn StateStore,
+    clock: &dyn Clock,
     options: &SyncOptions,
 ) -> Result<SyncReport, SyncError> {
     let host = lock.host();
-    let now = unix_now();
+    let now = clock.unix_s();
     let helper = &helper.ending_on(options.cancel.as_ref());
     let mut previous = store.load()?.unwrap_or_default();
     let mut warnings: Vec<SyncWarning> = store

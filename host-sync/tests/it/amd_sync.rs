@@ -143,10 +143,14 @@ fn a_memory_request_of_ours_is_pending_until_the_reload_lands_it() {
     amd.fake.write_memory(&bdf(0), "NPS4\n").unwrap();
     let lock = amd.host.lock(std::time::Duration::ZERO).unwrap();
     let hive: Vec<Bdf> = (0..8).map(at).collect();
-    host_sync::request_memory(&lock, &mut store, &hive, M::Nps4).unwrap();
+    // The run's clock stamps the request: 2027-01-15 08:00:00 UTC.
+    let clock = gpu_host_probe::VirtualClock::new(1_800_000_000_000);
+    host_sync::request_memory(&lock, &mut store, &clock, &hive, M::Nps4).unwrap();
     drop(lock);
     let pending = amd.sync(&mut store);
     let gpu = &pending.gpus[&at(3)];
+    let request = gpu.amd.as_ref().and_then(|amd| amd.requested.as_ref());
+    assert_eq!(request.map(|request| request.at), Some(1_800_000_000));
     assert_eq!(gpu.partition_mode, PartitionMode::EnableOnReboot);
     assert_eq!(gpu.requested_memory(), Some(M::Nps4));
     assert_eq!(
@@ -167,7 +171,8 @@ fn a_memory_request_of_another_boot_ends_since_the_driver_that_held_it_is_gone()
     let mut store = MemoryStore::default();
     amd.sync(&mut store);
     let lock = amd.host.lock(std::time::Duration::ZERO).unwrap();
-    host_sync::request_memory(&lock, &mut store, &[at(0)], M::Nps4).unwrap();
+    let clock = gpu_host_probe::SystemClock::new();
+    host_sync::request_memory(&lock, &mut store, &clock, &[at(0)], M::Nps4).unwrap();
     drop(lock);
     let mut state = store.load().unwrap().unwrap();
     let request = state

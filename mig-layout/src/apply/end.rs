@@ -75,18 +75,19 @@ pub(super) fn worst(mut gpus: Vec<(&mut GpuReport, &mut Option<Stop>)>, cancelle
     End::new(outcome, Some(detail))
 }
 
-/// The sync that ends an apply, under its lock.
+/// The sync that ends an apply, under its lock, stamped by the run's clock.
 pub(super) fn classify(
     lock: &HostLock,
     helper: &Helper,
     store: &mut dyn StateStore,
+    clock: &dyn gpu_host_probe::Clock,
     options: &ApplyOptions,
 ) -> Result<HostAfter, ApplyError> {
     let mut sync = SyncOptions::new(options.pool, AfterBoot::No);
     if let Some(cancel) = &options.cancel {
         sync = sync.cancel(cancel.clone());
     }
-    let after = match sync_under(lock, helper, store, &sync) {
+    let after = match sync_under(lock, helper, store, clock, &sync) {
         Ok(after) => after,
         // Cancelled, it still wrote the host as it found it: that is the host after.
         Err(host_sync::SyncError::Cancelled {

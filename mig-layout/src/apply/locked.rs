@@ -175,10 +175,10 @@ pub(super) fn run_locked(
     };
     if matches!(end.outcome, ApplyOutcome::Blocked(_)) && draft.host.is_none() {
         // A blocked apply is recorded too (for monitoring), and the host classified.
-        let record = host_sync::start_apply(lock, store, label, direction)?;
+        let record = host_sync::start_apply(lock, store, clock, label, direction)?;
         let blocked = ApplyEnd::new(recorded(end.outcome), end.detail.clone(), false);
-        host_sync::end_apply(lock, store, record, blocked)?;
-        draft.host = Some(classify(lock, reader, store, options)?);
+        host_sync::end_apply(lock, store, clock, record, blocked)?;
+        draft.host = Some(classify(lock, reader, store, clock, options)?);
     }
     if !options.dry_run {
         env.outcome = Some(end.outcome);

@@ -220,7 +220,7 @@ pub fn restore(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<Restore, App
     let job = declared_job(run.host, &declared, options, &mut draft)?;
     if options.once_per_boot && !options.dry_run {
         if let BootRestoreStart::AlreadyRan(earlier) =
-            host_sync::begin_boot_restore(&lock, run.store, &run.host.boot())?
+            host_sync::begin_boot_restore(&lock, run.store, clock, &run.host.boot())?
         {
             return Ok(Restore::AlreadyRanThisBoot(earlier));
         }

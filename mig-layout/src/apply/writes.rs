@@ -65,7 +65,13 @@ pub(super) fn go(
     }
     // From here on the host is between layouts until the record says how the apply ended.
     let shared = ctx.shared;
-    let record = host_sync::start_apply(shared.lock, store, write.label, write.direction)?;
+    let record = host_sync::start_apply(
+        shared.lock,
+        store,
+        shared.clock,
+        write.label,
+        write.direction,
+    )?;
     host_sync::begin_apply(shared.lock, store, &record)?;
     for side in &mut sides {
         let mut on = Writing {
@@ -98,7 +104,13 @@ pub(super) fn go(
     applied.declared = declares.then(|| sides.iter().flat_map(|side| side.declared()).collect());
     draft.gpus = reports(sides);
     record_end(ctx, store, record, applied, &end, draft)?;
-    draft.host = Some(classify(shared.lock, shared.helper, store, write.options)?);
+    draft.host = Some(classify(
+        shared.lock,
+        shared.helper,
+        store,
+        shared.clock,
+        write.options,
+    )?);
     Ok(end)
 }
 
@@ -162,7 +174,7 @@ fn record_end(
     end: &End,
     draft: &Draft,
 ) -> Result<(), ApplyError> {
-    match host_sync::end_apply(ctx.shared.lock, store, record, applied) {
+    match host_sync::end_apply(ctx.shared.lock, store, ctx.shared.clock, record, applied) {
         Ok(()) => Ok(()),
         Err(ApplyStateError::Store(StoreError::NotKept { difference })) => {
             Err(ApplyError::NotKept {

@@ -386,3 +386,21 @@ fn an_assert_judges_instances_the_layout_does_not_name_as_an_apply_would_treat_t
         )
     );
 }
+
+#[test]
+fn an_apply_stamps_its_records_with_its_runs_clock_not_the_machines() {
+    let mut bed = Bed::two_a100s();
+    // The run's clock in 2039, far from the machine's.
+    bed.clock.sleep(Duration::from_secs(400_000_000));
+    let epoch = 1_800_000_000 + 400_000_000;
+    let report = bed.apply(&bed.options("all-1g.5gb"));
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    let state = bed.store.load().unwrap().unwrap();
+    let layout = state.layout.unwrap();
+    let finished = layout.finished_at.unwrap();
+    assert!(
+        (epoch..epoch + 3600).contains(&layout.started_at) && layout.started_at <= finished,
+        "{layout:?}"
+    );
+    assert!(finished < epoch + 3600, "{layout:?}");
+}

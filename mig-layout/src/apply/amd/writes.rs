@@ -96,7 +96,7 @@ fn writes(
         }
         side.wrote = true;
         // Recorded as waiting before it is made: a crash between the two leaves it said.
-        host_sync::request_memory(shared.lock, store, &members, mode)?;
+        host_sync::request_memory(shared.lock, store, shared.clock, &members, mode)?;
         if let Err(error) = writes.request_memory(sysfs, device, mode) {
             host_sync::requests_ended(shared.lock, store, &members)?;
             let failure = WriteFailure::kernel(file(sysfs, device, MEMORY_FILE), &error);
