@@ -17,6 +17,7 @@ mod help;
 mod helper_fixture_mode;
 mod labels;
 mod lock_dir;
+mod machine_programs;
 mod metrics;
 mod multi_host;
 mod partition;

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 const H100: &str = "0000:3b:00.0";
-const A100: &str = "0000:3c:00.0";
+pub(crate) const A100: &str = "0000:3c:00.0";
 
 const CONFIGS: &str = "version: v1
 vgpu-configs:
@@ -34,14 +34,14 @@ vgpu-configs:
         A100-1-5C: 7
 ";
 
-struct VgpuMxHost {
-    host: PartitionHost,
-    fake: VgpuHost,
+pub(crate) struct VgpuMxHost {
+    pub(crate) host: PartitionHost,
+    pub(crate) fake: VgpuHost,
     config: PathBuf,
 }
 
 impl VgpuMxHost {
-    fn new() -> VgpuMxHost {
+    pub(crate) fn new() -> VgpuMxHost {
         let with_sriov = |template: &str, total: u32| {
             let mut scenario: Value = serde_json::from_str(template).unwrap();
             scenario["devices"][0]["sriov"] = serde_json::json!({ "total_vfs": total });
@@ -84,7 +84,7 @@ impl VgpuMxHost {
         command
     }
 
-    fn apply(&self, name: &str) -> (i32, Value) {
+    pub(crate) fn apply(&self, name: &str) -> (i32, Value) {
         let config = self.config.to_str().unwrap().to_owned();
         common::run_json(self.vgpu(&["apply", "--vgpu-config", &config, "--select", name]))
     }
@@ -108,7 +108,7 @@ impl VgpuMxHost {
     }
 
     /// The writes of the log, in order: the mode, `sriov-manage`, GPU instances made.
-    fn writes(&self) -> Vec<String> {
+    pub(crate) fn writes(&self) -> Vec<String> {
         std::fs::read_to_string(&self.host.log)
             .unwrap_or_default()
             .lines()
