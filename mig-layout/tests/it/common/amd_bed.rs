@@ -9,7 +9,9 @@ use host_sync::fake_amdgpu::{AmdPart, FakeAmdgpu, SharedAmdgpu};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{AfterBoot, Host, MemoryStore, Pool};
 use mig_layout::amd::{AmdWith, DcmDocument, apply_amd};
-use mig_layout::{ApplyOptions, ApplyReport, ApplyRun, Method, ResetWith, Restore, restore};
+use mig_layout::{
+    ApplyOptions, ApplyOutcome, ApplyReport, ApplyRun, Method, ResetWith, Restore, restore,
+};
 
 use warm_reset::SysfsBackend;
 
@@ -154,4 +156,11 @@ impl Bed {
 
 pub fn reason(report: &ApplyReport) -> Option<&str> {
     report.outcome.reason()
+}
+
+/// That `report` ended `outcome`, its detail saying `says`.
+pub fn assert_ends(report: &ApplyReport, outcome: ApplyOutcome, says: &str) {
+    assert_eq!(report.outcome, outcome, "{:?}", report.detail);
+    let detail = report.detail.as_deref().unwrap_or_default();
+    assert!(detail.contains(says), "{detail}");
 }

@@ -1,0 +1,333 @@
+//! The partitioning commands' command line: `partition`, `vgpu` and `amd`, and what every
+//! write takes (`WriteArgs`).
+
+use super::{HelperArgs, Switch, parse_lock_wait, parse_window, program_path};
+use clap::{Args, Subcommand};
+use gpu_partition_types::Bdf;
+use std::path::PathBuf;
+
+/// `mxctl partition …`
+#[derive(Debug, Subcommand)]
+pub enum PartitionCommand {
+    /// Apply a layout: the plan per GPU, then what was done (exit 0 done or dry run, 1 failed,
+    /// 3 blocked, 4 cold reboot).
+    Apply(Box<PartitionApply>),
+    /// Say whether a layout is applied: exit 0, or 1 with every difference.
+    Assert(PartitionAssert),
+    /// Print the host's layout as a mig-parted v1 document that apply takes back.
+    Export(PartitionExport),
+    /// Leave partitioning: every GPU's instances destroyed, MIG off, reset where pending.
+    Leave(Box<PartitionLeave>),
+    /// Bring the cards back to what the host is declared to be (the last apply or leave), by
+    /// diff: zero steps when they hold it.
+    Restore(Box<PartitionRestore>),
+}
+
+/// `mxctl vgpu …`
+#[derive(Debug, Subcommand)]
+pub enum VgpuCommand {
+    /// Apply a vgpu-device-manager config: the plan per GPU, then what was done (exit 0 done or
+    /// dry run, 1 failed, 3 blocked, 4 cold reboot).
+    Apply(Box<VgpuApply>),
+    /// Leave vGPU: sriov-manage -d on every GPU first (its GPU instances go with the VFs),
+    /// then what instances remain, then MIG off.
+    Leave(Box<VgpuWrite>),
+    /// Bring the cards back to what the host is declared to be, VFs and types included: the
+    /// same as `partition restore` (one declaration per host).
+    Restore(Box<VgpuRestore>),
+    /// Say whether a config is applied: exit 0, or 1 with every difference.
+    Assert(VgpuAssert),
+    /// Print the host's vGPUs as a vgpu-device-manager config that `vgpu apply` takes back as
+    /// zero writes (or, with --declared, what the host is declared to hold).
+    Export(VgpuExport),
+}
+
+/// `mxctl vgpu export [--name NAME] [--declared]`
+#[derive(Debug, Args)]
+pub struct VgpuExport {
+    /// The name of the exported config [default: current].
+    #[arg(long, value_name = "NAME", conflicts_with = "declared")]
+    pub name: Option<String>,
+    /// Print what the host is declared to hold (each GPU by PCI address, under the declared
+    /// label), read from the state, instead of what the cards and their VFs hold.
+    #[arg(long)]
+    pub declared: bool,
+    /// Seconds to wait for the host lock while a reset, an apply or a sync holds it, then
+    /// fail with lock_busy [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub helper: HelperArgs,
+}
+
+/// The vgpu-device-manager config file and the config in it.
+#[derive(Debug, Args)]
+pub struct VgpuConfigArgs {
+    /// The config file: vgpu-device-manager's v1 (`version: v1`, `vgpu-configs`), YAML or
+    /// JSON (`-` reads standard input).
+    #[arg(short = 'f', long = "vgpu-config", value_name = "FILE")]
+    pub file: PathBuf,
+    /// The config's name in the file (vgpu-device-manager's `-c`).
+    #[arg(short = 'c', long = "select", value_name = "NAME")]
+    pub select: String,
+}
+
+/// How a vGPU config is written: as a layout is, and through which `sriov-manage`.
+#[derive(Debug, Args)]
+pub struct VgpuWrite {
+    #[command(flatten)]
+    pub write: WriteArgs,
+    /// NVIDIA's sriov-manage [default: from the config, /usr/lib/nvidia/sriov-manage].
+    #[arg(long, value_name = "PATH", value_parser = program_path)]
+    pub sriov_manage: Option<PathBuf>,
+}
+
+/// `mxctl vgpu apply --vgpu-config FILE --select NAME [--device BDF]… [--dry-run]`
+#[derive(Debug, Args)]
+#[command(override_usage = "mxctl vgpu apply [OPTIONS] --vgpu-config <FILE> --select <NAME>")]
+pub struct VgpuApply {
+    #[command(flatten)]
+    pub config: VgpuConfigArgs,
+    /// Turn heterogeneous vGPU mode on (time-sliced vGPUs of several types on one GPU, as
+    /// `nvidia-smi vgpu -shm 1` does) after the VFs are enabled and before any type is written;
+    /// declared, so a restore sets it again. Refused with MIG-backed types.
+    #[arg(long)]
+    pub heterogeneous: bool,
+    #[command(flatten)]
+    pub write: VgpuWrite,
+}
+
+/// `mxctl vgpu restore [--device BDF]… [--dry-run] [--at-boot]`
+#[derive(Debug, Args)]
+pub struct VgpuRestore {
+    #[command(flatten)]
+    pub write: VgpuWrite,
+    /// As the boot unit runs it (see `partition restore --at-boot`).
+    #[arg(long)]
+    pub at_boot: bool,
+}
+
+/// `mxctl vgpu assert --vgpu-config FILE --select NAME`
+#[derive(Debug, Args)]
+#[command(override_usage = "mxctl vgpu assert [OPTIONS] --vgpu-config <FILE> --select <NAME>")]
+pub struct VgpuAssert {
+    #[command(flatten)]
+    pub config: VgpuConfigArgs,
+    /// Only this GPU of the config; repeat for several.
+    #[arg(long = "device", value_name = "BDF")]
+    pub devices: Vec<Bdf>,
+    /// Seconds to wait for the host lock, then say blocked (lock_busy) [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub helper: HelperArgs,
+}
+
+/// The layout file and the label in it.
+#[derive(Debug, Args)]
+pub struct LayoutArgs {
+    /// The layout file: mig-parted's v1 config, YAML or JSON (`-` reads standard input);
+    /// `--config FILE` here says the same (mxctl's own config file then goes before `partition`).
+    #[arg(short = 'f', long = "layout", value_name = "FILE")]
+    pub layout: PathBuf,
+    /// The layout's label in the file (mig-parted's `-c`).
+    #[arg(short = 'c', long = "select", value_name = "LABEL")]
+    pub select: String,
+}
+
+/// How a layout is written: the GPUs, the pool switch, the helper and the reset.
+#[derive(Debug, Args)]
+pub struct WriteArgs {
+    /// Only this GPU of the layout (dddd:bb:dd.f); repeat for several.
+    #[arg(long = "device", value_name = "BDF")]
+    pub devices: Vec<Bdf>,
+    /// Plan and print; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The pool switch for this run only [default: from the config, disabled].
+    #[arg(long, value_enum, value_name = "SWITCH")]
+    pub pool: Option<Switch>,
+    #[command(flatten)]
+    pub helper: HelperArgs,
+    /// The nvidia-smi program that resets a GPU whose mode change is pending [default: from
+    /// the config, else /usr/bin/nvidia-smi, else PATH].
+    #[arg(long, value_name = "PATH", value_parser = program_path)]
+    pub nvidia_smi: Option<PathBuf>,
+    /// The kernel log [default: from the config, /dev/kmsg].
+    #[arg(long, value_name = "PATH")]
+    pub kmsg: Option<PathBuf>,
+    /// Seconds a reset and its verification may take [default: from the config, 90].
+    #[arg(long, value_name = "SECS", value_parser = parse_window)]
+    pub window: Option<std::time::Duration>,
+    /// Seconds to wait for the host lock while a sync, a reset or another apply holds it
+    /// [default: 0: held, the apply is blocked lock_busy].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
+    /// What becomes of GPU instances the layout does not name: match (destroyed) or adopt
+    /// (kept, reported as adopted, never destroyed) [default: from the config, match; a
+    /// restore: what the declaration says].
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub unnamed_instances: Option<UnnamedArg>,
+}
+
+/// `--unnamed-instances`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum UnnamedArg {
+    /// Destroy them: the card is made to match the layout (mig-parted's way).
+    Match,
+    /// Keep them, report them as adopted, never destroy them.
+    Adopt,
+}
+
+impl From<UnnamedArg> for mig_layout::Unnamed {
+    fn from(arg: UnnamedArg) -> Self {
+        match arg {
+            UnnamedArg::Match => Self::Match,
+            UnnamedArg::Adopt => Self::Adopt,
+        }
+    }
+}
+
+/// `mxctl partition apply --config FILE --select LABEL [--device BDF]… [--dry-run]`
+#[derive(Debug, Args)]
+#[command(override_usage = "mxctl partition apply [OPTIONS] --config <FILE> --select <LABEL>")]
+pub struct PartitionApply {
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// `mxctl partition leave [--device BDF]… [--dry-run]`
+#[derive(Debug, Args)]
+pub struct PartitionLeave {
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// `mxctl partition restore [--device BDF]… [--dry-run] [--at-boot]`
+#[derive(Debug, Args)]
+pub struct PartitionRestore {
+    #[command(flatten)]
+    pub write: WriteArgs,
+    /// As the boot unit runs it: once per boot (a second in the same boot does nothing),
+    /// nothing when the config says `restore-at-boot = disabled`, and a host with nothing
+    /// declared is not a failure (one whose state was lost is).
+    #[arg(long)]
+    pub at_boot: bool,
+}
+
+/// `mxctl partition assert --config FILE --select LABEL`
+#[derive(Debug, Args)]
+#[command(override_usage = "mxctl partition assert [OPTIONS] --config <FILE> --select <LABEL>")]
+pub struct PartitionAssert {
+    #[command(flatten)]
+    pub layout: LayoutArgs,
+    /// Only this GPU of the layout; repeat for several.
+    #[arg(long = "device", value_name = "BDF")]
+    pub devices: Vec<Bdf>,
+    /// Seconds to wait for the host lock while a reset, an apply or a sync holds it, then say
+    /// blocked (lock_busy) [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub helper: HelperArgs,
+}
+
+/// `mxctl partition export [--label NAME] [--declared]`
+#[derive(Debug, Args)]
+pub struct PartitionExport {
+    /// The label of the exported layout [default: current].
+    #[arg(long, value_name = "NAME", conflicts_with = "declared")]
+    pub label: Option<String>,
+    /// Print what the host is declared to be (each GPU by PCI address, under the declared
+    /// label), read from the state, instead of what the cards hold.
+    #[arg(long)]
+    pub declared: bool,
+    /// Seconds to wait for the host lock while a reset, an apply or a sync holds it, then
+    /// fail with lock_busy [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub helper: HelperArgs,
+}
+
+/// `mxctl amd …`
+#[derive(Debug, Subcommand)]
+pub enum AmdCommand {
+    /// Apply a Device Config Manager profile: the plan per GPU, then what was done (exit 0
+    /// done or dry run, 1 failed, 3 blocked).
+    Apply(Box<AmdApply>),
+    /// Say whether a profile is applied: exit 0, or 1 with every difference.
+    Assert(AmdAssert),
+    /// Leave partitioning: every AMD GPU that partitions made one undivided GPU (SPX with NPS1;
+    /// a memory change reloads the driver once), declared so (exit 0 done, 1 failed, 3
+    /// blocked).
+    Leave(Box<AmdWrite>),
+    /// Bring the cards back to what the host is declared to be, AMD partitions included: the
+    /// same as `partition restore` (one declaration per host).
+    Restore(Box<AmdRestore>),
+}
+
+/// The Device Config Manager file and the profile in it.
+#[derive(Debug, Args)]
+pub struct DcmArgs {
+    /// The Device Config Manager file (its `config.json`: `gpu-config-profiles`,
+    /// `gpuClientSystemdServices`), JSON or the same in YAML (`-` reads standard input).
+    #[arg(short = 'f', long = "dcm-config", value_name = "FILE")]
+    pub file: PathBuf,
+    /// The profile's name in the file (what DCM's node label `dcm.amd.com/gpu-config-profile`
+    /// names).
+    #[arg(short = 'p', long = "profile", value_name = "NAME")]
+    pub profile: String,
+}
+
+/// How AMD GPUs are written: as a layout is, the driver reloaded by which `modprobe`, or a
+/// simulated amdgpu.
+#[derive(Debug, Args)]
+pub struct AmdWrite {
+    #[command(flatten)]
+    pub write: WriteArgs,
+    /// The modprobe program that reloads amdgpu [default: from the config, /sbin/modprobe].
+    #[arg(long, value_name = "PATH", value_parser = program_path)]
+    pub modprobe: Option<PathBuf>,
+    /// Write a simulated amdgpu kept in FILE (its GPUs shown under --sysfs-root, which must not
+    /// be /sys) instead of the kernel: for tests and demonstrations; reads, the lock, the state
+    /// and the hooks are the real ones.
+    #[arg(long, value_name = "FILE")]
+    pub simulate: Option<PathBuf>,
+}
+
+/// `mxctl amd apply --dcm-config FILE --profile NAME [--device BDF]… [--dry-run]`
+#[derive(Debug, Args)]
+#[command(override_usage = "mxctl amd apply [OPTIONS] --dcm-config <FILE> --profile <NAME>")]
+pub struct AmdApply {
+    #[command(flatten)]
+    pub dcm: DcmArgs,
+    #[command(flatten)]
+    pub write: AmdWrite,
+}
+
+/// `mxctl amd restore [--device BDF]… [--dry-run] [--at-boot]`
+#[derive(Debug, Args)]
+pub struct AmdRestore {
+    #[command(flatten)]
+    pub write: AmdWrite,
+    /// As the boot unit runs it (see `partition restore --at-boot`).
+    #[arg(long)]
+    pub at_boot: bool,
+}
+
+/// `mxctl amd assert --dcm-config FILE --profile NAME`
+#[derive(Debug, Args)]
+#[command(override_usage = "mxctl amd assert [OPTIONS] --dcm-config <FILE> --profile <NAME>")]
+pub struct AmdAssert {
+    #[command(flatten)]
+    pub dcm: DcmArgs,
+    /// Only this GPU of the profile; repeat for several.
+    #[arg(long = "device", value_name = "BDF")]
+    pub devices: Vec<Bdf>,
+    /// Seconds to wait for the host lock, then say blocked (lock_busy) [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
+}
