@@ -3,6 +3,7 @@
 
 mod amd_smi_samples;
 mod machine;
+mod machine_window;
 mod metax_rules;
 mod mx_smi_props;
 mod mx_smi_samples;
