@@ -16,6 +16,7 @@ use crate::pci::GONE_VENDOR;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::reset_target::{ResetId, ResetTarget};
 use crate::target::{Target, TargetFacts};
+use crate::tool::said_last;
 use crate::warning::ResetWarning;
 use gpu_host_probe::{Holder, describe_holders};
 use gpu_partition_types::Bdf;
@@ -241,13 +242,7 @@ impl<H: AmdHost> AmdBackend<H> {
 }
 
 impl<H: AmdHost> Backend for AmdBackend<H> {
-    fn simulation(&self) -> bool {
-        self.host().simulation()
-    }
-
-    fn is_root(&mut self) -> bool {
-        self.host_mut().is_root()
-    }
+    backend_asks_host!();
 
     fn prepare(&mut self) -> Result<Vec<ResetWarning>, Refusal> {
         // The `amdgpu` module's use count is no idle test (KFD and DRM clients hold it); who
@@ -364,10 +359,6 @@ impl<H: AmdHost> Backend for AmdBackend<H> {
         Ok(Vec::new())
     }
 
-    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.host_mut().kernel_log().mark_kernel_log()
-    }
-
     fn reset(&mut self, target: &Target, within: Duration) -> ResetEnd {
         let amd = match target.facts_of::<AmdTarget>() {
             Ok(amd) => amd.clone(),
@@ -391,28 +382,20 @@ impl<H: AmdHost> Backend for AmdBackend<H> {
             }
             return ResetEnd::Finished;
         }
-        let skip = text.chars().count().saturating_sub(300);
         ResetEnd::Failed(
             AmdSmiError::ResetFailed {
                 command,
                 code,
-                said: text
-                    .chars()
-                    .skip(skip)
-                    .collect::<String>()
-                    .trim()
-                    .to_owned(),
+                said: said_last(&text),
             }
             .into(),
         )
     }
 
     fn check_back(&mut self, target: &Target) -> Back {
-        let amd = match target.facts_of::<AmdTarget>() {
-            Ok(amd) => amd.clone(),
-            Err(error) => {
-                return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, error.said()));
-            }
+        let amd = match target.facts_to_verify::<AmdTarget>() {
+            Ok(amd) => amd,
+            Err(wrong) => return wrong,
         };
         let mut faults: Vec<(Fault, Bdf, String)> = Vec::new();
         let mut wrong: Vec<String> = Vec::new();

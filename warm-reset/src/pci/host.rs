@@ -80,13 +80,7 @@ fn unreadable(path: &Path) -> impl Fn(std::io::Error) -> BackendError + '_ {
 const WRITER: &str = "/bin/sh";
 
 impl PciHost for SysfsHost {
-    fn is_root(&mut self) -> bool {
-        nix::unistd::geteuid().is_root()
-    }
-
-    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
-        &mut self.kernel_log
-    }
+    real_host_basics!();
 
     fn check_writer(&mut self) -> Result<(), BackendError> {
         check_program(Path::new(WRITER)).map_err(SysfsError::Writer)?;
