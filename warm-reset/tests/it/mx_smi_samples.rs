@@ -29,6 +29,17 @@ fn cut(text: &str, count: usize) -> String {
         .collect()
 }
 
+/// Asserts that `parse` reads `text` cut to its first `whole` lines, and none of its shorter cuts.
+fn reads_only_whole<T, E>(name: &str, text: &str, whole: usize, parse: fn(&str) -> Result<T, E>) {
+    for count in 0..whole {
+        assert!(
+            parse(&cut(text, count)).is_err(),
+            "{name} cut to {count} lines"
+        );
+    }
+    assert!(parse(&cut(text, whole)).is_ok(), "{name} whole");
+}
+
 fn line_of(text: &str, needle: &str) -> usize {
     text.lines().position(|line| line.contains(needle)).unwrap() + 1
 }
@@ -214,13 +225,7 @@ fn the_process_section_cut_at_any_line_before_its_end_never_reads() {
             .rposition(|line| line.starts_with('+'))
             .unwrap()
             + 1;
-        for count in 0..last {
-            assert!(
-                parse_processes(&cut(&text, count)).is_err(),
-                "{name} cut to {count} lines"
-            );
-        }
-        assert!(parse_processes(&cut(&text, last)).is_ok(), "{name} whole");
+        reads_only_whole(name, &text, last, parse_processes);
     }
 }
 
@@ -349,13 +354,7 @@ fn the_matrix_cut_at_any_line_before_its_last_row_never_reads() {
             .position(|line| line.starts_with("GPU7"))
             .unwrap()
             + 1;
-        for count in 0..last_row {
-            assert!(
-                parse_topology(&cut(&text, count)).is_err(),
-                "{name} cut to {count}"
-            );
-        }
-        assert!(parse_topology(&cut(&text, last_row)).is_ok(), "{name}");
+        reads_only_whole(name, &text, last_row, parse_topology);
     }
 }
 

@@ -167,11 +167,14 @@ fn a_dry_run_resolves_the_target_and_resets_nothing() {
     assert!(sim.host.host().resets.is_empty());
 }
 
+/// A preflight case: its name, what it changes on the host, and the reason's token it blocks with.
+type PreflightCase = (&'static str, fn(&mut SimMetax), &'static str);
+
 /// Every preflight refusal of the simulated host, one named case a refusal: what the host is
 /// changed to, and the reason's token it must be blocked with, no reset issued.
 #[test]
 fn a_host_that_fails_a_preflight_check_is_blocked_and_nothing_is_reset() {
-    let cases: [(&str, fn(&mut SimMetax), &str); 7] = [
+    let cases: [PreflightCase; 7] = [
         (
             "not_root_is_blocked_and_nothing_is_reset",
             |h| h.host_mut().root = false,
