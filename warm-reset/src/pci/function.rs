@@ -107,11 +107,17 @@ mod tests {
         std::fs::write(dir.join("class"), "0x030200\n").unwrap();
     }
 
-    #[test]
-    fn a_function_reads_its_ids_driver_methods_and_group() {
+    /// A sysfs directory of one device, `0000:3b:00.0`, in a directory removed when dropped.
+    fn device_dir() -> (tempfile::TempDir, PathBuf) {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("0000:3b:00.0");
         device(&dir);
+        (root, dir)
+    }
+
+    #[test]
+    fn a_function_reads_its_ids_driver_methods_and_group() {
+        let (_root, dir) = device_dir();
         std::fs::write(dir.join("reset_method"), "flr bus\n").unwrap();
         symlink("../../../bus/pci/drivers/vfio-pci", dir.join("driver")).unwrap();
         symlink("../../../kernel/iommu_groups/12", dir.join("iommu_group")).unwrap();
@@ -129,9 +135,7 @@ mod tests {
 
     #[test]
     fn an_empty_reset_method_file_is_no_method_and_an_absent_one_is_unknown() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join("0000:3b:00.0");
-        device(&dir);
+        let (_root, dir) = device_dir();
         let bdf = "0000:3b:00.0".parse().unwrap();
         assert_eq!(
             read_function(&dir, bdf).unwrap().unwrap().reset_methods,
@@ -146,9 +150,7 @@ mod tests {
 
     #[test]
     fn a_vendor_file_that_is_not_hexadecimal_is_an_error_naming_it() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join("0000:3b:00.0");
-        device(&dir);
+        let (_root, dir) = device_dir();
         std::fs::write(dir.join("vendor"), "nvidia\n").unwrap();
         let error = read_function(&dir, "0000:3b:00.0".parse().unwrap()).unwrap_err();
         assert!(
@@ -159,9 +161,7 @@ mod tests {
 
     #[test]
     fn a_host_driver_is_any_driver_but_a_stub() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join("0000:3b:00.0");
-        device(&dir);
+        let (_root, dir) = device_dir();
         symlink("../../../bus/pci/drivers/nvidia", dir.join("driver")).unwrap();
         let function = read_function(&dir, "0000:3b:00.0".parse().unwrap())
             .unwrap()
