@@ -60,6 +60,26 @@ pub(crate) fn link_name(path: &Path) -> Result<Option<String>, SysfsError> {
     }
 }
 
+/// The entries under `devices` (a `bus/pci/devices` directory) named by a PCI address, each with
+/// its address and path, read one at a time; an entry named otherwise is passed over.
+pub(crate) fn device_entries(
+    devices: &Path,
+) -> Result<impl Iterator<Item = Result<(Bdf, PathBuf), SysfsError>> + '_, SysfsError> {
+    let unreadable = move |source: std::io::Error| SysfsError::Read {
+        path: devices.to_path_buf(),
+        source: source.into(),
+    };
+    let entries = std::fs::read_dir(devices).map_err(unreadable)?;
+    Ok(entries.filter_map(move |entry| match entry {
+        Err(source) => Some(Err(unreadable(source))),
+        Ok(entry) => entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<Bdf>().ok())
+            .map(|bdf| Ok((bdf, entry.path()))),
+    }))
+}
+
 /// Reads the function at `dir` (a `bus/pci/devices/<bdf>` entry); `None` when it is not there.
 pub fn read_function(dir: &Path, bdf: Bdf) -> Result<Option<FunctionState>, SysfsError> {
     if !dir.exists() {
