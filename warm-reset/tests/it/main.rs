@@ -2,6 +2,7 @@
 //! process start per `cargo test`), one module per subject.
 
 mod amd_smi_samples;
+mod line_edits;
 mod machine;
 mod machine_window;
 mod metax_rules;
