@@ -64,6 +64,13 @@ impl Sim {
     }
 }
 
+/// The report of a reset of `id` on the default host, and the resets the host saw.
+fn run_on_default(id: &str) -> (ResetReport, Vec<String>) {
+    let mut sim = Sim::new(|_| {});
+    let report = sim.run(id);
+    (report, sim.resets())
+}
+
 /// The report of a reset of the first GPU on the default host with `fault`.
 fn run_with_fault(fault: AmdFault) -> ResetReport {
     Sim::new(|host| host.host_mut().fault = Some(fault)).run(GPUS[0])
@@ -89,10 +96,9 @@ fn bdf(text: &str) -> gpu_partition_types::Bdf {
 
 #[test]
 fn one_gpu_of_a_hive_of_eight_is_reset_once_and_the_whole_hive_is_verified() {
-    let mut sim = Sim::new(|_| {});
-    let report = sim.run(GPUS[0]);
+    let (report, resets) = run_on_default(GPUS[0]);
     assert_eq!(ended(&report), "done", "{report:?}");
-    assert_eq!(sim.resets(), ["reset --gpureset --gpu 0000:05:00.0"]);
+    assert_eq!(resets, ["reset --gpureset --gpu 0000:05:00.0"]);
     assert_eq!(addresses(&report.gpus), [GPUS[0]]);
     assert_eq!(addresses(&report.verified), GPUS);
     assert_eq!(report.group, None);
@@ -134,10 +140,9 @@ fn every_gpu_of_two_hives_is_reset_by_naming_one_gpu_of_each() {
 
 #[test]
 fn two_gpus_of_one_hive_named_together_are_one_gpu_given_to_amd_smi() {
-    let mut sim = Sim::new(|_| {});
-    let report = sim.run(&format!("{},{}", GPUS[3], GPUS[6]));
+    let (report, resets) = run_on_default(&format!("{},{}", GPUS[3], GPUS[6]));
     assert_eq!(ended(&report), "done");
-    assert_eq!(sim.resets(), ["reset --gpureset --gpu 0000:65:00.0"]);
+    assert_eq!(resets, ["reset --gpureset --gpu 0000:65:00.0"]);
     assert_eq!(addresses(&report.gpus), [GPUS[3], GPUS[6]]);
 }
 
@@ -158,25 +163,19 @@ fn only_the_named_gpus_hive_is_reset_and_verified_not_another_hive() {
 #[test]
 fn an_amd_smi_id_or_uuid_names_its_gpu_through_the_listing() {
     for id in ["1", "01ff74a1-0000-1000-8000-000000000001", "0000:26:00.0"] {
-        let mut sim = Sim::new(|_| {});
-        let report = sim.run(id);
+        let (report, resets) = run_on_default(id);
         assert_eq!(ended(&report), "done", "{id}");
         assert_eq!(addresses(&report.gpus), [GPUS[1]], "{id}");
-        assert_eq!(
-            sim.resets(),
-            ["reset --gpureset --gpu 0000:26:00.0"],
-            "{id}"
-        );
+        assert_eq!(resets, ["reset --gpureset --gpu 0000:26:00.0"], "{id}");
     }
 }
 
 #[test]
 fn an_id_that_names_no_amd_gpu_is_unknown_device_and_nothing_is_reset() {
     for id in ["8", "0000:3b:00.0", "deadbeef-0000"] {
-        let mut sim = Sim::new(|_| {});
-        let report = sim.run(id);
+        let (report, resets) = run_on_default(id);
         assert_eq!(ended(&report), "blocked (unknown_device)", "{id}");
-        assert!(sim.resets().is_empty(), "{id}");
+        assert!(resets.is_empty(), "{id}");
     }
 }
 
