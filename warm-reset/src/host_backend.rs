@@ -6,6 +6,40 @@
 use std::fmt;
 use std::marker::PhantomData;
 
+/// The [`Backend`](crate::Backend) answers every method's backend gives alike, by asking its
+/// host: whether it is simulated, whether it runs as root, and the mark in its kernel log. A
+/// macro, not a generic impl: each method's host trait is its own public trait (implemented
+/// outside the crate too), so no bound names what they share.
+macro_rules! backend_asks_host {
+    () => {
+        fn simulation(&self) -> bool {
+            self.host().simulation()
+        }
+
+        fn is_root(&mut self) -> bool {
+            self.host_mut().is_root()
+        }
+
+        fn mark_kernel_log(&mut self) -> Result<(), crate::backend::BackendError> {
+            self.host_mut().kernel_log().mark_kernel_log()
+        }
+    };
+}
+
+/// What every real host answers alike, whatever its method: root is the effective user's, and
+/// the kernel log is its `kernel_log` field. A macro for the reason [`backend_asks_host`] is.
+macro_rules! real_host_basics {
+    () => {
+        fn is_root(&mut self) -> bool {
+            nix::unistd::geteuid().is_root()
+        }
+
+        fn kernel_log(&mut self) -> &mut dyn crate::kmsg::KernelLogSource {
+            &mut self.kernel_log
+        }
+    };
+}
+
 /// The backend of method `M` over the host `H`. `M` names the method by the facts its targets
 /// carry ([`MetaxTarget`](crate::metax::MetaxTarget),
 /// [`NvidiaTarget`](crate::nvidia::NvidiaTarget), [`PciTarget`](crate::pci::PciTarget)); `H`

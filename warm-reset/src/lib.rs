@@ -31,10 +31,13 @@
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
 
+// First: its macros serve every method's module below.
+#[macro_use]
+mod host_backend;
+
 pub mod amd;
 mod backend;
 mod execute;
-mod host_backend;
 pub mod io;
 mod journal;
 mod kmsg;

@@ -44,3 +44,21 @@ pub(crate) fn numbered(text: &str) -> impl Iterator<Item = (usize, &str)> {
         .enumerate()
         .map(|(index, line)| (index + 1, line))
 }
+
+/// Reads each line of a headerless CSV output with `row`, passing over blank lines: `row` is
+/// given the line and, to refuse it, the maker of the error naming that line of `output`.
+pub(crate) fn csv_rows<T>(
+    output: &'static str,
+    text: &str,
+    mut row: impl FnMut(&str, &dyn Fn(&'static str) -> ParseError) -> Result<T, ParseError>,
+) -> Result<Vec<T>, ParseError> {
+    let mut rows = Vec::new();
+    for (number, line) in numbered(text) {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let bad = |why| ParseError::line(output, number, line, why);
+        rows.push(row(line, &bad)?);
+    }
+    Ok(rows)
+}

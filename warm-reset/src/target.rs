@@ -2,11 +2,12 @@
 //! the devices verified after the reset, and the backend's own facts (opaque to the machine).
 
 use crate::amd::AmdTarget;
-use crate::backend::BackendError;
+use crate::backend::{Back, BackendError, NotBack};
 use crate::metax::MetaxTarget;
 use crate::method::Method;
 use crate::nvidia::NvidiaTarget;
 use crate::pci::PciTarget;
+use crate::reasons::ColdRebootReason;
 use gpu_partition_types::Bdf;
 use serde::{Deserialize, Serialize};
 
@@ -61,6 +62,14 @@ impl Target {
             backend: F::METHOD,
             target: self.method(),
         })
+    }
+
+    /// The facts a verification compares with, or its answer for a target another method
+    /// resolved: wrong at once, as no device of this method can come back for it.
+    pub(crate) fn facts_to_verify<F: MethodFacts + Clone>(&self) -> Result<F, Back> {
+        self.facts_of::<F>()
+            .cloned()
+            .map_err(|error| Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, error.said())))
     }
 
     /// The PCI addresses of the devices the ID names.

@@ -305,3 +305,14 @@ impl Tool {
         }
     }
 }
+
+/// The last 300 characters of what a tool said, trimmed: enough for an error to show why a
+/// reset failed without carrying a whole run's output.
+pub(crate) fn said_last(text: &str) -> String {
+    let skip = text.chars().count().saturating_sub(300);
+    text.chars()
+        .skip(skip)
+        .collect::<String>()
+        .trim()
+        .to_owned()
+}

@@ -7,15 +7,16 @@
 use super::amd_smi::{AmdSmiGpu, parse_list, read_reset_output};
 use super::error::AmdSmiError;
 use super::host::{AmdHost, AmdSmiHost};
-use super::sysfs::{AmdGpuState, KFD, PartitionFile};
+use super::sysfs::{AmdGpuState, KFD};
 use super::target::{AmdGpu, AmdTarget};
+use super::verify::{Fault, amd_device_errors, partition_back};
 use crate::backend::{Back, Backend, BackendError, NotBack, Refusal, ResetEnd, Survey};
 use crate::host_backend::HostBackend;
-use crate::kmsg::{KmsgRecord, is_device_failure};
 use crate::pci::GONE_VENDOR;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::reset_target::{ResetId, ResetTarget};
 use crate::target::{Target, TargetFacts};
+use crate::tool::said_last;
 use crate::warning::ResetWarning;
 use gpu_host_probe::{Holder, describe_holders};
 use gpu_partition_types::Bdf;
@@ -42,33 +43,6 @@ impl AmdSmiBackend {
     }
 }
 
-/// What amdgpu logs, at information level, when a GPU of the hive did not come back from its
-/// reset (`amdgpu_device_gpu_recover`): `GPU reset(<n>) failed` (newer kernels add `with error
-/// <e>`), and `GPU reset end with ret = <r>`.
-pub fn is_amdgpu_reset_failure(message: &str) -> bool {
-    let failed = message
-        .split_once("GPU reset(")
-        .is_some_and(|(_, rest)| rest.contains(") failed"));
-    failed || message.contains("GPU reset end with ret =")
-}
-
-/// The messages of the records about one of `devices` (named by their address, as amdgpu
-/// prefixes them: `amdgpu 0000:05:00.0: …`) that are errors, device failures at any level, or
-/// amdgpu's own words for a reset that failed.
-pub fn amd_device_errors(records: Vec<KmsgRecord>, devices: &[Bdf]) -> Vec<String> {
-    let names: Vec<String> = devices.iter().map(|bdf| format!("{bdf}: ")).collect();
-    records
-        .into_iter()
-        .filter(|record| {
-            names.iter().any(|name| record.message.contains(name))
-                && (record.is_error()
-                    || is_device_failure(&record.message)
-                    || is_amdgpu_reset_failure(&record.message))
-        })
-        .map(|record| record.message)
-        .collect()
-}
-
 /// A GPU as the facts keep it: as it was before the reset.
 fn before(state: &AmdGpuState) -> AmdGpu {
     AmdGpu {
@@ -82,54 +56,6 @@ fn before(state: &AmdGpuState) -> AmdGpu {
 
 fn unknown(detail: String) -> Refusal {
     Refusal::new(BlockedReason::UnknownDevice, detail)
-}
-
-/// How a GPU of the group is not back, from the mildest to the worst.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Fault {
-    /// Not as it was, yet (a partition mode not restored): may still come.
-    Changed,
-    /// Present, but not usable yet (no driver, in reset).
-    Unavailable,
-    /// Not there, or fallen off the bus.
-    Missing,
-}
-
-impl Fault {
-    fn reason(self) -> ColdRebootReason {
-        match self {
-            Self::Changed => ColdRebootReason::TopologyWrong,
-            Self::Unavailable => ColdRebootReason::GpuUnavailable,
-            Self::Missing => ColdRebootReason::GpuMissing,
-        }
-    }
-}
-
-/// Compares one partition file with what it read before: a fault, if any.
-fn partition_back(
-    name: &str,
-    before: Option<&str>,
-    now: &PartitionFile,
-) -> Option<(Fault, String)> {
-    match (before, now) {
-        (_, PartitionFile::InReset) => Some((
-            Fault::Unavailable,
-            format!("is still in reset ({name} answers EPERM)"),
-        )),
-        (None, PartitionFile::Absent) => None,
-        (Some(_), PartitionFile::Absent) => {
-            Some((Fault::Unavailable, format!("has no {name} any more")))
-        }
-        (None, PartitionFile::Reads(text)) => Some((
-            Fault::Changed,
-            format!("has a {name} ({text}) it did not have"),
-        )),
-        (Some(was), PartitionFile::Reads(text)) if was == text => None,
-        (Some(was), PartitionFile::Reads(text)) => Some((
-            Fault::Changed,
-            format!("reads {name} {text} where it read {was}"),
-        )),
-    }
 }
 
 impl<H: AmdHost> AmdBackend<H> {
@@ -241,13 +167,7 @@ impl<H: AmdHost> AmdBackend<H> {
 }
 
 impl<H: AmdHost> Backend for AmdBackend<H> {
-    fn simulation(&self) -> bool {
-        self.host().simulation()
-    }
-
-    fn is_root(&mut self) -> bool {
-        self.host_mut().is_root()
-    }
+    backend_asks_host!();
 
     fn prepare(&mut self) -> Result<Vec<ResetWarning>, Refusal> {
         // The `amdgpu` module's use count is no idle test (KFD and DRM clients hold it); who
@@ -364,10 +284,6 @@ impl<H: AmdHost> Backend for AmdBackend<H> {
         Ok(Vec::new())
     }
 
-    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.host_mut().kernel_log().mark_kernel_log()
-    }
-
     fn reset(&mut self, target: &Target, within: Duration) -> ResetEnd {
         let amd = match target.facts_of::<AmdTarget>() {
             Ok(amd) => amd.clone(),
@@ -391,28 +307,20 @@ impl<H: AmdHost> Backend for AmdBackend<H> {
             }
             return ResetEnd::Finished;
         }
-        let skip = text.chars().count().saturating_sub(300);
         ResetEnd::Failed(
             AmdSmiError::ResetFailed {
                 command,
                 code,
-                said: text
-                    .chars()
-                    .skip(skip)
-                    .collect::<String>()
-                    .trim()
-                    .to_owned(),
+                said: said_last(&text),
             }
             .into(),
         )
     }
 
     fn check_back(&mut self, target: &Target) -> Back {
-        let amd = match target.facts_of::<AmdTarget>() {
-            Ok(amd) => amd.clone(),
-            Err(error) => {
-                return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, error.said()));
-            }
+        let amd = match target.facts_to_verify::<AmdTarget>() {
+            Ok(amd) => amd,
+            Err(wrong) => return wrong,
         };
         let mut faults: Vec<(Fault, Bdf, String)> = Vec::new();
         let mut wrong: Vec<String> = Vec::new();
@@ -528,39 +436,5 @@ impl<H: AmdHost> Backend for AmdBackend<H> {
             listed: states.len(),
             not_available,
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn amdgpus_reset_failure_words_are_a_failure_and_its_success_is_not() {
-        for message in [
-            "amdgpu 0000:05:00.0: amdgpu: GPU reset(2) failed",
-            "amdgpu 0000:05:00.0: amdgpu: GPU reset(2) failed with error -110",
-            "amdgpu 0000:05:00.0: amdgpu: GPU reset end with ret = -110",
-        ] {
-            assert!(is_amdgpu_reset_failure(message), "{message}");
-        }
-        assert!(!is_amdgpu_reset_failure(
-            "amdgpu 0000:05:00.0: amdgpu: GPU reset(2) succeeded!"
-        ));
-    }
-
-    #[test]
-    fn a_partition_read_the_same_is_back_and_one_in_reset_is_not_yet() {
-        let cpx = PartitionFile::Reads("CPX".to_owned());
-        assert_eq!(partition_back("f", Some("CPX"), &cpx), None);
-        assert_eq!(partition_back("f", None, &PartitionFile::Absent), None);
-        assert_eq!(
-            partition_back("f", Some("CPX"), &PartitionFile::InReset).map(|f| f.0),
-            Some(Fault::Unavailable)
-        );
-        assert_eq!(
-            partition_back("f", Some("SPX"), &cpx).map(|f| f.0),
-            Some(Fault::Changed)
-        );
     }
 }

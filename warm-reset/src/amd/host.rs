@@ -84,13 +84,7 @@ impl AmdSmiHost {
 }
 
 impl AmdHost for AmdSmiHost {
-    fn is_root(&mut self) -> bool {
-        nix::unistd::geteuid().is_root()
-    }
-
-    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
-        &mut self.kernel_log
-    }
+    real_host_basics!();
 
     fn find_amd_smi(&mut self) -> Result<(), BackendError> {
         self.amd_smi.find().map_err(AmdSmiError::from)?;

@@ -25,11 +25,12 @@ mod error;
 mod host;
 mod sysfs;
 mod target;
+mod verify;
 
-pub use backend::{amd_device_errors, is_amdgpu_reset_failure};
 pub use error::AmdSmiError;
 pub use host::{AMD_SMI_PLACES, AmdHost, AmdSmiHost, reset_args};
 pub use sysfs::{
     AmdGpuState, KFD, PartitionFile, is_amd_gpu, list_gpus, read_gpu, render_files, render_nodes,
 };
 pub use target::{AmdGpu, AmdTarget};
+pub use verify::{amd_device_errors, is_amdgpu_reset_failure};

@@ -3,7 +3,7 @@
 //! nodes, and whether its partition files read — amdgpu answers `EPERM` for them while the GPU
 //! is in reset (`amdgpu_gfx_get_current_compute_partition`, `current_memory_partition_show`).
 
-use crate::pci::{SysfsError, link_name};
+use crate::pci::{SysfsError, device_entries, link_name};
 use gpu_host_probe::amdgpu::DRIVER;
 use gpu_host_probe::{
     PciIdentity, is_accelerator_class, is_display_class, read_pci_identity, read_xgmi_hive_id,
@@ -170,16 +170,8 @@ pub fn read_gpu(dir: &Path, bdf: Bdf) -> Result<Option<AmdGpuState>, SysfsError>
 /// physical functions (a virtual function is left out, as the sync's PCI scan leaves it).
 pub fn list_gpus(devices: &Path) -> Result<Vec<Bdf>, SysfsError> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(devices).map_err(|error| unreadable(devices, error))? {
-        let entry = entry.map_err(|error| unreadable(devices, error))?;
-        let Some(bdf) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<Bdf>().ok())
-        else {
-            continue;
-        };
-        let dir = entry.path();
+    for entry in device_entries(devices)? {
+        let (bdf, dir) = entry?;
         // A dangling entry (a device being removed), or an SR-IOV virtual function (its
         // `physfn`): no GPU of the host's to reset.
         if !dir.exists() || dir.join("physfn").symlink_metadata().is_ok() {

@@ -63,13 +63,7 @@ impl<H: MetaxHost> MetaxBackend<H> {
 }
 
 impl<H: MetaxHost> Backend for MetaxBackend<H> {
-    fn simulation(&self) -> bool {
-        self.host().simulation()
-    }
-
-    fn is_root(&mut self) -> bool {
-        self.host_mut().is_root()
-    }
+    backend_asks_host!();
 
     fn prepare(&mut self) -> Result<Vec<ResetWarning>, Refusal> {
         self.host_mut().find_mx_smi()?;
@@ -163,10 +157,6 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
         Ok(Vec::new())
     }
 
-    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.host_mut().kernel_log().mark_kernel_log()
-    }
-
     fn reset(&mut self, target: &Target, within: Duration) -> ResetEnd {
         let metax = match target.facts_of::<MetaxTarget>() {
             Ok(metax) => metax,
@@ -199,11 +189,9 @@ impl<H: MetaxHost> Backend for MetaxBackend<H> {
     }
 
     fn check_back(&mut self, target: &Target) -> Back {
-        let metax = match target.facts_of::<MetaxTarget>() {
-            Ok(metax) => metax.clone(),
-            Err(error) => {
-                return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, error.said()));
-            }
+        let metax = match target.facts_to_verify::<MetaxTarget>() {
+            Ok(metax) => metax,
+            Err(wrong) => return wrong,
         };
         let rows = match self.rows() {
             Ok(rows) => rows,

@@ -69,13 +69,7 @@ impl MxSmiHost {
 }
 
 impl MetaxHost for MxSmiHost {
-    fn is_root(&mut self) -> bool {
-        nix::unistd::geteuid().is_root()
-    }
-
-    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
-        &mut self.kernel_log
-    }
+    real_host_basics!();
 
     fn find_mx_smi(&mut self) -> Result<(), BackendError> {
         self.mx_smi.find().map_err(MxSmiError::from)?;

@@ -96,10 +96,15 @@ mod tests {
             .collect()
     }
 
+    /// The ID `mx-smi` is given for `id`, and how many GPUs it names.
+    fn id_and_count(id: &str) -> (String, usize) {
+        let target = resolve(id).unwrap();
+        (target.mx_smi_id, target.named.len())
+    }
+
     #[test]
     fn a_node_id_names_that_gpu_and_is_passed_as_is() {
-        let target = resolve("1").unwrap();
-        assert_eq!((target.mx_smi_id.as_str(), target.named.len()), ("1", 1));
+        assert_eq!(id_and_count("1"), ("1".to_owned(), 1));
     }
 
     #[test]
@@ -116,8 +121,7 @@ mod tests {
 
     #[test]
     fn all_names_every_gpu() {
-        let target = resolve("all").unwrap();
-        assert_eq!((target.mx_smi_id.as_str(), target.named.len()), ("all", 3));
+        assert_eq!(id_and_count("all"), ("all".to_owned(), 3));
     }
 
     #[test]

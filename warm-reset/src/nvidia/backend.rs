@@ -14,6 +14,7 @@ use crate::kmsg::device_errors;
 use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::reset_target::ResetTarget;
 use crate::target::{Target, TargetFacts};
+use crate::tool::said_last;
 use crate::warning::ResetWarning;
 use gpu_host_probe::describe_holders;
 use gpu_partition_types::Bdf;
@@ -77,13 +78,7 @@ impl<H: NvidiaHost> NvidiaBackend<H> {
 }
 
 impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
-    fn simulation(&self) -> bool {
-        self.host().simulation()
-    }
-
-    fn is_root(&mut self) -> bool {
-        self.host_mut().is_root()
-    }
+    backend_asks_host!();
 
     fn prepare(&mut self) -> Result<Vec<ResetWarning>, Refusal> {
         // The `nvidia` module's use count is no idle test: dependent modules keep it above 0.
@@ -174,10 +169,6 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
         Ok(Vec::new())
     }
 
-    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.host_mut().kernel_log().mark_kernel_log()
-    }
-
     fn reset(&mut self, target: &Target, within: Duration) -> ResetEnd {
         let nvidia = match target.facts_of::<NvidiaTarget>() {
             Ok(nvidia) => nvidia.clone(),
@@ -204,7 +195,6 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
         if code == 0 && missing.is_empty() {
             return ResetEnd::Finished;
         }
-        let skip = text.chars().count().saturating_sub(300);
         ResetEnd::Failed(
             NvidiaSmiError::ResetFailed {
                 command,
@@ -214,23 +204,16 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
                 } else {
                     missing.join(",")
                 },
-                said: text
-                    .chars()
-                    .skip(skip)
-                    .collect::<String>()
-                    .trim()
-                    .to_owned(),
+                said: said_last(&text),
             }
             .into(),
         )
     }
 
     fn check_back(&mut self, target: &Target) -> Back {
-        let nvidia = match target.facts_of::<NvidiaTarget>() {
-            Ok(nvidia) => nvidia.clone(),
-            Err(error) => {
-                return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, error.said()));
-            }
+        let nvidia = match target.facts_to_verify::<NvidiaTarget>() {
+            Ok(nvidia) => nvidia,
+            Err(wrong) => return wrong,
         };
         let gpus = match self.gpus() {
             Ok(gpus) => gpus,

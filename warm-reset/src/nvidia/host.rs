@@ -82,13 +82,7 @@ impl NvidiaSmiHost {
 }
 
 impl NvidiaHost for NvidiaSmiHost {
-    fn is_root(&mut self) -> bool {
-        nix::unistd::geteuid().is_root()
-    }
-
-    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
-        &mut self.kernel_log
-    }
+    real_host_basics!();
 
     fn find_nvidia_smi(&mut self) -> Result<(), BackendError> {
         self.nvidia_smi.find().map_err(NvidiaSmiError::from)?;

@@ -89,13 +89,7 @@ impl<H: PciHost> PciBackend<H> {
 }
 
 impl<H: PciHost> Backend for PciBackend<H> {
-    fn simulation(&self) -> bool {
-        self.host().simulation()
-    }
-
-    fn is_root(&mut self) -> bool {
-        self.host_mut().is_root()
-    }
+    backend_asks_host!();
 
     fn prepare(&mut self) -> Result<Vec<ResetWarning>, Refusal> {
         // No vendor tool and no module; only the shell that will write `reset` must be safe.
@@ -162,10 +156,6 @@ impl<H: PciHost> Backend for PciBackend<H> {
         Ok(Vec::new())
     }
 
-    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
-        self.host_mut().kernel_log().mark_kernel_log()
-    }
-
     fn reset(&mut self, target: &Target, within: Duration) -> ResetEnd {
         match target.facts_of::<PciTarget>() {
             Ok(pci) => self.host_mut().write_reset(pci.device, within),
@@ -174,11 +164,9 @@ impl<H: PciHost> Backend for PciBackend<H> {
     }
 
     fn check_back(&mut self, target: &Target) -> Back {
-        let pci = match target.facts_of::<PciTarget>() {
-            Ok(pci) => pci.clone(),
-            Err(error) => {
-                return Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, error.said()));
-            }
+        let pci = match target.facts_to_verify::<PciTarget>() {
+            Ok(pci) => pci,
+            Err(wrong) => return wrong,
         };
         let mut not_back = Vec::new();
         for member in &pci.members {

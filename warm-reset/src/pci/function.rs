@@ -60,6 +60,26 @@ pub(crate) fn link_name(path: &Path) -> Result<Option<String>, SysfsError> {
     }
 }
 
+/// The entries under `devices` (a `bus/pci/devices` directory) named by a PCI address, each with
+/// its address and path, read one at a time; an entry named otherwise is passed over.
+pub(crate) fn device_entries(
+    devices: &Path,
+) -> Result<impl Iterator<Item = Result<(Bdf, PathBuf), SysfsError>> + '_, SysfsError> {
+    let unreadable = move |source: std::io::Error| SysfsError::Read {
+        path: devices.to_path_buf(),
+        source: source.into(),
+    };
+    let entries = std::fs::read_dir(devices).map_err(unreadable)?;
+    Ok(entries.filter_map(move |entry| match entry {
+        Err(source) => Some(Err(unreadable(source))),
+        Ok(entry) => entry
+            .file_name()
+            .to_str()
+            .and_then(|name| name.parse::<Bdf>().ok())
+            .map(|bdf| Ok((bdf, entry.path()))),
+    }))
+}
+
 /// Reads the function at `dir` (a `bus/pci/devices/<bdf>` entry); `None` when it is not there.
 pub fn read_function(dir: &Path, bdf: Bdf) -> Result<Option<FunctionState>, SysfsError> {
     if !dir.exists() {
@@ -107,11 +127,17 @@ mod tests {
         std::fs::write(dir.join("class"), "0x030200\n").unwrap();
     }
 
-    #[test]
-    fn a_function_reads_its_ids_driver_methods_and_group() {
+    /// A sysfs directory of one device, `0000:3b:00.0`, in a directory removed when dropped.
+    fn device_dir() -> (tempfile::TempDir, PathBuf) {
         let root = tempfile::tempdir().unwrap();
         let dir = root.path().join("0000:3b:00.0");
         device(&dir);
+        (root, dir)
+    }
+
+    #[test]
+    fn a_function_reads_its_ids_driver_methods_and_group() {
+        let (_root, dir) = device_dir();
         std::fs::write(dir.join("reset_method"), "flr bus\n").unwrap();
         symlink("../../../bus/pci/drivers/vfio-pci", dir.join("driver")).unwrap();
         symlink("../../../kernel/iommu_groups/12", dir.join("iommu_group")).unwrap();
@@ -129,9 +155,7 @@ mod tests {
 
     #[test]
     fn an_empty_reset_method_file_is_no_method_and_an_absent_one_is_unknown() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join("0000:3b:00.0");
-        device(&dir);
+        let (_root, dir) = device_dir();
         let bdf = "0000:3b:00.0".parse().unwrap();
         assert_eq!(
             read_function(&dir, bdf).unwrap().unwrap().reset_methods,
@@ -146,9 +170,7 @@ mod tests {
 
     #[test]
     fn a_vendor_file_that_is_not_hexadecimal_is_an_error_naming_it() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join("0000:3b:00.0");
-        device(&dir);
+        let (_root, dir) = device_dir();
         std::fs::write(dir.join("vendor"), "nvidia\n").unwrap();
         let error = read_function(&dir, "0000:3b:00.0".parse().unwrap()).unwrap_err();
         assert!(
@@ -159,9 +181,7 @@ mod tests {
 
     #[test]
     fn a_host_driver_is_any_driver_but_a_stub() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path().join("0000:3b:00.0");
-        device(&dir);
+        let (_root, dir) = device_dir();
         symlink("../../../bus/pci/drivers/nvidia", dir.join("driver")).unwrap();
         let function = read_function(&dir, "0000:3b:00.0".parse().unwrap())
             .unwrap()

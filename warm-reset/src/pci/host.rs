@@ -3,7 +3,7 @@
 //! in a child process under the window's deadline (the kernel may hold that write for a minute).
 
 use super::error::SysfsError;
-use super::function::{FunctionState, read_function};
+use super::function::{FunctionState, device_entries, read_function};
 use crate::backend::{BackendError, ResetEnd};
 use crate::kmsg::{KernelLog, KernelLogSource};
 use gpu_host_probe::run::{RunResult, RunSpec, check_program, run};
@@ -66,27 +66,11 @@ impl SysfsHost {
     }
 }
 
-fn unreadable(path: &Path) -> impl Fn(std::io::Error) -> BackendError + '_ {
-    move |source| {
-        SysfsError::Read {
-            path: path.to_path_buf(),
-            source: source.into(),
-        }
-        .into()
-    }
-}
-
 /// The program that writes `1` to a `reset` file, in a child of its own.
 const WRITER: &str = "/bin/sh";
 
 impl PciHost for SysfsHost {
-    fn is_root(&mut self) -> bool {
-        nix::unistd::geteuid().is_root()
-    }
-
-    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
-        &mut self.kernel_log
-    }
+    real_host_basics!();
 
     fn check_writer(&mut self) -> Result<(), BackendError> {
         check_program(Path::new(WRITER)).map_err(SysfsError::Writer)?;
@@ -100,15 +84,8 @@ impl PciHost for SysfsHost {
     fn bus_functions(&mut self, bdf: Bdf) -> Result<Vec<Bdf>, BackendError> {
         let devices = self.devices();
         let mut found = Vec::new();
-        for entry in std::fs::read_dir(&devices).map_err(unreadable(&devices))? {
-            let entry = entry.map_err(unreadable(&devices))?;
-            let Some(other) = entry
-                .file_name()
-                .to_str()
-                .and_then(|name| name.parse::<Bdf>().ok())
-            else {
-                continue;
-            };
+        for entry in device_entries(&devices)? {
+            let (other, _) = entry?;
             if other.domain == bdf.domain && other.bus == bdf.bus {
                 found.push(other);
             }

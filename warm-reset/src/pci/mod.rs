@@ -20,7 +20,7 @@ mod host;
 mod target;
 
 pub use error::SysfsError;
-pub(crate) use function::link_name;
 pub use function::{FunctionState, GONE_VENDOR, STUB_DRIVERS, read_function};
+pub(crate) use function::{device_entries, link_name};
 pub use host::{PciHost, SysfsHost};
 pub use target::{Member, PciTarget};

@@ -5,15 +5,14 @@
 //! answer `EPERM`) until it is back.
 
 use super::kernel::SimKernelLog;
-use super::{Scenario, set_up};
+use super::{Scenario, set_up, tool_found};
 use crate::AmdBackend;
 use crate::amd::amd_smi::AmdSmiGpu;
 use crate::amd::{
     AMD_SMI_PLACES, AmdGpuState, AmdHost, AmdSmiError, KFD, PartitionFile, reset_args,
 };
 use crate::backend::BackendError;
-use crate::kmsg::KernelLogSource;
-use crate::tool::{ToolEnd, ToolError};
+use crate::tool::ToolEnd;
 use gpu_host_probe::Clock;
 use gpu_host_probe::Holder;
 use gpu_host_probe::PciIdentity;
@@ -161,24 +160,10 @@ impl AmdSim {
 }
 
 impl AmdHost for AmdSim {
-    fn simulation(&self) -> bool {
-        true
-    }
-
-    fn is_root(&mut self) -> bool {
-        self.root
-    }
-
-    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
-        &mut self.kernel_log
-    }
+    sim_host_basics!();
 
     fn find_amd_smi(&mut self) -> Result<(), BackendError> {
-        if self.amd_smi {
-            Ok(())
-        } else {
-            Err(AmdSmiError::Tool(ToolError::absent("amd-smi", &AMD_SMI_PLACES)).into())
-        }
+        Ok(tool_found(self.amd_smi, "amd-smi", &AMD_SMI_PLACES).map_err(AmdSmiError::Tool)?)
     }
 
     fn list(&mut self) -> Result<String, BackendError> {

@@ -7,13 +7,12 @@
 //! `mx-smi topo -m` in their published layouts and the backend reads them back.
 
 use super::kernel::SimKernelLog;
-use super::{Scenario, set_up};
+use super::{Scenario, set_up, tool_found};
 use crate::MetaxBackend;
 use crate::backend::BackendError;
-use crate::kmsg::KernelLogSource;
 use crate::metax::mx_smi::{GpuProcess, GpuRow, GpuState, Topology, Versions};
 use crate::metax::{DriverUse, MX_SMI_PLACES, MetaxHost, MxSmiError};
-use crate::tool::{ToolEnd, ToolError};
+use crate::tool::ToolEnd;
 use gpu_host_probe::Clock;
 use gpu_partition_types::Bdf;
 use std::fmt::Write as _;
@@ -289,24 +288,10 @@ impl MetaxSim {
 }
 
 impl MetaxHost for MetaxSim {
-    fn simulation(&self) -> bool {
-        true
-    }
-
-    fn is_root(&mut self) -> bool {
-        self.root
-    }
-
-    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
-        &mut self.kernel_log
-    }
+    sim_host_basics!();
 
     fn find_mx_smi(&mut self) -> Result<(), BackendError> {
-        if self.mx_smi {
-            Ok(())
-        } else {
-            Err(MxSmiError::Tool(ToolError::absent("mx-smi", &MX_SMI_PLACES)).into())
-        }
+        Ok(tool_found(self.mx_smi, "mx-smi", &MX_SMI_PLACES).map_err(MxSmiError::Tool)?)
     }
 
     fn mx_smi_path(&self) -> PathBuf {

@@ -13,6 +13,25 @@
 //! Every simulator is `Send` (its clock is shared through an `Arc`), and refuses with the
 //! reasons of its method's real host.
 
+/// The answers every simulated host gives alike, whatever its method: it is a simulation, root
+/// as its `root` says, with its own `kernel_log`. A macro, not a supertrait: each method's host
+/// trait is public and implemented outside the crate, so a new supertrait would break those hosts.
+macro_rules! sim_host_basics {
+    () => {
+        fn simulation(&self) -> bool {
+            true
+        }
+
+        fn is_root(&mut self) -> bool {
+            self.root
+        }
+
+        fn kernel_log(&mut self) -> &mut dyn crate::kmsg::KernelLogSource {
+            &mut self.kernel_log
+        }
+    };
+}
+
 mod amd;
 mod kernel;
 mod metax;
@@ -30,10 +49,21 @@ use crate::host_backend::HostBackend;
 use crate::journal::{InFlight, Journal, JournalError};
 use crate::method::Method;
 use crate::reset_target::ResetTarget;
+use crate::tool::ToolError;
 use gpu_host_probe::Clock;
 use gpu_host_probe::{Host, LockError};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A simulated host's answer to whether its method's `tool` is there: it is when `there`, and
+/// otherwise absent from every one of the usual `places`, as the real host would say.
+fn tool_found(there: bool, tool: &'static str, places: &[&str]) -> Result<(), ToolError> {
+    if there {
+        Ok(())
+    } else {
+        Err(ToolError::absent(tool, places))
+    }
+}
 
 /// A named scenario of one method's simulated host `H`: what it shows, and what it changes on
 /// the method's default host. Each method's table ([`METAX_SCENARIOS`], [`NVIDIA_SCENARIOS`],

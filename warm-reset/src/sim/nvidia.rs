@@ -3,13 +3,12 @@
 //! real host. It prints `nvidia-smi`'s published formats and the backend reads them back.
 
 use super::kernel::SimKernelLog;
-use super::{Scenario, set_up};
+use super::{Scenario, set_up, tool_found};
 use crate::NvidiaBackend;
 use crate::backend::BackendError;
-use crate::kmsg::KernelLogSource;
 use crate::nvidia::nvidia_smi::NvidiaGpu;
 use crate::nvidia::{NVIDIA_SMI_PLACES, NvidiaHost, NvidiaSmiError, reset_ids};
-use crate::tool::{ToolEnd, ToolError};
+use crate::tool::ToolEnd;
 use gpu_host_probe::Clock;
 use gpu_host_probe::Holder;
 use gpu_partition_types::Bdf;
@@ -156,24 +155,13 @@ impl NvidiaSim {
 }
 
 impl NvidiaHost for NvidiaSim {
-    fn simulation(&self) -> bool {
-        true
-    }
-
-    fn is_root(&mut self) -> bool {
-        self.root
-    }
-
-    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
-        &mut self.kernel_log
-    }
+    sim_host_basics!();
 
     fn find_nvidia_smi(&mut self) -> Result<(), BackendError> {
-        if self.nvidia_smi {
-            Ok(())
-        } else {
-            Err(NvidiaSmiError::Tool(ToolError::absent("nvidia-smi", &NVIDIA_SMI_PLACES)).into())
-        }
+        Ok(
+            tool_found(self.nvidia_smi, "nvidia-smi", &NVIDIA_SMI_PLACES)
+                .map_err(NvidiaSmiError::Tool)?,
+        )
     }
 
     fn query_gpus(&mut self) -> Result<String, BackendError> {

@@ -6,7 +6,6 @@ use super::kernel::SimKernelLog;
 use super::{Scenario, set_up};
 use crate::PciBackend;
 use crate::backend::{BackendError, ResetEnd};
-use crate::kmsg::KernelLogSource;
 use crate::pci::{FunctionState, GONE_VENDOR, PciHost};
 use gpu_host_probe::Clock;
 use gpu_host_probe::Holder;
@@ -121,17 +120,7 @@ impl SimPci {
 }
 
 impl PciHost for PciSim {
-    fn simulation(&self) -> bool {
-        true
-    }
-
-    fn is_root(&mut self) -> bool {
-        self.root
-    }
-
-    fn kernel_log(&mut self) -> &mut dyn KernelLogSource {
-        &mut self.kernel_log
-    }
+    sim_host_basics!();
 
     fn check_writer(&mut self) -> Result<(), BackendError> {
         Ok(())

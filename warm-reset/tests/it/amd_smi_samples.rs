@@ -3,6 +3,7 @@
 //! not give, and a reset's output never reads as a success past a failure word.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::line_edits::{Edit, delete_duplicate_or_replace, edited_lines};
 use proptest::prelude::*;
 use warm_reset::amd::amd_smi::{AmdSmiGpu, parse_list, read_reset_output};
 use warm_reset::amd::reset_args;
@@ -136,14 +137,6 @@ const LISTINGS: [&str; 4] = [
     "list-2xmi210-distinct-uuids.txt",
 ];
 
-/// One edit of a list of lines.
-#[derive(Debug, Clone)]
-enum Edit {
-    Delete(usize),
-    Duplicate(usize),
-    Replace(usize, String),
-}
-
 fn edit() -> impl Strategy<Value = Edit> {
     let line = prop_oneof![
         "[ -~]{0,60}",
@@ -153,32 +146,11 @@ fn edit() -> impl Strategy<Value = Edit> {
         Just("    PARTITION_ID: x".to_owned()),
         Just("    GPU_RESET: Successfully reset GPU".to_owned()),
     ];
-    prop_oneof![
-        any::<usize>().prop_map(Edit::Delete),
-        any::<usize>().prop_map(Edit::Duplicate),
-        (any::<usize>(), line).prop_map(|(at, text)| Edit::Replace(at, text)),
-    ]
+    delete_duplicate_or_replace(line)
 }
 
 fn apply(text: &str, edits: &[Edit]) -> String {
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    for edit in edits {
-        if lines.is_empty() {
-            break;
-        }
-        let len = lines.len();
-        match edit {
-            Edit::Delete(at) => {
-                lines.remove(at % len);
-            }
-            Edit::Duplicate(at) => {
-                let line = lines[at % len].clone();
-                lines.insert(at % len, line);
-            }
-            Edit::Replace(at, text) => lines[at % len] = text.clone(),
-        }
-    }
-    lines.join("\n") + "\n"
+    edited_lines(text, edits).join("\n") + "\n"
 }
 
 proptest! {

@@ -2,7 +2,9 @@
 //! process start per `cargo test`), one module per subject.
 
 mod amd_smi_samples;
+mod line_edits;
 mod machine;
+mod machine_window;
 mod metax_rules;
 mod mx_smi_props;
 mod mx_smi_samples;

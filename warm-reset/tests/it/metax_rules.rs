@@ -135,6 +135,13 @@ fn refused(result: Result<Vec<ResetWarning>, Refusal>) -> (BlockedReason, String
     (refusal.reason, refusal.detail)
 }
 
+/// The refusal of the preflight of the scripted host, changed by `change`.
+fn prepare_refused(change: impl FnOnce(&mut Scripted)) -> (BlockedReason, String) {
+    let mut host = Scripted::new();
+    change(&mut host);
+    refused(host.backend().prepare())
+}
+
 #[test]
 fn an_unused_driver_and_recent_versions_pass_the_hosts_checks() {
     assert_eq!(Scripted::new().backend().prepare(), Ok(vec![]));
@@ -142,31 +149,22 @@ fn an_unused_driver_and_recent_versions_pass_the_hosts_checks() {
 
 #[test]
 fn no_metax_line_blocks_with_driver_not_loaded() {
-    let mut host = Scripted::new();
-    host.driver = DriverUse::NotLoaded;
-    assert_eq!(
-        refused(host.backend().prepare()).0,
-        BlockedReason::DriverNotLoaded
-    );
+    let (reason, _) = prepare_refused(|host| host.driver = DriverUse::NotLoaded);
+    assert_eq!(reason, BlockedReason::DriverNotLoaded);
 }
 
 #[test]
 fn a_used_driver_blocks_with_driver_in_use_and_its_count() {
-    let mut host = Scripted::new();
-    host.driver = DriverUse::Loaded(3);
-    let (reason, detail) = refused(host.backend().prepare());
+    let (reason, detail) = prepare_refused(|host| host.driver = DriverUse::Loaded(3));
     assert_eq!(reason, BlockedReason::DriverInUse);
     assert!(detail.contains("use count is 3"), "{detail}");
 }
 
 #[test]
 fn an_unreadable_use_count_blocks_with_driver_in_use() {
-    let mut host = Scripted::new();
-    host.driver = DriverUse::Unreadable("metax 1 many".into());
-    assert_eq!(
-        refused(host.backend().prepare()).0,
-        BlockedReason::DriverInUse
-    );
+    let (reason, _) =
+        prepare_refused(|host| host.driver = DriverUse::Unreadable("metax 1 many".into()));
+    assert_eq!(reason, BlockedReason::DriverInUse);
 }
 
 #[test]
@@ -192,19 +190,13 @@ fn an_old_kernel_driver_blocks_with_driver_too_old() {
 
 #[test]
 fn a_plain_mx_smi_that_fails_blocks_with_mx_smi_unavailable() {
-    let mut host = Scripted::new();
-    host.plain = Err(why("exit 1"));
-    assert_eq!(
-        refused(host.backend().prepare()).0,
-        BlockedReason::MxSmiUnavailable
-    );
+    let (reason, _) = prepare_refused(|host| host.plain = Err(why("exit 1")));
+    assert_eq!(reason, BlockedReason::MxSmiUnavailable);
 }
 
 #[test]
 fn another_vendors_mx_smi_blocks_with_mx_smi_unavailable_naming_it() {
-    let mut host = Scripted::new();
-    host.plain = Ok("MOFFETT-SMI 2.3.0\n".into());
-    let (reason, detail) = refused(host.backend().prepare());
+    let (reason, detail) = prepare_refused(|host| host.plain = Ok("MOFFETT-SMI 2.3.0\n".into()));
     assert_eq!(reason, BlockedReason::MxSmiUnavailable);
     assert!(detail.contains("is not MetaX's"), "{detail}");
 }

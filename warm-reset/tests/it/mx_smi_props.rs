@@ -2,6 +2,7 @@
 //! panics, and none reads "idle" from text without `no process found`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::line_edits::{Edit, delete_duplicate_or_replace, edited_lines};
 use proptest::prelude::*;
 use warm_reset::metax::mx_smi::{
     is_metax, parse_header, parse_listing, parse_processes, parse_topology, reset_failure,
@@ -16,16 +17,6 @@ const SAMPLES: [&str; 7] = [
     include_str!("../data/mx-smi/topo-m-8gpu.txt"),
     include_str!("../data/mx-smi/topo-m-2.2.9-8gpu-affinity.txt"),
 ];
-
-/// One edit of a list of lines.
-#[derive(Debug, Clone)]
-enum Edit {
-    Delete(usize),
-    Duplicate(usize),
-    Replace(usize, String),
-    Swap(usize, usize),
-    Truncate(usize, usize),
-}
 
 fn edit() -> impl Strategy<Value = Edit> {
     let line = prop_oneof![
@@ -49,43 +40,16 @@ fn edit() -> impl Strategy<Value = Edit> {
         Just("GPU9    MX      X       NODE".to_owned()),
         Just("GPU#9    MXC500      0000:09:00.0   Available".to_owned()),
     ];
+    // Three kinds of edit in the first arm, so each of the five is as likely.
     prop_oneof![
-        any::<usize>().prop_map(Edit::Delete),
-        any::<usize>().prop_map(Edit::Duplicate),
-        (any::<usize>(), line).prop_map(|(at, text)| Edit::Replace(at, text)),
-        (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Edit::Swap(a, b)),
-        (any::<usize>(), any::<usize>()).prop_map(|(at, keep)| Edit::Truncate(at, keep)),
+        3 => delete_duplicate_or_replace(line),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Edit::Swap(a, b)),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(at, keep)| Edit::Truncate(at, keep)),
     ]
 }
 
 fn apply(text: &str, edits: &[Edit]) -> String {
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    for edit in edits {
-        if lines.is_empty() {
-            break;
-        }
-        let n = lines.len();
-        match edit {
-            Edit::Delete(at) => {
-                lines.remove(at % n);
-            }
-            Edit::Duplicate(at) => {
-                let line = lines[at % n].clone();
-                lines.insert(at % n, line);
-            }
-            Edit::Replace(at, text) => lines[at % n] = text.clone(),
-            Edit::Swap(a, b) => lines.swap(a % n, b % n),
-            Edit::Truncate(at, keep) => {
-                let line = &mut lines[at % n];
-                let keep = line
-                    .char_indices()
-                    .nth(keep % (line.len() + 1))
-                    .map_or(line.len(), |(i, _)| i);
-                line.truncate(keep);
-            }
-        }
-    }
-    lines.join("\n")
+    edited_lines(text, edits).join("\n")
 }
 
 /// What every parser must hold on any text.

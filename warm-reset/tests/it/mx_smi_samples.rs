@@ -5,10 +5,20 @@
 
 use warm_reset::io::ParseError;
 use warm_reset::metax::mx_smi::{
-    GpuProcess, GpuState, check_versions, is_metax, parse_header, parse_listing, parse_processes,
-    parse_topology,
+    GpuProcess, GpuState, Versions, check_versions, is_metax, parse_header, parse_listing,
+    parse_processes, parse_topology,
 };
 use warm_reset::metax::{DriverUse, metax_use};
+
+/// The four versions a header gives: mx-smi's, the kernel driver's, the BIOS's and MACA's.
+fn four(versions: &Versions) -> [Option<&str>; 4] {
+    [
+        versions.mx_smi.as_deref(),
+        versions.kernel_driver.as_deref(),
+        versions.bios.as_deref(),
+        versions.maca.as_deref(),
+    ]
+}
 
 fn sample(name: &str) -> String {
     let path = format!("{}/tests/data/mx-smi/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -27,6 +37,26 @@ fn cut(text: &str, count: usize) -> String {
         .take(count)
         .map(|line| format!("{line}\n"))
         .collect()
+}
+
+/// Asserts, for each sample of `names`, that `parse` reads it cut to its first `whole` lines (as
+/// `whole` counts them in the sample), and none of its shorter cuts.
+fn reads_only_whole<T, E>(
+    names: &[&str],
+    whole: fn(&str) -> usize,
+    parse: fn(&str) -> Result<T, E>,
+) {
+    for name in names {
+        let text = sample(name);
+        let whole = whole(&text);
+        for count in 0..whole {
+            assert!(
+                parse(&cut(&text, count)).is_err(),
+                "{name} cut to {count} lines"
+            );
+        }
+        assert!(parse(&cut(&text, whole)).is_ok(), "{name} whole");
+    }
 }
 
 fn line_of(text: &str, needle: &str) -> usize {
@@ -56,12 +86,7 @@ fn another_vendors_mx_smi_is_not_metaxs_and_has_no_header_to_read() {
 fn the_versions_of_the_board_name_layout_read() {
     let versions = parse_header(&sample("plain-2.3.1-c500-idle.txt")).unwrap();
     assert_eq!(
-        [
-            versions.mx_smi.as_deref(),
-            versions.kernel_driver.as_deref(),
-            versions.bios.as_deref(),
-            versions.maca.as_deref()
-        ],
+        four(&versions),
         [
             Some("2.3.1"),
             Some("3.8.30"),
@@ -80,12 +105,7 @@ fn the_versions_of_the_board_name_layout_read() {
 fn the_versions_of_the_gpu_name_layout_read() {
     let versions = parse_header(&sample("plain-2.2.4-c550-gpu-name-layout.txt")).unwrap();
     assert_eq!(
-        [
-            versions.mx_smi.as_deref(),
-            versions.kernel_driver.as_deref(),
-            versions.bios.as_deref(),
-            versions.maca.as_deref()
-        ],
+        four(&versions),
         [
             Some("2.2.4"),
             Some("2.15.9"),
@@ -206,22 +226,20 @@ fn output_without_a_process_section_is_an_error_not_idle() {
 
 #[test]
 fn the_process_section_cut_at_any_line_before_its_end_never_reads() {
-    for name in ["plain-2.3.1-c500-idle.txt", "process-table-busy.txt"] {
-        let text = sample(name);
+    // The section ends at its last `+---+` rule.
+    let through_last_rule = |text: &str| {
         let lines: Vec<&str> = text.lines().collect();
-        let last = lines
+        lines
             .iter()
             .rposition(|line| line.starts_with('+'))
             .unwrap()
-            + 1;
-        for count in 0..last {
-            assert!(
-                parse_processes(&cut(&text, count)).is_err(),
-                "{name} cut to {count} lines"
-            );
-        }
-        assert!(parse_processes(&cut(&text, last)).is_ok(), "{name} whole");
-    }
+            + 1
+    };
+    reads_only_whole(
+        &["plain-2.3.1-c500-idle.txt", "process-table-busy.txt"],
+        through_last_rule,
+        parse_processes,
+    );
 }
 
 #[test]
@@ -342,21 +360,17 @@ fn an_attached_count_other_than_the_matrix_is_an_error() {
 
 #[test]
 fn the_matrix_cut_at_any_line_before_its_last_row_never_reads() {
-    for name in ["topo-m-8gpu.txt", "topo-m-2.2.9-8gpu-affinity.txt"] {
-        let text = sample(name);
-        let last_row = text
-            .lines()
+    let through_last_row = |text: &str| {
+        text.lines()
             .position(|line| line.starts_with("GPU7"))
             .unwrap()
-            + 1;
-        for count in 0..last_row {
-            assert!(
-                parse_topology(&cut(&text, count)).is_err(),
-                "{name} cut to {count}"
-            );
-        }
-        assert!(parse_topology(&cut(&text, last_row)).is_ok(), "{name}");
-    }
+            + 1
+    };
+    reads_only_whole(
+        &["topo-m-8gpu.txt", "topo-m-2.2.9-8gpu-affinity.txt"],
+        through_last_row,
+        parse_topology,
+    );
 }
 
 #[test]

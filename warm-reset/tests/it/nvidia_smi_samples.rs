@@ -145,25 +145,40 @@ fn the_information_file_gives_the_device_minor() {
     assert!(device_minor("Model: x\n").is_err());
 }
 
-#[test]
-fn a_gpu_joined_to_itself_is_an_error_not_a_link() {
-    let text = sample("topo-m-2x5090-tabs.txt").replacen(" X ", "NV18", 1);
-    let error = parse_nvlinks(&text).unwrap_err();
-    assert!(error.to_string().contains("diagonal"), "{error}");
+/// The error of `topo -m` read from the sample `name` with its first `from` made `to`.
+fn nvlinks_error(name: &str, from: &str, to: &str) -> String {
+    let text = sample(name).replacen(from, to, 1);
+    parse_nvlinks(&text).unwrap_err().to_string()
 }
 
+/// Each way a published `topo -m` broken by one edit is an error, one named case an edit: the
+/// sample, what is replaced and by what, and what the error must say.
 #[test]
-fn an_x_off_the_diagonal_is_an_error() {
-    let text = sample("topo-m-4x3090-nvlink-pairs.txt").replacen("NV4", "X", 1);
-    let error = parse_nvlinks(&text).unwrap_err();
-    assert!(error.to_string().contains("diagonal"), "{error}");
-}
-
-#[test]
-fn a_header_naming_a_gpu_twice_is_an_error() {
-    let text = sample("topo-m-2x5090-tabs.txt").replacen("GPU1", "GPU0", 1);
-    let error = parse_nvlinks(&text).unwrap_err();
-    assert!(error.to_string().contains("twice"), "{error}");
+fn a_matrix_broken_by_one_edit_is_an_error_saying_why() {
+    let cases = [
+        (
+            "a_gpu_joined_to_itself_is_an_error_not_a_link",
+            "topo-m-2x5090-tabs.txt",
+            (" X ", "NV18"),
+            "diagonal",
+        ),
+        (
+            "an_x_off_the_diagonal_is_an_error",
+            "topo-m-4x3090-nvlink-pairs.txt",
+            ("NV4", "X"),
+            "diagonal",
+        ),
+        (
+            "a_header_naming_a_gpu_twice_is_an_error",
+            "topo-m-2x5090-tabs.txt",
+            ("GPU1", "GPU0"),
+            "twice",
+        ),
+    ];
+    for (case, name, (from, to), says) in cases {
+        let error = nvlinks_error(name, from, to);
+        assert!(error.contains(says), "case {case}: {error}");
+    }
 }
 
 #[test]

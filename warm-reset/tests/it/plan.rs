@@ -110,12 +110,17 @@ fn both_plans_end_by_connecting_the_cross_host_links_of_every_linked_host() {
     }
 }
 
+/// The plan's actions that connect the links again.
+fn connect_actions(plan: &Plan) -> Vec<&PlanAction> {
+    actions(plan)
+        .filter(|a| a.action == ActionKind::ConnectLinks)
+        .collect()
+}
+
 #[test]
 fn without_a_configured_command_connecting_links_is_a_manual_step_with_the_guides_instruction() {
     let plan = make(&two(), "h1", Strategy::AllHosts);
-    let connect: Vec<&PlanAction> = actions(&plan)
-        .filter(|a| a.action == ActionKind::ConnectLinks)
-        .collect();
+    let connect = connect_actions(&plan);
     assert!(
         connect
             .iter()
@@ -130,9 +135,7 @@ fn a_configured_connect_command_is_carried_by_the_connect_action() {
         Some("/opt/metax/bin/link-up".parse().unwrap()),
     );
     let plan = plan(&two(), "h1", Strategy::FaultyOnly, &commands, "test").unwrap();
-    let connect: Vec<&PlanAction> = actions(&plan)
-        .filter(|a| a.action == ActionKind::ConnectLinks)
-        .collect();
+    let connect = connect_actions(&plan);
     assert!(
         connect
             .iter()
@@ -182,70 +185,66 @@ fn refused(json: &str, faulty: &str) -> PlanError {
     .unwrap_err()
 }
 
-#[test]
-fn an_unknown_faulty_host_is_refused_naming_the_hosts() {
-    let error = refused(r#"{"hosts": [{"name": "h1", "nodes": [0]}]}"#, "h9");
-    assert_eq!(
-        error.to_string(),
-        "the faulty host h9 is not in the group (hosts: h1)"
-    );
+/// What a refused group's error must be: its words, or the error itself.
+enum Expected {
+    Says(&'static str),
+    Is(PlanError),
 }
 
+/// Each rule a group can break, one named case a rule: the group, the faulty host named, and
+/// the error it must be refused with.
 #[test]
-fn a_host_with_no_node_is_refused() {
-    let error = refused(
-        r#"{"hosts": [{"name": "h1", "nodes": [0]}, {"name": "h2", "nodes": []}], "links": [["h1", "h2"]]}"#,
-        "h1",
-    );
-    assert_eq!(
-        error.to_string(),
-        "host h2 has no node: each host of the group needs at least one node ID"
-    );
-}
-
-#[test]
-fn a_link_to_an_unknown_host_is_refused() {
-    let error = refused(
-        r#"{"hosts": [{"name": "h1", "nodes": [0]}], "links": [["h1", "h7"]]}"#,
-        "h1",
-    );
-    assert_eq!(
-        error.to_string(),
-        "the link h1-h7 names h7, which is not a host of the group"
-    );
-}
-
-#[test]
-fn a_group_that_is_not_connected_is_refused_naming_the_unreached_hosts() {
-    let error = refused(
-        r#"{"hosts": [{"name": "h1", "nodes": [0]}, {"name": "h2", "nodes": [0]}, {"name": "h3", "nodes": [0]}], "links": [["h1", "h2"]]}"#,
-        "h1",
-    );
-    assert_eq!(
-        error.to_string(),
-        "the group is not connected: no link path joins h3 to h1"
-    );
-}
-
-#[test]
-fn a_link_from_a_host_to_itself_is_refused() {
-    let error = refused(
-        r#"{"hosts": [{"name": "h1", "nodes": [0]}], "links": [["h1", "h1"]]}"#,
-        "h1",
-    );
-    assert_eq!(error, PlanError::SelfLink("h1".into()));
-}
-
-#[test]
-fn a_host_named_twice_is_refused() {
-    let error = refused(
-        r#"{"hosts": [{"name": "h1", "nodes": [0]}, {"name": "h1", "nodes": [1]}]}"#,
-        "h1",
-    );
-    assert_eq!(error, PlanError::DuplicateHost("h1".into()));
-}
-
-#[test]
-fn a_group_without_hosts_is_refused() {
-    assert_eq!(refused(r#"{"hosts": []}"#, "h1"), PlanError::NoHost);
+fn a_group_that_breaks_a_rule_is_refused_with_the_error_of_that_rule() {
+    use Expected::{Is, Says};
+    let cases = [
+        (
+            "an_unknown_faulty_host_is_refused_naming_the_hosts",
+            r#"{"hosts": [{"name": "h1", "nodes": [0]}]}"#,
+            "h9",
+            Says("the faulty host h9 is not in the group (hosts: h1)"),
+        ),
+        (
+            "a_host_with_no_node_is_refused",
+            r#"{"hosts": [{"name": "h1", "nodes": [0]}, {"name": "h2", "nodes": []}], "links": [["h1", "h2"]]}"#,
+            "h1",
+            Says("host h2 has no node: each host of the group needs at least one node ID"),
+        ),
+        (
+            "a_link_to_an_unknown_host_is_refused",
+            r#"{"hosts": [{"name": "h1", "nodes": [0]}], "links": [["h1", "h7"]]}"#,
+            "h1",
+            Says("the link h1-h7 names h7, which is not a host of the group"),
+        ),
+        (
+            "a_group_that_is_not_connected_is_refused_naming_the_unreached_hosts",
+            r#"{"hosts": [{"name": "h1", "nodes": [0]}, {"name": "h2", "nodes": [0]}, {"name": "h3", "nodes": [0]}], "links": [["h1", "h2"]]}"#,
+            "h1",
+            Says("the group is not connected: no link path joins h3 to h1"),
+        ),
+        (
+            "a_link_from_a_host_to_itself_is_refused",
+            r#"{"hosts": [{"name": "h1", "nodes": [0]}], "links": [["h1", "h1"]]}"#,
+            "h1",
+            Is(PlanError::SelfLink("h1".into())),
+        ),
+        (
+            "a_host_named_twice_is_refused",
+            r#"{"hosts": [{"name": "h1", "nodes": [0]}, {"name": "h1", "nodes": [1]}]}"#,
+            "h1",
+            Is(PlanError::DuplicateHost("h1".into())),
+        ),
+        (
+            "a_group_without_hosts_is_refused",
+            r#"{"hosts": []}"#,
+            "h1",
+            Is(PlanError::NoHost),
+        ),
+    ];
+    for (case, json, faulty, expected) in cases {
+        let error = refused(json, faulty);
+        match expected {
+            Says(words) => assert_eq!(error.to_string(), words, "case {case}"),
+            Is(expected) => assert_eq!(error, expected, "case {case}"),
+        }
+    }
 }

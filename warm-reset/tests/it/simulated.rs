@@ -63,6 +63,12 @@ impl Sim {
         let host = self.machine();
         execute(ResetRun::new(&self.config, &host, &mut self.host).clock(&self.clock)).unwrap()
     }
+
+    /// Runs the reset: the reason's token it ends with, and how many resets the host saw.
+    fn token_and_resets(&mut self) -> (String, usize) {
+        let report = self.run();
+        (token(&report), self.host.host().resets.len())
+    }
 }
 
 fn blocked(change: impl FnOnce(&mut SimMetax)) -> (String, usize) {
@@ -80,8 +86,8 @@ fn token(report: &ResetReport) -> String {
     report.outcome.reason_str().to_owned()
 }
 
-fn cold(change: impl FnOnce(&mut SimMetax)) -> String {
-    let mut sim = Sim::new().with(change);
+fn cold(fault: MetaxFault) -> String {
+    let mut sim = Sim::new().with(|h| h.host_mut().fault = Some(fault));
     let report = sim.run();
     assert!(
         matches!(report.outcome, ResetOutcome::ColdRebootRequired(_)),
@@ -161,61 +167,53 @@ fn a_dry_run_resolves_the_target_and_resets_nothing() {
     assert!(sim.host.host().resets.is_empty());
 }
 
-#[test]
-fn not_root_is_blocked_and_nothing_is_reset() {
-    assert_eq!(
-        blocked(|h| h.host_mut().root = false),
-        ("not_root".into(), 0)
-    );
-}
+/// A preflight case: its name, what it changes on the host, and the reason's token it blocks with.
+type PreflightCase = (&'static str, fn(&mut SimMetax), &'static str);
 
+/// Every preflight refusal of the simulated host, one named case a refusal: what the host is
+/// changed to, and the reason's token it must be blocked with, no reset issued.
 #[test]
-fn an_absent_mx_smi_is_blocked_and_nothing_is_reset() {
-    assert_eq!(
-        blocked(|h| h.host_mut().mx_smi = false),
-        ("mx_smi_unavailable".into(), 0)
-    );
-}
-
-#[test]
-fn a_driver_not_loaded_is_blocked_and_nothing_is_reset() {
-    assert_eq!(
-        blocked(|h| h.host_mut().driver_use = None),
-        ("driver_not_loaded".into(), 0)
-    );
-}
-
-#[test]
-fn a_driver_in_use_is_blocked_and_nothing_is_reset() {
-    assert_eq!(
-        blocked(|h| h.host_mut().driver_use = Some(1)),
-        ("driver_in_use".into(), 0)
-    );
-}
-
-#[test]
-fn an_old_kernel_driver_is_blocked_and_nothing_is_reset() {
-    assert_eq!(
-        blocked(|h| h.host_mut().versions.kernel_driver = Some("2.4.0".into())),
-        ("driver_too_old".into(), 0)
-    );
-}
-
-#[test]
-fn a_busy_gpu_is_blocked_and_nothing_is_reset() {
-    let busy = GpuProcess::new(1, 7, "python3 my trainer.py", 512);
-    assert_eq!(
-        blocked(|h| h.host_mut().processes = vec![busy]),
-        ("gpu_busy".into(), 0)
-    );
-}
-
-#[test]
-fn an_unreadable_kernel_log_is_blocked_in_the_preflight_and_nothing_is_reset() {
-    assert_eq!(
-        blocked(|h| h.host_mut().kernel_log.readable = false),
-        ("kernel_log_unreadable".into(), 0)
-    );
+fn a_host_that_fails_a_preflight_check_is_blocked_and_nothing_is_reset() {
+    let cases: [PreflightCase; 7] = [
+        (
+            "not_root_is_blocked_and_nothing_is_reset",
+            |h| h.host_mut().root = false,
+            "not_root",
+        ),
+        (
+            "an_absent_mx_smi_is_blocked_and_nothing_is_reset",
+            |h| h.host_mut().mx_smi = false,
+            "mx_smi_unavailable",
+        ),
+        (
+            "a_driver_not_loaded_is_blocked_and_nothing_is_reset",
+            |h| h.host_mut().driver_use = None,
+            "driver_not_loaded",
+        ),
+        (
+            "a_driver_in_use_is_blocked_and_nothing_is_reset",
+            |h| h.host_mut().driver_use = Some(1),
+            "driver_in_use",
+        ),
+        (
+            "an_old_kernel_driver_is_blocked_and_nothing_is_reset",
+            |h| h.host_mut().versions.kernel_driver = Some("2.4.0".into()),
+            "driver_too_old",
+        ),
+        (
+            "a_busy_gpu_is_blocked_and_nothing_is_reset",
+            |h| h.host_mut().processes = vec![GpuProcess::new(1, 7, "python3 my trainer.py", 512)],
+            "gpu_busy",
+        ),
+        (
+            "an_unreadable_kernel_log_is_blocked_in_the_preflight_and_nothing_is_reset",
+            |h| h.host_mut().kernel_log.readable = false,
+            "kernel_log_unreadable",
+        ),
+    ];
+    for (case, change, reason) in cases {
+        assert_eq!(blocked(change), (reason.into(), 0), "case {case}");
+    }
 }
 
 #[test]
@@ -229,33 +227,21 @@ fn a_dry_run_with_an_unreadable_kernel_log_is_blocked_too() {
 fn an_unknown_device_is_blocked_and_nothing_is_reset() {
     let mut sim = Sim::new();
     sim.config = MachineConfig::new("GPU-nope".parse().unwrap());
-    let report = sim.run();
-    assert_eq!(
-        (token(&report).as_str(), sim.host.host().resets.len()),
-        ("unknown_device", 0)
-    );
+    assert_eq!(sim.token_and_resets(), ("unknown_device".into(), 0));
 }
 
 #[test]
 fn a_held_host_lock_is_blocked_and_nothing_is_reset() {
     let mut sim = Sim::new();
     let _held = sim.machine().try_lock().unwrap();
-    let report = sim.run();
-    assert_eq!(
-        (token(&report).as_str(), sim.host.host().resets.len()),
-        ("lock_busy", 0)
-    );
+    assert_eq!(sim.token_and_resets(), ("lock_busy".into(), 0));
 }
 
 #[test]
 fn a_reset_in_flight_is_blocked_and_nothing_is_reset() {
     let mut sim = Sim::new();
     sim.journal_in_flight(gpu_host_probe::Clock::unix_ms(&sim.clock), "boot-1");
-    let report = sim.run();
-    assert_eq!(
-        (token(&report).as_str(), sim.host.host().resets.len()),
-        ("reset_in_flight", 0)
-    );
+    assert_eq!(sim.token_and_resets(), ("reset_in_flight".into(), 0));
 }
 
 #[test]
@@ -286,20 +272,45 @@ fn a_hung_reset_needs_a_cold_reboot_at_the_windows_end() {
     assert!(report.elapsed >= Duration::from_secs(90) && report.elapsed < Duration::from_secs(91));
 }
 
+/// Every fault of a reset that ends in a cold reboot, one named case a fault: the fault, and the
+/// reason's token it must end with, after one reset.
 #[test]
-fn a_reset_error_needs_a_cold_reboot() {
-    assert_eq!(
-        cold(|h| h.host_mut().fault = Some(MetaxFault::Error)),
-        "reset_error"
-    );
-}
-
-#[test]
-fn a_reset_that_exits_0_but_says_it_failed_needs_a_cold_reboot() {
-    assert_eq!(
-        cold(|h| h.host_mut().fault = Some(MetaxFault::SaysFailed)),
-        "reset_error"
-    );
+fn a_reset_that_fails_needs_a_cold_reboot_with_the_reason_of_its_fault() {
+    let cases = [
+        (
+            "a_reset_error_needs_a_cold_reboot",
+            MetaxFault::Error,
+            "reset_error",
+        ),
+        (
+            "a_reset_that_exits_0_but_says_it_failed_needs_a_cold_reboot",
+            MetaxFault::SaysFailed,
+            "reset_error",
+        ),
+        (
+            "a_gpu_missing_after_the_reset_needs_a_cold_reboot",
+            MetaxFault::GpuMissing(1),
+            "gpu_missing",
+        ),
+        (
+            "a_gpu_unavailable_after_the_reset_needs_a_cold_reboot",
+            MetaxFault::GpuUnavailable(0),
+            "gpu_unavailable",
+        ),
+        (
+            "kernel_errors_during_the_reset_need_a_cold_reboot",
+            MetaxFault::KernelErrors,
+            "kernel_errors",
+        ),
+        (
+            "a_changed_topology_needs_a_cold_reboot",
+            MetaxFault::TopologyWrong,
+            "topology_wrong",
+        ),
+    ];
+    for (case, fault, reason) in cases {
+        assert_eq!(cold(fault), reason, "case {case}");
+    }
 }
 
 #[test]
@@ -308,38 +319,6 @@ fn a_metaxlink_that_does_not_come_back_needs_a_cold_reboot() {
     let report = sim.run();
     assert_eq!(token(&report), "topology_wrong");
     assert!(report.detail.contains("GPU#0-GPU#1"), "{}", report.detail);
-}
-
-#[test]
-fn a_gpu_missing_after_the_reset_needs_a_cold_reboot() {
-    assert_eq!(
-        cold(|h| h.host_mut().fault = Some(MetaxFault::GpuMissing(1))),
-        "gpu_missing"
-    );
-}
-
-#[test]
-fn a_gpu_unavailable_after_the_reset_needs_a_cold_reboot() {
-    assert_eq!(
-        cold(|h| h.host_mut().fault = Some(MetaxFault::GpuUnavailable(0))),
-        "gpu_unavailable"
-    );
-}
-
-#[test]
-fn kernel_errors_during_the_reset_need_a_cold_reboot() {
-    assert_eq!(
-        cold(|h| h.host_mut().fault = Some(MetaxFault::KernelErrors)),
-        "kernel_errors"
-    );
-}
-
-#[test]
-fn a_changed_topology_needs_a_cold_reboot() {
-    assert_eq!(
-        cold(|h| h.host_mut().fault = Some(MetaxFault::TopologyWrong)),
-        "topology_wrong"
-    );
 }
 
 #[test]

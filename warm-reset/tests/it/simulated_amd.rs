@@ -64,6 +64,24 @@ impl Sim {
     }
 }
 
+/// The report of a reset of `id` on the default host, and the resets the host saw.
+fn run_on_default(id: &str) -> (ResetReport, Vec<String>) {
+    let mut sim = Sim::new(|_| {});
+    let report = sim.run(id);
+    (report, sim.resets())
+}
+
+/// The report of a reset of the first GPU on the default host with `fault`.
+fn run_with_fault(fault: AmdFault) -> ResetReport {
+    Sim::new(|host| host.host_mut().fault = Some(fault)).run(GPUS[0])
+}
+
+/// Asserts that `detail` says `words`, showing the whole detail when it does not.
+#[track_caller]
+fn assert_says(detail: &str, words: &str) {
+    assert!(detail.contains(words), "{detail}");
+}
+
 fn ended(report: &ResetReport) -> String {
     report.outcome.to_string()
 }
@@ -78,10 +96,9 @@ fn bdf(text: &str) -> gpu_partition_types::Bdf {
 
 #[test]
 fn one_gpu_of_a_hive_of_eight_is_reset_once_and_the_whole_hive_is_verified() {
-    let mut sim = Sim::new(|_| {});
-    let report = sim.run(GPUS[0]);
+    let (report, resets) = run_on_default(GPUS[0]);
     assert_eq!(ended(&report), "done", "{report:?}");
-    assert_eq!(sim.resets(), ["reset --gpureset --gpu 0000:05:00.0"]);
+    assert_eq!(resets, ["reset --gpureset --gpu 0000:05:00.0"]);
     assert_eq!(addresses(&report.gpus), [GPUS[0]]);
     assert_eq!(addresses(&report.verified), GPUS);
     assert_eq!(report.group, None);
@@ -123,10 +140,9 @@ fn every_gpu_of_two_hives_is_reset_by_naming_one_gpu_of_each() {
 
 #[test]
 fn two_gpus_of_one_hive_named_together_are_one_gpu_given_to_amd_smi() {
-    let mut sim = Sim::new(|_| {});
-    let report = sim.run(&format!("{},{}", GPUS[3], GPUS[6]));
+    let (report, resets) = run_on_default(&format!("{},{}", GPUS[3], GPUS[6]));
     assert_eq!(ended(&report), "done");
-    assert_eq!(sim.resets(), ["reset --gpureset --gpu 0000:65:00.0"]);
+    assert_eq!(resets, ["reset --gpureset --gpu 0000:65:00.0"]);
     assert_eq!(addresses(&report.gpus), [GPUS[3], GPUS[6]]);
 }
 
@@ -147,25 +163,19 @@ fn only_the_named_gpus_hive_is_reset_and_verified_not_another_hive() {
 #[test]
 fn an_amd_smi_id_or_uuid_names_its_gpu_through_the_listing() {
     for id in ["1", "01ff74a1-0000-1000-8000-000000000001", "0000:26:00.0"] {
-        let mut sim = Sim::new(|_| {});
-        let report = sim.run(id);
+        let (report, resets) = run_on_default(id);
         assert_eq!(ended(&report), "done", "{id}");
         assert_eq!(addresses(&report.gpus), [GPUS[1]], "{id}");
-        assert_eq!(
-            sim.resets(),
-            ["reset --gpureset --gpu 0000:26:00.0"],
-            "{id}"
-        );
+        assert_eq!(resets, ["reset --gpureset --gpu 0000:26:00.0"], "{id}");
     }
 }
 
 #[test]
 fn an_id_that_names_no_amd_gpu_is_unknown_device_and_nothing_is_reset() {
     for id in ["8", "0000:3b:00.0", "deadbeef-0000"] {
-        let mut sim = Sim::new(|_| {});
-        let report = sim.run(id);
+        let (report, resets) = run_on_default(id);
         assert_eq!(ended(&report), "blocked (unknown_device)", "{id}");
-        assert!(sim.resets().is_empty(), "{id}");
+        assert!(resets.is_empty(), "{id}");
     }
 }
 
@@ -176,13 +186,7 @@ fn a_holder_of_a_hive_peers_render_node_blocks_with_group_in_use_naming_it() {
     });
     let report = sim.run(GPUS[0]);
     assert_eq!(ended(&report), "blocked (group_in_use)");
-    assert!(
-        report
-            .detail
-            .contains("2718 rocm-smi-daemon (/dev/dri/renderD131)"),
-        "{}",
-        report.detail
-    );
+    assert_says(&report.detail, "2718 rocm-smi-daemon (/dev/dri/renderD131)");
     assert!(sim.resets().is_empty());
 }
 
@@ -201,7 +205,7 @@ fn a_holder_of_kfd_or_of_the_named_gpus_render_node_blocks_with_gpu_busy_naming_
         let mut sim = Sim::new(|host| host.host_mut().holders = vec![holder.clone()]);
         let report = sim.run(GPUS[0]);
         assert_eq!(ended(&report), "blocked (gpu_busy)");
-        assert!(report.detail.contains(named), "{}", report.detail);
+        assert_says(&report.detail, named);
         assert!(sim.resets().is_empty());
     }
 }
@@ -217,7 +221,7 @@ fn a_gpu_of_the_hive_not_on_amdgpu_or_in_reset_blocks_before_anything_is_reset()
     });
     let report = sim.run(GPUS[0]);
     assert_eq!(ended(&report), "blocked (group_in_use)");
-    assert!(report.detail.contains(GPUS[4]), "{}", report.detail);
+    assert_says(&report.detail, GPUS[4]);
     let mut sim = Sim::new(|host| {
         host.host_mut().gpus.get_mut(&bdf(GPUS[0])).unwrap().driver = None;
     });
@@ -240,27 +244,45 @@ fn a_hive_that_comes_out_of_reset_late_is_waited_for_within_the_window() {
 
 #[test]
 fn a_gpu_of_the_hive_that_stays_in_reset_is_named_apart_as_unavailable() {
-    let mut sim = Sim::new(|host| {
-        host.host_mut().fault = Some(AmdFault::StaysInReset(bdf(GPUS[3])));
-    });
-    let report = sim.run(GPUS[0]);
+    let report = run_with_fault(AmdFault::StaysInReset(bdf(GPUS[3])));
     assert_eq!(ended(&report), "cold_reboot_required (gpu_unavailable)");
     assert_eq!(addresses(&report.not_back), [GPUS[3]]);
-    assert!(report.detail.contains("EPERM"), "{}", report.detail);
+    assert_says(&report.detail, "EPERM");
 }
 
+/// Every AMD fault that ends in a cold reboot saying why, one named case a fault: the fault, how
+/// the run ends, and what its detail must say.
 #[test]
-fn a_compute_partition_not_restored_after_the_reset_is_topology_wrong() {
-    let mut sim = Sim::new(|host| {
-        host.host_mut().fault = Some(AmdFault::PartitionLost(bdf(GPUS[1])));
-    });
-    let report = sim.run(GPUS[0]);
-    assert_eq!(ended(&report), "cold_reboot_required (topology_wrong)");
-    assert!(
-        report.detail.contains("SPX where it read CPX"),
-        "{}",
-        report.detail
-    );
+fn an_amd_reset_that_fails_needs_a_cold_reboot_saying_why() {
+    let cases = [
+        (
+            "a_compute_partition_not_restored_after_the_reset_is_topology_wrong",
+            AmdFault::PartitionLost(bdf(GPUS[1])),
+            "cold_reboot_required (topology_wrong)",
+            "SPX where it read CPX",
+        ),
+        (
+            "amdgpu_saying_the_reset_failed_at_information_level_is_kernel_errors",
+            AmdFault::KernelErrors(bdf(GPUS[2])),
+            "cold_reboot_required (kernel_errors)",
+            "GPU reset(1) failed",
+        ),
+        (
+            "amd_smi_saying_it_was_unable_with_exit_0_is_a_reset_error_quoting_it",
+            AmdFault::SaysUnable,
+            "cold_reboot_required (reset_error)",
+            "Unable to reset GPU",
+        ),
+    ];
+    for (case, fault, end, says) in cases {
+        let report = run_with_fault(fault);
+        assert_eq!(ended(&report), end, "case {case}");
+        assert!(
+            report.detail.contains(says),
+            "case {case}: {}",
+            report.detail
+        );
+    }
 }
 
 #[test]
@@ -278,38 +300,9 @@ fn a_gpu_found_in_another_hive_cannot_come_back_and_is_wrong_at_once() {
     let Back::Wrong(not_back) = &back else {
         panic!("{back:?}");
     };
-    assert!(
-        not_back
-            .detail
-            .contains(&format!("is in hive 1 where it was in hive {SIM_HIVE}")),
-        "{}",
-        not_back.detail
-    );
-}
-
-#[test]
-fn amdgpu_saying_the_reset_failed_at_information_level_is_kernel_errors() {
-    let mut sim = Sim::new(|host| {
-        host.host_mut().fault = Some(AmdFault::KernelErrors(bdf(GPUS[2])));
-    });
-    let report = sim.run(GPUS[0]);
-    assert_eq!(ended(&report), "cold_reboot_required (kernel_errors)");
-    assert!(
-        report.detail.contains("GPU reset(1) failed"),
-        "{}",
-        report.detail
-    );
-}
-
-#[test]
-fn amd_smi_saying_it_was_unable_with_exit_0_is_a_reset_error_quoting_it() {
-    let mut sim = Sim::new(|host| host.host_mut().fault = Some(AmdFault::SaysUnable));
-    let report = sim.run(GPUS[0]);
-    assert_eq!(ended(&report), "cold_reboot_required (reset_error)");
-    assert!(
-        report.detail.contains("Unable to reset GPU"),
-        "{}",
-        report.detail
+    assert_says(
+        &not_back.detail,
+        &format!("is in hive 1 where it was in hive {SIM_HIVE}"),
     );
 }
 

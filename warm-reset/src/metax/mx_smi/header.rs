@@ -10,7 +10,7 @@
 
 use super::error::ParseError;
 use super::identity::{banner_version, header_cell_version};
-use super::lines::{bordered, is_double_rule, is_edge, is_single_rule, numbered};
+use super::lines::{bordered_or, is_double_rule, is_edge, is_single_rule, numbered};
 use serde::Serialize;
 
 const OUTPUT: &str = "the header of mx-smi";
@@ -50,14 +50,7 @@ pub fn parse_header(text: &str) -> Result<Versions, ParseError> {
             closed = true;
             break;
         }
-        let Some(inner) = bordered(line) else {
-            return Err(ParseError::line(
-                OUTPUT,
-                number,
-                line,
-                "not a line of the bordered header",
-            ));
-        };
+        let inner = bordered_or(OUTPUT, number, line, "not a line of the bordered header")?;
         if let Some(version) = header_cell_version(line) {
             versions.mx_smi = Some(version.to_owned());
         }

@@ -1,10 +1,23 @@
 //! The bordered boxes `mx-smi` draws: `+---+` rules, `|===|` rules and `| … |` lines.
 
+use super::error::ParseError;
+
 /// The text between the borders of a `| … |` line, or `None` for any other line.
 pub(crate) fn bordered(line: &str) -> Option<&str> {
     let line = line.trim_end();
     let inner = line.strip_prefix('|')?.strip_suffix('|')?;
     Some(inner)
+}
+
+/// The inside of line `number` of `output` as [`bordered`] reads it, or the error that the line
+/// is not bordered, saying `why` it should have been.
+pub(crate) fn bordered_or<'a>(
+    output: &'static str,
+    number: usize,
+    line: &'a str,
+    why: &'static str,
+) -> Result<&'a str, ParseError> {
+    bordered(line).ok_or_else(|| ParseError::line(output, number, line, why))
 }
 
 /// A `+-----+` rule (the edges of a box, and between the GPUs of a table).

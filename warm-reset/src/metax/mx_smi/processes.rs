@@ -13,7 +13,7 @@
 //! An idle host prints `|  no process found  |` inside the borders instead of rows.
 
 use super::error::ParseError;
-use super::lines::{bordered, is_double_rule, is_edge, numbered, words_at};
+use super::lines::{bordered, bordered_or, is_double_rule, is_edge, numbered, words_at};
 use serde::Serialize;
 
 const OUTPUT: &str = "the process section of mx-smi";
@@ -83,14 +83,7 @@ pub fn parse_processes(text: &str) -> Result<Vec<GpuProcess>, ParseError> {
             ruled = true;
             break;
         }
-        let Some(inner) = bordered(line) else {
-            return Err(ParseError::line(
-                OUTPUT,
-                number,
-                line,
-                "not a line of the column header",
-            ));
-        };
+        let inner = bordered_or(OUTPUT, number, line, "not a line of the column header")?;
         if inner
             .split_whitespace()
             .any(|word| expected.next() != Some(&word))
@@ -130,14 +123,7 @@ pub fn parse_processes(text: &str) -> Result<Vec<GpuProcess>, ParseError> {
                 )),
             };
         }
-        let Some(inner) = bordered(line) else {
-            return Err(ParseError::line(
-                OUTPUT,
-                number,
-                line,
-                "not a line of the section",
-            ));
-        };
+        let inner = bordered_or(OUTPUT, number, line, "not a line of the section")?;
         if inner.trim().eq_ignore_ascii_case("no process found") {
             idle_line = Some((number, line));
             continue;

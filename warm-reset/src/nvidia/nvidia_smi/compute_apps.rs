@@ -3,7 +3,7 @@
 //! looked for apart.
 
 use super::bus_id::parse_bus_id;
-use crate::parse_error::{ParseError, numbered};
+use crate::parse_error::{ParseError, csv_rows};
 use gpu_partition_types::Bdf;
 
 const OUTPUT: &str = "nvidia-smi --query-compute-apps";
@@ -20,22 +20,16 @@ pub struct ComputeApp {
 
 /// Reads the CSV lines; an empty output is no process.
 pub fn parse_compute_apps(text: &str) -> Result<Vec<ComputeApp>, ParseError> {
-    let mut apps = Vec::new();
-    for (number, line) in numbered(text) {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let bad = |why| ParseError::line(OUTPUT, number, line, why);
+    csv_rows(OUTPUT, text, |line, bad| {
         let (pid, bus_id) = line
             .split_once(',')
             .ok_or_else(|| bad("not two comma-separated fields (pid, bus id)"))?;
-        apps.push(ComputeApp {
+        Ok(ComputeApp {
             pid: pid
                 .trim()
                 .parse()
                 .map_err(|_| bad("the pid is not a number"))?,
             bdf: parse_bus_id(bus_id).ok_or_else(|| bad("the bus id is not a PCI address"))?,
-        });
-    }
-    Ok(apps)
+        })
+    })
 }

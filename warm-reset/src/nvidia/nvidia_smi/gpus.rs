@@ -5,7 +5,7 @@
 //! ```
 
 use super::bus_id::parse_bus_id;
-use crate::parse_error::{ParseError, numbered};
+use crate::parse_error::{ParseError, csv_rows};
 use gpu_partition_types::Bdf;
 use serde::{Deserialize, Serialize};
 
@@ -50,12 +50,7 @@ impl NvidiaGpu {
 
 /// Reads the CSV lines; an empty output is no GPU.
 pub fn parse_gpus(text: &str) -> Result<Vec<NvidiaGpu>, ParseError> {
-    let mut gpus = Vec::new();
-    for (number, line) in numbered(text) {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let bad = |why| ParseError::line(OUTPUT, number, line, why);
+    csv_rows(OUTPUT, text, |line, bad| {
         let fields: Vec<&str> = line.splitn(4, ',').map(str::trim).collect();
         let [index, bus_id, uuid, name] = fields.as_slice() else {
             return Err(bad(
@@ -72,13 +67,12 @@ pub fn parse_gpus(text: &str) -> Result<Vec<NvidiaGpu>, ParseError> {
         if name.is_empty() {
             return Err(bad("the name is empty"));
         }
-        gpus.push(NvidiaGpu {
+        Ok(NvidiaGpu {
             index,
             bus_id: (*bus_id).to_owned(),
             bdf,
             uuid: (*uuid).to_owned(),
             name: (*name).to_owned(),
-        });
-    }
-    Ok(gpus)
+        })
+    })
 }
