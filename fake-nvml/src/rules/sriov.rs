@@ -25,7 +25,8 @@
 //! - A reboot or a driver reload leaves no VF (NVIDIA's vGPU user guide, quoted in cozystack
 //!   PR 70).
 
-use crate::rules;
+use super::device::mig_on;
+use super::vgpu::{creatable_ids, gpu_instance_for};
 use crate::scenario::{Device, VirtualFunction};
 
 /// What a run of `sriov-manage` did to a card.
@@ -112,7 +113,7 @@ fn rebind(device: &mut Device) {
 /// `nvmlGpuInstanceSetVgpuHeterogeneousMode`). The fake applies that rule to every driver it
 /// emulates. `sriov-manage -e` clears the mode ([`enable`]).
 pub(crate) fn set_heterogeneous_mode(device: &mut Device, enabled: bool) -> Result<(), ()> {
-    if device.vgpu_heterogeneous_mode.is_none() || crate::rules::mig_on(device) {
+    if device.vgpu_heterogeneous_mode.is_none() || mig_on(device) {
         return Err(());
     }
     device.vgpu_heterogeneous_mode = Some(enabled);
@@ -172,7 +173,7 @@ pub(crate) fn write_type(device: &mut Device, index: u32, id: u32) -> Result<(),
     if has {
         return Err(TypeWriteError::NotPermitted);
     }
-    if !rules::creatable_ids(device).contains(&id) {
+    if !creatable_ids(device).contains(&id) {
         return Err(TypeWriteError::CannotCreate);
     }
     let profile = device
@@ -188,7 +189,7 @@ pub(crate) fn write_type(device: &mut Device, index: u32, id: u32) -> Result<(),
         },
         Some(_) => {
             let (gpu_instance, before) =
-                rules::gpu_instance_for(device, id).ok_or(TypeWriteError::CannotCreate)?;
+                gpu_instance_for(device, id).ok_or(TypeWriteError::CannotCreate)?;
             VirtualFunction {
                 type_id: Some(id),
                 gpu_instance_id: Some(gpu_instance),
@@ -220,7 +221,7 @@ pub(crate) fn creatable_on_vf(device: &Device, index: usize) -> Vec<u32> {
     if has {
         Vec::new()
     } else {
-        rules::creatable_ids(device)
+        creatable_ids(device)
     }
 }
 
