@@ -4,6 +4,7 @@
 mod amd_apply;
 mod amd_plan;
 mod apply;
+mod apply_failures;
 mod common;
 mod dcm;
 mod declared;

@@ -11,6 +11,7 @@ use mig_layout::{CardPlan, Document};
 use std::path::PathBuf;
 
 pub mod bed;
+pub mod vgpu_bed;
 
 pub fn data(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
