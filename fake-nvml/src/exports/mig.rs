@@ -1,13 +1,17 @@
 //! A card's MIG side: its mode (read and set), its GPU-instance profiles and their placements, and
 //! its GPU instances (listed and created).
 
+// Only the V call (left out by `without-profile-info-v`) reads a struct's version stamp.
+#[cfg(not(feature = "without-profile-info-v"))]
 use super::device::struct_version;
 use crate::out::{write, write_found, write_list};
 use crate::rules::{self, MigModeError};
 use crate::scenario::{Device, MigMode, Profile};
 use crate::state::{self, Answer, INVALID, code, device, log, with};
 use nvml_wrapper_sys::bindings as nvml;
-use std::ffi::{c_char, c_uint};
+#[cfg(not(feature = "without-profile-info-v"))]
+use std::ffi::c_char;
+use std::ffi::c_uint;
 
 const NOT_SUPPORTED: nvml::nvmlReturn_t = nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
 
