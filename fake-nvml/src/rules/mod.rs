@@ -15,6 +15,8 @@ mod mode;
 pub(crate) mod sriov;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vf_tests;
 mod vgpu;
 
 pub use compute::{
