@@ -32,6 +32,7 @@
 
 mod call_log;
 mod exports;
+mod nvml_names;
 mod out;
 mod profile_enum;
 mod read;
@@ -39,7 +40,6 @@ mod reset;
 mod rules;
 mod scenario;
 pub mod scenarios;
-mod sriov_rules;
 mod state;
 mod store;
 pub mod support;
@@ -47,9 +47,9 @@ pub mod sysfs;
 
 pub use read::{Refusal, ScenarioError};
 pub use reset::{FakeNvmlBackend, FakeNvmlHost, ResetFault, backend};
+pub use rules::sriov::Managed;
 pub use scenario::{
     BadMigMode, Client, ComputeInstance, Costs, Device, GpuInstance, MigMode, MigModeAtBoot,
     MigModeChange, Placement, Profile, Scenario, Sriov, Vgpu, VgpuType, VirtualFunction,
 };
-pub use sriov_rules::Managed;
 pub use store::{ChangeError, StateFile, StateFileError};

@@ -12,8 +12,8 @@
 
 use crate::read::ScenarioError;
 use crate::rules;
+use crate::rules::sriov::{self, Managed};
 use crate::scenario::Scenario;
-use crate::sriov_rules::{self, Managed};
 use nix::fcntl::{Flock, FlockArg};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -197,13 +197,13 @@ impl StateFile {
     }
 
     /// A run of `sriov-manage -e` (`enable`) or `-d` on the card at `bus_id`, as
-    /// the fake's rules of the vGPU manager (`src/sriov_rules.rs`) say the real one does.
+    /// the fake's rules of the vGPU manager (`src/rules/sriov.rs`) say the real one does.
     pub fn sriov_manage(&self, bus_id: &str, enable: bool) -> Result<Managed, StateFileError> {
         self.on_device(bus_id, |card| {
             Ok(if enable {
-                sriov_rules::enable_vfs(card)
+                sriov::enable_vfs(card)
             } else {
-                sriov_rules::disable_vfs(card)
+                sriov::disable_vfs(card)
             })
         })
     }
@@ -217,9 +217,7 @@ impl StateFile {
         id: u32,
     ) -> Result<Result<(), i32>, StateFileError> {
         match self.change(|state| match state.device_at_mut(bus_id) {
-            Some(card) => {
-                sriov_rules::write_type(card, index, id).map_err(|refused| Ok(refused.errno()))
-            }
+            Some(card) => sriov::write_type(card, index, id).map_err(|refused| Ok(refused.errno())),
             None => Err(Err(self.no_device(bus_id))),
         }) {
             Ok(()) => Ok(Ok(())),

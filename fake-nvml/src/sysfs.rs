@@ -2,7 +2,7 @@
 //! of `host_sync::fake_sysfs`): after every change of the state, each card with SR-IOV has
 //! `sriov_totalvfs` and `sriov_numvfs`, its `virtfn<N>` links to VFs bound to `nvidia` (each
 //! with `physfn`), and on each VF the `nvidia/` files — `current_vgpu_type`,
-//! `creatable_vgpu_types` as the fake's rules (`src/sriov_rules.rs`) list it, and where the
+//! `creatable_vgpu_types` as the fake's rules (`src/rules/sriov.rs`) list it, and where the
 //! vGPU sits.
 //!
 //! A VF's address is its GPU's routing ID plus the First VF Offset, 4, plus its number (stride
@@ -10,8 +10,8 @@
 //! OpenNebula documentation's listing (the workspace's
 //! `host-sync/tests/samples/vgpu/pf-virtfn-links-opennebula-docs.txt`).
 
+use crate::rules::sriov;
 use crate::scenario::{Device, parse_bus_id};
-use crate::sriov_rules;
 use host_sync::fake_sysfs::{FakeSysfs, write_vgpu_files};
 use std::os::unix::fs::symlink;
 use std::path::Path;
@@ -102,7 +102,7 @@ fn render_device(sysfs: &FakeSysfs, device: &Device) -> std::io::Result<()> {
     }
     for (index, vf) in sriov.vfs.iter().enumerate() {
         let address = vf_of(device, index).ok_or_else(bad)?;
-        let creatable: Vec<(u32, &str)> = sriov_rules::creatable_on_vf(device, index)
+        let creatable: Vec<(u32, &str)> = sriov::creatable_on_vf(device, index)
             .into_iter()
             .filter_map(|id| {
                 device

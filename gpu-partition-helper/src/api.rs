@@ -4,6 +4,11 @@
 
 use std::fmt;
 
+/// NVML's capability bit for peer-to-peer (`NVML_GPU_INSTANCE_PROFILE_CAPS_P2P`).
+pub const CAPS_P2P: u32 = 0x1;
+/// NVML's capability bit for graphics (`NVML_GPU_INSTANCE_PROFILE_CAPS_GFX`).
+pub const CAPS_GFX: u32 = 0x2;
+
 /// Why an NVML call failed, sorted as the reply needs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

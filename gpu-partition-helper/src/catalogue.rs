@@ -5,8 +5,7 @@
 //! profiles) misses the profiles current drivers add, and a GPU instance of a missed profile
 //! would make a carved card read `none_carved`.
 
-use crate::api::{ComputeInstanceInfo, Nvml, NvmlCard, NvmlFailure, ProfileInfo};
-use crate::read::CAPS_P2P;
+use crate::api::{CAPS_P2P, ComputeInstanceInfo, Nvml, NvmlCard, NvmlFailure, ProfileInfo};
 
 /// How many indices are tried at most, whatever the driver answers.
 pub const INDEX_CAP: u32 = 64;

@@ -10,10 +10,8 @@ use gpu_partition_types::{
     Process, Profile, Reply, Signature, Unreadable, Vgpu, VgpuMode, VgpuType,
 };
 
-/// NVML's capability bit for peer-to-peer (`NVML_GPU_INSTANCE_PROFILE_CAPS_P2P`).
-pub const CAPS_P2P: u32 = 0x1;
-/// NVML's capability bit for graphics (`NVML_GPU_INSTANCE_PROFILE_CAPS_GFX`).
-pub const CAPS_GFX: u32 = 0x2;
+// NVML's capability bits are the API's; they stay reachable here, where they were first.
+pub use crate::api::{CAPS_GFX, CAPS_P2P};
 
 /// What the helper answers for one card.
 #[derive(Debug, Clone, PartialEq, Eq)]

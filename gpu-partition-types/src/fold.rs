@@ -1,8 +1,36 @@
-//! Folding a stream of pages into one reply: numbering, agreement, join order.
+//! Reading a reply ([`Reply::from_json`]): its pages decoded, then folded into one (numbering,
+//! agreement, join order).
 
-use crate::page::{Page, PageList};
+use crate::page::{Page, PageList, RawPage};
+use crate::read;
 use crate::record::Reindex;
-use crate::{JsonPointer, Lenient, LostMember, PointerToken, Problem, RefusedReply, Reply};
+use crate::{Bdf, JsonPointer, Lenient, LostMember, PointerToken, Problem, RefusedReply, Reply};
+
+impl Reply {
+    /// Reads a reply: one or more pages, folded. When `asked` is given, the reply must be for
+    /// that device.
+    pub fn from_json(input: &[u8], asked: Option<&Bdf>) -> Result<Reply, RefusedReply> {
+        let raw = read::objects::<RawPage>(input)?;
+        let several = raw.len() > 1;
+        let mut pages = Vec::with_capacity(raw.len());
+        for (position, document) in raw.into_iter().enumerate() {
+            let mut page = document
+                .value
+                .and_then(|page| page.strict(asked))
+                .map_err(|fault| {
+                    let refusal = RefusedReply::from(fault);
+                    if several {
+                        refusal.in_page(position)
+                    } else {
+                        refusal
+                    }
+                })?;
+            page.unknown = document.unknown;
+            pages.push(page);
+        }
+        fold(pages)
+    }
+}
 
 /// Folds pages (in stream order) into one reply.
 ///

@@ -1,13 +1,10 @@
-//! [`Reply`]: the folded reply of `read`, its reader and writer.
+//! [`Reply`]: the folded reply of `read`, and its writer. It is read ([`Reply::from_json`]) where
+//! its pages are folded, in `fold`.
 
 use crate::Process;
-use crate::fold::fold;
-use crate::page::RawPage;
-use crate::read;
 use crate::{
     Bdf, CardIdentity, Case, Driver, FormatVersion, GpuInstance, JsonPointer, Lenient, LostMember,
-    Mode, Outcome, Profile, RefusedReply, UnknownMember, Unreadable, UnreadableReason, Vgpu,
-    VgpuMode, VgpuType,
+    Mode, Outcome, Profile, UnknownMember, Unreadable, UnreadableReason, Vgpu, VgpuMode, VgpuType,
 };
 
 /// The reply of `HELPER read`, with its pages folded into one.
@@ -53,30 +50,6 @@ pub struct Reply {
 }
 
 impl Reply {
-    /// Reads a reply: one or more pages, folded. When `asked` is given, the reply must be for
-    /// that device.
-    pub fn from_json(input: &[u8], asked: Option<&Bdf>) -> Result<Reply, RefusedReply> {
-        let raw = read::objects::<RawPage>(input)?;
-        let several = raw.len() > 1;
-        let mut pages = Vec::with_capacity(raw.len());
-        for (position, document) in raw.into_iter().enumerate() {
-            let mut page = document
-                .value
-                .and_then(|page| page.strict(asked))
-                .map_err(|fault| {
-                    let refusal = RefusedReply::from(fault);
-                    if several {
-                        refusal.in_page(position)
-                    } else {
-                        refusal
-                    }
-                })?;
-            page.unknown = document.unknown;
-            pages.push(page);
-        }
-        fold(pages)
-    }
-
     /// A reply of these strict members, every list empty and `driver` unset (not written);
     /// `unreadable` is set for `case` `unreadable` with [`Reply::unreadable`].
     pub fn new(format: FormatVersion, device: Bdf, mode: Mode, case: Case) -> Self {

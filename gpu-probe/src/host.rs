@@ -8,10 +8,8 @@
 //! [`crate::rendezvous`]), two operations on its GPUs always meet at the same lock.
 
 use crate::boot::Boot;
-use crate::lock::{HostLock, LockError};
 use crate::trust::{UnsafeDir, check_private_dir};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Where the state of simulations lives inside a state directory: a simulated reset touches no
 /// GPU, so its lock and journal stay apart from the real ones.
@@ -27,9 +25,9 @@ pub struct Host {
     /// The directory of machine locks, as the caller named it (or not).
     lock_dir: LockDirAsked,
     /// The directory this host takes for the user's default directory of machine locks; `None`
-    /// is the user's own ([`crate::lock::machine_lock_dir`]). Set only by the test doubles, so
+    /// is the user's own ([`crate::machine_lock_dir`]). Set only by the test doubles, so
     /// the rules of the machine's own sysfs are tested without the machine's locks.
-    default_lock_dir: Option<PathBuf>,
+    pub(crate) default_lock_dir: Option<PathBuf>,
     /// A simulation of the machine: its machine lock is apart from the real one.
     simulated: bool,
 }
@@ -71,6 +69,8 @@ impl Host {
     /// [`Host::with_machine_lock_dir`]. Like the default, `dir` must be private (0700, the
     /// caller's own; created so when absent), so another user's processes are refused it
     /// rather than sharing it.
+    ///
+    /// [`LockError::SecondLockDir`]: crate::LockError::SecondLockDir
     pub fn with_lock_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.lock_dir = LockDirAsked::Named(dir.into());
         self
@@ -89,28 +89,9 @@ impl Host {
         self
     }
 
-    /// The directory of the machine's locks (and of its record of writes) this host uses: a
-    /// simulated host's own state directory; over the machine's own sysfs, the user's default
-    /// ([`crate::lock::machine_lock_dir`]) or the one named as the machine's; over a built
-    /// tree, the one named, else `gpu-host-probe` beside the tree. Refused
-    /// ([`LockError::SecondLockDir`]) when a directory named over the machine's own sysfs is
-    /// not the machine's.
-    pub fn lock_dir(&self) -> Result<PathBuf, LockError> {
-        crate::rendezvous::machine_lock(self)
-            .map(|lock| lock.dir)
-            .map_err(LockError::from)
-    }
-
     /// What the caller named for the directory of machine locks.
     pub(crate) fn lock_dir_asked(&self) -> &LockDirAsked {
         &self.lock_dir
-    }
-
-    /// The directory this host takes for the user's default directory of machine locks.
-    pub(crate) fn default_lock_dir(&self) -> PathBuf {
-        self.default_lock_dir
-            .clone()
-            .unwrap_or_else(crate::lock::machine_lock_dir)
     }
 
     /// The same host taking `dir` for the user's default directory of machine locks: for the
@@ -131,17 +112,6 @@ impl Host {
     pub fn with_proc_root(mut self, root: impl Into<PathBuf>) -> Self {
         self.proc_root = root.into();
         self
-    }
-
-    /// Whether the host's roots are the machine's own: its sysfs root a sysfs mount and its
-    /// procfs root a procfs mount, wherever they are mounted, and the host no simulation. A host
-    /// over a built tree (tests, examples, `--sysfs-root`) is not, and never runs the machine's
-    /// own programs ([`crate::Program::for_host`]).
-    pub fn is_machine(&self) -> bool {
-        !self.simulated
-            && crate::rendezvous::is_machine_sysfs(&self.sysfs_root)
-            && nix::sys::statfs::statfs(&self.proc_root)
-                .is_ok_and(|fs| fs.filesystem_type() == nix::sys::statfs::PROC_SUPER_MAGIC)
     }
 
     /// The state directory.
@@ -174,33 +144,6 @@ impl Host {
     /// Whether this is a simulated host ([`Host::simulated`]).
     pub fn is_simulated(&self) -> bool {
         self.simulated
-    }
-
-    /// Takes the host GPU lock — the machine's one GPU lock, then the state directory's —,
-    /// waiting up to `wait` for a holder to let go (a zero `wait` tries once). The state
-    /// directory is created private (0700) when absent, and refused when another user could
-    /// change it; so is the directory of machine locks ([`crate::lock::machine_lock_path`];
-    /// a built tree's own directory is not created). A directory of machine locks named over
-    /// the machine's own sysfs that is not the machine's is refused before anything is taken
-    /// ([`LockError::SecondLockDir`]).
-    pub fn lock(&self, wait: Duration) -> Result<HostLock, LockError> {
-        HostLock::acquire(self, wait, None)
-    }
-
-    /// [`Host::lock`], giving up at once when `cancel` (if any: `None` is [`Host::lock`]) is
-    /// triggered while it waits ([`LockError::Cancelled`]).
-    pub fn lock_unless(
-        &self,
-        wait: Duration,
-        cancel: Option<&crate::Cancel>,
-    ) -> Result<HostLock, LockError> {
-        HostLock::acquire(self, wait, cancel)
-    }
-
-    /// Takes the host GPU lock without waiting: held by another, it is [`LockError::Busy`] (or
-    /// [`LockError::MachineBusy`], held for another state directory of the machine).
-    pub fn try_lock(&self) -> Result<HostLock, LockError> {
-        self.lock(Duration::ZERO)
     }
 
     /// The boot the host runs now, read from its procfs.

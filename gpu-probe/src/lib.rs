@@ -63,16 +63,14 @@ pub use cancel::{Cancel, CancelOnDrop};
 pub use clock::{Clock, SystemClock, VirtualClock};
 pub use holders::{Holder, ProcError, describe_holders, holders};
 pub use host::{Host, SIMULATED_DIR};
-pub use lock::{
-    DEFAULT_LOCK_WAIT, HostLock, LOCK_FILE, LockError, MACHINE_LOCK_DIR, machine_lock_dir,
-    machine_lock_path,
-};
+pub use lock::{DEFAULT_LOCK_WAIT, HostLock, LOCK_FILE, LockError, machine_lock_path};
 pub use os_error::OsError;
 pub use pci::{
     AMD_VENDOR, NVIDIA_VENDOR, PciIdError, PciIdentity, PciSubsystem, is_accelerator_class,
     is_display_class, read_pci_class, read_pci_identity,
 };
 pub use program::{Origin, Program, ProgramRefused};
+pub use rendezvous::{MACHINE_LOCK_DIR, machine_lock_dir};
 pub use writes::{
     CardWrite, CardWrites, Ledger, Now, RecordError, Since, WRITES_EXTENSION, WriteMark, Writer,
     WrittenSince,

@@ -36,6 +36,7 @@
 //! [`Host::with_machine_lock_dir`]: crate::host::Host::with_machine_lock_dir
 
 use crate::host::Host;
+use crate::rendezvous::Refused;
 use nix::errno::Errno;
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
@@ -45,23 +46,6 @@ use std::time::{Duration, Instant};
 
 /// The lock file's name inside the state directory.
 pub const LOCK_FILE: &str = "host-gpu.lock";
-
-/// Root's directory of machine locks.
-pub const MACHINE_LOCK_DIR: &str = "/run/gpu-host-probe";
-
-/// The directory of this user's machine locks: [`MACHINE_LOCK_DIR`] for root, else
-/// `$XDG_RUNTIME_DIR/gpu-host-probe` when that is set to an absolute path, else
-/// `gpu-host-probe-<uid>` in the temporary directory.
-pub fn machine_lock_dir() -> PathBuf {
-    let uid = nix::unistd::geteuid();
-    if uid.is_root() {
-        return PathBuf::from(MACHINE_LOCK_DIR);
-    }
-    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        Some(runtime) if runtime.is_absolute() => runtime.join("gpu-host-probe"),
-        _ => std::env::temp_dir().join(format!("gpu-host-probe-{uid}")),
-    }
-}
 
 /// The machine lock of a host: a file named after the host's sysfs root (resolved: `/sys`
 /// gives `sys.lock`, `/tmp/x/sys` gives `tmp-x-sys.lock`; `/` becomes `-`, any byte outside
@@ -73,6 +57,8 @@ pub fn machine_lock_dir() -> PathBuf {
 /// `gpu-host-probe` beside the tree unless another is named. Refused
 /// ([`LockError::SecondLockDir`]) when a directory named over the machine's own sysfs is not
 /// the machine's.
+///
+/// [`machine_lock_dir`]: crate::machine_lock_dir
 pub fn machine_lock_path(host: &Host) -> Result<PathBuf, LockError> {
     crate::rendezvous::machine_lock(host)
         .map(|lock| lock.path)
@@ -364,4 +350,56 @@ fn open_lock(path: &Path) -> Result<File, LockError> {
 
 fn holder(file: &mut File) -> Option<u32> {
     machine_holder(file).0
+}
+
+impl From<Refused> for LockError {
+    fn from(refused: Refused) -> Self {
+        LockError::SecondLockDir {
+            named: refused.named,
+            machines: refused.machines,
+            sysfs_root: refused.sysfs_root,
+        }
+    }
+}
+
+// A host's locks are taken here: `host` holds what a host is, this module how it is locked.
+impl Host {
+    /// The directory of the machine's locks (and of its record of writes) this host uses: a
+    /// simulated host's own state directory; over the machine's own sysfs, the user's default
+    /// ([`crate::machine_lock_dir`]) or the one named as the machine's; over a built
+    /// tree, the one named, else `gpu-host-probe` beside the tree. Refused
+    /// ([`LockError::SecondLockDir`]) when a directory named over the machine's own sysfs is
+    /// not the machine's.
+    pub fn lock_dir(&self) -> Result<PathBuf, LockError> {
+        crate::rendezvous::machine_lock(self)
+            .map(|lock| lock.dir)
+            .map_err(LockError::from)
+    }
+
+    /// Takes the host GPU lock — the machine's one GPU lock, then the state directory's —,
+    /// waiting up to `wait` for a holder to let go (a zero `wait` tries once). The state
+    /// directory is created private (0700) when absent, and refused when another user could
+    /// change it; so is the directory of machine locks ([`crate::lock::machine_lock_path`];
+    /// a built tree's own directory is not created). A directory of machine locks named over
+    /// the machine's own sysfs that is not the machine's is refused before anything is taken
+    /// ([`LockError::SecondLockDir`]).
+    pub fn lock(&self, wait: Duration) -> Result<HostLock, LockError> {
+        HostLock::acquire(self, wait, None)
+    }
+
+    /// [`Host::lock`], giving up at once when `cancel` (if any: `None` is [`Host::lock`]) is
+    /// triggered while it waits ([`LockError::Cancelled`]).
+    pub fn lock_unless(
+        &self,
+        wait: Duration,
+        cancel: Option<&crate::Cancel>,
+    ) -> Result<HostLock, LockError> {
+        HostLock::acquire(self, wait, cancel)
+    }
+
+    /// Takes the host GPU lock without waiting: held by another, it is [`LockError::Busy`] (or
+    /// [`LockError::MachineBusy`], held for another state directory of the machine).
+    pub fn try_lock(&self) -> Result<HostLock, LockError> {
+        self.lock(Duration::ZERO)
+    }
 }

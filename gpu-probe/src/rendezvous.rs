@@ -4,7 +4,7 @@
 //!
 //! **Over the machine's own sysfs** — a sysfs mount, the kernel's, wherever it is mounted —
 //! the machine has one directory of machine locks: the user's default
-//! ([`crate::lock::machine_lock_dir`], `/run/gpu-host-probe` for root), and its lock there is
+//! ([`crate::machine_lock_dir`], `/run/gpu-host-probe` for root), and its lock there is
 //! always `sys.lock` (a bind mount of `/sys` elsewhere is the same machine). A directory named
 //! with [`Host::with_lock_dir`] is taken only when it is that directory, by whatever path
 //! (the same directory on disk); any other is refused ([`LockError::SecondLockDir`], naming
@@ -51,7 +51,6 @@
 //! [`LockError::SecondLockDir`]: crate::lock::LockError::SecondLockDir
 
 use crate::host::{Host, LockDirAsked};
-use crate::lock::LockError;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -84,16 +83,6 @@ pub(crate) struct Refused {
     pub(crate) sysfs_root: PathBuf,
     /// The machine lock as it would be in the directory named.
     pub(crate) path: PathBuf,
-}
-
-impl From<Refused> for LockError {
-    fn from(refused: Refused) -> Self {
-        LockError::SecondLockDir {
-            named: refused.named,
-            machines: refused.machines,
-            sysfs_root: refused.sysfs_root,
-        }
-    }
 }
 
 /// Where `host`'s machine lock is (its record of writes is beside it), or why the directory
@@ -208,6 +197,44 @@ fn lock_name(root: &Path, simulated: bool) -> String {
     }
     name.push_str(".lock");
     name
+}
+
+/// Root's directory of machine locks.
+pub const MACHINE_LOCK_DIR: &str = "/run/gpu-host-probe";
+
+/// The directory of this user's machine locks: [`MACHINE_LOCK_DIR`] for root, else
+/// `$XDG_RUNTIME_DIR/gpu-host-probe` when that is set to an absolute path, else
+/// `gpu-host-probe-<uid>` in the temporary directory.
+pub fn machine_lock_dir() -> PathBuf {
+    let uid = nix::unistd::geteuid();
+    if uid.is_root() {
+        return PathBuf::from(MACHINE_LOCK_DIR);
+    }
+    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
+        Some(runtime) if runtime.is_absolute() => runtime.join("gpu-host-probe"),
+        _ => std::env::temp_dir().join(format!("gpu-host-probe-{uid}")),
+    }
+}
+
+// Where a host's machine locks are by default, and whether it is the machine, are this rule's.
+impl Host {
+    /// The directory this host takes for the user's default directory of machine locks.
+    pub(crate) fn default_lock_dir(&self) -> PathBuf {
+        self.default_lock_dir
+            .clone()
+            .unwrap_or_else(machine_lock_dir)
+    }
+
+    /// Whether the host's roots are the machine's own: its sysfs root a sysfs mount and its
+    /// procfs root a procfs mount, wherever they are mounted, and the host no simulation. A host
+    /// over a built tree (tests, examples, `--sysfs-root`) is not, and never runs the machine's
+    /// own programs ([`crate::Program::for_host`]).
+    pub fn is_machine(&self) -> bool {
+        !self.is_simulated()
+            && is_machine_sysfs(self.sysfs_root())
+            && nix::sys::statfs::statfs(self.proc_root())
+                .is_ok_and(|fs| fs.filesystem_type() == nix::sys::statfs::PROC_SUPER_MAGIC)
+    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,8 @@
 
 use crate::pci::PciFunction;
 use crate::reason::GpuReason;
-use gpu_host_probe::Boot;
-use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition};
+use gpu_host_probe::amdgpu::{AmdPartitions, ComputePartition, MemoryPartition};
+use gpu_host_probe::{Boot, BootMatch};
 use gpu_partition_types::PartitionMode;
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +28,14 @@ impl MemoryRequest {
     pub fn new(mode: MemoryPartition, at: u64, boot: Boot) -> Self {
         Self { mode, at, boot }
     }
+}
+
+/// Whether a memory request of ours still waits for a driver reload, given what the GPU shows
+/// now in `boot`: not once the GPU shows the mode (the reload came), nor in another boot (the
+/// driver that held it is gone). The one owner of the rule: the sync's read and `mxctl gpus`
+/// call it. (A reload of ours ends every request too: [`crate::requests_ended`].)
+pub fn still_waits(request: &MemoryRequest, held: &AmdPartitions, boot: &Boot) -> bool {
+    request.boot.compare(boot) != BootMatch::Other && held.memory != Some(request.mode)
 }
 
 /// What the host keeps of an AMD GPU's partitions: as last read (with when), and a memory
@@ -145,7 +153,7 @@ impl GpuRecord {
     }
 
     /// The memory partition requested of this AMD GPU that still waits for a driver reload,
-    /// judged against what it shows now (`held`) in `boot` by [`crate::modes::still_waits`]:
+    /// judged against what it shows now (`held`) in `boot` by [`still_waits`]:
     /// what a caller that reads the GPU itself asks (an apply's preflight, an assert, `mxctl
     /// gpus`), where the record may be older than the read.
     pub fn waiting_request(
@@ -156,7 +164,7 @@ impl GpuRecord {
         self.amd
             .as_ref()
             .and_then(|amd| amd.requested.as_ref())
-            .filter(|request| crate::modes::still_waits(request, held, boot))
+            .filter(|request| still_waits(request, held, boot))
             .map(|request| request.mode)
     }
 

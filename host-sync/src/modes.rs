@@ -1,12 +1,14 @@
 //! The partition-mode rules of a sync, as pure functions over records.
 
-use crate::gpu::{AmdRecord, GpuRecord, MemoryRequest};
+// The rule of a request's end is the request's own (`gpu`); it is one of a sync's rules too.
+pub use crate::gpu::still_waits;
+use crate::gpu::{AmdRecord, GpuRecord};
 use crate::pci::{PciFunction, ReadBy};
 use crate::reason::GpuReason;
+use gpu_host_probe::Boot;
 use gpu_host_probe::amdgpu::{AmdError, AmdPartitions};
 use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition};
 use gpu_host_probe::helper::ReadFailure;
-use gpu_host_probe::{Boot, BootMatch};
 use gpu_partition_types::{Bdf, PartitionMode};
 use std::collections::BTreeMap;
 
@@ -105,14 +107,6 @@ pub fn amd_mode(held: &AmdPartitions, requested: Option<MemoryPartition>) -> Par
         (true, _) => PartitionMode::Enabled,
         (false, _) => PartitionMode::Disabled,
     }
-}
-
-/// Whether a memory request of ours still waits for a driver reload, given what the GPU shows
-/// now in `boot`: not once the GPU shows the mode (the reload came), nor in another boot (the
-/// driver that held it is gone). The one owner of the rule: the sync's read and `mxctl gpus`
-/// call it. (A reload of ours ends every request too: [`crate::requests_ended`].)
-pub fn still_waits(request: &MemoryRequest, held: &AmdPartitions, boot: &Boot) -> bool {
-    request.boot.compare(boot) != BootMatch::Other && held.memory != Some(request.mode)
 }
 
 /// An AMD GPU read from sysfs at `now`, in `boot`: its mode ([`amd_mode`]) and partitions

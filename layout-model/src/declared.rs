@@ -16,22 +16,12 @@ use crate::check::{Holding, Lapse, LayoutCheck};
 use crate::compare::Comparison;
 use crate::difference::{Difference, Fact};
 use crate::nvidia::NvidiaDeclared;
+use crate::vendor::Vendor;
 use crate::vgpu::VfsRead;
 use gpu_host_probe::Now;
 use gpu_partition_types::{Bdf, Reply};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-gpu_partition_types::token_enum! {
-    /// A GPU's vendor, as a declaration names it (`vendor` in the state and `--json`). Not
-    /// `#[non_exhaustive]`, as [`DeclaredGpu`]: a new vendor is a variant every match decides on.
-    pub enum Vendor: "vendor" {
-        /// NVIDIA: MIG, with the vGPUs on its virtual functions.
-        Nvidia = "nvidia",
-        /// AMD: Instinct compute and memory partitions.
-        Amd = "amd",
-    }
-}
 
 /// One GPU as declared: one vendor's. Not `#[non_exhaustive]`: a new vendor is a new variant
 /// (and a new side of the executor), which every match over it must decide on, as a new reset

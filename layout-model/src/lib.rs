@@ -32,6 +32,8 @@ mod compare;
 mod declared;
 mod difference;
 mod nvidia;
+mod vendor;
+mod vf;
 mod vgpu;
 mod want;
 
@@ -42,8 +44,10 @@ pub use card::{
 };
 pub use check::{Holding, HoldingState, Lapse, LapseReason, LayoutCheck, Unchecked, UncheckedKind};
 pub use compare::{Adopted, Comparison, compare, differences};
-pub use declared::{Declaration, DeclaredGpu, Seen, Vendor};
+pub use declared::{Declaration, DeclaredGpu, Seen};
 pub use difference::{ComputeFound, Difference, DifferenceKind, Fact, Filling, Remedy};
 pub use nvidia::{DeclaredCount, NvidiaDeclared};
-pub use vgpu::{DeclaredVf, DeclaredVgpu, VfFound, VfsRead, VgpuDeclared};
+pub use vendor::Vendor;
+pub use vf::DeclaredVf;
+pub use vgpu::{DeclaredVgpu, VfFound, VfsRead, VgpuDeclared};
 pub use want::{Placed, ProfileKey, Unnamed, Want};

@@ -11,6 +11,7 @@
 pub mod device;
 pub mod instance;
 pub mod lookup;
+pub mod mig;
 pub mod system;
 pub mod unmodelled;
 pub mod vgpu;

@@ -229,7 +229,7 @@ pub unsafe extern "C" fn nvmlVgpuTypeGetMaxInstancesPerGpuInstance(
 /// the caller's `nvmlVgpuHeterogeneousMode_v1_t` (`version` must be
 /// `nvmlVgpuHeterogeneousMode_v1`, else `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`);
 /// `NVML_ERROR_NOT_SUPPORTED` where the scenario gives none, and in MIG mode (R575 and later,
-/// `sriov_rules::set_heterogeneous_mode`).
+/// `rules::sriov::set_heterogeneous_mode`).
 ///
 /// # Safety
 ///
@@ -263,7 +263,7 @@ pub unsafe extern "C" fn nvmlDeviceGetVgpuHeterogeneousMode(
 
 /// Sets the card's heterogeneous vGPU mode from the caller's `nvmlVgpuHeterogeneousMode_v1_t`
 /// (`version` must be `nvmlVgpuHeterogeneousMode_v1`, `mode` 0 or 1) by
-/// `sriov_rules::set_heterogeneous_mode`: `NVML_ERROR_NOT_SUPPORTED` where the card has no
+/// `rules::sriov::set_heterogeneous_mode`: `NVML_ERROR_NOT_SUPPORTED` where the card has no
 /// such setting, or in MIG mode.
 ///
 /// # Safety
@@ -299,7 +299,7 @@ pub unsafe extern "C" fn nvmlDeviceSetVgpuHeterogeneousMode(
         index,
         "nvmlDeviceSetVgpuHeterogeneousMode",
         |card| {
-            crate::sriov_rules::set_heterogeneous_mode(card, asked.mode == 1)
+            crate::rules::sriov::set_heterogeneous_mode(card, asked.mode == 1)
                 .map_err(|()| NOT_SUPPORTED)
         },
     ))

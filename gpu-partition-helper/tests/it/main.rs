@@ -6,3 +6,4 @@ mod common;
 mod fake_nvml;
 mod fixture;
 mod mapping;
+mod recorded;

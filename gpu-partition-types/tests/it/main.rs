@@ -7,5 +7,6 @@ mod catalogue;
 mod common;
 mod enumerations;
 mod mutations;
+mod mutations_inventory;
 mod pages;
 mod round_trip;

@@ -12,3 +12,4 @@ mod settle;
 mod spawn;
 mod sriov;
 mod store;
+mod store_schema;

@@ -94,17 +94,6 @@ impl VgpuDocument {
         Self { configs }
     }
 
-    /// The document as vgpu-device-manager's v1 YAML, which [`VgpuDocument::from_text`] reads
-    /// back equal (but for where each spec was read).
-    pub fn to_yaml(&self) -> String {
-        super::write::vgpu_to_yaml(self)
-    }
-
-    /// The document as JSON, with the same members as [`VgpuDocument::to_yaml`].
-    pub fn to_json(&self) -> serde_json::Value {
-        super::write::vgpu_to_json(self)
-    }
-
     /// The specs of the config `name`.
     pub fn config(&self, name: &str) -> Option<&[VgpuSpec]> {
         self.configs

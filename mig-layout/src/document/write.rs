@@ -175,9 +175,23 @@ pub fn to_json(document: &Document) -> serde_json::Value {
     Value::Object(top)
 }
 
+// A vGPU document's writers are methods where the writers are: `vgpu` reads, this module writes.
+impl VgpuDocument {
+    /// The document as vgpu-device-manager's v1 YAML, which [`VgpuDocument::from_text`] reads
+    /// back equal (but for where each spec was read).
+    pub fn to_yaml(&self) -> String {
+        vgpu_to_yaml(self)
+    }
+
+    /// The document as JSON, with the same members as [`VgpuDocument::to_yaml`].
+    pub fn to_json(&self) -> serde_json::Value {
+        vgpu_to_json(self)
+    }
+}
+
 /// A vGPU document as vgpu-device-manager's v1 YAML: config names and type names quoted, so
 /// any reads back as the same string; `vgpu-devices: {}` for a spec of no vGPU.
-pub(crate) fn vgpu_to_yaml(document: &VgpuDocument) -> String {
+fn vgpu_to_yaml(document: &VgpuDocument) -> String {
     let mut text = String::from("version: v1\nvgpu-configs:\n");
     if document.configs.is_empty() {
         text = String::from("version: v1\n");
@@ -215,7 +229,7 @@ pub(crate) fn vgpu_to_yaml(document: &VgpuDocument) -> String {
 }
 
 /// A vGPU document as JSON (the same members as the YAML), which the reader reads back equal.
-pub(crate) fn vgpu_to_json(document: &VgpuDocument) -> serde_json::Value {
+fn vgpu_to_json(document: &VgpuDocument) -> serde_json::Value {
     use serde_json::{Map, Value, json};
     let configs: Map<String, Value> = document
         .configs

@@ -6,6 +6,7 @@ mod amd_leave;
 mod amd_plan;
 mod amd_refusals;
 mod apply;
+mod apply_failures;
 mod common;
 mod dcm;
 mod declared;

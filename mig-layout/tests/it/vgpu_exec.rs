@@ -1,7 +1,7 @@
 //! The vGPU layer's writes on the fake's vGPU host: `sriov-manage` (the fake's, a real process
 //! run through the runner) and a VF's type write (the fake driver's answer), each read back
 //! from the fake sysfs the fake's state is shown in. The rules are the driver's, as
-//! `fake_nvml`'s `sriov_rules` cites them.
+//! `fake_nvml`'s `rules::sriov` cites them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use fake_nvml::support::{VgpuHost, vgpu_host};

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 
 pub mod amd_bed;
 pub mod bed;
+pub mod vgpu_bed;
 
 pub fn data(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -6,6 +6,7 @@ pub mod amd_host;
 pub mod machine;
 pub mod nvidia_host;
 pub mod partition_host;
+pub mod partition_layouts;
 pub mod pci_host;
 pub mod pool;
 pub mod sync_host;

@@ -15,14 +15,20 @@
 //! MIG mode cannot change while VFs exist, so a host whose VFs exist with MIG off, asked for
 //! MIG-backed types, has its VFs disabled first and enabled again after the mode.
 
-use crate::Spec;
 use crate::document::vgpu::find_in;
-use crate::vgpu::{DeriveError, VgpuSpec, VgpuTypeName};
+use crate::vgpu::{VgpuSpec, VgpuTypeName};
 use gpu_host_probe::Holder;
 use gpu_partition_types::{Bdf, Nullable, VgpuType, VgpuTypeId};
 use host_sync::sriov::{Sriov, VirtualFunction};
 use layout_model::DeclaredVf;
 use std::collections::BTreeMap;
+
+mod refusal;
+mod step;
+
+pub(crate) use refusal::describe;
+pub use refusal::{Missing, VgpuRefusal};
+pub use step::VgpuStep;
 
 /// What the host holds of one GPU's vGPU side, as read before the plan.
 #[derive(Debug, Clone, Copy)]
@@ -41,176 +47,6 @@ pub struct VgpuCard<'a> {
     /// Every process holding a VFIO group file open (`gpu_host_probe::holders` over the VFs'
     /// [`VirtualFunction::vfio_group_file`]s).
     pub holders: &'a [Holder],
-}
-
-/// One step of a vGPU plan, in the order it is taken.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum VgpuStep {
-    /// `sriov-manage -d <GPU>`: the VFs disabled (and the GPU instances with them).
-    DisableVfs,
-    /// MIG mode on or off (by the MIG executor).
-    MigMode(bool),
-    /// `sriov-manage -e <GPU>`: every VF the GPU can have enabled; no GPU instance is left.
-    EnableVfs,
-    /// Heterogeneous vGPU mode on (`nvidia-smi vgpu -shm 1`): after the VFs, before any type.
-    Heterogeneous,
-    /// The MIG layout the types need (by the MIG executor, by diff: zero writes where held).
-    GpuInstances(Spec),
-    /// `0` written to `virtfn<index>/nvidia/current_vgpu_type`: its type taken off.
-    ClearType {
-        /// The VF's number.
-        index: u32,
-    },
-    /// The type's ID written to `virtfn<index>/nvidia/current_vgpu_type`.
-    WriteType {
-        /// The VF's number (`virtfn<index>`; VFs this plan enables have no address yet).
-        index: u32,
-        /// The type.
-        name: VgpuTypeName,
-        /// Its ID, from the catalogue (never 0: a write of 0 is a clear, `ClearType`).
-        id: VgpuTypeId,
-    },
-}
-
-/// Why a vGPU plan takes no step.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum VgpuRefusal {
-    /// The card cannot hold the spec (its catalogue says so before any write).
-    #[error("{device}: {source}")]
-    Impossible {
-        /// The GPU.
-        device: Bdf,
-        /// Why.
-        source: DeriveError,
-    },
-    /// More vGPUs than the GPU can have VFs.
-    #[error("{device}: {wanted} vGPUs asked for, and the GPU can have {total} virtual functions")]
-    TooManyVgpus {
-        /// The GPU.
-        device: Bdf,
-        /// How many the spec asks for.
-        wanted: u32,
-        /// `sriov_totalvfs`.
-        total: u32,
-    },
-    /// A VF the plan would change is in use: its VFIO group is held open (a running VM).
-    #[error(
-        "{vf} (virtual function {index} of {device}) is in use: {}",
-        describe(holders)
-    )]
-    InUse {
-        /// The GPU.
-        device: Bdf,
-        /// The VF's number.
-        index: u32,
-        /// The VF.
-        vf: Bdf,
-        /// Who holds its VFIO group.
-        holders: Vec<Holder>,
-    },
-    /// Types the card cannot run together: more than one time-sliced type without
-    /// heterogeneous mode (NVML's `nvmlDeviceGetCreatableVgpus`: with a time-sliced vGPU running,
-    /// only its own type stays creatable).
-    #[error(
-        "{device}: {} are time-sliced types of which the card runs one at a time unless \
-         heterogeneous vGPU mode is on (nvmlDeviceGetCreatableVgpus)",
-        names(types)
-    )]
-    TypesTogether {
-        /// The GPU.
-        device: Bdf,
-        /// The time-sliced types asked for together.
-        types: Vec<VgpuTypeName>,
-    },
-    /// What the spec needs, the card does not have.
-    #[error("{device}: {missing}")]
-    NotAVgpuHost {
-        /// The GPU.
-        device: Bdf,
-        /// What is missing.
-        missing: Missing,
-    },
-}
-
-/// What a GPU lacks to be a per-VF vGPU host.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum Missing {
-    /// `sriov_totalvfs` is absent or 0.
-    #[error("the GPU has no SR-IOV virtual functions")]
-    Sriov,
-    /// A VF has no `nvidia/` directory: no vGPU manager, or the mdev interface.
-    #[error(
-        "virtual function {index} has no nvidia/ directory (no vGPU manager, or the mdev interface)"
-    )]
-    VgpuFiles {
-        /// The VF's number.
-        index: u32,
-    },
-    /// Heterogeneous mode was asked for, and the card has no such setting (or it was not read).
-    #[error("heterogeneous vGPU mode was asked for, and the card's is not known")]
-    Heterogeneous,
-    /// Heterogeneous mode was asked for with MIG-backed types: the GPU's mode is a setting of
-    /// MIG off, which NVML refuses in MIG mode from R575 (NVML API Reference, change log).
-    #[error(
-        "heterogeneous vGPU mode was asked for with MIG-backed types; it is a setting of a GPU \
-         with MIG off (NVML refuses it in MIG mode)"
-    )]
-    HeterogeneousWithMig,
-}
-
-impl VgpuRefusal {
-    /// The refusal as an impossible layout (`impossible` of the report), with its kind and the
-    /// type at fault; `None` for a VF in use, which is no layout's fault (`gpu_busy`).
-    pub fn impossible(&self) -> Option<crate::Impossible> {
-        use crate::ImpossibleKind as Kind;
-        let (device, kind, profile) = match self {
-            Self::Impossible { device, source } => {
-                let (kind, name) = match source {
-                    DeriveError::NotInCatalogue { name, .. } => (Kind::VgpuUnsized, name),
-                    DeriveError::NotSupported { name, .. } => (Kind::VgpuNotSupported, name),
-                    DeriveError::MoreThanTheCardHolds { name, .. } => (Kind::VgpuTooMany, name),
-                };
-                (*device, kind, Some(name.to_string()))
-            }
-            Self::TooManyVgpus { device, .. } => (*device, Kind::VgpuTooMany, None),
-            Self::TypesTogether { device, types } => {
-                (*device, Kind::VgpuTypesTogether, Some(names(types)))
-            }
-            Self::NotAVgpuHost { device, .. } => (*device, Kind::NotAVgpuHost, None),
-            Self::InUse { .. } => return None,
-        };
-        Some(crate::Impossible::new(
-            device,
-            profile,
-            kind,
-            self.to_string(),
-        ))
-    }
-}
-
-/// Type names for people: `A100-10C, A100-20C`.
-fn names(types: &[VgpuTypeName]) -> String {
-    types
-        .iter()
-        .map(ToString::to_string)
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// The holders for a refusal: `pid 4242 (qemu-kvm), …` (`pid 4242` alone where the name did
-/// not read).
-pub(crate) fn describe(holders: &[Holder]) -> String {
-    holders
-        .iter()
-        .map(|holder| match &holder.name {
-            Some(name) => format!("pid {} ({name})", holder.pid),
-            None => format!("pid {}", holder.pid),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The steps that bring `card` to `spec`, in the driver's order, after every check a write
@@ -541,69 +377,4 @@ fn refuse_held(
         }
     }
     Ok(())
-}
-
-impl std::fmt::Display for VgpuStep {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::DisableVfs => f.write_str(
-                "sriov-manage -d: the virtual functions disabled (their GPU instances go with them)",
-            ),
-            Self::MigMode(true) => f.write_str("MIG mode on"),
-            Self::MigMode(false) => f.write_str("MIG mode off"),
-            Self::EnableVfs => f.write_str("sriov-manage -e: every virtual function enabled"),
-            Self::Heterogeneous => f.write_str("heterogeneous vGPU mode on"),
-            Self::GpuInstances(layout) => {
-                let listed: Vec<String> = layout
-                    .mig_devices
-                    .iter()
-                    .map(|(profile, count)| format!("{count} x {profile}"))
-                    .collect();
-                write!(f, "the GPU instances the vGPUs need: {}", listed.join(", "))
-            }
-            Self::ClearType { index } => write!(f, "virtual function {index}: its vGPU type cleared"),
-            Self::WriteType { index, name, id } => {
-                write!(f, "virtual function {index}: vGPU type {name} ({id})")
-            }
-        }
-    }
-}
-
-/// A step as `--json` shows it: `{"step": "write_type", "virtual_function": 0, "type":
-/// "A100-1-5C", "type_id": 474}`, `{"step": "mig_mode", "enabled": true}`, `{"step":
-/// "gpu_instances", "mig_devices": {"1g.5gb": 7}}`, `{"step": "enable_vfs"}`.
-impl serde::Serialize for VgpuStep {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(None)?;
-        match self {
-            Self::DisableVfs => map.serialize_entry("step", "disable_vfs")?,
-            Self::MigMode(enabled) => {
-                map.serialize_entry("step", "mig_mode")?;
-                map.serialize_entry("enabled", enabled)?;
-            }
-            Self::EnableVfs => map.serialize_entry("step", "enable_vfs")?,
-            Self::Heterogeneous => map.serialize_entry("step", "heterogeneous_mode")?,
-            Self::GpuInstances(layout) => {
-                map.serialize_entry("step", "gpu_instances")?;
-                let devices: std::collections::BTreeMap<String, u32> = layout
-                    .mig_devices
-                    .iter()
-                    .map(|(profile, count)| (profile.to_string(), *count))
-                    .collect();
-                map.serialize_entry("mig_devices", &devices)?;
-            }
-            Self::ClearType { index } => {
-                map.serialize_entry("step", "clear_type")?;
-                map.serialize_entry("virtual_function", index)?;
-            }
-            Self::WriteType { index, name, id } => {
-                map.serialize_entry("step", "write_type")?;
-                map.serialize_entry("virtual_function", index)?;
-                map.serialize_entry("type", &name.to_string())?;
-                map.serialize_entry("type_id", id)?;
-            }
-        }
-        map.end()
-    }
 }

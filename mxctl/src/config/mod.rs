@@ -4,7 +4,6 @@ use crate::cli::Switch;
 use crate::failure::Failure;
 use gpu_host_probe::Program;
 use gpu_host_probe::helper::HelperConfig;
-use gpu_host_probe::run::CommandLine;
 use mig_layout::{HookPoint, Hooks};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -12,6 +11,16 @@ use warm_reset::LinkCommands;
 use warm_reset::amd::AMD_SMI_PLACES;
 use warm_reset::metax::MX_SMI_PLACES;
 use warm_reset::nvidia::NVIDIA_SMI_PLACES;
+
+#[cfg(test)]
+mod tests;
+mod values;
+
+pub use values::seconds;
+use values::{
+    absolute, command, format_seconds, one_of, positive_seconds, program, services, switch,
+    switch_name,
+};
 
 /// The config file read when `--config` is not given, if it exists.
 pub const DEFAULT_CONFIG: &str = "/etc/mxctl.conf";
@@ -377,53 +386,6 @@ impl Config {
     }
 }
 
-/// An absolute path (a relative one would name whatever the working directory holds).
-fn absolute(value: &str) -> Result<PathBuf, String> {
-    let path = PathBuf::from(value);
-    if path.is_absolute() {
-        Ok(path)
-    } else {
-        Err(format!("must be an absolute path, not {value:?}"))
-    }
-}
-
-/// Service names separated by spaces, each one a systemd unit's (`mig_layout::amd::service_unit`,
-/// the one rule).
-fn services(value: &str) -> Result<Vec<String>, String> {
-    value
-        .split_whitespace()
-        .map(|name| match mig_layout::amd::service_unit(name) {
-            Some(_) => Ok(name.to_owned()),
-            None => Err(format!("{name:?} is no systemd service name")),
-        })
-        .collect()
-}
-
-/// A value of a token type (`enabled`, `match`), naming the choices when it is none.
-fn one_of<T: std::str::FromStr>(value: &str, choices: &str) -> Result<T, String> {
-    value
-        .parse()
-        .map_err(|_| format!("must be {choices}, not {value:?}"))
-}
-
-/// `enabled` or `disabled`, as `--pool` reads it.
-fn switch(value: &str) -> Result<Switch, String> {
-    <Switch as clap::ValueEnum>::from_str(value, false)
-        .map_err(|_| format!("must be enabled or disabled, not {value:?}"))
-}
-
-/// The switch as the file writes it.
-fn switch_name(switch: Switch) -> String {
-    clap::ValueEnum::to_possible_value(&switch)
-        .map(|value| value.get_name().to_owned())
-        .unwrap_or_default()
-}
-
-/// A command line: an absolute program (or a bare name) and its words.
-fn command(value: &str) -> Result<CommandLine, String> {
-    CommandLine::parse(value).map_err(|error| format!("is no command to run: {error}"))
-}
-
 /// One more hook command at `point`.
 fn hook(config: &mut Config, point: HookPoint, value: &str) -> Result<(), String> {
     let command = command(value)?;
@@ -442,171 +404,4 @@ fn hooks(config: &Config, point: HookPoint) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(" ; ")
-}
-
-/// A program setting: the one configured, or where it is looked for.
-fn program(configured: Option<&Path>, places: &[&str]) -> String {
-    configured.map_or_else(
-        || format!("(first of {}, PATH)", places.join(", ")),
-        |path| path.display().to_string(),
-    )
-}
-
-fn positive_seconds(value: &str) -> Result<Duration, String> {
-    seconds_value(value)
-        .ok_or_else(|| format!("must be a number of seconds above 0, not {value:?}"))
-}
-
-fn seconds_value(value: &str) -> Option<Duration> {
-    value
-        .parse::<f64>()
-        .ok()
-        .filter(|secs| secs.is_finite() && *secs > 0.0 && *secs <= 86_400.0)
-        .map(Duration::from_secs_f64)
-}
-
-/// A positive number of seconds, with a fraction if wanted (`0.5`).
-pub fn seconds(key: &str, value: &str) -> Result<Duration, String> {
-    positive_seconds(value).map_err(|why| format!("`{key}` {why}"))
-}
-
-fn format_seconds(duration: Duration) -> String {
-    let secs = duration.as_secs_f64();
-    if secs.fract() == 0.0 {
-        format!("{}", duration.as_secs())
-    } else {
-        format!("{secs}")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    fn parse(text: &str) -> Result<Config, Failure> {
-        Config::parse(text, Path::new("test.conf"))
-    }
-
-    #[test]
-    fn an_empty_file_gives_the_defaults() {
-        assert_eq!(parse("").unwrap(), Config::default());
-    }
-
-    #[test]
-    fn comments_and_blank_lines_are_skipped_and_spaces_around_equals_are_free() {
-        let config =
-            parse("# a comment\n\n  helper-deadline=2.5  \ngpu-partitioning =enabled\n").unwrap();
-        assert_eq!(config.helper.deadline, Duration::from_millis(2500));
-        assert!(config.pool.is_enabled());
-    }
-
-    #[test]
-    fn an_unknown_key_is_ignored() {
-        assert_eq!(parse("colour = blue\n").unwrap(), Config::default());
-    }
-
-    #[test]
-    fn a_bad_value_names_the_file_and_line() {
-        let error = parse("\nhelper-deadline = soon\n").unwrap_err();
-        assert!(error.to_string().starts_with("test.conf:2: "), "{error}");
-    }
-
-    #[test]
-    fn a_relative_helper_path_is_refused() {
-        assert!(parse("gpu-partition-helper = bin/helper").is_err());
-    }
-
-    #[test]
-    fn a_line_without_equals_is_refused() {
-        assert!(parse("gpu-partitioning enabled").is_err());
-    }
-
-    #[test]
-    fn the_pool_switch_takes_only_enabled_or_disabled() {
-        assert!(parse("gpu-partitioning = on").is_err());
-    }
-
-    #[test]
-    fn each_setting_read_from_its_shown_value_gives_the_same_value() {
-        // Every default but the programs looked for (and the manual link step) is a value
-        // the file could hold.
-        let config = Config::default();
-        for setting in SETTINGS {
-            let shown = setting.value(&config);
-            if shown.starts_with('(') {
-                continue;
-            }
-            let mut again = Config::default();
-            (setting.read)(&mut again, &shown).unwrap();
-            assert_eq!(setting.value(&again), shown, "{}", setting.key);
-        }
-    }
-
-    #[test]
-    fn the_sample_file_shows_every_setting_with_its_default_and_nothing_else() {
-        let sample = include_str!("../../mxctl.conf");
-        let mut shown: Vec<&str> = sample
-            .lines()
-            .filter_map(|line| line.strip_prefix("# ")?.split_once(" ="))
-            .map(|(key, _)| key)
-            .filter(|key| !key.contains(' '))
-            .collect();
-        shown.dedup();
-        let keys: Vec<&str> = SETTINGS.iter().map(|s| s.key).collect();
-        assert_eq!(shown, keys);
-        // Uncommented, each line with a value reads; the defaults stay the defaults, but for
-        // the examples of commands (the hooks) and the helper's path.
-        let uncommented: String = sample
-            .lines()
-            .filter_map(|line| line.strip_prefix("# "))
-            .filter(|line| {
-                line.split_once(" = ").is_some_and(|(key, value)| {
-                    SETTINGS.iter().any(|s| s.key == key) && !value.is_empty()
-                })
-            })
-            .map(|line| format!("{line}\n"))
-            .collect();
-        let read = parse(&uncommented).unwrap();
-        assert_eq!(read.sync_interval, Config::default().sync_interval);
-        assert_eq!(read.unnamed, Config::default().unnamed);
-    }
-
-    #[test]
-    fn keys_are_unique() {
-        let mut keys: Vec<&str> = SETTINGS.iter().map(|s| s.key).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        assert_eq!(keys.len(), SETTINGS.len());
-    }
-
-    #[test]
-    fn a_relative_hook_path_is_refused_naming_the_key_and_line() {
-        let error = parse("\nhook-pre-apply-mode = hooks/drain.sh now\n").unwrap_err();
-        let message = error.to_string();
-        assert!(
-            message.starts_with("test.conf:2: `hook-pre-apply-mode` is no command to run")
-                && message.contains("hooks/drain.sh is a relative path"),
-            "{message}"
-        );
-    }
-
-    #[test]
-    fn a_hook_given_twice_runs_both_commands_in_order() {
-        let config =
-            parse("hook-apply-exit = /bin/true one\nhook-apply-exit = /bin/true two\n").unwrap();
-        let lines: Vec<String> = config
-            .hooks
-            .at(HookPoint::ApplyExit)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        assert_eq!(lines, ["/bin/true one", "/bin/true two"]);
-    }
-
-    #[test]
-    fn restore_at_boot_reads_as_a_switch() {
-        assert!(!parse("restore-at-boot = disabled").unwrap().restore_at_boot);
-        assert!(parse("restore-at-boot = off").is_err());
-    }
 }
