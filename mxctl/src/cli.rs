@@ -8,6 +8,7 @@ mod reset;
 mod spelling;
 mod write;
 
+pub use crate::config::Switch;
 pub use reset::*;
 pub use spelling::layout_spelling;
 pub use write::*;
@@ -277,24 +278,6 @@ fn program_path(text: &str) -> Result<PathBuf, String> {
         return Ok(path);
     }
     std::path::absolute(&path).map_err(|error| format!("cannot make {text:?} absolute: {error}"))
-}
-
-/// `enabled` or `disabled`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Switch {
-    /// On.
-    Enabled,
-    /// Off.
-    Disabled,
-}
-
-impl From<Switch> for host_sync::Pool {
-    fn from(switch: Switch) -> Self {
-        match switch {
-            Switch::Enabled => Self::Enabled,
-            Switch::Disabled => Self::Disabled,
-        }
-    }
 }
 
 /// `--after-boot`.

@@ -206,3 +206,45 @@ pub trait Backend {
     /// Every GPU of the host (a plan's verify step).
     fn survey(&mut self) -> Result<Survey, BackendError>;
 }
+
+/// A kernel log a backend reads, through its host's `kernel_log()`: the real one (the kernel's,
+/// at [`DEFAULT_KMSG`](crate::io::DEFAULT_KMSG) or where the host was told), a simulated host's, or a test's.
+pub trait KernelLogSource {
+    /// Notes where the log ends now.
+    fn mark_kernel_log(&mut self) -> Result<(), BackendError>;
+    /// The records added since the mark.
+    fn records_since_mark(&mut self) -> Result<Vec<crate::kmsg::KmsgRecord>, BackendError>;
+}
+
+impl KernelLogSource for crate::kmsg::KernelLog {
+    fn mark_kernel_log(&mut self) -> Result<(), BackendError> {
+        Ok(self.mark()?)
+    }
+
+    fn records_since_mark(&mut self) -> Result<Vec<crate::kmsg::KmsgRecord>, BackendError> {
+        Ok(self.since_mark()?)
+    }
+}
+
+/// What a backend asks of a target: its own method's facts.
+impl crate::target::Target {
+    /// The facts of the method whose facts are `F`, or the error of a target another method
+    /// resolved (each method's backend reads its own facts through this).
+    pub(crate) fn facts_of<F: crate::target::MethodFacts>(&self) -> Result<&F, BackendError> {
+        F::of(&self.facts).ok_or(BackendError::WrongMethod {
+            backend: F::METHOD,
+            target: self.method(),
+        })
+    }
+
+    /// The facts a verification compares with, or its answer for a target another method
+    /// resolved: wrong at once, as no device of this method can come back for it.
+    pub(crate) fn facts_to_verify<F: crate::target::MethodFacts + Clone>(&self) -> Result<F, Back> {
+        self.facts_of::<F>().cloned().map_err(|error| {
+            Back::Wrong(NotBack::new(
+                crate::reasons::ColdRebootReason::GpuMissing,
+                error.said(),
+            ))
+        })
+    }
+}

@@ -34,7 +34,7 @@ macro_rules! real_host_basics {
             nix::unistd::geteuid().is_root()
         }
 
-        fn kernel_log(&mut self) -> &mut dyn crate::kmsg::KernelLogSource {
+        fn kernel_log(&mut self) -> &mut dyn crate::backend::KernelLogSource {
             &mut self.kernel_log
         }
     };

@@ -14,6 +14,7 @@
 //! Each method's own host trait, and the error of its tool, are in its module
 //! ([`crate::metax`], [`crate::nvidia`], [`crate::pci`]).
 
-pub use crate::kmsg::{DEFAULT_KMSG, KernelLogError, KernelLogSource, KmsgRecord};
+pub use crate::backend::KernelLogSource;
+pub use crate::kmsg::{DEFAULT_KMSG, KernelLogError, KmsgRecord};
 pub use crate::parse_error::ParseError;
 pub use crate::tool::{ToolEnd, ToolError};

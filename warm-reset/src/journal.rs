@@ -9,7 +9,7 @@
 //! file.
 
 use crate::machine::{JournalView, PendingColdReboot};
-use crate::plan_step::PlanStepReport;
+use crate::plan_step_report::PlanStepReport;
 use crate::reasons::ResetOutcome;
 use crate::target::Target;
 use gpu_host_probe::{Host, HostLock};

@@ -142,25 +142,6 @@ impl KernelLog {
     }
 }
 
-/// A kernel log a backend reads, through its host's `kernel_log()`: the real one (the kernel's,
-/// at [`DEFAULT_KMSG`] or where the host was told), a simulated host's, or a test's.
-pub trait KernelLogSource {
-    /// Notes where the log ends now.
-    fn mark_kernel_log(&mut self) -> Result<(), crate::BackendError>;
-    /// The records added since the mark.
-    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, crate::BackendError>;
-}
-
-impl KernelLogSource for KernelLog {
-    fn mark_kernel_log(&mut self) -> Result<(), crate::BackendError> {
-        Ok(self.mark()?)
-    }
-
-    fn records_since_mark(&mut self) -> Result<Vec<KmsgRecord>, crate::BackendError> {
-        Ok(self.since_mark()?)
-    }
-}
-
 /// The messages of the error records (level 3 or worse), in order.
 pub fn error_messages(records: Vec<KmsgRecord>) -> Vec<String> {
     records

@@ -49,6 +49,7 @@ mod parse_error;
 pub mod pci;
 mod plan;
 mod plan_step;
+mod plan_step_report;
 mod reasons;
 mod reset_target;
 mod reset_with;
@@ -79,7 +80,8 @@ pub use plan::{
     ActionKind, CONNECT_LINKS_MANUAL, Group, GroupHost, LinkCommands, Phase, Plan, PlanAction,
     PlanError, Strategy, check_group, plan,
 };
-pub use plan_step::{ActionReport, PlanStepError, PlanStepReport, run_plan_step};
+pub use plan_step::{PlanStepError, run_plan_step};
+pub use plan_step_report::{ActionReport, PlanStepReport};
 pub use reasons::{BadOutcome, BlockedReason, ColdRebootReason, ResetOutcome, ResetReason};
 pub use reset_target::{ResetId, ResetTarget, ResetTargetError};
 pub use reset_with::ResetWith;

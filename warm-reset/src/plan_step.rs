@@ -7,54 +7,16 @@
 use crate::execute::{ExecuteError, host_for, try_lock};
 use crate::journal::{Journal, JournalError, StepRecord};
 use crate::plan::{ActionKind, Plan, PlanAction};
+use crate::plan_step_report::{ActionReport, PlanStepReport};
 use crate::reasons::{BlockedReason, ColdRebootReason, ResetOutcome};
 use crate::reset_target::ResetTarget;
 use crate::reset_with::ResetWith;
 use gpu_host_probe::run::{CommandLine, RunResult, run};
 use gpu_host_probe::{Host, LockError};
-use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// How long a link command may run.
 pub const LINK_COMMAND_DEADLINE: Duration = Duration::from_secs(120);
-
-/// What one action of a step gave.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct ActionReport {
-    /// The action.
-    pub action: ActionKind,
-    /// The node reset, for a reset.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node: Option<u32>,
-    /// How it ended, with its reason (`outcome` and `reason` in JSON).
-    #[serde(flatten)]
-    pub outcome: ResetOutcome,
-    /// What was found, or the manual instruction.
-    pub detail: String,
-    /// How long it took.
-    pub elapsed_ms: u64,
-}
-
-/// What a step gave.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct PlanStepReport {
-    /// The plan's id.
-    pub plan: String,
-    /// The phase.
-    pub phase: usize,
-    /// This host.
-    pub host: String,
-    /// Whether this is the recorded result of an earlier run of the same step.
-    pub repeated: bool,
-    /// The step's outcome: that of its last action (done when it had none); `outcome` and
-    /// `reason` in JSON.
-    #[serde(flatten)]
-    pub outcome: ResetOutcome,
-    /// Its actions, in order, up to the first that did not succeed.
-    pub actions: Vec<ActionReport>,
-}
 
 /// A step that could not run or finish; nothing is recorded, so a rerun tries again.
 #[derive(Debug, thiserror::Error)]

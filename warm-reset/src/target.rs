@@ -2,12 +2,10 @@
 //! the devices verified after the reset, and the backend's own facts (opaque to the machine).
 
 use crate::amd::AmdTarget;
-use crate::backend::{Back, BackendError, NotBack};
 use crate::metax::MetaxTarget;
 use crate::method::Method;
 use crate::nvidia::NvidiaTarget;
 use crate::pci::PciTarget;
-use crate::reasons::ColdRebootReason;
 use gpu_partition_types::Bdf;
 use serde::{Deserialize, Serialize};
 
@@ -53,23 +51,6 @@ impl Target {
             TargetFacts::Pci(_) => Method::Pci,
             TargetFacts::Amd(_) => Method::Amd,
         }
-    }
-
-    /// The facts of the method whose facts are `F`, or the error of a target another method
-    /// resolved (each method's backend reads its own facts through this).
-    pub(crate) fn facts_of<F: MethodFacts>(&self) -> Result<&F, BackendError> {
-        F::of(&self.facts).ok_or(BackendError::WrongMethod {
-            backend: F::METHOD,
-            target: self.method(),
-        })
-    }
-
-    /// The facts a verification compares with, or its answer for a target another method
-    /// resolved: wrong at once, as no device of this method can come back for it.
-    pub(crate) fn facts_to_verify<F: MethodFacts + Clone>(&self) -> Result<F, Back> {
-        self.facts_of::<F>()
-            .cloned()
-            .map_err(|error| Back::Wrong(NotBack::new(ColdRebootReason::GpuMissing, error.said())))
     }
 
     /// The PCI addresses of the devices the ID names.

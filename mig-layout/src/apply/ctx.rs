@@ -7,7 +7,7 @@
 //! observer; the worker waits for the observer to return ([`fan_out`]).
 
 use super::Progress;
-use super::vgpu::VgpuWith;
+use super::with::VgpuWith;
 use crate::report::{ApplyOutcome, ApplyReason, WriteFailure};
 use gpu_host_probe::Clock;
 use gpu_host_probe::helper::{CardRead, Helper};

@@ -116,6 +116,27 @@ pub(super) fn classify(
     })
 }
 
+/// How the apply ends: a pre-hook that failed blocks it.
+pub(super) fn hook_failed(failed: &super::hook_run::HookRun) -> End {
+    let said = failed.stderr.trim();
+    End::blocked(
+        ApplyReason::HookFailed,
+        if said.is_empty() {
+            format!("{failed}; nothing was changed")
+        } else {
+            format!("{failed} ({said}); nothing was changed")
+        },
+    )
+}
+
+/// How the apply ends: the caller cancelled it before any write.
+pub(super) fn cancelled(when: &str) -> End {
+    End::blocked(
+        ApplyReason::Cancelled,
+        format!("the apply was cancelled {when}; nothing was changed"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,11 +2,12 @@
 //! a layout names on this host or a declaration declares, and the one rule for the GPUs a
 //! caller asks for by address.
 
-use super::amd::{AmdSide, AmdWith};
+use super::amd::AmdSide;
 use super::nvidia::NvidiaSide;
 use super::options::ApplyOptions;
 use super::run::ApplyError;
 use super::side::Side;
+use super::with::AmdWith;
 use crate::document::Spec;
 use crate::document::dcm::DcmProfile;
 use crate::document::vgpu::VgpuSpec;
@@ -190,7 +191,7 @@ pub(super) fn resolve_vgpu_leave(
     draft: &mut Draft,
 ) -> Result<Vec<Wanted>, ApplyError> {
     resolve_by(host, label, options, draft, |gpus| {
-        let mut selection = select(&crate::apply::leave_specs(), gpus)?;
+        let mut selection = select(&leave_specs(), gpus)?;
         for wanted in &mut selection.wanted {
             wanted.vgpu = Some(VgpuJob::Leave);
         }
@@ -315,4 +316,13 @@ pub(super) fn declared_job(
         amd: amd_wanted,
         boards: Some(boards),
     })
+}
+
+/// The layout [`leave`](super::leave) applies: MIG off on every NVIDIA GPU.
+pub(super) fn leave_specs() -> Vec<crate::document::Spec> {
+    vec![crate::document::Spec::new(
+        crate::document::Devices::All,
+        false,
+        Vec::new(),
+    )]
 }

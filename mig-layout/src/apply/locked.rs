@@ -4,8 +4,9 @@
 //! end of the run gives its [`End`]: none is assumed.
 
 use super::ctx::{Ctx, Shared};
-use super::end::{classify, recorded};
-use super::hooks::{self, HookEnv, HookPoint, HookRun};
+use super::end::{classify, hook_failed, recorded};
+use super::hook_run::HookPoint;
+use super::hooks::{self, HookEnv};
 use super::job::Job;
 use super::options::ApplyOptions;
 use super::progress::Progress;
@@ -15,27 +16,6 @@ use super::writes::{self, Write};
 use crate::report::{ApplyOutcome, ApplyReason, ApplyWarning, Draft, End};
 use gpu_host_probe::HostLock;
 use host_sync::{ApplyEnd, Direction};
-
-/// How the apply ends: a pre-hook that failed blocks it.
-pub(super) fn hook_failed(failed: &HookRun) -> End {
-    let said = failed.stderr.trim();
-    End::blocked(
-        ApplyReason::HookFailed,
-        if said.is_empty() {
-            format!("{failed}; nothing was changed")
-        } else {
-            format!("{failed} ({said}); nothing was changed")
-        },
-    )
-}
-
-/// How the apply ends: the caller cancelled it before any write.
-pub(super) fn cancelled(when: &str) -> End {
-    End::blocked(
-        ApplyReason::Cancelled,
-        format!("the apply was cancelled {when}; nothing was changed"),
-    )
-}
 
 /// Which way the sides go: into partitioning when a side divides a GPU (MIG on, vGPUs, an AMD
 /// GPU divided).
@@ -87,7 +67,7 @@ fn before_reading(
 fn programs_for_host(
     host: &gpu_host_probe::Host,
     helper: &gpu_host_probe::helper::Helper,
-    (vgpu, amd): (&super::vgpu::VgpuWith<'_>, &super::amd::AmdWith<'_>),
+    (vgpu, amd): (&super::with::VgpuWith<'_>, &super::with::AmdWith<'_>),
     job: &Job,
 ) -> Result<(), ApplyError> {
     let mut programs = Vec::new();

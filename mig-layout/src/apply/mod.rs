@@ -35,6 +35,8 @@ pub(crate) mod amd;
 mod busy;
 mod ctx;
 mod end;
+mod gpu;
+mod hook_run;
 mod hooks;
 mod job;
 mod locked;
@@ -47,20 +49,21 @@ mod reset;
 mod run;
 mod side;
 pub(crate) mod vgpu;
+mod with;
 mod writes;
 
-pub use hooks::{HOOK_DEADLINE, HookPoint, HookRun, Hooks};
+pub use hook_run::{HOOK_DEADLINE, HookPoint, HookRun, Hooks};
 pub(crate) use job::{resolve, resolve_vgpu};
 
-pub use amd::AmdWith;
+pub use gpu::STEP_DEADLINE;
 pub(crate) use job::resolve_amd;
 pub use options::ApplyOptions;
-pub use phases::STEP_DEADLINE;
 pub use progress::{ApplyObserver, Progress};
 pub use run::{ApplyError, ApplyRun};
-pub use vgpu::VgpuWith;
+pub use with::AmdWith;
+pub use with::VgpuWith;
 
-use crate::document::{Devices, Spec};
+use crate::document::Spec;
 use crate::report::{ApplyReport, Draft};
 use host_sync::{BootRestore, BootRestoreStart, StateLost};
 use job::{declared_job, take_lock};
@@ -235,16 +238,11 @@ pub fn restore(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<Restore, App
 /// `options.devices`, when given), by [`apply()`]'s executor, labelled `leave` and declared so.
 /// A vGPU host leaves by [`leave_vgpu`] (its VFs first), an AMD host by [`leave_amd`].
 pub fn leave(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<ApplyReport, ApplyError> {
-    apply(run, LEAVE, &leave_specs(), options)
+    apply(run, LEAVE, &job::leave_specs(), options)
 }
 
 /// The label of every leave's apply and declaration.
 const LEAVE: &str = "leave";
-
-/// The layout [`leave`] applies.
-pub(crate) fn leave_specs() -> Vec<Spec> {
-    vec![Spec::new(Devices::All, false, Vec::new())]
-}
 
 /// Leaves partitioning on the host's AMD GPUs: every AMD GPU bound to `amdgpu` that shows
 /// partition files (of `options.devices`, when given) brought to one undivided GPU, SPX with

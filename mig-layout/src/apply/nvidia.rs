@@ -4,7 +4,8 @@
 //! read-back).
 
 use super::ctx::{Ctx, Stop};
-use super::phases::{self, Gpu};
+use super::gpu::Gpu;
+use super::phases;
 use super::preflight::{self, Preflight};
 use super::progress::Progress;
 use super::run::ApplyError;

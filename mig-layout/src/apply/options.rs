@@ -1,7 +1,7 @@
 //! [`ApplyOptions`]: what the caller decides for one apply, leave or restore — one type for
 //! all three.
 
-use super::hooks::Hooks;
+use super::hook_run::Hooks;
 use gpu_host_probe::Cancel;
 use gpu_partition_types::Bdf;
 use host_sync::Pool;

@@ -5,8 +5,9 @@
 
 use super::busy;
 use super::ctx::Shared;
-use super::phases::Gpu;
-use super::vgpu::{self, GpuVgpu};
+use super::gpu::Gpu;
+use super::gpu::GpuVgpu;
+use super::vgpu;
 use crate::plan::{Impossible, plan};
 use crate::report::{ApplyReason, ApplyWarning, GpuReport, GpuWork, NvidiaWork};
 use crate::select::{HostGpu, Wanted};

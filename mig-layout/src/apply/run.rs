@@ -1,9 +1,9 @@
 //! [`ApplyRun`]: on which host, through which helper, into which store, resetting how; and
 //! [`ApplyError`], an apply that could not run.
 
-use super::amd::AmdWith;
 use super::progress::ApplyObserver;
-use super::vgpu::VgpuWith;
+use super::with::AmdWith;
+use super::with::VgpuWith;
 use crate::report::ApplyReport;
 use gpu_host_probe::helper::Helper;
 use gpu_host_probe::{Host, LockError};

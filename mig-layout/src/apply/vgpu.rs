@@ -16,52 +16,24 @@
 
 use super::Progress;
 use super::ctx::{Shared, Stop};
-use super::phases::Gpu;
+use super::gpu::{Gpu, GpuVgpu, run_batch};
 use crate::document::vgpu::{VgpuSpec, find_in};
 use crate::plan::{Impossible, plan};
 use crate::report::ApplyReason;
 use crate::report::WriteFailure;
 use crate::select::{HostGpu, VgpuJob, want_of};
 use crate::vgpu::{
-    RunEnd, SriovManage, SriovManageError, SriovManageOn, TypeWriteError, VfTypeFile, VfsWanted,
-    VgpuCard, VgpuRefusal, VgpuStep, VgpuTypes, plan_vgpu, plan_vgpu_leave, plan_vgpu_on_vfs,
-    write_vgpu_type,
+    RunEnd, SriovManageError, SriovManageOn, TypeWriteError, VfTypeFile, VfsWanted, VgpuCard,
+    VgpuRefusal, VgpuStep, plan_vgpu, plan_vgpu_leave, plan_vgpu_on_vfs, write_vgpu_type,
 };
 use crate::vgpu_plan::assigned;
 use gpu_host_probe::Host;
 use gpu_host_probe::chain::Chain;
-use gpu_host_probe::vf::SysfsTypes;
 use gpu_partition_types::VgpuTypeId;
 use gpu_partition_types::{Bdf, Reply, Step, VgpuType};
 use host_sync::sriov::read_sriov;
 use layout_model::VfsRead;
 use layout_model::{Card, DeclaredVgpu, Unnamed, VgpuDeclared, Want};
-
-/// How an apply writes a GPU's vGPU side: `sriov-manage`, and what carries a VF's type write.
-#[derive(Clone)]
-pub struct VgpuWith<'a> {
-    /// How `sriov-manage` is run (its path, deadline, retries).
-    pub sriov_manage: SriovManage,
-    /// What carries a VF's type write (the kernel's file by default).
-    pub types: &'a dyn VgpuTypes,
-}
-
-impl Default for VgpuWith<'_> {
-    fn default() -> Self {
-        Self {
-            sriov_manage: SriovManage::default(),
-            types: &SysfsTypes,
-        }
-    }
-}
-
-impl std::fmt::Debug for VgpuWith<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("VgpuWith")
-            .field("sriov_manage", &self.sriov_manage)
-            .finish_non_exhaustive()
-    }
-}
 
 /// What the preflight decided of a GPU's vGPU side.
 pub(super) struct Planned {
@@ -69,30 +41,6 @@ pub(super) struct Planned {
     pub want: Want,
     /// The rest.
     pub vgpu: GpuVgpu,
-}
-
-/// A GPU's vGPU side through the apply.
-#[derive(Debug, Clone, Default)]
-pub(super) struct GpuVgpu {
-    /// The vGPU steps, in order (none for a MIG layout alone).
-    pub steps: Vec<VgpuStep>,
-    /// What its VFs are declared to hold once the apply writes, per VF (`None`: a MIG layout
-    /// alone, whose declaration says nothing of VFs).
-    pub declare: Option<VgpuDeclared>,
-}
-
-impl GpuVgpu {
-    /// Whether the plan has this step.
-    pub fn has(&self, step: &VgpuStep) -> bool {
-        self.steps.contains(step)
-    }
-
-    /// Whether the plan writes to the card itself (the MIG steps are the MIG executor's).
-    pub fn writes(&self) -> bool {
-        self.steps
-            .iter()
-            .any(|step| !matches!(step, VgpuStep::MigMode(_) | VgpuStep::GpuInstances(_)))
-    }
 }
 
 /// The vGPUs `spec` asks of a card of `catalogue`, by count: what an assert of a config (which
@@ -338,7 +286,7 @@ pub(super) fn before_creates(
     }
     if gpu.vgpu.has(&VgpuStep::Heterogeneous) {
         let device = gpu.report.device;
-        super::phases::run_batch(
+        run_batch(
             shared,
             say,
             gpu,

@@ -5,9 +5,9 @@
 //! declared to be, read back. The frame names no vendor: each is a [`Side`].
 
 use super::ctx::{Ctx, Stop};
-use super::end::{classify, recorded, worst};
-use super::hooks::{self, HookEnv, HookPoint};
-use super::locked::{cancelled, hook_failed};
+use super::end::{cancelled, classify, hook_failed, recorded, worst};
+use super::hook_run::HookPoint;
+use super::hooks::{self, HookEnv};
 use super::options::ApplyOptions;
 use super::run::ApplyError;
 use super::side::{Due, Side, Writing};

@@ -6,11 +6,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use fake_nvml::MigMode;
+use gpu_host_probe::run::RunResult;
 use host_sync::sriov::read_sriov;
 use host_sync::{AfterBoot, HostReason};
 use layout_model::{DifferenceKind, Fact, Holding};
 use mig_layout::vgpu::{VgpuStep, apply_vgpu};
-use mig_layout::{ApplyOutcome, ApplyReason, Restore};
+use mig_layout::{ApplyOutcome, ApplyReason, Restore, WriteFailure};
 
 use crate::common::vgpu_bed::{A100, Bed, H100, first, last};
 
@@ -407,4 +408,40 @@ fn two_time_sliced_types_without_heterogeneous_mode_are_blocked_before_any_write
         "no write: the running vGPUs are untouched"
     );
     assert_eq!(bed.holding(), Holding::Holds);
+}
+
+#[test]
+fn a_sriov_manage_that_keeps_failing_is_typed_in_its_gpus_report_with_its_end_and_what_it_said() {
+    // `-e` fails every time, as a card's firmware can at boot (the fake's `enable_failures`);
+    // the pauses between tries are the run's virtual clock's.
+    let mut bed = Bed::with(|scenario| {
+        scenario["devices"][0]["sriov"]["enable_failures"] = 99.into();
+    });
+    let report = bed.run(Some("A100-10C"));
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Failed(ApplyReason::StepRefused),
+        "{:?}",
+        report.detail
+    );
+    let gpu = report
+        .gpus
+        .iter()
+        .find(|gpu| gpu.device.to_string() == A100)
+        .unwrap();
+    match &gpu.failure {
+        Some(WriteFailure::Program {
+            program,
+            command,
+            end,
+            ..
+        }) => {
+            assert_eq!(program, "sriov-manage");
+            assert!(command.contains(A100), "{command}");
+            assert_eq!(*end, RunResult::Exited(1), "{end:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let detail = gpu.detail.as_deref().unwrap_or_default();
+    assert!(detail.contains(A100), "{detail}");
 }

@@ -1,6 +1,5 @@
 //! The config file (`key = value` lines) and the settings in force.
 
-use crate::cli::Switch;
 use crate::failure::Failure;
 use gpu_host_probe::Program;
 use gpu_host_probe::helper::HelperConfig;
@@ -15,6 +14,8 @@ use warm_reset::nvidia::NVIDIA_SMI_PLACES;
 #[cfg(test)]
 mod tests;
 mod values;
+
+pub use values::Switch;
 
 pub use values::seconds;
 use values::{

@@ -1,10 +1,27 @@
 //! A setting's value as the file writes it: read (an absolute path, seconds, a switch, a command
 //! line, one of a set, a list of services) and written back as the file would.
 
-use crate::cli::Switch;
 use gpu_host_probe::run::CommandLine;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// `enabled` or `disabled`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Switch {
+    /// On.
+    Enabled,
+    /// Off.
+    Disabled,
+}
+
+impl From<Switch> for host_sync::Pool {
+    fn from(switch: Switch) -> Self {
+        match switch {
+            Switch::Enabled => Self::Enabled,
+            Switch::Disabled => Self::Disabled,
+        }
+    }
+}
 
 /// An absolute path (a relative one would name whatever the working directory holds).
 pub(super) fn absolute(value: &str) -> Result<PathBuf, String> {

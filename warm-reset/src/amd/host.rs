@@ -4,7 +4,8 @@
 use super::error::AmdSmiError;
 use super::sysfs::{AmdGpuState, list_gpus, read_gpu};
 use crate::backend::BackendError;
-use crate::kmsg::{KernelLog, KernelLogSource};
+use crate::backend::KernelLogSource;
+use crate::kmsg::KernelLog;
 use crate::tool::{Exits, Tool, ToolEnd};
 use gpu_host_probe::{Holder, holders};
 

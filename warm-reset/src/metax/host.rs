@@ -5,7 +5,8 @@
 use super::error::MxSmiError;
 use super::modules::{DriverUse, metax_use};
 use crate::backend::BackendError;
-use crate::kmsg::{KernelLog, KernelLogSource};
+use crate::backend::KernelLogSource;
+use crate::kmsg::KernelLog;
 use crate::tool::{Exits, Tool, ToolEnd};
 
 use std::path::PathBuf;

@@ -5,7 +5,8 @@
 use super::error::NvidiaSmiError;
 use super::nvidia_smi::NvidiaGpu;
 use crate::backend::BackendError;
-use crate::kmsg::{KernelLog, KernelLogSource};
+use crate::backend::KernelLogSource;
+use crate::kmsg::KernelLog;
 use crate::tool::{Exits, Tool, ToolEnd};
 use gpu_host_probe::{Holder, holders};
 

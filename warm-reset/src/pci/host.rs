@@ -4,8 +4,9 @@
 
 use super::error::SysfsError;
 use super::function::{FunctionState, device_entries, read_function};
+use crate::backend::KernelLogSource;
 use crate::backend::{BackendError, ResetEnd};
-use crate::kmsg::{KernelLog, KernelLogSource};
+use crate::kmsg::KernelLog;
 use gpu_host_probe::run::{RunResult, RunSpec, check_program, run};
 use gpu_host_probe::{Holder, holders};
 use gpu_partition_types::Bdf;

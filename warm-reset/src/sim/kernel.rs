@@ -1,7 +1,8 @@
 //! [`SimKernelLog`]: a simulated host's kernel log.
 
 use crate::backend::BackendError;
-use crate::kmsg::{KernelLogError, KernelLogSource, KmsgRecord};
+use crate::backend::KernelLogSource;
+use crate::kmsg::{KernelLogError, KmsgRecord};
 use std::path::PathBuf;
 
 /// A kernel log in memory: records appended by the simulated host, a mark, and whether it can

@@ -26,7 +26,7 @@ macro_rules! sim_host_basics {
             self.root
         }
 
-        fn kernel_log(&mut self) -> &mut dyn crate::kmsg::KernelLogSource {
+        fn kernel_log(&mut self) -> &mut dyn crate::backend::KernelLogSource {
             &mut self.kernel_log
         }
     };

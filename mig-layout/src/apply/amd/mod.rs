@@ -22,6 +22,8 @@
 mod preflight;
 mod writes;
 
+use super::with::AmdWith;
+
 use super::Progress;
 use super::ctx::{Ctx, Stop};
 use super::run::ApplyError;
@@ -29,50 +31,11 @@ use super::side::{Due, Refusal, Side, Writing};
 use crate::amd_plan::AmdStep;
 use crate::report::{ApplyWarning, Draft, GpuReport, GpuWork};
 use crate::select::AmdWanted;
-use gpu_host_probe::amdgpu::{AmdPartitions, Modprobe, PartitionWrites};
+use gpu_host_probe::amdgpu::AmdPartitions;
 use gpu_partition_types::Bdf;
 use host_sync::{GpuRead, StateStore};
 use layout_model::DeclaredGpu;
 use layout_model::amd::AmdDeclared;
-use std::time::Duration;
-
-/// How an apply writes AMD GPUs.
-#[derive(Clone)]
-pub struct AmdWith<'a> {
-    /// How the driver is reloaded by the kernel's side (`modprobe`'s path and deadline).
-    pub modprobe: Modprobe,
-    /// What carries the writes instead of the kernel (a simulated amdgpu, say); `None` (the
-    /// default): the kernel's files under the host's sysfs and `modprobe`.
-    pub writes: Option<&'a dyn PartitionWrites>,
-    /// The systemd services that use the GPUs (Device Config Manager's
-    /// `gpuClientSystemdServices`): one running blocks a write (`gpu_busy`); an `apply-start`
-    /// hook stops them, and an `apply-exit` hook starts them again.
-    pub client_services: Vec<String>,
-    /// How long the GPUs' files are waited for after the reload (default 60 s).
-    pub reload_wait: Duration,
-}
-
-impl Default for AmdWith<'_> {
-    fn default() -> Self {
-        Self {
-            modprobe: Modprobe::default(),
-            writes: None,
-            client_services: Vec::new(),
-            reload_wait: Duration::from_secs(60),
-        }
-    }
-}
-
-impl std::fmt::Debug for AmdWith<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AmdWith")
-            .field("modprobe", &self.modprobe)
-            .field("simulated", &self.writes.is_some())
-            .field("client_services", &self.client_services)
-            .field("reload_wait", &self.reload_wait)
-            .finish()
-    }
-}
 
 /// One AMD GPU through the apply.
 pub(super) struct AmdGpu {
