@@ -123,6 +123,9 @@ fn main() -> Result<(), Box<dyn Error>> {
         &options,
     )?;
     println!("assert cpx-nps4: {}", asserted.outcome.as_str());
+    if asserted.outcome != mig_layout::AssertOutcome::Applied {
+        return Err(format!("the assert says {:?}", asserted.gpus).into());
+    }
 
     // 4. What the toolstack gives its VMs: each GPU's partitions, as sysfs says.
     for bdf in &gpus {

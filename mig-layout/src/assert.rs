@@ -20,8 +20,9 @@ use serde::Serialize;
 /// What an assert reads with, the same for every vendor's assert ([`assert_applied`],
 /// [`assert_vgpu`](crate::vgpu::assert_vgpu), [`assert_amd`](crate::amd::assert_amd)): the
 /// host, its helper (which reads NVIDIA's cards) and the state store (which keeps AMD's memory
-/// requests still waiting for a reload). An assert writes nothing, neither the cards nor the
-/// store.
+/// requests still waiting for a reload). An assert writes no card and saves no state; the store
+/// is loaded, so give a read-only one (`host_sync::FileStore::read_only`), under which not even a
+/// torn state file is set aside.
 pub struct AssertRun<'a> {
     host: &'a Host,
     helper: &'a Helper,

@@ -128,10 +128,22 @@ impl Stop {
         }
     }
 
-    /// The same stop, its detail naming `device` (one stop of several GPUs, each its own).
+    /// The same stop, its detail naming `device` (one stop of several GPUs, each its own). A
+    /// failed write of another GPU's file is that GPU's: `device` keeps no failure of its own,
+    /// and its detail says why it was not written.
     pub fn of(&self, device: Bdf) -> Self {
         let mut stop = self.clone();
-        if !stop.detail.starts_with(&device.to_string()) {
+        if stop
+            .failure
+            .as_deref()
+            .is_some_and(|failure| !failure.reaches(device))
+        {
+            stop.failure = None;
+            stop.detail = format!(
+                "{device}: not written, as another GPU's write failed: {}",
+                stop.detail
+            );
+        } else if !stop.detail.starts_with(&device.to_string()) {
             stop.detail = format!("{device}: {}", stop.detail);
         }
         stop

@@ -14,7 +14,7 @@ use crate::document::vgpu::VgpuSpec;
 use crate::document::vgpu_name::VgpuTypeName;
 use crate::document::{DeviceRef, Devices};
 use crate::report::{ApplyReason, ApplyWarning, Draft, End};
-use crate::select::{AmdWanted, amd_gpus, select_amd};
+use crate::select::{AmdHostGpu, AmdWanted, amd_gpus, select_amd};
 use crate::select::{HostGpu, VgpuJob, Wanted, host_gpus, select, select_vgpu};
 use gpu_host_probe::{Host, HostLock, LockError};
 use gpu_partition_types::Bdf;
@@ -233,13 +233,21 @@ pub(crate) fn resolve_amd(
 }
 
 /// Every AMD GPU bound to `amdgpu` that shows partition files (of `options.devices`, when
-/// given), wanting one undivided GPU. A GPU whose files do not read is wanted too: the
-/// preflight refuses it, naming why, rather than leave it divided unseen.
+/// given), wanting one undivided GPU, with the client services its declaration kept (a leave
+/// reads no Device Config Manager file; one running blocks it, as it blocks a restore). A GPU
+/// whose files do not read is wanted too: the preflight refuses it, naming why, rather than
+/// leave it divided unseen.
 pub(super) fn resolve_amd_leave(
     host: &Host,
+    store: &mut dyn host_sync::StateStore,
     label: &str,
     options: &ApplyOptions,
 ) -> Result<Vec<AmdWanted>, ApplyError> {
+    let declared = store.load()?.and_then(|state| state.declared);
+    let services = |gpu: &AmdHostGpu| match declared.as_ref().and_then(|d| d.gpus.get(&gpu.bdf)) {
+        Some(DeclaredGpu::Amd(amd)) => amd.client_services.clone(),
+        Some(DeclaredGpu::Nvidia(_)) | None => Vec::new(),
+    };
     let wanted = amd_gpus(host.sysfs_root())?
         .into_iter()
         .filter(|gpu| {
@@ -249,10 +257,10 @@ pub(super) fn resolve_amd_leave(
             )
         })
         .map(|gpu| AmdWanted {
+            client_services: services(&gpu),
             gpu,
             want: layout_model::amd::AmdWant::UNDIVIDED,
             line: None,
-            client_services: Vec::new(),
         })
         .collect();
     asked_for(wanted, |w| w.gpu.bdf, &options.devices, label)

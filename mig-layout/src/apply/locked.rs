@@ -64,7 +64,7 @@ fn before_reading(
 /// refused on a host whose roots are not the machine's, before anything is read or written:
 /// the helper (an NVIDIA GPU), `sriov-manage` (a vGPU job), `modprobe` (an AMD GPU written by
 /// the kernel's files). A side given a writer of its own (a fake for its tree) needs none.
-fn programs_for_host(
+pub(super) fn programs_for_host(
     host: &gpu_host_probe::Host,
     helper: &gpu_host_probe::helper::Helper,
     (vgpu, amd): (&super::with::VgpuWith<'_>, &super::with::AmdWith<'_>),

@@ -87,7 +87,7 @@ pub fn apply(
     specs: &[Spec],
     options: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
-    apply_wanted(run, label, options, |host, draft| {
+    apply_wanted(run, label, options, |host, _, draft| {
         resolve(host, label, specs, options, draft).map(job::Job::nvidia)
     })
 }
@@ -98,7 +98,11 @@ fn apply_wanted(
     run: ApplyRun<'_>,
     label: &str,
     options: &ApplyOptions,
-    wanted: impl FnOnce(&gpu_host_probe::Host, &mut Draft) -> Result<job::Job, ApplyError>,
+    wanted: impl FnOnce(
+        &gpu_host_probe::Host,
+        &mut dyn host_sync::StateStore,
+        &mut Draft,
+    ) -> Result<job::Job, ApplyError>,
 ) -> Result<ApplyReport, ApplyError> {
     let clock = run.reset.clock_or_real();
     let started = clock.now();
@@ -106,7 +110,7 @@ fn apply_wanted(
     let end = match take_lock(run.host, options)? {
         Err(end) => end,
         Ok(lock) => {
-            let job = wanted(run.host, &mut draft)?;
+            let job = wanted(run.host, &mut *run.store, &mut draft)?;
             run_locked(run, &lock, label, job, options, &mut draft)?
         }
     };
@@ -127,7 +131,7 @@ pub fn apply_vgpu(
     specs: &[crate::vgpu::VgpuSpec],
     options: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
-    apply_wanted(run, label, options, |host, draft| {
+    apply_wanted(run, label, options, |host, _, draft| {
         job::resolve_vgpu(host, label, specs, options, draft).map(job::Job::nvidia)
     })
 }
@@ -137,7 +141,7 @@ pub fn apply_vgpu(
 /// VFs), then what instances remain, then MIG off (the driver refuses it while VFs exist).
 /// Refused before any write while a VM uses a VF.
 pub fn leave_vgpu(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<ApplyReport, ApplyError> {
-    apply_wanted(run, LEAVE, options, |host, draft| {
+    apply_wanted(run, LEAVE, options, |host, _, draft| {
         job::resolve_vgpu_leave(host, LEAVE, options, draft).map(job::Job::nvidia)
     })
 }
@@ -161,7 +165,7 @@ pub fn apply_amd(
     profile: &crate::amd::DcmProfile,
     options: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
-    apply_wanted(run, label, options, |host, _| {
+    apply_wanted(run, label, options, |host, _, _| {
         Ok(job::Job {
             wanted: Vec::new(),
             amd: job::resolve_amd(host, label, profile, options)?,
@@ -217,10 +221,12 @@ pub fn restore(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<Restore, App
             None => Restore::NothingDeclared,
         });
     };
-    // The job first: a restore the caller asked wrongly (a --device not declared) is refused
-    // before it counts as the boot's one.
+    // The job first: a restore the caller asked wrongly (a --device not declared, the machine's
+    // own programs on a host built over a test tree) is refused before it counts as the boot's
+    // one.
     let mut draft = Draft::new(&declared.label);
     let job = declared_job(run.host, &declared, options, &mut draft)?;
+    locked::programs_for_host(run.host, run.helper, (&run.vgpu, &run.amd), &job)?;
     if options.once_per_boot && !options.dry_run {
         if let BootRestoreStart::AlreadyRan(earlier) =
             host_sync::begin_boot_restore(&lock, run.store, clock, &run.host.boot())?
@@ -249,10 +255,10 @@ const LEAVE: &str = "leave";
 /// NPS1 ([`AmdWant::UNDIVIDED`](layout_model::amd::AmdWant::UNDIVIDED)), by [`apply_amd`]'s
 /// executor and with its refusals (a hive is left whole), labelled `leave` and declared so.
 pub fn leave_amd(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<ApplyReport, ApplyError> {
-    apply_wanted(run, LEAVE, options, |host, _| {
+    apply_wanted(run, LEAVE, options, |host, store, _| {
         Ok(job::Job {
             wanted: Vec::new(),
-            amd: job::resolve_amd_leave(host, LEAVE, options)?,
+            amd: job::resolve_amd_leave(host, store, LEAVE, options)?,
             boards: None,
         })
     })

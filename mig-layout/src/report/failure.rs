@@ -69,6 +69,20 @@ fn as_text<T: fmt::Display, S: serde::Serializer>(
 }
 
 impl WriteFailure {
+    /// Whether the failed write was `device`'s: a kernel file under its device directory, or a
+    /// step or program run for it (a driver reload is every GPU's).
+    pub(crate) fn reaches(&self, device: gpu_partition_types::Bdf) -> bool {
+        match self {
+            Self::Kernel { file, .. } => file
+                .components()
+                .any(|part| part.as_os_str() == device.to_string().as_str()),
+            Self::Nvml { .. }
+            | Self::Helper { .. }
+            | Self::Program { .. }
+            | Self::VfsNotAsAsked { .. } => true,
+        }
+    }
+
     /// The kernel's refusal of a write of `file`.
     pub(crate) fn kernel(file: PathBuf, error: &std::io::Error) -> Self {
         Self::Kernel {
@@ -107,5 +121,34 @@ impl fmt::Display for WriteFailure {
                 write!(f, "writing {} failed: {message}", file.display())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::WriteFailure;
+    use gpu_partition_types::Bdf;
+
+    fn bdf(text: &str) -> Bdf {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_kernel_files_refusal_is_its_own_gpus_and_a_programs_is_every_gpus() {
+        let refused = WriteFailure::Kernel {
+            file: "/sys/bus/pci/devices/0000:05:00.0/current_memory_partition".into(),
+            errno: Some(1),
+            message: "Operation not permitted".to_owned(),
+        };
+        assert!(refused.reaches(bdf("0000:05:00.0")));
+        assert!(!refused.reaches(bdf("0000:15:00.0")));
+        let reload = WriteFailure::Program {
+            program: "modprobe".to_owned(),
+            command: "/sbin/modprobe -r amdgpu".to_owned(),
+            end: gpu_host_probe::run::RunResult::Exited(1),
+            stderr: String::new(),
+        };
+        assert!(reload.reaches(bdf("0000:15:00.0")));
     }
 }

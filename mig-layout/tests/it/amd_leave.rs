@@ -71,3 +71,37 @@ fn leave_is_blocked_before_any_write_by_a_process_holding_a_gpu() {
     );
     assert_eq!(bed.log(), before, "no write");
 }
+
+#[test]
+fn leave_is_blocked_by_a_client_service_its_declaration_kept_though_the_caller_names_none() {
+    let mut bed = Bed::new(MI300X);
+    assert_eq!(bed.apply("qpx-nps1").outcome, ApplyOutcome::Done);
+    let before = bed.log();
+    // The leave reads no Device Config Manager file, and the caller names no service.
+    bed.services.clear();
+    let cgroup = bed
+        .host
+        .sysfs_root()
+        .join("fs/cgroup/system.slice/amd-metrics-exporter.service");
+    std::fs::create_dir_all(&cgroup).unwrap();
+    std::fs::write(cgroup.join("cgroup.procs"), "5151\n").unwrap();
+    let left = bed.leave();
+    assert_ends(
+        &left,
+        ApplyOutcome::Blocked(ApplyReason::GpuBusy),
+        "amd-metrics-exporter.service is running (pid 5151)",
+    );
+    assert_eq!(bed.log(), before, "no write");
+    // Stopped, the leave runs, and its declaration keeps the service.
+    std::fs::write(cgroup.join("cgroup.procs"), "").unwrap();
+    assert_eq!(bed.leave().outcome, ApplyOutcome::Done);
+    let declared = bed.store.load().unwrap().unwrap().declared.unwrap();
+    for gpu in declared.gpus.values() {
+        match gpu {
+            DeclaredGpu::Amd(amd) => {
+                assert_eq!(amd.client_services, ["amd-metrics-exporter"]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

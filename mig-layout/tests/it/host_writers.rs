@@ -12,7 +12,7 @@ use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_host_probe::{Clock, Origin, ProgramRefused, VirtualClock};
 use host_sync::fake_amdgpu::{FakeAmdgpu, MI300X, SharedAmdgpu};
 use host_sync::fake_sysfs::FakeSysfs;
-use host_sync::{Host, MemoryStore, Pool};
+use host_sync::{Host, MemoryStore, Pool, StateStore};
 use mig_layout::amd::{AmdWith, DcmDocument, apply_amd};
 use mig_layout::vgpu::{SriovManage, VgpuDocument, VgpuWith, apply_vgpu};
 use mig_layout::{
@@ -231,6 +231,33 @@ fn a_restore_on_a_tree_given_the_fakes_writers_brings_back_mig_the_vgpus_and_the
     let written: Vec<usize> = report.gpus.iter().map(|gpu| gpu.writes()).collect();
     assert!(written.iter().all(|writes| *writes > 0), "{written:?}");
     assert_eq!(written.len(), 9);
+}
+
+#[test]
+fn a_boot_restore_refused_for_the_machines_programs_is_not_the_boots_one_and_runs_when_given_writers()
+ {
+    let mut bed = declared();
+    bed.reboot();
+    let at_boot = |options: &ApplyOptions| options.clone().once_per_boot(true);
+    let refused = bed.run(Writers::None, |run, options| {
+        restore(run, &at_boot(options))
+    });
+    assert!(
+        matches!(refused, Err(ApplyError::NotThisHosts(_))),
+        "{refused:?}"
+    );
+    let state = bed.store.load().unwrap().unwrap();
+    assert_eq!(
+        state.restored_at_boot, None,
+        "the refusal counted as the boot's restore"
+    );
+    let restored = bed.run(Writers::Fakes, |run, options| {
+        restore(run, &at_boot(options)).unwrap()
+    });
+    let Restore::Ran(report) = restored else {
+        panic!("the boot's restore did not run: {restored:?}");
+    };
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
 }
 
 /// A copy of the fake's `sriov-manage` that anyone may change.

@@ -2,7 +2,7 @@
 //! executor `partition` uses (`mig_layout::amd`), with its options, exit codes and `--json`.
 
 use crate::cli::{AmdApply, AmdAssert, AmdRestore, AmdWrite, DcmArgs};
-use crate::commands::partition::apply::{Tools, What, restore_with, write};
+use crate::commands::partition::apply::{Leaving, Tools, What, restore_with, write};
 use crate::commands::partition::{layout_failure, read_text};
 use crate::config::Config;
 use crate::exit::Exit;
@@ -70,7 +70,7 @@ pub fn leave(
     output: Output,
 ) -> Result<Exit, Failure> {
     write(
-        What::AmdLeave,
+        What::Leave(Leaving::Amd),
         &args.write,
         tools(args, Vec::new()),
         config,

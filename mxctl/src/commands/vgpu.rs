@@ -3,7 +3,7 @@
 //! codes and `--json`.
 
 use crate::cli::{VgpuApply, VgpuAssert, VgpuConfigArgs, VgpuExport, VgpuRestore, VgpuWrite};
-use crate::commands::partition::apply::{Tools, What, restore_with, write};
+use crate::commands::partition::apply::{Leaving, Tools, What, restore_with, write};
 use crate::commands::partition::{layout_failure, read_text};
 use crate::config::Config;
 use crate::exit::Exit;
@@ -63,7 +63,7 @@ pub fn leave(
     output: Output,
 ) -> Result<Exit, Failure> {
     write(
-        What::VgpuLeave,
+        What::Leave(Leaving::Vgpu),
         &args.write,
         Tools {
             sriov_manage: args.sriov_manage.as_deref(),

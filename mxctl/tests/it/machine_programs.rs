@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
-use crate::vgpu::VgpuMxHost;
+use crate::vgpu::{A100, VgpuMxHost};
 use gpu_host_probe::amdgpu::MemoryPartition as M;
 use host_sync::fake_amdgpu::{FakeAmdgpu, FakeAmdgpuFile, MI300X};
 use std::path::{Path, PathBuf};
@@ -94,45 +94,65 @@ fn a_restore_on_a_tree_given_no_writers_never_runs_the_machines_modprobe_or_srio
         .map(|gpu| gpu["vendor"].as_str().unwrap())
         .collect();
     assert_eq!(vendors.len(), 9, "{declared:#}");
+    // The cards then differ from the declaration, so a restore would run both programs: the
+    // A100's VFs disabled (its GPU instances go with them), the hive back in NPS1 (a memory
+    // request and a driver reload to restore).
+    let disabled = Command::new(&host.fake.sriov_manage)
+        .args(["-d", A100])
+        .status()
+        .unwrap();
+    assert!(disabled.success());
+    let simulation = FakeAmdgpuFile::new(&simulated, machine.sysfs.root());
+    simulation
+        .change(|fake| {
+            fake.write_memory("0000:05:00.0", "NPS1\n").unwrap();
+            fake.reload_driver().unwrap();
+        })
+        .unwrap();
+    let state = std::fs::read(machine.path("state/state.json")).unwrap();
     let writes = host.writes();
-    let amd_writes = FakeAmdgpuFile::new(&simulated, machine.sysfs.root())
-        .load()
-        .unwrap()
-        .log;
-
-    // The restore given no writers: the machine's sriov-manage and modprobe are the defaults.
+    let amd_writes = simulation.load().unwrap().log;
     let log = machine.path("stand-ins.log");
+    let scratch = machine.path("scratch");
+    let nothing_written = |when: &str| {
+        assert_eq!(host.writes(), writes, "{when}: the NVIDIA card was written");
+        assert_eq!(
+            simulation.load().unwrap().log,
+            amd_writes,
+            "{when}: the AMD GPUs were written"
+        );
+        assert_eq!(
+            std::fs::read(machine.path("state/state.json")).unwrap(),
+            state,
+            "{when}: the state changed"
+        );
+    };
+    let checks_only = |from: usize| {
+        assert_eq!(
+            lines(&log)[from..],
+            [
+                "/sbin/modprobe stand-in-check",
+                "/usr/lib/nvidia/sriov-manage stand-in-check",
+            ],
+            "a stand-in ran for mxctl"
+        );
+    };
+
+    // 1. No writers at all: the machine's sriov-manage is the first refused.
     let mut restore = machine.mxctl(&["partition", "restore", "--pool", "enabled"]);
     restore.arg("--helper").arg(&host.host.helper);
-    let output = with_stand_ins(&restore, &machine.path("scratch"), &log);
+    let output = with_stand_ins(&restore, &scratch, &log);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_ne!(output.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("the machine's own program"), "{stderr}");
-    assert_eq!(
-        lines(&log),
-        [
-            "/sbin/modprobe stand-in-check",
-            "/usr/lib/nvidia/sriov-manage stand-in-check",
-        ],
-        "only the checks ran the stand-ins: {stderr}"
+    assert!(
+        stderr.contains("sriov-manage (/usr/lib/nvidia/sriov-manage) is the machine's own"),
+        "{stderr}"
     );
-    assert_eq!(host.writes(), writes, "nothing written to the NVIDIA card");
-    assert_eq!(
-        FakeAmdgpuFile::new(&simulated, machine.sysfs.root())
-            .load()
-            .unwrap()
-            .log,
-        amd_writes,
-        "nothing written to the AMD GPUs"
-    );
-    assert_eq!(
-        std::fs::read(machine.path("state/state.json")).unwrap(),
-        state,
-        "the state as it was"
-    );
+    checks_only(0);
+    nothing_written("no writers");
 
-    // The same restore given the fakes' writers: the tree's sriov-manage (the config's key)
-    // and the simulated amdgpu. Nothing differs, so nothing is written; no stand-in runs.
+    // 2. The tree's sriov-manage (the config's key), the AMD GPUs through the kernel's files:
+    //    the machine's modprobe is refused.
     let config = machine.path("mxctl.conf");
     std::fs::write(
         &config,
@@ -143,6 +163,21 @@ fn a_restore_on_a_tree_given_no_writers_never_runs_the_machines_modprobe_or_srio
         ),
     )
     .unwrap();
+    let mut restore = machine.mxctl_configured(&config);
+    restore.args(["--json", "partition", "restore", "--pool", "enabled"]);
+    let before = lines(&log).len();
+    let output = with_stand_ins(&restore, &scratch, &log);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_ne!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("modprobe (/sbin/modprobe) is the machine's own"),
+        "{stderr}"
+    );
+    checks_only(before);
+    nothing_written("no amdgpu writer");
+
+    // 3. The fakes' writers: the tree's sriov-manage and the simulated amdgpu. The restore
+    //    writes both vendors' GPUs back, and no stand-in runs.
     let mut restore = machine.mxctl_configured(&config);
     restore
         .args([
@@ -155,15 +190,19 @@ fn a_restore_on_a_tree_given_no_writers_never_runs_the_machines_modprobe_or_srio
         ])
         .arg(&simulated);
     let before = lines(&log).len();
-    let output = with_stand_ins(&restore, &machine.path("scratch"), &log);
+    let output = with_stand_ins(&restore, &scratch, &log);
     let report: serde_json::Value = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&output.stderr)));
     assert_eq!(output.status.code(), Some(0), "{report:#}");
     assert_eq!(report["restored"], true, "{report:#}");
     assert_eq!(report["conclusion"], "holds", "{report:#}");
-    assert_eq!(
-        lines(&log).len(),
-        before + 2,
-        "only the checks ran the stand-ins"
+    assert_eq!(report["driver_reloads"], 1, "{report:#}");
+    assert!(
+        host.writes()
+            .iter()
+            .any(|line| line.starts_with("sriov-manage -e")),
+        "{:?}",
+        host.writes()
     );
+    checks_only(before);
 }

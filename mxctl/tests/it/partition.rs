@@ -246,6 +246,26 @@ fn leave_destroys_the_instances_turns_mig_off_and_the_host_is_inactive_with_the_
 }
 
 #[test]
+fn leave_with_unnamed_instances_adopted_is_refused_before_any_write_naming_the_instance() {
+    let host = balanced_h100();
+    let before = host.card(GPU0);
+    let (code, report) = common::run_json(host.command(&[
+        "leave",
+        "--pool",
+        "enabled",
+        "--unnamed-instances",
+        "adopt",
+    ]));
+    assert_eq!(code, 3, "{report:#}");
+    assert_eq!(report["reason"], "layout_impossible", "{report:#}");
+    assert_eq!(
+        report["impossible"]["kind"], "adopted_in_the_way",
+        "{report:#}"
+    );
+    assert_eq!(host.card(GPU0), before, "nothing written");
+}
+
+#[test]
 fn config_after_apply_names_the_layout_while_mxctls_own_config_before_partition_still_counts() {
     let host = PartitionHost::one_h100();
     let own = host.path("mxctl.conf");

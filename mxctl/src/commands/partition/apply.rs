@@ -51,7 +51,7 @@ pub fn leave(
     output: Output,
 ) -> Result<Exit, Failure> {
     write(
-        What::Leave,
+        What::Leave(Leaving::Mig),
         &args.write,
         Tools::default(),
         config,
@@ -70,14 +70,21 @@ pub enum What<'a> {
     Layout(&'a [Spec], &'a str),
     /// A vGPU config's specs and name.
     Vgpu(&'a [VgpuSpec], &'a str),
-    /// MIG left on every NVIDIA GPU.
-    Leave,
-    /// vGPU left on every NVIDIA GPU.
-    VgpuLeave,
-    /// Partitioning left on every AMD GPU.
-    AmdLeave,
+    /// Partitioning left, as the layout of which kind leaves it.
+    Leave(Leaving),
     /// What the host is declared to be.
     Declared,
+}
+
+/// Which partitioning a leave leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leaving {
+    /// MIG, on every NVIDIA GPU.
+    Mig,
+    /// vGPU (its VFs, then MIG), on every NVIDIA GPU.
+    Vgpu,
+    /// AMD partitions, on every AMD GPU.
+    Amd,
 }
 
 /// `partition restore`: the declaration applied by diff. `--at-boot` (the boot unit): once per
@@ -229,13 +236,17 @@ pub fn write(
             output.emit(&report, &text(&report))?;
             Ok(Exit::of_apply(report.outcome))
         }
-        What::Leave | What::VgpuLeave | What::AmdLeave => {
-            let leave = match what {
-                What::VgpuLeave => mig_layout::vgpu::leave_vgpu,
-                What::AmdLeave => mig_layout::amd::leave_amd,
-                _ => mig_layout::leave,
-            };
-            let report = leave(run, &options).map_err(layout_failure)?;
+        What::Leave(leaving) => {
+            // The instances a layout does not name are treated as for any layout: MIG off
+            // destroys them only where the options say so.
+            let options =
+                options.unnamed(args.unnamed_instances.map_or(config.unnamed, Unnamed::from));
+            let report = match leaving {
+                Leaving::Mig => mig_layout::leave(run, &options),
+                Leaving::Vgpu => mig_layout::vgpu::leave_vgpu(run, &options),
+                Leaving::Amd => mig_layout::amd::leave_amd(run, &options),
+            }
+            .map_err(layout_failure)?;
             output.emit(&report, &text(&report))?;
             Ok(Exit::of_apply(report.outcome))
         }
