@@ -129,7 +129,7 @@ pub(super) fn run_batch(
         if let StepOutcome::Refused { kind, message } = &result.outcome {
             refused.get_or_insert_with(|| WriteFailure::Nvml {
                 op: result.op,
-                kind: kind.to_string(),
+                kind: kind.clone(),
                 message: message.clone(),
             });
         }

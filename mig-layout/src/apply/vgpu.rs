@@ -201,7 +201,9 @@ fn set_vfs(
         .vgpu
         .sriov_manage
         .set_vfs(on, device, wanted)
-        .map_err(|error| sriov_manage_stop(device, &error))?;
+        .map_err(|error| {
+            sriov_manage_stop(device, shared.vgpu.sriov_manage.program.name(), &error)
+        })?;
     gpu.work.vgpu_done.push(step.clone());
     say(Progress::Vgpu { device, step });
     let mut read = shared.reread(&[device], &format!("after sriov-manage {}", wanted.flag()));
@@ -216,7 +218,7 @@ fn set_vfs(
 
 /// How a GPU stops when `sriov-manage` did not leave its VFs as asked: its typed end (the last
 /// run's, with what it said, or the VFs it left), else why it was not run.
-fn sriov_manage_stop(device: Bdf, error: &SriovManageError) -> Stop {
+fn sriov_manage_stop(device: Bdf, name: &'static str, error: &SriovManageError) -> Stop {
     let failure = match error {
         SriovManageError::Failed {
             program,
@@ -225,7 +227,7 @@ fn sriov_manage_stop(device: Bdf, error: &SriovManageError) -> Stop {
             ..
         } => Some(match last {
             RunEnd::Ran { result, stderr } => WriteFailure::Program {
-                program: "sriov-manage".to_owned(),
+                program: name,
                 command: format!("{} {} {device}", program.display(), wanted.flag()),
                 end: result.clone(),
                 stderr: stderr.clone(),

@@ -3,7 +3,7 @@
 //! facts and people read the message derived from them.
 
 use gpu_host_probe::run::RunResult;
-use gpu_partition_types::{Op, UnreadableReason};
+use gpu_partition_types::{Enumerated, Op, RefusalKind, UnreadableReason};
 use serde::Serialize;
 use std::fmt;
 use std::path::PathBuf;
@@ -18,8 +18,9 @@ pub enum WriteFailure {
         /// The step.
         #[serde(serialize_with = "as_text")]
         op: Op,
-        /// NVML's refusal, as the helper named it.
-        kind: String,
+        /// NVML's refusal, as the helper named it (a kind this version does not know is kept).
+        #[serde(serialize_with = "as_text")]
+        kind: Enumerated<RefusalKind>,
         /// What NVML said.
         message: String,
     },
@@ -34,8 +35,8 @@ pub enum WriteFailure {
     /// A program ended otherwise than with exit 0 (`sriov-manage`, `modprobe`): its typed end
     /// and what it said.
     Program {
-        /// The program (`sriov-manage`, `modprobe`).
-        program: String,
+        /// The program (`sriov-manage`, `modprobe`), as its `gpu_host_probe::Program` names it.
+        program: &'static str,
         /// The command as run.
         command: String,
         /// How its (last) run ended, as the runner classifies it.
@@ -144,7 +145,7 @@ mod tests {
         assert!(refused.reaches(bdf("0000:05:00.0")));
         assert!(!refused.reaches(bdf("0000:15:00.0")));
         let reload = WriteFailure::Program {
-            program: "modprobe".to_owned(),
+            program: "modprobe",
             command: "/sbin/modprobe -r amdgpu".to_owned(),
             end: gpu_host_probe::run::RunResult::Exited(1),
             stderr: String::new(),

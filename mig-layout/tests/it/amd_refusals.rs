@@ -125,7 +125,7 @@ fn a_reload_the_driver_refuses_is_typed_on_every_gpu_it_stopped_each_naming_its_
         let device = gpu.device.to_string();
         match &gpu.failure {
             Some(WriteFailure::Program { program, end, .. }) => {
-                assert_eq!(program, "modprobe", "{device}");
+                assert_eq!(*program, "modprobe", "{device}");
                 assert!(!matches!(end, RunResult::Exited(0)), "{device}: {end:?}");
             }
             other => panic!("{device}: {other:?}"),

@@ -436,7 +436,7 @@ fn a_sriov_manage_that_keeps_failing_is_typed_in_its_gpus_report_with_its_end_an
             end,
             ..
         }) => {
-            assert_eq!(program, "sriov-manage");
+            assert_eq!(*program, "sriov-manage");
             assert!(command.contains(A100), "{command}");
             assert_eq!(*end, RunResult::Exited(1), "{end:?}");
         }

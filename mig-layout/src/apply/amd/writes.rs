@@ -136,7 +136,7 @@ fn writes(
                  reload"
             };
             let failure = WriteFailure::Program {
-                program: "modprobe".to_owned(),
+                program: with.modprobe.program.name(),
                 command: command.to_owned(),
                 end: result.clone(),
                 stderr: stderr.to_owned(),
