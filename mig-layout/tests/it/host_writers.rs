@@ -350,3 +350,51 @@ fn a_modprobe_anyone_may_change_blocks_an_amd_apply_that_reloads_before_any_memo
     assert_eq!(std::fs::read_to_string(&memory_file).unwrap(), before);
     assert_eq!(bed.writes(), (Vec::new(), Vec::new()));
 }
+
+/// The bed's declaration as the previous release (state schema 5) wrote it: MIG and seven
+/// A100-1-5C vGPUs counted on the A100, QPX+NPS1 on the hive, in an earlier boot.
+fn schema_5() -> String {
+    let instances: Vec<String> = (0..7)
+        .map(|start| {
+            format!(r#"{{"profile_id": 19, "placement": {{"start": {start}, "size": 1}}}}"#)
+        })
+        .collect();
+    let mut gpus = vec![format!(
+        r#""{A100}": {{"mig_enabled": true, "profiles": [{{"profile": "1g.5gb", "count": 7}}],
+          "instances": [{}], "unnamed": "match", "board": {{"model": "NVIDIA A100-PCIE-40GB"}},
+          "vgpus": [{{"type_id": 474, "name": "A100-1-5C", "count": 7}}]}}"#,
+        instances.join(", ")
+    )];
+    for index in 0..8 {
+        gpus.push(format!(
+            r#""{}": {{"mig_enabled": false, "profiles": [], "unnamed": "match", "board": {{}},
+              "amd": {{"compute": "QPX", "memory": "NPS1"}}}}"#,
+            amd(index)
+        ));
+    }
+    format!(
+        r#"{{"schema": 5, "status": "active", "reason": "ready", "boot_id": "boot-0",
+        "gpus": {{}}, "declared": {{"label": "mixed", "declared_at": 1767229000,
+        "generation": 3, "gpus": {{{}}}}}}}"#,
+        gpus.join(", ")
+    )
+}
+
+#[test]
+fn a_state_the_previous_release_wrote_reads_and_restores_mig_the_vgpus_and_the_amd_partitions() {
+    let mut bed = Bed::new();
+    let state = host_sync::HostState::from_json(schema_5().as_bytes()).unwrap();
+    assert_eq!(state.declared.as_ref().unwrap().gpus.len(), 9);
+    bed.store.save(&state).unwrap();
+    let restored = bed.run(Writers::Fakes, |run, options| {
+        restore(run, options).unwrap()
+    });
+    let Restore::Ran(report) = restored else {
+        panic!("the restore did not run: {restored:?}");
+    };
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_eq!(report.conclusion(), Conclusion::Holds);
+    let written: Vec<usize> = report.gpus.iter().map(|gpu| gpu.writes()).collect();
+    assert!(written.iter().all(|writes| *writes > 0), "{written:?}");
+    assert_eq!(written.len(), 9);
+}
