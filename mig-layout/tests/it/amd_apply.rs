@@ -192,13 +192,7 @@ fn hooks_that_stop_the_exporter_before_and_start_it_after_let_the_apply_run_as_d
     use gpu_host_probe::run::CommandLine;
     use mig_layout::HookPoint;
     let mut bed = Bed::new(MI300X);
-    let cgroup = bed
-        .host
-        .sysfs_root()
-        .join("fs/cgroup/system.slice/amd-metrics-exporter.service");
-    std::fs::create_dir_all(&cgroup).unwrap();
-    let procs = cgroup.join("cgroup.procs");
-    std::fs::write(&procs, "5151\n").unwrap();
+    let procs = bed.exporter_running(Some(5151));
     // `systemctl stop` and `systemctl start` of the documented example, as the cgroup shows them.
     let sh = |script: String| CommandLine::new("/bin/sh", ["-c".to_owned(), script]);
     bed.hooks = mig_layout::Hooks::none()

@@ -79,12 +79,7 @@ fn leave_is_blocked_by_a_client_service_its_declaration_kept_though_the_caller_n
     let before = bed.log();
     // The leave reads no Device Config Manager file, and the caller names no service.
     bed.services.clear();
-    let cgroup = bed
-        .host
-        .sysfs_root()
-        .join("fs/cgroup/system.slice/amd-metrics-exporter.service");
-    std::fs::create_dir_all(&cgroup).unwrap();
-    std::fs::write(cgroup.join("cgroup.procs"), "5151\n").unwrap();
+    bed.exporter_running(Some(5151));
     let left = bed.leave();
     assert_ends(
         &left,
@@ -93,7 +88,7 @@ fn leave_is_blocked_by_a_client_service_its_declaration_kept_though_the_caller_n
     );
     assert_eq!(bed.log(), before, "no write");
     // Stopped, the leave runs, and its declaration keeps the service.
-    std::fs::write(cgroup.join("cgroup.procs"), "").unwrap();
+    bed.exporter_running(None);
     assert_eq!(bed.leave().outcome, ApplyOutcome::Done);
     let declared = bed.store.load().unwrap().unwrap().declared.unwrap();
     for gpu in declared.gpus.values() {

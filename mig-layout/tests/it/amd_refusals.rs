@@ -71,12 +71,7 @@ fn a_process_holding_one_gpu_blocks_the_apply_before_any_write_naming_it() {
 #[test]
 fn a_client_service_running_blocks_the_apply_before_any_write_naming_it() {
     let mut bed = Bed::new(MI300X);
-    let cgroup = bed
-        .host
-        .sysfs_root()
-        .join("fs/cgroup/system.slice/amd-metrics-exporter.service");
-    std::fs::create_dir_all(&cgroup).unwrap();
-    std::fs::write(cgroup.join("cgroup.procs"), "5151\n").unwrap();
+    bed.exporter_running(Some(5151));
     let report = bed.apply("cpx-nps4");
     assert_eq!(report.outcome, ApplyOutcome::Blocked(ApplyReason::GpuBusy));
     let detail = report.detail.unwrap();

@@ -171,6 +171,22 @@ fn declared() -> Bed {
     bed
 }
 
+/// A restore by the fakes' writers: done, holding, and every GPU written back — each GPU of the
+/// hive its compute partition, the A100 its VFs, instances and types.
+fn restores_whole(bed: &mut Bed) {
+    let restored = bed.run(Writers::Fakes, |run, options| {
+        restore(run, options).unwrap()
+    });
+    let Restore::Ran(report) = restored else {
+        panic!("the restore did not run: {restored:?}");
+    };
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_eq!(report.conclusion(), Conclusion::Holds);
+    let written: Vec<usize> = report.gpus.iter().map(|gpu| gpu.writes()).collect();
+    assert!(written.iter().all(|writes| *writes > 0), "{written:?}");
+    assert_eq!(written.len(), 9);
+}
+
 #[test]
 fn a_restore_on_a_tree_given_no_writers_is_refused_before_any_write_naming_the_machines_program() {
     let mut bed = declared();
@@ -218,19 +234,7 @@ fn an_amd_restore_on_a_tree_without_the_fakes_writer_is_refused_for_the_machines
 fn a_restore_on_a_tree_given_the_fakes_writers_brings_back_mig_the_vgpus_and_the_amd_partitions() {
     let mut bed = declared();
     bed.reboot();
-    let restored = bed.run(Writers::Fakes, |run, options| {
-        restore(run, options).unwrap()
-    });
-    let Restore::Ran(report) = restored else {
-        panic!("the restore did not run: {restored:?}");
-    };
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
-    assert_eq!(report.conclusion(), Conclusion::Holds);
-    // Each GPU of the hive gets its compute partition back, the A100 its VFs, instances and
-    // types.
-    let written: Vec<usize> = report.gpus.iter().map(|gpu| gpu.writes()).collect();
-    assert!(written.iter().all(|writes| *writes > 0), "{written:?}");
-    assert_eq!(written.len(), 9);
+    restores_whole(&mut bed);
 }
 
 #[test]
@@ -386,15 +390,5 @@ fn a_state_the_previous_release_wrote_reads_and_restores_mig_the_vgpus_and_the_a
     let state = host_sync::HostState::from_json(schema_5().as_bytes()).unwrap();
     assert_eq!(state.declared.as_ref().unwrap().gpus.len(), 9);
     bed.store.save(&state).unwrap();
-    let restored = bed.run(Writers::Fakes, |run, options| {
-        restore(run, options).unwrap()
-    });
-    let Restore::Ran(report) = restored else {
-        panic!("the restore did not run: {restored:?}");
-    };
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
-    assert_eq!(report.conclusion(), Conclusion::Holds);
-    let written: Vec<usize> = report.gpus.iter().map(|gpu| gpu.writes()).collect();
-    assert!(written.iter().all(|writes| *writes > 0), "{written:?}");
-    assert_eq!(written.len(), 9);
+    restores_whole(&mut bed);
 }

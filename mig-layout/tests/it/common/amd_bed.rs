@@ -143,6 +143,20 @@ impl Bed {
         .unwrap();
     }
 
+    /// The systemd service `amd-metrics-exporter` running as `pid` (its cgroup's processes),
+    /// or stopped (`None`); answers its cgroup's `cgroup.procs`.
+    pub fn exporter_running(&self, pid: Option<u32>) -> std::path::PathBuf {
+        let cgroup = self
+            .host
+            .sysfs_root()
+            .join("fs/cgroup/system.slice/amd-metrics-exporter.service");
+        std::fs::create_dir_all(&cgroup).unwrap();
+        let procs = cgroup.join("cgroup.procs");
+        let text = pid.map_or_else(String::new, |pid| format!("{pid}\n"));
+        std::fs::write(&procs, text).unwrap();
+        procs
+    }
+
     /// A new boot of the machine: the fake's reboot and a new boot ID.
     pub fn reboot(&self) {
         self.fake.lock().unwrap().reboot().unwrap();
