@@ -90,6 +90,9 @@ fn more_vgpus_than_the_card_holds_are_refused_before_any_write() {
         ApplyOutcome::Blocked(ApplyReason::LayoutImpossible),
         "{report:#?}"
     );
+    let impossible = report.impossible.as_ref().unwrap();
+    assert_eq!(impossible.kind, mig_layout::ImpossibleKind::VgpuTooMany);
+    assert_eq!(impossible.device.to_string(), A100);
     assert!(bed.writes().is_empty(), "{:#?}", bed.writes());
 }
 
@@ -392,6 +395,11 @@ fn two_time_sliced_types_without_heterogeneous_mode_are_blocked_before_any_write
         ApplyOutcome::Blocked(ApplyReason::LayoutImpossible),
         "{:?}",
         report.detail
+    );
+    let impossible = report.impossible.as_ref().unwrap();
+    assert_eq!(
+        impossible.kind,
+        mig_layout::ImpossibleKind::VgpuTypesTogether
     );
     assert!(
         report
