@@ -11,6 +11,59 @@ use std::sync::{Mutex, MutexGuard};
 
 static SCENARIO: Mutex<Option<Scenario>> = Mutex::new(None);
 
+/// What the state file was when the scenario in memory was last brought up to it: its device,
+/// inode, modification time and length (a write of this process's own is read back once, at
+/// the next call, so no other process's write in between is missed). Every write of the store is a whole new file
+/// renamed in (a new inode), and one by hand changes the time or the length, so a file whose
+/// stamp differs was written since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    device: u64,
+    inode: u64,
+    modified_ns: i128,
+    len: u64,
+}
+
+static SEEN: Mutex<Option<Stamp>> = Mutex::new(None);
+
+fn seen() -> MutexGuard<'static, Option<Stamp>> {
+    SEEN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The state file's stamp now; `None` when it cannot be read.
+fn stamp(state: &StateFile) -> Option<Stamp> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(state.path()).ok()?;
+    Some(Stamp {
+        device: meta.dev(),
+        inode: meta.ino(),
+        modified_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+        len: meta.len(),
+    })
+}
+
+/// Brings `memory` up to the state file when any process wrote it since it was read, as a
+/// driver answers every process from one state: a client that stays initialised sees another
+/// process's reset or instances at its next call. A stat per call, a read only after a write.
+fn refreshed(memory: &mut Scenario) {
+    let Some(state) = StateFile::from_env() else {
+        return;
+    };
+    let now = stamp(&state);
+    let mut seen = seen();
+    if now.is_some() && *seen == now {
+        return;
+    }
+    match state.read() {
+        Ok(current) => {
+            *memory = current;
+            *seen = now;
+        }
+        // The state as last read stands; the next call tries again.
+        Err(error) => complain(&error),
+    }
+}
+
 /// The scenario, locked; poisoning is recovered from (a panic never crosses the C ABI here).
 pub(crate) fn scenario() -> MutexGuard<'static, Option<Scenario>> {
     SCENARIO
@@ -160,8 +213,11 @@ pub(crate) fn index_of_device(scenario: &Scenario, at: usize) -> Answer<u32> {
 
 /// Runs `call` on the scenario, or `NVML_ERROR_UNINITIALIZED` before `nvmlInit_v2`.
 pub(crate) fn with<T>(call: impl FnOnce(&Scenario) -> Answer<T>) -> Answer<T> {
-    match scenario().as_ref() {
-        Some(scenario) => call(scenario),
+    match scenario().as_mut() {
+        Some(scenario) => {
+            refreshed(scenario);
+            call(scenario)
+        }
         None => Err(nvml::nvmlReturn_enum_NVML_ERROR_UNINITIALIZED),
     }
 }
