@@ -53,12 +53,19 @@ struct Bed {
 }
 
 /// Which writers a run is given.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, PartialEq)]
 enum Writers {
     /// The fakes', made for this tree.
     Fakes,
     /// None: the run's own defaults.
     None,
+    /// The vGPU fake's only; the AMD side's defaults (the kernel's files, the machine's
+    /// `modprobe`).
+    NvidiaFake,
+    /// `sriov-manage` at this path, with the fake's type writes; the AMD side's defaults.
+    SriovManageAt(PathBuf),
+    /// The kernel's files (the tree's) with `modprobe` at this path.
+    ModprobeAt(PathBuf),
 }
 
 impl Bed {
@@ -107,17 +114,23 @@ impl Bed {
             .window(Duration::from_secs(90))
             .clock(clock);
         let run = ApplyRun::new(&self.host, &self.helper, &mut self.store, reset);
+        let vgpu = |at: PathBuf| VgpuWith {
+            sriov_manage: SriovManage::at(at),
+            types: &self.nvidia.types,
+        };
+        let fake_sriov_manage = self.nvidia.sriov_manage.clone();
         let run = match writers {
             Writers::None => run,
-            Writers::Fakes => run
-                .vgpu(VgpuWith {
-                    sriov_manage: SriovManage::at(self.nvidia.sriov_manage.clone()),
-                    types: &self.nvidia.types,
-                })
-                .amd(AmdWith {
-                    writes: Some(&self.amd),
-                    ..AmdWith::default()
-                }),
+            Writers::Fakes => run.vgpu(vgpu(fake_sriov_manage)).amd(AmdWith {
+                writes: Some(&self.amd),
+                ..AmdWith::default()
+            }),
+            Writers::NvidiaFake => run.vgpu(vgpu(fake_sriov_manage)),
+            Writers::SriovManageAt(at) => run.vgpu(vgpu(at)),
+            Writers::ModprobeAt(at) => run.amd(AmdWith {
+                modprobe: gpu_host_probe::amdgpu::Modprobe::at(at),
+                ..AmdWith::default()
+            }),
         };
         go(run, &options)
     }
@@ -213,15 +226,7 @@ fn an_amd_restore_on_a_tree_without_the_fakes_writer_is_refused_for_the_machines
     let mut bed = declared();
     bed.reboot();
     let before = bed.writes();
-    let nvidia = VgpuWith {
-        sriov_manage: SriovManage::at(bed.nvidia.sriov_manage.clone()),
-        types: &bed.nvidia.types,
-    };
-    let options = ApplyOptions::new(Pool::Enabled);
-    let clock: &dyn Clock = &*bed.clock;
-    let reset = ResetWith::new(Method::Nvidia, &mut bed.backend).clock(clock);
-    let run = ApplyRun::new(&bed.host, &bed.helper, &mut bed.store, reset).vgpu(nvidia);
-    let refused = restore(run, &options);
+    let refused = bed.run(Writers::NvidiaFake, restore);
     let Err(ApplyError::NotThisHosts(ProgramRefused::NotThisHosts { program, .. })) = refused
     else {
         panic!("not refused for the machine's program: {refused:?}");
@@ -279,15 +284,9 @@ fn an_sriov_manage_anyone_may_change_blocks_the_apply_before_the_mig_mode_is_wri
     let unsafe_script = anyone_may_change(&bed);
     let document = VgpuDocument::from_text(VGPU).unwrap();
     let specs = document.config("A100-1-5C").unwrap().to_vec();
-    let options = ApplyOptions::new(Pool::Enabled);
-    let clock: &dyn Clock = &*bed.clock;
-    let reset = ResetWith::new(Method::Nvidia, &mut bed.backend).clock(clock);
-    let with = VgpuWith {
-        sriov_manage: SriovManage::at(unsafe_script),
-        types: &bed.nvidia.types,
-    };
-    let run = ApplyRun::new(&bed.host, &bed.helper, &mut bed.store, reset).vgpu(with);
-    let report = apply_vgpu(run, "A100-1-5C", &specs, &options).unwrap();
+    let report = bed.run(Writers::SriovManageAt(unsafe_script), |run, options| {
+        apply_vgpu(run, "A100-1-5C", &specs, options).unwrap()
+    });
     assert_eq!(
         report.outcome,
         ApplyOutcome::Blocked(mig_layout::ApplyReason::ToolUnavailable),
@@ -312,7 +311,6 @@ fn an_sriov_manage_anyone_may_change_blocks_the_apply_before_the_mig_mode_is_wri
 
 #[test]
 fn a_modprobe_anyone_may_change_blocks_an_amd_apply_that_reloads_before_any_memory_request() {
-    use gpu_host_probe::amdgpu::Modprobe;
     let mut bed = Bed::new();
     let unsafe_script = anyone_may_change(&bed);
     let profiles = r#"{"gpu-config-profiles": {"cpx-nps4": {"profiles": [
@@ -326,16 +324,10 @@ fn a_modprobe_anyone_may_change_blocks_an_amd_apply_that_reloads_before_any_memo
         .join(amd(0))
         .join("current_memory_partition");
     let before = std::fs::read_to_string(&memory_file).unwrap();
-    let options = ApplyOptions::new(Pool::Enabled);
-    let clock: &dyn Clock = &*bed.clock;
-    let reset = ResetWith::new(Method::Nvidia, &mut bed.backend).clock(clock);
     // The kernel's side (the tree's files), with a modprobe named for this host.
-    let with = AmdWith {
-        modprobe: Modprobe::at(unsafe_script),
-        ..AmdWith::default()
-    };
-    let run = ApplyRun::new(&bed.host, &bed.helper, &mut bed.store, reset).amd(with);
-    let report = apply_amd(run, "cpx-nps4", &profile, &options).unwrap();
+    let report = bed.run(Writers::ModprobeAt(unsafe_script), |run, options| {
+        apply_amd(run, "cpx-nps4", &profile, options).unwrap()
+    });
     assert_eq!(
         report.outcome,
         ApplyOutcome::Blocked(mig_layout::ApplyReason::ToolUnavailable),
