@@ -12,10 +12,10 @@ use std::sync::{Mutex, MutexGuard};
 static SCENARIO: Mutex<Option<Scenario>> = Mutex::new(None);
 
 /// What the state file was when the scenario in memory was last brought up to it: its device,
-/// inode, modification time and length (a write of this process's own is read back once, at
-/// the next call, so no other process's write in between is missed). Every write of the store is a whole new file
-/// renamed in (a new inode), and one by hand changes the time or the length, so a file whose
-/// stamp differs was written since.
+/// inode, modification time and length. Every write of the store is a whole new file renamed
+/// in (a new inode), and one by hand changes the time or the length, so a file whose stamp
+/// differs was written since. A write of this process's own is read back once, at the next
+/// call, so no other process's write in between is missed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Stamp {
     device: u64,
