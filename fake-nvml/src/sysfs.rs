@@ -11,7 +11,7 @@
 //! `host-sync/tests/samples/vgpu/pf-virtfn-links-opennebula-docs.txt`).
 
 use crate::rules::sriov;
-use crate::scenario::{Device, parse_bus_id};
+use crate::scenario::{Device, Scenario, parse_bus_id};
 use host_sync::fake_sysfs::{FakeSysfs, write_vgpu_files};
 use std::os::unix::fs::symlink;
 use std::path::Path;
@@ -100,27 +100,85 @@ fn render_device(sysfs: &FakeSysfs, device: &Device) -> std::io::Result<()> {
             }
         }
     }
-    for (index, vf) in sriov.vfs.iter().enumerate() {
+    for index in 0..sriov.vfs.len() {
         let address = vf_of(device, index).ok_or_else(bad)?;
-        let creatable: Vec<(u32, &str)> = sriov::creatable_on_vf(device, index)
-            .into_iter()
-            .filter_map(|id| {
-                device
-                    .vgpu_types
-                    .iter()
-                    .find(|kind| kind.id == id)
-                    .map(|kind| (id, kind.name.as_str()))
-            })
-            .collect();
-        let placed = vf.gpu_instance_id.zip(vf.placement_id);
         let vf_dir = if flat {
             listed.join(&address)
         } else {
             sysfs.device_dir(&address)
         };
-        write_vgpu_files(&vf_dir, vf.type_id.unwrap_or(0), &creatable, placed)?;
+        let shown = VfShown::of(device, index);
+        write_vgpu_files(&vf_dir, shown.current, &shown.creatable(), shown.placed)?;
     }
     Ok(())
+}
+
+/// What a VF shows in its `nvidia/` files.
+struct VfShown {
+    /// Its type (`0`: none).
+    current: u32,
+    /// The types it can take now, ID and name, as `src/rules/sriov.rs` lists them.
+    creatable: Vec<(u32, String)>,
+    /// Where its vGPU sits: GPU instance and placement.
+    placed: Option<(u32, u32)>,
+}
+
+impl VfShown {
+    /// What VF `index` of `device` shows now.
+    fn of(device: &Device, index: usize) -> VfShown {
+        let vf = device.sriov.as_ref().and_then(|sriov| sriov.vfs.get(index));
+        VfShown {
+            current: vf.and_then(|vf| vf.type_id).unwrap_or(0),
+            creatable: sriov::creatable_on_vf(device, index)
+                .into_iter()
+                .filter_map(|id| {
+                    device
+                        .vgpu_types
+                        .iter()
+                        .find(|kind| kind.id == id)
+                        .map(|kind| (id, kind.name.clone()))
+                })
+                .collect(),
+            placed: vf.and_then(|vf| vf.gpu_instance_id.zip(vf.placement_id)),
+        }
+    }
+
+    fn creatable(&self) -> Vec<(u32, &str)> {
+        self.creatable
+            .iter()
+            .map(|(id, name)| (*id, name.as_str()))
+            .collect()
+    }
+}
+
+/// The card of `state` with SR-IOV that sysfs names `address` (`0000:41:00.0`).
+pub fn sriov_card_at<'a>(state: &'a Scenario, address: &str) -> Option<&'a Device> {
+    state.devices.iter().find(|device| {
+        device.sriov.is_some() && gpu_address(&device.pci_bus_id).as_deref() == Some(address)
+    })
+}
+
+/// The card of `state` and the number of its VF that sysfs names `address` (`0000:41:00.4`),
+/// among the VFs it has now.
+pub fn vf_at<'a>(state: &'a Scenario, address: &str) -> Option<(&'a Device, u32)> {
+    state.devices.iter().find_map(|device| {
+        let count = device.sriov.as_ref()?.vfs.len();
+        (0..count).find_map(|index| {
+            (vf_of(device, index).as_deref() == Some(address))
+                .then(|| Some((device, u32::try_from(index).ok()?)))
+                .flatten()
+        })
+    })
+}
+
+/// The text of `file` in the `nvidia/` directory of VF `index` of `device` as the driver shows
+/// it now (`None`: no such file there), as [`render`] writes it.
+pub fn vf_file(device: &Device, index: u32, file: &str) -> Option<String> {
+    let shown = VfShown::of(device, usize::try_from(index).ok()?);
+    host_sync::fake_sysfs::vgpu_files(shown.current, &shown.creatable(), shown.placed)
+        .into_iter()
+        .find(|(name, _)| *name == file)
+        .and_then(|(_, text)| text)
 }
 
 /// The VFs of `gpu` in a tree of directories (`listed` is its `bus/pci/devices`): the old ones

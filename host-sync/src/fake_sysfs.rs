@@ -258,25 +258,39 @@ pub fn write_vgpu_files(
 ) -> io::Result<()> {
     let dir = device.join("nvidia");
     std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join("current_vgpu_type"), format!("{current}\n"))?;
+    for (file, text) in vgpu_files(current, creatable, placed) {
+        match text {
+            Some(text) => std::fs::write(dir.join(file), text)?,
+            None => match std::fs::remove_file(dir.join(file)) {
+                Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
+                _ => {}
+            },
+        }
+    }
+    Ok(())
+}
+
+/// The files of a VF's `nvidia/` directory as [`write_vgpu_files`] writes them, each with its
+/// text (`None`: the file is not there): what a test's driver serves when it answers them.
+pub fn vgpu_files(
+    current: u32,
+    creatable: &[(u32, &str)],
+    placed: Option<(u32, u32)>,
+) -> [(&'static str, Option<String>); 4] {
     let mut list = String::from("ID    : vGPU Name\n");
     for (id, name) in creatable {
         list.push_str(&format!("{id:<5} : {name}\n"));
     }
-    std::fs::write(dir.join("creatable_vgpu_types"), list)?;
-    match placed {
-        Some((gpu_instance, placement)) => {
-            std::fs::write(dir.join("gpu_instance_id"), format!("{gpu_instance}\n"))?;
-            std::fs::write(dir.join("placement_id"), format!("{placement}\n"))?;
-        }
-        None => {
-            for file in ["gpu_instance_id", "placement_id"] {
-                match std::fs::remove_file(dir.join(file)) {
-                    Err(error) if error.kind() != io::ErrorKind::NotFound => return Err(error),
-                    _ => {}
-                }
-            }
-        }
-    }
-    Ok(())
+    [
+        ("current_vgpu_type", Some(format!("{current}\n"))),
+        ("creatable_vgpu_types", Some(list)),
+        (
+            "gpu_instance_id",
+            placed.map(|(gpu_instance, _)| format!("{gpu_instance}\n")),
+        ),
+        (
+            "placement_id",
+            placed.map(|(_, placement)| format!("{placement}\n")),
+        ),
+    ]
 }

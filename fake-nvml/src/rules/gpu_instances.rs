@@ -142,14 +142,16 @@ pub fn create_gpu_instance_anywhere(device: &mut Device, profile_id: u32) -> Res
 }
 
 /// `nvmlGpuInstanceDestroy`: refused (`NVML_ERROR_IN_USE`) while it has compute instances or
-/// a vGPU placed on it, or while the device has clients.
+/// a vGPU placed on it, or while the device has clients. A vGPU written to a VF's
+/// `current_vgpu_type` is placed on its GPU instance as an active one is, so it holds the GPU
+/// instance the same way (no published capture shows this refusal for a VF's vGPU; the fake
+/// keeps the one rule for both).
 pub fn destroy_gpu_instance(device: &mut Device, gpu_instance_id: u32) -> Result<(), Code> {
     check_no_clients(device)?;
     let gi = gpu_instance(device, gpu_instance_id)?;
-    let vgpu_on_it = device
-        .vgpus
+    let vgpu_on_it = super::vgpu::placed_vgpus(device)
         .iter()
-        .any(|vgpu| vgpu.gpu_instance_id == Some(gpu_instance_id));
+        .any(|(_, on)| *on == Some(gpu_instance_id));
     if !gi.compute_instances.is_empty() || vgpu_on_it {
         return Err(IN_USE);
     }

@@ -211,6 +211,40 @@ fn set_vf(device: &mut Device, at: usize, vf: VirtualFunction) {
     }
 }
 
+/// `text` written to the card's `sriov_numvfs`, answered as the kernel's `sriov_numvfs_store`
+/// (`drivers/pci/iov.c`) answers it: not a number (`kstrtou16`) is `EINVAL`; more than
+/// `sriov_totalvfs` is `ERANGE`; the count it has is no change; `0` disables every VF (the
+/// driver's `sriov_configure(pdev, 0)`: [`disable_vfs`]); any other count while VFs exist is
+/// `EBUSY` ("Disable before enabling"); else the driver enables that many, through the rebind
+/// [`enable_vfs`] describes. A card without SR-IOV has no such file (`ENOENT`).
+pub(crate) fn write_numvfs(device: &mut Device, text: &str) -> Result<(), i32> {
+    let sriov = device.sriov.as_ref().ok_or(nix::libc::ENOENT)?;
+    let count: u16 = text
+        .trim_end_matches('\n')
+        .parse()
+        .map_err(|_| nix::libc::EINVAL)?;
+    let count = u32::from(count);
+    if count > sriov.total_vfs {
+        return Err(nix::libc::ERANGE);
+    }
+    let now = sriov.vfs.len();
+    if usize::try_from(count).ok() == Some(now) {
+        return Ok(());
+    }
+    if count == 0 {
+        disable_vfs(device);
+        return Ok(());
+    }
+    if now != 0 {
+        return Err(nix::libc::EBUSY);
+    }
+    if let Some(sriov) = device.sriov.as_mut() {
+        sriov.vfs = (0..count).map(|_| VirtualFunction::default()).collect();
+    }
+    rebind(device);
+    Ok(())
+}
+
 /// The type IDs VF `index`'s `creatable_vgpu_types` lists now.
 pub(crate) fn creatable_on_vf(device: &Device, index: usize) -> Vec<u32> {
     let has = device

@@ -148,3 +148,35 @@ fn a_reboot_leaves_no_vf() {
     reboot(&mut card);
     assert!(!vfs_enabled(&card));
 }
+
+#[test]
+fn a_gpu_instance_under_a_vfs_vgpu_is_not_destroyed_and_answers_in_use() {
+    let mut card = a100(1);
+    enable_vfs(&mut card);
+    let gi = create_gpu_instance_anywhere(&mut card, 19).unwrap();
+    write_type(&mut card, 0, 474).unwrap();
+    assert_eq!(
+        super::gpu_instances::destroy_gpu_instance(&mut card, gi),
+        Err(super::device::IN_USE)
+    );
+    assert_eq!(card.gpu_instances.len(), 1);
+    write_type(&mut card, 0, 0).unwrap();
+    assert_eq!(
+        super::gpu_instances::destroy_gpu_instance(&mut card, gi),
+        Ok(())
+    );
+}
+
+#[test]
+fn sriov_numvfs_answers_as_the_kernels_store() {
+    let mut card = a100(0);
+    assert_eq!(write_numvfs(&mut card, "four\n"), Err(nix::libc::EINVAL));
+    assert_eq!(write_numvfs(&mut card, "17\n"), Err(nix::libc::ERANGE));
+    assert_eq!(write_numvfs(&mut card, "0\n"), Ok(()));
+    assert_eq!(write_numvfs(&mut card, "4\n"), Ok(()));
+    assert_eq!(card.sriov.as_ref().unwrap().vfs.len(), 4);
+    assert_eq!(write_numvfs(&mut card, "4\n"), Ok(()));
+    assert_eq!(write_numvfs(&mut card, "16\n"), Err(nix::libc::EBUSY));
+    assert_eq!(write_numvfs(&mut card, "0\n"), Ok(()));
+    assert!(card.sriov.as_ref().unwrap().vfs.is_empty());
+}

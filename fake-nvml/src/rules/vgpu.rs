@@ -27,7 +27,7 @@ pub fn creatable_vgpu_types(device: &Device) -> Result<Vec<u32>, Code> {
 }
 
 /// Every vGPU on the card: (type ID, GPU instance), the active ones and those on its VFs.
-fn placed_vgpus(device: &Device) -> Vec<(u32, Option<u32>)> {
+pub(crate) fn placed_vgpus(device: &Device) -> Vec<(u32, Option<u32>)> {
     let on_vfs = device
         .sriov
         .iter()

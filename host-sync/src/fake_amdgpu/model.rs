@@ -278,30 +278,44 @@ impl FakeAmdgpu {
                     gpu.hive,
                 )?;
             }
-            let compute = gpu
-                .compute
-                .map_or("UNKNOWN", gpu_partition_types::Token::as_str);
-            std::fs::write(
-                device.join("current_compute_partition"),
-                format!("{compute}\n"),
-            )?;
-            let offered = Self::available_compute(gpu);
-            std::fs::write(
-                device.join("available_compute_partition"),
-                list_line(&offered),
-            )?;
-            std::fs::write(
-                device.join("current_memory_partition"),
-                format!("{}\n", gpu.memory),
-            )?;
-            if !gpu.part.memory_offered.is_empty() {
-                std::fs::write(
-                    device.join("available_memory_partition"),
-                    list_line(gpu.part.memory_offered),
-                )?;
+            for (file, text) in Self::files(gpu) {
+                std::fs::write(device.join(file), text)?;
             }
         }
         Ok(())
+    }
+
+    /// The partition files of `gpu` as the kernel shows them now, each with its text
+    /// (`available_memory_partition` only where the part offers memory partitions).
+    fn files(gpu: &FakeAmdGpu) -> Vec<(&'static str, String)> {
+        let compute = gpu
+            .compute
+            .map_or("UNKNOWN", gpu_partition_types::Token::as_str);
+        let mut files = vec![
+            ("current_compute_partition", format!("{compute}\n")),
+            (
+                "available_compute_partition",
+                list_line(&Self::available_compute(gpu)),
+            ),
+            ("current_memory_partition", format!("{}\n", gpu.memory)),
+        ];
+        if !gpu.part.memory_offered.is_empty() {
+            files.push((
+                "available_memory_partition",
+                list_line(gpu.part.memory_offered),
+            ));
+        }
+        files
+    }
+
+    /// The text of the partition file `file` of the GPU at `bdf` as the kernel shows it now
+    /// (`None`: no such GPU, or no such file): what a test's driver serves.
+    pub fn file_text(&self, bdf: &str, file: &str) -> Option<String> {
+        let gpu = self.gpus.iter().find(|gpu| gpu.bdf == bdf)?;
+        Self::files(gpu)
+            .into_iter()
+            .find(|(name, _)| *name == file)
+            .map(|(_, text)| text)
     }
 }
 
