@@ -172,7 +172,7 @@ pub fn vf_at<'a>(state: &'a Scenario, address: &str) -> Option<(&'a Device, u32)
 }
 
 /// The text of `file` in the `nvidia/` directory of VF `index` of `device` as the driver shows
-/// it now (`None`: no such file there), as [`render`] writes it.
+/// it now (`None`: no such file there), as the fake writes it in a sysfs tree.
 pub fn vf_file(device: &Device, index: u32, file: &str) -> Option<String> {
     let shown = VfShown::of(device, usize::try_from(index).ok()?);
     host_sync::fake_sysfs::vgpu_files(shown.current, &shown.creatable(), shown.placed)

@@ -32,6 +32,7 @@ mod reset_amd;
 mod reset_nvidia;
 mod reset_pci;
 mod reset_simulate;
+mod served_drivers;
 mod sync;
 mod sync_rules;
 mod trust;

@@ -89,15 +89,19 @@ impl VgpuMxHost {
         common::run_json(self.vgpu(&["apply", "--vgpu-config", &config, "--select", name]))
     }
 
-    fn assert(&self, name: &str) -> (i32, Value) {
+    pub(crate) fn assert(&self, name: &str) -> (i32, Value) {
         let config = self.config.to_str().unwrap().to_owned();
         common::run_json(self.vgpu(&["assert", "--vgpu-config", &config, "--select", name]))
     }
 
-    fn types_on(&self, gpu: &str) -> Vec<u32> {
-        let sriov = read_sriov(self.host.sysfs.root(), gpu.parse().unwrap())
-            .unwrap()
-            .unwrap();
+    /// The types the VFs of `gpu` show, in the tree mxctl is given.
+    pub(crate) fn types_on(&self, gpu: &str) -> Vec<u32> {
+        let root = self
+            .host
+            .served
+            .as_deref()
+            .unwrap_or(self.host.sysfs.root());
+        let sriov = read_sriov(root, gpu.parse().unwrap()).unwrap().unwrap();
         let mut types: Vec<u32> = sriov
             .vfs
             .iter()

@@ -15,6 +15,9 @@ pub const BOOT_ID: &str = "11111111-2222-3333-4444-555555555555";
 pub struct Machine {
     pub dir: tempfile::TempDir,
     pub sysfs: FakeSysfs,
+    /// The sysfs root mxctl is given where it is not the tree's own: a mount of the tree
+    /// whose drivers' files answer (`fake_driver_files::ServedSysfs`).
+    pub served: Option<PathBuf>,
 }
 
 impl Machine {
@@ -25,7 +28,11 @@ impl Machine {
     /// A machine in `dir` (a pool keeps its hosts under one directory).
     pub fn in_dir(dir: tempfile::TempDir) -> Machine {
         let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
-        let machine = Machine { dir, sysfs };
+        let machine = Machine {
+            dir,
+            sysfs,
+            served: None,
+        };
         machine.boot(BOOT_ID);
         machine
     }
@@ -74,7 +81,7 @@ impl Machine {
             .arg("--config")
             .arg(config)
             .arg("--sysfs-root")
-            .arg(self.sysfs.root())
+            .arg(self.served.as_deref().unwrap_or(self.sysfs.root()))
             .arg("--proc-root")
             .arg(self.path("proc"))
             .arg("--state-dir")
