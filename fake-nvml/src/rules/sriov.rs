@@ -216,7 +216,8 @@ fn set_vf(device: &mut Device, at: usize, vf: VirtualFunction) {
 /// `sriov_totalvfs` is `ERANGE`; the count it has is no change; `0` disables every VF (the
 /// driver's `sriov_configure(pdev, 0)`: [`disable_vfs`]); any other count while VFs exist is
 /// `EBUSY` ("Disable before enabling"); else the driver enables that many, through the rebind
-/// [`enable_vfs`] describes. A card without SR-IOV has no such file (`ENOENT`).
+/// [`enable_vfs`] describes, which a process holding the GPU keeps from happening (`EBUSY`,
+/// the unbind lock `sriov-manage` meets). A card without SR-IOV has no such file (`ENOENT`).
 pub(crate) fn write_numvfs(device: &mut Device, text: &str) -> Result<(), i32> {
     let sriov = device.sriov.as_ref().ok_or(nix::libc::ENOENT)?;
     let count: u16 = text
@@ -231,12 +232,17 @@ pub(crate) fn write_numvfs(device: &mut Device, text: &str) -> Result<(), i32> {
     if usize::try_from(count).ok() == Some(now) {
         return Ok(());
     }
+    if count != 0 && now != 0 {
+        return Err(nix::libc::EBUSY);
+    }
+    // The driver's `sriov_configure` rebinds the GPU, which it cannot while a process holds it
+    // (the unbind lock `sriov-manage` meets): the write fails.
+    if !device.clients.is_empty() {
+        return Err(nix::libc::EBUSY);
+    }
     if count == 0 {
         disable_vfs(device);
         return Ok(());
-    }
-    if now != 0 {
-        return Err(nix::libc::EBUSY);
     }
     if let Some(sriov) = device.sriov.as_mut() {
         sriov.vfs = (0..count).map(|_| VirtualFunction::default()).collect();

@@ -6,11 +6,16 @@ compared with what `gpu-partition-helper read` prints for the same state.
     session.py SCENARIO HELPER FAKE_NVML
 
 The environment names the library (`LD_LIBRARY_PATH` holds it as `libnvidia-ml.so.1`) and its
-state (`FAKE_NVML_STATE`, shared with the helper and `fake-nvml reset`). Exits non-zero, saying
+state (`FAKE_NVML_STATE`, shared with the helper and `fake-nvml reset`). Where it names a sysfs
+whose drivers' files answer (`FAKE_SYSFS_ROOT`, as `fake-driver-files host` gives it) and the
+card has SR-IOV, vGPUs are written through the VFs' files, as a host's tools write them, and
+NVML is asked what the driver made of them. Exits non-zero, saying
 which step failed, at the first step that does not answer as the driver would.
 """
 import ctypes
+import errno
 import json
+import os
 import subprocess
 import sys
 
@@ -132,6 +137,61 @@ def _():
     time_sliced = [t["id"] for t in types if t.get("gpu_instance_profile_id") is None]
     assert list(N.nvmlDeviceGetCreatableVgpus(DEV)) == time_sliced
     refused(lambda: N.nvmlVgpuTypeGetName(1), N.NVMLError_InvalidArgument)
+
+
+SYSFS = os.environ.get("FAKE_SYSFS_ROOT")
+BDF = CARD["pci_bus_id"].lower()[-12:]
+VGPU_TYPES = CARD.get("vgpu_types", [])
+TIME_SLICED = [t for t in VGPU_TYPES if t.get("gpu_instance_profile_id") is None]
+
+
+def sysfs(path, text):
+    """One write(2) of `text` to the driver's file at `path` (under the card's directory)."""
+    with open(f"{SYSFS}/bus/pci/devices/{BDF}/{path}", "w") as f:
+        f.write(text)
+
+
+def vf_type(index, type_id):
+    sysfs(f"virtfn{index}/nvidia/current_vgpu_type", f"{type_id}\n")
+
+
+def refused_by_driver(write, code):
+    try:
+        write()
+    except OSError as error:
+        assert error.errno == code, (error, code)
+        return
+    raise AssertionError(f"the driver took a write it refuses with {errno.errorcode[code]}")
+
+
+def with_vfs(run):
+    """`run` between VFs enabled and disabled through `sriov_numvfs`, as sriov-manage does."""
+    sysfs("sriov_numvfs", f"{CARD['sriov']['total_vfs']}\n")
+    try:
+        run()
+    finally:
+        sysfs("sriov_numvfs", "0\n")
+
+
+@step("a time-sliced vGPU written through a VF's sysfs file: NVML's creatable list shrinks, a second type is EIO")
+def _():
+    if not (SYSFS and "sriov" in CARD and len(TIME_SLICED) > 1):
+        print("     skipped: no served sysfs, or no SR-IOV with two time-sliced types on this card")
+        return
+
+    def run():
+        first = max(TIME_SLICED, key=lambda t: t["max_instances"])
+        other = next(t for t in TIME_SLICED if t["id"] != first["id"])
+        vf_type(0, first["id"])
+        # One type at a time while it has room: the list is that type's (nvml.h).
+        assert list(N.nvmlDeviceGetCreatableVgpus(DEV)) == [first["id"]]
+        refused_by_driver(lambda: vf_type(1, other["id"]), errno.EIO)
+        # A type on a VF that has one is EPERM.
+        refused_by_driver(lambda: vf_type(0, first["id"]), errno.EPERM)
+        vf_type(0, 0)
+        assert list(N.nvmlDeviceGetCreatableVgpus(DEV)) == [t["id"] for t in TIME_SLICED]
+
+    with_vfs(run)
 
 
 @step("MIG on, with the reset rule of the part")
@@ -333,6 +393,30 @@ def _():
     assert sorted((p["id"], p["name"]) for p in reply["profiles"]) == names
     assert reply["mode"]["current"] == "enabled", reply["mode"]
     assert mine, "the read-back compared an empty card"
+
+
+@step("a MIG-backed vGPU written through a VF's file holds its GPU instance: destroy is IN_USE")
+def _():
+    backed = [t for t in VGPU_TYPES
+              if t.get("gpu_instance_profile_id") in {p["id"] for p in PROFILES.values()}]
+    if not (SYSFS and "sriov" in CARD and backed):
+        print("     skipped: no served sysfs, or no SR-IOV with MIG-backed types on this card")
+        return
+    N.nvmlInit()
+    dev = N.nvmlDeviceGetHandleByIndex(0)
+
+    def run():
+        kind = backed[0]
+        gi = N.nvmlDeviceCreateGpuInstance(dev, kind["gpu_instance_profile_id"])
+        vf_type(0, kind["id"])
+        refused(lambda: N.nvmlGpuInstanceDestroy(gi), N.NVMLError_InUse)
+        vf_type(0, 0)
+        N.nvmlGpuInstanceDestroy(gi)
+
+    try:
+        with_vfs(run)
+    finally:
+        N.nvmlShutdown()
 
 
 @step("a shutdown past the init count is no error (nvml.h)")
