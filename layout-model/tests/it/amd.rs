@@ -23,6 +23,17 @@ fn a_six_xcc_gpu_supports_tpx_and_no_dpx_or_qpx() {
 }
 
 #[test]
+fn a_gpu_of_an_odd_xcc_count_is_never_split_in_two_or_four() {
+    // One XCC: CPX is the one partition SPX is; three, five or seven: no mode the kernel has
+    // (`__aqua_vanjaram_update_supported_modes` lists none), so every compute write is refused.
+    assert_eq!(compute_modes(1), [C::Spx, C::Cpx]);
+    for xccs in [3, 5, 7] {
+        assert_eq!(compute_modes(xccs), [], "{xccs} XCCs");
+        assert_eq!(partitions(C::Dpx, xccs), None);
+    }
+}
+
+#[test]
 fn spx_runs_with_nps1_only_and_cpx_with_nps1_or_nps4() {
     assert!(!runs_with(C::Spx, M::Nps4));
     assert!(runs_with(C::Spx, M::Nps1));
