@@ -91,6 +91,33 @@ pub struct CardProfile {
     pub instance_count: Option<u32>,
     /// Its possible placements, when they read.
     pub placements: Option<Vec<Placement>>,
+    /// The media engines one of its instances holds, when the signature read.
+    pub engines: Option<MediaEngines>,
+}
+
+/// The media engines a GPU instance holds: a card has as many as its whole-card profile, and
+/// its instances together hold no more (NVIDIA's MIG user guide: the `+me` profiles take the
+/// card's one JPEG decoder and OFA, so a card holds a single `+me` instance).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct MediaEngines {
+    /// Video decoders (NVDECs).
+    pub decoders: u32,
+    /// JPEG decoders.
+    pub jpegs: u32,
+    /// Optical-flow accelerators.
+    pub ofas: u32,
+}
+
+impl MediaEngines {
+    /// `decoders` NVDECs, `jpegs` JPEG decoders and `ofas` OFAs.
+    pub fn new(decoders: u32, jpegs: u32, ofas: u32) -> Self {
+        Self {
+            decoders,
+            jpegs,
+            ofas,
+        }
+    }
 }
 
 impl CardProfile {
@@ -107,6 +134,8 @@ impl CardProfile {
             slices: signature.map(|s| s.slice_count).or(from_name),
             instance_count: signature.map(|s| s.instance_count),
             placements: profile.placements.read().cloned(),
+            engines: signature
+                .map(|s| MediaEngines::new(s.decoder_count, s.jpeg_count, s.ofa_count)),
         }
     }
 

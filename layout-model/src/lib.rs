@@ -20,6 +20,9 @@
 //!   or of a boot that cannot be told apart, one followed by a write of ours
 //!   ([`gpu_host_probe::CardWrites`]) or by a sync that did not read the cards, says nothing.
 //!
+//! - [`room::remaining`]: what still fits on a card in MIG mode (every placement of each
+//!   profile, how many more), now or after given creates and destroys.
+//!
 //! The rules are in the project's `docs/partition.md`.
 #![doc = include_str!("../README.md")]
 #![deny(missing_docs)]
@@ -32,6 +35,7 @@ mod compare;
 mod declared;
 mod difference;
 mod nvidia;
+pub mod room;
 mod vendor;
 mod vf;
 mod vgpu;
@@ -39,7 +43,7 @@ mod want;
 
 pub use board::{Board, BoardChange, BoardId};
 pub use card::{
-    Card, CardInstance, CardProfile, CardUnreadable, ProfileRef, ReplyMember,
+    Card, CardInstance, CardProfile, CardUnreadable, MediaEngines, ProfileRef, ReplyMember,
     filling_compute_profile,
 };
 pub use check::{Holding, HoldingState, Lapse, LapseReason, LayoutCheck, Unchecked, UncheckedKind};

@@ -12,6 +12,8 @@ mod compute;
 mod device;
 mod gpu_instances;
 mod mode;
+#[cfg(test)]
+mod room_tests;
 pub(crate) mod sriov;
 #[cfg(test)]
 mod tests;

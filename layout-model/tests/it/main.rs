@@ -6,4 +6,5 @@ mod common;
 mod compare;
 mod declared;
 mod props;
+mod room;
 mod vf_drift;
