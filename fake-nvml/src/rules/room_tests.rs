@@ -49,7 +49,7 @@ fn geometry(card: &Device) -> Geometry {
         .iter()
         .map(|gi| Held::new(gi.id, gi.profile_id, slices(gi.placement)))
         .collect();
-    Geometry::new(true, shapes, instances)
+    Geometry::new(super::device::mig_on(card), shapes, instances)
 }
 
 /// Where the fake creates an instance of `profile_id` now.
@@ -165,5 +165,145 @@ fn what_fits_after_a_create_is_what_fits_once_the_fake_made_it() {
             .iter()
             .all(|room| room.fits.as_ref().unwrap().more == 0);
         assert_eq!(nothing_left, at.start == 0 && at.size == slots, "{name}");
+    }
+}
+
+/// The card's vGPU catalogue and every vGPU on it (active, and written to its VFs).
+fn vgpu_geometry(card: &Device) -> layout_model::room::VgpuGeometry {
+    use gpu_partition_types::VgpuTypeId;
+    use layout_model::room::{Backing, PlacedVgpu, VgpuGeometry, VgpuKind};
+    let kinds = card
+        .vgpu_types
+        .iter()
+        .map(|kind| {
+            let backing = match kind.gpu_instance_profile_id {
+                Some(profile_id) => Backing::GpuInstance { profile_id },
+                None => Backing::TimeSliced,
+            };
+            VgpuKind::new(
+                VgpuTypeId::new(kind.id).unwrap(),
+                Some(backing),
+                Some(kind.max_instances),
+                Some(kind.max_instances_per_gpu_instance.unwrap_or(1)),
+            )
+        })
+        .collect();
+    let on_vfs = card
+        .sriov
+        .iter()
+        .flat_map(|sriov| &sriov.vfs)
+        .filter_map(|vf| {
+            Some(PlacedVgpu::new(
+                VgpuTypeId::new(vf.type_id?)?,
+                vf.gpu_instance_id,
+            ))
+        });
+    let active = card
+        .vgpus
+        .iter()
+        .map(|vgpu| PlacedVgpu::new(VgpuTypeId::new(vgpu.type_id).unwrap(), vgpu.gpu_instance_id));
+    VgpuGeometry::new(
+        kinds,
+        active.chain(on_vfs).collect(),
+        card.vgpu_heterogeneous_mode,
+    )
+}
+
+/// How many vGPUs of `type_id` the fake makes, writing it to one free VF after another.
+fn vgpus_filled(card: &Device, type_id: u32) -> u32 {
+    let mut card = card.clone();
+    let total = card.sriov.as_ref().map_or(0, |sriov| sriov.vfs.len());
+    let mut made = 0;
+    for index in 0..total {
+        let free = card.sriov.as_ref().unwrap().vfs[index].type_id.is_none();
+        if free && super::sriov::write_type(&mut card, index.try_into().unwrap(), type_id).is_ok() {
+            made += 1;
+        }
+    }
+    made
+}
+
+/// `layout_model::room::vgpu_remaining` says of every type what writing it to VF after VF
+/// makes on the fake.
+fn vgpus_agree(name: &str, card: &Device) {
+    let rooms =
+        layout_model::room::vgpu_remaining(&geometry(card), &vgpu_geometry(card), &[]).unwrap();
+    for room in rooms {
+        let state = format!("{name}, type {} with {:?}", room.type_id, card.sriov);
+        assert_eq!(
+            room.more,
+            Some(vgpus_filled(card, room.type_id.get())),
+            "{state}"
+        );
+    }
+}
+
+/// A part with a vGPU catalogue, its VFs enabled (the H100's count is this test's: none is
+/// published), MIG as `mig` says.
+fn vgpu_part(text: &str, mig: u32) -> Device {
+    let mut card = part(text);
+    card.mig_mode = MigMode::Mode {
+        current: mig,
+        pending: mig,
+    };
+    let sriov = card.sriov.get_or_insert_with(|| {
+        serde_json::from_value(serde_json::json!({ "total_vfs": 20 })).unwrap()
+    });
+    sriov.total_vfs = sriov.total_vfs.max(16);
+    super::sriov::enable_vfs(&mut card);
+    card
+}
+
+#[test]
+fn how_many_more_time_sliced_vgpus_fit_is_what_the_fake_makes_once_types_run() {
+    for (name, text) in [
+        ("a100-pcie-40gb", crate::scenarios::PART_A100_PCIE_40GB),
+        ("h100-80gb", crate::scenarios::PART_H100_80GB),
+    ] {
+        let mut card = vgpu_part(text, 0);
+        vgpus_agree(name, &card);
+        let first = card
+            .vgpu_types
+            .iter()
+            .find(|kind| kind.gpu_instance_profile_id.is_none())
+            .unwrap()
+            .id;
+        super::sriov::write_type(&mut card, 0, first).unwrap();
+        vgpus_agree(name, &card);
+        super::sriov::write_type(&mut card, 1, first).unwrap();
+        vgpus_agree(name, &card);
+    }
+}
+
+#[test]
+fn how_many_more_mig_backed_vgpus_fit_is_what_the_fake_makes_on_its_gpu_instances() {
+    for (name, text) in [
+        ("a100-pcie-40gb", crate::scenarios::PART_A100_PCIE_40GB),
+        ("h100-80gb", crate::scenarios::PART_H100_80GB),
+    ] {
+        let mut card = vgpu_part(text, 1);
+        vgpus_agree(name, &card);
+        // A GPU instance of each MIG-backed type's profile, where it still fits.
+        let profiles: Vec<u32> = card
+            .vgpu_types
+            .iter()
+            .filter_map(|kind| kind.gpu_instance_profile_id)
+            .collect();
+        for profile in profiles {
+            let _ = super::gpu_instances::create_gpu_instance_anywhere(&mut card, profile);
+        }
+        vgpus_agree(name, &card);
+        let backed = card
+            .vgpu_types
+            .iter()
+            .find(|kind| {
+                kind.gpu_instance_profile_id.is_some_and(|profile| {
+                    card.gpu_instances.iter().any(|gi| gi.profile_id == profile)
+                })
+            })
+            .unwrap()
+            .id;
+        super::sriov::write_type(&mut card, 0, backed).unwrap();
+        vgpus_agree(name, &card);
     }
 }

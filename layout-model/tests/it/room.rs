@@ -3,7 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use gpu_partition_types::Placement;
-use layout_model::room::{Change, Fits, Geometry, Held, RoomRefusal, Shape, remaining};
+use layout_model::room::{
+    Backing, Change, Fits, Geometry, Held, PlacedVgpu, RoomRefusal, Shape, VgpuGeometry, VgpuKind,
+    VgpuRoom, remaining, vgpu_remaining,
+};
 use layout_model::{MediaEngines, ProfileRef};
 
 /// An A100-like card: 1g at 0..7, 3g at 0 or 4 (4 slices each), 7g at 0 (8 slices), with
@@ -119,5 +122,76 @@ fn a_profile_whose_placements_did_not_read_has_no_answer_and_takes_no_create() {
     assert_eq!(
         remaining(&card, &[create(9, 0, 4)]).unwrap_err().refusal,
         RoomRefusal::PlacementsUnknown { profile_id: 9 }
+    );
+}
+
+fn vgpu(id: u32) -> gpu_partition_types::VgpuTypeId {
+    gpu_partition_types::VgpuTypeId::new(id).unwrap()
+}
+
+/// An A100-1-5C-like type on the 1g profile, one per GPU instance, and two time-sliced types.
+fn catalogue(placed: Vec<PlacedVgpu>, heterogeneous: Option<bool>) -> VgpuGeometry {
+    VgpuGeometry::new(
+        vec![
+            VgpuKind::new(
+                vgpu(474),
+                Some(Backing::GpuInstance { profile_id: 19 }),
+                Some(7),
+                Some(1),
+            ),
+            VgpuKind::new(vgpu(468), Some(Backing::TimeSliced), Some(10), None),
+            VgpuKind::new(vgpu(471), Some(Backing::TimeSliced), Some(4), None),
+        ],
+        placed,
+        heterogeneous,
+    )
+}
+
+fn more(rooms: &[VgpuRoom]) -> Vec<Option<u32>> {
+    rooms.iter().map(|room| room.more).collect()
+}
+
+#[test]
+fn with_mig_off_one_time_sliced_type_runs_at_a_time_up_to_its_maximum() {
+    let mut card = a100(Vec::new());
+    card.mig_on = false;
+    let empty = vgpu_remaining(&card, &catalogue(Vec::new(), Some(false)), &[]).unwrap();
+    assert_eq!(more(&empty), [Some(0), Some(10), Some(4)]);
+    let running = catalogue(vec![PlacedVgpu::new(vgpu(471), None)], Some(false));
+    assert_eq!(
+        more(&vgpu_remaining(&card, &running, &[]).unwrap()),
+        [Some(0), Some(0), Some(3)]
+    );
+    // Heterogeneous mode: the driver decides by placement, which is not modelled.
+    let mixed = vgpu_remaining(&card, &catalogue(Vec::new(), Some(true)), &[]).unwrap();
+    assert_eq!(more(&mixed), [Some(0), None, None]);
+}
+
+#[test]
+fn a_mig_backed_type_fits_once_per_free_gpu_instance_of_its_profile_and_keeps_its_own() {
+    let card = a100(vec![
+        Held::new(1, 19, Placement::new(0, 1)),
+        Held::new(2, 19, Placement::new(1, 1)),
+    ]);
+    let one_on_gi_1 = catalogue(vec![PlacedVgpu::new(vgpu(474), Some(1))], None);
+    assert_eq!(
+        more(&vgpu_remaining(&card, &one_on_gi_1, &[]).unwrap()),
+        [Some(1), Some(0), Some(0)]
+    );
+    // A GPU instance made first adds its room; one with a vGPU is not destroyed (IN_USE).
+    let made = vgpu_remaining(&card, &one_on_gi_1, &[create(19, 2, 1)]).unwrap();
+    assert_eq!(more(&made)[0], Some(2));
+    let refused = vgpu_remaining(
+        &card,
+        &one_on_gi_1,
+        &[Change::Destroy { gpu_instance_id: 1 }],
+    )
+    .unwrap_err();
+    assert_eq!(
+        refused.refusal,
+        RoomRefusal::HoldsVgpus {
+            gpu_instance_id: 1,
+            vgpus: 1
+        }
     );
 }

@@ -19,8 +19,12 @@
 //! `remaining_partition_profiles`). A profile whose placements did not read has no [`Fits`]:
 //! unknown, which a planner treats as nothing.
 
+mod vgpu;
+
 use crate::card::{At, Card, MediaEngines, ProfileRef};
 use gpu_partition_types::Placement;
+
+pub use vgpu::{Backing, PlacedVgpu, VgpuGeometry, VgpuKind, VgpuRoom, vgpu_remaining};
 
 /// A profile as the rules of what fits use it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -376,6 +380,14 @@ pub enum RoomRefusal {
         /// The instance asked.
         gpu_instance_id: u32,
     },
+    /// The GPU instance holds vGPUs: NVML refuses to destroy it (`IN_USE`).
+    #[error("GPU instance {gpu_instance_id} holds {vgpus} vGPU(s)")]
+    HoldsVgpus {
+        /// The instance asked.
+        gpu_instance_id: u32,
+        /// How many vGPUs it holds.
+        vgpus: u32,
+    },
 }
 
 /// A change [`remaining`] was asked to make first, refused.
@@ -392,24 +404,32 @@ pub struct ChangeRefused {
     pub refusal: RoomRefusal,
 }
 
+/// `geometry` once `changes` are made, in order; `check` refuses a change first where it has
+/// a reason of its own.
+fn changed(
+    geometry: &Geometry,
+    changes: &[Change],
+    check: impl Fn(&Change) -> Option<RoomRefusal>,
+) -> Result<Geometry, ChangeRefused> {
+    let mut changed = geometry.clone();
+    for (index, change) in changes.iter().enumerate() {
+        let refused = |refusal| ChangeRefused {
+            index,
+            change: *change,
+            refusal,
+        };
+        if let Some(refusal) = check(change) {
+            return Err(refused(refusal));
+        }
+        changed.change(change).map_err(refused)?;
+    }
+    Ok(changed)
+}
+
 /// What still fits on the card of `geometry` once `changes` are made, in order: one [`Room`]
 /// per profile of its catalogue. Refused, naming the change, where a change cannot be made.
 pub fn remaining(geometry: &Geometry, changes: &[Change]) -> Result<Vec<Room>, ChangeRefused> {
-    let after;
-    let card = if changes.is_empty() {
-        geometry
-    } else {
-        let mut changed = geometry.clone();
-        for (at, change) in changes.iter().enumerate() {
-            changed.change(change).map_err(|refusal| ChangeRefused {
-                index: at,
-                change: *change,
-                refusal,
-            })?;
-        }
-        after = changed;
-        &after
-    };
+    let card = changed(geometry, changes, |_| None)?;
     Ok(card
         .shapes
         .iter()
