@@ -105,6 +105,23 @@ impl Tree {
         Ok(from_metadata(ino, &meta))
     }
 
+    /// `name` in `parent` removed from the tree by `remove` (a file's or a directory's).
+    fn remove(
+        &self,
+        parent: INodeNo,
+        name: &OsStr,
+        remove: impl Fn(&Path) -> io::Result<()>,
+        reply: ReplyEmpty,
+    ) {
+        match self
+            .child(parent, name)
+            .and_then(|path| remove(&self.under(&path)).map_err(|error| errno(&error)))
+        {
+            Ok(()) => reply.ok(),
+            Err(error) => reply.error(error),
+        }
+    }
+
     fn entry(&self, path: &Path, reply: ReplyEntry) {
         match self.attr(path) {
             Ok(attr) => reply.entry(&NO_TIME, &attr, Generation(0)),
@@ -260,23 +277,11 @@ impl Filesystem for Tree {
     }
 
     fn unlink(&self, _: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self
-            .child(parent, name)
-            .and_then(|path| fs::remove_file(self.under(&path)).map_err(|error| errno(&error)))
-        {
-            Ok(()) => reply.ok(),
-            Err(error) => reply.error(error),
-        }
+        self.remove(parent, name, |path| fs::remove_file(path), reply);
     }
 
     fn rmdir(&self, _: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        match self
-            .child(parent, name)
-            .and_then(|path| fs::remove_dir(self.under(&path)).map_err(|error| errno(&error)))
-        {
-            Ok(()) => reply.ok(),
-            Err(error) => reply.error(error),
-        }
+        self.remove(parent, name, |path| fs::remove_dir(path), reply);
     }
 
     fn symlink(

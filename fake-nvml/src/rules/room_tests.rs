@@ -5,21 +5,13 @@
 
 #![allow(clippy::unwrap_used)]
 use super::gpu_instances::{create_gpu_instance, destroy_gpu_instance};
-use crate::scenario::{Device, MigMode, Placement, Scenario};
+use crate::scenario::{Device, Placement};
 use gpu_partition_types::Placement as Slices;
 use layout_model::room::{Change, Geometry, Held, Shape, remaining};
 use layout_model::{MediaEngines, ProfileRef};
 
 fn part(text: &str) -> Device {
-    let mut card = Scenario::from_json(text.as_bytes())
-        .unwrap()
-        .devices
-        .remove(0);
-    card.mig_mode = MigMode::Mode {
-        current: 1,
-        pending: 1,
-    };
-    card
+    super::tests::part_card(text, 1)
 }
 
 fn slices(at: Placement) -> Slices {
@@ -241,11 +233,7 @@ fn vgpus_agree(name: &str, card: &Device) {
 /// A part with a vGPU catalogue, its VFs enabled (the H100's count is this test's: none is
 /// published), MIG as `mig` says.
 fn vgpu_part(text: &str, mig: u32) -> Device {
-    let mut card = part(text);
-    card.mig_mode = MigMode::Mode {
-        current: mig,
-        pending: mig,
-    };
+    let mut card = super::tests::part_card(text, mig);
     let sriov = card.sriov.get_or_insert_with(|| {
         serde_json::from_value(serde_json::json!({ "total_vfs": 20 })).unwrap()
     });
@@ -254,34 +242,36 @@ fn vgpu_part(text: &str, mig: u32) -> Device {
     card
 }
 
-#[test]
-fn how_many_more_time_sliced_vgpus_fit_is_what_the_fake_makes_once_types_run() {
-    for (name, text) in [
+/// The parts with a vGPU catalogue, each with its VFs enabled and MIG as `mig` says.
+fn vgpu_parts(mig: u32) -> impl Iterator<Item = (&'static str, Device)> {
+    [
         ("a100-pcie-40gb", crate::scenarios::PART_A100_PCIE_40GB),
         ("h100-80gb", crate::scenarios::PART_H100_80GB),
-    ] {
-        let mut card = vgpu_part(text, 0);
+    ]
+    .into_iter()
+    .map(move |(name, text)| (name, vgpu_part(text, mig)))
+}
+
+/// The first type of `card`'s catalogue that `pick` takes.
+fn first_type(card: &Device, pick: impl Fn(&crate::scenario::VgpuType) -> bool) -> u32 {
+    card.vgpu_types.iter().find(|kind| pick(kind)).unwrap().id
+}
+
+#[test]
+fn how_many_more_time_sliced_vgpus_fit_is_what_the_fake_makes_once_types_run() {
+    for (name, mut card) in vgpu_parts(0) {
         vgpus_agree(name, &card);
-        let first = card
-            .vgpu_types
-            .iter()
-            .find(|kind| kind.gpu_instance_profile_id.is_none())
-            .unwrap()
-            .id;
-        super::sriov::write_type(&mut card, 0, first).unwrap();
-        vgpus_agree(name, &card);
-        super::sriov::write_type(&mut card, 1, first).unwrap();
-        vgpus_agree(name, &card);
+        let first = first_type(&card, |kind| kind.gpu_instance_profile_id.is_none());
+        for vf in 0..2 {
+            super::sriov::write_type(&mut card, vf, first).unwrap();
+            vgpus_agree(name, &card);
+        }
     }
 }
 
 #[test]
 fn how_many_more_mig_backed_vgpus_fit_is_what_the_fake_makes_on_its_gpu_instances() {
-    for (name, text) in [
-        ("a100-pcie-40gb", crate::scenarios::PART_A100_PCIE_40GB),
-        ("h100-80gb", crate::scenarios::PART_H100_80GB),
-    ] {
-        let mut card = vgpu_part(text, 1);
+    for (name, mut card) in vgpu_parts(1) {
         vgpus_agree(name, &card);
         // A GPU instance of each MIG-backed type's profile, where it still fits.
         let profiles: Vec<u32> = card
@@ -293,16 +283,8 @@ fn how_many_more_mig_backed_vgpus_fit_is_what_the_fake_makes_on_its_gpu_instance
             let _ = super::gpu_instances::create_gpu_instance_anywhere(&mut card, profile);
         }
         vgpus_agree(name, &card);
-        let backed = card
-            .vgpu_types
-            .iter()
-            .find(|kind| {
-                kind.gpu_instance_profile_id.is_some_and(|profile| {
-                    card.gpu_instances.iter().any(|gi| gi.profile_id == profile)
-                })
-            })
-            .unwrap()
-            .id;
+        let held = |profile: u32| card.gpu_instances.iter().any(|gi| gi.profile_id == profile);
+        let backed = first_type(&card, |kind| kind.gpu_instance_profile_id.is_some_and(held));
         super::sriov::write_type(&mut card, 0, backed).unwrap();
         vgpus_agree(name, &card);
     }

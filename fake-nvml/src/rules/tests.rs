@@ -38,17 +38,24 @@ fn at(start: u32, size: u32) -> Placement {
     Placement { start, size }
 }
 
-/// The A30 part scenario, MIG on, with the guide's `2g.12gb+me` added (R525 and later:
-/// its ID is not in our sources, so the shipped scenario leaves it out; 6 here).
-fn a30_with_two_media_profiles() -> Device {
-    let mut card = Scenario::from_json(crate::scenarios::PART_A30_24GB.as_bytes())
+/// The card of the shipped part scenario `text`, its MIG mode `mig` (0 off, 1 on) now and
+/// after a reset.
+pub(super) fn part_card(text: &str, mig: u32) -> Device {
+    let mut card = Scenario::from_json(text.as_bytes())
         .unwrap()
         .devices
         .remove(0);
     card.mig_mode = MigMode::Mode {
-        current: 1,
-        pending: 1,
+        current: mig,
+        pending: mig,
     };
+    card
+}
+
+/// The A30 part scenario, MIG on, with the guide's `2g.12gb+me` added (R525 and later:
+/// its ID is not in our sources, so the shipped scenario leaves it out; 6 here).
+fn a30_with_two_media_profiles() -> Device {
+    let mut card = part_card(crate::scenarios::PART_A30_24GB, 1);
     let mut me = card
         .gpu_instance_profiles
         .iter()

@@ -5,19 +5,11 @@
 use super::gpu_instances::create_gpu_instance_anywhere;
 use super::mode::{MigModeError, reboot, set_mig_mode};
 use super::sriov::*;
-use crate::scenario::{Client, Device, MigMode, Scenario, VirtualFunction};
+use crate::scenario::{Client, Device, VirtualFunction};
 
 /// The A100-PCIE-40GB part: 16 VFs, disabled; MIG as `mig` says.
 fn a100(mig: u32) -> Device {
-    let mut card = Scenario::from_json(crate::scenarios::PART_A100_PCIE_40GB.as_bytes())
-        .unwrap()
-        .devices
-        .remove(0);
-    card.mig_mode = MigMode::Mode {
-        current: mig,
-        pending: mig,
-    };
-    card
+    super::tests::part_card(crate::scenarios::PART_A100_PCIE_40GB, mig)
 }
 
 #[test]

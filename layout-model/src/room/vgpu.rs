@@ -14,7 +14,7 @@
 //! VF's `current_vgpu_type`; the caller gives them all ([`VgpuGeometry::placed`]).
 
 use super::{Change, ChangeRefused, Geometry, RoomRefusal, changed};
-use gpu_partition_types::{Nullable, Reply, VgpuTypeId};
+use gpu_partition_types::{Lenient, Nullable, Reply, VgpuTypeId};
 
 /// What a vGPU type sits on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,12 +106,7 @@ impl VgpuGeometry {
     /// The catalogue, the active vGPUs and the mode of `reply` (a type or vGPU that did not
     /// read is left out; add the VFs' vGPUs to [`VgpuGeometry::placed`]).
     pub fn of(reply: &Reply) -> Self {
-        let kinds = reply
-            .vgpu_types
-            .read()
-            .into_iter()
-            .flatten()
-            .filter_map(|kind| kind.read())
+        let kinds = each_read(&reply.vgpu_types)
             .filter_map(|kind| {
                 let backing = kind
                     .gpu_instance_profile_id
@@ -134,12 +129,7 @@ impl VgpuGeometry {
                 ))
             })
             .collect();
-        let placed = reply
-            .vgpus
-            .read()
-            .into_iter()
-            .flatten()
-            .filter_map(|vgpu| vgpu.read())
+        let placed = each_read(&reply.vgpus)
             .filter_map(|vgpu| {
                 let type_id = VgpuTypeId::new(*vgpu.type_id.read()?)?;
                 Some(PlacedVgpu::new(type_id, vgpu.gpu_instance_id.into_option()))
@@ -151,6 +141,11 @@ impl VgpuGeometry {
             .and_then(|mode| mode.heterogeneous.into_option());
         Self::new(kinds, placed, heterogeneous)
     }
+}
+
+/// The members of a lenient list that read (none where the list did not).
+fn each_read<T>(list: &Lenient<Vec<Lenient<T>>>) -> impl Iterator<Item = &T> {
+    list.read().into_iter().flatten().filter_map(Lenient::read)
 }
 
 /// How many more vGPUs of one type fit.
