@@ -16,6 +16,14 @@ done
 "$python" -c 'import pynvml, importlib.metadata as m; print("nvidia-ml-py", m.version("nvidia-ml-py"))'
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The drivers' files are served by a FUSE mount, which needs root and /dev/fuse (CI has both);
+# elsewhere the session runs without it, and its vGPU steps say they were skipped.
+served=()
+if [ "$(id -u)" = 0 ] && [ -e /dev/fuse ]; then
+    served=("$build/fake-driver-files" host)
+else
+    echo "not root, or no /dev/fuse: the sessions run without the drivers' files" >&2
+fi
 for scenario in fake-nvml/scenarios/parts/*.json; do
     part=$(basename "$scenario" .json)
     mkdir -p "$work/$part/lib"
@@ -23,11 +31,11 @@ for scenario in fake-nvml/scenarios/parts/*.json; do
     echo "== $part"
     LD_LIBRARY_PATH="$work/$part/lib" FAKE_NVML_SCENARIO="$scenario" \
         FAKE_NVML_STATE="$work/$part/state.json" \
-        "$build/fake-driver-files" host "$work/$part/host" -- \
+        ${served[@]+"${served[@]}" "$work/$part/host" --} \
         "$python" fake-nvml/tests/python/session.py "$scenario" \
         "$build/gpu-partition-helper" "$build/fake-nvml" | tee "$work/$part/session.log"
 done
 # A session stops at its first failure (exit 1), so reaching here means none failed.
-passed=$(cat "$work"/*/session.log | grep -c '^ok ')
-skipped=$(cat "$work"/*/session.log | grep -c '^     skipped:')
+passed=$(cat "$work"/*/session.log | grep -c '^ok ' || true)
+skipped=$(cat "$work"/*/session.log | grep -c '^     skipped:' || true)
 echo "the binding's sessions: $passed steps passed ($skipped of them had nothing to do on their card), 0 failed"

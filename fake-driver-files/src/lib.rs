@@ -55,17 +55,36 @@ pub struct ServedSysfs {
 
 impl ServedSysfs {
     /// Shows the tree at `tree` on the empty directory `at`, with `drivers` answering their
-    /// files. Needs root and `/dev/fuse`.
+    /// files. Needs root and `/dev/fuse`. Refused where a driver shows its state through the
+    /// mount itself: a driver's file is answered under the state's lock, which a write through
+    /// the mount would wait for while it holds it.
     pub fn mount(tree: &Path, at: &Path, drivers: Drivers) -> io::Result<ServedSysfs> {
+        let shown = [
+            drivers.nvidia.as_ref().and_then(StateFile::sysfs),
+            drivers.amdgpu.as_ref().map(FakeAmdgpuFile::sysfs_root),
+        ];
+        if let Some(through) = shown
+            .into_iter()
+            .flatten()
+            .find(|root| root.starts_with(at))
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a driver shows its state in {}, through the mount at {}: show it in the \
+                     tree ({}) instead",
+                    through.display(),
+                    at.display(),
+                    tree.display()
+                ),
+            ));
+        }
         let filesystem = tree::Tree::new(tree.to_path_buf(), served::Served::new(drivers));
         let mut config = fuser::Config::default();
         config.mount_options = vec![
             fuser::MountOption::FSName("fake-sysfs".to_owned()),
             fuser::MountOption::DefaultPermissions,
         ];
-        // Two threads: a driver's write may read the tree through the mount (a state shown
-        // again) while one request is answered.
-        config.n_threads = Some(2);
         let session = fuser::spawn_mount(filesystem, at, &config)?;
         Ok(ServedSysfs {
             at: at.to_path_buf(),
@@ -77,13 +96,31 @@ impl ServedSysfs {
     pub fn root(&self) -> &Path {
         &self.at
     }
+
+    /// Unmounts it and waits for its session to end; the unmount's error where it failed (a
+    /// file of it still open, say).
+    pub fn unmount(mut self) -> io::Result<()> {
+        self.session
+            .take()
+            .map_or(Ok(()), fuser::BackgroundSession::umount_and_join)
+    }
 }
 
 impl Drop for ServedSysfs {
     fn drop(&mut self) {
         if let Some(session) = self.session.take() {
-            // Unmounts, then waits for the session's threads.
-            drop(session);
+            if let Err(error) = session.umount_and_join() {
+                // A drop cannot fail: the mount is detached instead, so no test leaves it
+                // behind, and the error said.
+                eprintln!(
+                    "fake-driver-files: unmounting {}: {error}",
+                    self.at.display()
+                );
+                let _ = std::process::Command::new("umount")
+                    .arg("--lazy")
+                    .arg(&self.at)
+                    .status();
+            }
         }
     }
 }

@@ -16,6 +16,9 @@ const VF_FILES: [&str; 4] = [
     "placement_id",
 ];
 
+/// The VF's files that say where its vGPU sits.
+const PLACED_FILES: [&str; 2] = ["gpu_instance_id", "placement_id"];
+
 /// amdgpu's partition files on a GPU.
 const AMD_FILES: [&str; 4] = [
     "current_compute_partition",
@@ -124,7 +127,14 @@ impl Served {
                 let state = self.nvidia_state()?;
                 let (device, index) =
                     fake_nvml::sysfs::vf_at(&state, address).ok_or(libc::ENOENT)?;
-                fake_nvml::sysfs::vf_file(device, index, name).ok_or(libc::ENOENT)
+                // Where the vGPU sits is there on every VF, and reads `ENXIO` until a vGPU
+                // does (the workspace's `host-sync/tests/samples/vgpu/README.md`, §2).
+                let absent = if PLACED_FILES.contains(name) {
+                    libc::ENXIO
+                } else {
+                    libc::ENOENT
+                };
+                fake_nvml::sysfs::vf_file(device, index, name).ok_or(absent)
             }
             File::NumVfs { address } => {
                 let state = self.nvidia_state()?;
@@ -143,7 +153,7 @@ impl Served {
     /// Whether `file` is there now (a device the driver has, a file its state shows).
     pub(crate) fn exists(&self, file: &File) -> Answer<bool> {
         match self.read(file) {
-            Ok(_) => Ok(true),
+            Ok(_) | Err(libc::ENXIO) => Ok(true),
             Err(libc::ENOENT) => Ok(false),
             Err(errno) => Err(errno),
         }
@@ -157,7 +167,8 @@ impl Served {
                 let state = self.nvidia_state()?;
                 let (device, index) =
                     fake_nvml::sysfs::vf_at(&state, address).ok_or(libc::ENOENT)?;
-                // The driver reads a type ID (`kstrtouint`): anything else is `EINVAL`.
+                // A write that is no type ID: no source gives the driver's answer; the fake
+                // answers `EINVAL`, as the kernel's number readers do.
                 let id: u32 = text
                     .trim_end_matches('\n')
                     .parse()

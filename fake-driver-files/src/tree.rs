@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs;
 use std::io;
-use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -93,33 +93,16 @@ impl Tree {
     /// The attributes of `path`: a driver's file as sysfs shows an attribute, any other as the
     /// tree has it.
     fn attr(&self, path: &Path) -> Result<FileAttr, Errno> {
-        let ino = self.inodes().number(path);
+        // A number only for what is there: a failed lookup leaves the table as it was.
         if let Some(file) = self.served.file(path) {
             if !self.served.exists(&file).map_err(Errno::from_i32)? {
                 return Err(Errno::ENOENT);
             }
             let perm = if file.writable() { 0o644 } else { 0o444 };
-            return Ok(attribute(ino, perm));
+            return Ok(attribute(self.inodes().number(path), perm));
         }
         let meta = fs::symlink_metadata(self.under(path)).map_err(|error| errno(&error))?;
-        Ok(from_metadata(ino, &meta))
-    }
-
-    /// `name` in `parent` removed from the tree by `remove` (a file's or a directory's).
-    fn remove(
-        &self,
-        parent: INodeNo,
-        name: &OsStr,
-        remove: impl Fn(&Path) -> io::Result<()>,
-        reply: ReplyEmpty,
-    ) {
-        match self
-            .child(parent, name)
-            .and_then(|path| remove(&self.under(&path)).map_err(|error| errno(&error)))
-        {
-            Ok(()) => reply.ok(),
-            Err(error) => reply.error(error),
-        }
+        Ok(from_metadata(self.inodes().number(path), &meta))
     }
 
     fn entry(&self, path: &Path, reply: ReplyEntry) {
@@ -255,50 +238,23 @@ impl Filesystem for Tree {
         }
     }
 
-    fn mkdir(
-        &self,
-        _: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        mode: u32,
-        _umask: u32,
-        reply: ReplyEntry,
-    ) {
-        match self.child(parent, name).and_then(|path| {
-            fs::DirBuilder::new()
-                .mode(mode)
-                .create(self.under(&path))
-                .map_err(|error| errno(&error))?;
-            Ok(path)
-        }) {
-            Ok(path) => self.entry(&path, reply),
-            Err(error) => reply.error(error),
-        }
+    // sysfs's tree is the kernel's: no directory, file or link is made or removed in it by a
+    // program (`EPERM`; a file created by `open` is `EACCES`), so a mistyped path never
+    // "succeeds" as a new plain file.
+    fn mkdir(&self, _: &Request, _: INodeNo, _: &OsStr, _: u32, _: u32, reply: ReplyEntry) {
+        reply.error(Errno::EPERM);
     }
 
-    fn unlink(&self, _: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        self.remove(parent, name, |path| fs::remove_file(path), reply);
+    fn unlink(&self, _: &Request, _: INodeNo, _: &OsStr, reply: ReplyEmpty) {
+        reply.error(Errno::EPERM);
     }
 
-    fn rmdir(&self, _: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
-        self.remove(parent, name, |path| fs::remove_dir(path), reply);
+    fn rmdir(&self, _: &Request, _: INodeNo, _: &OsStr, reply: ReplyEmpty) {
+        reply.error(Errno::EPERM);
     }
 
-    fn symlink(
-        &self,
-        _: &Request,
-        parent: INodeNo,
-        link_name: &OsStr,
-        target: &Path,
-        reply: ReplyEntry,
-    ) {
-        match self.child(parent, link_name).and_then(|path| {
-            std::os::unix::fs::symlink(target, self.under(&path)).map_err(|error| errno(&error))?;
-            Ok(path)
-        }) {
-            Ok(path) => self.entry(&path, reply),
-            Err(error) => reply.error(error),
-        }
+    fn symlink(&self, _: &Request, _: INodeNo, _: &OsStr, _: &Path, reply: ReplyEntry) {
+        reply.error(Errno::EPERM);
     }
 
     fn open(&self, _: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
@@ -430,33 +386,14 @@ impl Filesystem for Tree {
     fn create(
         &self,
         _: &Request,
-        parent: INodeNo,
-        name: &OsStr,
-        mode: u32,
-        _umask: u32,
-        _flags: i32,
+        _: INodeNo,
+        _: &OsStr,
+        _: u32,
+        _: u32,
+        _: i32,
         reply: ReplyCreate,
     ) {
-        let made = self.child(parent, name).and_then(|path| {
-            fs::OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .mode(mode)
-                .open(self.under(&path))
-                .map_err(|error| errno(&error))?;
-            self.attr(&path)
-        });
-        match made {
-            Ok(attr) => reply.created(
-                &NO_TIME,
-                &attr,
-                Generation(0),
-                FileHandle(0),
-                FopenFlags::FOPEN_DIRECT_IO,
-            ),
-            Err(error) => reply.error(error),
-        }
+        reply.error(Errno::EACCES);
     }
 }
 

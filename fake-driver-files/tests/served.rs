@@ -13,11 +13,12 @@ use std::path::PathBuf;
 const A100: &str = "0000:3b:00.0";
 const MI300X_GPUS: [&str; 2] = ["0000:05:00.0", "0000:26:00.0"];
 
+/// The mount is dropped (unmounted) first, before the directory it is in goes.
 struct Host {
-    _dir: tempfile::TempDir,
+    served: ServedSysfs,
     state: StateFile,
     amdgpu: FakeAmdgpuFile,
-    served: ServedSysfs,
+    _dir: tempfile::TempDir,
 }
 
 impl Host {
@@ -49,10 +50,10 @@ impl Host {
         };
         let served = ServedSysfs::mount(&tree, &at, drivers).unwrap();
         Host {
-            _dir: dir,
+            served,
             state,
             amdgpu,
-            served,
+            _dir: dir,
         }
     }
 
@@ -83,11 +84,19 @@ fn a_vgpu_type_written_through_the_file_reaches_the_state_and_a_second_type_fail
     let host = Host::new();
     let numvfs = format!("bus/pci/devices/{A100}/sriov_numvfs");
     assert_eq!(host.read(&numvfs), "0\n");
-    host.write(&numvfs, "16\n").unwrap();
-    assert_eq!(host.read(&numvfs), "16\n");
-    // Enabled VFs are not enabled again with another count (`sriov_numvfs_store`).
-    assert_eq!(errno(host.write(&numvfs, "4\n")), Some(nix::libc::EBUSY));
+    // The PF `nvidia` drives takes no raw count (`sriov_numvfs_store` without
+    // `sriov_configure`); more than `sriov_totalvfs` is out of range first.
+    assert_eq!(errno(host.write(&numvfs, "16\n")), Some(nix::libc::ENOENT));
     assert_eq!(errno(host.write(&numvfs, "17\n")), Some(nix::libc::ERANGE));
+    // sriov-manage enables them (its rebind through pci-pf-stub); the file shows the state.
+    host.state.sriov_manage(A100, true).unwrap();
+    assert_eq!(host.read(&numvfs), "16\n");
+    assert_eq!(
+        std::fs::read_to_string(host.path(&host.vf(0, "gpu_instance_id")))
+            .unwrap_err()
+            .raw_os_error(),
+        Some(nix::libc::ENXIO)
+    );
 
     assert!(
         host.read(&host.vf(0, "creatable_vgpu_types"))
@@ -174,18 +183,19 @@ fn amdgpus_partition_files_answer_with_the_kernels_errnos_and_a_reload_makes_a_r
     // A GPU a process holds: a change of its compute partition is `EBUSY`, and so is the
     // reload.
     host.amdgpu.change(|fake| fake.gpus[0].held = true).unwrap();
-    let other_mode = host
-        .read(&gpu("available_compute_partition"))
+    let offered = host.read(&gpu("available_compute_partition"));
+    let other_mode = offered
         .trim_end()
         .split(", ")
         .find(|mode| *mode != "CPX")
-        .map(str::to_owned);
-    if let Some(mode) = other_mode {
-        assert_eq!(
-            errno(host.write(&gpu("current_compute_partition"), &format!("{mode}\n"))),
-            Some(nix::libc::EBUSY)
-        );
-    }
+        .expect("NPS4 on an MI300X offers a mode beside CPX");
+    assert_eq!(
+        errno(host.write(
+            &gpu("current_compute_partition"),
+            &format!("{other_mode}\n")
+        )),
+        Some(nix::libc::EBUSY)
+    );
     let output = std::process::Command::new("sh")
         .arg(&script)
         .args(["-r", "amdgpu"])
@@ -193,4 +203,21 @@ fn amdgpus_partition_files_answer_with_the_kernels_errnos_and_a_reload_makes_a_r
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("Module amdgpu is in use"));
+}
+
+#[test]
+fn a_driver_that_would_show_its_state_through_the_mount_is_refused_before_mounting() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("sys");
+    let state = StateFile::new(dir.path().join("state.json")).with_sysfs(at.join("bus"));
+    let drivers = Drivers {
+        nvidia: Some(state),
+        amdgpu: None,
+    };
+    let refused = ServedSysfs::mount(&dir.path().join("tree"), &at, drivers).unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::InvalidInput);
+    assert!(
+        refused.to_string().contains("through the mount"),
+        "{refused}"
+    );
 }

@@ -211,44 +211,42 @@ fn set_vf(device: &mut Device, at: usize, vf: VirtualFunction) {
     }
 }
 
-/// `text` written to the card's `sriov_numvfs`, answered as the kernel's `sriov_numvfs_store`
-/// (`drivers/pci/iov.c`) answers it: not a number (`kstrtou16`) is `EINVAL`; more than
-/// `sriov_totalvfs` is `ERANGE`; the count it has is no change; `0` disables every VF (the
-/// driver's `sriov_configure(pdev, 0)`: [`disable_vfs`]); any other count while VFs exist is
-/// `EBUSY` ("Disable before enabling"); else the driver enables that many, through the rebind
-/// [`enable_vfs`] describes, which a process holding the GPU keeps from happening (`EBUSY`,
-/// the unbind lock `sriov-manage` meets). A card without SR-IOV has no such file (`ENOENT`).
-pub(crate) fn write_numvfs(device: &mut Device, text: &str) -> Result<(), i32> {
+/// `text` written to the card's `sriov_numvfs` while it is bound to `nvidia`, answered as the
+/// kernel's `sriov_numvfs_store` (`drivers/pci/iov.c`) answers it, in its order: not a number
+/// as `kstrtou16(buf, 0, …)` reads one is `EINVAL`; more than `sriov_totalvfs` is `ERANGE`; the
+/// count it has is no change; any other is `ENOENT`, the store's answer for a driver without
+/// `sriov_configure`. NVIDIA's driver refuses a raw write on a vGPU PF (bigstack cubecos,
+/// confirmed on hardware) and `sriov-manage` binds the PF to `pci-pf-stub` before it writes the
+/// file ([`enable_vfs`]); no source gives the errno, and `ENOENT` is the store's for that case
+/// (the workspace's `host-sync/tests/samples/vgpu/README.md`, §1). A card without SR-IOV has no
+/// such file (`ENOENT`).
+pub(crate) fn write_numvfs(device: &Device, text: &str) -> Result<(), i32> {
     let sriov = device.sriov.as_ref().ok_or(nix::libc::ENOENT)?;
-    let count: u16 = text
-        .trim_end_matches('\n')
-        .parse()
-        .map_err(|_| nix::libc::EINVAL)?;
-    let count = u32::from(count);
-    if count > sriov.total_vfs {
+    let count = kstrtou16(text).ok_or(nix::libc::EINVAL)?;
+    if u32::from(count) > sriov.total_vfs {
         return Err(nix::libc::ERANGE);
     }
-    let now = sriov.vfs.len();
-    if usize::try_from(count).ok() == Some(now) {
+    if usize::from(count) == sriov.vfs.len() {
         return Ok(());
     }
-    if count != 0 && now != 0 {
-        return Err(nix::libc::EBUSY);
+    Err(nix::libc::ENOENT)
+}
+
+/// A number as the kernel's `kstrtou16(text, 0, …)` reads it: one trailing newline allowed, a
+/// leading `+`, then `0x` hexadecimal, `0` octal or decimal; anything else, or more than
+/// `u16::MAX`, is none.
+fn kstrtou16(text: &str) -> Option<u16> {
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    let text = text.strip_prefix('+').unwrap_or(text);
+    let (digits, radix) = match text.get(..2) {
+        Some("0x" | "0X") => (&text[2..], 16),
+        _ if text.len() > 1 && text.starts_with('0') => (&text[1..], 8),
+        _ => (text, 10),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
     }
-    // The driver's `sriov_configure` rebinds the GPU, which it cannot while a process holds it
-    // (the unbind lock `sriov-manage` meets): the write fails.
-    if !device.clients.is_empty() {
-        return Err(nix::libc::EBUSY);
-    }
-    if count == 0 {
-        disable_vfs(device);
-        return Ok(());
-    }
-    if let Some(sriov) = device.sriov.as_mut() {
-        sriov.vfs = (0..count).map(|_| VirtualFunction::default()).collect();
-    }
-    rebind(device);
-    Ok(())
+    u16::from_str_radix(digits, radix).ok()
 }
 
 /// The type IDs VF `index`'s `creatable_vgpu_types` lists now.

@@ -160,15 +160,20 @@ fn a_gpu_instance_under_a_vfs_vgpu_is_not_destroyed_and_answers_in_use() {
 }
 
 #[test]
-fn sriov_numvfs_answers_as_the_kernels_store() {
+fn sriov_numvfs_written_on_a_pf_nvidia_drives_answers_as_the_kernels_store_without_sriov_configure()
+{
     let mut card = a100(0);
-    assert_eq!(write_numvfs(&mut card, "four\n"), Err(nix::libc::EINVAL));
-    assert_eq!(write_numvfs(&mut card, "17\n"), Err(nix::libc::ERANGE));
-    assert_eq!(write_numvfs(&mut card, "0\n"), Ok(()));
-    assert_eq!(write_numvfs(&mut card, "4\n"), Ok(()));
-    assert_eq!(card.sriov.as_ref().unwrap().vfs.len(), 4);
-    assert_eq!(write_numvfs(&mut card, "4\n"), Ok(()));
-    assert_eq!(write_numvfs(&mut card, "16\n"), Err(nix::libc::EBUSY));
-    assert_eq!(write_numvfs(&mut card, "0\n"), Ok(()));
-    assert!(card.sriov.as_ref().unwrap().vfs.is_empty());
+    assert_eq!(write_numvfs(&card, "four\n"), Err(nix::libc::EINVAL));
+    assert_eq!(write_numvfs(&card, "16\n\n"), Err(nix::libc::EINVAL));
+    assert_eq!(write_numvfs(&card, "17\n"), Err(nix::libc::ERANGE));
+    assert_eq!(write_numvfs(&card, "0x11"), Err(nix::libc::ERANGE));
+    // The count it has is no change; another is refused (the driver has no sriov_configure).
+    assert_eq!(write_numvfs(&card, "0\n"), Ok(()));
+    assert_eq!(write_numvfs(&card, "+0"), Ok(()));
+    assert_eq!(write_numvfs(&card, "16\n"), Err(nix::libc::ENOENT));
+    enable_vfs(&mut card);
+    assert_eq!(write_numvfs(&card, "020\n"), Ok(()));
+    assert_eq!(write_numvfs(&card, "0x10"), Ok(()));
+    assert_eq!(write_numvfs(&card, "0\n"), Err(nix::libc::ENOENT));
+    assert_eq!(card.sriov.as_ref().unwrap().vfs.len(), 16);
 }

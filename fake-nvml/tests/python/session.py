@@ -164,13 +164,22 @@ def refused_by_driver(write, code):
     raise AssertionError(f"the driver took a write it refuses with {errno.errorcode[code]}")
 
 
+def sriov_manage(flag):
+    """NVIDIA's `sriov-manage` (the fake's) on the card: the PF takes no raw count itself."""
+    subprocess.run([FAKE_NVML, "sriov-manage", flag, BDF], check=True, capture_output=True)
+
+
 def with_vfs(run):
-    """`run` between VFs enabled and disabled through `sriov_numvfs`, as sriov-manage does."""
-    sysfs("sriov_numvfs", f"{CARD['sriov']['total_vfs']}\n")
+    """`run` between the card's VFs enabled and disabled by `sriov-manage`."""
+    refused_by_driver(lambda: sysfs("sriov_numvfs", f"{CARD['sriov']['total_vfs']}\n"),
+                      errno.ENOENT)
+    sriov_manage("-e")
     try:
+        assert open(f"{SYSFS}/bus/pci/devices/{BDF}/sriov_numvfs").read() == \
+            f"{CARD['sriov']['total_vfs']}\n"
         run()
     finally:
-        sysfs("sriov_numvfs", "0\n")
+        sriov_manage("-d")
 
 
 @step("a time-sliced vGPU written through a VF's sysfs file: NVML's creatable list shrinks, a second type is EIO")

@@ -114,6 +114,11 @@ impl FakeAmdgpuFile {
         }
     }
 
+    /// The sysfs root it shows its GPUs under.
+    pub fn sysfs_root(&self) -> &Path {
+        self.sysfs.root()
+    }
+
     /// The fake as the file keeps it.
     pub fn load(&self) -> Result<FakeAmdgpu, FakeFileError> {
         let io = |source| FakeFileError::Io {

@@ -11,13 +11,12 @@
 //! - a card holds at most the profile's instance count of it;
 //! - its instances together hold no more video decoders, JPEG decoders and optical-flow
 //!   accelerators than the card has, which are what its whole-card profile holds (so a card
-//!   holds one `+me` instance; a card whose whole-card profile did not read bounds nothing by
-//!   its engines).
+//!   holds one `+me` instance).
 //!
 //! What fits is not derivable from the catalogue alone: one large instance constrains every
-//! profile beside it (xen-api's design for GPU partitioning says the same of
-//! `remaining_partition_profiles`). A profile whose placements did not read has no [`Fits`]:
-//! unknown, which a planner treats as nothing.
+//! profile beside it. Where what bounds a profile did not read — its placements; for a profile
+//! that holds media engines, its engines, the whole-card profile's or an instance's — it has
+//! no [`Fits`]: unknown, which a planner treats as nothing.
 
 mod vgpu;
 
@@ -149,27 +148,30 @@ impl Geometry {
             .and_then(|whole| whole.engines)
     }
 
-    /// The engines the instances hold now (an instance of a profile whose engines did not read
-    /// holds none that can be counted).
-    fn engines_held(&self) -> MediaEngines {
+    /// The engines the instances hold now; `None` where an instance's did not read.
+    fn engines_held(&self) -> Option<MediaEngines> {
         self.instances
             .iter()
-            .filter_map(|held| self.shape(held.profile_id)?.engines)
-            .fold(MediaEngines::default(), |sum, one| {
-                MediaEngines::new(
+            .try_fold(MediaEngines::default(), |sum, held| {
+                let one = self.shape(held.profile_id)?.engines?;
+                Some(MediaEngines::new(
                     sum.decoders.saturating_add(one.decoders),
                     sum.jpegs.saturating_add(one.jpegs),
                     sum.ofas.saturating_add(one.ofas),
-                )
+                ))
             })
     }
 
-    /// How many more instances of `shape` the card's media engines leave room for.
-    fn more_by_engines(&self, shape: &Shape) -> u32 {
-        let (Some(card), Some(one)) = (self.card_engines(), shape.engines) else {
-            return u32::MAX;
-        };
-        let held = self.engines_held();
+    /// How many more instances of `shape` the card's media engines leave room for; `None`
+    /// where that cannot be told (its engines, the card's or an instance's did not read). A
+    /// profile that holds no engine is not bounded by them.
+    fn more_by_engines(&self, shape: &Shape) -> Option<u32> {
+        let one = shape.engines?;
+        if one == MediaEngines::default() {
+            return Some(u32::MAX);
+        }
+        let card = self.card_engines()?;
+        let held = self.engines_held()?;
         [
             (card.decoders, held.decoders, one.decoders),
             (card.jpegs, held.jpegs, one.jpegs),
@@ -182,7 +184,6 @@ impl Geometry {
                 .unwrap_or(u32::MAX)
         })
         .min()
-        .unwrap_or(u32::MAX)
     }
 
     /// How many more instances of `shape` its instance count leaves room for.
@@ -212,10 +213,10 @@ impl Geometry {
             .collect()
     }
 
-    /// What fits of `shape` now; `None` where its placements did not read.
+    /// What fits of `shape` now; `None` where its placements, or what bounds it, did not read.
     fn fits(&self, shape: &Shape) -> Option<Fits> {
         let placements = shape.placements.as_deref()?;
-        let by_rules = self.more_by_count(shape).min(self.more_by_engines(shape));
+        let by_rules = self.more_by_count(shape).min(self.more_by_engines(shape)?);
         if !self.mig_on || by_rules == 0 {
             return Some(Fits::default());
         }
@@ -242,7 +243,7 @@ impl Geometry {
                     .ok_or(RoomRefusal::NoProfile { profile_id })?;
                 let fits = self
                     .fits(shape)
-                    .ok_or(RoomRefusal::PlacementsUnknown { profile_id })?;
+                    .ok_or(RoomRefusal::BoundsUnknown { profile_id })?;
                 if !shape
                     .placements
                     .as_deref()
@@ -301,7 +302,9 @@ fn most_disjoint(free: &[Placement]) -> u32 {
     taken
 }
 
-/// A create or a destroy, for what would fit after it.
+/// A create or a destroy, for what would fit after it. An instance a `Create` makes has no ID
+/// a caller knows (the driver gives it when it is made): a later `Destroy` names one the card
+/// holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Change {
@@ -317,6 +320,20 @@ pub enum Change {
         /// The instance.
         gpu_instance_id: u32,
     },
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Change::Create {
+                profile_id,
+                placement,
+            } => write!(f, "create profile {profile_id} at {}", At(*placement)),
+            Change::Destroy { gpu_instance_id } => {
+                write!(f, "destroy GPU instance {gpu_instance_id}")
+            }
+        }
+    }
 }
 
 /// What fits of one profile.
@@ -352,9 +369,10 @@ pub enum RoomRefusal {
         /// The profile asked.
         profile_id: u32,
     },
-    /// The profile's placements did not read.
-    #[error("profile {profile_id}'s placements did not read")]
-    PlacementsUnknown {
+    /// What bounds the profile did not read: its placements or, for a profile that holds media
+    /// engines, its engines, the whole-card profile's or an instance's.
+    #[error("what bounds profile {profile_id} did not read")]
+    BoundsUnknown {
         /// The profile.
         profile_id: u32,
     },
@@ -380,7 +398,8 @@ pub enum RoomRefusal {
         /// The instance asked.
         gpu_instance_id: u32,
     },
-    /// The GPU instance holds vGPUs: NVML refuses to destroy it (`IN_USE`).
+    /// The GPU instance holds vGPUs: NVML refuses to destroy it (`IN_USE`). Only
+    /// [`vgpu_remaining`], which knows the vGPUs, gives it.
     #[error("GPU instance {gpu_instance_id} holds {vgpus} vGPU(s)")]
     HoldsVgpus {
         /// The instance asked.
@@ -392,7 +411,7 @@ pub enum RoomRefusal {
 
 /// A change [`remaining`] was asked to make first, refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("change {index} ({change:?}) cannot be made: {refusal}")]
+#[error("change {index} ({change}) cannot be made: {refusal}")]
 #[non_exhaustive]
 pub struct ChangeRefused {
     /// Its position among the changes.

@@ -18,6 +18,7 @@ use gpu_partition_types::{Lenient, Nullable, Reply, VgpuTypeId};
 
 /// What a vGPU type sits on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Backing {
     /// The whole card, time-sliced.
     TimeSliced,
@@ -87,15 +88,21 @@ impl PlacedVgpu {
 pub struct VgpuGeometry {
     /// The catalogue.
     pub kinds: Vec<VgpuKind>,
-    /// Every vGPU on the card: active ones and those written to its VFs.
-    pub placed: Vec<PlacedVgpu>,
+    /// Every vGPU on the card: active ones and those written to its VFs; `None` where they
+    /// did not all read (then no count is told).
+    pub placed: Option<Vec<PlacedVgpu>>,
     /// Heterogeneous mode (`None`: the card has no such setting, or it did not read).
     pub heterogeneous: Option<bool>,
 }
 
 impl VgpuGeometry {
-    /// Catalogue `kinds`, holding `placed`, in heterogeneous mode or not.
-    pub fn new(kinds: Vec<VgpuKind>, placed: Vec<PlacedVgpu>, heterogeneous: Option<bool>) -> Self {
+    /// Catalogue `kinds`, holding `placed` (`None`: not all read), in heterogeneous mode or
+    /// not.
+    pub fn new(
+        kinds: Vec<VgpuKind>,
+        placed: Option<Vec<PlacedVgpu>>,
+        heterogeneous: Option<bool>,
+    ) -> Self {
         Self {
             kinds,
             placed,
@@ -103,8 +110,9 @@ impl VgpuGeometry {
         }
     }
 
-    /// The catalogue, the active vGPUs and the mode of `reply` (a type or vGPU that did not
-    /// read is left out; add the VFs' vGPUs to [`VgpuGeometry::placed`]).
+    /// The catalogue, the active vGPUs and the mode of `reply` (a type that did not read is
+    /// left out; a vGPU that did not read leaves [`VgpuGeometry::placed`] unknown; add the VFs'
+    /// vGPUs to it).
     pub fn of(reply: &Reply) -> Self {
         let kinds = each_read(&reply.vgpu_types)
             .filter_map(|kind| {
@@ -129,12 +137,16 @@ impl VgpuGeometry {
                 ))
             })
             .collect();
-        let placed = each_read(&reply.vgpus)
-            .filter_map(|vgpu| {
-                let type_id = VgpuTypeId::new(*vgpu.type_id.read()?)?;
-                Some(PlacedVgpu::new(type_id, vgpu.gpu_instance_id.into_option()))
-            })
-            .collect();
+        let placed = reply.vgpus.read().and_then(|vgpus| {
+            vgpus
+                .iter()
+                .map(|vgpu| {
+                    let vgpu = vgpu.read()?;
+                    let type_id = VgpuTypeId::new(*vgpu.type_id.read()?)?;
+                    Some(PlacedVgpu::new(type_id, vgpu.gpu_instance_id.into_option()))
+                })
+                .collect::<Option<Vec<_>>>()
+        });
         let heterogeneous = reply
             .vgpu_mode
             .read()
@@ -170,6 +182,7 @@ pub fn vgpu_remaining(
         vgpus
             .placed
             .iter()
+            .flatten()
             .filter(|vgpu| vgpu.gpu_instance_id == Some(gpu_instance_id))
             .count()
     };
@@ -198,6 +211,7 @@ fn count(n: usize) -> u32 {
 
 /// How many more of `kind` fit on `card`.
 fn more(card: &Geometry, vgpus: &VgpuGeometry, kind: &VgpuKind) -> Option<u32> {
+    let placed = vgpus.placed.as_deref()?;
     match kind.backing? {
         Backing::TimeSliced if card.mig_on => Some(0),
         Backing::TimeSliced => {
@@ -205,10 +219,10 @@ fn more(card: &Geometry, vgpus: &VgpuGeometry, kind: &VgpuKind) -> Option<u32> {
                 return None;
             }
             let most = kind.max_instances?;
-            match vgpus.placed.first() {
+            match placed.first() {
                 None => Some(most),
                 Some(running) if running.type_id == kind.id => {
-                    Some(most.saturating_sub(count(vgpus.placed.len())))
+                    Some(most.saturating_sub(count(placed.len())))
                 }
                 Some(_) => Some(0),
             }
@@ -221,8 +235,7 @@ fn more(card: &Geometry, vgpus: &VgpuGeometry, kind: &VgpuKind) -> Option<u32> {
                 .iter()
                 .filter(|held| held.profile_id == profile_id)
                 .map(|held| {
-                    let on: Vec<VgpuTypeId> = vgpus
-                        .placed
+                    let on: Vec<VgpuTypeId> = placed
                         .iter()
                         .filter(|vgpu| vgpu.gpu_instance_id == Some(held.id))
                         .map(|vgpu| vgpu.type_id)

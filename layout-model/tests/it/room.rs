@@ -121,7 +121,7 @@ fn a_profile_whose_placements_did_not_read_has_no_answer_and_takes_no_create() {
     assert_eq!(rooms[1].fits, None);
     assert_eq!(
         remaining(&card, &[create(9, 0, 4)]).unwrap_err().refusal,
-        RoomRefusal::PlacementsUnknown { profile_id: 9 }
+        RoomRefusal::BoundsUnknown { profile_id: 9 }
     );
 }
 
@@ -142,7 +142,7 @@ fn catalogue(placed: Vec<PlacedVgpu>, heterogeneous: Option<bool>) -> VgpuGeomet
             VgpuKind::new(vgpu(468), Some(Backing::TimeSliced), Some(10), None),
             VgpuKind::new(vgpu(471), Some(Backing::TimeSliced), Some(4), None),
         ],
-        placed,
+        Some(placed),
         heterogeneous,
     )
 }
@@ -194,4 +194,54 @@ fn a_mig_backed_type_fits_once_per_free_gpu_instance_of_its_profile_and_keeps_it
             vgpus: 1
         }
     );
+}
+
+#[test]
+fn what_fits_is_read_from_a_cards_reply() {
+    use crate::common::{Gi, TestCard};
+    let reply = TestCard::on(vec![Gi::new(1, 9, 4)]).reply();
+    let card = layout_model::Card::of(&reply).unwrap();
+    let rooms = remaining(&Geometry::of(&card), &[]).unwrap();
+    // The 3g at 4 leaves the other 3g place and the 1g places before it.
+    let threes = rooms.iter().find(|room| room.profile.id == 9).unwrap();
+    assert_eq!(
+        threes
+            .fits
+            .as_ref()
+            .map(|fits| (fits.placements.clone(), fits.more)),
+        Some((vec![Placement::new(0, 4)], 1))
+    );
+}
+
+#[test]
+fn a_vgpu_that_did_not_read_leaves_every_count_unknown() {
+    use crate::common::TestCard;
+    let mut json = TestCard::on(Vec::new()).json();
+    json["format"] = "1.3".into();
+    json["vgpu_types"] = serde_json::json!([{"id": 468, "name": "GRID A100-4C",
+        "gpu_instance_profile_id": null, "framebuffer_mib": 4096, "max_instances": 10,
+        "max_instances_per_gpu_instance": null}]);
+    json["vgpu_mode"] = serde_json::json!({"heterogeneous": false});
+    let mut card = a100(Vec::new());
+    card.mig_on = false;
+    let read = VgpuGeometry::of(&crate::common::reply_of(&json));
+    assert_eq!(
+        more(&vgpu_remaining(&card, &read, &[]).unwrap()),
+        [Some(10)]
+    );
+    json["vgpus"] = serde_json::json!([{"uuid": 7}]);
+    let lost = VgpuGeometry::of(&crate::common::reply_of(&json));
+    assert_eq!(lost.placed, None);
+    assert_eq!(more(&vgpu_remaining(&card, &lost, &[]).unwrap()), [None]);
+}
+
+#[test]
+fn a_profile_with_media_engines_on_a_card_whose_engines_did_not_read_has_no_answer() {
+    let mut card = a100(Vec::new());
+    // The whole-card profile's signature lost: the 3g (two decoders) cannot be bounded.
+    card.shapes[2].engines = None;
+    let rooms = remaining(&card, &[]).unwrap();
+    assert_eq!(rooms[1].fits, None);
+    // The 1g holds no engine: its answer stands.
+    assert_eq!(rooms[0].fits.as_ref().map(|fits| fits.more), Some(7));
 }

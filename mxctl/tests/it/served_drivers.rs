@@ -79,11 +79,11 @@ const PROFILES: &str = r#"{
 }"#;
 
 /// Eight MI300X in one hive, in NPS1, their files served by the fake amdgpu; a `modprobe`
-/// that reloads it.
+/// that reloads it. The mount is dropped (unmounted) before the machine's directory goes.
 struct AmdHost {
-    machine: Machine,
-    amdgpu: FakeAmdgpuFile,
     _served: ServedSysfs,
+    amdgpu: FakeAmdgpuFile,
+    machine: Machine,
 }
 
 impl AmdHost {
@@ -108,9 +108,9 @@ impl AmdHost {
         let script = modprobe_script(served.root());
         machine.program("bin/modprobe", &script);
         AmdHost {
-            machine,
-            amdgpu,
             _served: served,
+            amdgpu,
+            machine,
         }
     }
 
@@ -156,9 +156,23 @@ fn amd_apply_meets_the_kernels_ebusy_from_the_file_of_a_gpu_a_process_holds() {
     let before = host.log().len();
     let (code, report) = host.apply("qpx-nps4");
     assert_ne!(code, 0, "{report:#}");
-    let text = report.to_string();
+    // The GPU's report carries the kernel's refusal: the file and its errno.
+    let held = "0000:35:00.0";
+    let refused: Vec<&Value> = report["gpus"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|gpu| gpu["failure"]["by"] == "kernel")
+        .collect();
+    assert_eq!(refused.len(), 1, "{report:#}");
+    assert_eq!(
+        refused[0]["failure"]["errno"],
+        nix::libc::EBUSY,
+        "{report:#}"
+    );
+    let file = refused[0]["failure"]["file"].as_str().unwrap_or_default();
     assert!(
-        text.contains("EBUSY") || text.contains("busy"),
+        file.ends_with(&format!("{held}/current_compute_partition")),
         "{report:#}"
     );
     // The write the kernel refused is in the driver's log with its errno; nothing was reloaded.
