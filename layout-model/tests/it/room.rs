@@ -245,3 +245,54 @@ fn a_profile_with_media_engines_on_a_card_whose_engines_did_not_read_has_no_answ
     // The 1g holds no engine: its answer stands.
     assert_eq!(rooms[0].fits.as_ref().map(|fits| fits.more), Some(7));
 }
+
+/// The A30-24GB as NVIDIA's MIG user guide tables it ("Supported MIG Profiles", A30): four
+/// slices; 1g.6gb (0 NVDEC, 0 JPEG, 0 OFA, 4 instances), 1g.6gb+me (1/1/1, "a single 1g
+/// profile can include media extensions"), 2g.12gb (2/0/0, 2 instances), 2g.12gb+me (2/1/1, a
+/// single one), 4g.24gb (4/1/1, the whole card).
+fn a30(instances: Vec<Held>) -> Geometry {
+    let profile = |id, name: &str, size: u32, count, engines: (u32, u32, u32)| {
+        let placements = (0..4 / size)
+            .map(|n| Placement::new(n * size, size))
+            .collect();
+        Shape::new(
+            ProfileRef::new(id, Some(name.to_owned())),
+            Some(placements),
+            Some(count),
+            Some(MediaEngines::new(engines.0, engines.1, engines.2)),
+        )
+    };
+    Geometry::new(
+        true,
+        vec![
+            profile(14, "1g.6gb", 1, 4, (0, 0, 0)),
+            profile(21, "1g.6gb+me", 1, 1, (1, 1, 1)),
+            profile(5, "2g.12gb", 2, 2, (2, 0, 0)),
+            profile(6, "2g.12gb+me", 2, 1, (2, 1, 1)),
+            profile(0, "4g.24gb", 4, 1, (4, 1, 1)),
+        ],
+        instances,
+    )
+}
+
+fn counts(rooms: &[layout_model::room::Room]) -> Vec<Option<u32>> {
+    rooms
+        .iter()
+        .map(|room| room.fits.as_ref().map(|fits| fits.more))
+        .collect()
+}
+
+#[test]
+fn an_a30_holds_the_instances_nvidias_table_gives_and_a_single_media_extension() {
+    assert_eq!(
+        counts(&remaining(&a30(Vec::new()), &[]).unwrap()),
+        [Some(4), Some(1), Some(2), Some(1), Some(1)]
+    );
+    // A 1g.6gb+me takes the card's JPEG decoder and OFA: no other +me instance, nor the whole
+    // card, fits beside it; three 1g.6gb do, and a 2g.12gb beside it.
+    let media = a30(vec![Held::new(1, 21, Placement::new(0, 1))]);
+    assert_eq!(
+        counts(&remaining(&media, &[]).unwrap()),
+        [Some(3), Some(0), Some(1), Some(0), Some(0)]
+    );
+}
