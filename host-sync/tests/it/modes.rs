@@ -7,17 +7,12 @@ use gpu_partition_types::{Bdf, PartitionMode, UnreadableReason};
 use host_sync::{GpuReason, GpuRecord, PciFunction, modes};
 use std::collections::BTreeMap;
 
-fn bdf(bus: u8) -> Bdf {
-    Bdf {
-        domain: 0,
-        bus,
-        device: 0,
-        function: 0,
-    }
-}
-
 fn gpu(bus: u8, vendor: u16, driver: Option<&str>) -> PciFunction {
-    PciFunction::new(bdf(bus), PciIdentity::new(vendor, 0x2335, 0x030200), driver)
+    PciFunction::new(
+        Bdf::on_bus(bus),
+        PciIdentity::new(vendor, 0x2335, 0x030200),
+        driver,
+    )
 }
 
 fn stored(entries: &[(u8, PartitionMode)]) -> BTreeMap<Bdf, GpuRecord> {
@@ -26,13 +21,13 @@ fn stored(entries: &[(u8, PartitionMode)]) -> BTreeMap<Bdf, GpuRecord> {
         .map(|(bus, mode)| {
             let mut record = GpuRecord::first_seen(&gpu(*bus, 0x10de, Some("nvidia")));
             record.set(*mode, None);
-            (bdf(*bus), record)
+            (Bdf::on_bus(*bus), record)
         })
         .collect()
 }
 
 fn mode_of(records: &BTreeMap<Bdf, GpuRecord>, bus: u8) -> (PartitionMode, String) {
-    let record = &records[&bdf(bus)];
+    let record = &records[&Bdf::on_bus(bus)];
     (record.partition_mode, token(record))
 }
 
@@ -49,7 +44,10 @@ fn a_gpu_no_longer_on_the_host_is_dropped() {
         &stored(&[(1, PartitionMode::Enabled), (2, PartitionMode::Disabled)]),
         &[],
     );
-    assert_eq!(records.keys().copied().collect::<Vec<_>>(), [bdf(1)]);
+    assert_eq!(
+        records.keys().copied().collect::<Vec<_>>(),
+        [Bdf::on_bus(1)]
+    );
 }
 
 #[test]
@@ -57,11 +55,11 @@ fn a_stored_gpu_whose_sysfs_entry_could_not_be_read_keeps_its_record() {
     let records = modes::carry_over(
         &[gpu(1, 0x10de, Some("nvidia"))],
         &stored(&[(1, PartitionMode::Disabled), (2, PartitionMode::Enabled)]),
-        &[bdf(2), bdf(3)],
+        &[Bdf::on_bus(2), Bdf::on_bus(3)],
     );
     assert_eq!(
         records.keys().copied().collect::<Vec<_>>(),
-        [bdf(1), bdf(2)]
+        [Bdf::on_bus(1), Bdf::on_bus(2)]
     );
     assert_eq!(mode_of(&records, 2).0, PartitionMode::Enabled);
 }
@@ -73,7 +71,7 @@ fn a_carried_record_takes_the_driver_of_the_current_scan() {
         &stored(&[(1, PartitionMode::Enabled)]),
         &[],
     );
-    assert_eq!(records[&bdf(1)].driver.as_deref(), Some("vfio-pci"));
+    assert_eq!(records[&Bdf::on_bus(1)].driver.as_deref(), Some("vfio-pci"));
     assert_eq!(mode_of(&records, 1).0, PartitionMode::Enabled);
 }
 
@@ -120,7 +118,7 @@ fn a_gpu_left_unknown_by_an_interrupted_read_over_a_division_becomes_possibly_en
     let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
     modes::read_answered(&mut record, PartitionMode::Enabled);
     modes::about_to_read(&mut record);
-    let mut records = BTreeMap::from([(bdf(1), record)]);
+    let mut records = BTreeMap::from([(Bdf::on_bus(1), record)]);
     modes::not_taking_part(&mut records, true);
     assert_eq!(
         mode_of(&records, 1),
@@ -139,7 +137,7 @@ fn a_gpu_last_read_divided_keeps_its_mode_after_boot_whatever_it_now_holds() {
         &mut record,
         &ReadFailure::new(UnreadableReason::Timeout, "the read failed"),
     );
-    let mut records = BTreeMap::from([(bdf(1), record)]);
+    let mut records = BTreeMap::from([(Bdf::on_bus(1), record)]);
     modes::not_taking_part(&mut records, true);
     assert_eq!(mode_of(&records, 1).0, PartitionMode::PossiblyEnabled);
 }
@@ -168,9 +166,9 @@ fn gpus_not_read_by_design_get_not_checked_with_their_reason_and_each_vendor_its
     ];
     let mut records = modes::carry_over(&gpus, &BTreeMap::new(), &[]);
     let to_read = modes::mark_not_checked(&gpus, &mut records, host_sync::ReadBy::Helper);
-    assert_eq!(to_read, [bdf(5)]);
+    assert_eq!(to_read, [Bdf::on_bus(5)]);
     let amd = modes::mark_not_checked(&gpus, &mut records, host_sync::ReadBy::Amdgpu);
-    assert_eq!(amd, [bdf(6)]);
+    assert_eq!(amd, [Bdf::on_bus(6)]);
     let reasons: Vec<(PartitionMode, String)> = (1..=4).map(|bus| mode_of(&records, bus)).collect();
     let expected = [
         "not_nvidia",
@@ -196,7 +194,7 @@ fn a_driver_name_becomes_a_token_with_every_other_character_an_underscore() {
 #[test]
 fn a_gpu_about_to_be_read_is_unknown() {
     let mut records = stored(&[(1, PartitionMode::Enabled)]);
-    modes::about_to_read(records.get_mut(&bdf(1)).unwrap());
+    modes::about_to_read(records.get_mut(&Bdf::on_bus(1)).unwrap());
     assert_eq!(
         mode_of(&records, 1),
         (PartitionMode::Unknown, String::new())
@@ -254,7 +252,7 @@ fn a_failed_read_over_a_gpu_last_known_divided_is_possibly_enabled() {
 #[test]
 fn a_failed_read_over_a_gpu_possibly_enabled_stays_possibly_enabled() {
     let mut records = stored(&[(1, PartitionMode::PossiblyEnabled)]);
-    let record = records.get_mut(&bdf(1)).unwrap();
+    let record = records.get_mut(&Bdf::on_bus(1)).unwrap();
     modes::read_failed(
         record,
         &ReadFailure::new(UnreadableReason::Crash, "the read failed"),
