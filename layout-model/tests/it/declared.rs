@@ -1,12 +1,12 @@
 //! The declaration: the board's precedence, its drift, the merge of two, and whether the cards
 //! hold it now — across boots, with unread GPUs, after a write of ours, after a lapse.
 
-use crate::common::{BOARD, Board as TestBoard, TestCard, balanced, device};
+use crate::common::{BOARD, Board as TestBoard, TestCard, balanced, balanced_placed, device};
 use gpu_host_probe::{Boot, CardWrite, CardWrites, Ledger, Now, WriteMark, Writer};
 use gpu_partition_types::{Bdf, Token};
 use layout_model::{
     Board, BoardChange, BoardId, Declaration, DifferenceKind, Fact, Holding, HoldingState, Lapse,
-    LapseReason, LayoutCheck, NvidiaDeclared, Placed, ProfileKey, Unchecked, Want,
+    LapseReason, LayoutCheck, NvidiaDeclared, Unchecked,
 };
 use std::collections::BTreeMap;
 
@@ -69,19 +69,8 @@ fn the_serial_tells_two_boards_of_a_model_apart_when_both_have_one_else_the_uuid
 }
 
 fn declared_gpu() -> NvidiaDeclared {
-    let want = Want::enabled(vec![
-        (ProfileKey::Name("1g.5gb".into()), 2),
-        (ProfileKey::Name("2g.10gb".into()), 1),
-        (ProfileKey::Name("3g.20gb".into()), 1),
-    ])
-    .placed(
-        balanced()
-            .iter()
-            .map(|gi| Placed::new(gi.profile, gi.placement()))
-            .collect(),
-    );
     NvidiaDeclared::new(
-        &want,
+        &balanced_placed(),
         board(Some(BOARD.name), BOARD.serial, Some(BOARD.uuid)),
     )
 }
