@@ -26,6 +26,16 @@ fn stored(entries: &[(u8, PartitionMode)]) -> BTreeMap<Bdf, GpuRecord> {
         .collect()
 }
 
+/// The record of an NVIDIA GPU on bus 1, bound to `nvidia`, as first seen.
+fn first_seen() -> GpuRecord {
+    GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")))
+}
+
+/// `record`'s read failed for `reason`.
+fn fail(record: &mut GpuRecord, reason: UnreadableReason) {
+    modes::read_failed(record, &ReadFailure::new(reason, "the read failed"));
+}
+
 fn mode_of(records: &BTreeMap<Bdf, GpuRecord>, bus: u8) -> (PartitionMode, String) {
     let record = &records[&Bdf::on_bus(bus)];
     (record.partition_mode, token(record))
@@ -115,7 +125,7 @@ fn a_divided_gpu_survives_the_after_boot_reset() {
 
 #[test]
 fn a_gpu_left_unknown_by_an_interrupted_read_over_a_division_becomes_possibly_enabled_after_boot() {
-    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
+    let mut record = first_seen();
     modes::read_answered(&mut record, PartitionMode::Enabled);
     modes::about_to_read(&mut record);
     let mut records = BTreeMap::from([(Bdf::on_bus(1), record)]);
@@ -131,12 +141,9 @@ fn a_gpu_left_unknown_by_an_interrupted_read_over_a_division_becomes_possibly_en
 
 #[test]
 fn a_gpu_last_read_divided_keeps_its_mode_after_boot_whatever_it_now_holds() {
-    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
+    let mut record = first_seen();
     modes::read_answered(&mut record, PartitionMode::Enabled);
-    modes::read_failed(
-        &mut record,
-        &ReadFailure::new(UnreadableReason::Timeout, "the read failed"),
-    );
+    fail(&mut record, UnreadableReason::Timeout);
     let mut records = BTreeMap::from([(Bdf::on_bus(1), record)]);
     modes::not_taking_part(&mut records, true);
     assert_eq!(mode_of(&records, 1).0, PartitionMode::PossiblyEnabled);
@@ -203,7 +210,7 @@ fn a_gpu_about_to_be_read_is_unknown() {
 
 #[test]
 fn an_answer_sets_the_mode_clears_the_reason_and_is_remembered() {
-    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
+    let mut record = first_seen();
     record.set(
         PartitionMode::Unknown,
         Some(GpuReason::Read(UnreadableReason::Timeout)),
@@ -221,13 +228,10 @@ fn an_answer_sets_the_mode_clears_the_reason_and_is_remembered() {
 
 #[test]
 fn a_failed_read_over_an_undivided_gpu_is_unknown_with_its_reason() {
-    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
+    let mut record = first_seen();
     modes::read_answered(&mut record, PartitionMode::Disabled);
     modes::about_to_read(&mut record);
-    modes::read_failed(
-        &mut record,
-        &ReadFailure::new(UnreadableReason::Timeout, "the read failed"),
-    );
+    fail(&mut record, UnreadableReason::Timeout);
     assert_eq!(
         (record.partition_mode, token(&record).as_str()),
         (PartitionMode::Unknown, "timeout")
@@ -236,13 +240,10 @@ fn a_failed_read_over_an_undivided_gpu_is_unknown_with_its_reason() {
 
 #[test]
 fn a_failed_read_over_a_gpu_last_known_divided_is_possibly_enabled() {
-    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
+    let mut record = first_seen();
     modes::read_answered(&mut record, PartitionMode::Enabled);
     modes::about_to_read(&mut record);
-    modes::read_failed(
-        &mut record,
-        &ReadFailure::new(UnreadableReason::Helper("busy".into()), "the read failed"),
-    );
+    fail(&mut record, UnreadableReason::Helper("busy".into()));
     assert_eq!(
         (record.partition_mode, token(&record).as_str()),
         (PartitionMode::PossiblyEnabled, "helper:busy")
@@ -253,20 +254,14 @@ fn a_failed_read_over_a_gpu_last_known_divided_is_possibly_enabled() {
 fn a_failed_read_over_a_gpu_possibly_enabled_stays_possibly_enabled() {
     let mut records = stored(&[(1, PartitionMode::PossiblyEnabled)]);
     let record = records.get_mut(&Bdf::on_bus(1)).unwrap();
-    modes::read_failed(
-        record,
-        &ReadFailure::new(UnreadableReason::Crash, "the read failed"),
-    );
+    fail(record, UnreadableReason::Crash);
     assert_eq!(record.partition_mode, PartitionMode::PossiblyEnabled);
 }
 
 #[test]
 fn a_gpu_never_read_that_fails_is_unknown() {
-    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
-    modes::read_failed(
-        &mut record,
-        &ReadFailure::new(UnreadableReason::HelperAbsent, "the read failed"),
-    );
+    let mut record = first_seen();
+    fail(&mut record, UnreadableReason::HelperAbsent);
     assert_eq!(
         (record.partition_mode, token(&record).as_str()),
         (PartitionMode::Unknown, "helper_absent")
