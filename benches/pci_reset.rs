@@ -116,12 +116,7 @@ fn overhead(c: &mut Criterion) {
     };
     // The built tree's host: its lock is kept beside the tree, never among the machine's.
     let host = Host::new(dir.path().join("state")).with_sysfs_root(sysfs.root());
-    let target = ResetTarget::device(Bdf {
-        domain: 0,
-        bus: 0x3b,
-        device: 0,
-        function: 0,
-    });
+    let target = ResetTarget::device(Bdf::on_bus(0x3b));
     let config = MachineConfig::new(target).method(Method::Pci);
     let mut group = c.benchmark_group("warm_reset_pci");
     group.sample_size(30);

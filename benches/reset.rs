@@ -12,12 +12,7 @@ use warm_reset::sim::{SimMetax, SimNvidia, SimPci};
 use warm_reset::{Host, MachineConfig, Method, ResetOutcome, ResetRun, ResetTarget, execute};
 
 /// The simulated PCI host's GPU, 0000:3b:00.0.
-const GPU_3B: Bdf = Bdf {
-    domain: 0,
-    bus: 0x3b,
-    device: 0,
-    function: 0,
-};
+const GPU_3B: Bdf = Bdf::on_bus(0x3b);
 
 fn overhead(c: &mut Criterion) {
     let Ok(dir) = tempfile::tempdir() else { return };

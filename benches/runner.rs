@@ -71,14 +71,7 @@ fn fan_out(c: &mut Criterion) {
         return;
     };
     let helper = Helper::new(HelperConfig::new(helper));
-    let cards: Vec<Bdf> = (0..16u8)
-        .map(|n| Bdf {
-            domain: 0,
-            bus: n + 1,
-            device: 0,
-            function: 0,
-        })
-        .collect();
+    let cards: Vec<Bdf> = (0..16u8).map(|n| Bdf::on_bus(n + 1)).collect();
     // A built tree's host: its lock is kept beside the tree, never among the machine's.
     let host = Host::new(dir.path().join("state")).with_sysfs_root(dir.path().join("sys"));
     let Ok(lock) = host.try_lock() else {

@@ -108,27 +108,29 @@ impl Bed {
         let Some(specs) = document.label("all-1g.5gb") else {
             return false;
         };
-        let clock: Arc<dyn mig_layout::Clock> = Arc::new(gpu_host_probe::SystemClock::new());
-        let mut backend = fake_nvml::backend(&self.state, clock.clone());
-        let reset = ResetWith::new(Method::Nvidia, &mut backend)
-            .window(Duration::from_secs(30))
-            .clock(&*clock);
-        let run = ApplyRun::new(&self.host, &self.helper, store, reset);
-        mig_layout::apply(run, "all-1g.5gb", specs, &ApplyOptions::new(Pool::Enabled))
-            .is_ok_and(|report| report.outcome == mig_layout::ApplyOutcome::Done)
+        self.with_run(store, |run| {
+            mig_layout::apply(run, "all-1g.5gb", specs, &ApplyOptions::new(Pool::Enabled))
+                .is_ok_and(|report| report.outcome == mig_layout::ApplyOutcome::Done)
+        })
     }
 
     fn restore(&self, store: &mut MemoryStore) -> bool {
+        self.with_run(store, |run| {
+            matches!(
+                mig_layout::restore(run, &ApplyOptions::new(Pool::Enabled)),
+                Ok(mig_layout::Restore::Ran(report)) if report.outcome == mig_layout::ApplyOutcome::Done
+            )
+        })
+    }
+
+    /// `then` given a run over these cards whose resets go to the fake NVML on the real clock.
+    fn with_run<T>(&self, store: &mut MemoryStore, then: impl FnOnce(ApplyRun<'_>) -> T) -> T {
         let clock: Arc<dyn mig_layout::Clock> = Arc::new(gpu_host_probe::SystemClock::new());
         let mut backend = fake_nvml::backend(&self.state, clock.clone());
         let reset = ResetWith::new(Method::Nvidia, &mut backend)
             .window(Duration::from_secs(30))
             .clock(&*clock);
-        let run = ApplyRun::new(&self.host, &self.helper, store, reset);
-        matches!(
-            mig_layout::restore(run, &ApplyOptions::new(Pool::Enabled)),
-            Ok(mig_layout::Restore::Ran(report)) if report.outcome == mig_layout::ApplyOutcome::Done
-        )
+        then(ApplyRun::new(&self.host, &self.helper, store, reset))
     }
 
     fn assert(&self) -> bool {

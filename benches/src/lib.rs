@@ -166,12 +166,7 @@ pub mod decode_fixture {
                 Lenient::Read(vgpu)
             })
             .collect();
-        let device = Bdf {
-            domain: 0,
-            bus: 0x3b,
-            device: 0,
-            function: 0,
-        };
+        let device = Bdf::on_bus(0x3b);
         let mode = Mode::new(true, MigState::Enabled, Nullable::Null);
         let mut reply = Reply::new(FormatVersion::new(1, 3), device, mode, Case::Partitions);
         reply.driver = Lenient::Read(Driver::new(

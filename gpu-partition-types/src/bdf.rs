@@ -33,6 +33,17 @@ pub struct BdfError {
 }
 
 impl Bdf {
+    /// `0000:bb:00.0`: function 0 of device 0 on `bus`, in domain 0, where a single-function
+    /// card sits on a host of one PCI segment (the address tests and fakes name most).
+    pub const fn on_bus(bus: u8) -> Self {
+        Bdf {
+            domain: 0,
+            bus,
+            device: 0,
+            function: 0,
+        }
+    }
+
     /// Reads the canonical form only: `dddd:bb:dd.f` in lower-case hex, as the protocol writes it.
     pub fn parse_canonical(text: &str) -> Result<Self, BdfError> {
         let bdf: Bdf = text.parse()?;

@@ -281,12 +281,18 @@ mod tests {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
     }
 
+    /// The file `name` in `dir`, holding `text`, of permissions `mode`.
+    fn file_in(dir: &Path, name: &str, text: &str, mode: u32) -> PathBuf {
+        let file = dir.join(name);
+        std::fs::write(&file, text).unwrap();
+        chmod(&file, mode);
+        file
+    }
+
     #[test]
     fn a_file_of_this_user_in_private_directories_is_trusted() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("tool");
-        std::fs::write(&file, "#!/bin/sh\n").unwrap();
-        chmod(&file, 0o755);
+        let file = file_in(dir.path(), "tool", "#!/bin/sh\n", 0o755);
         assert_eq!(check_trusted(&file), Ok(()));
     }
 
@@ -295,9 +301,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sub = dir.path().join("bin");
         std::fs::create_dir(&sub).unwrap();
-        let file = sub.join("tool");
-        std::fs::write(&file, "#!/bin/sh\n").unwrap();
-        chmod(&file, 0o755);
+        let file = file_in(&sub, "tool", "#!/bin/sh\n", 0o755);
         chmod(&sub, 0o777);
         assert_eq!(
             check_trusted(&file).unwrap_err().fault,
@@ -310,9 +314,7 @@ mod tests {
     #[test]
     fn the_file_itself_is_checked_on_every_call_though_its_directories_were_judged() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("tool");
-        std::fs::write(&file, "#!/bin/sh\n").unwrap();
-        chmod(&file, 0o755);
+        let file = file_in(dir.path(), "tool", "#!/bin/sh\n", 0o755);
         assert_eq!(check_trusted(&file), Ok(()));
         chmod(&file, 0o775);
         assert_eq!(
@@ -324,9 +326,7 @@ mod tests {
     #[test]
     fn a_file_writable_by_others_or_its_group_is_not() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("tool");
-        std::fs::write(&file, "").unwrap();
-        chmod(&file, 0o757);
+        let file = file_in(dir.path(), "tool", "", 0o757);
         assert_eq!(
             check_trusted(&file).unwrap_err().fault,
             TrustFault::WritableByOthers

@@ -420,15 +420,6 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    fn bdf(bus: u8) -> Bdf {
-        Bdf {
-            domain: 0,
-            bus,
-            device: 0,
-            function: 0,
-        }
-    }
-
     fn record(ledger: &str, seq: u64, devices: &[(u8, u64)], machine: Option<u64>) -> Ledger {
         let write = |seq| CardWrite {
             seq,
@@ -438,7 +429,10 @@ mod tests {
         Ledger::Read(CardWrites {
             ledger: ledger.to_owned(),
             seq,
-            devices: devices.iter().map(|(b, s)| (bdf(*b), write(*s))).collect(),
+            devices: devices
+                .iter()
+                .map(|(b, s)| (Bdf::on_bus(*b), write(*s)))
+                .collect(),
             machine: machine.map(write),
         })
     }
@@ -447,20 +441,23 @@ mod tests {
     fn a_write_after_the_mark_to_a_card_asked_about_is_written_and_others_are_not() {
         let ledger = record("a", 5, &[(1, 3), (2, 5)], None);
         let mark = WriteMark::new(Some("a".into()), 4);
-        let found = match ledger.since(&mark, &[bdf(1), bdf(2)]) {
+        let found = match ledger.since(&mark, &[Bdf::on_bus(1), Bdf::on_bus(2)]) {
             Since::Written(found) => found,
             other => unreachable!("{other:?}"),
         };
         assert_eq!(found.len(), 1);
-        assert_eq!(found[0].device, Some(bdf(2)));
-        assert_eq!(ledger.since(&mark, &[bdf(1), bdf(3)]), Since::Unwritten);
+        assert_eq!(found[0].device, Some(Bdf::on_bus(2)));
+        assert_eq!(
+            ledger.since(&mark, &[Bdf::on_bus(1), Bdf::on_bus(3)]),
+            Since::Unwritten
+        );
     }
 
     #[test]
     fn a_write_that_named_no_card_counts_for_every_card() {
         let ledger = record("a", 7, &[], Some(7));
         let mark = WriteMark::new(Some("a".into()), 6);
-        let found = match ledger.since(&mark, &[bdf(9)]) {
+        let found = match ledger.since(&mark, &[Bdf::on_bus(9)]) {
             Since::Written(found) => found,
             other => unreachable!("{other:?}"),
         };
@@ -479,7 +476,7 @@ mod tests {
             },
         ] {
             assert!(
-                matches!(ledger.since(&mark, &[bdf(1)]), Since::CannotTell(_)),
+                matches!(ledger.since(&mark, &[Bdf::on_bus(1)]), Since::CannotTell(_)),
                 "{ledger:?}"
             );
         }
@@ -488,8 +485,14 @@ mod tests {
     #[test]
     fn a_mark_taken_with_no_record_sees_every_write_of_the_record_made_since() {
         let mark = Ledger::Empty.mark().unwrap();
-        assert_eq!(Ledger::Empty.since(&mark, &[bdf(1)]), Since::Unwritten);
+        assert_eq!(
+            Ledger::Empty.since(&mark, &[Bdf::on_bus(1)]),
+            Since::Unwritten
+        );
         let ledger = record("c", 1, &[(1, 1)], None);
-        assert!(matches!(ledger.since(&mark, &[bdf(1)]), Since::Written(_)));
+        assert!(matches!(
+            ledger.since(&mark, &[Bdf::on_bus(1)]),
+            Since::Written(_)
+        ));
     }
 }

@@ -160,12 +160,7 @@ fn reason(token: &str) -> StoredReason {
 }
 
 fn bdf(n: usize) -> Bdf {
-    Bdf {
-        domain: 0,
-        bus: u8::try_from(n + 1).unwrap_or(u8::MAX),
-        device: 0,
-        function: 0,
-    }
+    Bdf::on_bus(u8::try_from(n + 1).unwrap_or(u8::MAX))
 }
 
 /// The states the suite saves and reads back, each with the check it makes: between them every

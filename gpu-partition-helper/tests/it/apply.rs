@@ -9,7 +9,7 @@ use gpu_partition_types::{ApplyAnswer, Bdf, Reply, StepOutcome};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 
 const DEVICE: &str = "0000:3b:00.0";
 
@@ -49,11 +49,19 @@ impl Card {
     }
 
     fn run(&self, args: &[&str], input: &str) -> Output {
+        self.start(args, input, Stdio::piped)
+            .wait_with_output()
+            .unwrap()
+    }
+
+    /// The helper started with `args` and `input` written on its stdin, which is then closed;
+    /// its stdout and stderr go to `output` (piped to be read, or null).
+    fn start(&self, args: &[&str], input: &str, output: fn() -> Stdio) -> Child {
         let mut child = Command::new(&self.wrapper)
             .args(args)
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stdout(output())
+            .stderr(output())
             .spawn()
             .unwrap();
         child
@@ -62,7 +70,7 @@ impl Card {
             .unwrap()
             .write_all(input.as_bytes())
             .unwrap();
-        child.wait_with_output().unwrap()
+        child
     }
 
     /// `apply` of `steps`; answers the answer as read and its `reply` member as printed.
@@ -489,19 +497,11 @@ fn a_helper_killed_anywhere_in_a_long_batch_leaves_a_state_that_reads_and_that_r
     let mut killed_between = 0;
     for _ in 0..100 {
         let _ = std::fs::remove_file(&card.state);
-        let mut child = Command::new(&card.wrapper)
-            .args(["apply", "--device", DEVICE, "--format", "1"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(request.as_bytes())
-            .unwrap();
+        let mut child = card.start(
+            &["apply", "--device", DEVICE, "--format", "1"],
+            &request,
+            Stdio::null,
+        );
         std::thread::sleep(std::time::Duration::from_millis(lcg(&mut seed) % 90));
         let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),

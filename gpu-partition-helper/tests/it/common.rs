@@ -1,4 +1,4 @@
-//! Finding the binaries the end-to-end tests run.
+//! Finding the binaries the end-to-end tests run, and what the tests read of a reply.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
@@ -43,7 +43,7 @@ pub fn check(reply: &[u8], device: &str) -> serde_json::Value {
                 "accepted": true,
                 "outcome": outcome.case(),
                 "partition_mode": outcome.partition_mode(),
-                "lost": reply.lost().iter().map(|m| m.pointer.to_string()).collect::<Vec<_>>(),
+                "lost": lost_pointers(&reply),
                 "unknown": reply.unknown().iter().map(ToString::to_string).collect::<Vec<_>>(),
             })
         }
@@ -52,4 +52,27 @@ pub fn check(reply: &[u8], device: &str) -> serde_json::Value {
             "error": {"pointer": refused.pointer.to_string(), "message": refused.to_string()},
         }),
     }
+}
+
+/// Where `reply` lost something, in the reader's order.
+pub fn lost_pointers(reply: &gpu_partition_types::Reply) -> Vec<String> {
+    reply
+        .lost()
+        .iter()
+        .map(|lost| lost.pointer.to_string())
+        .collect()
+}
+
+/// That `reply` says the card is unreadable with `driver_error`, naming the NVML library that
+/// did not load: what the helper says on a host without NVML.
+pub fn assert_unreadable_without_nvml(reply: &gpu_partition_types::Reply) {
+    let unreadable = reply.unreadable.as_ref().unwrap();
+    assert_eq!(unreadable.kind, "driver_error");
+    assert!(
+        unreadable
+            .message
+            .read()
+            .unwrap()
+            .contains("libnvidia-ml.so.1")
+    );
 }

@@ -150,13 +150,5 @@ fn without_nvml_the_reply_is_unreadable_with_driver_error_naming_the_library() {
         .output()
         .unwrap();
     let reply = gpu_partition_types::Reply::from_json(&output.stdout, None).unwrap();
-    let unreadable = reply.unreadable.unwrap();
-    assert_eq!(unreadable.kind, "driver_error");
-    assert!(
-        unreadable
-            .message
-            .read()
-            .unwrap()
-            .contains("libnvidia-ml.so.1")
-    );
+    common::assert_unreadable_without_nvml(&reply);
 }

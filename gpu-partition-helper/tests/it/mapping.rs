@@ -7,6 +7,7 @@ use gpu_partition_helper::read::{Answer, read_card};
 use gpu_partition_types::{Case, Nullable, PartitionMode, Reply};
 use std::collections::BTreeMap;
 
+use crate::common;
 use crate::recorded::*;
 
 #[test]
@@ -20,7 +21,7 @@ fn mig_on_with_instances_is_partitions_with_catalogue_instances_and_vgpus() {
     assert_eq!(back.outcome().partition_mode(), PartitionMode::Enabled);
     assert_eq!(back.case, Case::Partitions);
     // Only the vGPU whose type NVML could not name loses anything, and only its type.
-    let lost: Vec<String> = back.lost().iter().map(|l| l.pointer.to_string()).collect();
+    let lost = common::lost_pointers(&back);
     assert_eq!(lost, ["/vgpus/1/type"]);
 }
 
@@ -144,15 +145,7 @@ fn a_missing_nvml_library_is_unreadable_with_driver_error_naming_the_library() {
     let Answer::Reply(reply) = answer else {
         panic!("{answer:?}")
     };
-    let unreadable = read_back(&reply).unreadable.unwrap();
-    assert_eq!(unreadable.kind, "driver_error");
-    assert!(
-        unreadable
-            .message
-            .read()
-            .unwrap()
-            .contains("libnvidia-ml.so.1")
-    );
+    common::assert_unreadable_without_nvml(&read_back(&reply));
 }
 
 #[test]
@@ -168,11 +161,7 @@ fn a_capacity_nvml_cannot_give_costs_only_that_profiles_free_instances() {
     let mut card = mig_on_with_instances();
     card.capacity
         .insert(9, Err(NvmlFailure::Driver("x".into())));
-    let lost: Vec<String> = read_back(&reply(&host(Ok(card))))
-        .lost()
-        .iter()
-        .map(|l| l.pointer.to_string())
-        .collect();
+    let lost = common::lost_pointers(&read_back(&reply(&host(Ok(card)))));
     assert_eq!(lost, ["/profiles/1/free_instances", "/vgpus/1/type"]);
 }
 
@@ -180,11 +169,7 @@ fn a_capacity_nvml_cannot_give_costs_only_that_profiles_free_instances() {
 fn driver_versions_nvml_cannot_give_cost_only_the_driver_member() {
     let mut host = host(Ok(mig_on_with_instances()));
     host.versions = Err(NvmlFailure::Driver("x".into()));
-    let lost: Vec<String> = read_back(&reply(&host))
-        .lost()
-        .iter()
-        .map(|l| l.pointer.to_string())
-        .collect();
+    let lost = common::lost_pointers(&read_back(&reply(&host)));
     assert_eq!(lost, ["/driver", "/vgpus/1/type"]);
 }
 
@@ -261,7 +246,7 @@ fn a_vgpu_whose_gpu_instance_cannot_be_read_is_lost_not_time_sliced() {
         vgpus[0].gpu_instance_id = Err(NvmlFailure::Driver("GPU is lost".into()));
     }
     let back = read_back(&reply(&host(Ok(card))));
-    let lost: Vec<String> = back.lost().iter().map(|l| l.pointer.to_string()).collect();
+    let lost = common::lost_pointers(&back);
     assert_eq!(lost, ["/vgpus/0", "/vgpus/1/type"]);
 }
 
@@ -352,10 +337,8 @@ fn a_card_without_the_heterogeneous_setting_says_null_and_a_driver_without_the_c
 /// The lost members of the vGPU catalogue and mode (the recorded card loses a vGPU's type
 /// besides, on purpose).
 fn vgpu_catalogue_lost(reply: &Reply) -> Vec<String> {
-    reply
-        .lost()
-        .iter()
-        .map(|lost| lost.pointer.to_string())
+    common::lost_pointers(reply)
+        .into_iter()
         .filter(|pointer| pointer.starts_with("/vgpu_types") || pointer.starts_with("/vgpu_mode"))
         .collect()
 }

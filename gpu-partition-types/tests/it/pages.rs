@@ -20,6 +20,12 @@ fn read_pages(pages: &[Value]) -> Result<Reply, RefusedReply> {
     Reply::from_json(text.join("\n").as_bytes(), Some(&device()))
 }
 
+/// Where the read of `pages` is refused: the pointer, and the page when it names one.
+fn refused_at(pages: &[Value]) -> (String, Option<usize>) {
+    let refusal = read_pages(pages).unwrap_err();
+    (refusal.pointer.to_string(), refusal.page)
+}
+
 #[test]
 fn pages_of_one_item_fold_back_into_the_reply() {
     let pages = pages(1);
@@ -118,55 +124,35 @@ fn a_lone_later_page_refuses_the_reply() {
 fn a_repeated_page_refuses_the_reply() {
     let mut pages = pages(1);
     pages.push(pages[1].clone());
-    let refusal = read_pages(&pages).unwrap_err();
-    assert_eq!(
-        (refusal.pointer.to_string(), refusal.page),
-        ("/page".into(), Some(2))
-    );
+    assert_eq!(refused_at(&pages), ("/page".into(), Some(2)));
 }
 
 #[test]
 fn pages_that_disagree_on_the_count_refuse_the_reply() {
     let mut pages = pages(1);
     pages[1]["page"] = json!({"index": 1, "count": 3});
-    let refusal = read_pages(&pages).unwrap_err();
-    assert_eq!(
-        (refusal.pointer.to_string(), refusal.page),
-        ("/page".into(), Some(1))
-    );
+    assert_eq!(refused_at(&pages), ("/page".into(), Some(1)));
 }
 
 #[test]
 fn an_unnumbered_page_among_several_refuses_the_reply() {
     let mut pages = pages(1);
     pages[1].as_object_mut().unwrap().remove("page");
-    let refusal = read_pages(&pages).unwrap_err();
-    assert_eq!(
-        (refusal.pointer.to_string(), refusal.page),
-        ("/page".into(), Some(1))
-    );
+    assert_eq!(refused_at(&pages), ("/page".into(), Some(1)));
 }
 
 #[test]
 fn pages_that_disagree_on_the_mode_refuse_the_reply_naming_mode_and_page() {
     let mut pages = pages(1);
     pages[1]["mode"]["pending"] = json!("disabled");
-    let refusal = read_pages(&pages).unwrap_err();
-    assert_eq!(
-        (refusal.pointer.to_string(), refusal.page),
-        ("/mode".into(), Some(1))
-    );
+    assert_eq!(refused_at(&pages), ("/mode".into(), Some(1)));
 }
 
 #[test]
 fn pages_that_disagree_on_the_format_minor_refuse_the_reply() {
     let mut pages = pages(1);
     pages[0]["format"] = json!("1.0");
-    let refusal = read_pages(&pages).unwrap_err();
-    assert_eq!(
-        (refusal.pointer.to_string(), refusal.page),
-        ("/format".into(), Some(1))
-    );
+    assert_eq!(refused_at(&pages), ("/format".into(), Some(1)));
 }
 
 #[test]
@@ -181,11 +167,7 @@ fn pages_that_disagree_on_the_case_refuse_the_reply() {
 fn a_strict_fault_on_a_later_page_names_that_page() {
     let mut pages = pages(1);
     pages[1]["mode"]["current"] = json!("on");
-    let refusal = read_pages(&pages).unwrap_err();
-    assert_eq!(
-        (refusal.pointer.to_string(), refusal.page),
-        ("/mode/current".into(), Some(1))
-    );
+    assert_eq!(refused_at(&pages), ("/mode/current".into(), Some(1)));
 }
 
 #[test]

@@ -42,6 +42,12 @@ fn v1() -> String {
     version_reply(r#""1.0""#)
 }
 
+/// The reason a helper of format 1.0 whose `read` runs `read_body` gives for card 3b.
+fn reason_of_v1(read_body: &str) -> Option<String> {
+    let dir = tempfile::tempdir().unwrap();
+    reason(&one(&helper(dir.path(), &v1(), read_body)))
+}
+
 #[test]
 fn a_helper_that_answers_gives_the_cards_partition_mode() {
     let dir = tempfile::tempdir().unwrap();
@@ -101,50 +107,30 @@ fn a_reply_written_before_a_grandchild_kept_stdout_open_is_accepted_and_the_gran
 
 #[test]
 fn a_helper_killed_by_sigsegv_is_a_crash() {
-    let dir = tempfile::tempdir().unwrap();
-    assert_eq!(
-        reason(&one(&helper(dir.path(), &v1(), "kill -SEGV $$"))).as_deref(),
-        Some("crash")
-    );
+    assert_eq!(reason_of_v1("kill -SEGV $$").as_deref(), Some("crash"));
 }
 
 #[test]
 fn a_helper_that_exits_non_zero_is_a_crash() {
-    let dir = tempfile::tempdir().unwrap();
     let body = r#"printf '%s\n' "$reply"; exit 2"#;
-    assert_eq!(
-        reason(&one(&helper(dir.path(), &v1(), body))).as_deref(),
-        Some("crash")
-    );
+    assert_eq!(reason_of_v1(body).as_deref(), Some("crash"));
 }
 
 #[test]
 fn a_helper_that_exits_75_is_busy() {
-    let dir = tempfile::tempdir().unwrap();
     let body = "echo 'held by nvidia-persistenced' >&2; echo ignored; exit 75";
-    assert_eq!(
-        reason(&one(&helper(dir.path(), &v1(), body))).as_deref(),
-        Some("busy")
-    );
+    assert_eq!(reason_of_v1(body).as_deref(), Some("busy"));
 }
 
 #[test]
 fn a_helper_that_prints_garbage_is_undecodable() {
-    let dir = tempfile::tempdir().unwrap();
     let body = "echo 'MIG mode: Enabled'";
-    assert_eq!(
-        reason(&one(&helper(dir.path(), &v1(), body))).as_deref(),
-        Some("undecodable")
-    );
+    assert_eq!(reason_of_v1(body).as_deref(), Some("undecodable"));
 }
 
 #[test]
 fn a_helper_that_exits_zero_with_no_page_is_undecodable() {
-    let dir = tempfile::tempdir().unwrap();
-    assert_eq!(
-        reason(&one(&helper(dir.path(), &v1(), "exit 0"))).as_deref(),
-        Some("undecodable")
-    );
+    assert_eq!(reason_of_v1("exit 0").as_deref(), Some("undecodable"));
 }
 
 #[test]
@@ -176,12 +162,8 @@ fn a_helper_that_replies_in_several_pages_is_folded() {
 
 #[test]
 fn a_reply_for_another_card_is_undecodable() {
-    let dir = tempfile::tempdir().unwrap();
     let body = r#"printf "$(printf '%s' "$reply" | sed 's/0000:/0001:/')\n""#;
-    assert_eq!(
-        reason(&one(&helper(dir.path(), &v1(), body))).as_deref(),
-        Some("undecodable")
-    );
+    assert_eq!(reason_of_v1(body).as_deref(), Some("undecodable"));
 }
 
 #[test]
@@ -284,12 +266,8 @@ fn cards_are_read_at_once_not_one_after_another() {
 
 #[test]
 fn an_unreadable_case_gives_the_helpers_kind_as_reason() {
-    let dir = tempfile::tempdir().unwrap();
     let body = r#"printf '{"format": "1.0", "device": "%s", "mode": {"capable": true, "current": "disabled", "pending": null}, "case": "unreadable", "unreadable": {"kind": "driver_error", "message": "NVML: driver not loaded"}}\n' "$dev""#;
-    assert_eq!(
-        reason(&one(&helper(dir.path(), &v1(), body))).as_deref(),
-        Some("helper:driver_error")
-    );
+    assert_eq!(reason_of_v1(body).as_deref(), Some("helper:driver_error"));
 }
 
 #[test]

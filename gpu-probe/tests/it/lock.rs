@@ -2,7 +2,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use gpu_host_probe::{Host, LockError};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// A host whose state is in `dir`/`state` on the machine of sysfs `sysfs`, its machine locks
+/// in `dir`/locks, which every host of a test shares.
+fn host_of(dir: &Path, state: &str, sysfs: impl Into<PathBuf>) -> Host {
+    Host::new(dir.join(state))
+        .with_lock_dir(dir.join("locks"))
+        .with_sysfs_root(sysfs)
+}
 
 #[test]
 fn the_lock_creates_its_state_directory() {
@@ -85,12 +94,8 @@ fn the_lock_is_held_across_processes() {
 fn two_hosts_of_one_machine_with_different_state_directories_meet_at_one_lock() {
     let dir = tempfile::tempdir().unwrap();
     let machine = dir.path().join("sys");
-    let first = Host::new(dir.path().join("toolstack"))
-        .with_lock_dir(dir.path().join("locks"))
-        .with_sysfs_root(&machine);
-    let second = Host::new(dir.path().join("mxctl"))
-        .with_lock_dir(dir.path().join("locks"))
-        .with_sysfs_root(&machine);
+    let first = host_of(dir.path(), "toolstack", &machine);
+    let second = host_of(dir.path(), "mxctl", &machine);
     let held = first.try_lock().unwrap();
     match second.try_lock().unwrap_err() {
         LockError::MachineBusy {
@@ -114,29 +119,19 @@ fn the_spelling_of_a_machines_sysfs_root_does_not_make_another_machine() {
     let machine = dir.path().join("sys");
     std::fs::create_dir(&machine).unwrap();
     std::os::unix::fs::symlink(&machine, dir.path().join("link")).unwrap();
-    let _held = Host::new(dir.path().join("a"))
-        .with_lock_dir(dir.path().join("locks"))
-        .with_sysfs_root(&machine)
-        .try_lock()
-        .unwrap();
-    let other = Host::new(dir.path().join("b"))
-        .with_lock_dir(dir.path().join("locks"))
-        .with_sysfs_root(dir.path().join("link/../sys"));
+    let _held = host_of(dir.path(), "a", &machine).try_lock().unwrap();
+    let other = host_of(dir.path(), "b", dir.path().join("link/../sys"));
     assert!(other.try_lock().unwrap_err().is_busy());
 }
 
 #[test]
 fn hosts_of_two_machines_do_not_exclude_each_other() {
     let dir = tempfile::tempdir().unwrap();
-    let _held = Host::new(dir.path().join("a"))
-        .with_lock_dir(dir.path().join("locks"))
-        .with_sysfs_root(dir.path().join("sys-a"))
+    let _held = host_of(dir.path(), "a", dir.path().join("sys-a"))
         .try_lock()
         .unwrap();
     assert!(
-        Host::new(dir.path().join("b"))
-            .with_lock_dir(dir.path().join("locks"))
-            .with_sysfs_root(dir.path().join("sys-b"))
+        host_of(dir.path(), "b", dir.path().join("sys-b"))
             .try_lock()
             .is_ok()
     );
@@ -145,9 +140,7 @@ fn hosts_of_two_machines_do_not_exclude_each_other() {
 #[test]
 fn a_simulated_host_never_takes_the_real_machines_lock() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::new(dir.path().join("state"))
-        .with_lock_dir(dir.path().join("locks"))
-        .with_sysfs_root(dir.path().join("sys"));
+    let host = host_of(dir.path(), "state", dir.path().join("sys"));
     let _real = host.try_lock().unwrap();
     let simulated = host.simulated().try_lock().unwrap();
     assert_ne!(simulated.machine_path(), _real.machine_path());
@@ -156,9 +149,7 @@ fn a_simulated_host_never_takes_the_real_machines_lock() {
 #[test]
 fn the_machine_lock_is_held_across_processes() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::new(dir.path().join("state"))
-        .with_lock_dir(dir.path().join("locks"))
-        .with_sysfs_root(dir.path().join("sys"));
+    let host = host_of(dir.path(), "state", dir.path().join("sys"));
     let held = host.try_lock().unwrap();
     // flock(1) from util-linux, another process, cannot take the machine's lock file.
     let status = std::process::Command::new("flock")

@@ -9,12 +9,7 @@ use gpu_host_probe::{Host, Ledger, LockError, Since, Writer, machine_lock_path};
 use gpu_partition_types::Bdf;
 use std::path::{Path, PathBuf};
 
-const CARD: Bdf = Bdf {
-    domain: 0,
-    bus: 0x3b,
-    device: 0,
-    function: 0,
-};
+const CARD: Bdf = Bdf::on_bus(0x3b);
 
 /// A host of the machine's own sysfs whose default directory of machine locks is `run`; its
 /// lock there is `sys.lock` (which says `/sys` is the machine's sysfs here).

@@ -4,16 +4,33 @@
 use crate::common;
 
 use common::*;
-use gpu_host_probe::run::{OutputLimits, RunResult, RunSpec, StartError, Stream, Termination, run};
+use gpu_host_probe::run::{
+    OutputLimits, Run, RunResult, RunSpec, StartError, Stream, Termination, run,
+};
 use std::time::Duration;
 
 const SECOND: Duration = Duration::from_secs(1);
 
+/// Runs a shell script of `body` under `deadline`; its directory goes once the run has ended.
+fn run_script(body: &str, deadline: Duration) -> Run {
+    let dir = tempfile::tempdir().unwrap();
+    run(&RunSpec::new(script(dir.path(), "p", body), deadline))
+}
+
+/// The environment the child printed (`env`), one `NAME=value` a line, sorted.
+fn sorted_env(run: Run) -> Vec<String> {
+    let mut env: Vec<String> = String::from_utf8(run.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    env.sort();
+    env
+}
+
 #[test]
 fn a_clean_exit_gives_its_output_and_code() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = script(dir.path(), "p", "echo out; echo err >&2; exit 3");
-    let run = run(&RunSpec::new(program, SECOND));
+    let run = run_script("echo out; echo err >&2; exit 3", SECOND);
     assert_eq!(run.result, RunResult::Exited(3));
     assert_eq!(
         (run.stdout.as_slice(), run.stderr.as_slice()),
@@ -23,13 +40,7 @@ fn a_clean_exit_gives_its_output_and_code() {
 
 #[test]
 fn the_child_sees_only_path_and_lang() {
-    let run = run(&RunSpec::new("/usr/bin/env", SECOND));
-    let mut env: Vec<String> = String::from_utf8(run.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    env.sort();
+    let env = sorted_env(run(&RunSpec::new("/usr/bin/env", SECOND)));
     assert_eq!(env, ["LANG=C", "PATH=/usr/sbin:/usr/bin:/sbin:/bin"]);
 }
 
@@ -39,13 +50,7 @@ fn variables_given_are_added_and_path_and_lang_stay_the_runners() {
         .env("MXCTL_HOOK", "pre-apply-mode")
         .env("PATH", "/tmp/evil")
         .env("LANG", "xx");
-    let run = run(&spec);
-    let mut env: Vec<String> = String::from_utf8(run.stdout)
-        .unwrap()
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    env.sort();
+    let env = sorted_env(run(&spec));
     assert_eq!(
         env,
         [
@@ -58,9 +63,7 @@ fn variables_given_are_added_and_path_and_lang_stay_the_runners() {
 
 #[test]
 fn the_child_runs_in_its_own_process_group() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = script(dir.path(), "p", "cut -d' ' -f5 /proc/$$/stat; echo $$");
-    let run = run(&RunSpec::new(program, SECOND));
+    let run = run_script("cut -d' ' -f5 /proc/$$/stat; echo $$", SECOND);
     let text = String::from_utf8(run.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(
@@ -136,24 +139,19 @@ fn a_file_that_exec_refuses_could_not_start() {
 
 #[test]
 fn a_hanging_child_times_out_within_its_deadline_plus_the_grace() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = script(dir.path(), "p", "exec sleep 60");
-    let run = run(&RunSpec::new(program, Duration::from_millis(200)));
+    let run = run_script("exec sleep 60", Duration::from_millis(200));
     assert_eq!(run.result, RunResult::TimedOut);
     assert!(gone(run.pid.unwrap()));
 }
 
 #[test]
 fn a_child_that_ignores_sigterm_is_killed_after_the_grace() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = script(
-        dir.path(),
-        "p",
+    let run = run_script(
         // It ends by itself after 30 s, so a kill that never came fails the test (exited)
         // rather than hanging it.
         "trap '' TERM; i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done",
+        Duration::from_millis(200),
     );
-    let run = run(&RunSpec::new(program, Duration::from_millis(200)));
     assert_eq!(run.result, RunResult::TimedOut);
     assert!(
         run.elapsed >= Duration::from_millis(700),
@@ -182,10 +180,8 @@ fn a_grandchild_holding_stdout_after_the_child_exits_is_a_leak_and_is_killed() {
 
 #[test]
 fn a_child_killed_by_a_signal_reports_the_signal() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = script(dir.path(), "p", "kill -SEGV $$");
     assert_eq!(
-        run(&RunSpec::new(program, SECOND)).result,
+        run_script("kill -SEGV $$", SECOND).result,
         RunResult::Signaled(11)
     );
 }
@@ -200,9 +196,7 @@ fn a_flood_on_stdout_is_stopped_at_the_cap() {
 
 #[test]
 fn a_flood_on_stderr_is_stopped_at_its_own_cap() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = script(dir.path(), "p", "exec yes >&2");
-    let run = run(&RunSpec::new(program, Duration::from_secs(5)));
+    let run = run_script("exec yes >&2", Duration::from_secs(5));
     assert_eq!(run.result, RunResult::OutputTooLarge(Stream::Stderr));
     assert_eq!(run.stderr.len(), 64 << 10);
 }
@@ -225,9 +219,7 @@ fn both_pipes_are_drained_while_waiting_so_a_chatty_child_does_not_block() {
 
 #[test]
 fn a_child_that_closes_its_pipes_but_keeps_running_still_times_out() {
-    let dir = tempfile::tempdir().unwrap();
-    let program = script(dir.path(), "p", "exec >&- 2>&-; sleep 60");
-    let run = run(&RunSpec::new(program, Duration::from_millis(200)));
+    let run = run_script("exec >&- 2>&-; sleep 60", Duration::from_millis(200));
     assert_eq!(run.result, RunResult::TimedOut);
 }
 

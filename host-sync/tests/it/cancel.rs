@@ -3,12 +3,12 @@
 //! says the cards were not read because the sync was cancelled.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common;
 use gpu_host_probe::Cancel;
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_host_probe::test_util::{Act, FakeHelper};
 use gpu_partition_types::{PartitionMode, UnreadableReason};
-use host_sync::fake_sysfs::FakeSysfs;
-use host_sync::{AfterBoot, GpuReason, Host, MemoryStore, Pool, SyncError, SyncOptions, sync};
+use host_sync::{AfterBoot, GpuReason, MemoryStore, Pool, SyncError, SyncOptions, sync};
 use std::time::{Duration, Instant};
 
 /// Far past any wait of the test: a sync that returns at all returned because of the cancel.
@@ -27,9 +27,7 @@ fn until_a_read_began(dir: &std::path::Path) {
 #[test]
 fn a_sync_cancelled_while_the_helper_hangs_ends_the_run_lets_go_of_the_lock_and_says_so() {
     let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
-    sysfs.nvidia("0000:3c:00.0", Some("nvidia")).unwrap();
+    let (_sysfs, host) = common::nvidia_host(dir.path(), &["0000:3b:00.0", "0000:3c:00.0"]);
     let helpers = dir.path().join("helper");
     // The first card's read never ends by itself; one card at a time, so the second waits.
     let helper = FakeHelper::new(&helpers)
@@ -37,9 +35,6 @@ fn a_sync_cancelled_while_the_helper_hangs_ends_the_run_lets_go_of_the_lock_and_
         .write()
         .unwrap();
     let helper = Helper::new(HelperConfig::new(helper).deadline(FOREVER).concurrency(1));
-    let host = Host::new(dir.path().join("state"))
-        .with_sysfs_root(sysfs.root())
-        .with_lock_dir(dir.path().join("locks"));
     let cancel = Cancel::new();
     let options = SyncOptions::new(Pool::Enabled, AfterBoot::Yes)
         .lock_wait(FOREVER)
@@ -88,12 +83,8 @@ fn a_sync_cancelled_while_the_helper_hangs_ends_the_run_lets_go_of_the_lock_and_
 #[test]
 fn a_sync_cancelled_while_it_waits_for_the_lock_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let (_sysfs, host) = common::nvidia_host(dir.path(), &["0000:3b:00.0"]);
     let helper = FakeHelper::new(dir.path().join("helper")).write().unwrap();
-    let host = Host::new(dir.path().join("state"))
-        .with_sysfs_root(sysfs.root())
-        .with_lock_dir(dir.path().join("locks"));
     let held = host.try_lock().unwrap();
     let cancel = Cancel::new();
     cancel.cancel();

@@ -10,23 +10,18 @@ use host_sync::{
 use layout_model::{Difference, Fact, ProfileRef};
 use std::collections::BTreeMap;
 
-fn bdf(bus: u8) -> Bdf {
-    Bdf {
-        domain: 0,
-        bus,
-        device: 0,
-        function: 0,
-    }
-}
-
 fn nvidia(bus: u8, driver: Option<&str>) -> PciFunction {
-    PciFunction::new(bdf(bus), PciIdentity::new(0x10de, 0x2335, 0x030200), driver)
+    PciFunction::new(
+        Bdf::on_bus(bus),
+        PciIdentity::new(0x10de, 0x2335, 0x030200),
+        driver,
+    )
 }
 
 /// A GPU of a vendor whose partitions the host does not read (an Intel Arc, bound to i915).
 fn other(bus: u8) -> PciFunction {
     PciFunction::new(
-        bdf(bus),
+        Bdf::on_bus(bus),
         PciIdentity::new(0x8086, 0x56a0, 0x030000),
         Some("i915"),
     )
@@ -35,7 +30,7 @@ fn other(bus: u8) -> PciFunction {
 /// An AMD Instinct MI300X bound to amdgpu.
 fn amd(bus: u8) -> PciFunction {
     PciFunction::new(
-        bdf(bus),
+        Bdf::on_bus(bus),
         PciIdentity::new(0x1002, 0x74a1, 0x120000),
         Some("amdgpu"),
     )
@@ -52,6 +47,7 @@ fn modes(gpus: &[PciFunction], modes: &[PartitionMode]) -> BTreeMap<Bdf, GpuReco
         .collect()
 }
 
+/// What a host of nothing to say but the switch, the helper and `stored` modes classifies as.
 fn run(
     gpus: &[PciFunction],
     pool: bool,
@@ -59,19 +55,43 @@ fn run(
     helper: HelperState,
 ) -> (HostStatus, String) {
     let modes = modes(gpus, stored);
-    let (status, reason) = classify(&Facts {
-        gpus,
-        pool: if pool {
-            host_sync::Pool::Enabled
-        } else {
-            host_sync::Pool::Disabled
-        },
-        modes: &modes,
+    said(&Facts {
+        pool: switch(pool),
         helper,
+        ..facts(gpus, &modes)
+    })
+}
+
+/// [`run`] on a host of one NVIDIA GPU bound to `nvidia`, the host most checks are about.
+fn one_nvidia(pool: bool, stored: PartitionMode, helper: HelperState) -> (HostStatus, String) {
+    run(&[nvidia(1, Some("nvidia"))], pool, &[stored], helper)
+}
+
+/// The facts of a host with the pool on, the helper available, no layout ever applied, no drift
+/// and its state read: each test changes only what it is about.
+fn facts<'a>(gpus: &'a [PciFunction], modes: &'a BTreeMap<Bdf, GpuRecord>) -> Facts<'a> {
+    Facts {
+        gpus,
+        pool: host_sync::Pool::Enabled,
+        modes,
+        helper: HelperState::Available,
         layout: None,
         drift: &[],
         lost: false,
-    });
+    }
+}
+
+fn switch(on: bool) -> host_sync::Pool {
+    if on {
+        host_sync::Pool::Enabled
+    } else {
+        host_sync::Pool::Disabled
+    }
+}
+
+/// The status and the reason's token, as the tests compare them.
+fn said(facts: &Facts<'_>) -> (HostStatus, String) {
+    let (status, reason) = classify(facts);
     (status, reason.to_string())
 }
 
@@ -136,12 +156,7 @@ fn pool_off_with_a_divided_gpu_is_leaving() {
         PartitionMode::PossiblyEnabled,
     ] {
         assert_eq!(
-            run(
-                &[nvidia(1, Some("nvidia"))],
-                false,
-                &[mode],
-                HelperState::NotChecked
-            ),
+            one_nvidia(false, mode, HelperState::NotChecked),
             says(HostStatus::Leaving, "gpus_still_divided"),
             "{mode}"
         );
@@ -165,12 +180,7 @@ fn a_divided_gpu_wins_over_the_pool_being_off() {
 #[test]
 fn pool_off_with_undivided_nvidia_gpus_is_pool_disabled() {
     assert_eq!(
-        run(
-            &[nvidia(1, Some("nvidia"))],
-            false,
-            &[PartitionMode::Disabled],
-            HelperState::NotChecked
-        ),
+        one_nvidia(false, PartitionMode::Disabled, HelperState::NotChecked),
         says(HostStatus::Inactive, "pool_disabled")
     );
 }
@@ -178,12 +188,7 @@ fn pool_off_with_undivided_nvidia_gpus_is_pool_disabled() {
 #[test]
 fn pool_on_with_the_helper_unavailable_is_helper_unavailable() {
     assert_eq!(
-        run(
-            &[nvidia(1, Some("nvidia"))],
-            true,
-            &[PartitionMode::Unknown],
-            HelperState::Unavailable
-        ),
+        one_nvidia(true, PartitionMode::Unknown, HelperState::Unavailable),
         says(HostStatus::Inactive, "helper_unavailable")
     );
 }
@@ -198,12 +203,7 @@ fn pool_on_with_an_unsettled_gpu_is_entering() {
         PartitionMode::NotInUse,
     ] {
         assert_eq!(
-            run(
-                &[nvidia(1, Some("nvidia"))],
-                true,
-                &[mode],
-                HelperState::Available
-            ),
+            one_nvidia(true, mode, HelperState::Available),
             says(HostStatus::Entering, "gpus_pending"),
             "{mode}"
         );
@@ -213,17 +213,8 @@ fn pool_on_with_an_unsettled_gpu_is_entering() {
 #[test]
 fn pool_on_with_a_gpu_never_read_is_entering() {
     let gpus = [nvidia(1, Some("nvidia"))];
-    let (status, reason) = classify(&Facts {
-        gpus: &gpus,
-        pool: host_sync::Pool::Enabled,
-        modes: &BTreeMap::new(),
-        helper: HelperState::Available,
-        layout: None,
-        drift: &[],
-        lost: false,
-    });
     assert_eq!(
-        (status, reason.to_string()),
+        said(&facts(&gpus, &BTreeMap::new())),
         says(HostStatus::Entering, "gpus_pending")
     );
 }
@@ -264,15 +255,11 @@ fn a_gpu_left_unknown_over_a_division_still_holds_the_host_leaving() {
     let mut record = GpuRecord::first_seen(&gpus[0]);
     host_sync::modes::read_answered(&mut record, PartitionMode::Enabled);
     host_sync::modes::about_to_read(&mut record);
-    let modes = BTreeMap::from([(bdf(1), record)]);
+    let modes = BTreeMap::from([(Bdf::on_bus(1), record)]);
     let (status, reason) = classify(&Facts {
-        gpus: &gpus,
         pool: host_sync::Pool::Disabled,
-        modes: &modes,
         helper: HelperState::NotChecked,
-        layout: None,
-        drift: &[],
-        lost: false,
+        ..facts(&gpus, &modes)
     });
     assert_eq!(
         (status, reason),
@@ -283,20 +270,11 @@ fn a_gpu_left_unknown_over_a_division_still_holds_the_host_leaving() {
 fn with_layout(pool: bool, record: &LayoutRecord, mode: PartitionMode) -> (HostStatus, String) {
     let gpus = [nvidia(1, Some("nvidia"))];
     let modes = modes(&gpus, &[mode]);
-    let (status, reason) = classify(&Facts {
-        gpus: &gpus,
-        pool: if pool {
-            host_sync::Pool::Enabled
-        } else {
-            host_sync::Pool::Disabled
-        },
-        modes: &modes,
-        helper: HelperState::Available,
+    said(&Facts {
+        pool: switch(pool),
         layout: Some(record),
-        drift: &[],
-        lost: false,
-    });
-    (status, reason.to_string())
+        ..facts(&gpus, &modes)
+    })
 }
 
 fn why() -> StoredReason {
@@ -430,13 +408,10 @@ fn a_host_without_an_nvidia_or_amd_gpu_has_no_partitionable_gpu_whatever_its_las
     let modes = modes(&gpus, &[PartitionMode::NotChecked]);
     let record = ended(Direction::Leaving, LayoutOutcome::Failed(why()));
     let (status, reason) = classify(&Facts {
-        gpus: &gpus,
         pool: host_sync::Pool::Disabled,
-        modes: &modes,
         helper: HelperState::NotChecked,
         layout: Some(&record),
-        drift: &[],
-        lost: false,
+        ..facts(&gpus, &modes)
     });
     assert_eq!(
         (status, reason),
@@ -448,26 +423,18 @@ fn drifted(pool: bool, layout: Option<&LayoutRecord>, mode: PartitionMode) -> (H
     let gpus = [nvidia(1, Some("nvidia"))];
     let modes = modes(&gpus, &[mode]);
     let drift = [Difference::new(
-        bdf(1),
+        Bdf::on_bus(1),
         Fact::InstanceMissing {
             profile: ProfileRef::new(19, Some("1g.5gb".to_owned())),
             placement: gpu_partition_types::Placement::new(0, 1),
         },
     )];
-    let (status, reason) = classify(&Facts {
-        gpus: &gpus,
-        pool: if pool {
-            host_sync::Pool::Enabled
-        } else {
-            host_sync::Pool::Disabled
-        },
-        modes: &modes,
-        helper: HelperState::Available,
+    said(&Facts {
+        pool: switch(pool),
         layout,
         drift: &drift,
-        lost: false,
-    });
-    (status, reason.to_string())
+        ..facts(&gpus, &modes)
+    })
 }
 
 #[test]
@@ -497,21 +464,11 @@ fn with_the_pool_off_a_drift_changes_nothing() {
 
 fn lost(gpus: &[PciFunction], pool: bool) -> (HostStatus, String) {
     let modes = modes(gpus, &vec![PartitionMode::Enabled; gpus.len()]);
-    let drift = [];
-    let (status, reason) = classify(&Facts {
-        gpus,
-        pool: if pool {
-            host_sync::Pool::Enabled
-        } else {
-            host_sync::Pool::Disabled
-        },
-        modes: &modes,
-        helper: HelperState::Available,
-        layout: None,
-        drift: &drift,
+    said(&Facts {
+        pool: switch(pool),
         lost: true,
-    });
-    (status, reason.to_string())
+        ..facts(gpus, &modes)
+    })
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! back through `gpu_host_probe::amdgpu` as a real GPU's files do.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common;
 use gpu_host_probe::amdgpu::read_partitions;
 use gpu_host_probe::amdgpu::{ComputePartition as C, MemoryPartition as M};
 use host_sync::fake_amdgpu::{FakeAmdgpu, MI300A, MI300X, MI355X};
@@ -28,8 +29,7 @@ fn read(sysfs: &FakeSysfs, index: usize) -> gpu_host_probe::amdgpu::AmdPartition
 
 #[test]
 fn a_driver_load_in_nps1_sets_spx_and_offers_what_the_kernel_allows() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     let _amd = hive_of_eight(&sysfs);
     let read = read(&sysfs, 0);
     assert_eq!(
@@ -42,8 +42,7 @@ fn a_driver_load_in_nps1_sets_spx_and_offers_what_the_kernel_allows() {
 
 #[test]
 fn a_memory_write_waits_for_the_reload_and_reaches_the_whole_hive() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     let mut amd = hive_of_eight(&sysfs);
     amd.write_memory(&bdf(0), "NPS4\n").unwrap();
     assert_eq!(
@@ -65,8 +64,7 @@ fn a_memory_write_waits_for_the_reload_and_reaches_the_whole_hive() {
 
 #[test]
 fn compute_writes_follow_the_kernels_rules() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     let mut amd = hive_of_eight(&sysfs);
     assert_eq!(amd.write_compute(&bdf(0), "cpx\n"), Ok(()));
     assert_eq!(read(&sysfs, 0).compute, C::Cpx);
@@ -97,8 +95,7 @@ fn compute_writes_follow_the_kernels_rules() {
 
 #[test]
 fn a_memory_partition_the_part_does_not_offer_is_einval() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     let mut amd = FakeAmdgpu::new(sysfs.clone());
     amd.gpu(&bdf(0), MI355X, M::Nps1, None).unwrap();
     amd.gpu(&bdf(1), MI300A, M::Nps1, None).unwrap();
@@ -111,8 +108,7 @@ fn a_memory_partition_the_part_does_not_offer_is_einval() {
 
 #[test]
 fn a_reboot_loses_the_compute_partition_and_keeps_the_memory_partition_unless_told() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     let mut amd = hive_of_eight(&sysfs);
     amd.write_memory(&bdf(0), "NPS2").unwrap();
     amd.reload_driver().unwrap();

@@ -5,6 +5,7 @@ mod amd;
 mod amd_sync;
 mod cancel;
 mod classify;
+mod common;
 mod fake_amdgpu;
 mod modes;
 mod pci;

@@ -7,17 +7,12 @@ use gpu_partition_types::{Bdf, PartitionMode, UnreadableReason};
 use host_sync::{GpuReason, GpuRecord, PciFunction, modes};
 use std::collections::BTreeMap;
 
-fn bdf(bus: u8) -> Bdf {
-    Bdf {
-        domain: 0,
-        bus,
-        device: 0,
-        function: 0,
-    }
-}
-
 fn gpu(bus: u8, vendor: u16, driver: Option<&str>) -> PciFunction {
-    PciFunction::new(bdf(bus), PciIdentity::new(vendor, 0x2335, 0x030200), driver)
+    PciFunction::new(
+        Bdf::on_bus(bus),
+        PciIdentity::new(vendor, 0x2335, 0x030200),
+        driver,
+    )
 }
 
 fn stored(entries: &[(u8, PartitionMode)]) -> BTreeMap<Bdf, GpuRecord> {
@@ -26,13 +21,23 @@ fn stored(entries: &[(u8, PartitionMode)]) -> BTreeMap<Bdf, GpuRecord> {
         .map(|(bus, mode)| {
             let mut record = GpuRecord::first_seen(&gpu(*bus, 0x10de, Some("nvidia")));
             record.set(*mode, None);
-            (bdf(*bus), record)
+            (Bdf::on_bus(*bus), record)
         })
         .collect()
 }
 
+/// The record of an NVIDIA GPU on bus 1, bound to `nvidia`, as first seen.
+fn first_seen() -> GpuRecord {
+    GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")))
+}
+
+/// `record`'s read failed for `reason`.
+fn fail(record: &mut GpuRecord, reason: UnreadableReason) {
+    modes::read_failed(record, &ReadFailure::new(reason, "the read failed"));
+}
+
 fn mode_of(records: &BTreeMap<Bdf, GpuRecord>, bus: u8) -> (PartitionMode, String) {
-    let record = &records[&bdf(bus)];
+    let record = &records[&Bdf::on_bus(bus)];
     (record.partition_mode, token(record))
 }
 
@@ -49,7 +54,10 @@ fn a_gpu_no_longer_on_the_host_is_dropped() {
         &stored(&[(1, PartitionMode::Enabled), (2, PartitionMode::Disabled)]),
         &[],
     );
-    assert_eq!(records.keys().copied().collect::<Vec<_>>(), [bdf(1)]);
+    assert_eq!(
+        records.keys().copied().collect::<Vec<_>>(),
+        [Bdf::on_bus(1)]
+    );
 }
 
 #[test]
@@ -57,11 +65,11 @@ fn a_stored_gpu_whose_sysfs_entry_could_not_be_read_keeps_its_record() {
     let records = modes::carry_over(
         &[gpu(1, 0x10de, Some("nvidia"))],
         &stored(&[(1, PartitionMode::Disabled), (2, PartitionMode::Enabled)]),
-        &[bdf(2), bdf(3)],
+        &[Bdf::on_bus(2), Bdf::on_bus(3)],
     );
     assert_eq!(
         records.keys().copied().collect::<Vec<_>>(),
-        [bdf(1), bdf(2)]
+        [Bdf::on_bus(1), Bdf::on_bus(2)]
     );
     assert_eq!(mode_of(&records, 2).0, PartitionMode::Enabled);
 }
@@ -73,7 +81,7 @@ fn a_carried_record_takes_the_driver_of_the_current_scan() {
         &stored(&[(1, PartitionMode::Enabled)]),
         &[],
     );
-    assert_eq!(records[&bdf(1)].driver.as_deref(), Some("vfio-pci"));
+    assert_eq!(records[&Bdf::on_bus(1)].driver.as_deref(), Some("vfio-pci"));
     assert_eq!(mode_of(&records, 1).0, PartitionMode::Enabled);
 }
 
@@ -117,10 +125,10 @@ fn a_divided_gpu_survives_the_after_boot_reset() {
 
 #[test]
 fn a_gpu_left_unknown_by_an_interrupted_read_over_a_division_becomes_possibly_enabled_after_boot() {
-    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
+    let mut record = first_seen();
     modes::read_answered(&mut record, PartitionMode::Enabled);
     modes::about_to_read(&mut record);
-    let mut records = BTreeMap::from([(bdf(1), record)]);
+    let mut records = BTreeMap::from([(Bdf::on_bus(1), record)]);
     modes::not_taking_part(&mut records, true);
     assert_eq!(
         mode_of(&records, 1),
@@ -133,13 +141,10 @@ fn a_gpu_left_unknown_by_an_interrupted_read_over_a_division_becomes_possibly_en
 
 #[test]
 fn a_gpu_last_read_divided_keeps_its_mode_after_boot_whatever_it_now_holds() {
-    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
+    let mut record = first_seen();
     modes::read_answered(&mut record, PartitionMode::Enabled);
-    modes::read_failed(
-        &mut record,
-        &ReadFailure::new(UnreadableReason::Timeout, "the read failed"),
-    );
-    let mut records = BTreeMap::from([(bdf(1), record)]);
+    fail(&mut record, UnreadableReason::Timeout);
+    let mut records = BTreeMap::from([(Bdf::on_bus(1), record)]);
     modes::not_taking_part(&mut records, true);
     assert_eq!(mode_of(&records, 1).0, PartitionMode::PossiblyEnabled);
 }
@@ -168,9 +173,9 @@ fn gpus_not_read_by_design_get_not_checked_with_their_reason_and_each_vendor_its
     ];
     let mut records = modes::carry_over(&gpus, &BTreeMap::new(), &[]);
     let to_read = modes::mark_not_checked(&gpus, &mut records, host_sync::ReadBy::Helper);
-    assert_eq!(to_read, [bdf(5)]);
+    assert_eq!(to_read, [Bdf::on_bus(5)]);
     let amd = modes::mark_not_checked(&gpus, &mut records, host_sync::ReadBy::Amdgpu);
-    assert_eq!(amd, [bdf(6)]);
+    assert_eq!(amd, [Bdf::on_bus(6)]);
     let reasons: Vec<(PartitionMode, String)> = (1..=4).map(|bus| mode_of(&records, bus)).collect();
     let expected = [
         "not_nvidia",
@@ -196,7 +201,7 @@ fn a_driver_name_becomes_a_token_with_every_other_character_an_underscore() {
 #[test]
 fn a_gpu_about_to_be_read_is_unknown() {
     let mut records = stored(&[(1, PartitionMode::Enabled)]);
-    modes::about_to_read(records.get_mut(&bdf(1)).unwrap());
+    modes::about_to_read(records.get_mut(&Bdf::on_bus(1)).unwrap());
     assert_eq!(
         mode_of(&records, 1),
         (PartitionMode::Unknown, String::new())
@@ -205,7 +210,7 @@ fn a_gpu_about_to_be_read_is_unknown() {
 
 #[test]
 fn an_answer_sets_the_mode_clears_the_reason_and_is_remembered() {
-    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
+    let mut record = first_seen();
     record.set(
         PartitionMode::Unknown,
         Some(GpuReason::Read(UnreadableReason::Timeout)),
@@ -223,13 +228,10 @@ fn an_answer_sets_the_mode_clears_the_reason_and_is_remembered() {
 
 #[test]
 fn a_failed_read_over_an_undivided_gpu_is_unknown_with_its_reason() {
-    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
+    let mut record = first_seen();
     modes::read_answered(&mut record, PartitionMode::Disabled);
     modes::about_to_read(&mut record);
-    modes::read_failed(
-        &mut record,
-        &ReadFailure::new(UnreadableReason::Timeout, "the read failed"),
-    );
+    fail(&mut record, UnreadableReason::Timeout);
     assert_eq!(
         (record.partition_mode, token(&record).as_str()),
         (PartitionMode::Unknown, "timeout")
@@ -238,13 +240,10 @@ fn a_failed_read_over_an_undivided_gpu_is_unknown_with_its_reason() {
 
 #[test]
 fn a_failed_read_over_a_gpu_last_known_divided_is_possibly_enabled() {
-    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
+    let mut record = first_seen();
     modes::read_answered(&mut record, PartitionMode::Enabled);
     modes::about_to_read(&mut record);
-    modes::read_failed(
-        &mut record,
-        &ReadFailure::new(UnreadableReason::Helper("busy".into()), "the read failed"),
-    );
+    fail(&mut record, UnreadableReason::Helper("busy".into()));
     assert_eq!(
         (record.partition_mode, token(&record).as_str()),
         (PartitionMode::PossiblyEnabled, "helper:busy")
@@ -254,21 +253,15 @@ fn a_failed_read_over_a_gpu_last_known_divided_is_possibly_enabled() {
 #[test]
 fn a_failed_read_over_a_gpu_possibly_enabled_stays_possibly_enabled() {
     let mut records = stored(&[(1, PartitionMode::PossiblyEnabled)]);
-    let record = records.get_mut(&bdf(1)).unwrap();
-    modes::read_failed(
-        record,
-        &ReadFailure::new(UnreadableReason::Crash, "the read failed"),
-    );
+    let record = records.get_mut(&Bdf::on_bus(1)).unwrap();
+    fail(record, UnreadableReason::Crash);
     assert_eq!(record.partition_mode, PartitionMode::PossiblyEnabled);
 }
 
 #[test]
 fn a_gpu_never_read_that_fails_is_unknown() {
-    let mut record = GpuRecord::first_seen(&gpu(1, 0x10de, Some("nvidia")));
-    modes::read_failed(
-        &mut record,
-        &ReadFailure::new(UnreadableReason::HelperAbsent, "the read failed"),
-    );
+    let mut record = first_seen();
+    fail(&mut record, UnreadableReason::HelperAbsent);
     assert_eq!(
         (record.partition_mode, token(&record).as_str()),
         (PartitionMode::Unknown, "helper_absent")

@@ -3,6 +3,7 @@
 //! cannot all be read.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{scan, scan_gpus};
 
@@ -45,8 +46,7 @@ fn vmd_server(sysfs: &FakeSysfs) {
 
 #[test]
 fn a_vmd_domain_past_16_bits_is_scanned_like_any_other() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     vmd_server(&sysfs);
     let found = scan(sysfs.root()).unwrap();
     assert_eq!(names(&found.gpus), ["0001:81:00.0", "10000:e0:00.0"]);
@@ -55,8 +55,7 @@ fn a_vmd_domain_past_16_bits_is_scanned_like_any_other() {
 
 #[test]
 fn the_hdmi_audio_function_of_an_nvidia_gpu_is_not_a_gpu() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     vmd_server(&sysfs);
     let gpus = scan_gpus(sysfs.root()).unwrap();
     assert!(!names(&gpus).contains(&"0001:81:00.1".to_owned()));
@@ -64,8 +63,7 @@ fn the_hdmi_audio_function_of_an_nvidia_gpu_is_not_a_gpu() {
 
 #[test]
 fn a_device_that_vanished_during_the_scan_is_skipped_and_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     vmd_server(&sysfs);
     sysfs.vanished("0001:81:00.4").unwrap();
     let found = scan(sysfs.root()).unwrap();
@@ -84,8 +82,7 @@ fn a_device_that_vanished_during_the_scan_is_skipped_and_named() {
 
 #[test]
 fn a_half_read_device_is_skipped_and_the_scan_goes_on() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     vmd_server(&sysfs);
     sysfs.nvidia("0001:82:00.0", Some("nvidia")).unwrap();
     std::fs::remove_file(sysfs.device_dir("0001:82:00.0").join("vendor")).unwrap();
@@ -103,9 +100,7 @@ fn a_half_read_device_is_skipped_and_the_scan_goes_on() {
 
 #[test]
 fn a_file_with_content_sysfs_never_writes_is_skipped_with_what_it_held() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let (_dir, sysfs) = common::one_nvidia("0000:3b:00.0");
     sysfs.nvidia("0000:3c:00.0", Some("nvidia")).unwrap();
     std::fs::write(sysfs.device_dir("0000:3c:00.0").join("class"), "garbage\n").unwrap();
     let found = scan(sysfs.root()).unwrap();
@@ -115,9 +110,7 @@ fn a_file_with_content_sysfs_never_writes_is_skipped_with_what_it_held() {
 
 #[test]
 fn an_entry_whose_name_is_not_an_address_is_skipped() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let (_dir, sysfs) = common::one_nvidia("0000:3b:00.0");
     std::fs::create_dir(sysfs.root().join("bus/pci/devices/not-a-device")).unwrap();
     let found = scan(sysfs.root()).unwrap();
     assert_eq!(names(&found.gpus), ["0000:3b:00.0"]);
@@ -128,8 +121,7 @@ fn an_entry_whose_name_is_not_an_address_is_skipped() {
 
 #[test]
 fn only_an_unreadable_device_directory_fails_the_scan() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     let devices = sysfs.root().join("bus/pci/devices");
     std::fs::remove_dir(&devices).unwrap();
     std::fs::write(&devices, "not a directory").unwrap();
@@ -137,15 +129,18 @@ fn only_an_unreadable_device_directory_fails_the_scan() {
     assert!(error.to_string().contains("bus/pci/devices"), "{error}");
 }
 
+/// The scan of one NVIDIA GPU at 0000:3b:00.0 whose subsystem files hold `vendor` and `device`.
+fn scan_with_subsystem(vendor: &str, device: &str) -> host_sync::PciScan {
+    let (_dir, sysfs) = common::one_nvidia("0000:3b:00.0");
+    let at = sysfs.device_dir("0000:3b:00.0");
+    std::fs::write(at.join("subsystem_vendor"), vendor).unwrap();
+    std::fs::write(at.join("subsystem_device"), device).unwrap();
+    scan(sysfs.root()).unwrap()
+}
+
 #[test]
 fn a_gpu_carries_the_subsystem_ids_sysfs_gives() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
-    let device = sysfs.device_dir("0000:3b:00.0");
-    std::fs::write(device.join("subsystem_vendor"), "0x10de\n").unwrap();
-    std::fs::write(device.join("subsystem_device"), "0x1795\n").unwrap();
-    let found = scan(sysfs.root()).unwrap();
+    let found = scan_with_subsystem("0x10de\n", "0x1795\n");
     assert_eq!(
         found.gpus[0].identity.to_string(),
         "10de:2335 class 030200 subsystem 10de:1795"
@@ -154,13 +149,7 @@ fn a_gpu_carries_the_subsystem_ids_sysfs_gives() {
 
 #[test]
 fn a_subsystem_id_that_does_not_read_skips_the_gpu_naming_the_file_never_id_zero() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
-    let device = sysfs.device_dir("0000:3b:00.0");
-    std::fs::write(device.join("subsystem_vendor"), "0x10de\n").unwrap();
-    std::fs::write(device.join("subsystem_device"), "\n").unwrap();
-    let found = scan(sysfs.root()).unwrap();
+    let found = scan_with_subsystem("0x10de\n", "\n");
     assert!(found.gpus.is_empty());
     let skipped = found.skipped[0].to_string();
     assert!(

@@ -3,17 +3,15 @@
 //! stores is the host after the change.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common;
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_host_probe::test_util::{Act, FakeHelper};
-use host_sync::fake_sysfs::FakeSysfs;
-use host_sync::{AfterBoot, GpuReason, Host, MemoryStore, NotRead, SyncOptions, SyncWarning, sync};
+use host_sync::{AfterBoot, GpuReason, MemoryStore, NotRead, SyncOptions, SyncWarning, sync};
 
 #[test]
 fn a_gpu_moved_to_vfio_pci_during_the_sync_is_stored_with_vfio_pci() {
     let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
-    sysfs.nvidia("0000:3c:00.0", Some("nvidia")).unwrap();
+    let (sysfs, host) = common::nvidia_host(dir.path(), &["0000:3b:00.0", "0000:3c:00.0"]);
     let link = sysfs.device_dir("0000:3c:00.0").join("driver");
     let marker = dir.path().join("moved");
     // The first read of the first card moves the second card to vfio-pci, as a rebind does.
@@ -29,9 +27,6 @@ fn a_gpu_moved_to_vfio_pci_during_the_sync_is_stored_with_vfio_pci() {
         )
         .write()
         .unwrap();
-    let host = Host::new(dir.path().join("state"))
-        .with_sysfs_root(sysfs.root())
-        .with_lock_dir(dir.path().join("locks"));
     let mut store = MemoryStore::default();
     let report = sync(
         &host,
@@ -59,12 +54,8 @@ fn a_gpu_moved_to_vfio_pci_during_the_sync_is_stored_with_vfio_pci() {
 #[test]
 fn a_sync_over_gpus_that_stay_runs_once() {
     let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let (_sysfs, host) = common::nvidia_host(dir.path(), &["0000:3b:00.0"]);
     let helper = FakeHelper::new(dir.path()).write().unwrap();
-    let host = Host::new(dir.path().join("state"))
-        .with_sysfs_root(sysfs.root())
-        .with_lock_dir(dir.path().join("locks"));
     let report = sync(
         &host,
         &Helper::new(HelperConfig::new(&helper)),

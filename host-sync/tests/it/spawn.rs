@@ -2,9 +2,9 @@
 //! one runs: it waits its turn on the host lock, so their reads and writes never interleave.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common;
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_host_probe::test_util::{Act, FakeHelper};
-use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{
     AfterBoot, FileStore, Host, HostReason, HostStatus, MemoryStore, SyncOptions, spawn_sync,
 };
@@ -25,13 +25,10 @@ fn slow_helper(dir: &Path) -> std::path::PathBuf {
 #[test]
 fn a_sync_on_its_own_thread_hands_its_report_to_join() {
     let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let (_sysfs, host) = common::nvidia_host(dir.path(), &["0000:3b:00.0"]);
     let state = dir.path().join("state");
     let handle = spawn_sync(
-        Host::new(&state)
-            .with_sysfs_root(sysfs.root())
-            .with_lock_dir(dir.path().join("locks")),
+        host,
         Helper::new(HelperConfig::new(slow_helper(dir.path()))),
         FileStore::new(&state),
         SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
@@ -47,12 +44,9 @@ fn a_sync_on_its_own_thread_hands_its_report_to_join() {
 #[test]
 fn the_store_comes_back_with_the_report_holding_what_the_sync_saved() {
     let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let (_sysfs, host) = common::nvidia_host(dir.path(), &["0000:3b:00.0"]);
     let handle = spawn_sync(
-        Host::new(dir.path().join("state"))
-            .with_sysfs_root(sysfs.root())
-            .with_lock_dir(dir.path().join("locks")),
+        host,
         Helper::new(HelperConfig::new(slow_helper(dir.path()))),
         MemoryStore::default(),
         SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
@@ -69,15 +63,12 @@ fn the_store_comes_back_with_the_report_holding_what_the_sync_saved() {
 #[test]
 fn a_second_sync_asked_for_while_one_runs_waits_its_turn() {
     let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let (_sysfs, host) = common::nvidia_host(dir.path(), &["0000:3b:00.0"]);
     let state = dir.path().join("state");
     let helper = slow_helper(dir.path());
     let start = || {
         spawn_sync(
-            Host::new(&state)
-                .with_sysfs_root(sysfs.root())
-                .with_lock_dir(dir.path().join("locks")),
+            host.clone(),
             Helper::new(HelperConfig::new(&helper)),
             FileStore::new(&state),
             SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::No),
@@ -100,8 +91,7 @@ fn a_second_sync_asked_for_while_one_runs_waits_its_turn() {
 #[test]
 fn a_store_chosen_at_run_time_goes_to_the_thread_boxed() {
     let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let (_sysfs, host) = common::nvidia_host(dir.path(), &["0000:3b:00.0"]);
     let state = dir.path().join("state");
     let store: Box<dyn host_sync::StateStore + Send> = if state.exists() {
         Box::new(MemoryStore::default())
@@ -109,9 +99,7 @@ fn a_store_chosen_at_run_time_goes_to_the_thread_boxed() {
         Box::new(FileStore::new(&state))
     };
     let handle = spawn_sync(
-        Host::new(&state)
-            .with_sysfs_root(sysfs.root())
-            .with_lock_dir(dir.path().join("locks")),
+        host,
         Helper::new(HelperConfig::new(slow_helper(dir.path()))),
         store,
         SyncOptions::new(host_sync::Pool::Enabled, AfterBoot::Yes),
@@ -130,8 +118,7 @@ fn a_store_chosen_at_run_time_goes_to_the_thread_boxed() {
 /// A host of one NVIDIA GPU whose helper never answers (an hour's deadline), once it has
 /// noted `began` in `dir`.
 fn hanging(dir: &Path) -> (Host, Helper) {
-    let sysfs = FakeSysfs::new(dir.join("sys")).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let (_sysfs, host) = common::nvidia_host(dir, &["0000:3b:00.0"]);
     let helper = FakeHelper::new(dir)
         .every_read(Act::Shell(format!(
             "touch {}; exec sleep 3600",
@@ -139,9 +126,6 @@ fn hanging(dir: &Path) -> (Host, Helper) {
         )))
         .write()
         .unwrap();
-    let host = Host::new(dir.join("state"))
-        .with_sysfs_root(sysfs.root())
-        .with_lock_dir(dir.join("locks"));
     let helper =
         Helper::new(HelperConfig::new(helper).deadline(std::time::Duration::from_secs(3600)));
     (host, helper)

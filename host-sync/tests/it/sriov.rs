@@ -3,6 +3,7 @@
 //! else, and the reader on sysfs trees with the kernel's layout.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common;
 use gpu_partition_types::Bdf;
 use gpu_partition_types::VgpuTypeId;
 use host_sync::fake_sysfs::FakeSysfs;
@@ -243,8 +244,7 @@ fn summary(sriov: &Sriov) -> Vec<VfSummary> {
 
 #[test]
 fn a_gpu_s_virtual_functions_read_in_index_order_with_their_vgpu_files() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     vgpu_host(&sysfs);
     let read = read_sriov(sysfs.root(), bdf("0000:41:00.0"))
         .unwrap()
@@ -281,9 +281,7 @@ fn a_gpu_s_virtual_functions_read_in_index_order_with_their_vgpu_files() {
 
 #[test]
 fn a_gpu_without_sr_iov_has_no_sriov_state() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let (_dir, sysfs) = common::one_nvidia("0000:3b:00.0");
     assert!(
         read_sriov(sysfs.root(), bdf("0000:3b:00.0"))
             .unwrap()
@@ -293,9 +291,7 @@ fn a_gpu_without_sr_iov_has_no_sriov_state() {
 
 #[test]
 fn an_sr_iov_gpu_with_no_vf_enabled_has_none_and_says_how_many_it_could() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let (_dir, sysfs) = common::one_nvidia("0000:3b:00.0");
     sysfs.sriov("0000:3b:00.0", 48).unwrap();
     let read = read_sriov(sysfs.root(), bdf("0000:3b:00.0"))
         .unwrap()
@@ -305,9 +301,7 @@ fn an_sr_iov_gpu_with_no_vf_enabled_has_none_and_says_how_many_it_could() {
 
 #[test]
 fn the_kernel_s_sriov_numbers_as_a_host_printed_them_read() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
-    sysfs.nvidia("0001:c8:00.0", Some("nvidia")).unwrap();
+    let (_dir, sysfs) = common::one_nvidia("0001:c8:00.0");
     let pf = sysfs.device_dir("0001:c8:00.0");
     std::fs::write(
         pf.join("sriov_totalvfs"),
@@ -325,8 +319,7 @@ fn the_kernel_s_sriov_numbers_as_a_host_printed_them_read() {
 
 #[test]
 fn virtfn_links_that_disagree_with_sriov_numvfs_are_refused_as_read_mid_change() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     vgpu_host(&sysfs);
     let pf = sysfs.device_dir("0000:41:00.0");
     std::fs::write(pf.join("sriov_numvfs"), "3\n").unwrap();
@@ -340,8 +333,7 @@ fn virtfn_links_that_disagree_with_sriov_numvfs_are_refused_as_read_mid_change()
 
 #[test]
 fn more_vfs_enabled_than_the_function_has_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     vgpu_host(&sysfs);
     let pf = sysfs.device_dir("0000:41:00.0");
     std::fs::write(pf.join("sriov_totalvfs"), "1\n").unwrap();
@@ -357,8 +349,7 @@ fn more_vfs_enabled_than_the_function_has_is_refused() {
 
 #[test]
 fn a_vf_whose_physfn_leads_elsewhere_is_refused_naming_both() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     vgpu_host(&sysfs);
     sysfs.nvidia("0000:42:00.0", Some("nvidia")).unwrap();
     let vf = sysfs.device_dir("0000:41:00.5");
@@ -378,8 +369,7 @@ fn a_vf_whose_physfn_leads_elsewhere_is_refused_naming_both() {
 
 #[test]
 fn a_sriov_number_the_kernel_does_not_write_is_refused_naming_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
+    let (_dir, sysfs) = common::fake_sysfs();
     vgpu_host(&sysfs);
     let pf = sysfs.device_dir("0000:41:00.0");
     std::fs::write(pf.join("sriov_totalvfs"), "sixteen\n").unwrap();
@@ -409,9 +399,7 @@ proptest! {
 
 #[test]
 fn an_mdev_parent_s_types_read_as_a_p40_shows_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
-    sysfs.nvidia("0000:01:00.0", Some("nvidia")).unwrap();
+    let (_dir, sysfs) = common::one_nvidia("0000:01:00.0");
     sysfs
         .mdev_type(
             "0000:01:00.0",
@@ -467,9 +455,7 @@ fn an_mdev_parent_s_types_read_as_a_p40_shows_them() {
 
 #[test]
 fn a_function_that_is_no_mdev_parent_has_no_mdev_types() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
-    sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
+    let (_dir, sysfs) = common::one_nvidia("0000:3b:00.0");
     assert!(
         read_mdev_types(sysfs.root(), bdf("0000:3b:00.0"))
             .unwrap()
@@ -479,9 +465,7 @@ fn a_function_that_is_no_mdev_parent_has_no_mdev_types() {
 
 #[test]
 fn an_mdev_count_the_kernel_does_not_write_is_refused_naming_the_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let sysfs = FakeSysfs::new(dir.path()).unwrap();
-    sysfs.nvidia("0000:01:00.0", Some("nvidia")).unwrap();
+    let (_dir, sysfs) = common::one_nvidia("0000:01:00.0");
     sysfs
         .mdev_type("0000:01:00.0", "nvidia-285", "GRID P40-8C", 3, &[])
         .unwrap();

@@ -1,38 +1,14 @@
 //! Every kind of difference, from replies: what a card differs in, as typed facts.
 
-use crate::common::{Gi, TestCard, balanced, device};
+use crate::common::{Gi, TestCard, balanced, balanced_counted, balanced_placed, device};
 use gpu_partition_types::{Placement, Token};
 use layout_model::{
-    Card, Difference, DifferenceKind, Fact, Placed, ProfileKey, ProfileRef, Remedy, Unnamed, Want,
-    compare, differences,
+    Card, Difference, DifferenceKind, Fact, ProfileKey, ProfileRef, Remedy, Unnamed, Want, compare,
+    differences,
 };
 
 fn named(id: u32, name: &str) -> ProfileRef {
     ProfileRef::new(id, Some(name.to_owned()))
-}
-
-/// The balanced layout as a declaration keeps it: counts and decided placements.
-fn placed() -> Want {
-    Want::enabled(vec![
-        (ProfileKey::Name("1g.5gb".into()), 2),
-        (ProfileKey::Name("2g.10gb".into()), 1),
-        (ProfileKey::Name("3g.20gb".into()), 1),
-    ])
-    .placed(
-        balanced()
-            .iter()
-            .map(|gi| Placed::new(gi.profile, gi.placement()))
-            .collect(),
-    )
-}
-
-/// The balanced layout by counts only (placements not decided).
-fn counted() -> Want {
-    Want::enabled(vec![
-        (ProfileKey::Name("1g.5gb".into()), 2),
-        (ProfileKey::Name("2g.10gb".into()), 1),
-        (ProfileKey::Name("3g.20gb".into()), 1),
-    ])
 }
 
 fn facts(card: &TestCard, want: &Want) -> Vec<Fact> {
@@ -45,15 +21,15 @@ fn facts(card: &TestCard, want: &Want) -> Vec<Fact> {
 #[test]
 fn a_card_as_the_layout_wants_has_no_difference_by_counts_or_by_placements() {
     let card = TestCard::on(balanced());
-    assert_eq!(facts(&card, &placed()), []);
-    assert_eq!(facts(&card, &counted()), []);
+    assert_eq!(facts(&card, &balanced_placed()), []);
+    assert_eq!(facts(&card, &balanced_counted()), []);
 }
 
 #[test]
 fn mig_off_where_it_is_wanted_on_is_the_mode_found_and_wanted_and_every_placement_missing() {
     let mut card = TestCard::on(balanced());
     card.current = false;
-    let found = facts(&card, &placed());
+    let found = facts(&card, &balanced_placed());
     assert_eq!(
         found[0],
         Fact::Mode {
@@ -77,7 +53,7 @@ fn a_mode_change_pending_is_the_mode_now_and_after_the_next_reset() {
     let mut card = TestCard::on(balanced());
     card.pending = Some(false);
     assert_eq!(
-        facts(&card, &placed()),
+        facts(&card, &balanced_placed()),
         [Fact::Mode {
             capable: true,
             current: true,
@@ -104,7 +80,7 @@ fn by_counts_a_profile_short_of_its_count_is_found_and_wanted() {
     let mut instances = balanced();
     instances.remove(1);
     assert_eq!(
-        facts(&TestCard::on(instances), &counted()),
+        facts(&TestCard::on(instances), &balanced_counted()),
         [Fact::InstanceCount {
             profile: named(19, "1g.5gb"),
             found: 1,
@@ -118,7 +94,7 @@ fn by_placements_an_instance_gone_is_missing_at_its_placement() {
     let mut instances = balanced();
     instances.remove(2);
     assert_eq!(
-        facts(&TestCard::on(instances), &placed()),
+        facts(&TestCard::on(instances), &balanced_placed()),
         [Fact::InstanceMissing {
             profile: named(14, "2g.10gb"),
             placement: Placement::new(2, 2)
@@ -131,7 +107,7 @@ fn by_placements_an_instance_the_layout_does_not_place_is_extra_with_its_id_and_
     let mut instances = balanced();
     instances.push(Gi::new(9, 19, 6));
     assert_eq!(
-        facts(&TestCard::on(instances), &placed()),
+        facts(&TestCard::on(instances), &balanced_placed()),
         [Fact::InstanceExtra {
             gpu_instance_id: 9,
             profile: named(19, "1g.5gb"),
@@ -145,7 +121,7 @@ fn an_instance_of_a_placed_profile_elsewhere_is_moved_from_and_to_not_missing_an
     let mut instances = balanced();
     instances[1].start = 6;
     assert_eq!(
-        facts(&TestCard::on(instances), &placed()),
+        facts(&TestCard::on(instances), &balanced_placed()),
         [Fact::InstanceMoved {
             gpu_instance_id: 2,
             profile: named(19, "1g.5gb"),
@@ -159,7 +135,7 @@ fn an_instance_of_a_placed_profile_elsewhere_is_moved_from_and_to_not_missing_an
 fn an_instance_of_another_profile_where_one_is_placed_is_extra_and_the_placed_one_missing() {
     let mut instances = balanced();
     instances[2] = Gi::new(3, 19, 2);
-    let found = facts(&TestCard::on(instances), &placed());
+    let found = facts(&TestCard::on(instances), &balanced_placed());
     assert_eq!(
         found,
         [
@@ -194,7 +170,7 @@ fn an_instance_at_none_of_its_profiles_placements_is_misplaced() {
 fn an_instance_without_its_filling_compute_instance_is_the_compute_found_and_wanted() {
     let mut instances = balanced();
     instances[3].compute = Some(vec![(0, 1, Placement::new(0, 2))]);
-    let found = facts(&TestCard::on(instances), &placed());
+    let found = facts(&TestCard::on(instances), &balanced_placed());
     let [
         Fact::ComputeInstances {
             gpu_instance_id,
@@ -220,7 +196,7 @@ fn an_instance_without_its_filling_compute_instance_is_the_compute_found_and_wan
 fn a_reply_that_did_not_read_whole_is_unreadable_naming_the_member() {
     let mut json = TestCard::on(balanced()).json();
     json["gpu_instances"][0]["placement"] = serde_json::json!("gone");
-    let found = differences(&crate::common::reply_of(&json), &placed());
+    let found = differences(&crate::common::reply_of(&json), &balanced_placed());
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].kind(), DifferenceKind::Unreadable);
     assert_eq!(
@@ -234,7 +210,7 @@ fn adopting_an_instance_the_layout_does_not_name_is_no_difference_and_it_is_list
     let mut instances = balanced();
     instances.push(Gi::new(9, 19, 6));
     let card = Card::of(&TestCard::on(instances).reply()).unwrap();
-    let compared = compare(&card, &placed().unnamed(Unnamed::Adopt));
+    let compared = compare(&card, &balanced_placed().unnamed(Unnamed::Adopt));
     assert_eq!(compared.differences, []);
     assert_eq!(compared.adopted.len(), 1);
     assert_eq!(
@@ -244,7 +220,7 @@ fn adopting_an_instance_the_layout_does_not_name_is_no_difference_and_it_is_list
         ),
         (9, Placement::new(6, 1))
     );
-    let by_counts = compare(&card, &counted().unnamed(Unnamed::Adopt));
+    let by_counts = compare(&card, &balanced_counted().unnamed(Unnamed::Adopt));
     assert_eq!(by_counts.differences, []);
     assert_eq!(by_counts.adopted.len(), 1);
 }
@@ -254,7 +230,7 @@ fn adopting_a_moved_instance_keeps_it_and_its_placement_is_missing() {
     let mut instances = balanced();
     instances[1].start = 6;
     let card = Card::of(&TestCard::on(instances).reply()).unwrap();
-    let compared = compare(&card, &placed().unnamed(Unnamed::Adopt));
+    let compared = compare(&card, &balanced_placed().unnamed(Unnamed::Adopt));
     assert_eq!(
         compared
             .differences

@@ -1,12 +1,12 @@
 //! The declaration: the board's precedence, its drift, the merge of two, and whether the cards
 //! hold it now — across boots, with unread GPUs, after a write of ours, after a lapse.
 
-use crate::common::{BOARD, Board as TestBoard, TestCard, balanced, device};
+use crate::common::{BOARD, Board as TestBoard, TestCard, balanced, balanced_placed, device};
 use gpu_host_probe::{Boot, CardWrite, CardWrites, Ledger, Now, WriteMark, Writer};
 use gpu_partition_types::{Bdf, Token};
 use layout_model::{
     Board, BoardChange, BoardId, Declaration, DifferenceKind, Fact, Holding, HoldingState, Lapse,
-    LapseReason, LayoutCheck, NvidiaDeclared, Placed, ProfileKey, Unchecked, Want,
+    LapseReason, LayoutCheck, NvidiaDeclared, Unchecked,
 };
 use std::collections::BTreeMap;
 
@@ -69,19 +69,8 @@ fn the_serial_tells_two_boards_of_a_model_apart_when_both_have_one_else_the_uuid
 }
 
 fn declared_gpu() -> NvidiaDeclared {
-    let want = Want::enabled(vec![
-        (ProfileKey::Name("1g.5gb".into()), 2),
-        (ProfileKey::Name("2g.10gb".into()), 1),
-        (ProfileKey::Name("3g.20gb".into()), 1),
-    ])
-    .placed(
-        balanced()
-            .iter()
-            .map(|gi| Placed::new(gi.profile, gi.placement()))
-            .collect(),
-    );
     NvidiaDeclared::new(
-        &want,
+        &balanced_placed(),
         board(Some(BOARD.name), BOARD.serial, Some(BOARD.uuid)),
     )
 }
@@ -109,15 +98,6 @@ fn another_board_in_the_slot_is_drift_named_first() {
     assert_eq!(found[0].kind(), DifferenceKind::Board);
 }
 
-fn bdf(bus: u8) -> Bdf {
-    Bdf {
-        domain: 0,
-        bus,
-        device: 0,
-        function: 0,
-    }
-}
-
 #[test]
 fn a_later_declaration_replaces_the_gpus_it_names_keeps_the_others_and_counts_a_generation() {
     let first = Declaration::new(
@@ -125,8 +105,8 @@ fn a_later_declaration_replaces_the_gpus_it_names_keeps_the_others_and_counts_a_
         10,
         None,
         BTreeMap::from([
-            (bdf(1), declared_gpu().into()),
-            (bdf(2), declared_gpu().into()),
+            (Bdf::on_bus(1), declared_gpu().into()),
+            (Bdf::on_bus(2), declared_gpu().into()),
         ]),
     );
     assert_eq!(first.generation, 1);
@@ -134,15 +114,18 @@ fn a_later_declaration_replaces_the_gpus_it_names_keeps_the_others_and_counts_a_
         "leave-gpu-2",
         20,
         Some(&first),
-        BTreeMap::from([(bdf(2), NvidiaDeclared::disabled(Board::default()).into())]),
+        BTreeMap::from([(
+            Bdf::on_bus(2),
+            NvidiaDeclared::disabled(Board::default()).into(),
+        )]),
     );
     assert_eq!(second.generation, 2);
     // Declaring again what is declared (a restore) keeps the generation.
     let again = Declaration::new("leave-gpu-2", 30, Some(&second), BTreeMap::new());
     assert_eq!(again.generation, 2);
     assert_eq!(second.label, "leave-gpu-2");
-    assert!(second.gpus[&bdf(1)].is_divided());
-    assert!(!second.gpus[&bdf(2)].is_divided());
+    assert!(second.gpus[&Bdf::on_bus(1)].is_divided());
+    assert!(!second.gpus[&Bdf::on_bus(2)].is_divided());
     assert_eq!(second.check, None);
 }
 
@@ -242,7 +225,7 @@ fn a_write_of_ours_to_a_declared_gpu_after_the_check_ends_it_naming_what_wrote()
     );
     // A write before the check, or to another GPU, does not.
     assert_eq!(
-        checked(vec![], vec![]).holding(&now(ledger(4, &[(device(), 3), (bdf(9), 4)]))),
+        checked(vec![], vec![]).holding(&now(ledger(4, &[(device(), 3), (Bdf::on_bus(9), 4)]))),
         Holding::Holds
     );
 }

@@ -174,3 +174,23 @@ pub fn balanced() -> Vec<Gi> {
         Gi::new(4, 9, 4),
     ]
 }
+
+/// The balanced layout by counts only (placements not decided).
+pub fn balanced_counted() -> layout_model::Want {
+    use layout_model::ProfileKey;
+    layout_model::Want::enabled(vec![
+        (ProfileKey::Name("1g.5gb".into()), 2),
+        (ProfileKey::Name("2g.10gb".into()), 1),
+        (ProfileKey::Name("3g.20gb".into()), 1),
+    ])
+}
+
+/// The balanced layout as a declaration keeps it: counts and decided placements.
+pub fn balanced_placed() -> layout_model::Want {
+    balanced_counted().placed(
+        balanced()
+            .iter()
+            .map(|gi| layout_model::Placed::new(gi.profile, gi.placement()))
+            .collect(),
+    )
+}
