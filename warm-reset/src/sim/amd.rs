@@ -299,38 +299,32 @@ pub const AMD_SCENARIOS: [Scenario<AmdSim>; 13] = [
             }
         },
     ),
-    Scenario::new("error", "amd-smi reset exits 1", |host| {
-        host.fault = Some(AmdFault::Error);
-    }),
-    Scenario::new(
+    fault_scenario!("error", "amd-smi reset exits 1", AmdFault::Error),
+    fault_scenario!(
         "says-unable",
         "amd-smi reset exits 0 but says it was unable to reset",
-        |host| host.fault = Some(AmdFault::SaysUnable),
+        AmdFault::SaysUnable
     ),
-    Scenario::new("hang", "amd-smi reset never ends", |host| {
-        host.fault = Some(AmdFault::Hang);
-    }),
-    Scenario::new(
+    fault_scenario!("hang", "amd-smi reset never ends", AmdFault::Hang),
+    fault_scenario!(
         "stays-in-reset",
         "GPU 3 of the hive never comes out of reset",
-        |host| host.fault = Some(AmdFault::StaysInReset(bdf(ADDRESSES[3]))),
+        AmdFault::StaysInReset(bdf(ADDRESSES[3]))
     ),
-    Scenario::new(
+    fault_scenario!(
         "gpu-missing",
         "GPU 5 of the hive is gone after the reset",
-        |host| {
-            host.fault = Some(AmdFault::GpuMissing(bdf(ADDRESSES[5])));
-        },
+        AmdFault::GpuMissing(bdf(ADDRESSES[5]))
     ),
-    Scenario::new(
+    fault_scenario!(
         "partition-lost",
         "GPU 1 of the hive comes back in SPX where it was in CPX",
-        |host| host.fault = Some(AmdFault::PartitionLost(bdf(ADDRESSES[1]))),
+        AmdFault::PartitionLost(bdf(ADDRESSES[1]))
     ),
-    Scenario::new(
+    fault_scenario!(
         "kernel-errors",
         "amdgpu says the reset of GPU 2 of the hive failed",
-        |host| host.fault = Some(AmdFault::KernelErrors(bdf(ADDRESSES[2]))),
+        AmdFault::KernelErrors(bdf(ADDRESSES[2]))
     ),
     Scenario::new("no-amd-smi", "amd-smi is absent", |host| {
         host.amd_smi = false;

@@ -373,39 +373,45 @@ pub const METAX_SCENARIOS: [Scenario<MetaxSim>; 17] = [
             host.recovery = Duration::from_secs(5);
         },
     ),
-    Scenario::new(
+    fault_scenario!(
         "hang",
         "mx-smi -r never ends: killed at the window's end",
-        |host| host.fault = Some(MetaxFault::Hang),
+        MetaxFault::Hang
     ),
-    Scenario::new("error", "mx-smi -r exits 1 with an error", |host| {
-        host.fault = Some(MetaxFault::Error);
-    }),
-    Scenario::new(
+    fault_scenario!(
+        "error",
+        "mx-smi -r exits 1 with an error",
+        MetaxFault::Error
+    ),
+    fault_scenario!(
         "error-exit-0",
         "mx-smi -r exits 0 but prints that the reset failed",
-        |host| host.fault = Some(MetaxFault::SaysFailed),
+        MetaxFault::SaysFailed
     ),
-    Scenario::new("gpu-missing", "GPU#1 is gone after the reset", |host| {
-        host.fault = Some(MetaxFault::GpuMissing(1));
-    }),
-    Scenario::new("gpu-unavailable", "GPU#1 stays Not Available", |host| {
-        host.fault = Some(MetaxFault::GpuUnavailable(1));
-    }),
-    Scenario::new(
+    fault_scenario!(
+        "gpu-missing",
+        "GPU#1 is gone after the reset",
+        MetaxFault::GpuMissing(1)
+    ),
+    fault_scenario!(
+        "gpu-unavailable",
+        "GPU#1 stays Not Available",
+        MetaxFault::GpuUnavailable(1)
+    ),
+    fault_scenario!(
         "kernel-errors",
         "the kernel logs an error during the reset",
-        |host| host.fault = Some(MetaxFault::KernelErrors),
+        MetaxFault::KernelErrors
     ),
-    Scenario::new(
+    fault_scenario!(
         "topology-wrong",
         "GPU#0 and GPU#1 swap PCI addresses",
-        |host| host.fault = Some(MetaxFault::TopologyWrong),
+        MetaxFault::TopologyWrong
     ),
-    Scenario::new(
+    fault_scenario!(
         "link-lost",
         "the MetaXLink between GPU#0 and GPU#1 does not come back",
-        |host| host.fault = Some(MetaxFault::LinkLost(0, 1)),
+        MetaxFault::LinkLost(0, 1)
     ),
     Scenario::new("busy", "a process uses the GPUs", |host| {
         host.processes = vec![GpuProcess::new(0, 4242, "python3 train.py", 4066)];

@@ -32,6 +32,14 @@ macro_rules! sim_host_basics {
     };
 }
 
+/// A [`Scenario`] whose one change is the fault its host injects: every simulator keeps its
+/// fault in a `fault` field, and most of each table's scenarios are a fault alone.
+macro_rules! fault_scenario {
+    ($name:expr, $shows:expr, $fault:expr $(,)?) => {
+        Scenario::new($name, $shows, |host| host.fault = Some($fault))
+    };
+}
+
 mod amd;
 mod kernel;
 mod metax;

@@ -286,24 +286,30 @@ pub const NVIDIA_SCENARIOS: [Scenario<NvidiaSim>; 9] = [
     Scenario::new("compute-app", "a compute app runs on GPU 0", |host| {
         host.compute_apps = vec![(31415, 0)];
     }),
-    Scenario::new(
+    fault_scenario!(
         "busy-block",
         "nvidia-smi refuses the reset as in use",
-        |host| host.fault = Some(NvidiaFault::BusyBlock),
+        NvidiaFault::BusyBlock
     ),
-    Scenario::new("error", "nvidia-smi --gpu-reset exits 3", |host| {
-        host.fault = Some(NvidiaFault::Error);
-    }),
-    Scenario::new("hang", "nvidia-smi --gpu-reset never ends", |host| {
-        host.fault = Some(NvidiaFault::Hang);
-    }),
-    Scenario::new("gpu-missing", "GPU 1 is gone after the reset", |host| {
-        host.fault = Some(NvidiaFault::GpuMissing(1));
-    }),
-    Scenario::new(
+    fault_scenario!(
+        "error",
+        "nvidia-smi --gpu-reset exits 3",
+        NvidiaFault::Error
+    ),
+    fault_scenario!(
+        "hang",
+        "nvidia-smi --gpu-reset never ends",
+        NvidiaFault::Hang
+    ),
+    fault_scenario!(
+        "gpu-missing",
+        "GPU 1 is gone after the reset",
+        NvidiaFault::GpuMissing(1)
+    ),
+    fault_scenario!(
         "kernel-errors",
         "the kernel gives up on GPU 0 after the reset",
-        |host| host.fault = Some(NvidiaFault::KernelErrors),
+        NvidiaFault::KernelErrors
     ),
     Scenario::new("no-nvidia-smi", "nvidia-smi is absent", |host| {
         host.nvidia_smi = false;

@@ -225,21 +225,17 @@ pub const PCI_SCENARIOS: [Scenario<PciSim>; 9] = [
             set(host, AUDIO, |f| f.driver = Some("snd_hda_intel".to_owned()));
         },
     ),
-    Scenario::new("hang", "the write to reset never returns", |host| {
-        host.fault = Some(PciFault::Hang);
-    }),
-    Scenario::new(
+    fault_scenario!("hang", "the write to reset never returns", PciFault::Hang),
+    fault_scenario!(
         "falls-off",
         "the GPU reads vendor 0xffff after the reset",
-        |host| host.fault = Some(PciFault::FallsOff),
+        PciFault::FallsOff
     ),
-    Scenario::new("gone", "the GPU is gone after the reset", |host| {
-        host.fault = Some(PciFault::Gone);
-    }),
-    Scenario::new(
+    fault_scenario!("gone", "the GPU is gone after the reset", PciFault::Gone),
+    fault_scenario!(
         "gives-up",
         "the kernel gives up on the GPU after the reset",
-        |host| host.fault = Some(PciFault::GivesUp),
+        PciFault::GivesUp
     ),
 ];
 
