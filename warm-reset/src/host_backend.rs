@@ -26,6 +26,23 @@ macro_rules! backend_asks_host {
     };
 }
 
+/// The questions every method's host trait asks alike, declared once: whether it is simulated
+/// (not, unless it says so), whether it runs as root, and its kernel log. A macro, not a
+/// supertrait, for the reason [`backend_asks_host`] is: a supertrait would break the hosts
+/// implemented outside the crate.
+macro_rules! host_trait_basics {
+    () => {
+        /// Whether this is a simulated host ([`crate::Backend::simulation`]).
+        fn simulation(&self) -> bool {
+            false
+        }
+        /// Whether this runs as root.
+        fn is_root(&mut self) -> bool;
+        /// The host's kernel log, which a reset is verified against.
+        fn kernel_log(&mut self) -> &mut dyn crate::backend::KernelLogSource;
+    };
+}
+
 /// What every real host answers alike, whatever its method: root is the effective user's, and
 /// the kernel log is its `kernel_log` field. A macro for the reason [`backend_asks_host`] is.
 macro_rules! real_host_basics {

@@ -4,7 +4,6 @@
 use super::error::AmdSmiError;
 use super::sysfs::{AmdGpuState, list_gpus, read_gpu};
 use crate::backend::BackendError;
-use crate::backend::KernelLogSource;
 use crate::kmsg::KernelLog;
 use crate::tool::{Exits, Tool, ToolEnd};
 use gpu_host_probe::{Holder, holders};
@@ -29,14 +28,7 @@ pub fn reset_args(gpus: &[Bdf]) -> Vec<String> {
 
 /// An AMD host as the backend reads it.
 pub trait AmdHost {
-    /// Whether this is a simulated host ([`crate::Backend::simulation`]).
-    fn simulation(&self) -> bool {
-        false
-    }
-    /// Whether this runs as root.
-    fn is_root(&mut self) -> bool;
-    /// The host's kernel log, which a reset is verified against.
-    fn kernel_log(&mut self) -> &mut dyn KernelLogSource;
+    host_trait_basics!();
     /// Whether `amd-smi` is there (present, executable, one root may run), or why not.
     fn find_amd_smi(&mut self) -> Result<(), BackendError>;
     /// `amd-smi list`.

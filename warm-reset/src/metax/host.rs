@@ -5,7 +5,6 @@
 use super::error::MxSmiError;
 use super::modules::{DriverUse, metax_use};
 use crate::backend::BackendError;
-use crate::backend::KernelLogSource;
 use crate::kmsg::KernelLog;
 use crate::tool::{Exits, Tool, ToolEnd};
 
@@ -17,14 +16,7 @@ pub const MX_SMI_PLACES: [&str; 2] = ["/opt/mxdriver/bin/mx-smi", "/opt/maca/bin
 
 /// A MetaX host as the backend reads it.
 pub trait MetaxHost {
-    /// Whether this is a simulated host ([`crate::Backend::simulation`]).
-    fn simulation(&self) -> bool {
-        false
-    }
-    /// Whether this runs as root.
-    fn is_root(&mut self) -> bool;
-    /// The host's kernel log, which a reset is verified against.
-    fn kernel_log(&mut self) -> &mut dyn KernelLogSource;
+    host_trait_basics!();
     /// Whether `mx-smi` is there (present and executable), or why not.
     fn find_mx_smi(&mut self) -> Result<(), BackendError>;
     /// The `mx-smi` that answers, for messages.

@@ -5,7 +5,6 @@
 use super::error::NvidiaSmiError;
 use super::nvidia_smi::NvidiaGpu;
 use crate::backend::BackendError;
-use crate::backend::KernelLogSource;
 use crate::kmsg::KernelLog;
 use crate::tool::{Exits, Tool, ToolEnd};
 use gpu_host_probe::{Holder, holders};
@@ -29,14 +28,7 @@ pub fn reset_ids(group: &[NvidiaGpu]) -> String {
 
 /// An NVIDIA host as the backend reads it.
 pub trait NvidiaHost {
-    /// Whether this is a simulated host ([`crate::Backend::simulation`]).
-    fn simulation(&self) -> bool {
-        false
-    }
-    /// Whether this runs as root.
-    fn is_root(&mut self) -> bool;
-    /// The host's kernel log, which a reset is verified against.
-    fn kernel_log(&mut self) -> &mut dyn KernelLogSource;
+    host_trait_basics!();
     /// Whether `nvidia-smi` is there (present and executable), or why not.
     fn find_nvidia_smi(&mut self) -> Result<(), BackendError>;
     /// `--query-gpu=index,pci.bus_id,uuid,name --format=csv,noheader`.

@@ -4,7 +4,6 @@
 
 use super::error::SysfsError;
 use super::function::{FunctionState, device_entries, read_function};
-use crate::backend::KernelLogSource;
 use crate::backend::{BackendError, ResetEnd};
 use crate::kmsg::KernelLog;
 use gpu_host_probe::run::{RunResult, RunSpec, check_program, run};
@@ -15,14 +14,7 @@ use std::time::Duration;
 
 /// A host's PCI functions as the backend reads them.
 pub trait PciHost {
-    /// Whether this is a simulated host ([`crate::Backend::simulation`]).
-    fn simulation(&self) -> bool {
-        false
-    }
-    /// Whether this runs as root.
-    fn is_root(&mut self) -> bool;
-    /// The host's kernel log, which a reset is verified against.
-    fn kernel_log(&mut self) -> &mut dyn KernelLogSource;
+    host_trait_basics!();
     /// Whether the program that writes `reset` may be run (present, executable, trusted).
     fn check_writer(&mut self) -> Result<(), BackendError>;
     /// The function at `bdf` now; `None` when it is not there.

@@ -5,7 +5,7 @@
 //! answer `EPERM`) until it is back.
 
 use super::kernel::SimKernelLog;
-use super::{Scenario, set_up, tool_found};
+use super::{Scenario, bdf, set_up, tool_found};
 use crate::AmdBackend;
 use crate::amd::amd_smi::AmdSmiGpu;
 use crate::amd::{
@@ -74,8 +74,9 @@ pub struct AmdSim {
 /// The XGMI hive of the default host (a kernel prints it in decimal).
 pub const SIM_HIVE: u64 = 12_930_883_541_387_935_051;
 
-/// The addresses of the default host's eight GPUs, as an eight-way MI300X platform numbers them.
-const ADDRESSES: [&str; 8] = [
+/// The addresses of the default host's eight GPUs, as an eight-way MI300X platform numbers them
+/// (and `amd-smi list` lists them): tests of the host and of `mxctl` name its GPUs by these.
+pub const SIM_HIVE_GPUS: [&str; 8] = [
     "0000:05:00.0",
     "0000:26:00.0",
     "0000:46:00.0",
@@ -86,20 +87,11 @@ const ADDRESSES: [&str; 8] = [
     "0000:e5:00.0",
 ];
 
-fn bdf(text: &str) -> Bdf {
-    text.parse().unwrap_or(Bdf {
-        domain: 0,
-        bus: 0,
-        device: 0,
-        function: 0,
-    })
-}
-
 impl SimAmd {
     /// A host with eight MI300X (vendor `0x1002`, device `0x74a1`, a processing accelerator)
     /// bound to amdgpu, all in XGMI hive [`SIM_HIVE`], in CPX/NPS1, render nodes from 128.
     pub fn new(clock: Arc<dyn Clock>) -> Self {
-        let gpus = ADDRESSES
+        let gpus = SIM_HIVE_GPUS
             .iter()
             .zip(128..)
             .map(|(address, node)| {
@@ -277,7 +269,7 @@ pub const AMD_SCENARIOS: [Scenario<AmdSim>; 13] = [
         "no-hive",
         "GPU 0 is in no XGMI hive: it is reset alone",
         |host| {
-            if let Some(gpu) = host.gpus.get_mut(&bdf(ADDRESSES[0])) {
+            if let Some(gpu) = host.gpus.get_mut(&bdf(SIM_HIVE_GPUS[0])) {
                 gpu.hive = None;
             }
         },
@@ -294,7 +286,7 @@ pub const AMD_SCENARIOS: [Scenario<AmdSim>; 13] = [
         "not-amdgpu",
         "GPU 0 is bound to vfio-pci, not amdgpu",
         |host| {
-            if let Some(gpu) = host.gpus.get_mut(&bdf(ADDRESSES[0])) {
+            if let Some(gpu) = host.gpus.get_mut(&bdf(SIM_HIVE_GPUS[0])) {
                 gpu.driver = Some("vfio-pci".to_owned());
             }
         },
@@ -309,22 +301,22 @@ pub const AMD_SCENARIOS: [Scenario<AmdSim>; 13] = [
     fault_scenario!(
         "stays-in-reset",
         "GPU 3 of the hive never comes out of reset",
-        AmdFault::StaysInReset(bdf(ADDRESSES[3]))
+        AmdFault::StaysInReset(bdf(SIM_HIVE_GPUS[3]))
     ),
     fault_scenario!(
         "gpu-missing",
         "GPU 5 of the hive is gone after the reset",
-        AmdFault::GpuMissing(bdf(ADDRESSES[5]))
+        AmdFault::GpuMissing(bdf(SIM_HIVE_GPUS[5]))
     ),
     fault_scenario!(
         "partition-lost",
         "GPU 1 of the hive comes back in SPX where it was in CPX",
-        AmdFault::PartitionLost(bdf(ADDRESSES[1]))
+        AmdFault::PartitionLost(bdf(SIM_HIVE_GPUS[1]))
     ),
     fault_scenario!(
         "kernel-errors",
         "amdgpu says the reset of GPU 2 of the hive failed",
-        AmdFault::KernelErrors(bdf(ADDRESSES[2]))
+        AmdFault::KernelErrors(bdf(SIM_HIVE_GPUS[2]))
     ),
     Scenario::new("no-amd-smi", "amd-smi is absent", |host| {
         host.amd_smi = false;

@@ -150,6 +150,11 @@ impl MetaxSim {
     }
 }
 
+/// Adds to `text` a line of `mx-smi`'s box: `inner` padded to the box's width.
+fn boxed(text: &mut String, inner: &str) {
+    let _ = writeln!(text, "| {inner:<80}|");
+}
+
 impl MetaxSim {
     /// What plain `mx-smi` prints on this host (the `Board Name` layout of mx-smi 2.3.1).
     pub fn plain_text(&self) -> String {
@@ -163,24 +168,27 @@ impl MetaxSim {
         );
         let edge = format!("+{}+\n", "-".repeat(81));
         text.push_str(&edge);
-        let _ = writeln!(
-            text,
-            "| {:<80}|",
-            format!(
-                "MX-SMI {:<28}Kernel Mode Driver Version: {}",
-                version(&self.versions.mx_smi),
-                version(&self.versions.kernel_driver)
-            )
-        );
-        let _ = writeln!(
-            text,
-            "| {:<80}|",
-            format!(
-                "MACA Version: {:<21}BIOS Version: {}",
-                version(&self.versions.maca),
-                version(&self.versions.bios)
-            )
-        );
+        // Two versions a line, the second at column 35 of the box.
+        for (left, first, right, second) in [
+            (
+                "MX-SMI ",
+                &self.versions.mx_smi,
+                "Kernel Mode Driver Version",
+                &self.versions.kernel_driver,
+            ),
+            (
+                "MACA Version: ",
+                &self.versions.maca,
+                "BIOS Version",
+                &self.versions.bios,
+            ),
+        ] {
+            let head = format!("{left}{}", version(first));
+            boxed(
+                &mut text,
+                &format!("{head:<35}{right}: {}", version(second)),
+            );
+        }
         text.push_str(
             "|------------------+-----------------+---------------------+----------------------|\n",
         );
@@ -204,7 +212,7 @@ impl MetaxSim {
         }
         text.push('\n');
         text.push_str(&edge);
-        text.push_str(&format!("| {:<80}|\n", "Process:"));
+        boxed(&mut text, "Process:");
         text.push_str(
             "|  GPU                    PID         Process Name                 GPU Memory     |\n",
         );

@@ -46,7 +46,7 @@ mod metax;
 mod nvidia;
 mod pci;
 
-pub use amd::{AMD_SCENARIOS, AmdFault, AmdSim, SIM_HIVE, SimAmd};
+pub use amd::{AMD_SCENARIOS, AmdFault, AmdSim, SIM_HIVE, SIM_HIVE_GPUS, SimAmd};
 pub use kernel::SimKernelLog;
 pub use metax::{METAX_SCENARIOS, MetaxFault, MetaxSim, SimMetax};
 pub use nvidia::{NVIDIA_SCENARIOS, NvidiaFault, NvidiaSim, SimNvidia};
@@ -65,6 +65,13 @@ use std::time::Duration;
 
 /// A simulated host's answer to whether its method's `tool` is there: it is when `there`, and
 /// otherwise absent from every one of the usual `places`, as the real host would say.
+/// A simulated host's own address, written as text in its tables; the all-zero address where
+/// one is misspelt (no address of the tables is, and the sims' tests read each one).
+fn bdf(text: &str) -> gpu_partition_types::Bdf {
+    text.parse()
+        .unwrap_or(gpu_partition_types::Bdf::new(0, 0, 0, 0))
+}
+
 fn tool_found(there: bool, tool: &'static str, places: &[&str]) -> Result<(), ToolError> {
     if there {
         Ok(())

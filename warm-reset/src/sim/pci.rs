@@ -3,7 +3,7 @@
 //! [`PciBackend`] as the real sysfs.
 
 use super::kernel::SimKernelLog;
-use super::{Scenario, set_up};
+use super::{Scenario, bdf, set_up};
 use crate::PciBackend;
 use crate::backend::{BackendError, ResetEnd};
 use crate::pci::{FunctionState, GONE_VENDOR, PciHost};
@@ -77,15 +77,6 @@ pub fn sim_function(
         function.identity.device = 0x22a3;
     }
     function
-}
-
-fn bdf(text: &str) -> Bdf {
-    text.parse().unwrap_or(Bdf {
-        domain: 0,
-        bus: 0,
-        device: 0,
-        function: 0,
-    })
 }
 
 impl SimPci {

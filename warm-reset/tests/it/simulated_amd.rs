@@ -8,23 +8,11 @@ use gpu_host_probe::VirtualClock;
 use std::sync::Arc;
 use std::time::Duration;
 use warm_reset::amd::{KFD, PartitionFile};
-use warm_reset::sim::{AmdFault, SIM_HIVE, SimAmd, interrupted_reset};
+use warm_reset::sim::{AmdFault, SIM_HIVE, SIM_HIVE_GPUS as GPUS, SimAmd, interrupted_reset};
 use warm_reset::{
     Back, Backend, Host, MachineConfig, Method, ResetReport, ResetRun, ResetTarget, ResetWarning,
     execute,
 };
-
-/// The default host's GPUs, in `amd-smi list`'s order.
-const GPUS: [&str; 8] = [
-    "0000:05:00.0",
-    "0000:26:00.0",
-    "0000:46:00.0",
-    "0000:65:00.0",
-    "0000:85:00.0",
-    "0000:a6:00.0",
-    "0000:c6:00.0",
-    "0000:e5:00.0",
-];
 
 struct Sim {
     clock: VirtualClock,
