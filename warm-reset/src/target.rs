@@ -93,42 +93,23 @@ pub(crate) trait MethodFacts: Sized {
     fn of(facts: &TargetFacts) -> Option<&Self>;
 }
 
-impl MethodFacts for MetaxTarget {
-    const METHOD: Method = Method::Metax;
-    fn of(facts: &TargetFacts) -> Option<&Self> {
-        match facts {
-            TargetFacts::Metax(metax) => Some(metax),
-            TargetFacts::Nvidia(_) | TargetFacts::Pci(_) | TargetFacts::Amd(_) => None,
+/// [`MethodFacts`] for one method's facts: `$facts` is what its [`TargetFacts`] variant
+/// `$variant` carries, and the method of the same name resolves it. The same for every method.
+macro_rules! method_facts {
+    ($facts:ty, $variant:ident) => {
+        impl MethodFacts for $facts {
+            const METHOD: Method = Method::$variant;
+            fn of(facts: &TargetFacts) -> Option<&Self> {
+                match facts {
+                    TargetFacts::$variant(facts) => Some(facts),
+                    _ => None,
+                }
+            }
         }
-    }
+    };
 }
 
-impl MethodFacts for NvidiaTarget {
-    const METHOD: Method = Method::Nvidia;
-    fn of(facts: &TargetFacts) -> Option<&Self> {
-        match facts {
-            TargetFacts::Nvidia(nvidia) => Some(nvidia),
-            TargetFacts::Metax(_) | TargetFacts::Pci(_) | TargetFacts::Amd(_) => None,
-        }
-    }
-}
-
-impl MethodFacts for PciTarget {
-    const METHOD: Method = Method::Pci;
-    fn of(facts: &TargetFacts) -> Option<&Self> {
-        match facts {
-            TargetFacts::Pci(pci) => Some(pci),
-            TargetFacts::Metax(_) | TargetFacts::Nvidia(_) | TargetFacts::Amd(_) => None,
-        }
-    }
-}
-
-impl MethodFacts for AmdTarget {
-    const METHOD: Method = Method::Amd;
-    fn of(facts: &TargetFacts) -> Option<&Self> {
-        match facts {
-            TargetFacts::Amd(amd) => Some(amd),
-            TargetFacts::Metax(_) | TargetFacts::Nvidia(_) | TargetFacts::Pci(_) => None,
-        }
-    }
-}
+method_facts!(MetaxTarget, Metax);
+method_facts!(NvidiaTarget, Nvidia);
+method_facts!(PciTarget, Pci);
+method_facts!(AmdTarget, Amd);
