@@ -89,11 +89,7 @@ fn an_assert_of_a_layout_that_names_no_gpu_here_says_so_and_never_that_it_is_app
 #[test]
 fn an_export_while_the_lock_is_held_fails_lock_busy_naming_the_holder() {
     let host = SyncHost::new();
-    let _held = gpu_host_probe::Host::new(host.path("state"))
-        .with_sysfs_root(host.sysfs.root())
-        .with_lock_dir(host.path("locks"))
-        .try_lock()
-        .unwrap();
+    let _held = host.hold_lock();
     let (code, document) = host.run(&["partition", "export", "--lock-wait", "0.1"]);
     assert_eq!(code, 1, "{document:#}");
     assert_eq!(document["error"]["kind"], "lock_busy", "{document:#}");

@@ -45,16 +45,7 @@ fn vgpu_host(host: &Host) {
 }
 
 fn text(host: &Host) -> String {
-    let output = host
-        .mxctl_configured(Path::new("/dev/null"))
-        .arg("gpus")
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = common::succeeded(host.mxctl_configured(Path::new("/dev/null")).arg("gpus"));
     String::from_utf8(output.stdout).unwrap()
 }
 

@@ -2,6 +2,7 @@
 //! `mxctl probe` on a built sysfs tree: the partition modes are the ones the fixtures describe.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common;
 use host_sync::fake_sysfs::FakeSysfs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -54,24 +55,19 @@ fn host(dir: &Path) -> FakeSysfs {
 }
 
 fn mxctl(dir: &Path, sysfs: &FakeSysfs, helper: &Path, args: &[&str]) -> serde_json::Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
-        .args(["--config", "/dev/null", "--json", "--sysfs-root"])
-        .arg(sysfs.root())
-        .arg("--state-dir")
-        .arg(dir.join("state"))
-        .arg("--lock-dir")
-        .arg(dir.join("locks"))
-        .arg("--proc-root")
-        .arg(dir.join("proc"))
-        .args(args)
-        .arg("--helper")
-        .arg(helper)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let output = common::succeeded(
+        Command::new(env!("CARGO_BIN_EXE_mxctl"))
+            .args(["--config", "/dev/null", "--json", "--sysfs-root"])
+            .arg(sysfs.root())
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .arg("--lock-dir")
+            .arg(dir.join("locks"))
+            .arg("--proc-root")
+            .arg(dir.join("proc"))
+            .args(args)
+            .arg("--helper")
+            .arg(helper),
     );
     let mut document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     for gpu in document["gpus"].as_array_mut().unwrap() {

@@ -31,12 +31,7 @@ fn metrics_command(state: &Path, output: Option<&Path>) -> Command {
 
 /// The metrics text of `state`, which must exit 0; kept as `<sample>.prom` for CI's parser.
 fn metrics(state: &Path, sample: &str) -> String {
-    let output = metrics_command(state, None).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = common::succeeded(&mut metrics_command(state, None));
     let text = String::from_utf8(output.stdout).unwrap();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("metrics-samples");
     std::fs::create_dir_all(&dir).unwrap();
@@ -140,13 +135,7 @@ fn after_a_sync_with_the_pool_on_each_of_four_gpus_has_its_mode_out_of_nine() {
         ("0000:3d:00.0", ON_PENDING),
         ("0000:3e:00.0", NO_MIG),
     ]);
-    let (code, sync) = host.run(&[
-        "sync",
-        "--pool",
-        "enabled",
-        "--helper",
-        helper.to_str().unwrap(),
-    ]);
+    let (code, sync) = host.sync_enabled(&helper);
     assert_eq!(code, 0, "{sync}");
     let samples = samples(&metrics(&host.path("state"), "four-gpus"));
     let modes = family(&samples, "mxctl_gpu_partition_mode");

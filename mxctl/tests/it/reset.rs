@@ -5,20 +5,12 @@
 
 use crate::common;
 
-use common::{BOARD_NO_BANNER, GPU_NAME_BANNER, Host, Layout, OTHER_VENDOR};
+use common::{
+    BOARD_NO_BANNER, GPU_NAME_BANNER, Host, Layout, OTHER_VENDOR, detail, ended as outcome,
+};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn outcome(document: &serde_json::Value) -> (&str, &str) {
-    (
-        document["outcome"].as_str().unwrap(),
-        document["reason"].as_str().unwrap(),
-    )
-}
-
-fn detail(document: &serde_json::Value) -> &str {
-    document["detail"].as_str().unwrap()
-}
 
 fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -512,15 +504,8 @@ fn a_restart_after_sigkill_inside_the_window_issues_no_second_reset() {
 fn the_text_output_shows_each_step_and_the_outcome() {
     common::require_root();
     let host = Host::new();
-    let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
-        .args(["--config", "/dev/null", "--proc-root"])
-        .arg(host.path("proc"))
-        .arg("--sysfs-root")
-        .arg(host.path("sys"))
-        .arg("--state-dir")
-        .arg(host.path("state"))
-        .arg("--lock-dir")
-        .arg(host.path("locks"))
+    let output = host
+        .mxctl_configured(Path::new("/dev/null"))
         .args(["reset", "--device", "1", "--mx-smi"])
         .arg(host.path("bin/mx-smi"))
         .arg("--kmsg")

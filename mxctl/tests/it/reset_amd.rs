@@ -4,25 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
+use common::{detail, ended};
 
 use common::amd_host::{AmdHost, GPUS, LISTING_2GPU};
-
-fn ended(document: &serde_json::Value) -> (&str, &str) {
-    (
-        document["outcome"].as_str().unwrap(),
-        document["reason"].as_str().unwrap(),
-    )
-}
-
-fn detail(document: &serde_json::Value) -> &str {
-    document["detail"].as_str().unwrap()
-}
-
-fn no_reset_in_flight(host: &AmdHost) {
-    let journal =
-        std::fs::read_to_string(host.path("state/warm-reset-journal.json")).unwrap_or_default();
-    assert!(!journal.contains("in_flight\": {"), "{journal}");
-}
 
 #[test]
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
@@ -39,7 +23,7 @@ fn one_gpu_of_a_hive_of_eight_resets_the_hive_together_once_and_verifies_every_g
         warnings.contains("the kernel resets the XGMI hive together") && warnings.contains(GPUS[7]),
         "{document}"
     );
-    no_reset_in_flight(&host);
+    host.no_reset_in_flight();
 }
 
 #[test]

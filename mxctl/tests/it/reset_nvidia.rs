@@ -3,28 +3,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
+use common::{detail, ended};
 
 use common::nvidia_host::NvidiaHost;
 
 /// GPU 0 and its NVLink peer GPU 2, as `--gpu-reset -i` is given them.
 const GROUP_OF_0: &str = "--gpu-reset -i 00000000:18:00.0,00000000:1A:00.0";
-
-fn ended(document: &serde_json::Value) -> (&str, &str) {
-    (
-        document["outcome"].as_str().unwrap(),
-        document["reason"].as_str().unwrap(),
-    )
-}
-
-fn detail(document: &serde_json::Value) -> &str {
-    document["detail"].as_str().unwrap()
-}
-
-fn no_reset_in_flight(host: &NvidiaHost) {
-    let journal =
-        std::fs::read_to_string(host.path("state/warm-reset-journal.json")).unwrap_or_default();
-    assert!(!journal.contains("in_flight\": {"), "{journal}");
-}
 
 #[test]
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
@@ -97,7 +81,7 @@ fn the_published_busy_block_is_blocked_and_leaves_nothing_in_flight() {
         "{document}"
     );
     assert_eq!(host.resets().len(), 1);
-    no_reset_in_flight(&host);
+    host.no_reset_in_flight();
 }
 
 #[test]

@@ -3,20 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
+use common::{detail, ended};
 
 use common::pci_host::{AUDIO, GPU, PciHost};
 use std::time::Duration;
-
-fn ended(document: &serde_json::Value) -> (&str, &str) {
-    (
-        document["outcome"].as_str().unwrap(),
-        document["reason"].as_str().unwrap(),
-    )
-}
-
-fn detail(document: &serde_json::Value) -> &str {
-    document["detail"].as_str().unwrap()
-}
 
 #[test]
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]

@@ -63,13 +63,7 @@ fn with_the_pool_on_gpus_are_read_or_not_checked_by_design() {
         .virtual_function("0000:3b:00.4", "0000:3b:00.0", Some("nvidia"))
         .unwrap();
     let helper = host.nvml_helper(&["0000:3b:00.0"]);
-    let (_, sync) = host.run(&[
-        "sync",
-        "--pool",
-        "enabled",
-        "--helper",
-        helper.to_str().unwrap(),
-    ]);
+    let (_, sync) = host.sync_enabled(&helper);
     insta::assert_json_snapshot!("pool_on_sync", redacted(&sync));
     let (_, status) = host.run(&["status"]);
     insta::assert_json_snapshot!("pool_on_status", redacted(&status));
@@ -155,13 +149,7 @@ fn turning_the_pool_off_over_a_divided_gpu_is_leaving_and_survives_a_reboot() {
     let host = Host::new();
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
     let helper = host.nvml_helper(&["0000:3b:00.0"]);
-    host.run(&[
-        "sync",
-        "--pool",
-        "enabled",
-        "--helper",
-        helper.to_str().unwrap(),
-    ]);
+    host.sync_enabled(&helper);
     let (_, off) = host.run(&["sync", "--pool", "disabled"]);
     assert_eq!(
         (off["status"].as_str(), off["reason"].as_str()),
@@ -177,21 +165,9 @@ fn a_failed_read_over_a_divided_gpu_is_possibly_enabled() {
     let host = Host::new();
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
     let good = host.nvml_helper(&["0000:3b:00.0"]);
-    host.run(&[
-        "sync",
-        "--pool",
-        "enabled",
-        "--helper",
-        good.to_str().unwrap(),
-    ]);
+    host.sync_enabled(&good);
     let busy = host.helper(|h| h.every_read(Act::Exit(75)));
-    let (_, sync) = host.run(&[
-        "sync",
-        "--pool",
-        "enabled",
-        "--helper",
-        busy.to_str().unwrap(),
-    ]);
+    let (_, sync) = host.sync_enabled(&busy);
     assert_eq!(sync["gpus"][0]["partition_mode"], "possibly_enabled");
     assert_eq!(sync["gpus"][0]["reason"], "busy");
 }
@@ -326,11 +302,7 @@ fn two_syncs_at_once_never_interleave_their_reads_and_writes() {
 #[test]
 fn a_sync_with_a_shorter_lock_wait_says_busy_after_it() {
     let host = Host::new();
-    let _held = gpu_host_probe::Host::new(host.path("state"))
-        .with_sysfs_root(host.sysfs.root())
-        .with_lock_dir(host.path("locks"))
-        .try_lock()
-        .unwrap();
+    let _held = host.hold_lock();
     let started = Instant::now();
     let (code, document) = host.run(&["sync", "--lock-wait", "0.5"]);
     assert_eq!(code, 1);
@@ -341,11 +313,7 @@ fn a_sync_with_a_shorter_lock_wait_says_busy_after_it() {
 #[test]
 fn a_sync_with_a_lock_wait_runs_once_the_holder_lets_go() {
     let host = Host::new();
-    let held = gpu_host_probe::Host::new(host.path("state"))
-        .with_sysfs_root(host.sysfs.root())
-        .with_lock_dir(host.path("locks"))
-        .try_lock()
-        .unwrap();
+    let held = host.hold_lock();
     // Held for a while, as a warm reset's window holds it (that `--lock-wait` replaces the
     // default bound is the rule `mxctl::commands::sync` tests without waiting for it).
     let holder = std::thread::spawn(move || {
@@ -453,12 +421,7 @@ fn vmd_server(host: &Host) {
 fn gpus_on_a_vmd_server_lists_the_gpu_and_names_the_vanished_entry_in_a_warning() {
     let host = Host::new();
     vmd_server(&host);
-    let output = host.command(&["gpus"]).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let output = common::succeeded(&mut host.command(&["gpus"]));
     let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
     let devices: Vec<&str> = document["gpus"]
         .as_array()
@@ -493,13 +456,7 @@ fn sync_on_a_vmd_server_keeps_the_gpu_by_its_address() {
         )
         .unwrap();
     let helper = host.helper(|h| h);
-    let (code, sync) = host.run(&[
-        "sync",
-        "--pool",
-        "enabled",
-        "--helper",
-        helper.to_str().unwrap(),
-    ]);
+    let (code, sync) = host.sync_enabled(&helper);
     assert_eq!(code, 0, "{sync}");
     let gpus: Vec<(&str, &str)> = sync["gpus"]
         .as_array()
@@ -543,13 +500,7 @@ fn sync_with_the_pool_on_reads_each_card_through_the_real_helper_and_nvml() {
         ("00000000:3D:00.0", ON_PENDING),
         ("0000:3e:00.0", NO_MIG),
     ]);
-    let (code, sync) = host.run(&[
-        "sync",
-        "--pool",
-        "enabled",
-        "--helper",
-        helper.to_str().unwrap(),
-    ]);
+    let (code, sync) = host.sync_enabled(&helper);
     assert_eq!(code, 0, "{sync}");
     let modes: Vec<(&str, &str, &str)> = sync["gpus"]
         .as_array()

@@ -60,13 +60,7 @@ fn every_card_to_read_is_written_unknown_before_the_helper_reads_it() {
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
     host.sysfs.nvidia("0000:3c:00.0", Some("nvidia")).unwrap();
     let good = host.nvml_helper(&["0000:3b:00.0", "0000:3c:00.0"]);
-    host.run(&[
-        "sync",
-        "--pool",
-        "enabled",
-        "--helper",
-        good.to_str().unwrap(),
-    ]);
+    host.sync_enabled(&good);
     assert_eq!(
         mode_in_state_file(&host, "0000:3c:00.0").as_deref(),
         Some("enabled")
@@ -100,13 +94,7 @@ fn a_crash_during_a_read_then_a_boot_with_the_pool_off_never_clears_a_divided_gp
     let host = Host::new();
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
     let good = host.nvml_helper(&["0000:3b:00.0"]);
-    let (_, first) = host.run(&[
-        "sync",
-        "--pool",
-        "enabled",
-        "--helper",
-        good.to_str().unwrap(),
-    ]);
+    let (_, first) = host.sync_enabled(&good);
     assert_eq!(first["gpus"][0]["partition_mode"], "enabled");
     // kill -9 while the card is being read: the state holds the `unknown` written before it.
     let helper = hanging_helper(&host);
@@ -199,13 +187,7 @@ fn a_host_with_no_gpu_to_read_forks_no_helper_and_is_ready() {
     host.sysfs.nvidia("0000:3b:00.0", Some("vfio-pci")).unwrap();
     host.sysfs.nvidia("0000:3c:00.0", None).unwrap();
     let helper = host.helper(|h| h);
-    let (code, sync) = host.run(&[
-        "sync",
-        "--pool",
-        "enabled",
-        "--helper",
-        helper.to_str().unwrap(),
-    ]);
+    let (code, sync) = host.sync_enabled(&helper);
     assert_eq!(code, 0);
     assert_eq!(host.helper_calls(), Vec::<String>::new());
     assert_eq!(
@@ -228,13 +210,7 @@ fn with_the_pool_off_no_helper_is_forked() {
     let host = Host::new();
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
     let helper = host.helper(|h| h);
-    let (code, sync) = host.run(&[
-        "sync",
-        "--pool",
-        "disabled",
-        "--helper",
-        helper.to_str().unwrap(),
-    ]);
+    let (code, sync) = host.sync_pool("disabled", &helper);
     assert_eq!(code, 0);
     assert_eq!(sync["reason"], "pool_disabled");
     assert_eq!(host.helper_calls(), Vec::<String>::new());
@@ -244,11 +220,7 @@ fn with_the_pool_off_no_helper_is_forked() {
 fn the_probe_waits_for_a_held_host_lock_before_it_reads_any_card() {
     let host = Host::new();
     let helper = host.helper(|h| h);
-    let held = gpu_host_probe::Host::new(host.path("state"))
-        .with_sysfs_root(host.sysfs.root())
-        .with_lock_dir(host.path("locks"))
-        .try_lock()
-        .unwrap();
+    let held = host.hold_lock();
     let probe = host
         .command(&[
             "probe",
@@ -276,11 +248,7 @@ fn the_probe_waits_for_a_held_host_lock_before_it_reads_any_card() {
 fn the_probe_refuses_a_lock_held_past_its_wait_and_runs_nothing() {
     let host = Host::new();
     let helper = host.helper(|h| h);
-    let _held = gpu_host_probe::Host::new(host.path("state"))
-        .with_sysfs_root(host.sysfs.root())
-        .with_lock_dir(host.path("locks"))
-        .try_lock()
-        .unwrap();
+    let _held = host.hold_lock();
     let started = Instant::now();
     let (code, document) = host.run(&[
         "probe",

@@ -199,13 +199,7 @@ fn a_config_file_writable_by_others_is_refused_and_nothing_is_done() {
 /// Syncs with the pool on and one NVIDIA GPU, reading it with `helper`.
 fn sync_with(host: &SyncHost, helper: &Path) -> serde_json::Value {
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
-    let (code, sync) = host.run(&[
-        "sync",
-        "--pool",
-        "enabled",
-        "--helper",
-        helper.to_str().unwrap(),
-    ]);
+    let (code, sync) = host.sync_enabled(helper);
     assert_eq!(code, 0, "{sync}");
     sync
 }

@@ -13,20 +13,12 @@ use std::process::Command;
 pub const LISTING_2GPU: &str =
     include_str!("../../../../warm-reset/tests/data/amd-smi/list-2gpu-changelog.txt");
 
-/// The hive every GPU of the host is in, as the kernel prints it.
-pub const HIVE: u64 = 12_930_883_541_387_935_051;
+/// The hive every GPU of the host is in, as the kernel prints it: the simulated host's, whose
+/// platform this host is too.
+pub const HIVE: u64 = warm_reset::sim::SIM_HIVE;
 
 /// The eight GPUs of an eight-way MI300X platform, in `amd-smi list`'s order.
-pub const GPUS: [&str; 8] = [
-    "0000:05:00.0",
-    "0000:26:00.0",
-    "0000:46:00.0",
-    "0000:65:00.0",
-    "0000:85:00.0",
-    "0000:a6:00.0",
-    "0000:c6:00.0",
-    "0000:e5:00.0",
-];
+pub const GPUS: [&str; 8] = warm_reset::sim::SIM_HIVE_GPUS;
 
 /// A fake `amd-smi`: `list` prints its file; `reset --gpureset --gpu ADDRESSES` does what
 /// `reset-mode` says. The success output is the layout amd-smi's source prints (inferred: no
@@ -58,17 +50,7 @@ case "$*" in
 esac
 "#;
 
-pub struct AmdHost {
-    pub machine: Machine,
-}
-
-impl std::ops::Deref for AmdHost {
-    type Target = Machine;
-
-    fn deref(&self) -> &Machine {
-        &self.machine
-    }
-}
+machine_host!(AmdHost);
 
 impl AmdHost {
     /// Eight MI300X in hive [`HIVE`], in CPX/NPS1, render nodes 128 to 135.
@@ -138,22 +120,12 @@ impl AmdHost {
 
     /// The `reset` calls the fake received.
     pub fn resets(&self) -> Vec<String> {
-        self.read("bin/calls")
-            .lines()
-            .filter(|line| line.starts_with("reset"))
-            .map(str::to_owned)
-            .collect()
+        self.calls_starting("reset")
     }
 
     /// `mxctl --json reset --method amd --amd-smi … --kmsg … ARGS…`.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut command = self.mxctl(&["reset", "--method", "amd", "--amd-smi"]);
-        command
-            .arg(self.path("bin/amd-smi"))
-            .arg("--kmsg")
-            .arg(self.path("kmsg"))
-            .args(args);
-        command
+        self.reset_through("amd", "amd-smi", args)
     }
 
     pub fn reset(&self, args: &[&str]) -> (i32, serde_json::Value) {

@@ -91,6 +91,43 @@ impl Machine {
         command
     }
 
+    /// Takes the host's GPU lock, as another GPU operation of the host would hold it.
+    pub fn hold_lock(&self) -> gpu_host_probe::HostLock {
+        gpu_host_probe::Host::new(self.path("state"))
+            .with_sysfs_root(self.sysfs.root())
+            .with_lock_dir(self.path("locks"))
+            .try_lock()
+            .unwrap()
+    }
+
+    /// Asserts that the host's reset journal holds no reset in flight.
+    pub fn no_reset_in_flight(&self) {
+        let journal = self.read("state/warm-reset-journal.json");
+        assert!(!journal.contains("in_flight\": {"), "{journal}");
+    }
+
+    /// The calls the host's fake tool logged in `bin/calls` that start with `prefix`.
+    pub fn calls_starting(&self, prefix: &str) -> Vec<String> {
+        self.read("bin/calls")
+            .lines()
+            .filter(|line| line.starts_with(prefix))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// `mxctl --json reset --method METHOD --TOOL bin/TOOL --kmsg kmsg ARGS…`: a reset of
+    /// `method` through the host's fake `tool` and kernel log.
+    pub fn reset_through(&self, method: &str, tool: &str, args: &[&str]) -> Command {
+        let mut command = self.mxctl(&["reset", "--method", method]);
+        command
+            .arg(format!("--{tool}"))
+            .arg(self.path(&format!("bin/{tool}")))
+            .arg("--kmsg")
+            .arg(self.path("kmsg"))
+            .args(args);
+        command
+    }
+
     /// `mxctl --json ARGS…` with no config file.
     pub fn mxctl(&self, args: &[&str]) -> Command {
         let mut command = self.mxctl_configured(Path::new("/dev/null"));

@@ -2,6 +2,24 @@
 //! `/proc/modules`, a boot id, a kernel log file, and a state directory.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+/// A host of one vendor's fakes over a [`machine::Machine`], which it reads as: every such host
+/// is the machine and what it puts on it, so the wrapper is said once.
+macro_rules! machine_host {
+    ($name:ident) => {
+        pub struct $name {
+            pub machine: $crate::common::machine::Machine,
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = $crate::common::machine::Machine;
+
+            fn deref(&self) -> &$crate::common::machine::Machine {
+                &self.machine
+            }
+        }
+    };
+}
+
 pub mod amd_host;
 pub mod machine;
 pub mod nvidia_host;
@@ -71,17 +89,7 @@ case "$*" in
 esac
 "#;
 
-pub struct Host {
-    pub machine: Machine,
-}
-
-impl std::ops::Deref for Host {
-    type Target = Machine;
-
-    fn deref(&self) -> &Machine {
-        &self.machine
-    }
-}
+machine_host!(Host);
 
 impl Host {
     pub fn new() -> Host {
@@ -168,6 +176,30 @@ impl Host {
             .spawn()
             .unwrap()
     }
+}
+
+/// A reset's `outcome` and `reason`, from its `--json` document.
+pub fn ended(document: &serde_json::Value) -> (&str, &str) {
+    (
+        document["outcome"].as_str().unwrap(),
+        document["reason"].as_str().unwrap(),
+    )
+}
+
+/// A reset's `detail`, from its `--json` document.
+pub fn detail(document: &serde_json::Value) -> &str {
+    document["detail"].as_str().unwrap()
+}
+
+/// Runs `command`, which must exit 0 (its stderr in the failure), and answers its output.
+pub fn succeeded(command: &mut Command) -> std::process::Output {
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
 }
 
 /// Runs `command` and answers its exit status and its `--json` document.

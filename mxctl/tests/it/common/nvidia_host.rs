@@ -63,17 +63,7 @@ case "$*" in
 esac
 "#;
 
-pub struct NvidiaHost {
-    pub machine: Machine,
-}
-
-impl std::ops::Deref for NvidiaHost {
-    type Target = Machine;
-
-    fn deref(&self) -> &Machine {
-        &self.machine
-    }
-}
+machine_host!(NvidiaHost);
 
 impl NvidiaHost {
     pub fn new() -> NvidiaHost {
@@ -110,22 +100,12 @@ impl NvidiaHost {
 
     /// The `--gpu-reset` calls the fake received.
     pub fn resets(&self) -> Vec<String> {
-        self.read("bin/calls")
-            .lines()
-            .filter(|line| line.starts_with("--gpu-reset"))
-            .map(str::to_owned)
-            .collect()
+        self.calls_starting("--gpu-reset")
     }
 
     /// `mxctl --json reset --method nvidia --nvidia-smi … --kmsg … ARGS…`.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut command = self.mxctl(&["reset", "--method", "nvidia", "--nvidia-smi"]);
-        command
-            .arg(self.path("bin/nvidia-smi"))
-            .arg("--kmsg")
-            .arg(self.path("kmsg"))
-            .args(args);
-        command
+        self.reset_through("nvidia", "nvidia-smi", args)
     }
 
     pub fn reset(&self, args: &[&str]) -> (i32, serde_json::Value) {

@@ -16,17 +16,7 @@ use std::time::{Duration, Instant};
 pub const GPU: &str = "0000:3b:00.0";
 pub const AUDIO: &str = "0000:3b:00.1";
 
-pub struct PciHost {
-    pub machine: Machine,
-}
-
-impl std::ops::Deref for PciHost {
-    type Target = Machine;
-
-    fn deref(&self) -> &Machine {
-        &self.machine
-    }
-}
+machine_host!(PciHost);
 
 impl PciHost {
     /// A GPU at [`GPU`] bound to `vfio-pci` (FLR first, then bus) and its audio function at

@@ -2,7 +2,7 @@
 //! `mx-smi` call and link command, a config naming the fake link commands, and a group file.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use super::Host;
+use super::{Host, run_json, succeeded};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -53,25 +53,20 @@ impl Pool {
     }
 
     pub fn plan(&self) -> PathBuf {
-        let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
-            .arg("--config")
-            .arg(&self.config)
-            .args([
-                "reset",
-                "plan",
-                "--faulty",
-                "h2",
-                "--strategy",
-                "faulty-only",
-                "--group",
-            ])
-            .arg(self.top.path().join("group.json"))
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
+        let output = succeeded(
+            Command::new(env!("CARGO_BIN_EXE_mxctl"))
+                .arg("--config")
+                .arg(&self.config)
+                .args([
+                    "reset",
+                    "plan",
+                    "--faulty",
+                    "h2",
+                    "--strategy",
+                    "faulty-only",
+                    "--group",
+                ])
+                .arg(self.top.path().join("group.json")),
         );
         let path = self.top.path().join("plan.json");
         std::fs::write(&path, &output.stdout).unwrap();
@@ -80,19 +75,10 @@ impl Pool {
 
     pub fn step(&self, plan: &Path, name: &str, phase: usize) -> (i32, serde_json::Value) {
         let host = self.host(name);
-        let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
+        let mut command = host.mxctl_configured(&self.config);
+        command
             .current_dir(host.dir.path())
-            .arg("--config")
-            .arg(&self.config)
             .arg("--json")
-            .arg("--proc-root")
-            .arg(host.path("proc"))
-            .arg("--sysfs-root")
-            .arg(host.path("sys"))
-            .arg("--state-dir")
-            .arg(host.path("state"))
-            .arg("--lock-dir")
-            .arg(host.path("locks"))
             .args([
                 "reset",
                 "step",
@@ -106,12 +92,8 @@ impl Pool {
             .arg("--mx-smi")
             .arg(host.path("bin/mx-smi"))
             .arg("--kmsg")
-            .arg(host.path("bin/kmsg"))
-            .output()
-            .unwrap();
-        let document = serde_json::from_slice(&output.stdout)
-            .unwrap_or_else(|_| panic!("not JSON: {}", String::from_utf8_lossy(&output.stderr)));
-        (output.status.code().unwrap(), document)
+            .arg(host.path("bin/kmsg"));
+        run_json(command)
     }
 
     /// Everything each host recorded: its mx-smi calls and its link commands.

@@ -5,7 +5,7 @@
 use super::machine::Machine;
 use fake_nvml::support;
 use gpu_host_probe::test_util::FakeHelper;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// NVML scenarios of the helper's tests (A100-SXM4-40GB, the real profile table).
@@ -14,17 +14,7 @@ pub const NONE_CARVED: &str = fake_nvml::scenarios::A100_MIG_ON_NONE_CARVED;
 pub const ON_PENDING: &str = fake_nvml::scenarios::A100_MIG_OFF_ON_PENDING;
 pub const NO_MIG: &str = fake_nvml::scenarios::L40S_NO_MIG;
 
-pub struct SyncHost {
-    pub machine: Machine,
-}
-
-impl std::ops::Deref for SyncHost {
-    type Target = Machine;
-
-    fn deref(&self) -> &Machine {
-        &self.machine
-    }
-}
+machine_host!(SyncHost);
 
 impl SyncHost {
     pub fn new() -> SyncHost {
@@ -63,6 +53,16 @@ impl SyncHost {
 
     pub fn run(&self, args: &[&str]) -> (i32, serde_json::Value) {
         super::run_json(self.command(args))
+    }
+
+    /// `mxctl --json sync --pool enabled --helper HELPER`: a sync that reads the cards.
+    pub fn sync_enabled(&self, helper: &Path) -> (i32, serde_json::Value) {
+        self.sync_pool("enabled", helper)
+    }
+
+    /// `mxctl --json sync --pool POOL --helper HELPER`.
+    pub fn sync_pool(&self, pool: &str, helper: &Path) -> (i32, serde_json::Value) {
+        self.run(&["sync", "--pool", pool, "--helper", helper.to_str().unwrap()])
     }
 }
 
