@@ -4,6 +4,7 @@
 //! the part or a holder says no, declared, compared by the sync and restored after a reboot.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common::assert_outcome;
 use gpu_host_probe::amdgpu::{ComputePartition as C, MemoryPartition as M};
 use gpu_partition_types::PartitionMode;
 use host_sync::fake_amdgpu::MI300X;
@@ -18,7 +19,7 @@ use crate::common::amd_bed::*;
 fn cpx_nps4_on_a_hive_of_eight_requests_memory_reloads_once_holds_and_is_declared() {
     let mut bed = Bed::new(MI300X);
     let report = bed.apply("cpx-nps4");
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     let requests = bed
         .log()
         .iter()
@@ -81,7 +82,7 @@ fn a_second_apply_of_a_profile_that_holds_writes_nothing_and_the_assert_says_app
 fn a_compute_change_alone_is_written_at_once_without_a_reload() {
     let mut bed = Bed::new(MI300X);
     let report = bed.apply("qpx-nps1");
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     assert_eq!(bed.reloads(), 0);
     assert!(!report.reload_planned);
     let writes = bed
@@ -118,7 +119,7 @@ fn a_reboot_loses_the_compute_partition_the_sync_says_drifted_and_a_restore_brin
     let Restore::Ran(report) = bed.restore() else {
         panic!("nothing restored");
     };
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     assert_eq!(bed.reloads(), 0);
     assert_eq!(report.host.unwrap().declared, Some(HoldingState::Holds));
 }
@@ -136,7 +137,7 @@ fn a_boot_that_loses_the_memory_partition_too_is_restored_with_one_reload() {
     let Restore::Ran(report) = bed.restore() else {
         panic!("nothing restored");
     };
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     assert_eq!(bed.reloads(), 2, "the apply's and the restore's");
 }
 
@@ -179,12 +180,7 @@ fn undivided_with_the_pool_off_is_allowed_and_divided_is_refused() {
     let divided = off("cpx-nps4");
     assert_eq!(reason(&divided), Some("pool_disabled"));
     let undivided = off("spx-nps1");
-    assert_eq!(
-        undivided.outcome,
-        ApplyOutcome::Done,
-        "{:?}",
-        undivided.detail
-    );
+    assert_outcome(&undivided, ApplyOutcome::Done);
 }
 
 #[test]
@@ -205,7 +201,7 @@ fn hooks_that_stop_the_exporter_before_and_start_it_after_let_the_apply_run_as_d
             sh(format!("echo 5151 > {}", procs.display())),
         );
     let report = bed.apply("cpx-nps4");
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     assert_eq!(bed.reloads(), 1);
     assert_eq!(report.hooks.len(), 2);
     assert_eq!(std::fs::read_to_string(&procs).unwrap(), "5151\n");
@@ -220,7 +216,7 @@ fn a_gpu_outside_the_profile_that_the_reload_resets_is_set_back_with_a_warning()
         "skippedGPUs": {"ids": [4, 5, 6, 7]},
         "profiles": [{"computePartition": "CPX", "memoryPartition": "NPS4", "numGPUsAssigned": 4}]}}}"#;
     let report = bed.apply_from(first_hive, "cpx-nps4-first");
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     assert_eq!(bed.reloads(), 1);
     let fake = bed.fake.lock().unwrap();
     for index in 4..8 {

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common::amd_bed::*;
+use crate::common::assert_outcome;
 use gpu_host_probe::amdgpu::{ComputePartition as C, MemoryPartition as M, read_partitions};
 use host_sync::StateStore;
 use host_sync::fake_amdgpu::MI300X;
@@ -23,7 +24,7 @@ fn leave_after_cpx_nps4_makes_every_gpu_spx_nps1_with_one_reload_and_declares_it
     let mut bed = Bed::new(MI300X);
     assert_eq!(bed.apply("cpx-nps4").outcome, ApplyOutcome::Done);
     let left = bed.leave();
-    assert_eq!(left.outcome, ApplyOutcome::Done, "{:?}", left.detail);
+    assert_outcome(&left, ApplyOutcome::Done);
     assert_eq!(left.label, "leave");
     assert_eq!(bed.reloads(), 2, "the apply's and the leave's");
     for index in 0..8 {
@@ -51,7 +52,7 @@ fn leave_after_cpx_nps4_makes_every_gpu_spx_nps1_with_one_reload_and_declares_it
 fn leave_on_undivided_gpus_writes_nothing_and_reloads_nothing() {
     let mut bed = Bed::new(MI300X);
     let left = bed.leave();
-    assert_eq!(left.outcome, ApplyOutcome::Done, "{:?}", left.detail);
+    assert_outcome(&left, ApplyOutcome::Done);
     assert_eq!(left.writes(), 0);
     assert_eq!(bed.log(), Vec::<String>::new());
 }
@@ -63,12 +64,7 @@ fn leave_is_blocked_before_any_write_by_a_process_holding_a_gpu() {
     let before = bed.log();
     bed.holder(4242, "rocm-bench", "/dev/dri/renderD131");
     let left = bed.leave();
-    assert_eq!(
-        left.outcome,
-        ApplyOutcome::Blocked(ApplyReason::GpuBusy),
-        "{:?}",
-        left.detail
-    );
+    assert_outcome(&left, ApplyOutcome::Blocked(ApplyReason::GpuBusy));
     assert_eq!(bed.log(), before, "no write");
 }
 

@@ -3,6 +3,7 @@
 //! and typed per GPU where the driver refuses a write once writes began.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common::{assert_detail_says, assert_outcome};
 use gpu_host_probe::amdgpu::{ComputePartition as C, MemoryPartition as M};
 use gpu_host_probe::run::RunResult;
 use gpu_partition_types::PartitionMode;
@@ -88,12 +89,7 @@ fn a_reload_the_driver_refuses_fails_the_apply_and_the_requests_stay_pending() {
     // A ROCm process the holders' scan did not see (it opened the GPU after the preflight).
     bed.fake.lock().unwrap().gpus[6].held = true;
     let report = bed.apply("cpx-nps4");
-    assert_eq!(
-        report.outcome,
-        ApplyOutcome::Failed(ApplyReason::StepRefused),
-        "{:?}",
-        report.detail
-    );
+    assert_outcome(&report, ApplyOutcome::Failed(ApplyReason::StepRefused));
     assert!(
         report.detail.as_deref().unwrap().contains("in use"),
         "{:?}",
@@ -107,7 +103,7 @@ fn a_reload_the_driver_refuses_fails_the_apply_and_the_requests_stay_pending() {
     // Once the holder is gone, the same apply completes by diff.
     bed.fake.lock().unwrap().gpus[6].held = false;
     let healed = bed.apply("cpx-nps4");
-    assert_eq!(healed.outcome, ApplyOutcome::Done, "{:?}", healed.detail);
+    assert_outcome(&healed, ApplyOutcome::Done);
 }
 
 #[test]
@@ -187,12 +183,7 @@ fn a_compute_write_the_kernel_refuses_stops_that_gpu_and_the_others_hold() {
     // A ROCm process the holders' scan did not see: the kernel answers EBUSY.
     bed.fake.lock().unwrap().gpus[3].held = true;
     let report = bed.apply("qpx-nps1");
-    assert_eq!(
-        report.outcome,
-        ApplyOutcome::Failed(ApplyReason::StepRefused),
-        "{:?}",
-        report.detail
-    );
+    assert_outcome(&report, ApplyOutcome::Failed(ApplyReason::StepRefused));
     let refused = &report.gpus[3];
     assert_eq!(
         refused.outcome,
@@ -244,20 +235,13 @@ fn a_compute_partition_not_offered_with_the_memory_change_is_blocked_before_any_
     let Restore::Ran(report) = bed.restore() else {
         panic!("the restore did not run");
     };
-    assert_eq!(
-        report.outcome,
+    assert_outcome(
+        &report,
         ApplyOutcome::Blocked(ApplyReason::LayoutImpossible),
-        "{:?}",
-        report.detail
     );
-    assert!(
-        report
-            .detail
-            .as_deref()
-            .unwrap_or_default()
-            .contains("TPX is not offered once its memory partition is NPS4"),
-        "{:?}",
-        report.detail
+    assert_detail_says(
+        &report,
+        "TPX is not offered once its memory partition is NPS4",
     );
     assert_eq!(bed.log(), Vec::<String>::new(), "no request, no reload");
     assert_eq!((report.reload_planned, report.reloads), (false, 0));

@@ -6,6 +6,7 @@
 //! has written are `apply_failures`'s).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common::{assert_detail_says, assert_outcome};
 use fake_nvml::Client;
 use gpu_host_probe::Cancel;
 use gpu_host_probe::helper::{Helper, HelperConfig};
@@ -25,7 +26,7 @@ use crate::common::bed::{Bed, FIRST, SECOND, bdf, device_mut, mig};
 fn two_a100s_enter_partitioning_reset_together_in_one_command_and_read_back_as_the_layout_wants() {
     let mut bed = Bed::two_a100s();
     let report = bed.apply(&bed.options("all-1g.5gb"));
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     for bus_id in [FIRST, SECOND] {
         let card = bed.card(bus_id);
         assert_eq!(mig(&card), (1, 1), "{bus_id}");
@@ -258,7 +259,7 @@ if [ \"$1\" = read ]; then '{}' \"$@\" | sed 's/{{\"id\":0,\"name\":\"7g.40gb\"/
     .unwrap();
     bed.helper = Helper::new(HelperConfig::new(wrapper));
     let report = bed.apply(&bed.options("all-1g.5gb").dry_run(true));
-    assert_eq!(report.outcome, ApplyOutcome::DryRun, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::DryRun);
     assert!(
         report
             .warnings
@@ -275,7 +276,7 @@ fn leaving_partitioning_turns_mig_off_with_one_reset_command_for_both() {
     let mut bed = Bed::two_a100s();
     bed.apply(&bed.options("all-1g.5gb"));
     let report = bed.apply(&bed.options("all-disabled"));
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     for bus_id in [FIRST, SECOND] {
         let card = bed.card(bus_id);
         assert_eq!(mig(&card), (0, 0), "{bus_id}");
@@ -294,14 +295,7 @@ fn a_layout_that_names_no_gpu_of_the_host_says_so_and_never_that_it_holds() {
     let mut bed = Bed::two_a100s();
     let report = bed.apply(&bed.options("gpu-7"));
     assert_eq!(report.outcome, ApplyOutcome::NothingNamed);
-    assert!(
-        report
-            .detail
-            .as_deref()
-            .is_some_and(|detail| detail.contains("names no GPU of this host")),
-        "{:?}",
-        report.detail
-    );
+    assert_detail_says(&report, "names no GPU of this host");
     assert_eq!(report.conclusion(), mig_layout::Conclusion::NothingNamed);
     assert_ne!(
         report.conclusion().to_string(),
@@ -342,7 +336,7 @@ fn an_assert_whose_lock_is_held_is_blocked_lock_busy_naming_the_holder_as_an_app
 fn a_failed_apply_leaves_the_declaration_before_it_standing_and_a_restore_brings_the_host_back() {
     let mut bed = Bed::two_a100s();
     let first = bed.apply(&bed.options("all-1g.5gb"));
-    assert_eq!(first.outcome, ApplyOutcome::Done, "{:?}", first.detail);
+    assert_outcome(&first, ApplyOutcome::Done);
     let before = bed.store.load().unwrap().unwrap().declared.unwrap();
     // The card refuses the next layout's create, after its destroys were made.
     bed.change(|scenario| {
@@ -352,12 +346,7 @@ fn a_failed_apply_leaves_the_declaration_before_it_standing_and_a_restore_brings
         );
     });
     let failed = bed.apply(&bed.options("first-3g"));
-    assert_eq!(
-        failed.outcome,
-        ApplyOutcome::Failed(ApplyReason::StepRefused),
-        "{:?}",
-        failed.detail
-    );
+    assert_outcome(&failed, ApplyOutcome::Failed(ApplyReason::StepRefused));
     let after = bed.store.load().unwrap().unwrap().declared.unwrap();
     assert_eq!(
         (&after.label, after.generation, &after.gpus),
@@ -379,12 +368,7 @@ fn a_failed_apply_leaves_the_declaration_before_it_standing_and_a_restore_brings
     let Restore::Ran(restored) = bed.restore(&ApplyOptions::new(Pool::Enabled)) else {
         panic!("the restore did not run");
     };
-    assert_eq!(
-        restored.outcome,
-        ApplyOutcome::Done,
-        "{:?}",
-        restored.detail
-    );
+    assert_outcome(&restored, ApplyOutcome::Done);
     assert_eq!(restored.conclusion(), mig_layout::Conclusion::Holds);
     assert_eq!(bed.card(FIRST).gpu_instances.len(), 7);
 }

@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common::assert_outcome;
 use fake_nvml::scenarios;
 use fake_nvml::{Client, GpuInstance, ResetFault};
 use gpu_host_probe::Cancel;
@@ -29,12 +30,7 @@ fn an_apply_cancelled_after_its_first_write_fails_cancelled_and_issues_no_reset(
             cancel.cancel();
         }
     });
-    assert_eq!(
-        report.outcome,
-        ApplyOutcome::Failed(ApplyReason::Cancelled),
-        "{:?}",
-        report.detail
-    );
+    assert_outcome(&report, ApplyOutcome::Failed(ApplyReason::Cancelled));
     assert!(bed.backend.host().resets.is_empty());
     // The first card's mode was set (pending its reset); the second was never written.
     assert_eq!(mig(&bed.card(FIRST)), (0, 1));
@@ -45,7 +41,7 @@ fn an_apply_cancelled_after_its_first_write_fails_cancelled_and_issues_no_reset(
     );
     // The host is not held: the next apply goes on, and converges.
     let again = bed.apply(&bed.options("all-1g.5gb"));
-    assert_eq!(again.outcome, ApplyOutcome::Done, "{:?}", again.detail);
+    assert_outcome(&again, ApplyOutcome::Done);
 }
 
 #[test]
@@ -58,12 +54,7 @@ fn a_step_the_driver_refuses_fails_the_apply_with_step_refused_and_its_kind() {
         );
     });
     let report = bed.apply(&bed.options("all-1g.5gb"));
-    assert_eq!(
-        report.outcome,
-        ApplyOutcome::Failed(ApplyReason::StepRefused),
-        "{:?}",
-        report.detail
-    );
+    assert_outcome(&report, ApplyOutcome::Failed(ApplyReason::StepRefused));
     let refused = report.gpus[0]
         .nvidia_work()
         .unwrap()
@@ -99,12 +90,7 @@ fn a_process_holding_the_card_at_its_reset_fails_the_apply_with_reset_blocked() 
             }
         }
     });
-    assert_eq!(
-        report.outcome,
-        ApplyOutcome::Failed(ApplyReason::ResetBlocked),
-        "{:?}",
-        report.detail
-    );
+    assert_outcome(&report, ApplyOutcome::Failed(ApplyReason::ResetBlocked));
     assert!(report.detail.unwrap().contains("2718"));
     assert!(bed.backend.host().resets.is_empty());
 }
@@ -125,12 +111,7 @@ fn a_reset_that_would_take_an_nvlink_peer_with_instances_outside_the_layout_is_r
         peer.clients.clear();
     });
     let report = bed.apply(&bed.options("first-3g"));
-    assert_eq!(
-        report.outcome,
-        ApplyOutcome::Failed(ApplyReason::ResetBlocked),
-        "{:?}",
-        report.detail
-    );
+    assert_outcome(&report, ApplyOutcome::Failed(ApplyReason::ResetBlocked));
     let detail = report.detail.unwrap();
     assert!(
         detail.contains("NVLink peer") && detail.contains(SECOND),
@@ -153,7 +134,7 @@ fn an_nvlink_pair_named_by_the_layout_is_reset_in_one_command() {
         &[&[FIRST, SECOND]],
     );
     let report = bed.apply(&bed.options("all-1g.5gb"));
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     assert_eq!(
         bed.backend.host().resets,
         vec!["00000000:3B:00.0,00000000:3C:00.0".to_owned()]
@@ -165,12 +146,7 @@ fn a_reset_that_leaves_the_mode_pending_fails_the_apply_with_mode_pending() {
     let mut bed = Bed::two_a100s();
     bed.backend.host_mut().fault = Some(ResetFault::NoEffect);
     let report = bed.apply(&bed.options("all-1g.5gb"));
-    assert_eq!(
-        report.outcome,
-        ApplyOutcome::Failed(ApplyReason::ModePending),
-        "{:?}",
-        report.detail
-    );
+    assert_outcome(&report, ApplyOutcome::Failed(ApplyReason::ModePending));
     assert_eq!(mig(&bed.card(FIRST)), (0, 1));
 }
 
@@ -194,12 +170,7 @@ fn an_instance_another_client_makes_after_the_reset_fails_the_apply_did_not_conv
             }
         }
     });
-    assert_eq!(
-        report.outcome,
-        ApplyOutcome::Failed(ApplyReason::DidNotConverge),
-        "{:?}",
-        report.detail
-    );
+    assert_outcome(&report, ApplyOutcome::Failed(ApplyReason::DidNotConverge));
     assert!(report.detail.unwrap().contains(FIRST));
     assert_eq!(
         bed.card(FIRST).gpu_instances.len(),
@@ -238,12 +209,7 @@ fn an_instance_another_client_creates_during_the_apply_fails_the_read_back() {
             }
         }
     });
-    assert_eq!(
-        report.outcome,
-        ApplyOutcome::Failed(ApplyReason::ReadBackDiffers),
-        "{:?}",
-        report.detail
-    );
+    assert_outcome(&report, ApplyOutcome::Failed(ApplyReason::ReadBackDiffers));
     assert!(!report.gpus[0].differences.is_empty());
 }
 
@@ -262,12 +228,7 @@ fn a_card_unreadable_after_its_reset_fails_the_apply_with_gpu_unreadable() {
             }
         }
     });
-    assert_eq!(
-        report.outcome,
-        ApplyOutcome::Failed(ApplyReason::GpuUnreadable),
-        "{:?}",
-        report.detail
-    );
+    assert_outcome(&report, ApplyOutcome::Failed(ApplyReason::GpuUnreadable));
 }
 
 #[test]
@@ -275,11 +236,9 @@ fn a_card_gone_after_its_reset_requires_a_cold_reboot() {
     let mut bed = Bed::two_a100s();
     bed.backend.host_mut().fault = Some(ResetFault::Gone("00000000:3B:00.0".to_owned()));
     let report = bed.apply(&bed.options("all-1g.5gb"));
-    assert_eq!(
-        report.outcome,
+    assert_outcome(
+        &report,
         ApplyOutcome::ColdRebootRequired(ColdRebootReason::GpuMissing),
-        "{:?}",
-        report.detail
     );
     assert_eq!(
         bed.recorded(),
@@ -316,11 +275,9 @@ fn one_of_four_gpus_not_back_after_the_reset_needs_a_cold_reboot_and_the_other_t
     let mut bed = Bed::new(&cards, &[]);
     bed.backend.host_mut().fault = Some(ResetFault::Gone("00000000:3D:00.0".to_owned()));
     let report = bed.apply(&bed.options("all-1g.5gb"));
-    assert_eq!(
-        report.outcome,
+    assert_outcome(
+        &report,
         ApplyOutcome::ColdRebootRequired(ColdRebootReason::GpuMissing),
-        "{:?}",
-        report.detail
     );
     let detail = report.detail.clone().unwrap();
     assert!(

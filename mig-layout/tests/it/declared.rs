@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common::bed::{Bed, FIRST, SECOND, bdf, change_state, device_mut};
+use crate::common::{assert_detail_says, assert_outcome};
 use fake_nvml::{GpuInstance, ResetFault};
 use gpu_host_probe::Cancel;
 use gpu_host_probe::Clock;
@@ -33,7 +34,7 @@ fn label(bed: &mut Bed) -> String {
 fn applied() -> Bed {
     let mut bed = Bed::two_a100s();
     let report = bed.apply(&bed.options("all-1g.5gb"));
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     assert_eq!(holding(&mut bed), Holding::Holds);
     bed
 }
@@ -133,20 +134,8 @@ fn a_cancel_while_the_first_batch_is_in_flight_writes_nothing_and_the_declaratio
     let report = bed.apply(&bed.options("all-disabled").cancel(cancel));
     returned.store(true, std::sync::atomic::Ordering::SeqCst);
     canceller.join().unwrap();
-    assert_eq!(
-        report.outcome,
-        ApplyOutcome::Blocked(ApplyReason::Cancelled),
-        "{:?}",
-        report.detail
-    );
-    assert!(
-        report
-            .detail
-            .as_deref()
-            .is_some_and(|detail| detail.contains("nothing was written")),
-        "{:?}",
-        report.detail
-    );
+    assert_outcome(&report, ApplyOutcome::Blocked(ApplyReason::Cancelled));
+    assert_detail_says(&report, "nothing was written");
     assert_eq!(label(&mut bed), "all-1g.5gb");
     // A restore applies the declaration that stands: the cards hold it, zero steps.
     bed.helper = real;
@@ -154,12 +143,7 @@ fn a_cancel_while_the_first_batch_is_in_flight_writes_nothing_and_the_declaratio
         panic!("nothing restored");
     };
     assert_eq!(restored.label, "all-1g.5gb");
-    assert_eq!(
-        restored.outcome,
-        ApplyOutcome::Done,
-        "{:?}",
-        restored.detail
-    );
+    assert_outcome(&restored, ApplyOutcome::Done);
     assert_eq!(restored.writes(), 0);
 }
 
@@ -226,7 +210,7 @@ fn by_hand(bed: &Bed, bus_id: &str, id: u32, start: u32) {
 fn first_3g() -> Bed {
     let mut bed = Bed::two_a100s();
     let report = bed.apply(&bed.options("first-3g"));
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     bed
 }
 
@@ -237,7 +221,7 @@ fn an_instance_created_by_hand_is_destroyed_by_a_restore_by_default() {
     let Restore::Ran(report) = bed.restore(&ApplyOptions::new(Pool::Enabled)) else {
         panic!("nothing restored");
     };
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     assert!(bed.card(FIRST).gpu_instances.iter().all(|gi| gi.id != 9));
 }
 
@@ -249,7 +233,7 @@ fn adopting_an_instance_created_by_hand_a_restore_keeps_it_and_reports_it() {
     let Restore::Ran(report) = bed.restore(&options) else {
         panic!("nothing restored");
     };
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     assert_eq!(report.writes(), 0);
     let adopted = &report.gpus[0].nvidia_work().unwrap().adopted;
     assert_eq!(adopted.len(), 1, "{report:?}");
@@ -328,14 +312,7 @@ fn after_a_reset_that_needs_a_cold_reboot_no_restore_warm_resets_that_card_again
         again.outcome,
         again.detail
     );
-    assert!(
-        again
-            .detail
-            .as_deref()
-            .is_some_and(|detail| detail.contains("cold reboot")),
-        "{:?}",
-        again.detail
-    );
+    assert_detail_says(&again, "cold reboot");
     let journal = warm_reset::read_journal(&bed.host).unwrap();
     assert_eq!(journal.cold_reboot.len(), 1);
     assert_eq!(journal.cold_reboot[0].devices, vec![bdf(FIRST)]);
@@ -356,7 +333,7 @@ fn a_restore_with_a_declared_gpu_gone_ends_saying_the_layout_does_not_hold() {
     let Restore::Ran(report) = bed.restore(&ApplyOptions::new(Pool::Enabled)) else {
         panic!("nothing restored");
     };
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     assert_eq!(report.conclusion(), Conclusion::DeclaredDiffers);
     assert_ne!(
         report.conclusion().to_string(),
@@ -394,7 +371,7 @@ fn an_apply_stamps_its_records_with_its_runs_clock_not_the_machines() {
     bed.clock.sleep(Duration::from_secs(400_000_000));
     let epoch = 1_800_000_000 + 400_000_000;
     let report = bed.apply(&bed.options("all-1g.5gb"));
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     let state = bed.store.load().unwrap().unwrap();
     let layout = state.layout.unwrap();
     let finished = layout.finished_at.unwrap();

@@ -5,6 +5,7 @@
 //! and AMD partitions, rebooted, and restored without the fakes' writers, then with them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common::{assert_detail_says, assert_outcome};
 use fake_nvml::support::{ProcRoot, VgpuHost, vgpu_host};
 use fake_nvml::{FakeNvmlBackend, scenarios};
 use gpu_host_probe::amdgpu::MemoryPartition as M;
@@ -174,13 +175,13 @@ fn declared() -> Bed {
     let report = bed.run(Writers::Fakes, |run, options| {
         apply_vgpu(run, "A100-1-5C", &specs, options).unwrap()
     });
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     let document = DcmDocument::from_text(PROFILES).unwrap();
     let profile = document.profile("qpx-nps1").unwrap().clone();
     let report = bed.run(Writers::Fakes, |run, options| {
         apply_amd(run, "qpx-nps1", &profile, options).unwrap()
     });
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     bed
 }
 
@@ -193,7 +194,7 @@ fn restores_whole(bed: &mut Bed) {
     let Restore::Ran(report) = restored else {
         panic!("the restore did not run: {restored:?}");
     };
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     assert_eq!(report.conclusion(), Conclusion::Holds);
     let written: Vec<usize> = report.gpus.iter().map(|gpu| gpu.writes()).collect();
     assert!(written.iter().all(|writes| *writes > 0), "{written:?}");
@@ -266,7 +267,7 @@ fn a_boot_restore_refused_for_the_machines_programs_is_not_the_boots_one_and_run
     let Restore::Ran(report) = restored else {
         panic!("the boot's restore did not run: {restored:?}");
     };
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
 }
 
 /// A copy of the fake's `sriov-manage` that anyone may change.
@@ -287,21 +288,11 @@ fn an_sriov_manage_anyone_may_change_blocks_the_apply_before_the_mig_mode_is_wri
     let report = bed.run(Writers::SriovManageAt(unsafe_script), |run, options| {
         apply_vgpu(run, "A100-1-5C", &specs, options).unwrap()
     });
-    assert_eq!(
-        report.outcome,
+    assert_outcome(
+        &report,
         ApplyOutcome::Blocked(mig_layout::ApplyReason::ToolUnavailable),
-        "{:?}",
-        report.detail
     );
-    assert!(
-        report
-            .detail
-            .as_deref()
-            .unwrap_or_default()
-            .contains("sriov-manage"),
-        "{:?}",
-        report.detail
-    );
+    assert_detail_says(&report, "sriov-manage");
     assert_eq!(
         bed.writes(),
         (Vec::new(), Vec::new()),
@@ -328,21 +319,11 @@ fn a_modprobe_anyone_may_change_blocks_an_amd_apply_that_reloads_before_any_memo
     let report = bed.run(Writers::ModprobeAt(unsafe_script), |run, options| {
         apply_amd(run, "cpx-nps4", &profile, options).unwrap()
     });
-    assert_eq!(
-        report.outcome,
+    assert_outcome(
+        &report,
         ApplyOutcome::Blocked(mig_layout::ApplyReason::ToolUnavailable),
-        "{:?}",
-        report.detail
     );
-    assert!(
-        report
-            .detail
-            .as_deref()
-            .unwrap_or_default()
-            .contains("modprobe"),
-        "{:?}",
-        report.detail
-    );
+    assert_detail_says(&report, "modprobe");
     assert_eq!(std::fs::read_to_string(&memory_file).unwrap(), before);
     assert_eq!(bed.writes(), (Vec::new(), Vec::new()));
 }

@@ -5,6 +5,7 @@
 //! type writes, one log.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common::{assert_detail_says, assert_outcome};
 use fake_nvml::MigMode;
 use gpu_host_probe::run::RunResult;
 use host_sync::sriov::read_sriov;
@@ -249,7 +250,7 @@ fn two_vfs_that_swap_types_drift_naming_both_and_a_restore_puts_each_type_back_o
     let Restore::Ran(report) = bed.restore() else {
         panic!("the restore did not run");
     };
-    assert_eq!(report.outcome, ApplyOutcome::Done, "{:?}", report.detail);
+    assert_outcome(&report, ApplyOutcome::Done);
     assert_eq!(types_now(&bed), before, "each type back on its VF");
     assert_eq!(bed.holding(), Holding::Holds);
 }
@@ -390,26 +391,16 @@ fn two_time_sliced_types_without_heterogeneous_mode_are_blocked_before_any_write
     assert_eq!(bed.run(Some("A100-10C")).outcome, ApplyOutcome::Done);
     let before = bed.writes();
     let report = bed.run(Some("A100-two-time-sliced"));
-    assert_eq!(
-        report.outcome,
+    assert_outcome(
+        &report,
         ApplyOutcome::Blocked(ApplyReason::LayoutImpossible),
-        "{:?}",
-        report.detail
     );
     let impossible = report.impossible.as_ref().unwrap();
     assert_eq!(
         impossible.kind,
         mig_layout::ImpossibleKind::VgpuTypesTogether
     );
-    assert!(
-        report
-            .detail
-            .as_deref()
-            .unwrap_or_default()
-            .contains("A100-10C, A100-20C"),
-        "{:?}",
-        report.detail
-    );
+    assert_detail_says(&report, "A100-10C, A100-20C");
     assert_eq!(
         bed.writes(),
         before,
@@ -426,12 +417,7 @@ fn a_sriov_manage_that_keeps_failing_is_typed_in_its_gpus_report_with_its_end_an
         scenario["devices"][0]["sriov"]["enable_failures"] = 99.into();
     });
     let report = bed.run(Some("A100-10C"));
-    assert_eq!(
-        report.outcome,
-        ApplyOutcome::Failed(ApplyReason::StepRefused),
-        "{:?}",
-        report.detail
-    );
+    assert_outcome(&report, ApplyOutcome::Failed(ApplyReason::StepRefused));
     let gpu = report
         .gpus
         .iter()

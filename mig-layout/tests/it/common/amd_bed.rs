@@ -2,6 +2,7 @@
 //! one process) on a host built over a test tree, the fake's writers handed to every run.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use super::assert_outcome;
 use gpu_host_probe::amdgpu::MemoryPartition as M;
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_partition_types::Bdf;
@@ -174,7 +175,7 @@ pub fn reason(report: &ApplyReport) -> Option<&str> {
 
 /// That `report` ended `outcome`, its detail saying `says`.
 pub fn assert_ends(report: &ApplyReport, outcome: ApplyOutcome, says: &str) {
-    assert_eq!(report.outcome, outcome, "{:?}", report.detail);
+    assert_outcome(report, outcome);
     let detail = report.detail.as_deref().unwrap_or_default();
     assert!(detail.contains(says), "{detail}");
 }

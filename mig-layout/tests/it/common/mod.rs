@@ -14,6 +14,22 @@ pub mod amd_bed;
 pub mod bed;
 pub mod vgpu_bed;
 
+/// Asserts that `report` ended as `outcome`, showing its detail when it did not.
+#[track_caller]
+pub fn assert_outcome(report: &mig_layout::ApplyReport, outcome: mig_layout::ApplyOutcome) {
+    assert_eq!(report.outcome, outcome, "{:?}", report.detail);
+}
+
+/// Asserts that the detail of `report` says `text`.
+#[track_caller]
+pub fn assert_detail_says(report: &mig_layout::ApplyReport, text: &str) {
+    assert!(
+        report.detail.as_deref().unwrap_or_default().contains(text),
+        "{:?}",
+        report.detail
+    );
+}
+
 pub fn data(path: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
