@@ -150,6 +150,16 @@ fn a_reset_that_leaves_the_mode_pending_fails_the_apply_with_mode_pending() {
     assert_eq!(mig(&bed.card(FIRST)), (0, 1));
 }
 
+/// Another NVML client makes on the first card the GPU instance `instance` (its id, profile
+/// and placement; no compute instance), behind the apply's back.
+fn another_client_makes(state: &std::path::Path, mut instance: serde_json::Value) {
+    instance["compute_instances"] = serde_json::json!([]);
+    change_state(state, |scenario| {
+        let made: GpuInstance = serde_json::from_value(instance).unwrap();
+        device_mut(scenario, FIRST).gpu_instances.push(made);
+    });
+}
+
 #[test]
 fn an_instance_another_client_makes_after_the_reset_fails_the_apply_did_not_converge() {
     let mut bed = Bed::two_a100s();
@@ -159,14 +169,10 @@ fn an_instance_another_client_makes_after_the_reset_fails_the_apply_did_not_conv
             if *device == bdf(FIRST) {
                 // MIG is on now; another NVML client takes the whole card before the apply
                 // creates its instances: only a destroy would make room.
-                change_state(&state, |scenario| {
-                    let whole: GpuInstance = serde_json::from_value(serde_json::json!({
-                        "id": 1, "profile_id": 0, "placement": {"start": 0, "size": 8},
-                        "compute_instances": []
-                    }))
-                    .unwrap();
-                    device_mut(scenario, FIRST).gpu_instances.push(whole);
-                });
+                another_client_makes(
+                    &state,
+                    serde_json::json!({"id": 1, "profile_id": 0, "placement": {"start": 0, "size": 8}}),
+                );
             }
         }
     });
@@ -198,14 +204,10 @@ fn an_instance_another_client_creates_during_the_apply_fails_the_read_back() {
                 )
             {
                 once = true;
-                change_state(&state, |scenario| {
-                    let foreign: GpuInstance = serde_json::from_value(serde_json::json!({
-                        "id": 9, "profile_id": 19, "placement": {"start": 6, "size": 1},
-                        "compute_instances": []
-                    }))
-                    .unwrap();
-                    device_mut(scenario, FIRST).gpu_instances.push(foreign);
-                });
+                another_client_makes(
+                    &state,
+                    serde_json::json!({"id": 9, "profile_id": 19, "placement": {"start": 6, "size": 1}}),
+                );
             }
         }
     });

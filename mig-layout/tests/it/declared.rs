@@ -60,13 +60,12 @@ fn a_warm_reset_an_embedder_runs_through_the_library_makes_the_holding_unknown_n
         "{after}"
     );
     // The next sync reads the card again: the reset took its instances.
-    let sync = host_sync::sync(
+    let sync = crate::common::sync_enabled(
         &bed.host,
         &bed.helper,
         &mut bed.store,
-        &host_sync::SyncOptions::new(Pool::Enabled, host_sync::AfterBoot::No),
-    )
-    .unwrap();
+        host_sync::AfterBoot::No,
+    );
     assert_eq!(sync.reason, host_sync::HostReason::LayoutDrifted);
     assert_eq!(
         sync.drift

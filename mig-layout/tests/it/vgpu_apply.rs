@@ -12,7 +12,7 @@ use host_sync::sriov::read_sriov;
 use host_sync::{AfterBoot, HostReason};
 use layout_model::{DifferenceKind, Fact, Holding};
 use mig_layout::vgpu::{VgpuStep, apply_vgpu};
-use mig_layout::{ApplyOutcome, ApplyReason, Restore, WriteFailure};
+use mig_layout::{ApplyOutcome, ApplyReason, ApplyReport, Restore, WriteFailure};
 
 use crate::common::vgpu_bed::{A100, Bed, H100, first, last};
 
@@ -114,6 +114,23 @@ fn a_config_whose_mig_layout_cannot_hold_its_types_is_refused_before_any_write_w
     assert!(bed.writes().is_empty(), "{:#?}", bed.writes());
 }
 
+/// Asserts that `report` was blocked by the VM [`Bed::vm_on_vf0`] puts on VF 0, naming the VF
+/// and the VM's process.
+#[track_caller]
+fn blocked_by_the_vm_on_vf0(report: &ApplyReport) {
+    assert_eq!(
+        report.outcome,
+        ApplyOutcome::Blocked(ApplyReason::GpuBusy),
+        "{report:#?}"
+    );
+    let detail = report.detail.clone().unwrap_or_default();
+    assert!(
+        detail.contains("0000:3b:00.4 (virtual function 0 of 0000:3b:00.0)"),
+        "{detail}"
+    );
+    assert!(detail.contains("pid 4242 (qemu-kvm)"), "{detail}");
+}
+
 #[test]
 fn a_vm_on_a_vf_blocks_a_change_of_its_vfs_before_any_write_naming_the_vf_and_the_pid() {
     let mut bed = Bed::new();
@@ -123,17 +140,7 @@ fn a_vm_on_a_vf_blocks_a_change_of_its_vfs_before_any_write_naming_the_vf_and_th
     let before = bed.writes();
     for config in [Some("A100-1-5C"), None] {
         let report = bed.run(config);
-        assert_eq!(
-            report.outcome,
-            ApplyOutcome::Blocked(ApplyReason::GpuBusy),
-            "{report:#?}"
-        );
-        let detail = report.detail.clone().unwrap_or_default();
-        assert!(
-            detail.contains("0000:3b:00.4 (virtual function 0 of 0000:3b:00.0)"),
-            "{detail}"
-        );
-        assert!(detail.contains("pid 4242 (qemu-kvm)"), "{detail}");
+        blocked_by_the_vm_on_vf0(&report);
         assert_eq!(bed.writes(), before);
     }
 }
@@ -320,17 +327,7 @@ fn a_vm_on_a_vf_a_restore_would_write_blocks_it_before_any_write_naming_the_vf_a
     let Restore::Ran(report) = bed.restore() else {
         panic!("nothing restored");
     };
-    assert_eq!(
-        report.outcome,
-        ApplyOutcome::Blocked(ApplyReason::GpuBusy),
-        "{report:#?}"
-    );
-    let detail = report.detail.clone().unwrap_or_default();
-    assert!(
-        detail.contains("0000:3b:00.4 (virtual function 0 of 0000:3b:00.0)"),
-        "{detail}"
-    );
-    assert!(detail.contains("pid 4242 (qemu-kvm)"), "{detail}");
+    blocked_by_the_vm_on_vf0(&report);
     assert_eq!(bed.writes(), before);
     assert_eq!(bed.types_on(A100), vec![471; 3]);
 }

@@ -115,13 +115,7 @@ impl Bed {
     }
 
     pub fn sync(&mut self, after_boot: AfterBoot) -> host_sync::SyncReport {
-        host_sync::sync(
-            &self.host,
-            &self.helper,
-            &mut self.store,
-            &host_sync::SyncOptions::new(Pool::Enabled, after_boot),
-        )
-        .unwrap()
+        super::sync_enabled(&self.host, &self.helper, &mut self.store, after_boot)
     }
 
     pub fn log(&self) -> Vec<String> {

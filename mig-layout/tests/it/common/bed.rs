@@ -4,7 +4,6 @@
 //! virtual clock.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use fake_nvml::support::ProcRoot;
 use fake_nvml::{Device, FakeNvmlBackend, MigMode, Scenario, StateFile, scenarios};
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_host_probe::{Clock, VirtualClock};
@@ -84,15 +83,7 @@ impl Bed {
         let (wrapper, state) =
             fake_nvml::support::stateful_helper_wrapper(&nvml, &scenario.to_string(), None)
                 .unwrap();
-        let proc_root = ProcRoot::booted(
-            dir.path().join("proc"),
-            "11111111-2222-3333-4444-555555555555",
-        )
-        .unwrap();
-        let host = Host::new(dir.path().join("state"))
-            .with_sysfs_root(sysfs.root())
-            .with_proc_root(proc_root.path())
-            .with_lock_dir(dir.path().join("locks"));
+        let host = super::booted_host(dir.path(), sysfs.root());
         let clock = Arc::new(VirtualClock::new(1_800_000_000_000));
         let backend = fake_nvml::backend(&state, clock.clone());
         Bed {

@@ -14,6 +14,36 @@ pub mod amd_bed;
 pub mod bed;
 pub mod vgpu_bed;
 
+/// The host of a test bed in `dir`: its state and locks there, booted (`proc/`) with the bed's
+/// one boot ID, its sysfs at `sysfs_root`.
+pub fn booted_host(dir: &std::path::Path, sysfs_root: &std::path::Path) -> host_sync::Host {
+    let proc_root = fake_nvml::support::ProcRoot::booted(
+        dir.join("proc"),
+        "11111111-2222-3333-4444-555555555555",
+    )
+    .unwrap();
+    host_sync::Host::new(dir.join("state"))
+        .with_sysfs_root(sysfs_root)
+        .with_proc_root(proc_root.path())
+        .with_lock_dir(dir.join("locks"))
+}
+
+/// A sync of a bed's host with the pool on.
+pub fn sync_enabled(
+    host: &host_sync::Host,
+    helper: &gpu_host_probe::helper::Helper,
+    store: &mut host_sync::MemoryStore,
+    after_boot: host_sync::AfterBoot,
+) -> host_sync::SyncReport {
+    host_sync::sync(
+        host,
+        helper,
+        store,
+        &host_sync::SyncOptions::new(host_sync::Pool::Enabled, after_boot),
+    )
+    .unwrap()
+}
+
 /// Asserts that `report` ended as `outcome`, showing its detail when it did not.
 #[track_caller]
 pub fn assert_outcome(report: &mig_layout::ApplyReport, outcome: mig_layout::ApplyOutcome) {

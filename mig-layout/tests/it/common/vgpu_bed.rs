@@ -99,15 +99,7 @@ impl Bed {
         std::fs::create_dir_all(&nvml).unwrap();
         let log = dir.path().join("calls.log");
         let fake = vgpu_host(&nvml, &scenario.to_string(), Some(&log), sysfs.root()).unwrap();
-        let proc_root = ProcRoot::booted(
-            dir.path().join("proc"),
-            "11111111-2222-3333-4444-555555555555",
-        )
-        .unwrap();
-        let host = Host::new(dir.path().join("state"))
-            .with_sysfs_root(sysfs.root())
-            .with_proc_root(proc_root.path())
-            .with_lock_dir(dir.path().join("locks"));
+        let host = super::booted_host(dir.path(), sysfs.root());
         let clock = Arc::new(VirtualClock::new(1_800_000_000_000));
         let backend = fake_nvml::backend(fake.state.path(), clock.clone());
         Bed {
@@ -196,13 +188,7 @@ impl Bed {
     }
 
     pub fn sync(&mut self, after_boot: AfterBoot) -> host_sync::SyncReport {
-        host_sync::sync(
-            &self.host,
-            &self.helper,
-            &mut self.store,
-            &host_sync::SyncOptions::new(Pool::Enabled, after_boot),
-        )
-        .unwrap()
+        super::sync_enabled(&self.host, &self.helper, &mut self.store, after_boot)
     }
 
     pub fn holding(&mut self) -> Holding {
