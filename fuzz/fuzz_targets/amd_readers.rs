@@ -5,6 +5,9 @@
 //! each host size without a panic, and fits it or is refused with at least one fault.
 #![no_main]
 
+#[path = "document_error.rs"]
+mod document_error;
+
 use gpu_host_probe::amdgpu::{
     parse_available_compute, parse_available_memory, parse_current_compute, parse_current_memory,
 };
@@ -53,13 +56,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         Err(error) => {
-            let breaks = text.matches('\n').count() + text.matches('\r').count()
-                - text.matches("\r\n").count();
-            let lines = breaks + 1;
-            match error.line {
-                Some(line) => assert!(line >= 1 && line <= lines, "{error} (of {lines} lines)"),
-                None => assert!(text.len() > mig_layout::MAX_DOCUMENT, "{error}"),
-            }
+            document_error::check(text, error.line, &error);
         }
     }
 });

@@ -3,6 +3,9 @@
 //! none); an accepted document writes YAML and JSON that read back to the same layouts.
 #![no_main]
 
+#[path = "document_error.rs"]
+mod document_error;
+
 use libfuzzer_sys::fuzz_target;
 use mig_layout::{Document, to_json, to_yaml};
 
@@ -42,15 +45,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(said(&json), said(&doc));
         }
         Err(error) => {
-            // YAML's line breaks: LF, CR LF, and a CR alone; the end of the text may be on the
-            // line after the last break.
-            let breaks = text.matches('\n').count() + text.matches('\r').count()
-                - text.matches("\r\n").count();
-            let lines = breaks + 1;
-            match error.line {
-                Some(line) => assert!(line >= 1 && line <= lines, "{error} (of {lines} lines)"),
-                None => assert!(text.len() > mig_layout::MAX_DOCUMENT, "{error}"),
-            }
+            document_error::check(text, error.line, &error);
         }
     }
 });

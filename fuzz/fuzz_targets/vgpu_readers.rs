@@ -5,6 +5,9 @@
 //! accepted one derives its MIG layout without a panic.
 #![no_main]
 
+#[path = "document_error.rs"]
+mod document_error;
+
 use host_sync::sriov::{parse_creatable_vgpu_types, parse_current_vgpu_type};
 use libfuzzer_sys::fuzz_target;
 use mig_layout::vgpu::{VgpuDocument, VgpuTypeName};
@@ -40,13 +43,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         Err(error) => {
-            let breaks = text.matches('\n').count() + text.matches('\r').count()
-                - text.matches("\r\n").count();
-            let lines = breaks + 1;
-            match error.line {
-                Some(line) => assert!(line >= 1 && line <= lines, "{error} (of {lines} lines)"),
-                None => assert!(text.len() > mig_layout::MAX_DOCUMENT, "{error}"),
-            }
+            document_error::check(text, error.line, &error);
         }
     }
 });

@@ -3,7 +3,7 @@
 
 use crate::cli::{AmdApply, AmdAssert, AmdRestore, AmdWrite, DcmArgs};
 use crate::commands::partition::apply::{Leaving, Tools, What, restore_with, write};
-use crate::commands::partition::{layout_failure, read_text};
+use crate::commands::partition::{assert, read_text};
 use crate::config::Config;
 use crate::exit::Exit;
 use crate::failure::Failure;
@@ -106,20 +106,10 @@ pub fn assert(
     output: Output,
 ) -> Result<Exit, Failure> {
     let (_, profile) = profile(&args.dcm)?;
-    let options = mig_layout::ApplyOptions::new(config.pool)
-        .devices(args.devices.clone())
-        .lock_wait(args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT));
+    let options = assert::options(config, &args.devices, args.lock_wait);
     // The config's helper: an AMD assert reads sysfs only, and never runs it.
     let helper = mig_layout::Helper::new(config.helper.clone());
-    let mut store = host_sync::FileStore::read_only(host.state_dir());
-    let report = mig_layout::amd::assert_amd(
-        mig_layout::AssertRun::new(host, &helper, &mut store),
-        &args.dcm.profile,
-        &profile,
-        &options,
-    )
-    .map_err(layout_failure)?;
-    let text = crate::commands::partition::assert::text(&report, "profile");
-    output.emit(&report, &text)?;
-    Ok(Exit::of_assert(report.outcome))
+    assert::emit(host, &helper, output, "profile", |run| {
+        mig_layout::amd::assert_amd(run, &args.dcm.profile, &profile, &options)
+    })
 }

@@ -4,7 +4,7 @@
 
 use crate::cli::{VgpuApply, VgpuAssert, VgpuConfigArgs, VgpuExport, VgpuRestore, VgpuWrite};
 use crate::commands::partition::apply::{Leaving, Tools, What, restore_with, write};
-use crate::commands::partition::{layout_failure, read_text};
+use crate::commands::partition::{assert, layout_failure, read_text};
 use crate::config::Config;
 use crate::exit::Exit;
 use crate::failure::Failure;
@@ -30,6 +30,14 @@ fn config_specs(args: &VgpuConfigArgs) -> Result<Vec<VgpuSpec>, Failure> {
     }
 }
 
+/// The tools of a vGPU write: `sriov-manage`, where the command names one.
+fn tools(args: &VgpuWrite) -> Tools<'_> {
+    Tools {
+        sriov_manage: args.sriov_manage.as_deref(),
+        ..Tools::default()
+    }
+}
+
 /// `vgpu apply`.
 pub fn apply(
     args: &VgpuApply,
@@ -44,10 +52,7 @@ pub fn apply(
     write(
         What::Vgpu(&specs, &args.config.select),
         &args.write.write,
-        Tools {
-            sriov_manage: args.write.sriov_manage.as_deref(),
-            ..Tools::default()
-        },
+        tools(&args.write),
         config,
         host,
         output,
@@ -65,10 +70,7 @@ pub fn leave(
     write(
         What::Leave(Leaving::Vgpu),
         &args.write,
-        Tools {
-            sriov_manage: args.sriov_manage.as_deref(),
-            ..Tools::default()
-        },
+        tools(args),
         config,
         host,
         output,
@@ -85,10 +87,7 @@ pub fn restore(
 ) -> Result<Exit, Failure> {
     restore_with(
         &args.write.write,
-        Tools {
-            sriov_manage: args.write.sriov_manage.as_deref(),
-            ..Tools::default()
-        },
+        tools(&args.write),
         args.at_boot,
         config,
         host,
@@ -104,22 +103,11 @@ pub fn assert(
     output: Output,
 ) -> Result<Exit, Failure> {
     let specs = config_specs(&args.config)?;
-    let options = mig_layout::ApplyOptions::new(config.pool)
-        .unnamed(config.unnamed)
-        .devices(args.devices.clone())
-        .lock_wait(args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT));
+    let options = assert::options(config, &args.devices, args.lock_wait).unnamed(config.unnamed);
     let helper = helper(&args.helper, config);
-    let mut store = host_sync::FileStore::read_only(host.state_dir());
-    let report = mig_layout::vgpu::assert_vgpu(
-        mig_layout::AssertRun::new(host, &helper, &mut store),
-        &args.config.select,
-        &specs,
-        &options,
-    )
-    .map_err(layout_failure)?;
-    let text = crate::commands::partition::assert::text(&report, "vGPU config");
-    output.emit(&report, &text)?;
-    Ok(Exit::of_assert(report.outcome))
+    assert::emit(host, &helper, output, "vGPU config", |run| {
+        mig_layout::vgpu::assert_vgpu(run, &args.config.select, &specs, &options)
+    })
 }
 
 /// `vgpu export`: the host's vGPUs as a vgpu-device-manager config (YAML) that `vgpu apply`

@@ -10,7 +10,9 @@ use crate::failure::Failure;
 use crate::helper::helper;
 use crate::output::Output;
 use gpu_host_probe::Host;
+use gpu_partition_types::Bdf;
 use std::fmt::Write as _;
+use std::time::Duration;
 
 /// Exit 0 when every GPU the layout names is as it wants, 1 with the differences.
 pub fn run(
@@ -21,20 +23,40 @@ pub fn run(
 ) -> Result<Exit, Failure> {
     let specs = layout(&args.layout)?;
     // The instances a layout does not name are judged as an apply would treat them.
-    let options = mig_layout::ApplyOptions::new(config.pool)
-        .unnamed(config.unnamed)
-        .devices(args.devices.clone())
-        .lock_wait(args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT));
+    let options = options(config, &args.devices, args.lock_wait).unnamed(config.unnamed);
     let helper = helper(&args.helper, config);
+    emit(host, &helper, output, "layout", |run| {
+        mig_layout::assert_applied(run, &args.layout.select, &specs, &options)
+    })
+}
+
+/// The options an assert reads with: the config's pool, the GPUs `devices` (all when empty),
+/// and the host lock waited on for `lock_wait` (the default when not given).
+pub fn options(
+    config: &Config,
+    devices: &[Bdf],
+    lock_wait: Option<Duration>,
+) -> mig_layout::ApplyOptions {
+    mig_layout::ApplyOptions::new(config.pool)
+        .devices(devices.to_vec())
+        .lock_wait(lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT))
+}
+
+/// Runs `assert` on the host's state read-only, with `helper`, and emits its report, `what`
+/// naming what it asserts (`layout`, `vGPU config`, `profile`): every assert's exit and output.
+pub fn emit(
+    host: &Host,
+    helper: &mig_layout::Helper,
+    output: Output,
+    what: &str,
+    assert: impl FnOnce(
+        mig_layout::AssertRun<'_>,
+    ) -> Result<mig_layout::AssertReport, mig_layout::ApplyError>,
+) -> Result<Exit, Failure> {
     let mut store = host_sync::FileStore::read_only(host.state_dir());
-    let report = mig_layout::assert_applied(
-        mig_layout::AssertRun::new(host, &helper, &mut store),
-        &args.layout.select,
-        &specs,
-        &options,
-    )
-    .map_err(layout_failure)?;
-    let text = text(&report, "layout");
+    let report =
+        assert(mig_layout::AssertRun::new(host, helper, &mut store)).map_err(layout_failure)?;
+    let text = text(&report, what);
     output.emit(&report, &text)?;
     Ok(Exit::of_assert(report.outcome))
 }
