@@ -37,6 +37,20 @@ pub struct AmdCard<'a> {
     pub requested: Option<MemoryPartition>,
 }
 
+impl<'a> AmdCard<'a> {
+    /// The GPU at `device` with `partitions`, no process holding it and no memory partition
+    /// waiting for a reload: a card as the kernel shows it once a reload is done.
+    #[must_use]
+    pub fn unheld(device: Bdf, partitions: &'a AmdPartitions) -> Self {
+        Self {
+            device,
+            partitions,
+            holders: &[],
+            requested: None,
+        }
+    }
+}
+
 /// One step of an AMD plan, in the order it is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]

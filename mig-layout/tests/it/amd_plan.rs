@@ -286,12 +286,7 @@ fn apply_on_fake(
     let plan_now = |read: &[(Bdf, AmdPartitions)]| {
         let cards: Vec<AmdCard<'_>> = read
             .iter()
-            .map(|(device, partitions)| AmdCard {
-                device: *device,
-                partitions,
-                holders: &[],
-                requested: None,
-            })
+            .map(|(device, partitions)| AmdCard::unheld(*device, partitions))
             .collect();
         plan_amd(&cards, wants).unwrap()
     };

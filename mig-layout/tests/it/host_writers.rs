@@ -5,7 +5,7 @@
 //! and AMD partitions, rebooted, and restored without the fakes' writers, then with them.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{assert_detail_says, assert_outcome};
+use crate::common::{assert_detail_says, assert_outcome, logged};
 use fake_nvml::support::{ProcRoot, VgpuHost, vgpu_host};
 use fake_nvml::{FakeNvmlBackend, scenarios};
 use gpu_host_probe::amdgpu::MemoryPartition as M;
@@ -138,22 +138,17 @@ impl Bed {
 
     /// Every write either fake has seen: NVML's and `sriov-manage`'s, the VF types, amdgpu's.
     fn writes(&self) -> (Vec<String>, Vec<String>) {
-        let nvidia = std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter(|line| {
-                [
-                    "Set",
-                    "Create",
-                    "Destroy",
-                    "sriov-manage",
-                    "current_vgpu_type",
-                ]
-                .iter()
-                .any(|write| line.contains(write))
-            })
-            .map(str::to_owned)
-            .collect();
+        let nvidia = logged(&self.log, |line| {
+            [
+                "Set",
+                "Create",
+                "Destroy",
+                "sriov-manage",
+                "current_vgpu_type",
+            ]
+            .iter()
+            .any(|write| line.contains(write))
+        });
         let amd = self.amd.lock().unwrap().log.clone();
         (nvidia, amd)
     }

@@ -256,12 +256,7 @@ fn wait_for_gpus(
 fn replan(side: &AmdPlanned, after: &[(Bdf, AmdPartitions)]) -> Result<Vec<AmdStep>, Stop> {
     let cards: Vec<AmdCard<'_>> = after
         .iter()
-        .map(|(device, partitions)| AmdCard {
-            device: *device,
-            partitions,
-            holders: &[],
-            requested: None,
-        })
+        .map(|(device, partitions)| AmdCard::unheld(*device, partitions))
         .collect();
     // The reload set every AMD GPU's compute partition anew: the job's are set to what they are
     // wanted to be, and every other GPU back to what it was before (its memory partition the

@@ -44,6 +44,16 @@ pub fn sync_enabled(
     .unwrap()
 }
 
+/// The lines of the call log at `path` (empty when there is none yet) that `keep` keeps.
+pub fn logged(path: &std::path::Path, keep: impl Fn(&str) -> bool) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|line| keep(line))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Asserts that `report` ended as `outcome`, showing its detail when it did not.
 #[track_caller]
 pub fn assert_outcome(report: &mig_layout::ApplyReport, outcome: mig_layout::ApplyOutcome) {

@@ -143,23 +143,18 @@ impl Bed {
 
     /// The writes of the log, in order: the mode, `sriov-manage`, GPU instances made, types.
     pub fn writes(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .filter(|line| {
-                [
-                    "nvmlDeviceSetMigMode",
-                    "sriov-manage",
-                    "nvmlDeviceCreateGpuInstance",
-                    "nvmlGpuInstanceDestroy",
-                    "nvmlDeviceSetVgpuHeterogeneousMode",
-                    "current_vgpu_type",
-                ]
-                .iter()
-                .any(|write| line.starts_with(write))
-            })
-            .map(str::to_owned)
-            .collect()
+        super::logged(&self.log, |line| {
+            [
+                "nvmlDeviceSetMigMode",
+                "sriov-manage",
+                "nvmlDeviceCreateGpuInstance",
+                "nvmlGpuInstanceDestroy",
+                "nvmlDeviceSetVgpuHeterogeneousMode",
+                "current_vgpu_type",
+            ]
+            .iter()
+            .any(|write| line.starts_with(write))
+        })
     }
 
     pub fn types_on(&self, gpu: &str) -> Vec<u32> {
