@@ -6,20 +6,16 @@
 
 use crate::common;
 
-use common::partition_host::{H100_OFF, PartitionHost};
+use common::partition_host::{ALL_BALANCED, PartitionHost};
 use gpu_partition_types::Token;
 use serde_json::Value;
 use std::path::PathBuf;
 
 const H100: &str = "0000:3b:00.0";
 
-/// The GPU operator's `all-balanced` (H100-80GB among others), as published.
-const ALL_BALANCED: &str =
-    include_str!("../../../mig-layout/tests/data/mig-parted/gpu-operator-h100-excerpt.yaml");
-
 /// One H100 80GB with `all-balanced` applied (Hopper: no reset), read back as holding.
 fn balanced() -> PartitionHost {
-    let host = PartitionHost::new(&[(H100, H100_OFF, "0x2330")]);
+    let host = PartitionHost::one_h100();
     let (code, report) = host.apply(ALL_BALANCED, "all-balanced", &[]);
     assert_eq!(code, 0, "{report:#}");
     assert_eq!(host.status()["declared"]["holds"], "holds");

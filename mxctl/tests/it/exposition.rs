@@ -4,19 +4,13 @@
 
 use crate::common;
 
-use common::partition_host::{H100_OFF, PartitionHost};
+use common::partition_host::{ALL_BALANCED, PartitionHost};
 use host_sync::{FileStore, StateStore};
 use std::path::Path;
 
-const H100: &str = "0000:3b:00.0";
-
-/// The GPU operator's `all-balanced`, as published.
-const ALL_BALANCED: &str =
-    include_str!("../../../mig-layout/tests/data/mig-parted/gpu-operator-h100-excerpt.yaml");
-
 /// An H100 with `all-balanced` applied and read back by a sync: a host with a declaration.
 fn declared_host() -> PartitionHost {
-    let host = PartitionHost::new(&[(H100, H100_OFF, "0x2330")]);
+    let host = PartitionHost::one_h100();
     let (code, report) = host.apply(ALL_BALANCED, "all-balanced", &[]);
     assert_eq!(
         (code, &report["outcome"]),

@@ -5,7 +5,7 @@
 
 use crate::common;
 
-use common::partition_host::PartitionHost;
+use common::partition_host::{ALL_BALANCED, PartitionHost};
 use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -173,8 +173,7 @@ fn a_restore_killed_at_random_points_100_times_always_converges_and_never_resets
 {
     common::require_root();
     let host = PartitionHost::two_a100s();
-    let balanced =
-        include_str!("../../../mig-layout/tests/data/mig-parted/gpu-operator-h100-excerpt.yaml");
+    let balanced = ALL_BALANCED;
     std::fs::write(host.path("layout.yaml"), balanced).unwrap();
     std::fs::write(host.path("bin/reset-delay"), "0.2").unwrap();
     let (code, report) = host.apply(balanced, "all-balanced", &["--window", "1"]);

@@ -5,16 +5,12 @@
 
 use crate::common;
 
-use common::partition_host::{A100_OFF, H100_OFF, PartitionHost};
+use common::partition_host::{A100_OFF, ALL_BALANCED, H100_OFF, PartitionHost};
 use serde_json::Value;
 
 const A100_0: &str = "0000:3b:00.0";
 const A100_1: &str = "0000:3c:00.0";
 const H100: &str = "0000:3d:00.0";
-
-/// The GPU operator's `all-balanced` (H100-80GB and A100-40GB among others), as published.
-const ALL_BALANCED: &str =
-    include_str!("../../../mig-layout/tests/data/mig-parted/gpu-operator-h100-excerpt.yaml");
 
 /// Two A100-SXM4-40GB (Ampere: a mode change waits for a reset, and a reboot keeps the mode)
 /// and one H100 80GB (Hopper: a mode change is immediate, and a reboot loses it), MIG off.

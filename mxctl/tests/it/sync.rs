@@ -107,16 +107,9 @@ fn a_helper_hanging_on_one_card_of_four_costs_that_card_only() {
 fn the_text_output_follows_the_xe_habits() {
     let host = Host::new();
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
-        .args(["--config", "/dev/null", "sync"])
-        .arg("--sysfs-root")
-        .arg(host.sysfs.root())
-        .arg("--proc-root")
-        .arg(host.path("proc"))
-        .arg("--state-dir")
-        .arg(host.path("state"))
-        .arg("--lock-dir")
-        .arg(host.path("locks"))
+    let output = host
+        .mxctl_configured(std::path::Path::new("/dev/null"))
+        .arg("sync")
         .output()
         .unwrap();
     insta::assert_snapshot!("pool_off_text", String::from_utf8(output.stdout).unwrap());

@@ -15,6 +15,10 @@ use std::process::Command;
 pub const A100_OFF: &str = fake_nvml::scenarios::A100_MIG_OFF;
 pub const H100_OFF: &str = fake_nvml::scenarios::H100_MIG_OFF;
 
+/// The GPU operator's `all-balanced` (H100-80GB and A100-40GB among others), as published.
+pub const ALL_BALANCED: &str =
+    include_str!("../../../../mig-layout/tests/data/mig-parted/gpu-operator-h100-excerpt.yaml");
+
 /// Two GPUs on PCIe without NVLink, as published (`topo -m`, tab-separated).
 pub const TOPOLOGY_TWO: &str =
     include_str!("../../../../warm-reset/tests/data/nvidia-smi/topo-m-2x5090-tabs.txt");
