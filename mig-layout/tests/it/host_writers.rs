@@ -12,7 +12,6 @@ use gpu_host_probe::amdgpu::MemoryPartition as M;
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use gpu_host_probe::{Clock, Origin, ProgramRefused, VirtualClock};
 use host_sync::fake_amdgpu::{FakeAmdgpu, MI300X, SharedAmdgpu};
-use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{Host, MemoryStore, Pool, StateStore};
 use mig_layout::amd::{AmdWith, DcmDocument, apply_amd};
 use mig_layout::vgpu::{SriovManage, VgpuDocument, VgpuWith, apply_vgpu};
@@ -72,12 +71,7 @@ enum Writers {
 impl Bed {
     fn new() -> Bed {
         let dir = tempfile::tempdir().unwrap();
-        let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
-        sysfs
-            .function(A100, "0x10de", "0x20f1", "0x030200", Some("nvidia"))
-            .unwrap()
-            .sriov(A100, 16)
-            .unwrap();
+        let sysfs = crate::common::vgpu_bed::sysfs_with_sriov_a100(dir.path(), A100);
         let mut amd = FakeAmdgpu::new(sysfs.clone());
         for index in 0..8 {
             amd.gpu(&self::amd(index), MI300X, M::Nps1, Some(42))

@@ -11,7 +11,6 @@ use gpu_host_probe::{Clock, VirtualClock};
 use gpu_partition_types::Bdf;
 use gpu_partition_types::VgpuTypeId;
 use host_sync::Host;
-use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::sriov::read_sriov;
 use mig_layout::vgpu::{
     RunEnd, SriovManage, SriovManageError, SriovManageOn, TypeWriteError, VfTypeFile, VfsWanted,
@@ -36,12 +35,7 @@ struct VgpuBed {
 impl VgpuBed {
     fn new(change: impl FnOnce(&mut serde_json::Value)) -> VgpuBed {
         let dir = tempfile::tempdir().unwrap();
-        let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
-        sysfs
-            .function(GPU, "0x10de", "0x20f1", "0x030200", Some("nvidia"))
-            .unwrap()
-            .sriov(GPU, 16)
-            .unwrap();
+        let sysfs = crate::common::vgpu_bed::sysfs_with_sriov_a100(dir.path(), GPU);
         let mut scenario: serde_json::Value =
             serde_json::from_str(scenarios::PART_A100_PCIE_40GB).unwrap();
         change(&mut scenario["devices"][0]);

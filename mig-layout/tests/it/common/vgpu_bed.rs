@@ -65,6 +65,18 @@ pub struct Bed {
     pub backend: FakeNvmlBackend,
 }
 
+/// A sysfs in `dir` with an A100 PCIe at `at` bound to `nvidia`, its SR-IOV capability
+/// offering 16 VFs, none enabled: the card every vGPU bed starts from.
+pub fn sysfs_with_sriov_a100(dir: &std::path::Path, at: &str) -> FakeSysfs {
+    let sysfs = FakeSysfs::new(dir.join("sys")).unwrap();
+    sysfs
+        .function(at, "0x10de", "0x20f1", "0x030200", Some("nvidia"))
+        .unwrap()
+        .sriov(at, 16)
+        .unwrap();
+    sysfs
+}
+
 impl Bed {
     pub fn new() -> Bed {
         Bed::with(|_| {})
@@ -73,12 +85,8 @@ impl Bed {
     /// A bed whose scenario `change` alters first.
     pub fn with(change: impl FnOnce(&mut serde_json::Value)) -> Bed {
         let dir = tempfile::tempdir().unwrap();
-        let sysfs = FakeSysfs::new(dir.path().join("sys")).unwrap();
+        let sysfs = sysfs_with_sriov_a100(dir.path(), A100);
         sysfs
-            .function(A100, "0x10de", "0x20f1", "0x030200", Some("nvidia"))
-            .unwrap()
-            .sriov(A100, 16)
-            .unwrap()
             .function(H100, "0x10de", "0x2330", "0x030200", Some("nvidia"))
             .unwrap()
             .sriov(H100, 20)
