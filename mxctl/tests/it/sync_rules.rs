@@ -54,6 +54,32 @@ fn kill_reader(host: &Host) {
     }
 }
 
+/// A sync with the pool on, once its helper is reading a card and hangs there.
+fn sync_stuck_in_a_read(host: &Host) -> Child {
+    let helper = hanging_helper(host);
+    let sync = spawn(
+        host,
+        &[
+            "sync",
+            "--pool",
+            "enabled",
+            "--deadline",
+            "60",
+            "--helper",
+            &helper,
+        ],
+    );
+    wait_for("the helper to read", || host.path("read-pid").exists());
+    sync
+}
+
+/// `kill -9` of `sync` in the middle of its read, and of the reader it leaves behind.
+fn kill_mid_read(host: &Host, mut sync: Child) {
+    sync.kill().unwrap();
+    sync.wait().unwrap();
+    kill_reader(host);
+}
+
 #[test]
 fn every_card_to_read_is_written_unknown_before_the_helper_reads_it() {
     let host = Host::new();
@@ -65,27 +91,12 @@ fn every_card_to_read_is_written_unknown_before_the_helper_reads_it() {
         mode_in_state_file(&host, "0000:3c:00.0").as_deref(),
         Some("enabled")
     );
-    let helper = hanging_helper(&host);
-    let mut sync = spawn(
-        &host,
-        &[
-            "sync",
-            "--pool",
-            "enabled",
-            "--deadline",
-            "60",
-            "--helper",
-            &helper,
-        ],
-    );
-    wait_for("the helper to read", || host.path("read-pid").exists());
+    let sync = sync_stuck_in_a_read(&host);
     let modes: Vec<Option<String>> = ["0000:3b:00.0", "0000:3c:00.0"]
         .iter()
         .map(|bdf| mode_in_state_file(&host, bdf))
         .collect();
-    sync.kill().unwrap();
-    sync.wait().unwrap();
-    kill_reader(&host);
+    kill_mid_read(&host, sync);
     assert_eq!(modes, [Some("unknown".into()), Some("unknown".into())]);
 }
 
@@ -97,23 +108,8 @@ fn a_crash_during_a_read_then_a_boot_with_the_pool_off_never_clears_a_divided_gp
     let (_, first) = host.sync_enabled(&good);
     assert_eq!(first["gpus"][0]["partition_mode"], "enabled");
     // kill -9 while the card is being read: the state holds the `unknown` written before it.
-    let helper = hanging_helper(&host);
-    let mut sync = spawn(
-        &host,
-        &[
-            "sync",
-            "--pool",
-            "enabled",
-            "--deadline",
-            "60",
-            "--helper",
-            &helper,
-        ],
-    );
-    wait_for("the helper to read", || host.path("read-pid").exists());
-    sync.kill().unwrap();
-    sync.wait().unwrap();
-    kill_reader(&host);
+    let sync = sync_stuck_in_a_read(&host);
+    kill_mid_read(&host, sync);
     assert_eq!(
         mode_in_state_file(&host, "0000:3b:00.0").as_deref(),
         Some("unknown")

@@ -300,23 +300,21 @@ impl PartitionHost {
 
     /// `mxctl labels` (the node-feature-discovery file), line by line.
     pub fn labels(&self) -> Vec<String> {
-        let mut command = self.mxctl_configured(Path::new("/dev/null"));
-        command.arg("labels");
-        let output = command.output().unwrap();
-        assert!(output.status.success(), "{output:?}");
-        String::from_utf8(output.stdout)
-            .unwrap()
-            .lines()
-            .filter(|line| !line.starts_with('#'))
-            .map(str::to_owned)
-            .collect()
+        self.uncommented("labels")
     }
 
     /// `mxctl metrics`, the samples (no comment lines).
     pub fn metrics(&self) -> Vec<String> {
-        let mut command = self.mxctl_configured(Path::new("/dev/null"));
-        command.arg("metrics");
-        let output = command.output().unwrap();
+        self.uncommented("metrics")
+    }
+
+    /// The lines of what `mxctl COMMAND` prints that are not comments (`#`).
+    fn uncommented(&self, command: &str) -> Vec<String> {
+        let output = self
+            .mxctl_configured(Path::new("/dev/null"))
+            .arg(command)
+            .output()
+            .unwrap();
         assert!(output.status.success(), "{output:?}");
         String::from_utf8(output.stdout)
             .unwrap()
