@@ -9,7 +9,7 @@ use crate::document::vgpu::VgpuSpec;
 use crate::document::{DeviceId, DeviceRef, Devices, Spec};
 use gpu_host_probe::PciIdentity;
 use gpu_partition_types::Bdf;
-use host_sync::{ScanError, scan_gpus};
+use host_sync::{PciFunction, ScanError, scan_gpus};
 use layout_model::Want;
 use std::fmt;
 use std::path::Path;
@@ -47,14 +47,21 @@ impl fmt::Display for HostGpu {
 /// The host's NVIDIA GPUs bound to `nvidia`, in PCI address order, numbered from 0, with the
 /// IDs the scan read (their subsystem's where sysfs has them).
 pub fn host_gpus(sysfs_root: &Path) -> Result<Vec<HostGpu>, ScanError> {
-    let mut gpus = scan_gpus(sysfs_root)?;
-    gpus.retain(|gpu| gpu.is_read_by(host_sync::ReadBy::Helper));
-    gpus.sort_by_key(|gpu| gpu.bdf);
-    Ok(gpus
-        .into_iter()
-        .zip(0u32..)
+    Ok(numbered(sysfs_root, host_sync::ReadBy::Helper)?
         .map(|(gpu, index)| HostGpu::new(index, gpu.bdf, gpu.identity))
         .collect())
+}
+
+/// The host's GPUs that `by` reads, in PCI address order, each with its number from 0: how
+/// every kind of host GPU is numbered.
+fn numbered(
+    sysfs_root: &Path,
+    by: host_sync::ReadBy,
+) -> Result<impl Iterator<Item = (PciFunction, u32)>, ScanError> {
+    let mut gpus = scan_gpus(sysfs_root)?;
+    gpus.retain(|gpu| gpu.is_read_by(by));
+    gpus.sort_by_key(|gpu| gpu.bdf);
+    Ok(gpus.into_iter().zip(0u32..))
 }
 
 /// A GPU the layout names, with what it should be and the spec that says so.
@@ -176,16 +183,22 @@ struct Entry<'a> {
     line: Option<usize>,
 }
 
+impl<'a> Entry<'a> {
+    fn new(devices: &'a Devices, device_filter: &'a [DeviceId], line: Option<usize>) -> Self {
+        Self {
+            devices,
+            device_filter,
+            line,
+        }
+    }
+}
+
 /// The GPUs of `gpus` that `specs` name, each with what it should be; a GPU no spec names is
 /// left out (and left alone).
 pub fn select(specs: &[Spec], gpus: &[HostGpu]) -> Result<Selection, SelectError> {
     let entries: Vec<Entry<'_>> = specs
         .iter()
-        .map(|spec| Entry {
-            devices: &spec.devices,
-            device_filter: &spec.device_filter,
-            line: spec.line,
-        })
+        .map(|spec| Entry::new(&spec.devices, &spec.device_filter, spec.line))
         .collect();
     select_entries(&entries, gpus, |at| (want_of(&specs[at]), None))
 }
@@ -204,11 +217,7 @@ pub(crate) fn want_of(spec: &Spec) -> Want {
 pub fn select_vgpu(specs: &[VgpuSpec], gpus: &[HostGpu]) -> Result<Selection, SelectError> {
     let entries: Vec<Entry<'_>> = specs
         .iter()
-        .map(|spec| Entry {
-            devices: &spec.devices,
-            device_filter: &spec.device_filter,
-            line: spec.line,
-        })
+        .map(|spec| Entry::new(&spec.devices, &spec.device_filter, spec.line))
         .collect();
     select_entries(&entries, gpus, |at| {
         (Want::disabled(), Some(VgpuJob::Apply(specs[at].clone())))
@@ -285,12 +294,7 @@ impl fmt::Display for AmdHostGpu {
 
 /// The host's AMD GPUs bound to `amdgpu`, in PCI address order, numbered from 0.
 pub fn amd_gpus(sysfs_root: &Path) -> Result<Vec<AmdHostGpu>, ScanError> {
-    let mut gpus = scan_gpus(sysfs_root)?;
-    gpus.retain(|gpu| gpu.is_read_by(host_sync::ReadBy::Amdgpu));
-    gpus.sort_by_key(|gpu| gpu.bdf);
-    Ok(gpus
-        .into_iter()
-        .zip(0u32..)
+    Ok(numbered(sysfs_root, host_sync::ReadBy::Amdgpu)?
         .map(|(gpu, index)| AmdHostGpu {
             index,
             bdf: gpu.bdf,
