@@ -2,7 +2,7 @@
 //! vgpu-device-manager's, which their readers read back equal.
 
 use super::vgpu::VgpuDocument;
-use super::{DeviceRef, Devices, Document, Spec};
+use super::{DeviceId, DeviceRef, Devices, Document, Spec};
 use layout_model::ProfileKey;
 use std::fmt::Write as _;
 
@@ -40,14 +40,21 @@ fn entry(text: &mut String, indent: &str, key: &str, value: &str) {
     }
 }
 
+/// The head of a v1 document whose configs are under `key`: the version, then the key, but
+/// for a document of no config (`key` with nothing under it does not read; the version alone
+/// says so in a way that does).
+fn head(key: &str, empty: bool) -> String {
+    if empty {
+        String::from("version: v1\n")
+    } else {
+        format!("version: v1\n{key}:\n")
+    }
+}
+
 /// The document as YAML: labels and profile names always quoted, so any name reads back as
 /// the same string.
 pub fn to_yaml(document: &Document) -> String {
-    let mut text = String::from("version: v1\nmig-configs:\n");
-    if document.configs.is_empty() {
-        // `mig-configs` with no label does not read; say so in a way that does.
-        text = String::from("version: v1\n");
-    }
+    let mut text = head("mig-configs", document.configs.is_empty());
     for (label, specs) in &document.configs {
         entry(&mut text, "  ", &quoted(label), "");
         for spec in specs {
@@ -91,7 +98,7 @@ fn devices_json(devices: &Devices) -> serde_json::Value {
 
 /// A spec's `device-filter` (where it has one) and `devices`, the members both formats share.
 fn targets_json(
-    filter: &[super::DeviceId],
+    filter: &[DeviceId],
     devices: &Devices,
 ) -> serde_json::Map<String, serde_json::Value> {
     let mut entry = serde_json::Map::new();
@@ -105,6 +112,12 @@ fn targets_json(
     entry
 }
 
+/// A spec's `device-filter` member, its IDs quoted.
+fn device_filter_yaml(filter: &[DeviceId]) -> String {
+    let ids: Vec<String> = filter.iter().map(|id| quoted(&id.to_string())).collect();
+    format!("device-filter: [{}]", ids.join(", "))
+}
+
 fn write_spec(text: &mut String, spec: &Spec) {
     let mut first = true;
     let mut line = |text: &mut String, body: String| {
@@ -113,12 +126,7 @@ fn write_spec(text: &mut String, spec: &Spec) {
         let _ = writeln!(text, "{lead}{body}");
     };
     if !spec.device_filter.is_empty() {
-        let ids: Vec<String> = spec
-            .device_filter
-            .iter()
-            .map(|id| quoted(&id.to_string()))
-            .collect();
-        line(text, format!("device-filter: [{}]", ids.join(", ")));
+        line(text, device_filter_yaml(&spec.device_filter));
     }
     line(text, format!("devices: {}", devices_yaml(&spec.devices)));
     line(text, format!("mig-enabled: {}", spec.mig_enabled));
@@ -192,21 +200,13 @@ impl VgpuDocument {
 /// A vGPU document as vgpu-device-manager's v1 YAML: config names and type names quoted, so
 /// any reads back as the same string; `vgpu-devices: {}` for a spec of no vGPU.
 fn vgpu_to_yaml(document: &VgpuDocument) -> String {
-    let mut text = String::from("version: v1\nvgpu-configs:\n");
-    if document.configs.is_empty() {
-        text = String::from("version: v1\n");
-    }
+    let mut text = head("vgpu-configs", document.configs.is_empty());
     for (name, specs) in &document.configs {
         entry(&mut text, "  ", &quoted(name), "");
         for spec in specs {
             let mut lead = "    - ";
             if !spec.device_filter.is_empty() {
-                let ids: Vec<String> = spec
-                    .device_filter
-                    .iter()
-                    .map(|id| quoted(&id.to_string()))
-                    .collect();
-                let _ = writeln!(text, "{lead}device-filter: [{}]", ids.join(", "));
+                let _ = writeln!(text, "{lead}{}", device_filter_yaml(&spec.device_filter));
                 lead = "      ";
             }
             let _ = writeln!(text, "{lead}devices: {}", devices_yaml(&spec.devices));
