@@ -313,6 +313,13 @@ fn not_restored(why: &str, outcome: &str, exit: Exit, output: Output) -> Result<
     Ok(exit)
 }
 
+/// Writes each of `items` on a line of its own under its GPU, after `what`.
+fn lines<T: std::fmt::Display>(text: &mut String, what: &str, items: &[T]) {
+    for item in items {
+        let _ = writeln!(text, "  {what}{item}");
+    }
+}
+
 /// The report for people: each GPU's plan and steps, the resets, how it ended, the host after.
 pub fn text(report: &ApplyReport) -> String {
     let mut text = String::new();
@@ -339,26 +346,14 @@ pub fn text(report: &ApplyReport) -> String {
         }
         match &gpu.work {
             GpuWork::Nvidia(work) => {
-                for line in &work.plan {
-                    let _ = writeln!(text, "  plan: {line}");
-                }
-                for step in &work.vgpu_plan {
-                    let _ = writeln!(text, "  vgpu plan: {step}");
-                }
-                for step in &work.steps {
-                    let _ = writeln!(text, "  {step}");
-                }
-                for step in &work.vgpu_done {
-                    let _ = writeln!(text, "  vgpu done: {step}");
-                }
+                lines(&mut text, "plan: ", &work.plan);
+                lines(&mut text, "vgpu plan: ", &work.vgpu_plan);
+                lines(&mut text, "", &work.steps);
+                lines(&mut text, "vgpu done: ", &work.vgpu_done);
             }
             GpuWork::Amd(work) => {
-                for step in &work.plan {
-                    let _ = writeln!(text, "  amd plan: {step}");
-                }
-                for step in &work.done {
-                    let _ = writeln!(text, "  amd done: {step}");
-                }
+                lines(&mut text, "amd plan: ", &work.plan);
+                lines(&mut text, "amd done: ", &work.done);
             }
         }
         for difference in &gpu.differences {
