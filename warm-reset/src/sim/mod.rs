@@ -68,8 +68,7 @@ use std::time::Duration;
 /// A simulated host's own address, written as text in its tables; the all-zero address where
 /// one is misspelt (no address of the tables is, and the sims' tests read each one).
 fn bdf(text: &str) -> gpu_partition_types::Bdf {
-    text.parse()
-        .unwrap_or(gpu_partition_types::Bdf::new(0, 0, 0, 0))
+    text.parse().unwrap_or(gpu_partition_types::Bdf::on_bus(0))
 }
 
 fn tool_found(there: bool, tool: &'static str, places: &[&str]) -> Result<(), ToolError> {
