@@ -211,8 +211,19 @@ fn a_restore_killed_at_random_points_100_times_always_converges_and_never_resets
         if child.wait().unwrap().signal() == Some(9) {
             killed += 1;
         }
-        let rerun = restore(&host).status().unwrap();
-        assert!(rerun.success(), "round {round}: rerun exited {rerun:?}");
+        // The rerun's words kept, so a failure says why (it failed once on a loaded machine).
+        let rerun = restore(&host)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        assert!(
+            rerun.status.success(),
+            "round {round}: rerun exited {:?}: {}{}",
+            rerun.status,
+            String::from_utf8_lossy(&rerun.stdout),
+            String::from_utf8_lossy(&rerun.stderr)
+        );
         assert!(
             restored(&host),
             "round {round}: {:#} {:#}",
