@@ -76,14 +76,20 @@ fn room(c: &mut Criterion) {
         .map(|card| Geometry::of(&card))
         .collect();
     assert_eq!(geometries.len(), 1024);
-    // Every card has room for something, so the comparison measures real answers.
-    assert!(geometries.iter().all(|geometry| {
-        remaining(geometry, &[]).is_ok_and(|rooms| {
-            rooms
-                .iter()
-                .any(|room| room.fits.as_ref().is_some_and(|fits| fits.more > 0))
+    // The comparison measures real answers: most cards have room told for some profile (a
+    // part whose table lacks its whole-card profile has its media-engine profiles unknown).
+    let told = geometries[..parts.len()]
+        .iter()
+        .filter(|geometry| {
+            remaining(geometry, &[]).is_ok_and(|rooms| {
+                rooms
+                    .iter()
+                    .any(|room| room.fits.as_ref().is_some_and(|fits| fits.more > 0))
+            })
         })
-    }));
+        .count();
+    eprintln!("{told} of {} parts' cards have room told", parts.len());
+    assert!(told * 10 >= parts.len() * 7);
 
     let mut group = c.benchmark_group("room_1024_gpus");
     group.bench_function("decode_replies", |b| {
