@@ -65,33 +65,16 @@ impl Served {
         Self { drivers }
     }
 
-    /// The served file at `path` (relative to the tree's root), if a driver serves it: by its
-    /// name and the device directory it is in, a device the driver has now (any other file,
-    /// one of a device the driver does not have among them, is the tree's).
+    /// The driver's file at `path` (relative to the tree's root), by its name and the device
+    /// directory it is in, where that driver is served. Whether the driver has the device is
+    /// told by [`Served::read`] and [`Served::write`] (`None`: the tree's file).
     pub(crate) fn file(&self, path: &Path) -> Option<File> {
         let file = Self::named(path)?;
-        let owned = match &file {
-            // A driver whose state does not read answers every file of its with `EIO`.
-            File::Vf { address, .. } => {
-                self.nvidia().ok()?;
-                self.nvidia_state().map_or(true, |state| {
-                    fake_nvml::sysfs::vf_at(&state, address).is_some()
-                })
-            }
-            File::NumVfs { address } => {
-                self.nvidia().ok()?;
-                self.nvidia_state().map_or(true, |state| {
-                    fake_nvml::sysfs::sriov_card_at(&state, address).is_some()
-                })
-            }
-            File::Amd { address, .. } => self
-                .amdgpu()
-                .ok()?
-                .load()
-                .map_or(true, |fake| fake.gpus.iter().any(|gpu| gpu.bdf == *address)),
-            File::Modprobe => self.drivers.amdgpu.is_some(),
+        let served = match &file {
+            File::Vf { .. } | File::NumVfs { .. } => self.drivers.nvidia.is_some(),
+            File::Amd { .. } | File::Modprobe => self.drivers.amdgpu.is_some(),
         };
-        owned.then_some(file)
+        served.then_some(file)
     }
 
     /// What a driver's file at `path` would be, by its name and where it is.
@@ -119,14 +102,17 @@ impl Served {
         })
     }
 
-    /// The text `file` reads now: `ENOENT` where the driver has no such file (a device it
-    /// does not have, a file its state does not show).
-    pub(crate) fn read(&self, file: &File) -> Answer<String> {
+    /// The text `file` reads now, from one read of the driver's state: `ENOENT` where the
+    /// driver's state shows no such file, `EIO` where it does not read; `None` where the file
+    /// is the tree's (a device the driver does not have).
+    pub(crate) fn read(&self, file: &File) -> Option<Answer<String>> {
         match file {
             File::Vf { address, name } => {
-                let state = self.nvidia_state()?;
-                let (device, index) =
-                    fake_nvml::sysfs::vf_at(&state, address).ok_or(libc::ENOENT)?;
+                let state = match self.nvidia_state() {
+                    Ok(state) => state,
+                    Err(errno) => return Some(Err(errno)),
+                };
+                let (device, index) = fake_nvml::sysfs::vf_at(&state, address)?;
                 // Where the vGPU sits is there on every VF, and reads `ENXIO` until a vGPU
                 // does (the workspace's `host-sync/tests/samples/vgpu/README.md`, §2).
                 let absent = if PLACED_FILES.contains(name) {
@@ -134,33 +120,54 @@ impl Served {
                 } else {
                     libc::ENOENT
                 };
-                fake_nvml::sysfs::vf_file(device, index, name).ok_or(absent)
+                Some(fake_nvml::sysfs::vf_file(device, index, name).ok_or(absent))
             }
             File::NumVfs { address } => {
-                let state = self.nvidia_state()?;
-                let card = fake_nvml::sysfs::sriov_card_at(&state, address).ok_or(libc::ENOENT)?;
+                let state = match self.nvidia_state() {
+                    Ok(state) => state,
+                    Err(errno) => return Some(Err(errno)),
+                };
+                let card = fake_nvml::sysfs::sriov_card_at(&state, address)?;
                 let count = card.sriov.as_ref().map_or(0, |sriov| sriov.vfs.len());
-                Ok(format!("{count}\n"))
+                Some(Ok(format!("{count}\n")))
             }
             File::Amd { address, name } => {
-                let fake = self.amdgpu()?.load().map_err(|_| libc::EIO)?;
-                fake.file_text(address, name).ok_or(libc::ENOENT)
+                let fake = match self
+                    .amdgpu()
+                    .and_then(|file| file.load().map_err(|_| libc::EIO))
+                {
+                    Ok(fake) => fake,
+                    Err(errno) => return Some(Err(errno)),
+                };
+                if !fake.gpus.iter().any(|gpu| gpu.bdf == *address) {
+                    return None;
+                }
+                Some(fake.file_text(address, name).ok_or(libc::ENOENT))
             }
-            File::Modprobe => Ok(String::new()),
+            File::Modprobe => Some(Ok(String::new())),
         }
     }
 
-    /// Whether `file` is there now (a device the driver has, a file its state shows).
-    pub(crate) fn exists(&self, file: &File) -> Answer<bool> {
-        match self.read(file) {
+    /// Whether `file` is there now (a file the driver's state shows; where the vGPU sits is
+    /// there while it reads `ENXIO`); `None` where it is the tree's.
+    pub(crate) fn exists(&self, file: &File) -> Option<Answer<bool>> {
+        Some(match self.read(file)? {
             Ok(_) | Err(libc::ENXIO) => Ok(true),
             Err(libc::ENOENT) => Ok(false),
             Err(errno) => Err(errno),
-        }
+        })
     }
 
-    /// `text` written to `file` in one `write(2)`: the driver's errno where it refuses.
-    pub(crate) fn write(&self, file: &File, text: &str) -> Answer<()> {
+    /// `text` written to `file` in one `write(2)`: the driver's errno where it refuses; `None`
+    /// where the file is the tree's (a device the driver does not have).
+    pub(crate) fn write(&self, file: &File, text: &str) -> Option<Answer<()>> {
+        // Whether the driver has the device; what the file reads now is not needed.
+        let _now = self.read(file)?;
+        Some(self.store(file, text))
+    }
+
+    /// `text` stored by the driver of `file`, a device it has.
+    fn store(&self, file: &File, text: &str) -> Answer<()> {
         match file {
             File::Vf { address, name } if *name == "current_vgpu_type" => {
                 let nvidia = self.nvidia()?;
@@ -288,7 +295,7 @@ mod tests {
             })
         );
         assert_eq!(
-            file.map(|file| unreadable.read(&file)),
+            file.and_then(|file| unreadable.read(&file)),
             Some(Err(libc::EIO))
         );
         let without_nvidia = Served::new(Drivers::default());

@@ -95,14 +95,23 @@ impl Tree {
     fn attr(&self, path: &Path) -> Result<FileAttr, Errno> {
         // A number only for what is there: a failed lookup leaves the table as it was.
         if let Some(file) = self.served.file(path) {
-            if !self.served.exists(&file).map_err(Errno::from_i32)? {
-                return Err(Errno::ENOENT);
+            if let Some(exists) = self.served.exists(&file) {
+                if !exists.map_err(Errno::from_i32)? {
+                    return Err(Errno::ENOENT);
+                }
+                let perm = if file.writable() { 0o644 } else { 0o444 };
+                return Ok(attribute(self.inodes().number(path), perm));
             }
-            let perm = if file.writable() { 0o644 } else { 0o444 };
-            return Ok(attribute(self.inodes().number(path), perm));
         }
         let meta = fs::symlink_metadata(self.under(path)).map_err(|error| errno(&error))?;
         Ok(from_metadata(self.inodes().number(path), &meta))
+    }
+
+    /// The driver's file at `path`, where a driver has its device (else the tree's file).
+    fn driven(&self, path: &Path) -> Option<crate::served::File> {
+        self.served
+            .file(path)
+            .filter(|file| self.served.read(file).is_some())
     }
 
     fn entry(&self, path: &Path, reply: ReplyEntry) {
@@ -213,7 +222,7 @@ impl Filesystem for Tree {
         let answer = self.path(ino).and_then(|path| {
             // An open with `O_TRUNC` of a driver's file truncates nothing (sysfs ignores it);
             // a file of the tree is truncated as asked.
-            if let (Some(size), None) = (size, self.served.file(&path)) {
+            if let (Some(size), None) = (size, self.driven(&path)) {
                 fs::OpenOptions::new()
                     .write(true)
                     .open(self.under(&path))
@@ -262,7 +271,7 @@ impl Filesystem for Tree {
             // sysfs refuses to open for writing an attribute with no store, root's opens too
             // (`kernfs_fop_open`: `EACCES`).
             let writing = flags.acc_mode() != fuser::OpenAccMode::O_RDONLY;
-            match self.served.file(&path) {
+            match self.driven(&path) {
                 Some(file) if writing && !file.writable() => Err(Errno::EACCES),
                 _ => Ok(()),
             }
@@ -284,16 +293,13 @@ impl Filesystem for Tree {
         _: Option<fuser::LockOwner>,
         reply: ReplyData,
     ) {
-        let answer = self
-            .path(ino)
-            .and_then(|path| match self.served.file(&path) {
-                Some(file) => self
-                    .served
-                    .read(&file)
-                    .map(String::into_bytes)
-                    .map_err(Errno::from_i32),
+        let answer = self.path(ino).and_then(|path| {
+            let driven = self.served.file(&path);
+            match driven.and_then(|file| self.served.read(&file)) {
+                Some(answer) => answer.map(String::into_bytes).map_err(Errno::from_i32),
                 None => fs::read(self.under(&path)).map_err(|error| errno(&error)),
-            });
+            }
+        });
         match answer {
             Ok(text) => reply.data(slice(&text, offset, size)),
             Err(error) => reply.error(error),
@@ -312,20 +318,24 @@ impl Filesystem for Tree {
         _: Option<fuser::LockOwner>,
         reply: ReplyWrite,
     ) {
-        let answer = self
-            .path(ino)
-            .and_then(|path| match self.served.file(&path) {
-                // A driver's store takes the whole of one write(2), wherever the file offset is.
+        let answer = self.path(ino).and_then(|path| {
+            // A driver's store takes the whole of one write(2), wherever the file offset is.
+            let stored = match self.served.file(&path) {
                 Some(file) => {
                     let text = std::str::from_utf8(data).map_err(|_| Errno::EINVAL)?;
-                    self.served.write(&file, text).map_err(Errno::from_i32)
+                    self.served.write(&file, text)
                 }
+                None => None,
+            };
+            match stored {
+                Some(answer) => answer.map_err(Errno::from_i32),
                 None => fs::OpenOptions::new()
                     .write(true)
                     .open(self.under(&path))
                     .and_then(|opened| opened.write_all_at(data, offset))
                     .map_err(|error| errno(&error)),
-            });
+            }
+        });
         match answer {
             Ok(()) => reply.written(u32::try_from(data.len()).unwrap_or(u32::MAX)),
             Err(error) => reply.error(error),
