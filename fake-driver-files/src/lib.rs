@@ -3,13 +3,13 @@
 //! A test host's sysfs is a tree of plain files (`host_sync::fake_sysfs`): a write to one
 //! reaches no driver and can never fail as the kernel's would. [`ServedSysfs`] mounts a FUSE
 //! filesystem over a second directory that shows the tree whole (every directory, file and
-//! link of it, read and written through), except the files a driver serves, which answer from
-//! the fakes' one state, read again at every call:
+//! link of it, read and written through; nothing made or removed, as in sysfs), except the
+//! files a driver serves, which answer from the fakes' one state, read again at every call:
 //!
 //! | file | read | write |
 //! | --- | --- | --- |
-//! | a VF's `nvidia/current_vgpu_type`, `creatable_vgpu_types`, `gpu_instance_id`, `placement_id` | the fake NVML's state (`fake_nvml::sysfs::vf_file`) | `current_vgpu_type` only: the vGPU manager's rules (`fake_nvml::StateFile::write_vgpu_type`), a refusal its errno (`EIO`, `EPERM`) |
-//! | the PF's `sriov_numvfs` | the VFs the state has | the kernel's `sriov_numvfs_store` (`fake_nvml::StateFile::write_numvfs`): `EINVAL`, `ERANGE`, `EBUSY` |
+//! | a VF's `nvidia/current_vgpu_type`, `creatable_vgpu_types`, `gpu_instance_id`, `placement_id` | the fake NVML's state (`fake_nvml::sysfs::vf_file`; where the vGPU sits reads `ENXIO` while it has none) | `current_vgpu_type` only: the vGPU manager's rules (`fake_nvml::StateFile::write_vgpu_type`), a refusal its errno (`EIO`, `EPERM`) |
+//! | the PF's `sriov_numvfs` | the VFs the state has | the kernel's `sriov_numvfs_store` for a PF `nvidia` drives (`fake_nvml::StateFile::write_numvfs`): `EINVAL`, `ERANGE`, `ENOENT`; VFs come from `sriov-manage` |
 //! | amdgpu's `current_compute_partition`, `current_memory_partition`, `available_*` | the fake amdgpu's file | the kernel's rules (`host_sync::fake_amdgpu`): `EINVAL`, `EBUSY`, `EPERM` |
 //!
 //! So a write through the mount reaches the state NVML answers from, every later read of any

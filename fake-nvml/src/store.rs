@@ -216,36 +216,30 @@ impl StateFile {
         index: u32,
         id: u32,
     ) -> Result<Result<(), i32>, StateFileError> {
-        self.driver_write(bus_id, |card| {
-            sriov::write_type(card, index, id).map_err(|refused| refused.errno())
-        })
-    }
-
-    /// `text` written to the `sriov_numvfs` of the card at `bus_id`, as the kernel answers it
-    /// (`src/rules/sriov.rs`): `Ok(Err(errno))` where it refuses, and nothing changes then.
-    pub fn write_numvfs(
-        &self,
-        bus_id: &str,
-        text: &str,
-    ) -> Result<Result<(), i32>, StateFileError> {
-        self.driver_write(bus_id, |card| sriov::write_numvfs(card, text))
-    }
-
-    /// A write of a file the driver serves for the card at `bus_id`, by `rule`: the errno it
-    /// refuses with, and nothing written then.
-    fn driver_write(
-        &self,
-        bus_id: &str,
-        rule: impl FnOnce(&mut crate::Device) -> Result<(), i32>,
-    ) -> Result<Result<(), i32>, StateFileError> {
         match self.change(|state| match state.device_at_mut(bus_id) {
-            Some(card) => rule(card).map_err(Ok),
+            Some(card) => sriov::write_type(card, index, id).map_err(|refused| Ok(refused.errno())),
             None => Err(Err(self.no_device(bus_id))),
         }) {
             Ok(()) => Ok(Ok(())),
             Err(ChangeError::Refused(Ok(errno))) => Ok(Err(errno)),
             Err(ChangeError::Refused(Err(error)) | ChangeError::State(error)) => Err(error),
         }
+    }
+
+    /// `text` written to the `sriov_numvfs` of the card at `bus_id` while `nvidia` drives it,
+    /// as the kernel answers it (`src/rules/sriov.rs`): `Ok(Err(errno))` where it refuses.
+    /// Nothing is written either way: VFs come through `sriov-manage`
+    /// ([`StateFile::sriov_manage`]).
+    pub fn write_numvfs(
+        &self,
+        bus_id: &str,
+        text: &str,
+    ) -> Result<Result<(), i32>, StateFileError> {
+        let state = self.read()?;
+        let card = state
+            .device_at(bus_id)
+            .ok_or_else(|| self.no_device(bus_id))?;
+        Ok(sriov::write_numvfs(card, text))
     }
 
     fn no_device(&self, bus_id: &str) -> StateFileError {

@@ -162,28 +162,16 @@ impl Geometry {
             })
     }
 
-    /// How many more instances of `shape` the card's media engines leave room for; `None`
-    /// where that cannot be told (its engines, the card's or an instance's did not read). A
-    /// profile that holds no engine is not bounded by them.
-    fn more_by_engines(&self, shape: &Shape) -> Option<u32> {
-        let one = shape.engines?;
-        if one == MediaEngines::default() {
-            return Some(u32::MAX);
-        }
+    /// The media engines no instance holds: the card's less the instances'; `None` where
+    /// either did not read. Counted once for every profile of an answer.
+    fn engines_left(&self) -> Option<MediaEngines> {
         let card = self.card_engines()?;
         let held = self.engines_held()?;
-        [
-            (card.decoders, held.decoders, one.decoders),
-            (card.jpegs, held.jpegs, one.jpegs),
-            (card.ofas, held.ofas, one.ofas),
-        ]
-        .into_iter()
-        .map(|(card, held, one)| {
-            card.saturating_sub(held)
-                .checked_div(one)
-                .unwrap_or(u32::MAX)
-        })
-        .min()
+        Some(MediaEngines::new(
+            card.decoders.saturating_sub(held.decoders),
+            card.jpegs.saturating_sub(held.jpegs),
+            card.ofas.saturating_sub(held.ofas),
+        ))
     }
 
     /// How many more instances of `shape` its instance count leaves room for.
@@ -213,10 +201,11 @@ impl Geometry {
             .collect()
     }
 
-    /// What fits of `shape` now; `None` where its placements, or what bounds it, did not read.
-    fn fits(&self, shape: &Shape) -> Option<Fits> {
+    /// What fits of `shape` now, the card's engines left being `left` ([`Geometry::engines_left`]);
+    /// `None` where its placements, or what bounds it, did not read.
+    fn fits(&self, shape: &Shape, left: Option<MediaEngines>) -> Option<Fits> {
         let placements = shape.placements.as_deref()?;
-        let by_rules = self.more_by_count(shape).min(self.more_by_engines(shape)?);
+        let by_rules = self.more_by_count(shape).min(more_by_engines(shape, left)?);
         if !self.mig_on || by_rules == 0 {
             return Some(Fits::default());
         }
@@ -242,7 +231,7 @@ impl Geometry {
                     .shape(profile_id)
                     .ok_or(RoomRefusal::NoProfile { profile_id })?;
                 let fits = self
-                    .fits(shape)
+                    .fits(shape, self.engines_left())
                     .ok_or(RoomRefusal::BoundsUnknown { profile_id })?;
                 if !shape
                     .placements
@@ -276,6 +265,25 @@ impl Geometry {
             }
         }
     }
+}
+
+/// How many more instances of `shape` the media engines `left` leave room for; `None` where
+/// that cannot be told (its engines, or those left, did not read). A profile that holds no
+/// engine is not bounded by them.
+fn more_by_engines(shape: &Shape, left: Option<MediaEngines>) -> Option<u32> {
+    let one = shape.engines?;
+    if one == MediaEngines::default() {
+        return Some(u32::MAX);
+    }
+    let left = left?;
+    [
+        (left.decoders, one.decoders),
+        (left.jpegs, one.jpegs),
+        (left.ofas, one.ofas),
+    ]
+    .into_iter()
+    .map(|(left, one)| left.checked_div(one).unwrap_or(u32::MAX))
+    .min()
 }
 
 /// Whether two placements share a memory slice.
@@ -449,12 +457,13 @@ fn changed(
 /// per profile of its catalogue. Refused, naming the change, where a change cannot be made.
 pub fn remaining(geometry: &Geometry, changes: &[Change]) -> Result<Vec<Room>, ChangeRefused> {
     let card = changed(geometry, changes, |_| None)?;
+    let left = card.engines_left();
     Ok(card
         .shapes
         .iter()
         .map(|shape| Room {
             profile: shape.profile.clone(),
-            fits: card.fits(shape),
+            fits: card.fits(shape, left),
         })
         .collect())
 }
