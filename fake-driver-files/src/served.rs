@@ -174,8 +174,8 @@ impl Served {
                 let state = self.nvidia_state()?;
                 let (device, index) =
                     fake_nvml::sysfs::vf_at(&state, address).ok_or(libc::ENOENT)?;
-                // A write that is no type ID: no source gives the driver's answer; the fake
-                // answers `EINVAL`, as the kernel's number readers do.
+                // The driver reads the ID with `kstrtol`, base 10 (as `gpu_host_probe::vf` writes
+                // it); what that refuses is `EINVAL`, the kernel's number readers' answer.
                 let id: u32 = text
                     .trim_end_matches('\n')
                     .parse()
