@@ -102,6 +102,9 @@ fn gpu_row(record: &GpuRecord) -> Result<BTreeMap<&'static str, String>, StoreEr
         // An AMD GPU's partitions as last read and a memory request waiting for a reload
         // (schema 5): one JSON column.
         ("amd", json_text(record.amd.as_ref())?),
+        // Its partitions as last read, with the layout's generation (schema 7): one JSON
+        // column.
+        ("division", json_text(record.division.as_ref())?),
     ]))
 }
 
@@ -131,6 +134,7 @@ fn gpu_record(bdf: &str, row: &BTreeMap<&'static str, String>) -> Result<GpuReco
         )?),
     };
     record.amd = json_column(row, "amd", &format!("the AMD partitions of {bdf}"))?;
+    record.division = json_column(row, "division", &format!("the partitions of {bdf}"))?;
     Ok(record)
 }
 

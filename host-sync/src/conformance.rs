@@ -272,6 +272,20 @@ fn full_state() -> HostState {
         record.last_read = last_read;
         state.gpus.insert(bdf(n), record);
     }
+    // The first GPU's partitions as last read (a GPU instance with its compute instance, a
+    // MIG-backed vGPU on it), and the second's, which a read since did not read.
+    if let Some(record) = state.gpus.get_mut(&bdf(0)) {
+        record.division = Some(nvidia_division(&state.boot, None));
+    }
+    if let Some(record) = state.gpus.get_mut(&bdf(1)) {
+        record.division = Some(nvidia_division(
+            &state.boot,
+            Some(layout_model::partition::Unread::new(
+                1_767_229_200,
+                "the helper timed out",
+            )),
+        ));
+    }
     // AMD Instinct GPUs: one read with a memory request of ours waiting for a driver reload,
     // one whose partitions did not read (its request kept).
     let first = state.gpus.len();
@@ -293,6 +307,7 @@ fn full_state() -> HostState {
         state.boot.clone(),
     ));
     pending.amd = Some(amd.clone());
+    pending.division = Some(amd_division(bdf(first), &state.boot));
     state.gpus.insert(bdf(first), pending);
     let mut in_reset = GpuRecord::new(
         0x1002,
@@ -308,6 +323,75 @@ fn full_state() -> HostState {
     });
     state.gpus.insert(bdf(first + 1), in_reset);
     state
+}
+
+/// An NVIDIA GPU's division: a 3g.40gb GPU instance with its compute instance (recorded), a
+/// MIG-backed vGPU on it (found), read in `boot` with a record of writes; `unread`: a read since
+/// did not read it.
+fn nvidia_division(
+    boot: &Boot,
+    unread: Option<layout_model::partition::Unread>,
+) -> layout_model::partition::Division {
+    use gpu_host_probe::{CardWrites, Ledger, Now};
+    use gpu_partition_types::{Placement, VgpuTypeId};
+    use layout_model::partition::{Division, Origin, Partition, PartitionProfile, Slot};
+    let mut instance = Partition::new(
+        Slot::GpuInstance { id: 2 },
+        PartitionProfile::Mig {
+            id: 9,
+            name: Some("3g.40gb".to_owned()),
+        },
+        Origin::Recorded,
+    );
+    instance.placement = Some(Placement::new(4, 4));
+    instance.compute = vec![0];
+    let mut vgpu = Partition::new(
+        Slot::Vf { index: 3 },
+        PartitionProfile::Vgpu {
+            type_id: VgpuTypeId::new(1061).unwrap_or(VgpuTypeId(std::num::NonZeroU32::MIN)),
+            name: Some("NVIDIA H100-3-40C".to_owned()),
+        },
+        Origin::Inferred,
+    );
+    vgpu.on = Some(2);
+    let ledger = Ledger::Read(CardWrites::new("18f2a-1234", 7, Default::default(), None));
+    let now = Now::new(boot.clone(), ledger);
+    let mut division = Division::after_read(
+        None,
+        bdf(0),
+        layout_model::partition::ordered(vec![instance, vgpu]),
+        1_767_229_190,
+        &now,
+    );
+    if let Some(unread) = unread {
+        division.not_read(unread);
+    }
+    division
+}
+
+/// AMD GPU `device`'s division: two DPX partitions, found, read in `boot` before any write.
+fn amd_division(device: Bdf, boot: &Boot) -> layout_model::partition::Division {
+    use gpu_host_probe::{Ledger, Now};
+    use layout_model::partition::{Division, Origin, Partition, PartitionProfile, Slot};
+    let partitions = (0..2)
+        .map(|index| {
+            Partition::new(
+                Slot::AmdPartition { index },
+                PartitionProfile::Amd {
+                    compute: ComputePartition::Dpx,
+                },
+                Origin::Inferred,
+            )
+        })
+        .collect();
+    let now = Now::new(boot.clone(), Ledger::Empty);
+    Division::after_read(
+        None,
+        device,
+        layout_model::partition::ordered(partitions),
+        1_767_229_150,
+        &now,
+    )
 }
 
 /// A state with a declared layout on four GPUs (an NVIDIA one placed and adopting with vGPUs on

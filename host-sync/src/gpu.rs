@@ -5,6 +5,7 @@ use crate::reason::GpuReason;
 use gpu_host_probe::amdgpu::{AmdPartitions, ComputePartition, MemoryPartition};
 use gpu_host_probe::{Boot, BootMatch};
 use gpu_partition_types::PartitionMode;
+use layout_model::partition::Division;
 use serde::{Deserialize, Serialize};
 
 /// A memory partition this host requested of an AMD GPU (its XGMI hive), waiting for a driver
@@ -108,6 +109,10 @@ pub struct GpuRecord {
     /// read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub amd: Option<AmdRecord>,
+    /// Its partitions as last read, with the layout's generation (schema 7); `None` before the
+    /// first read that listed them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub division: Option<Division>,
 }
 
 impl GpuRecord {
@@ -129,6 +134,7 @@ impl GpuRecord {
             message: None,
             last_read: None,
             amd: None,
+            division: None,
         }
     }
 
@@ -182,6 +188,24 @@ impl GpuRecord {
             || self
                 .last_read
                 .is_some_and(PartitionMode::is_divided_or_possibly)
+    }
+
+    /// Whether the GPU waits for a reset before it holds what was asked of it, from its mode
+    /// as last read: a MIG mode change pending until the GPU is reset (`enable_on_reboot`,
+    /// `disable_on_reboot`), or on an AMD GPU a memory partition requested and waiting for the
+    /// driver reload that carries it out. `None` where the mode was not read (`unknown`,
+    /// `possibly_enabled`, `not_checked`, `not_in_use`): not known.
+    pub fn requires_reset(&self) -> Option<bool> {
+        match self.partition_mode {
+            PartitionMode::EnableOnReboot | PartitionMode::DisableOnReboot => Some(true),
+            PartitionMode::NotSupported | PartitionMode::Disabled | PartitionMode::Enabled => {
+                Some(false)
+            }
+            PartitionMode::Unknown
+            | PartitionMode::NotChecked
+            | PartitionMode::NotInUse
+            | PartitionMode::PossiblyEnabled => None,
+        }
     }
 
     /// Sets the mode and its reason, with no message.

@@ -418,6 +418,7 @@ pub fn read_vf_types(sysfs_root: &Path, bdf: Bdf) -> layout_model::VfsRead {
                         vf.index,
                         vf.vgpu.as_ref().and_then(|vgpu| vgpu.current_type),
                     )
+                    .on_instance(vf.vgpu.as_ref().and_then(|vgpu| vgpu.gpu_instance_id))
                 })
                 .collect(),
         ),

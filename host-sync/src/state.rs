@@ -42,7 +42,11 @@ use std::path::PathBuf;
 ///   `{"vfs": "counted", …}` (no VF was named then, and none is guessed: the next apply or
 ///   restore of the GPU declares them per VF), none with the mode off `{"vfs": "off"}`, none
 ///   with heterogeneous mode on `{"vfs": "on", "types": [], "heterogeneous": true}`.
-pub const SCHEMA: u32 = 6;
+/// - 7: a GPU record's partitions as last read, with the layout's generation
+///   (`gpus.*.division`: `generation`, `partitions`, `read_at`, `boot_id`, `boot_time`, `writes`,
+///   `unread`). A schema-6 file reads as it is (no GPU of it was listed yet: the next read
+///   starts each GPU's generation at 1).
+pub const SCHEMA: u32 = 7;
 
 /// The state file that did not read, as the store found it: kept aside, with why. While it is
 /// set the host says so (reason `state_lost`), and a boot restore fails: what the host was

@@ -285,7 +285,8 @@ pub fn sync_under(
     let mut amd_reads = BTreeMap::new();
     // Where the record of writes stands before the cards are read (the lock is held, so no write
     // of ours comes between): a write recorded after it ends what this check says.
-    let mark = host.now().writes.mark();
+    let read_now = gpu_host_probe::Now::new(state.boot.clone(), host.now().writes);
+    let mark = read_now.writes.mark();
     if takes_part {
         let to_read = modes::mark_not_checked(&gpus, &mut state.gpus, ReadBy::Helper);
         if !to_read.is_empty() {
@@ -302,8 +303,26 @@ pub fn sync_under(
             }
             amd_reads.insert(bdf, read);
         }
+        crate::partitions::record_divisions(
+            &mut state.gpus,
+            state.declared.as_ref(),
+            &crate::partitions::Reads {
+                gpus: &gpus,
+                replies: &replies,
+                amd: &amd_reads,
+                sysfs_root: host.sysfs_root(),
+                now: &read_now,
+                at: now,
+            },
+        );
     } else {
         modes::not_taking_part(&mut state.gpus, after_boot);
+        let why = if options.pool.is_enabled() {
+            "the host has no GPU that partitions"
+        } else {
+            "the pool is off: no card is read"
+        };
+        crate::partitions::none_read(&mut state.gpus, now, why);
     }
     // With the pool on every sync compares the cards with what the host is declared to be (a
     // declared GPU no longer on the host differs); with it off no card is read, and from then on

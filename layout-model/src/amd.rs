@@ -63,6 +63,32 @@ pub fn runs_with(compute: ComputePartition, memory: MemoryPartition) -> bool {
     memory_modes(compute).contains(&memory)
 }
 
+/// The compute modes a GPU of `xccs` XCCs offers with `memory` as its memory partition, by
+/// the kernel's rule (`__aqua_vanjaram_update_available_partition_mode`: the modes its XCC
+/// count supports that run with the memory partition).
+pub fn offered(xccs: u32, memory: MemoryPartition) -> Vec<ComputePartition> {
+    compute_modes(xccs)
+        .iter()
+        .copied()
+        .filter(|mode| runs_with(*mode, memory))
+        .collect()
+}
+
+/// The XCC counts (1, 2, 4, 6, 8) a GPU that shows `read` can have: the sysfs files name no XCC
+/// count, so a count is a candidate when its offering with the memory partition now is what
+/// the GPU offers now (every count where the GPU shows no memory partition). The one owner of
+/// the inference: a plan (what a GPU will offer after a reload) and the partitions of a GPU in
+/// CPX mode (one per XCC) ask it.
+pub fn xcc_candidates(read: &AmdPartitions) -> Vec<u32> {
+    [1, 2, 4, 6, 8]
+        .into_iter()
+        .filter(|xccs| {
+            read.memory
+                .is_none_or(|now| offered(*xccs, now) == read.available_compute)
+        })
+        .collect()
+}
+
 /// What a GPU is wanted (or declared) to be: its compute partition and its memory partition.
 /// The one vocabulary of an AMD layout: a plan wants it, a declaration keeps it, a sync compares
 /// the GPU with it ([`AmdDeclared::drift`]).

@@ -172,6 +172,65 @@ impl Unchecked {
     }
 }
 
+/// Why an observation says nothing now ([`still_current`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Ended {
+    /// It was made in an earlier boot.
+    EarlierBoot,
+    /// Its boot and the boot now cannot be told apart.
+    BootUntold,
+    /// What it covers was written since, by these writes of ours.
+    WrittenSince(Vec<WrittenSince>),
+    /// Whether anything was written since cannot be told: why.
+    WritesUntold(String),
+}
+
+impl From<Ended> for Unchecked {
+    fn from(ended: Ended) -> Self {
+        match ended {
+            Ended::EarlierBoot => Self::EarlierBoot,
+            Ended::BootUntold => Self::BootUntold,
+            Ended::WrittenSince(writes) => Self::WrittenSince(writes),
+            Ended::WritesUntold(why) => Self::WritesUntold(why),
+        }
+    }
+}
+
+impl fmt::Display for Ended {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        Unchecked::from(self.clone()).fmt(f)
+    }
+}
+
+/// Whether an observation of `gpus` made in `boot`, with the record of writes at `writes`
+/// (`None`: it did not read then), still says anything `now`: not in another boot or one that
+/// cannot be told apart, and not after a write of ours to one of them (or one that cannot be
+/// ruled out). The one rule of an observation's end: a declaration's check and a GPU's last
+/// read division ([`crate::partition::Division`]) are judged by it.
+pub fn still_current(
+    boot: &Boot,
+    writes: Option<&WriteMark>,
+    gpus: &[Bdf],
+    now: &Now,
+) -> Result<(), Ended> {
+    match boot.compare(&now.boot) {
+        BootMatch::Same => {}
+        BootMatch::Other => return Err(Ended::EarlierBoot),
+        BootMatch::CannotTell => return Err(Ended::BootUntold),
+    }
+    let Some(mark) = writes else {
+        return Err(Ended::WritesUntold(
+            "the record of writes to the cards did not read when they were read".to_owned(),
+        ));
+    };
+    match now.writes.since(mark, gpus) {
+        Since::Unwritten => Ok(()),
+        Since::Written(writes) => Err(Ended::WrittenSince(writes)),
+        Since::CannotTell(why) => Err(Ended::WritesUntold(why)),
+    }
+}
+
 impl Holding {
     /// Judges `check` (none: never checked), `lapsed`, for the declared `gpus`, against `now`.
     /// In this order: a lapse, no check, another boot or one that cannot be told apart, a write
@@ -188,20 +247,8 @@ impl Holding {
         let Some(check) = check else {
             return Self::Unknown(Unchecked::NotChecked);
         };
-        match check.boot.compare(&now.boot) {
-            BootMatch::Same => {}
-            BootMatch::Other => return Self::Unknown(Unchecked::EarlierBoot),
-            BootMatch::CannotTell => return Self::Unknown(Unchecked::BootUntold),
-        }
-        let Some(mark) = &check.writes else {
-            return Self::Unknown(Unchecked::WritesUntold(
-                "the record of writes to the cards did not read when they were read".to_owned(),
-            ));
-        };
-        match now.writes.since(mark, gpus) {
-            Since::Unwritten => {}
-            Since::Written(writes) => return Self::Unknown(Unchecked::WrittenSince(writes)),
-            Since::CannotTell(why) => return Self::Unknown(Unchecked::WritesUntold(why)),
+        if let Err(why) = still_current(&check.boot, check.writes.as_ref(), gpus, now) {
+            return Self::Unknown(why.into());
         }
         if !check.differences.is_empty() {
             Self::Drifted(check.differences.clone())

@@ -20,6 +20,8 @@
 //!   or of a boot that cannot be told apart, one followed by a write of ours
 //!   ([`gpu_host_probe::CardWrites`]) or by a sync that did not read the cards, says nothing.
 //!
+//! - [`partition`]: a GPU's partitions as rows (slot, profile, placement, ordinal, recorded or
+//!   found), and the [`partition::Division`] last read with its layout generation.
 //! - [`room::remaining`]: what still fits on a card in MIG mode (every placement of each
 //!   profile, how many more), now or after given creates and destroys.
 //!
@@ -35,6 +37,7 @@ mod compare;
 mod declared;
 mod difference;
 mod nvidia;
+pub mod partition;
 pub mod room;
 mod vendor;
 mod vf;
@@ -46,7 +49,10 @@ pub use card::{
     Card, CardInstance, CardProfile, CardUnreadable, MediaEngines, ProfileRef, ReplyMember,
     filling_compute_profile,
 };
-pub use check::{Holding, HoldingState, Lapse, LapseReason, LayoutCheck, Unchecked, UncheckedKind};
+pub use check::{
+    Ended, Holding, HoldingState, Lapse, LapseReason, LayoutCheck, Unchecked, UncheckedKind,
+    still_current,
+};
 pub use compare::{Adopted, Comparison, compare, differences};
 pub use declared::{Declaration, DeclaredGpu, Seen};
 pub use difference::{ComputeFound, Difference, DifferenceKind, Fact, Filling, Remedy};

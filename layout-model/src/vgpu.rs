@@ -202,12 +202,25 @@ pub struct VfFound {
     pub index: u32,
     /// Its vGPU type.
     pub type_id: Option<VgpuTypeId>,
+    /// The GPU instance a MIG-backed vGPU on it sits on (`nvidia/gpu_instance_id`); `None`
+    /// while it has none, and for a time-sliced vGPU.
+    pub gpu_instance: Option<u32>,
 }
 
 impl VfFound {
-    /// VF `index` holding `type_id`.
+    /// VF `index` holding `type_id`, on no GPU instance.
     pub fn new(index: u32, type_id: Option<VgpuTypeId>) -> Self {
-        Self { index, type_id }
+        Self {
+            index,
+            type_id,
+            gpu_instance: None,
+        }
+    }
+
+    /// The same VF, its vGPU on GPU instance `id` (`None`: on none).
+    pub fn on_instance(mut self, id: Option<u32>) -> Self {
+        self.gpu_instance = id;
+        self
     }
 }
 

@@ -417,21 +417,8 @@ pub fn plan_amd(
 /// 4 or 8 XCCs), a mode only one of them offers is left to the read after the reload. Where no
 /// count fits (a VBIOS that offers less), what it offers now that runs with `memory`.
 fn offered_with(read: &AmdPartitions, memory: MemoryPartition) -> Vec<ComputePartition> {
-    use layout_model::amd::{compute_modes, runs_with};
-    let offered = |xccs: u32, memory: MemoryPartition| -> Vec<ComputePartition> {
-        compute_modes(xccs)
-            .iter()
-            .copied()
-            .filter(|mode| runs_with(*mode, memory))
-            .collect()
-    };
-    let candidates: Vec<u32> = [1, 2, 4, 6, 8]
-        .into_iter()
-        .filter(|xccs| {
-            read.memory
-                .is_none_or(|now| offered(*xccs, now) == read.available_compute)
-        })
-        .collect();
+    use layout_model::amd::{offered, runs_with, xcc_candidates};
+    let candidates = xcc_candidates(read);
     let Some((first, others)) = candidates
         .split_first()
         .filter(|_| !read.available_compute.is_empty())

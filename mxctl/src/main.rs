@@ -69,10 +69,9 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
         Command::Sync(_)
             | Command::Probe(_)
             | Command::Reset(_)
-            | Command::Partition(_)
             | Command::Vgpu(_)
             | Command::Amd(_)
-    );
+    ) || matches!(&cli.command, Command::Partition(command) if !matches!(command, PartitionCommand::List(_)));
     let mut host = Host::new(state_dir)
         .with_sysfs_root(&cli.global.sysfs_root)
         .with_proc_root(&cli.global.proc_root);
@@ -89,7 +88,10 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
     if creates
         || matches!(
             cli.command,
-            Command::Status | Command::Metrics(_) | Command::Labels(_)
+            Command::Status
+                | Command::Metrics(_)
+                | Command::Labels(_)
+                | Command::Partition(PartitionCommand::List(_))
         )
     {
         host.check_state_dir(creates)?;
@@ -121,6 +123,7 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
             PartitionCommand::Restore(args) => {
                 commands::partition::apply::restore(args, &config, &host, output)
             }
+            PartitionCommand::List(_) => commands::partition::list::run(&host, output),
         },
         Command::Vgpu(command) => match command {
             VgpuCommand::Apply(args) => commands::vgpu::apply(args, &config, &host, output),

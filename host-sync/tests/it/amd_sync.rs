@@ -257,3 +257,154 @@ fn a_sync_compares_the_declared_partitions_and_names_each_axis_that_differs() {
         }
     );
 }
+
+/// The host's record of writes now, as a list judges staleness by.
+fn now_of(amd: &AmdHost) -> gpu_host_probe::Now {
+    amd.host.now()
+}
+
+#[test]
+fn a_sync_keeps_each_gpus_partitions_with_generation_1_and_lists_them_current() {
+    let amd = hive();
+    let mut store = MemoryStore::default();
+    amd.sync(&mut store);
+    let state = store.load().unwrap().unwrap();
+    let listed = host_sync::partitions(&state, &now_of(&amd));
+    assert_eq!(listed.len(), 8);
+    for gpu in &listed {
+        let division = gpu.division.as_ref().unwrap();
+        assert_eq!(
+            (division.generation, division.partitions.len(), &gpu.stale),
+            (1, 0, &None),
+            "{}: SPX is the whole GPU",
+            gpu.gpu
+        );
+        assert_eq!(gpu.requires_reset, Some(false));
+    }
+}
+
+#[test]
+fn a_compute_partition_written_outside_us_is_found_as_the_next_generation_of_inferred_rows() {
+    let mut amd = hive();
+    let mut store = MemoryStore::default();
+    amd.sync(&mut store);
+    amd.fake.write_compute(&bdf(3), "CPX").unwrap();
+    amd.sync(&mut store);
+    amd.sync(&mut store);
+    let state = store.load().unwrap().unwrap();
+    let listed = host_sync::partitions(&state, &now_of(&amd));
+    let gpu = listed.iter().find(|gpu| gpu.gpu == at(3)).unwrap();
+    let division = gpu.division.as_ref().unwrap();
+    assert_eq!(division.generation, 2, "one change, read twice");
+    let slots: Vec<(String, u32, layout_model::partition::Origin)> = division
+        .partitions
+        .iter()
+        .map(|row| (row.slot.to_string(), row.ordinal, row.origin))
+        .collect();
+    assert_eq!(
+        slots.len(),
+        8,
+        "one partition per XCC of an MI300X: {slots:?}"
+    );
+    assert_eq!(
+        slots[7],
+        (
+            "partition 7".to_owned(),
+            7,
+            layout_model::partition::Origin::Inferred
+        )
+    );
+    let others = listed.iter().filter(|gpu| gpu.gpu != at(3));
+    assert!(
+        others
+            .clone()
+            .all(|gpu| gpu.division.as_ref().unwrap().generation == 1)
+    );
+}
+
+#[test]
+fn a_gpu_that_does_not_read_keeps_its_last_rows_marked_stale_with_why() {
+    let mut amd = hive();
+    let mut store = MemoryStore::default();
+    amd.fake.write_compute(&bdf(2), "DPX").unwrap();
+    amd.sync(&mut store);
+    std::fs::write(
+        amd.fake
+            .sysfs()
+            .device_dir(&bdf(2))
+            .join("current_compute_partition"),
+        "UNKNOWN\n",
+    )
+    .unwrap();
+    amd.sync(&mut store);
+    let state = store.load().unwrap().unwrap();
+    let listed = host_sync::partitions(&state, &now_of(&amd));
+    let gpu = listed.iter().find(|gpu| gpu.gpu == at(2)).unwrap();
+    let division = gpu.division.as_ref().unwrap();
+    assert_eq!((division.generation, division.partitions.len()), (1, 2));
+    let Some(layout_model::partition::Stale::NotRead(unread)) = &gpu.stale else {
+        panic!("{:?}", gpu.stale);
+    };
+    assert!(unread.why.contains("UNKNOWN"), "{}", unread.why);
+    assert_eq!(gpu.requires_reset, None, "its mode did not read");
+    assert_eq!(gpu.age(division.read_at + 90), Some(90));
+}
+
+#[test]
+fn a_sync_with_the_pool_off_marks_every_kept_division_not_read() {
+    let amd = hive();
+    let mut store = MemoryStore::default();
+    amd.sync(&mut store);
+    sync(
+        &amd.host,
+        &amd.helper,
+        &mut store,
+        &SyncOptions::new(Pool::Disabled, AfterBoot::No),
+    )
+    .unwrap();
+    let state = store.load().unwrap().unwrap();
+    let listed = host_sync::partitions(&state, &now_of(&amd));
+    assert_eq!(listed.len(), 8, "never an empty list");
+    assert!(listed.iter().all(|gpu| matches!(
+        &gpu.stale,
+        Some(layout_model::partition::Stale::NotRead(unread)) if unread.why.contains("pool is off")
+    )));
+}
+
+#[test]
+fn a_write_of_ours_makes_the_rows_stale_and_the_next_read_the_next_generation() {
+    let amd = hive();
+    let mut store = MemoryStore::default();
+    amd.sync(&mut store);
+    {
+        let lock = amd.host.lock(std::time::Duration::from_secs(5)).unwrap();
+        lock.record_write(&[at(4)], gpu_host_probe::Writer::AmdComputePartition)
+            .unwrap();
+    }
+    let state = store.load().unwrap().unwrap();
+    let listed = host_sync::partitions(&state, &now_of(&amd));
+    let written = listed.iter().find(|gpu| gpu.gpu == at(4)).unwrap();
+    assert!(
+        matches!(
+            &written.stale,
+            Some(layout_model::partition::Stale::Ended(
+                layout_model::Ended::WrittenSince(_)
+            ))
+        ),
+        "{:?}",
+        written.stale
+    );
+    amd.sync(&mut store);
+    let state = store.load().unwrap().unwrap();
+    let listed = host_sync::partitions(&state, &now_of(&amd));
+    let generations: Vec<u64> = listed
+        .iter()
+        .map(|gpu| gpu.division.as_ref().unwrap().generation)
+        .collect();
+    assert_eq!(
+        generations,
+        [1, 1, 1, 1, 2, 1, 1, 1],
+        "the same rows, written by us"
+    );
+    assert!(listed.iter().all(|gpu| gpu.stale.is_none()));
+}

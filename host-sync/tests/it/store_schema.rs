@@ -8,7 +8,7 @@ use host_sync::{FileStore, HostState, StateStore};
 
 /// The members of a state file at each schema: a member added to `HostState` without its
 /// schema moving fails here (an older version would read the newer file and drop it).
-const MEMBERS: [(u32, &[&str]); 6] = [
+const MEMBERS: [(u32, &[&str]); 7] = [
     (
         1,
         &[
@@ -33,6 +33,8 @@ const MEMBERS: [(u32, &[&str]); 6] = [
     (5, &[]),
     // A declared GPU tagged with its vendor, its vGPUs per VF (`vgpu`), none at the top.
     (6, &[]),
+    // A member of a GPU record (`division`), none at the top.
+    (7, &[]),
 ];
 
 #[test]
@@ -89,7 +91,7 @@ fn the_schema_moves_with_the_members_of_the_state() {
 /// state without the schema moving fails here, naming it, as one removed does. Walked over
 /// every state of the conformance suite, which between them set every member.
 const NESTED: (u32, &[&str]) = (
-    6,
+    7,
     &[
         "boot_id",
         "boot_time",
@@ -203,6 +205,35 @@ const NESTED: (u32, &[&str]) = (
         "gpus.*.amd.requested.boot_time",
         "gpus.*.amd.requested.mode",
         "gpus.*.device",
+        "gpus.*.division",
+        "gpus.*.division.boot_id",
+        "gpus.*.division.boot_time",
+        "gpus.*.division.generation",
+        "gpus.*.division.partitions",
+        "gpus.*.division.partitions[].compute",
+        "gpus.*.division.partitions[].on",
+        "gpus.*.division.partitions[].ordinal",
+        "gpus.*.division.partitions[].origin",
+        "gpus.*.division.partitions[].placement",
+        "gpus.*.division.partitions[].placement.size",
+        "gpus.*.division.partitions[].placement.start",
+        "gpus.*.division.partitions[].profile",
+        "gpus.*.division.partitions[].profile.compute",
+        "gpus.*.division.partitions[].profile.id",
+        "gpus.*.division.partitions[].profile.kind",
+        "gpus.*.division.partitions[].profile.name",
+        "gpus.*.division.partitions[].profile.type_id",
+        "gpus.*.division.partitions[].slot",
+        "gpus.*.division.partitions[].slot.id",
+        "gpus.*.division.partitions[].slot.index",
+        "gpus.*.division.partitions[].slot.kind",
+        "gpus.*.division.read_at",
+        "gpus.*.division.unread",
+        "gpus.*.division.unread.at",
+        "gpus.*.division.unread.why",
+        "gpus.*.division.writes",
+        "gpus.*.division.writes.ledger",
+        "gpus.*.division.writes.seq",
         "gpus.*.driver",
         "gpus.*.last_read",
         "gpus.*.message",
@@ -384,14 +415,17 @@ fn a_file_of_schema_5_reads_each_declared_gpu_as_its_vendors_and_vgpus_by_count_
 }
 
 #[test]
-fn a_state_of_schema_5_read_and_saved_is_schema_6_and_reads_back_the_same() {
+fn a_state_of_schema_5_read_and_saved_is_of_this_schema_and_reads_back_the_same() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("state.json"), SCHEMA_5).unwrap();
     let mut store = FileStore::new(dir.path());
     let state = store.load().unwrap().unwrap();
     store.save(&state).unwrap();
     let text = std::fs::read_to_string(dir.path().join("state.json")).unwrap();
-    assert!(text.contains("\"schema\": 6"), "{text}");
+    assert!(
+        text.contains(&format!("\"schema\": {}", host_sync::SCHEMA)),
+        "{text}"
+    );
     assert_eq!(FileStore::new(dir.path()).load().unwrap(), Some(state));
 }
 

@@ -5,6 +5,7 @@ mod amd;
 mod common;
 mod compare;
 mod declared;
+mod partition;
 mod props;
 mod room;
 mod vf_drift;

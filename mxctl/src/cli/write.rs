@@ -21,7 +21,33 @@ pub enum PartitionCommand {
     /// Bring the cards back to what the host is declared to be (the last apply or leave), by
     /// diff: zero steps when they hold it.
     Restore(Box<PartitionRestore>),
+    /// List every partition of the host's GPUs as the last sync read them (NVIDIA GPU
+    /// instances, the vGPUs on their virtual functions, AMD compute partitions): slot,
+    /// profile, placement, ordinal, recorded or inferred, each GPU's layout generation, and
+    /// whether it waits for a reset. Rows a GPU may no longer hold are shown, marked stale
+    /// with why and their age (writes nothing; exit 0).
+    #[command(
+        after_long_help = "A row's slot is the ID the vendor's tools name the partition by: an \
+NVIDIA GPU instance's ID (GI), the virtual function of an NVIDIA vGPU (VF), an AMD compute \
+partition's index. Its ordinal counts it among its profile's partitions on the GPU, from 0 in \
+slot order. Its origin is recorded when the host's declaration names it, inferred when it was \
+found and nothing names it.\n\n\
+A GPU's generation starts at 1 with its first read and goes up by one at a read that finds its \
+division changed: other partitions, or any after a write of mxctl's to the GPU, another boot, \
+or a record of writes that cannot rule one out. A binding recorded at a generation holds only \
+while the GPU still says it.\n\n\
+Why rows are stale (because, in --json): never_read, not_read (a sync since did not read them; \
+the first such read is kept, with why), earlier_boot, boot_untold, written_since (a write of \
+mxctl's since: the next sync gives the next generation), writes_untold. requires-reset: a MIG \
+mode change waiting for the GPU's reset, or an AMD memory partition waiting for a driver \
+reload; unknown where the mode did not read."
+    )]
+    List(PartitionList),
 }
+
+/// `mxctl partition list`
+#[derive(Debug, Args)]
+pub struct PartitionList {}
 
 /// `mxctl vgpu …`
 #[derive(Debug, Subcommand)]

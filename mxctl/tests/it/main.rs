@@ -23,6 +23,7 @@ mod multi_host;
 mod partition;
 mod partition_crash;
 mod partition_declared;
+mod partition_list;
 mod partition_running;
 mod probe;
 mod protocol_doc;

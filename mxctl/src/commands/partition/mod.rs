@@ -1,9 +1,11 @@
-//! `mxctl partition`: apply, assert, export and leave MIG layouts (`mig-layout`), and what
+//! `mxctl partition`: apply, assert, export and leave MIG layouts (`mig-layout`), list the
+//! host's partitions, and what
 //! they share: the layout file, the pool switch, the reset backend.
 
 pub mod apply;
 pub mod assert;
 pub mod export;
+pub mod list;
 
 use crate::cli::{LayoutArgs, Switch, WriteArgs};
 use crate::config::Config;

@@ -324,6 +324,24 @@ impl PartitionHost {
             .collect()
     }
 
+    /// `mxctl --json partition list`.
+    pub fn list(&self) -> serde_json::Value {
+        let (code, list) = super::run_json(self.mxctl(&["partition", "list"]));
+        assert_eq!(code, 0, "{list:#}");
+        list
+    }
+
+    /// `mxctl partition list`, for people.
+    pub fn list_text(&self) -> String {
+        let output = self
+            .mxctl_configured(Path::new("/dev/null"))
+            .args(["partition", "list"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    }
+
     /// `mxctl --json status`.
     pub fn status(&self) -> serde_json::Value {
         let mut command = self.mxctl(&[]);
