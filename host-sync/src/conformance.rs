@@ -345,6 +345,7 @@ fn nvidia_division(
     );
     instance.placement = Some(Placement::new(4, 4));
     instance.compute = vec![0];
+    instance.owner = layout_model::Owner::new("vm-5a3c9f0e").ok();
     let mut vgpu = Partition::new(
         Slot::Vf { index: 3 },
         PartitionProfile::Vgpu {
@@ -440,7 +441,16 @@ fn declared(holds: bool) -> HostState {
                     Some("GPU-5a3c9f0e-8a1b-4c2d-9e7f-0a1b2c3d4e5f".to_owned()),
                 ),
             )
-            .with_vgpu(on_vfs),
+            .with_vgpu(on_vfs)
+            .with_owners(
+                &layout_model::Owner::new("vm-5a3c9f0e")
+                    .ok()
+                    .map(|owner| {
+                        layout_model::Owned::new(Placed::new(9, Placement::new(4, 4)), owner)
+                    })
+                    .into_iter()
+                    .collect::<Vec<_>>(),
+            ),
         ),
     );
     let counted = VgpuDeclared::Counted {

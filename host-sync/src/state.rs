@@ -46,7 +46,10 @@ use std::path::PathBuf;
 ///   (`gpus.*.division`: `generation`, `partitions`, `read_at`, `boot_id`, `boot_time`, `writes`,
 ///   `unread`). A schema-6 file reads as it is (no GPU of it was listed yet: the next read
 ///   starts each GPU's generation at 1).
-pub const SCHEMA: u32 = 7;
+/// - 8: a declared NVIDIA GPU's owned instances (`declared.gpus.*.owners`: `profile_id`,
+///   `placement`, `owner`), and a row's owner (`gpus.*.division.partitions[].owner`). A file of
+///   schema 2 to 7 reads as it is (nothing of it was owned).
+pub const SCHEMA: u32 = 8;
 
 /// The state file that did not read, as the store found it: kept aside, with why. While it is
 /// set the host says so (reason `state_lost`), and a boot restore fails: what the host was

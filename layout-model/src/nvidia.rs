@@ -7,6 +7,7 @@ use crate::board::Board;
 use crate::card::Card;
 use crate::compare::{Comparison, compare};
 use crate::difference::{Difference, Fact};
+use crate::owner::{Owned, Owner};
 use crate::vgpu::{VfsRead, VgpuDeclared};
 use crate::want::{Placed, ProfileKey, Unnamed, Want};
 use gpu_partition_types::Reply;
@@ -54,6 +55,10 @@ pub struct NvidiaDeclared {
     /// VFs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vgpu: Option<VgpuDeclared>,
+    /// Who each of its owned GPU instances is for (schema 8): a partition created for an owner
+    /// keeps it here, each at one of `instances`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owners: Vec<Owned>,
 }
 
 impl NvidiaDeclared {
@@ -72,6 +77,7 @@ impl NvidiaDeclared {
             unnamed: want.unnamed,
             board,
             vgpu: None,
+            owners: Vec::new(),
         }
     }
 
@@ -84,6 +90,27 @@ impl NvidiaDeclared {
     pub fn with_vgpu(mut self, vgpu: VgpuDeclared) -> Self {
         self.vgpu = Some(vgpu);
         self
+    }
+
+    /// The same GPU, with these owners kept where it places an instance (an owner of an
+    /// instance it does not place is dropped: that partition is gone).
+    pub fn with_owners(mut self, owners: &[Owned]) -> Self {
+        let placed = self.instances.clone().unwrap_or_default();
+        self.owners = owners
+            .iter()
+            .filter(|owned| placed.contains(&owned.at))
+            .cloned()
+            .collect();
+        self.owners.sort_by_key(|owned| owned.at);
+        self
+    }
+
+    /// Who the instance `at` is for, when it is owned.
+    pub fn owner_of(&self, at: &Placed) -> Option<&Owner> {
+        self.owners
+            .iter()
+            .find(|owned| owned.at == *at)
+            .map(|owned| &owned.owner)
     }
 
     /// What the GPU should be, as the planner and the comparison take it.

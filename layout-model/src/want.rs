@@ -126,6 +126,10 @@ pub struct Want {
     /// What becomes of the card's instances the layout does not name.
     #[serde(default)]
     pub unnamed: Unnamed,
+    /// Instances to destroy whatever `unnamed` says (one partition destroyed while the others
+    /// the layout does not name are adopted); empty for a layout.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub remove: Vec<Placed>,
 }
 
 impl Want {
@@ -136,6 +140,7 @@ impl Want {
             instances,
             placements: None,
             unnamed: Unnamed::Match,
+            remove: Vec::new(),
         }
     }
 
@@ -146,6 +151,7 @@ impl Want {
             instances: Vec::new(),
             placements: None,
             unnamed: Unnamed::Match,
+            remove: Vec::new(),
         }
     }
 
@@ -154,6 +160,12 @@ impl Want {
         let mut placements = placements;
         placements.sort();
         self.placements = Some(placements);
+        self
+    }
+
+    /// The same, destroying the instances at `remove` whatever `unnamed` says.
+    pub fn removing(mut self, remove: Vec<Placed>) -> Self {
+        self.remove = remove;
         self
     }
 

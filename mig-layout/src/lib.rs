@@ -56,6 +56,16 @@ pub mod amd {
     pub use layout_model::amd::AmdWant;
 }
 
+/// One partition at a time, for an owner: a GPU instance created or destroyed through the
+/// executor, every refusal before the first write ([`PartitionRefusal`](partition::PartitionRefusal),
+/// a closed set).
+pub mod partition {
+    pub use crate::apply::partition::{
+        CreatePartition, DestroyPartition, PARTITIONS_LABEL, PartitionOutcome, PartitionRefusal,
+        PartitionRefusalKind, Which, create, destroy,
+    };
+}
+
 /// NVIDIA vgpu-device-manager's config files read as they are, vGPU type names, and the MIG
 /// layout a spec of MIG-backed types needs (the vGPU layer's declared input).
 pub mod vgpu {

@@ -124,6 +124,12 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
                 commands::partition::apply::restore(args, &config, &host, output)
             }
             PartitionCommand::List(_) => commands::partition::list::run(&host, output),
+            PartitionCommand::Create(args) => {
+                commands::partition::one::create(args, &config, &host, output)
+            }
+            PartitionCommand::Destroy(args) => {
+                commands::partition::one::destroy(args, &config, &host, output)
+            }
         },
         Command::Vgpu(command) => match command {
             VgpuCommand::Apply(args) => commands::vgpu::apply(args, &config, &host, output),

@@ -8,7 +8,7 @@ use host_sync::{FileStore, HostState, StateStore};
 
 /// The members of a state file at each schema: a member added to `HostState` without its
 /// schema moving fails here (an older version would read the newer file and drop it).
-const MEMBERS: [(u32, &[&str]); 7] = [
+const MEMBERS: [(u32, &[&str]); 8] = [
     (
         1,
         &[
@@ -35,6 +35,8 @@ const MEMBERS: [(u32, &[&str]); 7] = [
     (6, &[]),
     // A member of a GPU record (`division`), none at the top.
     (7, &[]),
+    // Members of a declared GPU (`owners`) and of a row (`owner`), none at the top.
+    (8, &[]),
 ];
 
 #[test]
@@ -91,7 +93,7 @@ fn the_schema_moves_with_the_members_of_the_state() {
 /// state without the schema moving fails here, naming it, as one removed does. Walked over
 /// every state of the conformance suite, which between them set every member.
 const NESTED: (u32, &[&str]) = (
-    7,
+    8,
     &[
         "boot_id",
         "boot_time",
@@ -205,6 +207,13 @@ const NESTED: (u32, &[&str]) = (
         "gpus.*.amd.requested.boot_time",
         "gpus.*.amd.requested.mode",
         "gpus.*.device",
+        "declared.gpus.*.owners",
+        "declared.gpus.*.owners[].owner",
+        "declared.gpus.*.owners[].placement",
+        "declared.gpus.*.owners[].placement.size",
+        "declared.gpus.*.owners[].placement.start",
+        "declared.gpus.*.owners[].profile_id",
+        "gpus.*.division.partitions[].owner",
         "gpus.*.division",
         "gpus.*.division.boot_id",
         "gpus.*.division.boot_time",

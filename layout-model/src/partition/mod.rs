@@ -15,6 +15,7 @@ mod division;
 use crate::amd::{AmdDeclared, partitions};
 use crate::card::{Card, ProfileRef};
 use crate::nvidia::NvidiaDeclared;
+use crate::owner::Owner;
 use crate::vgpu::{VfsRead, VgpuDeclared};
 use crate::want::Placed;
 use gpu_host_probe::amdgpu::{AmdPartitions, ComputePartition};
@@ -138,6 +139,9 @@ pub struct Partition {
     pub ordinal: u32,
     /// Recorded by the declaration, or found.
     pub origin: Origin,
+    /// Who it is for, when it was created for an owner (a recorded GPU instance only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<Owner>,
 }
 
 impl Partition {
@@ -152,6 +156,7 @@ impl Partition {
             compute: Vec::new(),
             ordinal: 0,
             origin,
+            owner: None,
         }
     }
 }
@@ -235,6 +240,12 @@ pub fn nvidia(
         );
         partition.placement = Some(instance.placement);
         partition.compute = instance.compute.iter().map(|ci| ci.id).collect();
+        partition.owner = declared
+            .filter(|_| recorded)
+            .and_then(|declared| {
+                declared.owner_of(&Placed::new(instance.profile_id, instance.placement))
+            })
+            .cloned();
         found.push(partition);
     }
     if let Some(VfsRead::Read(vfs)) = vfs {

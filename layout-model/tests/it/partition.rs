@@ -271,3 +271,52 @@ fn a_division_is_stale_after_a_write_of_ours_and_after_a_read_that_did_not_read_
         "the first read that did not read it is kept"
     );
 }
+
+#[test]
+fn an_owner_token_is_printable_ascii_without_spaces_and_at_most_its_length() {
+    use layout_model::{OWNER_MAX, Owner, OwnerError};
+    assert_eq!(
+        Owner::new("urn:uuid:5a3c9f0e-8a1b").unwrap().as_str(),
+        "urn:uuid:5a3c9f0e-8a1b"
+    );
+    assert_eq!(Owner::new(""), Err(OwnerError::Empty));
+    assert_eq!(
+        Owner::new("vm 1"),
+        Err(OwnerError::NotPrintable { found: ' ', at: 2 })
+    );
+    assert_eq!(
+        Owner::new("x".repeat(OWNER_MAX + 1)),
+        Err(OwnerError::TooLong {
+            length: OWNER_MAX + 1
+        })
+    );
+    assert!(
+        serde_json::from_str::<Owner>("\"vm\\n1\"").is_err(),
+        "a stored token is read as strictly"
+    );
+}
+
+#[test]
+fn a_recorded_instance_created_for_an_owner_is_its_owners_row() {
+    use layout_model::{Owned, Owner, Placed};
+    let owner = Owner::new("vm-7f2a").unwrap();
+    let declared =
+        NvidiaDeclared::new(&balanced_placed(), Board::default()).with_owners(&[Owned::new(
+            Placed::new(9, Placement::new(4, 4)),
+            owner.clone(),
+        )]);
+    let rows = rows_of(balanced(), Some(&declared));
+    let owners: Vec<Option<&Owner>> = rows.iter().map(|row| row.owner.as_ref()).collect();
+    assert_eq!(owners, [None, None, None, Some(&owner)]);
+}
+
+#[test]
+fn an_owner_of_an_instance_the_declaration_does_not_place_is_dropped() {
+    use layout_model::{Owned, Owner, Placed};
+    let declared =
+        NvidiaDeclared::new(&balanced_placed(), Board::default()).with_owners(&[Owned::new(
+            Placed::new(0, Placement::new(0, 8)),
+            Owner::new("gone").unwrap(),
+        )]);
+    assert!(declared.owners.is_empty());
+}

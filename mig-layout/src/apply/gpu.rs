@@ -42,6 +42,9 @@ pub(super) struct Gpu {
     pub wrote: bool,
     /// Its vGPU side (empty for a MIG layout alone).
     pub vgpu: GpuVgpu,
+    /// Its owned instances as declared before (and a created one's): each keeps its owner
+    /// where the plan keeps it.
+    pub owners: Vec<layout_model::Owned>,
 }
 
 impl Gpu {
@@ -74,7 +77,7 @@ impl Gpu {
         } else {
             self.wanted.want.clone().placed(planned.target.clone())
         };
-        self.declared = NvidiaDeclared::new(&want, self.board.clone());
+        self.declared = NvidiaDeclared::new(&want, self.board.clone()).with_owners(&self.owners);
         if let Some(vgpu) = &self.vgpu.declare {
             self.declared = self.declared.clone().with_vgpu(vgpu.clone());
         }

@@ -18,7 +18,7 @@ use crate::select::{AmdHostGpu, AmdWanted, amd_gpus, select_amd};
 use crate::select::{HostGpu, VgpuJob, Wanted, host_gpus, select, select_vgpu};
 use gpu_host_probe::{Host, HostLock, LockError};
 use gpu_partition_types::Bdf;
-use layout_model::{Board, Declaration, DeclaredGpu, Unnamed, VgpuDeclared};
+use layout_model::{Board, Declaration, DeclaredGpu, Owned, Unnamed, VgpuDeclared};
 use std::collections::BTreeMap;
 
 /// The GPUs an apply writes — NVIDIA ones (`wanted`), AMD ones (`amd`) — and (a restore) the
@@ -27,6 +27,8 @@ pub(super) struct Job {
     pub wanted: Vec<Wanted>,
     pub amd: Vec<AmdWanted>,
     pub boards: Option<BTreeMap<Bdf, Board>>,
+    /// Each declared NVIDIA GPU's owned instances (the declaration's, and a created one's).
+    pub owners: BTreeMap<Bdf, Vec<Owned>>,
 }
 
 impl Job {
@@ -36,7 +38,17 @@ impl Job {
             wanted,
             amd: Vec::new(),
             boards: None,
+            owners: BTreeMap::new(),
         }
+    }
+
+    /// The same job, with the owned instances `declared` keeps (a job that brought its own
+    /// keeps them).
+    pub fn owned_by(mut self, declared: Option<&Declaration>) -> Self {
+        if self.owners.is_empty() {
+            self.owners = owners_of(declared);
+        }
+        self
     }
 
     /// Its sides, each where it names a GPU: the NVIDIA GPUs' (treating the instances a layout
@@ -49,7 +61,12 @@ impl Job {
         let unnamed = options.unnamed.unwrap_or(Unnamed::Match);
         let mut sides: Vec<Box<dyn Side + 'w>> = Vec::new();
         if !self.wanted.is_empty() {
-            sides.push(Box::new(NvidiaSide::new(self.wanted, self.boards, unnamed)));
+            sides.push(Box::new(NvidiaSide::new(
+                self.wanted,
+                self.boards,
+                unnamed,
+                (self.owners, options.release.clone()),
+            )));
         }
         if !self.amd.is_empty() {
             sides.push(Box::new(AmdSide::new(self.amd, amd)));
@@ -323,6 +340,7 @@ pub(super) fn declared_job(
         wanted,
         amd: amd_wanted,
         boards: Some(boards),
+        owners: owners_of(Some(declared)),
     })
 }
 
@@ -333,4 +351,14 @@ pub(super) fn leave_specs() -> Vec<crate::document::Spec> {
         false,
         Vec::new(),
     )]
+}
+
+/// Each declared NVIDIA GPU's owned instances.
+pub(super) fn owners_of(declared: Option<&Declaration>) -> BTreeMap<Bdf, Vec<Owned>> {
+    declared
+        .into_iter()
+        .flat_map(|declared| &declared.gpus)
+        .filter_map(|(bdf, gpu)| gpu.nvidia().map(|nvidia| (*bdf, nvidia.owners.clone())))
+        .filter(|(_, owners)| !owners.is_empty())
+        .collect()
 }

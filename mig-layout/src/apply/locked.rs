@@ -95,6 +95,18 @@ pub(super) fn run_locked(
     options: &ApplyOptions,
     draft: &mut Draft,
 ) -> Result<End, ApplyError> {
+    run_locked_keeping(run, lock, label, job, options, draft).map(|(end, _)| end)
+}
+
+/// [`run_locked`], giving the store back for what the caller reads after (one partition's row).
+pub(super) fn run_locked_keeping<'a>(
+    run: ApplyRun<'a>,
+    lock: &HostLock,
+    label: &str,
+    job: Job,
+    options: &ApplyOptions,
+    draft: &mut Draft,
+) -> Result<(End, &'a mut dyn host_sync::StateStore), ApplyError> {
     let ApplyRun {
         host,
         helper,
@@ -164,7 +176,7 @@ pub(super) fn run_locked(
         env.outcome = Some(end.outcome);
         exit_hooks(options, &env, draft);
     }
-    Ok(end)
+    Ok((end, store))
 }
 
 /// The `apply-exit` hooks, once the apply is over (one that fails is a warning).

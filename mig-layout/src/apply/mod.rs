@@ -42,6 +42,7 @@ mod job;
 mod locked;
 mod nvidia;
 mod options;
+pub(crate) mod partition;
 mod phases;
 mod preflight;
 mod progress;
@@ -111,6 +112,9 @@ fn apply_wanted(
         Err(end) => end,
         Ok(lock) => {
             let job = wanted(run.host, &mut *run.store, &mut draft)?;
+            // Under the lock: the owned instances the declaration keeps now.
+            let declared = run.store.load()?.and_then(|state| state.declared);
+            let job = job.owned_by(declared.as_ref());
             run_locked(run, &lock, label, job, options, &mut draft)?
         }
     };
@@ -170,6 +174,7 @@ pub fn apply_amd(
             wanted: Vec::new(),
             amd: job::resolve_amd(host, label, profile, options)?,
             boards: None,
+            owners: std::collections::BTreeMap::new(),
         })
     })
 }
@@ -260,6 +265,7 @@ pub fn leave_amd(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<ApplyRepor
             wanted: Vec::new(),
             amd: job::resolve_amd_leave(host, store, LEAVE, options)?,
             boards: None,
+            owners: std::collections::BTreeMap::new(),
         })
     })
 }

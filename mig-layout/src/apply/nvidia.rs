@@ -14,7 +14,7 @@ use crate::report::{ApplyReason, Draft, GpuReport};
 use crate::select::{VgpuJob, Wanted};
 use gpu_partition_types::Bdf;
 use host_sync::{GpuRead, StateStore};
-use layout_model::{Board, DeclaredGpu, Unnamed};
+use layout_model::{Board, DeclaredGpu, Owned, Owner, Unnamed};
 use std::collections::BTreeMap;
 
 /// The NVIDIA GPUs of an apply: what they are wanted to be, then (the preflight let them
@@ -24,22 +24,27 @@ pub(super) struct NvidiaSide {
     /// A restore's boards, declared in each slot.
     boards: Option<BTreeMap<Bdf, Board>>,
     unnamed: Unnamed,
+    /// Each GPU's owned instances, and the owners whose instances may go.
+    owners: (BTreeMap<Bdf, Vec<Owned>>, Vec<Owner>),
     cards: Vec<Gpu>,
     refused: Vec<GpuReport>,
 }
 
 impl NvidiaSide {
     /// The GPUs `wanted`, with the boards a restore declares in their slots, treating the
-    /// instances a layout does not name as `unnamed` says.
+    /// instances a layout does not name as `unnamed` says, each GPU's owned instances kept
+    /// (`owners`: and the owners released).
     pub fn new(
         wanted: Vec<Wanted>,
         boards: Option<BTreeMap<Bdf, Board>>,
         unnamed: Unnamed,
+        owners: (BTreeMap<Bdf, Vec<Owned>>, Vec<Owner>),
     ) -> Self {
         Self {
             wanted,
             boards,
             unnamed,
+            owners,
             cards: Vec::new(),
             refused: Vec::new(),
         }
@@ -72,7 +77,13 @@ impl Side for NvidiaSide {
             }
         }
         let wanted = std::mem::take(&mut self.wanted);
-        let checked = preflight::preflight(&ctx.shared, wanted, self.boards.as_ref(), self.unnamed);
+        let checked = preflight::preflight(
+            &ctx.shared,
+            wanted,
+            self.boards.as_ref(),
+            self.unnamed,
+            (&self.owners.0, &self.owners.1),
+        );
         let (cards, warnings) = match checked {
             Preflight::Go(cards, warnings) => (cards, warnings),
             Preflight::Refused {

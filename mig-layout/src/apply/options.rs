@@ -42,6 +42,10 @@ pub struct ApplyOptions {
     /// this one do nothing ([`crate::Restore::AlreadyRanThisBoot`]); this one is recorded before
     /// it writes. An apply ignores it.
     pub once_per_boot: bool,
+    /// Owners whose partitions this apply may destroy (a partition created for an owner is
+    /// otherwise never destroyed by an apply, a leave or a restore: `blocked
+    /// (partition_owned)`, naming it and its owner); their ownership ends with them.
+    pub release: Vec<layout_model::Owner>,
 }
 
 impl ApplyOptions {
@@ -57,6 +61,7 @@ impl ApplyOptions {
             cancel: None,
             unnamed: None,
             once_per_boot: false,
+            release: Vec::new(),
         }
     }
 
@@ -93,6 +98,12 @@ impl ApplyOptions {
     /// Treats the cards' instances the layout does not name as `unnamed` says.
     pub fn unnamed(mut self, unnamed: Unnamed) -> Self {
         self.unnamed = Some(unnamed);
+        self
+    }
+
+    /// Lets this apply destroy `owner`'s partitions.
+    pub fn release(mut self, owner: layout_model::Owner) -> Self {
+        self.release.push(owner);
         self
     }
 

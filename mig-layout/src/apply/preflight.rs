@@ -16,7 +16,9 @@ use gpu_host_probe::chain::Chain;
 use gpu_host_probe::helper::{CardRead, ReadFailure};
 use gpu_host_probe::{Host, Program};
 use gpu_partition_types::{Bdf, UnreadableReason};
-use layout_model::{Adopted, Board, BoardChange, Card, NvidiaDeclared, Unnamed};
+use layout_model::{
+    Adopted, Board, BoardChange, Card, NvidiaDeclared, Owned, Owner, Placed, Unnamed,
+};
 use std::collections::BTreeMap;
 
 /// Every GPU planned, or why not (with the reports of all, for the blocked report).
@@ -62,6 +64,7 @@ pub(super) fn preflight(
     wanted: Vec<Wanted>,
     boards: Option<&BTreeMap<Bdf, Board>>,
     unnamed: Unnamed,
+    (owners, released): (&BTreeMap<Bdf, Vec<Owned>>, &[Owner]),
 ) -> Preflight {
     let (lock, helper) = (shared.lock, shared.helper);
     let mut cards: Vec<Gpu> = Vec::with_capacity(wanted.len());
@@ -89,7 +92,16 @@ pub(super) fn preflight(
     for (wanted, read) in wanted.into_iter().zip(reads) {
         let declared = boards.and_then(|boards| boards.get(&wanted.gpu.bdf));
         let on = (shared.host, &shared.vgpu.sriov_manage.program);
-        match check(on, wanted, read, declared, unnamed, &mut warnings) {
+        let owned = owners.get(&wanted.gpu.bdf).map_or(&[][..], Vec::as_slice);
+        match check(
+            on,
+            wanted,
+            read,
+            declared,
+            unnamed,
+            (owned, released),
+            &mut warnings,
+        ) {
             Checked::Go(gpu, busy) => {
                 if let Some(why) = busy {
                     refusal.get_or_insert(why);
@@ -127,6 +139,7 @@ fn check(
     read: CardRead,
     declared: Option<&Board>,
     unnamed: Unnamed,
+    (owned, released): (&[Owned], &[Owner]),
     warnings: &mut Vec<ApplyWarning>,
 ) -> Checked {
     let device = wanted.gpu.bdf;
@@ -201,6 +214,14 @@ fn check(
         work.plan = planned.describe(card);
         work.adopted = adopted(card, &planned);
     }
+    let wipes = vgpu_side.has(&VgpuStep::DisableVfs);
+    if let Some(why) = card
+        .as_ref()
+        .and_then(|card| owned_destroyed(card, &planned, wipes, owned, released))
+    {
+        report.work = GpuWork::Nvidia(work);
+        return Checked::Refused(Box::new(report), (ApplyReason::PartitionOwned, why), None);
+    }
     let busy = busy::refusal(&reply, &planned);
     let mut gpu = Gpu {
         declared: NvidiaDeclared::new(&wanted.want, board.clone()),
@@ -214,6 +235,7 @@ fn check(
         stop: None,
         wrote: false,
         vgpu: vgpu_side,
+        owners: owned.to_vec(),
     };
     let first = gpu.first.clone();
     gpu.decided(&first);
@@ -235,4 +257,45 @@ fn adopted(card: &Card, planned: &crate::plan::CardPlan) -> Vec<Adopted> {
             )
         })
         .collect()
+}
+
+/// The first owned instance `planned` destroys whose owner is not `released`, as the refusal's
+/// detail (naming the GPU instance and its owner); `None` when it destroys none. A mode change,
+/// a reset and VFs disabled (`wipes`) destroy every instance on the card.
+fn owned_destroyed(
+    card: &Card,
+    planned: &crate::plan::CardPlan,
+    wipes: bool,
+    owned: &[Owned],
+    released: &[Owner],
+) -> Option<String> {
+    use gpu_partition_types::Step;
+    let all = wipes || planned.set_mode.is_some() || planned.reset;
+    let destroyed: Vec<u32> = planned
+        .destroy
+        .iter()
+        .filter_map(|step| match step {
+            Step::DestroyGpuInstance { gpu_instance_id } => Some(*gpu_instance_id),
+            _ => None,
+        })
+        .collect();
+    card.instances_now()
+        .iter()
+        .filter(|instance| all || destroyed.contains(&instance.id))
+        .find_map(|instance| {
+            let at = Placed::new(instance.profile_id, instance.placement);
+            let owned = owned.iter().find(|owned| owned.at == at)?;
+            (!released.contains(&owned.owner)).then(|| {
+                format!(
+                    "{}: GPU instance {} ({} at {}+{}) is in use by {}: it is not destroyed for \
+                     another; its owner destroys it, or the caller releases it",
+                    card.device,
+                    instance.id,
+                    card.label(instance.profile_id),
+                    instance.placement.start,
+                    instance.placement.size,
+                    owned.owner
+                )
+            })
+        })
 }

@@ -1,6 +1,6 @@
 //! The plan where the card's instances the layout does not name are adopted
 //! ([`Unnamed::Adopt`](layout_model::Unnamed::Adopt)): the layout's instances placed around
-//! them, never destroying one.
+//! them, never destroying one (but those it names to remove, [`Want::remove`]).
 
 use super::card_plan::{CardPlan, Create, Fill};
 use super::fit::{self, Candidate, Demand};
@@ -133,9 +133,27 @@ pub(super) fn plan_adopting(
             });
         }
     }
+    // What the layout removes goes, compute instances first; every other instance it does not
+    // name is adopted.
+    let mut removed = Vec::new();
     for instance in existing {
         if !named.iter().any(|mine| mine.id == instance.id) {
-            plan.adopted.push(instance.id);
+            if want
+                .remove
+                .contains(&Placed::new(instance.profile_id, instance.placement))
+            {
+                plan.destroy.extend(instance.compute.iter().map(|compute| {
+                    Step::DestroyComputeInstance {
+                        gpu_instance_id: instance.id,
+                        compute_instance_id: compute.id,
+                    }
+                }));
+                removed.push(Step::DestroyGpuInstance {
+                    gpu_instance_id: instance.id,
+                });
+            } else {
+                plan.adopted.push(instance.id);
+            }
             continue;
         }
         plan.target
@@ -160,6 +178,7 @@ pub(super) fn plan_adopting(
             });
         }
     }
+    plan.destroy.extend(removed);
     plan.target.sort();
     Ok(plan)
 }

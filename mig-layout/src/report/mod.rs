@@ -39,6 +39,11 @@ gpu_partition_types::token_enum! {
         GpuBusy = "gpu_busy",
         /// The layout cannot be planned on a card (named with the profile in the detail).
         LayoutImpossible = "layout_impossible",
+        /// The plan destroys a partition created for an owner (the detail names the GPU
+        /// instance and its owner, as xen-api's `GPU_PARTITION_IN_USE` does): nothing is
+        /// destroyed for another unless the caller releases that owner's partitions
+        /// ([`ApplyOptions::release`](crate::ApplyOptions)).
+        PartitionOwned = "partition_owned",
         /// A hook before the writes (`apply-start`, `pre-apply-mode`, `pre-apply-config`) did
         /// not exit 0 (the detail names it and how it ended).
         HookFailed = "hook_failed",

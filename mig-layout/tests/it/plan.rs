@@ -386,3 +386,32 @@ fn a_filter_naming_a_subsystem_selects_only_the_gpu_whose_sysfs_subsystem_it_is(
         .collect();
     assert_eq!(chosen, ["0000:3c:00.0"]);
 }
+
+#[test]
+fn an_instance_the_want_removes_is_destroyed_while_the_others_it_does_not_name_are_adopted() {
+    use layout_model::{Placed, Unnamed};
+    // The carved A100: a 3g.20gb at 0 (GPU instance 1) and a 2g.10gb at 4 (GPU instance 2).
+    let card = reply("a100-mig-on-carved");
+    let kept = Want::enabled(vec![(ProfileKey::Id(9), 1)])
+        .placed(vec![Placed::new(9, at(0, 4))])
+        .unnamed(Unnamed::Adopt);
+    let adopting = plan(&card, &kept).unwrap();
+    assert!(adopting.destroy.is_empty(), "{adopting:?}");
+    assert_eq!(adopting.adopted, [2]);
+    let removing = plan(&card, &kept.removing(vec![Placed::new(14, at(4, 2))])).unwrap();
+    assert_eq!(
+        removing.destroy,
+        vec![
+            Step::DestroyComputeInstance {
+                gpu_instance_id: 2,
+                compute_instance_id: 0
+            },
+            Step::DestroyGpuInstance { gpu_instance_id: 2 }
+        ]
+    );
+    assert_eq!(
+        (removing.kept.as_slice(), removing.adopted.as_slice()),
+        (&[1][..], &[][..])
+    );
+    assert!(removing.create.is_empty());
+}

@@ -26,6 +26,15 @@ pub enum PartitionCommand {
     /// profile, placement, ordinal, recorded or inferred, each GPU's layout generation, and
     /// whether it waits for a reset. Rows a GPU may no longer hold are shown, marked stale
     /// with why and their age (writes nothing; exit 0).
+    /// Create one GPU instance (with the compute instance that fills it) on the one --device,
+    /// for an owner, at --placement or the lowest that fits, through the same executor as an
+    /// apply, writing only that partition; the GPU's declaration gains it with its owner (exit
+    /// 0 done or dry run, 1 failed, 3 refused or blocked).
+    Create(Box<PartitionCreate>),
+    /// Destroy one GPU instance on the one --device, by --slot or as the one --owner has,
+    /// writing only that partition; one created for an owner is destroyed only when --owner
+    /// names that owner (exit 0 done or dry run, 1 failed, 3 refused or blocked).
+    Destroy(Box<PartitionDestroy>),
     #[command(
         after_long_help = "A row's slot is the ID the vendor's tools name the partition by: an \
 NVIDIA GPU instance's ID (GI), the virtual function of an NVIDIA vGPU (VF), an AMD compute \
@@ -48,6 +57,74 @@ reload; unknown where the mode did not read."
 /// `mxctl partition list`
 #[derive(Debug, Args)]
 pub struct PartitionList {}
+
+/// `mxctl partition create --device BDF --profile PROFILE --owner TOKEN`
+#[derive(Debug, Args)]
+#[command(after_long_help = PARTITION_REFUSALS)]
+pub struct PartitionCreate {
+    /// The GPU instance profile, by name (`1g.10gb`) or ID.
+    #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
+    pub profile: layout_model::ProfileKey,
+    /// Where, as START+SIZE in memory slices (as `partition list` prints it) [default: the
+    /// lowest placement of the profile that fits now].
+    #[arg(long, value_name = "START+SIZE", value_parser = parse_placement)]
+    pub placement: Option<gpu_partition_types::Placement>,
+    /// Who it is for: a token of printable ASCII without spaces (a VM's UUID, a claim's name).
+    #[arg(long, value_name = "TOKEN")]
+    pub owner: layout_model::Owner,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// `mxctl partition destroy --device BDF (--slot ID | --owner TOKEN)`
+#[derive(Debug, Args)]
+#[command(after_long_help = PARTITION_REFUSALS)]
+pub struct PartitionDestroy {
+    /// The GPU instance, by its ID (the slot `partition list` prints) [default: the one
+    /// partition --owner has on the GPU].
+    #[arg(long, value_name = "ID", required_unless_present = "owner")]
+    pub slot: Option<u32>,
+    /// Who asks: a partition created for an owner is destroyed only by that owner.
+    #[arg(long, value_name = "TOKEN")]
+    pub owner: Option<layout_model::Owner>,
+    #[command(flatten)]
+    pub write: WriteArgs,
+}
+
+/// The refusals of `partition create` and `partition destroy`, for their man pages.
+const PARTITION_REFUSALS: &str = "Refused before anything is written (exit 3; the reason token \
+in --json): not_nvidia, mig_off (turn MIG on with a layout first), not_placed (the GPU is \
+declared by counts only: restore it first), vgpus_declared (change it with vgpu apply), \
+gpu_unreadable, no_profile, does_not_fit (with the placement rule's refusal: not a placement of \
+the profile, the placement taken, the profile's count or the card's media engines used up, the \
+bounds unknown), no_room, no_instance, none_owned, several_owned (name the slot), \
+partition_in_use (created for another owner: only its owner destroys it; the owner is named), \
+inferred (found, not created through mxctl: never destroyed one at a time); then the \
+executor's, as an apply's (lock_busy, gpu_busy, partition_owned, hook_failed, …).";
+
+/// A profile by name, or by ID when it is a number.
+fn parse_profile(text: &str) -> Result<layout_model::ProfileKey, String> {
+    if text.is_empty() {
+        return Err("a profile is a name such as 1g.10gb, or an ID".to_owned());
+    }
+    Ok(match text.parse::<u32>() {
+        Ok(id) => layout_model::ProfileKey::Id(id),
+        Err(_) => layout_model::ProfileKey::Name(text.to_owned()),
+    })
+}
+
+/// A placement as START+SIZE.
+fn parse_placement(text: &str) -> Result<gpu_partition_types::Placement, String> {
+    let parsed = text
+        .split_once('+')
+        .and_then(|(start, size)| Some((start.parse::<u32>().ok()?, size.parse::<u32>().ok()?)));
+    match parsed {
+        Some((start, size)) if size > 0 => Ok(gpu_partition_types::Placement::new(start, size)),
+        _ => Err(format!(
+            "{text:?} is not a placement: START+SIZE in memory slices, such as 4+2"
+        )),
+    }
+}
 
 /// `mxctl vgpu …`
 #[derive(Debug, Subcommand)]

@@ -41,6 +41,8 @@ fn every_visible_command_has_a_man_page_and_the_hidden_one_has_none() {
             "mxctl-metrics.1",
             "mxctl-partition-apply.1",
             "mxctl-partition-assert.1",
+            "mxctl-partition-create.1",
+            "mxctl-partition-destroy.1",
             "mxctl-partition-export.1",
             "mxctl-partition-leave.1",
             "mxctl-partition-list.1",

@@ -24,6 +24,7 @@ mod partition;
 mod partition_crash;
 mod partition_declared;
 mod partition_list;
+mod partition_one;
 mod partition_running;
 mod probe;
 mod protocol_doc;

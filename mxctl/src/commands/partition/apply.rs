@@ -74,6 +74,10 @@ pub enum What<'a> {
     Leave(Leaving),
     /// What the host is declared to be.
     Declared,
+    /// One partition created.
+    Create(mig_layout::partition::CreatePartition),
+    /// One partition destroyed.
+    Destroy(mig_layout::partition::DestroyPartition),
 }
 
 /// Which partitioning a leave leaves.
@@ -249,6 +253,16 @@ pub fn write(
             .map_err(layout_failure)?;
             output.emit(&report, &text(&report))?;
             Ok(Exit::of_apply(report.outcome))
+        }
+        What::Create(request) => {
+            let done =
+                mig_layout::partition::create(run, &request, &options).map_err(layout_failure)?;
+            super::one::emit(done, output)
+        }
+        What::Destroy(request) => {
+            let done =
+                mig_layout::partition::destroy(run, &request, &options).map_err(layout_failure)?;
+            super::one::emit(done, output)
         }
         What::Declared => {
             let options = match args.unnamed_instances {

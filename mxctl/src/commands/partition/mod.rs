@@ -6,6 +6,7 @@ pub mod apply;
 pub mod assert;
 pub mod export;
 pub mod list;
+pub mod one;
 
 use crate::cli::{LayoutArgs, Switch, WriteArgs};
 use crate::config::Config;

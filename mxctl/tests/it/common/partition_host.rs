@@ -324,6 +324,13 @@ impl PartitionHost {
             .collect()
     }
 
+    /// `mxctl --json partition ARGS… --device BDF --pool enabled` (a create or a destroy).
+    pub fn one(&self, args: &[&str], bdf: &str) -> (i32, serde_json::Value) {
+        let mut all = args.to_vec();
+        all.extend(["--device", bdf, "--pool", "enabled"]);
+        super::run_json(self.command(&all))
+    }
+
     /// `mxctl --json partition list`.
     pub fn list(&self) -> serde_json::Value {
         let (code, list) = super::run_json(self.mxctl(&["partition", "list"]));

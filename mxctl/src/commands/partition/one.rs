@@ -1,0 +1,185 @@
+//! `mxctl partition create` and `partition destroy`: one partition at a time, for an owner
+//! (`mig_layout::partition`), through the same write as an apply (`super::apply::write`).
+
+use super::apply::{Tools, What, text, write};
+use crate::cli::{PartitionCreate, PartitionDestroy};
+use crate::config::Config;
+use crate::exit::Exit;
+use crate::failure::Failure;
+use crate::output::Output;
+use gpu_host_probe::Host;
+use gpu_partition_types::{Bdf, Token};
+use mig_layout::partition::{
+    CreatePartition, DestroyPartition, PartitionOutcome, PartitionRefusal, Which,
+};
+
+/// The one GPU `--device` names.
+fn one_device(devices: &[Bdf]) -> Result<Bdf, Failure> {
+    match devices {
+        [device] => Ok(*device),
+        _ => Err(Failure::Usage(format!(
+            "one partition is on one GPU: give exactly one --device (got {})",
+            devices.len()
+        ))),
+    }
+}
+
+/// `partition create`.
+pub fn create(
+    args: &PartitionCreate,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<Exit, Failure> {
+    let device = one_device(&args.write.devices)?;
+    let mut request = CreatePartition::new(device, args.profile.clone(), args.owner.clone());
+    if let Some(placement) = args.placement {
+        request = request.at(placement);
+    }
+    write(
+        What::Create(request),
+        &args.write,
+        Tools::default(),
+        config,
+        host,
+        output,
+        false,
+    )
+}
+
+/// `partition destroy`.
+pub fn destroy(
+    args: &PartitionDestroy,
+    config: &Config,
+    host: &Host,
+    output: Output,
+) -> Result<Exit, Failure> {
+    let device = one_device(&args.write.devices)?;
+    let which = match (args.slot, &args.owner) {
+        (Some(slot), _) => Which::Slot(slot),
+        (None, Some(owner)) => Which::OwnedBy(owner.clone()),
+        (None, None) => {
+            return Err(Failure::Usage(
+                "name the partition: --slot ID, or --owner TOKEN for the owner's one".to_owned(),
+            ));
+        }
+    };
+    let request = DestroyPartition::new(device, which, args.owner.clone());
+    write(
+        What::Destroy(request),
+        &args.write,
+        Tools::default(),
+        config,
+        host,
+        output,
+        false,
+    )
+}
+
+/// A refusal's document: `refused` (true), `reason` (its token), `message`, and its facts
+/// (`device`, and where it has them `gpu_instance_id`, `owner`, `profile`, `placement`).
+fn refusal_document(refused: &PartitionRefusal) -> serde_json::Value {
+    let mut document = serde_json::json!({
+        "refused": true,
+        "reason": refused.kind().as_str(),
+        "message": refused.to_string(),
+    });
+    let facts = match refused {
+        PartitionRefusal::NotNvidia { device }
+        | PartitionRefusal::MigOff { device }
+        | PartitionRefusal::NotPlaced { device }
+        | PartitionRefusal::VgpusDeclared { device }
+        | PartitionRefusal::Unreadable { device, .. } => serde_json::json!({"device": device}),
+        PartitionRefusal::NoProfile { device, profile } => {
+            serde_json::json!({"device": device, "profile": profile.to_string()})
+        }
+        PartitionRefusal::Room { device, refused } => {
+            serde_json::json!({"device": device, "rule": refused.to_string()})
+        }
+        PartitionRefusal::NoRoom { device, profile } => {
+            serde_json::json!({"device": device, "profile": profile.to_string()})
+        }
+        PartitionRefusal::NoInstance {
+            device,
+            gpu_instance_id,
+        }
+        | PartitionRefusal::Inferred {
+            device,
+            gpu_instance_id,
+        } => serde_json::json!({"device": device, "gpu_instance_id": gpu_instance_id}),
+        PartitionRefusal::NoneOwned { device, owner } => {
+            serde_json::json!({"device": device, "owner": owner})
+        }
+        PartitionRefusal::SeveralOwned {
+            device,
+            owner,
+            gpu_instance_ids,
+        } => serde_json::json!({
+            "device": device, "owner": owner, "gpu_instance_ids": gpu_instance_ids,
+        }),
+        PartitionRefusal::InUse {
+            device,
+            gpu_instance_id,
+            owner,
+        } => serde_json::json!({
+            "device": device, "gpu_instance_id": gpu_instance_id, "owner": owner,
+        }),
+    };
+    if let (Some(members), Some(facts)) = (document.as_object_mut(), facts.as_object()) {
+        members.extend(facts.clone());
+    }
+    document
+}
+
+/// Prints how it ended: a refusal (exit 3), or the executor's report with `refused` (false),
+/// `partition` (the created partition's row as read back; `null` for a destroy) and
+/// `generation` (the GPU's layout generation after it).
+pub fn emit(done: PartitionOutcome, output: Output) -> Result<Exit, Failure> {
+    match done {
+        PartitionOutcome::Refused(refused) => {
+            output.emit(
+                &refusal_document(&refused),
+                &format!("refused ({}): {refused}\n", refused.kind().as_str()),
+            )?;
+            Ok(Exit::Blocked)
+        }
+        PartitionOutcome::Ran {
+            report,
+            row,
+            generation,
+        } => {
+            let mut document = serde_json::to_value(&*report).map_err(|error| Failure::Output {
+                source: std::io::Error::other(error),
+            })?;
+            if let Some(members) = document.as_object_mut() {
+                members.insert("refused".to_owned(), serde_json::Value::Bool(false));
+                members.insert(
+                    "partition".to_owned(),
+                    serde_json::to_value(&row).unwrap_or(serde_json::Value::Null),
+                );
+                members.insert(
+                    "generation".to_owned(),
+                    serde_json::to_value(generation).unwrap_or(serde_json::Value::Null),
+                );
+            }
+            let mut people = text(&report);
+            if let Some(row) = &row {
+                people.push_str(&format!(
+                    "partition: {} ({}, ordinal {}){}\n",
+                    row.slot,
+                    row.profile,
+                    row.ordinal,
+                    row.owner
+                        .as_ref()
+                        .map(|owner| format!(", for {owner}"))
+                        .unwrap_or_default()
+                ));
+            }
+            if let Some(generation) = generation {
+                people.push_str(&format!("generation: {generation}\n"));
+            }
+            output.emit(&document, &people)?;
+            Ok(Exit::of_apply(report.outcome))
+        }
+    }
+}
