@@ -110,6 +110,17 @@ fn show(listed: &[GpuPartitions]) -> Option<u64> {
     generation
 }
 
+/// Each partition of the stored rows: slot, placement and owner, as a restore must bring back.
+fn rows(state: &host_sync::HostState) -> Vec<String> {
+    state
+        .gpus
+        .values()
+        .filter_map(|record| record.division.as_ref())
+        .flat_map(|division| &division.partitions)
+        .map(|row| format!("{} {:?} {:?}", row.slot, row.placement, row.owner))
+        .collect()
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
     let work = tempfile::tempdir()?;
     let sysfs = FakeSysfs::new(work.path().join("sys"))?;
@@ -184,8 +195,8 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     // 3. The rows.
     println!("partitions:");
-    let state = store.load()?.ok_or("nothing stored")?;
-    let before = show(&host_sync::partitions(&state, &host.now()));
+    let before_state = store.load()?.ok_or("nothing stored")?;
+    let before = show(&host_sync::partitions(&before_state, &host.now()));
 
     // 4. A reboot; the boot's restore, then the sync the boot runs after it.
     fake_nvml::support::reboot(
@@ -202,8 +213,24 @@ fn main() -> Result<(), Box<dyn Error>> {
         return Err(format!("the boot restore did not run: {restored:?}").into());
     };
     println!("after a reboot, the boot restore: {}", report.outcome);
+    if report.outcome != ApplyOutcome::Done {
+        return Err(format!(
+            "the boot restore ended {}: {:?}",
+            report.outcome, report.detail
+        )
+        .into());
+    }
     let state = store.load()?.ok_or("nothing stored")?;
+    let rows_before = rows(&before_state);
     let after = show(&host_sync::partitions(&state, &host.now()));
+    if rows(&state) != rows_before {
+        return Err(
+            "the restore did not bring each partition back at its placement with its owner".into(),
+        );
+    }
+    if after <= before {
+        return Err(format!("the generation did not move: {before:?} then {after:?}").into());
+    }
     println!(
         "generation before the reboot {}, after the restore {}: a binding recorded before is not honoured as is",
         before.unwrap_or_default(),

@@ -230,6 +230,7 @@ impl StateStore for DbStore {
         state.declared = json_column(host, "declared", "the declared layout")?;
         state.lost = json_column(host, "lost", "the lost state")?;
         state.restored_at_boot = json_column(host, "restored_at_boot", "the last boot restore")?;
+        state.ownership = json_column(host, "ownership", "who owns each GPU")?.unwrap_or_default();
         for (bdf, row) in &db.gpus {
             let address: Bdf = bdf.parse().map_err(|error| {
                 StoreError::unknown_value("a GPU's address", bdf.clone(), error)
@@ -264,6 +265,11 @@ impl StateStore for DbStore {
             (
                 "restored_at_boot",
                 json_text(state.restored_at_boot.as_ref())?,
+            ),
+            // Who owns each GPU not ours (schema 9): one JSON column, empty when all are.
+            (
+                "ownership",
+                json_text(Some(&state.ownership).filter(|owners| !owners.is_empty()))?,
             ),
         ]);
         let mut host = host;

@@ -308,6 +308,9 @@ fn full_state() -> HostState {
     ));
     pending.amd = Some(amd.clone());
     pending.division = Some(amd_division(bdf(first), &state.boot));
+    // Two GPUs that are not ours: an allocator's and another tool's.
+    state.ownership.insert(bdf(1), crate::Ownership::Dynamic);
+    state.ownership.insert(bdf(2), crate::Ownership::External);
     state.gpus.insert(bdf(first), pending);
     let mut in_reset = GpuRecord::new(
         0x1002,

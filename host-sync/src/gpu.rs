@@ -198,8 +198,10 @@ impl GpuRecord {
     pub fn requires_reset(&self) -> Option<bool> {
         match self.partition_mode {
             PartitionMode::EnableOnReboot | PartitionMode::DisableOnReboot => Some(true),
+            // A memory request waits for its reload whether or not it changes whether the GPU
+            // is divided (NPS2 to NPS4 leaves it divided: `enabled`).
             PartitionMode::NotSupported | PartitionMode::Disabled | PartitionMode::Enabled => {
-                Some(false)
+                Some(self.requested_memory().is_some())
             }
             PartitionMode::Unknown
             | PartitionMode::NotChecked

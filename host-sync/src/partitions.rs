@@ -32,29 +32,37 @@ pub(crate) struct Reads<'a> {
 }
 
 /// Keeps each GPU's division after a sync's reads: a GPU read whole gets its partitions now,
-/// with its generation by `Division::after_read`'s rule; one whose partitions did not read
-/// keeps its last division, marked not read (with why).
+/// with its generation by `Division::after_read`'s rule; every other GPU that has one keeps
+/// its last division, marked not read (with why): one whose partitions did not read, one the
+/// scan could not read, one that shows none now.
 pub(crate) fn record_divisions(
     records: &mut BTreeMap<Bdf, GpuRecord>,
     declared: Option<&Declaration>,
     reads: &Reads<'_>,
 ) {
-    for gpu in reads.gpus {
-        let Some(record) = records.get_mut(&gpu.bdf) else {
-            continue;
+    for (bdf, record) in records.iter_mut() {
+        let found = reads.gpus.iter().any(|gpu| gpu.bdf == *bdf);
+        let declared = declared.and_then(|declared| declared.gpus.get(bdf));
+        let read = if found {
+            read_partitions(*bdf, record, declared, reads)
+        } else {
+            Err("the scan of the host's PCI devices did not read it".to_owned())
         };
-        let declared = declared.and_then(|declared| declared.gpus.get(&gpu.bdf));
-        match read_partitions(gpu.bdf, record, declared, reads) {
+        match read {
             Ok(Some(partitions)) => {
                 record.division = Some(Division::after_read(
                     record.division.as_ref(),
-                    gpu.bdf,
+                    *bdf,
                     partitions,
                     reads.at,
                     reads.now,
                 ));
             }
-            Ok(None) => {}
+            Ok(None) => {
+                if let Some(division) = record.division.as_mut() {
+                    division.not_read(Unread::new(reads.at, "it shows no partitions now"));
+                }
+            }
             Err(why) => {
                 if let Some(division) = record.division.as_mut() {
                     division.not_read(Unread::new(reads.at, why));
@@ -175,8 +183,8 @@ pub fn partitions(state: &HostState, now: &Now) -> Vec<GpuPartitions> {
 /// `read_at`, `age_s`, `stale` (whether the rows may no longer be what the GPU holds),
 /// `because` (why, as a token: `never_read`, `not_read`, `earlier_boot`, `boot_untold`,
 /// `written_since`, `writes_untold`; `null` while current), `why` (for people),
-/// `requires_reset`, and `partitions` (each with `slot`, `profile`, `placement`, `on`,
-/// `compute`, `ordinal`, `origin`).
+/// `requires_reset`, and `partitions` (`null` for a GPU never read; each with `slot`,
+/// `profile`, `placement`, `on`, `compute`, `ordinal`, `origin`, `owner`).
 #[derive(Debug, Clone, Copy)]
 pub struct PartitionsReport<'a> {
     gpus: &'a [GpuPartitions],
@@ -221,7 +229,7 @@ impl serde::Serialize for PartitionsReport<'_> {
             because: Option<&'static str>,
             why: Option<String>,
             requires_reset: Option<bool>,
-            partitions: &'a [Partition],
+            partitions: Option<&'a [Partition]>,
         }
         let gpus: Vec<Gpu<'_>> = self
             .gpus
@@ -235,10 +243,7 @@ impl serde::Serialize for PartitionsReport<'_> {
                 because: gpu.because().map(gpu_partition_types::Token::as_str),
                 why: gpu.why(),
                 requires_reset: gpu.requires_reset,
-                partitions: gpu
-                    .division
-                    .as_ref()
-                    .map_or(&[], |d| d.partitions.as_slice()),
+                partitions: gpu.division.as_ref().map(|d| d.partitions.as_slice()),
             })
             .collect();
         let mut document = serializer.serialize_struct("PartitionsReport", 2)?;

@@ -49,7 +49,9 @@ use std::path::PathBuf;
 /// - 8: a declared NVIDIA GPU's owned instances (`declared.gpus.*.owners`: `profile_id`,
 ///   `placement`, `owner`), and a row's owner (`gpus.*.division.partitions[].owner`). A file of
 ///   schema 2 to 7 reads as it is (nothing of it was owned).
-pub const SCHEMA: u32 = 8;
+/// - 9: who owns each GPU not ours (`ownership`: `dynamic` or `external` by address; a GPU
+///   absent is `host`). A file of schema 1 to 8 reads as it is (every GPU was ours).
+pub const SCHEMA: u32 = 9;
 
 /// The state file that did not read, as the store found it: kept aside, with why. While it is
 /// set the host says so (reason `state_lost`), and a boot restore fails: what the host was
@@ -153,6 +155,10 @@ pub struct HostState {
     /// The last boot restore (schema 2): a second in the same boot does nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restored_at_boot: Option<BootRestore>,
+    /// Who owns each GPU that is not ours (schema 9; [`crate::set_ownership`]): no writing
+    /// path writes, restores or resets it. A store must keep it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub ownership: BTreeMap<Bdf, crate::Ownership>,
 }
 
 impl HostState {
@@ -171,6 +177,7 @@ impl HostState {
             declared: None,
             lost: None,
             restored_at_boot: None,
+            ownership: BTreeMap::new(),
         }
     }
 

@@ -408,3 +408,13 @@ fn a_write_of_ours_makes_the_rows_stale_and_the_next_read_the_next_generation() 
     );
     assert!(listed.iter().all(|gpu| gpu.stale.is_none()));
 }
+
+#[test]
+fn a_memory_request_waiting_on_a_gpu_divided_before_and_after_requires_a_reset() {
+    let mut record = host_sync::GpuRecord::new(0x1002, 0x74a1, None, PartitionMode::Enabled);
+    assert_eq!(record.requires_reset(), Some(false));
+    let mut amd = host_sync::AmdRecord::read(Some(C::Dpx), Some(M::Nps2), 10);
+    amd.requested = Some(host_sync::MemoryRequest::new(M::Nps4, 11, Boot::default()));
+    record.amd = Some(amd);
+    assert_eq!(record.requires_reset(), Some(true), "NPS2 to NPS4 waits for a reload");
+}

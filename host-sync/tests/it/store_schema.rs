@@ -8,7 +8,7 @@ use host_sync::{FileStore, HostState, StateStore};
 
 /// The members of a state file at each schema: a member added to `HostState` without its
 /// schema moving fails here (an older version would read the newer file and drop it).
-const MEMBERS: [(u32, &[&str]); 8] = [
+const MEMBERS: [(u32, &[&str]); 9] = [
     (
         1,
         &[
@@ -37,6 +37,7 @@ const MEMBERS: [(u32, &[&str]); 8] = [
     (7, &[]),
     // Members of a declared GPU (`owners`) and of a row (`owner`), none at the top.
     (8, &[]),
+    (9, &["ownership"]),
 ];
 
 #[test]
@@ -58,6 +59,10 @@ fn the_schema_moves_with_the_members_of_the_state() {
         None,
     ));
     state.restored_at_boot = Some(host_sync::BootRestore::new(host_sync::Boot::default(), 4));
+    state.ownership.insert(
+        "0000:3c:00.0".parse().unwrap(),
+        host_sync::Ownership::Dynamic,
+    );
     state.gpus.insert(
         "0000:3b:00.0".parse().unwrap(),
         host_sync::GpuRecord::new(
@@ -93,7 +98,7 @@ fn the_schema_moves_with_the_members_of_the_state() {
 /// state without the schema moving fails here, naming it, as one removed does. Walked over
 /// every state of the conformance suite, which between them set every member.
 const NESTED: (u32, &[&str]) = (
-    8,
+    9,
     &[
         "boot_id",
         "boot_time",
@@ -214,6 +219,8 @@ const NESTED: (u32, &[&str]) = (
         "declared.gpus.*.owners[].placement.start",
         "declared.gpus.*.owners[].profile_id",
         "gpus.*.division.partitions[].owner",
+        "ownership",
+        "ownership.*",
         "gpus.*.division",
         "gpus.*.division.boot_id",
         "gpus.*.division.boot_time",
@@ -286,7 +293,7 @@ fn member_paths(
     paths: &mut std::collections::BTreeSet<String>,
 ) {
     use serde_json::Value;
-    let keyed_by_device = path == "gpus" || path == "declared.gpus";
+    let keyed_by_device = path == "gpus" || path == "declared.gpus" || path == "ownership";
     match value {
         Value::Object(members) => {
             for (name, member) in members {

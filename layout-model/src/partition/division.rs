@@ -115,13 +115,13 @@ impl fmt::Display for Stale {
 }
 
 /// Whether two reads found the same division: each partition where it was and made of what it
-/// was (not whether a declaration records it, which changes with the declaration, not the
-/// card).
+/// was, by IDs (not whether a declaration records it or who owns it, which change with the
+/// declaration, not the card; not a profile's name, which a read may lose).
 fn same_division(one: &[Partition], two: &[Partition]) -> bool {
     one.len() == two.len()
         && one.iter().zip(two).all(|(a, b)| {
-            (a.slot, &a.profile, a.placement, a.on, &a.compute)
-                == (b.slot, &b.profile, b.placement, b.on, &b.compute)
+            (a.slot, a.profile.id(), a.placement, a.on, &a.compute)
+                == (b.slot, b.profile.id(), b.placement, b.on, &b.compute)
         })
 }
 

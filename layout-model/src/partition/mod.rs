@@ -85,6 +85,30 @@ pub enum PartitionProfile {
     },
 }
 
+/// A profile by what identifies it on the card: a GPU instance profile's ID, a vGPU type's ID,
+/// an AMD compute mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum ProfileId {
+    /// A GPU instance profile.
+    Mig(u32),
+    /// A vGPU type.
+    Vgpu(VgpuTypeId),
+    /// An AMD compute mode.
+    Amd(ComputePartition),
+}
+
+impl PartitionProfile {
+    /// What identifies it on the card (its name is for people, and a read may lose it).
+    pub fn id(&self) -> ProfileId {
+        match self {
+            Self::Mig { id, .. } => ProfileId::Mig(*id),
+            Self::Vgpu { type_id, .. } => ProfileId::Vgpu(*type_id),
+            Self::Amd { compute } => ProfileId::Amd(*compute),
+        }
+    }
+}
+
 impl fmt::Display for PartitionProfile {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -111,7 +135,9 @@ gpu_partition_types::token_enum! {
         /// into the declaration by one.
         Recorded = "recorded",
         /// Found on the card, named by no declaration (made by hand, by another tool, or by a
-        /// version that kept no declaration): a restore never destroys it.
+        /// version that kept no declaration): a restore destroys it only where the GPU is
+        /// declared to match its layout (`unnamed: match`, a layout apply's default); declared
+        /// to adopt, never.
         Inferred = "inferred",
     }
 }
@@ -168,21 +194,11 @@ pub fn ordered(mut partitions: Vec<Partition>) -> Vec<Partition> {
         let start = partition.placement.map(|placement| placement.start);
         (partition.slot_rank(), start, partition.slot)
     });
-    let mut seen: Vec<(PartitionProfile, u32)> = Vec::new();
+    let mut seen: std::collections::BTreeMap<ProfileId, u32> = std::collections::BTreeMap::new();
     for partition in &mut partitions {
-        match seen
-            .iter_mut()
-            .find(|(profile, _)| *profile == partition.profile)
-        {
-            Some((_, next)) => {
-                partition.ordinal = *next;
-                *next += 1;
-            }
-            None => {
-                partition.ordinal = 0;
-                seen.push((partition.profile.clone(), 1));
-            }
-        }
+        let next = seen.entry(partition.profile.id()).or_default();
+        partition.ordinal = *next;
+        *next += 1;
     }
     partitions
 }
@@ -209,7 +225,10 @@ pub fn nvidia(
 ) -> Vec<Partition> {
     let mut found = Vec::new();
     let mut counted: std::collections::BTreeMap<u32, u32> = std::collections::BTreeMap::new();
-    for instance in card.instances_now() {
+    // By placement, as the planner keeps the first of a profile counted (declared by counts).
+    let mut instances: Vec<&crate::card::CardInstance> = card.instances_now().iter().collect();
+    instances.sort_by_key(|instance| (instance.placement.start, instance.placement.size));
+    for instance in instances {
         let ProfileRef { id, name } = card.named(instance.profile_id);
         let recorded = declared.is_some_and(|declared| {
             declared.mig_enabled

@@ -320,3 +320,16 @@ fn an_owner_of_an_instance_the_declaration_does_not_place_is_dropped() {
         )]);
     assert!(declared.owners.is_empty());
 }
+
+#[test]
+fn a_read_that_lost_a_profiles_name_keeps_the_generation() {
+    let now = Now::new(boot("a"), written("l", 3));
+    let first = read(None, rows_of(balanced(), None), &now);
+    let mut nameless = rows_of(balanced(), None);
+    for row in &mut nameless {
+        if let PartitionProfile::Mig { name, .. } = &mut row.profile {
+            *name = None;
+        }
+    }
+    assert_eq!(read(Some(&first), nameless, &now).generation, 1);
+}

@@ -116,6 +116,8 @@ gpu_partition_types::token_enum! {
         InUse = "partition_in_use",
         /// [`PartitionRefusal::Inferred`].
         Inferred = "inferred",
+        /// [`PartitionRefusal::CardDiffers`].
+        CardDiffers = "card_differs",
     }
 }
 
@@ -208,6 +210,13 @@ pub enum PartitionRefusal {
         /// Its owner.
         owner: Owner,
     },
+    /// The card differs from the GPU's declaration (an instance declared and missing, one
+    /// whose compute instances do not fill it, or one the declaration would destroy), so the
+    /// request would write more than its one partition: a restore brings the card back first.
+    CardDiffers {
+        /// The GPU.
+        device: Bdf,
+    },
     /// The partition was found, not created through us (inferred): it is never destroyed
     /// one at a time.
     Inferred {
@@ -236,6 +245,7 @@ impl PartitionRefusal {
             Self::SeveralOwned { .. } => K::SeveralOwned,
             Self::InUse { .. } => K::InUse,
             Self::Inferred { .. } => K::Inferred,
+            Self::CardDiffers { .. } => K::CardDiffers,
         }
     }
 }
@@ -292,6 +302,11 @@ impl fmt::Display for PartitionRefusal {
                 "GPU instance {gpu_instance_id} of {device} is in use by {owner}: only its owner \
                  destroys it"
             ),
+            Self::CardDiffers { device } => write!(
+                f,
+                "{device} differs from its declaration, so more than one partition would be \
+                 written: restore it first (`mxctl partition restore`)"
+            ),
             Self::Inferred {
                 device,
                 gpu_instance_id,
@@ -328,6 +343,9 @@ struct Base {
     label: String,
     placed: Vec<Placed>,
     owners: Vec<Owned>,
+    /// What becomes of the instances it does not name: the declared GPU's, `adopt` for a GPU
+    /// not declared (its instances are not ours to destroy).
+    unnamed: Unnamed,
 }
 
 /// What the request may build on: the GPU declared with MIG on and placed (or not declared).
@@ -338,6 +356,7 @@ fn base(declared: Option<&Declaration>, device: Bdf) -> Result<Base, PartitionRe
             label,
             placed: Vec::new(),
             owners: Vec::new(),
+            unnamed: Unnamed::Adopt,
         });
     };
     let nvidia: &NvidiaDeclared = match gpu {
@@ -357,7 +376,20 @@ fn base(declared: Option<&Declaration>, device: Bdf) -> Result<Base, PartitionRe
         label,
         placed,
         owners: nvidia.owners.clone(),
+        unnamed: nvidia.unnamed,
     })
+}
+
+/// Whether `device` is an NVIDIA GPU of the host (one the helper reads).
+fn nvidia_gpu(host: &Host, device: Bdf) -> Result<(), PartitionRefusal> {
+    let on_host = host_gpus(host.sysfs_root())
+        .map(|gpus| gpus.iter().any(|gpu| gpu.bdf == device))
+        .unwrap_or(false);
+    if on_host {
+        Ok(())
+    } else {
+        Err(PartitionRefusal::NotNvidia { device })
+    }
 }
 
 /// The card of `device`, read under `lock`.
@@ -386,8 +418,8 @@ fn read_card(
 }
 
 /// The want of a GPU whose instances are `placed`: MIG on, each profile counted, at those
-/// placements, the card's other instances adopted.
-fn want_of(placed: Vec<Placed>) -> Want {
+/// placements, the card's other instances as `unnamed` says.
+fn want_of(placed: Vec<Placed>, unnamed: Unnamed) -> Want {
     let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
     for at in &placed {
         *counts.entry(at.profile_id).or_default() += 1;
@@ -399,7 +431,46 @@ fn want_of(placed: Vec<Placed>) -> Want {
             .collect(),
     )
     .placed(placed)
-    .unnamed(Unnamed::Adopt)
+    .unnamed(unnamed)
+}
+
+/// Whether planning `want` on the card of `reply` writes exactly one partition: a create of
+/// `at` (one instance made, nothing else), or the destroy of GPU instance `destroyed` (its
+/// compute instances and itself, nothing else). Anything more — an instance declared and
+/// missing made again, compute instances refilled, another destroyed — is the card differing
+/// from its declaration.
+fn writes_one(
+    reply: &Reply,
+    want: &Want,
+    at: Placed,
+    destroyed: Option<u32>,
+) -> Result<(), PartitionRefusal> {
+    use gpu_partition_types::Step;
+    let device = reply.device;
+    let differs = PartitionRefusal::CardDiffers { device };
+    let planned = crate::plan::plan(reply, want).map_err(|_| differs.clone())?;
+    let still = planned.set_mode.is_none()
+        && !planned.reset
+        && !planned.deferred
+        && planned.fill.is_empty();
+    let one = match destroyed {
+        None => {
+            planned.destroy.is_empty()
+                && matches!(planned.create.as_slice(),
+                    [create] if create.profile_id == at.profile_id && create.placement == at.placement)
+        }
+        Some(id) => {
+            planned.create.is_empty()
+                && planned.destroy.iter().all(|step| match step {
+                    Step::DestroyComputeInstance {
+                        gpu_instance_id, ..
+                    }
+                    | Step::DestroyGpuInstance { gpu_instance_id } => *gpu_instance_id == id,
+                    _ => false,
+                })
+        }
+    };
+    if still && one { Ok(()) } else { Err(differs) }
 }
 
 /// The job of one GPU, wanted `want`, its owners `owners`.
@@ -425,14 +496,19 @@ fn job(host: &Host, device: Bdf, want: Want, owners: Vec<Owned>) -> Result<Job, 
 /// create's) and the generation as the closing sync read them.
 fn ran(
     store: &mut dyn host_sync::StateStore,
-    device: Bdf,
+    (host, device): (&Host, Bdf),
     report: ApplyReport,
     at: Option<Placed>,
+    started: u64,
 ) -> Result<PartitionOutcome, ApplyError> {
+    // Only a division read by the closing sync (at or after the start) and still current says
+    // what the GPU holds now: a dry run, a blocked run, a read that failed say nothing.
+    let now = host.now();
     let division = store
         .load()?
         .and_then(|state| state.gpus.get(&device).cloned())
-        .and_then(|record| record.division);
+        .and_then(|record| record.division)
+        .filter(|division| division.read_at >= started && division.stale(device, &now).is_none());
     let row = at.and_then(|at| {
         division.as_ref().and_then(|division| {
             division
@@ -465,8 +541,10 @@ pub fn create(
     options: &ApplyOptions,
 ) -> Result<PartitionOutcome, ApplyError> {
     let device = request.device;
+    let host = run.host;
     let clock = run.reset.clock_or_real();
     let started = clock.now();
+    let started_at = clock.unix_s();
     let lock = match take_lock(run.host, options)? {
         Ok(lock) => lock,
         Err(end) => {
@@ -480,11 +558,11 @@ pub fn create(
         }
     };
     let declared = run.store.load()?.and_then(|state| state.declared);
-    let base = match base(declared.as_ref(), device) {
+    let base = match nvidia_gpu(run.host, device).and_then(|()| base(declared.as_ref(), device)) {
         Ok(base) => base,
         Err(refused) => return Ok(PartitionOutcome::Refused(refused)),
     };
-    let (_, card) = match read_card(&lock, run.helper, device) {
+    let (reply, card) = match read_card(&lock, run.helper, device) {
         Ok(read) => read,
         Err(refused) => return Ok(PartitionOutcome::Refused(refused)),
     };
@@ -503,16 +581,17 @@ pub fn create(
     placed.push(at);
     let mut owners = base.owners;
     owners.push(Owned::new(at, request.owner.clone()));
-    let job = job(run.host, device, want_of(placed), owners)?;
-    let options = options
-        .clone()
-        .devices(vec![device])
-        .unnamed(Unnamed::Adopt);
+    let want = want_of(placed, base.unnamed);
+    if let Err(refused) = writes_one(&reply, &want, at, None) {
+        return Ok(PartitionOutcome::Refused(refused));
+    }
+    let job = job(run.host, device, want, owners)?;
+    let options = options.clone().devices(vec![device]).unnamed(base.unnamed);
     let mut draft = Draft::new(&base.label);
     let (end, store) = run_locked_keeping(run, &lock, &base.label, job, &options, &mut draft)?;
     drop(lock);
     let report = draft.finish(end, clock.now().saturating_sub(started));
-    ran(store, device, report, Some(at))
+    ran(store, (host, device), report, Some(at), started_at)
 }
 
 /// The placement a new instance of `profile_id` takes on `card`: `asked`, when the rules let
@@ -560,8 +639,10 @@ pub fn destroy(
     options: &ApplyOptions,
 ) -> Result<PartitionOutcome, ApplyError> {
     let device = request.device;
+    let host = run.host;
     let clock = run.reset.clock_or_real();
     let started = clock.now();
+    let started_at = clock.unix_s();
     let lock = match take_lock(run.host, options)? {
         Ok(lock) => lock,
         Err(end) => {
@@ -575,11 +656,11 @@ pub fn destroy(
         }
     };
     let declared = run.store.load()?.and_then(|state| state.declared);
-    let base = match base(declared.as_ref(), device) {
+    let base = match nvidia_gpu(run.host, device).and_then(|()| base(declared.as_ref(), device)) {
         Ok(base) => base,
         Err(refused) => return Ok(PartitionOutcome::Refused(refused)),
     };
-    let (_, card) = match read_card(&lock, run.helper, device) {
+    let (reply, card) = match read_card(&lock, run.helper, device) {
         Ok(read) => read,
         Err(refused) => return Ok(PartitionOutcome::Refused(refused)),
     };
@@ -606,11 +687,12 @@ pub fn destroy(
     }
     let placed: Vec<Placed> = base.placed.iter().copied().filter(|p| *p != at).collect();
     let owners: Vec<Owned> = base.owners.iter().filter(|o| o.at != at).cloned().collect();
-    let job = job(run.host, device, want_of(placed).removing(vec![at]), owners)?;
-    let mut options = options
-        .clone()
-        .devices(vec![device])
-        .unnamed(Unnamed::Adopt);
+    let want = want_of(placed, base.unnamed).removing(vec![at]);
+    if let Err(refused) = writes_one(&reply, &want, at, Some(id)) {
+        return Ok(PartitionOutcome::Refused(refused));
+    }
+    let job = job(run.host, device, want, owners)?;
+    let mut options = options.clone().devices(vec![device]).unnamed(base.unnamed);
     if let Some(owned) = owner {
         options = options.release(owned.owner.clone());
     }
@@ -618,7 +700,7 @@ pub fn destroy(
     let (end, store) = run_locked_keeping(run, &lock, &base.label, job, &options, &mut draft)?;
     drop(lock);
     let report = draft.finish(end, clock.now().saturating_sub(started));
-    ran(store, device, report, None)
+    ran(store, (host, device), report, None, started_at)
 }
 
 /// The instance a destroy names on `card`: by its ID, or the one its owner has.

@@ -259,9 +259,11 @@ fn adopted(card: &Card, planned: &crate::plan::CardPlan) -> Vec<Adopted> {
         .collect()
 }
 
-/// The first owned instance `planned` destroys whose owner is not `released`, as the refusal's
-/// detail (naming the GPU instance and its owner); `None` when it destroys none. A mode change,
-/// a reset and VFs disabled (`wipes`) destroy every instance on the card.
+/// The first owned instance on the card that `planned` does not keep as it is, whose owner is
+/// not `released`, as the refusal's detail (naming the GPU instance and its owner); `None` when
+/// it keeps every one. Not kept: destroyed, its compute instances destroyed or refilled, left
+/// out of what the layout places (adopted: its owner would be lost), or wiped by a mode change,
+/// a reset or VFs disabled (`wipes`).
 fn owned_destroyed(
     card: &Card,
     planned: &crate::plan::CardPlan,
@@ -271,31 +273,33 @@ fn owned_destroyed(
 ) -> Option<String> {
     use gpu_partition_types::Step;
     let all = wipes || planned.set_mode.is_some() || planned.reset;
-    let destroyed: Vec<u32> = planned
+    let touched: Vec<u32> = planned
         .destroy
         .iter()
         .filter_map(|step| match step {
-            Step::DestroyGpuInstance { gpu_instance_id } => Some(*gpu_instance_id),
+            Step::DestroyGpuInstance { gpu_instance_id }
+            | Step::DestroyComputeInstance {
+                gpu_instance_id, ..
+            } => Some(*gpu_instance_id),
             _ => None,
         })
+        .chain(planned.fill.iter().map(|fill| fill.gpu_instance_id))
         .collect();
-    card.instances_now()
-        .iter()
-        .filter(|instance| all || destroyed.contains(&instance.id))
-        .find_map(|instance| {
-            let at = Placed::new(instance.profile_id, instance.placement);
-            let owned = owned.iter().find(|owned| owned.at == at)?;
-            (!released.contains(&owned.owner)).then(|| {
-                format!(
-                    "{}: GPU instance {} ({} at {}+{}) is in use by {}: it is not destroyed for \
-                     another; its owner destroys it, or the caller releases it",
-                    card.device,
-                    instance.id,
-                    card.label(instance.profile_id),
-                    instance.placement.start,
-                    instance.placement.size,
-                    owned.owner
-                )
-            })
+    card.instances_now().iter().find_map(|instance| {
+        let at = Placed::new(instance.profile_id, instance.placement);
+        let owned = owned.iter().find(|owned| owned.at == at)?;
+        let kept = !all && !touched.contains(&instance.id) && planned.target.contains(&at);
+        (!kept && !released.contains(&owned.owner)).then(|| {
+            format!(
+                "{}: GPU instance {} ({} at {}+{}) is in use by {}: the layout would destroy, \
+                 change or drop it; its owner destroys it, or the caller releases it",
+                card.device,
+                instance.id,
+                card.label(instance.profile_id),
+                instance.placement.start,
+                instance.placement.size,
+                owned.owner
+            )
         })
+    })
 }

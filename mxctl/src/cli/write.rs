@@ -21,11 +21,6 @@ pub enum PartitionCommand {
     /// Bring the cards back to what the host is declared to be (the last apply or leave), by
     /// diff: zero steps when they hold it.
     Restore(Box<PartitionRestore>),
-    /// List every partition of the host's GPUs as the last sync read them (NVIDIA GPU
-    /// instances, the vGPUs on their virtual functions, AMD compute partitions): slot,
-    /// profile, placement, ordinal, recorded or inferred, each GPU's layout generation, and
-    /// whether it waits for a reset. Rows a GPU may no longer hold are shown, marked stale
-    /// with why and their age (writes nothing; exit 0).
     /// Create one GPU instance (with the compute instance that fills it) on the one --device,
     /// for an owner, at --placement or the lowest that fits, through the same executor as an
     /// apply, writing only that partition; the GPU's declaration gains it with its owner (exit
@@ -35,6 +30,11 @@ pub enum PartitionCommand {
     /// writing only that partition; one created for an owner is destroyed only when --owner
     /// names that owner (exit 0 done or dry run, 1 failed, 3 refused or blocked).
     Destroy(Box<PartitionDestroy>),
+    /// List every partition of the host's GPUs as the last sync read them (NVIDIA GPU
+    /// instances, the vGPUs on their virtual functions, AMD compute partitions): slot,
+    /// profile, placement, ordinal, recorded or inferred, each GPU's layout generation, and
+    /// whether it waits for a reset. Rows a GPU may no longer hold are shown, marked stale
+    /// with why and their age (writes nothing; exit 0).
     #[command(
         after_long_help = "A row's slot is the ID the vendor's tools name the partition by: an \
 NVIDIA GPU instance's ID (GI), the virtual function of an NVIDIA vGPU (VF), an AMD compute \
@@ -99,7 +99,9 @@ gpu_unreadable, no_profile, does_not_fit (with the placement rule's refusal: not
 the profile, the placement taken, the profile's count or the card's media engines used up, the \
 bounds unknown), no_room, no_instance, none_owned, several_owned (name the slot), \
 partition_in_use (created for another owner: only its owner destroys it; the owner is named), \
-inferred (found, not created through mxctl: never destroyed one at a time); then the \
+inferred (found, not created through mxctl: never destroyed one at a time), card_differs (the \
+card differs from its declaration, so more than the one partition would be written: restore \
+it first); then the \
 executor's, as an apply's (lock_busy, gpu_busy, partition_owned, hook_failed, …).";
 
 /// A profile by name, or by ID when it is a number.
@@ -271,6 +273,11 @@ pub struct WriteArgs {
     /// restore: what the declaration says].
     #[arg(long, value_enum, value_name = "WHAT")]
     pub unnamed_instances: Option<UnnamedArg>,
+    /// Let this write destroy the partitions created for this owner (repeat for several);
+    /// without it a write that would destroy, change or drop one is blocked
+    /// (partition_owned), naming it and its owner.
+    #[arg(long = "release", value_name = "TOKEN")]
+    pub release: Vec<layout_model::Owner>,
 }
 
 /// `--unnamed-instances`.

@@ -171,3 +171,60 @@ fn after_a_reboot_the_boot_restore_brings_each_owned_partition_back_at_its_place
     assert_eq!(rows(&host), before);
     assert!(host.list()["gpus"][0]["generation"].as_u64().unwrap() > generation);
 }
+
+#[test]
+fn a_create_on_a_card_that_differs_from_its_declaration_is_refused_before_any_write() {
+    let host = mig_on_h100();
+    create(&host, "3g.40gb", "vm-a");
+    // By hand: vm-a's partition destroyed, so a create would also make it again.
+    host.by_hand(
+        GPU0,
+        "[{\"op\": \"destroy_compute_instance\", \"gpu_instance_id\": 1, \"compute_instance_id\": 0}, \
+          {\"op\": \"destroy_gpu_instance\", \"gpu_instance_id\": 1}]",
+    );
+    host.clear_calls();
+    let (code, refused) = host.one(&["create", "--profile", "1g.10gb", "--owner", "vm-b"], GPU0);
+    assert_eq!(
+        (code, &refused["reason"]),
+        (3, &Value::from("card_differs")),
+        "{refused:#}"
+    );
+    assert_eq!(host.writes(), Vec::<String>::new());
+}
+
+#[test]
+fn an_adopting_apply_that_leaves_an_owned_partition_out_is_refused_for_its_owner_would_be_lost() {
+    let host = mig_on_h100();
+    create(&host, "3g.40gb", "vm-a");
+    host.clear_calls();
+    let layout = "version: v1\nmig-configs:\n  ones:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"1g.10gb\": 2}\n";
+    let (code, report) = host.apply(layout, "ones", &["--unnamed-instances", "adopt"]);
+    assert_eq!(
+        (code, &report["reason"]),
+        (3, &Value::from("partition_owned")),
+        "{report:#}"
+    );
+    assert_eq!(host.writes(), Vec::<String>::new());
+}
+
+#[test]
+fn a_leave_is_refused_over_an_owned_partition_until_its_owner_is_released() {
+    let host = mig_on_h100();
+    create(&host, "3g.40gb", "vm-a");
+    host.clear_calls();
+    let (code, report) = common::run_json(host.command(&["leave", "--pool", "enabled"]));
+    assert_eq!(
+        (code, &report["reason"]),
+        (3, &Value::from("partition_owned")),
+        "{report:#}"
+    );
+    assert!(
+        report["detail"].as_str().unwrap().contains("vm-a"),
+        "{report:#}"
+    );
+    assert_eq!(host.writes(), Vec::<String>::new());
+    let (code, report) =
+        common::run_json(host.command(&["leave", "--pool", "enabled", "--release", "vm-a"]));
+    assert_eq!(code, 0, "{report:#}");
+    assert!(!host.writes().is_empty());
+}

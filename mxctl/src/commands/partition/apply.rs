@@ -218,6 +218,11 @@ pub fn write(
         .lock_wait(args.lock_wait.unwrap_or_default())
         .hooks(config.hooks.clone())
         .once_per_boot(at_boot);
+    let options = args
+        .release
+        .iter()
+        .cloned()
+        .fold(options, ApplyOptions::release);
     match what {
         What::Layout(specs, label) => {
             let options =

@@ -91,6 +91,9 @@ fn partition_fields(gpu: &GpuPartitions, partition: &Partition) -> Vec<(&'static
     }
     fields.push(("ordinal", partition.ordinal.to_string()));
     fields.push(("origin", partition.origin.to_string()));
+    if let Some(owner) = &partition.owner {
+        fields.push(("owner", owner.to_string()));
+    }
     if gpu.because().is_some() {
         fields.push(("stale", "yes: see its GPU's record".to_owned()));
     }

@@ -77,7 +77,8 @@ pub fn destroy(
 }
 
 /// A refusal's document: `refused` (true), `reason` (its token), `message`, and its facts
-/// (`device`, and where it has them `gpu_instance_id`, `owner`, `profile`, `placement`).
+/// (`device`, and where it has them `gpu_instance_id`, `gpu_instance_ids`, `owner`,
+/// `profile`, `rule` — the placement rule's refusal, for people).
 fn refusal_document(refused: &PartitionRefusal) -> serde_json::Value {
     let mut document = serde_json::json!({
         "refused": true,
@@ -86,6 +87,7 @@ fn refusal_document(refused: &PartitionRefusal) -> serde_json::Value {
     });
     let facts = match refused {
         PartitionRefusal::NotNvidia { device }
+        | PartitionRefusal::CardDiffers { device }
         | PartitionRefusal::MigOff { device }
         | PartitionRefusal::NotPlaced { device }
         | PartitionRefusal::VgpusDeclared { device }

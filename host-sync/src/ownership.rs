@@ -1,0 +1,57 @@
+//! Who owns a GPU ([`Ownership`]): declared per GPU and stored with the host's state
+//! ([`HostState::ownership`](crate::HostState)), so that two agents can share a host — the
+//! crates divide the `host` GPUs, and leave the others to whoever owns them.
+
+use crate::state::HostState;
+use crate::store::{StateStore, StoreError, save_checked};
+use gpu_host_probe::HostLock;
+use gpu_partition_types::Bdf;
+
+gpu_partition_types::token_enum! {
+    /// Who owns a GPU.
+    #[derive(Default)]
+    pub enum Ownership: "ownership" {
+        /// Ours (the default): kept, restored, repaired by every writing path.
+        #[default]
+        Host = "host",
+        /// An allocator's (such as the Kubernetes DRA driver's dynamic MIG), which creates and
+        /// destroys partitions on it: read and reported, never written, restored or reset.
+        Dynamic = "dynamic",
+        /// Another tool's: hands off, read only.
+        External = "external",
+    }
+}
+
+impl Ownership {
+    /// Whether the crates' writers may write it.
+    pub fn is_ours(self) -> bool {
+        self == Ownership::Host
+    }
+}
+
+impl HostState {
+    /// Who owns `device` (`host` unless declared otherwise).
+    pub fn ownership_of(&self, device: Bdf) -> Ownership {
+        self.ownership.get(&device).copied().unwrap_or_default()
+    }
+}
+
+/// Declares, under `lock`, who owns `device`: stored (and read back) with the host's state; a
+/// GPU declared `host` has no entry. Every writing path reads it under the lock before it
+/// writes.
+pub fn set_ownership(
+    lock: &HostLock,
+    store: &mut dyn StateStore,
+    device: Bdf,
+    ownership: Ownership,
+) -> Result<(), StoreError> {
+    // The lock is the proof the caller holds it: no writer reads the ownership half-changed.
+    let _held = lock;
+    let mut state = store.load()?.unwrap_or_default();
+    if ownership.is_ours() {
+        state.ownership.remove(&device);
+    } else {
+        state.ownership.insert(device, ownership);
+    }
+    save_checked(store, &state)
+}
