@@ -56,7 +56,7 @@ impl Serialize for StatusReport<'_> {
         document.serialize_field("reason", &state.reason)?;
         document.serialize_field("message", &state.message)?;
         document.serialize_field("synced_at", &state.synced_at)?;
-        document.serialize_field("gpus", &Gpus(&state.gpus))?;
+        document.serialize_field("gpus", &Gpus(&state.gpus, &state.ownership))?;
         document.serialize_field("layout", &state.layout)?;
         document.serialize_field(
             "declared",
@@ -159,7 +159,7 @@ impl Serialize for SyncReport {
         document.serialize_field("reason", &self.reason)?;
         document.serialize_field("message", &self.message)?;
         document.serialize_field("after_boot", &self.after_boot)?;
-        document.serialize_field("gpus", &Gpus(&self.gpus))?;
+        document.serialize_field("gpus", &Gpus(&self.gpus, &self.ownership))?;
         document.serialize_field("drift", &self.drift)?;
         document.serialize_field("checked_at", &self.checked_at)?;
         document.serialize_field("warnings", &self.warnings)?;
@@ -168,25 +168,29 @@ impl Serialize for SyncReport {
 }
 
 /// The GPUs, in address order, each with its address.
-struct Gpus<'a>(&'a BTreeMap<Bdf, GpuRecord>);
+struct Gpus<'a>(
+    &'a BTreeMap<Bdf, GpuRecord>,
+    &'a BTreeMap<Bdf, crate::Ownership>,
+);
 
 impl Serialize for Gpus<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut list = serializer.serialize_seq(Some(self.0.len()))?;
         for (bdf, record) in self.0 {
-            list.serialize_element(&Gpu(bdf, record))?;
+            let ownership = self.1.get(bdf).copied().unwrap_or_default();
+            list.serialize_element(&Gpu(bdf, record, ownership))?;
         }
         list.end()
     }
 }
 
-struct Gpu<'a>(&'a Bdf, &'a GpuRecord);
+struct Gpu<'a>(&'a Bdf, &'a GpuRecord, crate::Ownership);
 
 impl Serialize for Gpu<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let Gpu(bdf, record) = self;
+        let Gpu(bdf, record, ownership) = self;
         let reason = record.reason.as_ref().map(ToString::to_string);
-        let mut gpu = serializer.serialize_struct("Gpu", 8)?;
+        let mut gpu = serializer.serialize_struct("Gpu", 9)?;
         gpu.serialize_field("device", &bdf.to_string())?;
         gpu.serialize_field("vendor", &crate::gpu::hex_id::text(record.vendor))?;
         gpu.serialize_field("device_id", &crate::gpu::hex_id::text(record.device))?;
@@ -195,6 +199,7 @@ impl Serialize for Gpu<'_> {
         gpu.serialize_field("reason", reason.as_deref().unwrap_or(""))?;
         gpu.serialize_field("message", &record.message)?;
         gpu.serialize_field("amd", &record.amd)?;
+        gpu.serialize_field("ownership", ownership)?;
         gpu.end()
     }
 }

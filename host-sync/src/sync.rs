@@ -115,6 +115,8 @@ pub struct SyncReport {
     pub after_boot: bool,
     /// Each GPU's record (each failed read with its reason and message).
     pub gpus: BTreeMap<Bdf, GpuRecord>,
+    /// Who owns each GPU that is not ours ([`crate::set_ownership`]).
+    pub ownership: BTreeMap<Bdf, crate::Ownership>,
     /// How the declared GPUs this sync read differ from what the host is declared to be
     /// ([`HostState::declared`]), by GPU in address order; empty when they hold it, when nothing
     /// is declared, or when no card was read (with the pool off no helper runs).
@@ -389,6 +391,7 @@ pub fn sync_under(
         message: state.message,
         after_boot,
         gpus: state.gpus,
+        ownership: state.ownership,
         drift,
         checked_at,
         warnings,

@@ -416,5 +416,9 @@ fn a_memory_request_waiting_on_a_gpu_divided_before_and_after_requires_a_reset()
     let mut amd = host_sync::AmdRecord::read(Some(C::Dpx), Some(M::Nps2), 10);
     amd.requested = Some(host_sync::MemoryRequest::new(M::Nps4, 11, Boot::default()));
     record.amd = Some(amd);
-    assert_eq!(record.requires_reset(), Some(true), "NPS2 to NPS4 waits for a reload");
+    assert_eq!(
+        record.requires_reset(),
+        Some(true),
+        "NPS2 to NPS4 waits for a reload"
+    );
 }

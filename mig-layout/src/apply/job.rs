@@ -362,3 +362,50 @@ pub(super) fn owners_of(declared: Option<&Declaration>) -> BTreeMap<Bdf, Vec<Own
         .filter(|(_, owners)| !owners.is_empty())
         .collect()
 }
+
+/// A GPU of a job that is not ours.
+pub(super) struct NotOurs {
+    /// The GPU.
+    pub device: Bdf,
+    /// Who owns it.
+    pub ownership: host_sync::Ownership,
+}
+
+impl Job {
+    /// The job without the GPUs that are not ours (`owned_by`: each GPU's ownership, absent:
+    /// ours), and those left out; a GPU not ours that the caller named (`named`) refuses the
+    /// job instead.
+    pub fn ours(
+        mut self,
+        owned_by: &BTreeMap<Bdf, host_sync::Ownership>,
+        named: &[Bdf],
+    ) -> Result<(Job, Vec<NotOurs>), NotOurs> {
+        let theirs = |device: Bdf| {
+            owned_by
+                .get(&device)
+                .copied()
+                .filter(|ownership| !ownership.is_ours())
+                .map(|ownership| NotOurs { device, ownership })
+        };
+        let devices: Vec<Bdf> = self
+            .wanted
+            .iter()
+            .map(|w| w.gpu.bdf)
+            .chain(self.amd.iter().map(|w| w.gpu.bdf))
+            .collect();
+        let mut left = Vec::new();
+        for device in devices {
+            if let Some(not_ours) = theirs(device) {
+                if named.contains(&device) {
+                    return Err(not_ours);
+                }
+                left.push(not_ours);
+            }
+        }
+        self.wanted
+            .retain(|w| !left.iter().any(|not| not.device == w.gpu.bdf));
+        self.amd
+            .retain(|w| !left.iter().any(|not| not.device == w.gpu.bdf));
+        Ok((self, left))
+    }
+}

@@ -116,6 +116,33 @@ pub(super) fn run_locked_keeping<'a>(
         vgpu,
         amd,
     } = run;
+    // Who owns each GPU, as stored now (under the lock): a GPU not ours is left out, or, named
+    // by the caller, refuses the apply before anything is read or written.
+    let owned_by = store
+        .load()?
+        .map(|state| state.ownership)
+        .unwrap_or_default();
+    let (job, not_ours) = match job.ours(&owned_by, &options.devices) {
+        Ok((job, left)) => {
+            draft
+                .warnings
+                .extend(left.into_iter().map(|not| ApplyWarning::NotOurs {
+                    device: not.device,
+                    ownership: not.ownership,
+                }));
+            (job, None)
+        }
+        Err(not) => (
+            Job::nvidia(Vec::new()),
+            Some(End::blocked(
+                ApplyReason::GpuNotOurs,
+                format!(
+                    "{} is not ours (ownership {}): nothing is written, restored or reset on it",
+                    not.device, not.ownership
+                ),
+            )),
+        ),
+    };
     programs_for_host(host, helper, (&vgpu, &amd), &job)?;
     let clock = reset.clock_or_real();
     // Every run of the helper ends when the caller cancels (the closing sync's too); the one read
@@ -140,7 +167,7 @@ pub(super) fn run_locked_keeping<'a>(
             observe(&progress);
         }
     };
-    let end = match before_reading(options, &env, (&sides, restore), draft) {
+    let end = match not_ours.or_else(|| before_reading(options, &env, (&sides, restore), draft)) {
         Some(end) => end,
         None => {
             let mut ctx = Ctx {

@@ -76,6 +76,12 @@ pub fn render_labels(state: &HostState, expires: u64, now: &gpu_host_probe::Now)
             );
         }
     }
+    // A GPU that is not ours says who owns it (`gpu-0000-3b-00.0.ownership=dynamic`); one
+    // with no such label is ours.
+    for (bdf, ownership) in &state.ownership {
+        let name = format!("gpu-{}.ownership", bdf.to_string().replace(':', "-"));
+        label(&name, gpu_partition_types::Token::as_str(*ownership));
+    }
     if let Some(layout) = &state.layout {
         label("layout-outcome", layout.outcome.as_str());
     }

@@ -80,6 +80,24 @@ pub fn render_metrics(
                 .set(one_if(*mode == record.partition_mode));
         }
     }
+    // Who owns each GPU that is not ours (a GPU absent is ours).
+    if !state.ownership.is_empty() {
+        let owners = family(
+            &registry,
+            "mxctl_gpu_ownership",
+            "Who owns each GPU that is not the host's (dynamic: an allocator's; external: \
+             another tool's): 1 for its ownership, 0 for the others. A GPU absent is the host's.",
+            &["device", "ownership"],
+        )?;
+        for (bdf, owned) in &state.ownership {
+            let device = bdf.to_string();
+            for ownership in host_sync::Ownership::ALL {
+                owners
+                    .with_label_values(&[device.as_str(), ownership.as_str()])
+                    .set(one_if(ownership == owned));
+            }
+        }
+    }
     if let Some(synced_at) = state.synced_at {
         let gauge = Gauge::with_opts(Opts::new(
             "mxctl_last_sync_timestamp_seconds",

@@ -49,6 +49,14 @@ pub enum ApplyWarning {
     /// A hook exited 0 while something it started still held its output: the apply went on;
     /// what held the output was in the hook's process group and was stopped with it.
     HookHeldOutput(HookRun),
+    /// A GPU of the layout (or the declaration) is not ours: left alone, nothing written,
+    /// restored or reset on it.
+    NotOurs {
+        /// The GPU.
+        device: Bdf,
+        /// Who owns it.
+        ownership: host_sync::Ownership,
+    },
 }
 
 impl std::fmt::Display for ApplyWarning {
@@ -95,6 +103,11 @@ impl std::fmt::Display for ApplyWarning {
                 f,
                 "{device} is not in the layout; the driver reload set its compute partition \
                  anew, and setting it back to {restored} failed: {why}"
+            ),
+            Self::NotOurs { device, ownership } => write!(
+                f,
+                "{device} is not ours (ownership {ownership}): left alone, nothing written, \
+                 restored or reset on it"
             ),
             Self::HookHeldOutput(run) => write!(
                 f,

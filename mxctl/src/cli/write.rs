@@ -30,6 +30,12 @@ pub enum PartitionCommand {
     /// writing only that partition; one created for an owner is destroyed only when --owner
     /// names that owner (exit 0 done or dry run, 1 failed, 3 refused or blocked).
     Destroy(Box<PartitionDestroy>),
+    /// Declare who owns a GPU: host (ours: kept, restored, repaired), dynamic (an allocator
+    /// such as the Kubernetes DRA driver's dynamic MIG divides it: read and reported, never
+    /// written, restored or reset), external (another tool's: read only). Stored with the
+    /// host's state; every write, restore and reset of mxctl leaves a GPU not ours alone, and
+    /// one that names it is blocked (gpu_not_ours).
+    Own(PartitionOwn),
     /// List every partition of the host's GPUs as the last sync read them (NVIDIA GPU
     /// instances, the vGPUs on their virtual functions, AMD compute partitions): slot,
     /// profile, placement, ordinal, recorded or inferred, each GPU's layout generation, and
@@ -57,6 +63,31 @@ reload; unknown where the mode did not read."
 /// `mxctl partition list`
 #[derive(Debug, Args)]
 pub struct PartitionList {}
+
+/// `mxctl partition own --device BDF --as host|dynamic|external`
+#[derive(Debug, Args)]
+pub struct PartitionOwn {
+    /// The GPU.
+    #[arg(long, value_name = "BDF")]
+    pub device: Bdf,
+    /// Who owns it.
+    #[arg(long = "as", value_name = "OWNERSHIP", value_parser = parse_ownership)]
+    pub ownership: host_sync::Ownership,
+    /// Seconds to wait for the host lock while a reset, an apply or a sync holds it, then
+    /// fail with lock_busy [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
+}
+
+/// An ownership by its token.
+fn parse_ownership(text: &str) -> Result<host_sync::Ownership, String> {
+    use gpu_partition_types::Token;
+    host_sync::Ownership::ALL
+        .iter()
+        .copied()
+        .find(|ownership| ownership.as_str() == text)
+        .ok_or_else(|| format!("{text:?} is not an ownership: host, dynamic or external"))
+}
 
 /// `mxctl partition create --device BDF --profile PROFILE --owner TOKEN`
 #[derive(Debug, Args)]

@@ -30,7 +30,7 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
     let Some(device) = args.device.clone() else {
         return Err(Failure::Usage("reset needs --device ID|all".to_owned()));
     };
-    let machine = MachineConfig::new(device)
+    let machine = MachineConfig::new(device.clone())
         .method(method)
         .window(window(&args.backend, config))
         .dry_run(args.dry_run);
@@ -54,6 +54,13 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
             )?
         }
         None => {
+            if let Some(why) = not_ours(host, &device)? {
+                let document = serde_json::json!({
+                    "outcome": "blocked", "reason": "gpu_not_ours", "detail": why,
+                });
+                output.emit(&document, &format!("blocked (gpu_not_ours): {why}\n"))?;
+                return Ok(Exit::Blocked);
+            }
             let mut backend = real_backend(&args.backend, config, host);
             run_machine(
                 &machine,
@@ -74,6 +81,35 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
 }
 
 /// One simulated scenario of a method, as `--simulate help` lists it.
+/// Why a reset of `target` would reset a GPU that is not ours (its ownership `dynamic` or
+/// `external`, as stored): one named by address, every GPU (`all`) while one is not ours, or one
+/// named by index while one is not ours (an index is not an address: name it so).
+fn not_ours(host: &Host, target: &warm_reset::ResetTarget) -> Result<Option<String>, Failure> {
+    use host_sync::StateStore;
+    use warm_reset::{ResetId, ResetTarget};
+    let state = host_sync::FileStore::read_only(host.state_dir())
+        .load()?
+        .unwrap_or_default();
+    let Some((first, ownership)) = state.ownership.iter().next() else {
+        return Ok(None);
+    };
+    Ok(match target {
+        ResetTarget::All => Some(format!(
+            "{first} is not ours (ownership {ownership}), and a reset of every GPU resets it: \
+             name the GPUs to reset"
+        )),
+        ResetTarget::Named(ids) => ids.iter().find_map(|id| match id {
+            ResetId::Bus(bdf) => state.ownership.get(bdf).map(|ownership| {
+                format!("{bdf} is not ours (ownership {ownership}): it is never reset by mxctl")
+            }),
+            other => Some(format!(
+                "{other} is not an address, and {first} is not ours (ownership {ownership}): \
+                 name the GPUs to reset by address"
+            )),
+        }),
+    })
+}
+
 #[derive(Debug, serde::Serialize)]
 struct Scenario {
     name: &'static str,

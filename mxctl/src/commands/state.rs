@@ -27,6 +27,8 @@ pub struct StateReport<'a> {
     pub after_boot: Option<bool>,
     /// The GPUs.
     pub gpus: &'a BTreeMap<Bdf, GpuRecord>,
+    /// Who owns each GPU that is not ours.
+    pub ownership: &'a BTreeMap<Bdf, host_sync::Ownership>,
     /// What a person should know.
     pub warnings: &'a [String],
     /// `status` only: the last layout apply.
@@ -106,6 +108,12 @@ impl StateReport<'_> {
                 "{bdf}  {:04x}:{:04x}  {driver:<driver_width$}  partition-mode: {}{reason}",
                 gpu.vendor, gpu.device, gpu.partition_mode
             );
+            if let Some(ownership) = self.ownership.get(bdf) {
+                let _ = writeln!(
+                    text,
+                    "  ownership: {ownership} (not ours: nothing is written, restored or reset on it)"
+                );
+            }
             if let Some(message) = &gpu.message {
                 let _ = writeln!(text, "  why: {message}");
             }
@@ -188,6 +196,7 @@ pub fn run(host: &Host, output: Output) -> Result<Exit, Failure> {
         message: state.message.as_deref(),
         after_boot: None,
         gpus: &state.gpus,
+        ownership: &state.ownership,
         warnings: &[],
         layout: state.layout.as_ref(),
         declared: state

@@ -27,6 +27,7 @@ pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<
         message: report.message.as_deref(),
         after_boot: Some(report.after_boot),
         gpus: &report.gpus,
+        ownership: &report.ownership,
         warnings: &report
             .warnings
             .iter()

@@ -46,6 +46,7 @@ fn every_visible_command_has_a_man_page_and_the_hidden_one_has_none() {
             "mxctl-partition-export.1",
             "mxctl-partition-leave.1",
             "mxctl-partition-list.1",
+            "mxctl-partition-own.1",
             "mxctl-partition-restore.1",
             "mxctl-partition.1",
             "mxctl-probe.1",

@@ -25,6 +25,7 @@ mod partition_crash;
 mod partition_declared;
 mod partition_list;
 mod partition_one;
+mod partition_ownership;
 mod partition_running;
 mod probe;
 mod protocol_doc;
