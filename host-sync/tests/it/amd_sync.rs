@@ -57,6 +57,18 @@ fn hive() -> AmdHost {
 }
 
 impl AmdHost {
+    /// GPU `index`'s driver set no compute mode: its file says `UNKNOWN`.
+    fn no_mode(&self, index: usize) {
+        std::fs::write(
+            self.fake
+                .sysfs()
+                .device_dir(&bdf(index))
+                .join("current_compute_partition"),
+            "UNKNOWN\n",
+        )
+        .unwrap();
+    }
+
     fn sync(&self, store: &mut MemoryStore) -> host_sync::SyncReport {
         sync(
             &self.host,
@@ -191,14 +203,7 @@ fn a_memory_request_of_another_boot_ends_since_the_driver_that_held_it_is_gone()
 #[test]
 fn a_gpu_whose_driver_set_no_mode_is_unknown_with_the_files_words() {
     let amd = hive();
-    std::fs::write(
-        amd.fake
-            .sysfs()
-            .device_dir(&bdf(2))
-            .join("current_compute_partition"),
-        "UNKNOWN\n",
-    )
-    .unwrap();
+    amd.no_mode(2);
     let mut store = MemoryStore::default();
     let report = amd.sync(&mut store);
     let gpu = &report.gpus[&at(2)];
@@ -328,14 +333,7 @@ fn a_gpu_that_does_not_read_keeps_its_last_rows_marked_stale_with_why() {
     let mut store = MemoryStore::default();
     amd.fake.write_compute(&bdf(2), "DPX").unwrap();
     amd.sync(&mut store);
-    std::fs::write(
-        amd.fake
-            .sysfs()
-            .device_dir(&bdf(2))
-            .join("current_compute_partition"),
-        "UNKNOWN\n",
-    )
-    .unwrap();
+    amd.no_mode(2);
     amd.sync(&mut store);
     let state = store.load().unwrap().unwrap();
     let listed = host_sync::partitions(&state, &now_of(&amd));

@@ -530,17 +530,28 @@ fn ran(
     })
 }
 
-/// Creates one GPU instance (with the compute instance that fills it) for `request.owner`, at
-/// the placement asked for or the lowest that fits, through the executor (`options`: its lock
-/// wait, hooks, cancel, dry run; only this GPU, the card's other instances adopted, never
-/// destroyed). The GPU's declaration gains it with its owner; a GPU nothing declared is
-/// declared with it alone (label [`PARTITIONS_LABEL`]), its other instances adopted.
-pub fn create(
+/// What one partition's request decided, once the card was read: the GPU's want and owners
+/// after it, the partition it writes, and the owner whose partition it may destroy.
+struct Decided {
+    want: Want,
+    owners: Vec<Owned>,
+    /// The partition created (its row is read back), or destroyed.
+    at: Placed,
+    /// A destroy's GPU instance; `None` for a create.
+    destroyed: Option<u32>,
+    release: Option<Owner>,
+}
+
+/// One partition's request on `device`: the host lock taken (or why not), the declaration and
+/// the card read under it, `decide` asked what to write (or why not), the plan held to exactly
+/// that one partition, then the executor; the row (a create's) and the generation as the
+/// closing sync read them.
+fn one_partition(
     run: ApplyRun<'_>,
-    request: &CreatePartition,
+    device: Bdf,
     options: &ApplyOptions,
+    decide: impl FnOnce(&Base, &Card) -> Result<Decided, PartitionRefusal>,
 ) -> Result<PartitionOutcome, ApplyError> {
-    let device = request.device;
     let host = run.host;
     let clock = run.reset.clock_or_real();
     let started = clock.now();
@@ -558,40 +569,62 @@ pub fn create(
         }
     };
     let declared = run.store.load()?.and_then(|state| state.declared);
-    let base = match nvidia_gpu(run.host, device).and_then(|()| base(declared.as_ref(), device)) {
-        Ok(base) => base,
+    let decided = nvidia_gpu(run.host, device)
+        .and_then(|()| base(declared.as_ref(), device))
+        .and_then(|base| {
+            let (reply, card) = read_card(&lock, run.helper, device)?;
+            let decided = decide(&base, &card)?;
+            writes_one(&reply, &decided.want, decided.at, decided.destroyed)?;
+            Ok((base, decided))
+        });
+    let (base, decided) = match decided {
+        Ok(decided) => decided,
         Err(refused) => return Ok(PartitionOutcome::Refused(refused)),
     };
-    let (reply, card) = match read_card(&lock, run.helper, device) {
-        Ok(read) => read,
-        Err(refused) => return Ok(PartitionOutcome::Refused(refused)),
-    };
-    let Some(profile) = card.resolve(&request.profile) else {
-        return Ok(PartitionOutcome::Refused(PartitionRefusal::NoProfile {
-            device,
-            profile: request.profile.clone(),
-        }));
-    };
-    let placement = match chosen(&card, profile.id, request.placement) {
-        Ok(placement) => placement,
-        Err(refused) => return Ok(PartitionOutcome::Refused(refused)),
-    };
-    let at = Placed::new(profile.id, placement);
-    let mut placed = base.placed;
-    placed.push(at);
-    let mut owners = base.owners;
-    owners.push(Owned::new(at, request.owner.clone()));
-    let want = want_of(placed, base.unnamed);
-    if let Err(refused) = writes_one(&reply, &want, at, None) {
-        return Ok(PartitionOutcome::Refused(refused));
+    let job = job(run.host, device, decided.want, decided.owners)?;
+    let mut options = options.clone().devices(vec![device]).unnamed(base.unnamed);
+    if let Some(owner) = decided.release {
+        options = options.release(owner);
     }
-    let job = job(run.host, device, want, owners)?;
-    let options = options.clone().devices(vec![device]).unnamed(base.unnamed);
     let mut draft = Draft::new(&base.label);
     let (end, store) = run_locked_keeping(run, &lock, &base.label, job, &options, &mut draft)?;
     drop(lock);
     let report = draft.finish(end, clock.now().saturating_sub(started));
-    ran(store, (host, device), report, Some(at), started_at)
+    let created = decided.destroyed.is_none().then_some(decided.at);
+    ran(store, (host, device), report, created, started_at)
+}
+
+/// Creates one GPU instance (with the compute instance that fills it) for `request.owner`, at
+/// the placement asked for or the lowest that fits, through the executor (`options`: its lock
+/// wait, hooks, cancel, dry run; only this GPU, the card's other instances kept). The GPU's
+/// declaration gains it with its owner; a GPU nothing declared is declared with it alone
+/// (label [`PARTITIONS_LABEL`]), its other instances adopted.
+pub fn create(
+    run: ApplyRun<'_>,
+    request: &CreatePartition,
+    options: &ApplyOptions,
+) -> Result<PartitionOutcome, ApplyError> {
+    let device = request.device;
+    one_partition(run, device, options, |base, card| {
+        let profile =
+            card.resolve(&request.profile)
+                .ok_or_else(|| PartitionRefusal::NoProfile {
+                    device,
+                    profile: request.profile.clone(),
+                })?;
+        let at = Placed::new(profile.id, chosen(card, profile.id, request.placement)?);
+        let mut placed = base.placed.clone();
+        placed.push(at);
+        let mut owners = base.owners.clone();
+        owners.push(Owned::new(at, request.owner.clone()));
+        Ok(Decided {
+            want: want_of(placed, base.unnamed),
+            owners,
+            at,
+            destroyed: None,
+            release: None,
+        })
+    })
 }
 
 /// The placement a new instance of `profile_id` takes on `card`: `asked`, when the rules let
@@ -631,76 +664,39 @@ fn chosen(
 }
 
 /// Destroys one GPU instance (its compute instances first) through the executor, as its owner
-/// asks (`request.by`), writing only that partition; the card's other instances stay (those no
-/// declaration names are adopted). The GPU's declaration loses it and its owner.
+/// asks (`request.by`), writing only that partition; the card's other instances stay. The
+/// GPU's declaration loses it and its owner.
 pub fn destroy(
     run: ApplyRun<'_>,
     request: &DestroyPartition,
     options: &ApplyOptions,
 ) -> Result<PartitionOutcome, ApplyError> {
     let device = request.device;
-    let host = run.host;
-    let clock = run.reset.clock_or_real();
-    let started = clock.now();
-    let started_at = clock.unix_s();
-    let lock = match take_lock(run.host, options)? {
-        Ok(lock) => lock,
-        Err(end) => {
-            let report =
-                Draft::new(PARTITIONS_LABEL).finish(end, clock.now().saturating_sub(started));
-            return Ok(PartitionOutcome::Ran {
-                report: Box::new(report),
-                row: None,
-                generation: None,
-            });
-        }
-    };
-    let declared = run.store.load()?.and_then(|state| state.declared);
-    let base = match nvidia_gpu(run.host, device).and_then(|()| base(declared.as_ref(), device)) {
-        Ok(base) => base,
-        Err(refused) => return Ok(PartitionOutcome::Refused(refused)),
-    };
-    let (reply, card) = match read_card(&lock, run.helper, device) {
-        Ok(read) => read,
-        Err(refused) => return Ok(PartitionOutcome::Refused(refused)),
-    };
-    let (at, id) = match target(&card, &base, &request.which) {
-        Ok(found) => found,
-        Err(refused) => return Ok(PartitionOutcome::Refused(refused)),
-    };
-    let owner = base.owners.iter().find(|owned| owned.at == at);
-    match (owner, &request.by) {
-        (Some(owned), by) if by.as_ref() != Some(&owned.owner) => {
-            return Ok(PartitionOutcome::Refused(PartitionRefusal::InUse {
+    one_partition(run, device, options, |base, card| {
+        let (at, id) = target(card, base, &request.which)?;
+        let owner = base.owners.iter().find(|owned| owned.at == at);
+        if let Some(owned) = owner.filter(|owned| request.by.as_ref() != Some(&owned.owner)) {
+            return Err(PartitionRefusal::InUse {
                 device,
                 gpu_instance_id: id,
                 owner: owned.owner.clone(),
-            }));
+            });
         }
-        _ => {}
-    }
-    if !base.placed.contains(&at) {
-        return Ok(PartitionOutcome::Refused(PartitionRefusal::Inferred {
-            device,
-            gpu_instance_id: id,
-        }));
-    }
-    let placed: Vec<Placed> = base.placed.iter().copied().filter(|p| *p != at).collect();
-    let owners: Vec<Owned> = base.owners.iter().filter(|o| o.at != at).cloned().collect();
-    let want = want_of(placed, base.unnamed).removing(vec![at]);
-    if let Err(refused) = writes_one(&reply, &want, at, Some(id)) {
-        return Ok(PartitionOutcome::Refused(refused));
-    }
-    let job = job(run.host, device, want, owners)?;
-    let mut options = options.clone().devices(vec![device]).unnamed(base.unnamed);
-    if let Some(owned) = owner {
-        options = options.release(owned.owner.clone());
-    }
-    let mut draft = Draft::new(&base.label);
-    let (end, store) = run_locked_keeping(run, &lock, &base.label, job, &options, &mut draft)?;
-    drop(lock);
-    let report = draft.finish(end, clock.now().saturating_sub(started));
-    ran(store, (host, device), report, None, started_at)
+        if !base.placed.contains(&at) {
+            return Err(PartitionRefusal::Inferred {
+                device,
+                gpu_instance_id: id,
+            });
+        }
+        let placed: Vec<Placed> = base.placed.iter().copied().filter(|p| *p != at).collect();
+        Ok(Decided {
+            want: want_of(placed, base.unnamed).removing(vec![at]),
+            owners: base.owners.iter().filter(|o| o.at != at).cloned().collect(),
+            at,
+            destroyed: Some(id),
+            release: owner.map(|owned| owned.owner.clone()),
+        })
+    })
 }
 
 /// The instance a destroy names on `card`: by its ID, or the one its owner has.

@@ -25,6 +25,21 @@ fn rows(list: &Value) -> Vec<(String, String, u64, String)> {
         .collect()
 }
 
+/// Rows as [`profiles`] gives them.
+fn owned(rows: &[(&str, u64, &str)]) -> Vec<(String, u64, String)> {
+    rows.iter()
+        .map(|(profile, ordinal, origin)| ((*profile).to_owned(), *ordinal, (*origin).to_owned()))
+        .collect()
+}
+
+/// Each row's profile, ordinal and origin.
+fn profiles(list: &Value) -> Vec<(String, u64, String)> {
+    rows(list)
+        .into_iter()
+        .map(|(_, profile, ordinal, origin)| (profile, ordinal, origin))
+        .collect()
+}
+
 #[test]
 fn an_applied_layout_lists_each_gpu_instance_recorded_in_placement_order_with_its_generation() {
     let host = balanced_h100();
@@ -37,19 +52,14 @@ fn an_applied_layout_lists_each_gpu_instance_recorded_in_placement_order_with_it
         "{list:#}"
     );
     assert!(gpu["generation"].as_u64().unwrap() >= 1, "{list:#}");
-    let rows = rows(&list);
-    let profiles: Vec<(&str, u64, &str)> = rows
-        .iter()
-        .map(|(_, profile, ordinal, origin)| (profile.as_str(), *ordinal, origin.as_str()))
-        .collect();
     assert_eq!(
-        profiles,
-        [
+        profiles(&list),
+        owned(&[
             ("1g.10gb", 0, "recorded"),
             ("1g.10gb", 1, "recorded"),
             ("2g.20gb", 0, "recorded"),
             ("3g.40gb", 0, "recorded"),
-        ],
+        ]),
         "{list:#}"
     );
     let starts: Vec<u64> = gpu["partitions"]
@@ -79,19 +89,14 @@ fn an_instance_made_by_hand_is_found_inferred_as_the_next_generation_and_a_rerea
     host.sync("enabled");
     let list = host.list();
     assert_eq!(list["gpus"][0]["generation"], before + 1, "{list:#}");
-    let rows = rows(&list);
-    let profiles: Vec<(&str, u64, &str)> = rows
-        .iter()
-        .map(|(_, profile, ordinal, origin)| (profile.as_str(), *ordinal, origin.as_str()))
-        .collect();
     assert_eq!(
-        profiles,
-        [
+        profiles(&list),
+        owned(&[
             ("1g.10gb", 0, "recorded"),
             ("1g.10gb", 1, "recorded"),
             ("1g.10gb", 2, "inferred"),
             ("3g.40gb", 0, "recorded"),
-        ],
+        ]),
         "{list:#}"
     );
     host.sync("enabled");
