@@ -31,18 +31,22 @@ pub(crate) struct Reads<'a> {
     pub at: u64,
 }
 
-/// Keeps each GPU's division after a sync's reads: a GPU read whole gets its partitions now,
+/// Keeps each GPU's division after a sync's reads (a GPU not ours, its partitions all found,
+/// none recorded): a GPU read whole gets its partitions now,
 /// with its generation by `Division::after_read`'s rule; every other GPU that has one keeps
 /// its last division, marked not read (with why): one whose partitions did not read, one the
 /// scan could not read, one that shows none now.
 pub(crate) fn record_divisions(
     records: &mut BTreeMap<Bdf, GpuRecord>,
-    declared: Option<&Declaration>,
+    (declared, not_ours): (Option<&Declaration>, &BTreeMap<Bdf, crate::Ownership>),
     reads: &Reads<'_>,
 ) {
     for (bdf, record) in records.iter_mut() {
         let found = reads.gpus.iter().any(|gpu| gpu.bdf == *bdf);
-        let declared = declared.and_then(|declared| declared.gpus.get(bdf));
+        // A GPU not ours is divided by another: what is on it is found, none of it recorded.
+        let declared = declared
+            .filter(|_| !not_ours.contains_key(bdf))
+            .and_then(|declared| declared.gpus.get(bdf));
         let read = if found {
             read_partitions(*bdf, record, declared, reads)
         } else {

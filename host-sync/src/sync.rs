@@ -307,7 +307,7 @@ pub fn sync_under(
         }
         crate::partitions::record_divisions(
             &mut state.gpus,
-            state.declared.as_ref(),
+            (state.declared.as_ref(), &state.ownership),
             &crate::partitions::Reads {
                 gpus: &gpus,
                 replies: &replies,
@@ -334,6 +334,7 @@ pub fn sync_under(
         if options.pool.is_enabled() {
             let read = Read {
                 gpus: &gpus,
+                not_ours: &state.ownership,
                 records: &state.gpus,
                 replies: &replies,
                 amd: &amd_reads,
@@ -419,6 +420,8 @@ fn drift_message(drift: &[Difference]) -> String {
 struct Read<'a> {
     /// The GPUs found.
     gpus: &'a [PciFunction],
+    /// Who owns each GPU not ours: its declaration is not compared (another agent divides it).
+    not_ours: &'a BTreeMap<Bdf, crate::Ownership>,
     /// Their records, as the reads left them (an AMD GPU's memory request of ours).
     records: &'a BTreeMap<Bdf, GpuRecord>,
     /// The reply of each NVIDIA card read whole.
@@ -444,7 +447,11 @@ fn check(
     let mut differences = Vec::new();
     let mut unread = Vec::new();
     let mut adopted = Vec::new();
-    for (bdf, gpu) in &declared.gpus {
+    for (bdf, gpu) in declared
+        .gpus
+        .iter()
+        .filter(|(bdf, _)| !read.not_ours.contains_key(bdf))
+    {
         let on_host = read.gpus.iter().any(|found| found.bdf == *bdf);
         let compared = match gpu {
             DeclaredGpu::Amd(_) => match read.amd.get(bdf) {

@@ -34,6 +34,9 @@ pub(super) struct Shared<'a> {
     pub vgpu: &'a VgpuWith<'a>,
     /// The clock the vGPU side's pauses are taken on (the reset's).
     pub clock: &'a dyn Clock,
+    /// Who owns each GPU that is not ours, as stored under the lock: nothing of the apply may
+    /// write or reset it (an NVLink peer a reset takes, a GPU a driver reload takes).
+    pub not_ours: &'a std::collections::BTreeMap<Bdf, host_sync::Ownership>,
 }
 
 impl Shared<'_> {

@@ -371,41 +371,54 @@ pub(super) struct NotOurs {
     pub ownership: host_sync::Ownership,
 }
 
+impl NotOurs {
+    /// The end of a job that names it: blocked, nothing written.
+    pub fn blocked(&self) -> End {
+        End::blocked(
+            ApplyReason::GpuNotOurs,
+            format!(
+                "{} is not ours (ownership {}): nothing is written, restored or reset on it",
+                self.device, self.ownership
+            ),
+        )
+    }
+}
+
 impl Job {
-    /// The job without the GPUs that are not ours (`owned_by`: each GPU's ownership, absent:
-    /// ours), and those left out; a GPU not ours that the caller named (`named`) refuses the
-    /// job instead.
-    pub fn ours(
-        mut self,
-        owned_by: &BTreeMap<Bdf, host_sync::Ownership>,
-        named: &[Bdf],
-    ) -> Result<(Job, Vec<NotOurs>), NotOurs> {
-        let theirs = |device: Bdf| {
-            owned_by
-                .get(&device)
-                .copied()
-                .filter(|ownership| !ownership.is_ours())
-                .map(|ownership| NotOurs { device, ownership })
-        };
-        let devices: Vec<Bdf> = self
-            .wanted
+    /// Its GPUs that are not ours (`owned_by`: each GPU's ownership, absent: ours).
+    fn not_ours(&self, owned_by: &BTreeMap<Bdf, host_sync::Ownership>) -> Vec<NotOurs> {
+        self.wanted
             .iter()
             .map(|w| w.gpu.bdf)
             .chain(self.amd.iter().map(|w| w.gpu.bdf))
-            .collect();
-        let mut left = Vec::new();
-        for device in devices {
-            if let Some(not_ours) = theirs(device) {
-                if named.contains(&device) {
-                    return Err(not_ours);
-                }
-                left.push(not_ours);
-            }
-        }
+            .filter_map(|device| {
+                owned_by
+                    .get(&device)
+                    .copied()
+                    .filter(|ownership| !ownership.is_ours())
+                    .map(|ownership| NotOurs { device, ownership })
+            })
+            .collect()
+    }
+
+    /// The first of its GPUs not ours that the caller named (`named`): the job is refused.
+    pub fn names_not_ours(
+        &self,
+        owned_by: &BTreeMap<Bdf, host_sync::Ownership>,
+        named: &[Bdf],
+    ) -> Option<NotOurs> {
+        self.not_ours(owned_by)
+            .into_iter()
+            .find(|not| named.contains(&not.device))
+    }
+
+    /// The job without its GPUs that are not ours, and those left out.
+    pub fn ours(mut self, owned_by: &BTreeMap<Bdf, host_sync::Ownership>) -> (Job, Vec<NotOurs>) {
+        let left = self.not_ours(owned_by);
         self.wanted
             .retain(|w| !left.iter().any(|not| not.device == w.gpu.bdf));
         self.amd
             .retain(|w| !left.iter().any(|not| not.device == w.gpu.bdf));
-        Ok((self, left))
+        (self, left)
     }
 }

@@ -122,8 +122,12 @@ pub(super) fn run_locked_keeping<'a>(
         .load()?
         .map(|state| state.ownership)
         .unwrap_or_default();
-    let (job, not_ours) = match job.ours(&owned_by, &options.devices) {
-        Ok((job, left)) => {
+    let (job, not_ours) = match job.names_not_ours(&owned_by, &options.devices) {
+        // Refused: the job is kept whole (the record says which way it went), and nothing of
+        // it runs.
+        Some(not) => (job, Some(not.blocked())),
+        None => {
+            let (job, left) = job.ours(&owned_by);
             draft
                 .warnings
                 .extend(left.into_iter().map(|not| ApplyWarning::NotOurs {
@@ -132,16 +136,6 @@ pub(super) fn run_locked_keeping<'a>(
                 }));
             (job, None)
         }
-        Err(not) => (
-            Job::nvidia(Vec::new()),
-            Some(End::blocked(
-                ApplyReason::GpuNotOurs,
-                format!(
-                    "{} is not ours (ownership {}): nothing is written, restored or reset on it",
-                    not.device, not.ownership
-                ),
-            )),
-        ),
     };
     programs_for_host(host, helper, (&vgpu, &amd), &job)?;
     let clock = reset.clock_or_real();
@@ -180,6 +174,7 @@ pub(super) fn run_locked_keeping<'a>(
                     host,
                     vgpu: &vgpu,
                     clock,
+                    not_ours: &owned_by,
                 },
                 progress: &mut progress,
             };

@@ -232,6 +232,11 @@ pub fn restore(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<Restore, App
     let mut draft = Draft::new(&declared.label);
     let job = declared_job(run.host, &declared, options, &mut draft)?;
     locked::programs_for_host(run.host, run.helper, (&run.vgpu, &run.amd), &job)?;
+    // A GPU not ours the caller named refuses it, before it counts as the boot's one.
+    if let Some(not) = job.names_not_ours(&state.ownership, &options.devices) {
+        let elapsed = clock.now().saturating_sub(started);
+        return Ok(Restore::Ran(Box::new(draft.finish(not.blocked(), elapsed))));
+    }
     if options.once_per_boot && !options.dry_run {
         if let BootRestoreStart::AlreadyRan(earlier) =
             host_sync::begin_boot_restore(&lock, run.store, clock, &run.host.boot())?

@@ -118,6 +118,8 @@ gpu_partition_types::token_enum! {
         Inferred = "inferred",
         /// [`PartitionRefusal::CardDiffers`].
         CardDiffers = "card_differs",
+        /// [`PartitionRefusal::NotOurs`].
+        NotOurs = "gpu_not_ours",
     }
 }
 
@@ -210,6 +212,14 @@ pub enum PartitionRefusal {
         /// Its owner.
         owner: Owner,
     },
+    /// The GPU is not ours (its ownership `dynamic` or `external`): nothing is read or
+    /// written on it.
+    NotOurs {
+        /// The GPU.
+        device: Bdf,
+        /// Who owns it.
+        ownership: host_sync::Ownership,
+    },
     /// The card differs from the GPU's declaration (an instance declared and missing, one
     /// whose compute instances do not fill it, or one the declaration would destroy), so the
     /// request would write more than its one partition: a restore brings the card back first.
@@ -246,6 +256,7 @@ impl PartitionRefusal {
             Self::InUse { .. } => K::InUse,
             Self::Inferred { .. } => K::Inferred,
             Self::CardDiffers { .. } => K::CardDiffers,
+            Self::NotOurs { .. } => K::NotOurs,
         }
     }
 }
@@ -301,6 +312,10 @@ impl fmt::Display for PartitionRefusal {
                 f,
                 "GPU instance {gpu_instance_id} of {device} is in use by {owner}: only its owner \
                  destroys it"
+            ),
+            Self::NotOurs { device, ownership } => write!(
+                f,
+                "{device} is not ours (ownership {ownership}): nothing is written on it"
             ),
             Self::CardDiffers { device } => write!(
                 f,
@@ -568,9 +583,17 @@ fn one_partition(
             });
         }
     };
-    let declared = run.store.load()?.and_then(|state| state.declared);
+    let state = run.store.load()?.unwrap_or_default();
+    let ownership = state.ownership_of(device);
     let decided = nvidia_gpu(run.host, device)
-        .and_then(|()| base(declared.as_ref(), device))
+        .and_then(|()| {
+            if ownership.is_ours() {
+                Ok(())
+            } else {
+                Err(PartitionRefusal::NotOurs { device, ownership })
+            }
+        })
+        .and_then(|()| base(state.declared.as_ref(), device))
         .and_then(|base| {
             let (reply, card) = read_card(&lock, run.helper, device)?;
             let decided = decide(&base, &card)?;

@@ -306,9 +306,18 @@ fn blocked_stop(lock: &HostLock, device: Bdf, reason: BlockedReason, detail: &st
 }
 
 /// The refusal of `device`'s reset when its group takes an NVLink peer the apply does not name
-/// that carries GPU instances (they would be lost), or that could not be read.
+/// that is not ours, carries GPU instances (they would be lost), or could not be read.
 fn busy_peer(shared: &Shared<'_>, device: Bdf, group: &[Bdf], in_apply: &[Bdf]) -> Option<Stop> {
     for peer in group.iter().filter(|peer| !in_apply.contains(peer)) {
+        if let Some(ownership) = shared.not_ours.get(peer) {
+            return Some(Stop::failed(
+                ApplyReason::GpuNotOurs,
+                format!(
+                    "{device}: its reset also resets its NVLink peer {peer}, which is not ours \
+                     (ownership {ownership}): it is not reset"
+                ),
+            ));
+        }
         let carries = shared
             .format()
             .ok()

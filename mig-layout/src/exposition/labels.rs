@@ -24,9 +24,9 @@ fn is_label_text(text: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-/// A GPU's label name: the address with `:` as `-` (`gpu-0000-3b-00.0.mode`).
-fn gpu_name(bdf: &str) -> String {
-    format!("gpu-{}.mode", bdf.replace(':', "-"))
+/// A GPU's label name for `what`: the address with `:` as `-` (`gpu-0000-3b-00.0.mode`).
+fn gpu_name(bdf: &str, what: &str) -> String {
+    format!("gpu-{}.{what}", bdf.replace(':', "-"))
 }
 
 /// An RFC 3339 time in UTC (`2026-12-01T12:00:00Z`) from Unix seconds.
@@ -71,7 +71,7 @@ pub fn render_labels(state: &HostState, expires: u64, now: &gpu_host_probe::Now)
     for (bdf, record) in &state.gpus {
         if record.is_nvidia() || record.is_amd() {
             label(
-                &gpu_name(&bdf.to_string()),
+                &gpu_name(&bdf.to_string(), "mode"),
                 &record.partition_mode.to_string(),
             );
         }
@@ -79,8 +79,10 @@ pub fn render_labels(state: &HostState, expires: u64, now: &gpu_host_probe::Now)
     // A GPU that is not ours says who owns it (`gpu-0000-3b-00.0.ownership=dynamic`); one
     // with no such label is ours.
     for (bdf, ownership) in &state.ownership {
-        let name = format!("gpu-{}.ownership", bdf.to_string().replace(':', "-"));
-        label(&name, gpu_partition_types::Token::as_str(*ownership));
+        label(
+            &gpu_name(&bdf.to_string(), "ownership"),
+            gpu_partition_types::Token::as_str(*ownership),
+        );
     }
     if let Some(layout) = &state.layout {
         label("layout-outcome", layout.outcome.as_str());

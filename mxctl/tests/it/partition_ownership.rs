@@ -34,19 +34,74 @@ fn warned_not_ours(report: &Value) -> bool {
 }
 
 #[test]
-fn a_dynamic_gpu_is_skipped_by_an_apply_a_restore_and_a_leave_with_no_write_to_it() {
-    let host = owned_by("dynamic");
-    let seven = "version: v1\nmig-configs:\n  seven:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"1g.10gb\": 7}\n";
-    let (code, report) = host.apply(seven, "seven", &[]);
+fn a_gpu_not_ours_is_skipped_by_an_apply_a_restore_a_boot_restore_and_a_leave_with_no_write_to_it()
+{
+    for ownership in ["dynamic", "external"] {
+        let host = owned_by(ownership);
+        let seven = "version: v1\nmig-configs:\n  seven:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {\"1g.10gb\": 7}\n";
+        let (code, report) = host.apply(seven, "seven", &[]);
+        assert_eq!(code, 0, "{ownership}: {report:#}");
+        assert!(warned_not_ours(&report), "{ownership}: {report:#}");
+        for restore in [&[][..], &["--at-boot"][..]] {
+            let (code, report) = host.restore(restore);
+            assert_eq!(code, 0, "{ownership} {restore:?}: {report:#}");
+            assert!(
+                warned_not_ours(&report),
+                "{ownership} {restore:?}: {report:#}"
+            );
+        }
+        let (code, report) = common::run_json(host.command(&["leave", "--pool", "enabled"]));
+        assert_eq!(code, 0, "{ownership}: {report:#}");
+        assert!(warned_not_ours(&report), "{ownership}: {report:#}");
+        assert_eq!(
+            host.writes(),
+            Vec::<String>::new(),
+            "{ownership}: no write to the GPU"
+        );
+    }
+}
+
+#[test]
+fn a_gpu_another_agent_divides_is_written_by_nobody_of_ours_and_never_drift() {
+    let host = PartitionHost::new(&[
+        (GPU0, common::partition_host::H100_OFF, "0x2330"),
+        ("0000:3c:00.0", common::partition_host::H100_OFF, "0x2330"),
+    ]);
+    let (code, report) = host.apply(MIG_ON, "on", &[]);
     assert_eq!(code, 0, "{report:#}");
-    assert!(warned_not_ours(&report), "{report:#}");
-    let (code, report) = host.restore(&[]);
+    let (code, _) =
+        common::run_json(host.mxctl(&["partition", "own", "--device", GPU0, "--as", "dynamic"]));
+    assert_eq!(code, 0);
+    // The allocator divides its GPU as it likes.
+    host.by_hand(
+        GPU0,
+        "[{\"op\": \"create_gpu_instance\", \"profile_id\": 19, \"placement\": {\"start\": 6, \"size\": 1}}]",
+    );
+    let sync = host.sync("enabled");
+    assert_eq!(
+        (&sync["status"], &sync["reason"]),
+        (&Value::from("active"), &Value::from("ready")),
+        "{sync:#}"
+    );
+    let list = host.list();
+    let origins: Vec<&str> = list["gpus"][0]["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["origin"].as_str().unwrap())
+        .collect();
+    assert!(
+        origins.iter().all(|origin| *origin == "inferred"),
+        "{list:#}"
+    );
+    host.clear_calls();
+    let (code, report) = host.apply(MIG_ON, "on", &[]);
     assert_eq!(code, 0, "{report:#}");
-    assert!(warned_not_ours(&report), "{report:#}");
-    let (code, report) = common::run_json(host.command(&["leave", "--pool", "enabled"]));
-    assert_eq!(code, 0, "{report:#}");
-    assert!(warned_not_ours(&report), "{report:#}");
-    assert_eq!(host.writes(), Vec::<String>::new(), "no write to the GPU");
+    assert_eq!(
+        host.writes(),
+        Vec::<String>::new(),
+        "the GPU ours holds the layout already"
+    );
 }
 
 #[test]

@@ -205,6 +205,21 @@ impl Side for AmdSide<'_> {
                 return Ok(Err(refusal));
             }
         }
+        // A driver reload reaches every GPU amdgpu drives: none may be another's.
+        if self.planned.reloads_driver() {
+            let theirs = crate::select::amd_gpus(host.sysfs_root())?
+                .into_iter()
+                .find_map(|gpu| ctx.shared.not_ours.get(&gpu.bdf).map(|o| (gpu.bdf, *o)));
+            if let Some((device, ownership)) = theirs {
+                return Ok(Err(Refusal::new(
+                    crate::ApplyReason::GpuNotOurs,
+                    format!(
+                        "the layout reloads the amdgpu driver, which resets every GPU it drives, \
+                         and {device} is not ours (ownership {ownership})"
+                    ),
+                )));
+            }
+        }
         draft.reload_planned = self.planned.reloads_driver();
         // Each GPU's steps, then the reload (it reaches every AMD GPU) on the first GPU.
         let first = self.planned.gpus.first().map(|gpu| gpu.wanted.gpu.bdf);

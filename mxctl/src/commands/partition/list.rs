@@ -119,6 +119,15 @@ fn text(gpus: &[GpuPartitions], at: u64) -> String {
 
 /// `partition own`: declares who owns a GPU, under the host lock, and says so.
 pub fn own(args: &crate::cli::PartitionOwn, host: &Host, output: Output) -> Result<Exit, Failure> {
+    // A typo must not say a GPU is another's while the real one stays ours.
+    let found = host_sync::scan(host.sysfs_root())?;
+    if !found.gpus.iter().any(|gpu| gpu.bdf == args.device) {
+        return Err(Failure::Usage(format!(
+            "{} is no GPU of this host (none at that address in {})",
+            args.device,
+            host.sysfs_root().display()
+        )));
+    }
     let lock = host
         .lock(args.lock_wait.unwrap_or(gpu_host_probe::DEFAULT_LOCK_WAIT))
         .map_err(Failure::Lock)?;

@@ -109,6 +109,9 @@ fn refusal_document(refused: &PartitionRefusal) -> serde_json::Value {
             device,
             gpu_instance_id,
         } => serde_json::json!({"device": device, "gpu_instance_id": gpu_instance_id}),
+        PartitionRefusal::NotOurs { device, ownership } => {
+            serde_json::json!({"device": device, "ownership": ownership})
+        }
         PartitionRefusal::NoneOwned { device, owner } => {
             serde_json::json!({"device": device, "owner": owner})
         }
