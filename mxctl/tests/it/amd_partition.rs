@@ -440,3 +440,25 @@ fn a_host_of_nvidia_and_amd_gpus_has_one_status_over_both() {
     );
     assert_eq!(after["drift"][0]["device"], bdf(2));
 }
+
+#[test]
+fn a_profile_whose_memory_request_would_reach_a_gpu_not_ours_is_blocked_before_any_write() {
+    let host = AmdPartitionHost::new(MI300X);
+    let (code, said) =
+        common::run_json(host.mxctl(&["partition", "own", "--device", &bdf(7), "--as", "dynamic"]));
+    assert_eq!(code, 0, "{said}");
+    let before = host.log();
+    // The memory request takes the hive whole, GPU 7 with it: refused before any write (by
+    // the hive's rule here; a GPU not ours outside the hive is refused by the reload's).
+    let (code, report) = host.apply("cpx-nps4");
+    assert_eq!(
+        (code, &report["outcome"]),
+        (3, &Value::from("blocked")),
+        "{report}"
+    );
+    assert!(
+        report["detail"].as_str().unwrap().contains(&bdf(7)),
+        "{report}"
+    );
+    assert_eq!(host.log(), before, "nothing was written");
+}
