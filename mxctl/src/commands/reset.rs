@@ -54,14 +54,18 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
             )?
         }
         None => {
-            if let Some(why) = not_ours(host, &device)? {
+            let mut backend = real_backend(&args.backend, config, host);
+            let why = match not_ours(host, &device)? {
+                Some(why) => Some(why),
+                None => group_not_ours(&machine, host, backend.as_mut())?,
+            };
+            if let Some(why) = why {
                 let document = serde_json::json!({
                     "outcome": "blocked", "reason": "gpu_not_ours", "detail": why,
                 });
                 output.emit(&document, &format!("blocked (gpu_not_ours): {why}\n"))?;
                 return Ok(Exit::Blocked);
             }
-            let mut backend = real_backend(&args.backend, config, host);
             run_machine(
                 &machine,
                 host,
@@ -108,6 +112,38 @@ fn not_ours(host: &Host, target: &warm_reset::ResetTarget) -> Result<Option<Stri
             )),
         }),
     })
+}
+
+/// Why the reset `machine` would run takes a GPU that is not ours along with those named: its
+/// dry run (no write) says which GPUs it resets and verifies — an NVLink peer, the rest of an
+/// XGMI hive, the functions of a bus —, and none may be another's. `None` when no GPU is
+/// declared not ours (no dry run is made then).
+fn group_not_ours(
+    machine: &MachineConfig,
+    host: &Host,
+    backend: &mut dyn Backend,
+) -> Result<Option<String>, Failure> {
+    use host_sync::StateStore;
+    let state = host_sync::FileStore::read_only(host.state_dir())
+        .load()?
+        .unwrap_or_default();
+    if state.ownership.is_empty() || machine.dry_run {
+        return Ok(None);
+    }
+    let dry = machine.clone().dry_run(true);
+    let report = execute(ResetRun::new(&dry, host, backend).clock(&SystemClock::new()))?;
+    Ok(report
+        .gpus
+        .iter()
+        .chain(&report.verified)
+        .find_map(|bdf| state.ownership.get(bdf).map(|ownership| (bdf, ownership)))
+        .map(|(bdf, ownership)| {
+            format!(
+                "the reset of {} takes {bdf} with it, which is not ours (ownership {ownership}): \
+                 nothing is reset",
+                report.target
+            )
+        }))
 }
 
 #[derive(Debug, serde::Serialize)]

@@ -191,3 +191,34 @@ fn two_resets_of_the_same_gpu_at_once_reset_it_exactly_once() {
         "{outcomes:?}"
     );
 }
+
+#[test]
+#[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
+fn a_reset_whose_nvlink_peer_is_not_ours_is_blocked_and_resets_nothing() {
+    use host_sync::StateStore;
+    common::require_root();
+    let host = NvidiaHost::new();
+    // GPU 2, GPU 0's NVLink peer, is an allocator's.
+    let mut state = host_sync::HostState::default();
+    state.ownership.insert(
+        "0000:1a:00.0".parse().unwrap(),
+        host_sync::Ownership::Dynamic,
+    );
+    host_sync::FileStore::new(host.path("state"))
+        .save(&state)
+        .unwrap();
+    let (code, document) = host.reset(&["--device", "0"]);
+    assert_eq!(
+        (code, &document["reason"]),
+        (3, &serde_json::Value::from("gpu_not_ours")),
+        "{document}"
+    );
+    assert!(
+        document["detail"]
+            .as_str()
+            .unwrap()
+            .contains("0000:1a:00.0"),
+        "{document}"
+    );
+    assert!(host.resets().is_empty(), "{:?}", host.resets());
+}
