@@ -6,6 +6,7 @@ use crate::state::HostState;
 use crate::store::{StateStore, StoreError, save_checked};
 use gpu_host_probe::HostLock;
 use gpu_partition_types::Bdf;
+use std::collections::BTreeMap;
 
 gpu_partition_types::token_enum! {
     /// Who owns a GPU.
@@ -33,6 +34,17 @@ impl HostState {
     /// Who owns `device` (`host` unless declared otherwise).
     pub fn ownership_of(&self, device: Bdf) -> Ownership {
         self.ownership.get(&device).copied().unwrap_or_default()
+    }
+
+    /// Each GPU that is not ours, with who owns it: the one reading of the stored map every
+    /// writer and every surface takes (an entry `host`, which `set_ownership` never stores but
+    /// an embedder's store might hold, is ours).
+    pub fn not_ours(&self) -> BTreeMap<Bdf, Ownership> {
+        self.ownership
+            .iter()
+            .filter(|(_, ownership)| !ownership.is_ours())
+            .map(|(device, ownership)| (*device, *ownership))
+            .collect()
     }
 }
 

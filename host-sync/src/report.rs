@@ -56,7 +56,7 @@ impl Serialize for StatusReport<'_> {
         document.serialize_field("reason", &state.reason)?;
         document.serialize_field("message", &state.message)?;
         document.serialize_field("synced_at", &state.synced_at)?;
-        document.serialize_field("gpus", &Gpus(&state.gpus, &state.ownership))?;
+        document.serialize_field("gpus", &Gpus(&state.gpus, &state.not_ours()))?;
         document.serialize_field("layout", &state.layout)?;
         document.serialize_field(
             "declared",

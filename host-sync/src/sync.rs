@@ -279,6 +279,8 @@ pub fn sync_under(
         message: None,
         ..previous
     };
+    // Who owns each GPU not ours, read once: the reads, the check and the report take it.
+    let not_ours = state.not_ours();
     let takes_part =
         options.pool.is_enabled() && gpus.iter().any(PciFunction::is_partitionable_vendor);
     let mut helper_state = HelperState::NotChecked;
@@ -307,7 +309,7 @@ pub fn sync_under(
         }
         crate::partitions::record_divisions(
             &mut state.gpus,
-            (state.declared.as_ref(), &state.ownership),
+            (state.declared.as_ref(), &not_ours),
             &crate::partitions::Reads {
                 gpus: &gpus,
                 replies: &replies,
@@ -334,7 +336,7 @@ pub fn sync_under(
         if options.pool.is_enabled() {
             let read = Read {
                 gpus: &gpus,
-                not_ours: &state.ownership,
+                not_ours: &not_ours,
                 records: &state.gpus,
                 replies: &replies,
                 amd: &amd_reads,
@@ -392,7 +394,7 @@ pub fn sync_under(
         message: state.message,
         after_boot,
         gpus: state.gpus,
-        ownership: state.ownership,
+        ownership: not_ours,
         drift,
         checked_at,
         warnings,

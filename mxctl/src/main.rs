@@ -124,7 +124,7 @@ fn run(cli: &Cli, output: Output) -> Result<Exit, Failure> {
                 commands::partition::apply::restore(args, &config, &host, output)
             }
             PartitionCommand::List(_) => commands::partition::list::run(&host, output),
-            PartitionCommand::Own(args) => commands::partition::list::own(args, &host, output),
+            PartitionCommand::Own(args) => commands::partition::own::run(args, &host, output),
             PartitionCommand::Create(args) => {
                 commands::partition::one::create(args, &config, &host, output)
             }

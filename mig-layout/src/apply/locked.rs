@@ -120,7 +120,7 @@ pub(super) fn run_locked_keeping<'a>(
     // by the caller, refuses the apply before anything is read or written.
     let owned_by = store
         .load()?
-        .map(|state| state.ownership)
+        .map(|state| state.not_ours())
         .unwrap_or_default();
     let (job, not_ours) = match job.names_not_ours(&owned_by, &options.devices) {
         // Refused: the job is kept whole (the record says which way it went), and nothing of

@@ -220,6 +220,7 @@ pub fn restore(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<Restore, App
         }
     };
     let state = run.store.load()?.unwrap_or_default();
+    let not_ours = state.not_ours();
     let Some(declared) = state.declared else {
         return Ok(match state.lost {
             Some(lost) => Restore::StateLost(lost),
@@ -233,7 +234,7 @@ pub fn restore(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<Restore, App
     let job = declared_job(run.host, &declared, options, &mut draft)?;
     locked::programs_for_host(run.host, run.helper, (&run.vgpu, &run.amd), &job)?;
     // A GPU not ours the caller named refuses it, before it counts as the boot's one.
-    if let Some(not) = job.names_not_ours(&state.ownership, &options.devices) {
+    if let Some(not) = job.names_not_ours(&not_ours, &options.devices) {
         let elapsed = clock.now().saturating_sub(started);
         return Ok(Restore::Ran(Box::new(draft.finish(not.blocked(), elapsed))));
     }

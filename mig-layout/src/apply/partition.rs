@@ -10,7 +10,7 @@ use super::locked::run_locked_keeping;
 use super::options::ApplyOptions;
 use super::run::{ApplyError, ApplyRun};
 use crate::report::{ApplyReport, Draft};
-use crate::select::{Wanted, host_gpus};
+use crate::select::{HostGpu, Wanted, host_gpus};
 use gpu_host_probe::helper::Helper;
 use gpu_host_probe::{Host, HostLock};
 use gpu_partition_types::{Bdf, Placement, Reply};
@@ -395,18 +395,6 @@ fn base(declared: Option<&Declaration>, device: Bdf) -> Result<Base, PartitionRe
     })
 }
 
-/// Whether `device` is an NVIDIA GPU of the host (one the helper reads).
-fn nvidia_gpu(host: &Host, device: Bdf) -> Result<(), PartitionRefusal> {
-    let on_host = host_gpus(host.sysfs_root())
-        .map(|gpus| gpus.iter().any(|gpu| gpu.bdf == device))
-        .unwrap_or(false);
-    if on_host {
-        Ok(())
-    } else {
-        Err(PartitionRefusal::NotNvidia { device })
-    }
-}
-
 /// The card of `device`, read under `lock`.
 fn read_card(
     lock: &HostLock,
@@ -489,14 +477,8 @@ fn writes_one(
 }
 
 /// The job of one GPU, wanted `want`, its owners `owners`.
-fn job(host: &Host, device: Bdf, want: Want, owners: Vec<Owned>) -> Result<Job, ApplyError> {
-    let gpu = host_gpus(host.sysfs_root())?
-        .into_iter()
-        .find(|gpu| gpu.bdf == device)
-        .ok_or(ApplyError::NotNamed {
-            device,
-            label: PARTITIONS_LABEL.to_owned(),
-        })?;
+fn job(gpu: HostGpu, want: Want, owners: Vec<Owned>) -> Job {
+    let device = gpu.bdf;
     let mut job = Job::nvidia(vec![Wanted {
         gpu,
         want,
@@ -504,7 +486,7 @@ fn job(host: &Host, device: Bdf, want: Want, owners: Vec<Owned>) -> Result<Job, 
         vgpu: None,
     }]);
     job.owners = BTreeMap::from([(device, owners)]);
-    Ok(job)
+    job
 }
 
 /// The outcome of a job that went through the executor: its report, and the row at `at` (a
@@ -585,14 +567,21 @@ fn one_partition(
     };
     let state = run.store.load()?.unwrap_or_default();
     let ownership = state.ownership_of(device);
-    let decided = nvidia_gpu(run.host, device)
-        .and_then(|()| {
-            if ownership.is_ours() {
-                Ok(())
-            } else {
-                Err(PartitionRefusal::NotOurs { device, ownership })
-            }
-        })
+    // An NVIDIA GPU of the host (one the helper reads), and ours.
+    let Some(gpu) = host_gpus(run.host.sysfs_root())?
+        .into_iter()
+        .find(|gpu| gpu.bdf == device)
+    else {
+        return Ok(PartitionOutcome::Refused(PartitionRefusal::NotNvidia {
+            device,
+        }));
+    };
+    let ours = if ownership.is_ours() {
+        Ok(())
+    } else {
+        Err(PartitionRefusal::NotOurs { device, ownership })
+    };
+    let decided = ours
         .and_then(|()| base(state.declared.as_ref(), device))
         .and_then(|base| {
             let (reply, card) = read_card(&lock, run.helper, device)?;
@@ -604,7 +593,7 @@ fn one_partition(
         Ok(decided) => decided,
         Err(refused) => return Ok(PartitionOutcome::Refused(refused)),
     };
-    let job = job(run.host, device, decided.want, decided.owners)?;
+    let job = job(gpu, decided.want, decided.owners);
     let mut options = options.clone().devices(vec![device]).unnamed(base.unnamed);
     if let Some(owner) = decided.release {
         options = options.release(owner);

@@ -78,7 +78,7 @@ pub fn render_labels(state: &HostState, expires: u64, now: &gpu_host_probe::Now)
     }
     // A GPU that is not ours says who owns it (`gpu-0000-3b-00.0.ownership=dynamic`); one
     // with no such label is ours.
-    for (bdf, ownership) in &state.ownership {
+    for (bdf, ownership) in &state.not_ours() {
         label(
             &gpu_name(&bdf.to_string(), "ownership"),
             gpu_partition_types::Token::as_str(*ownership),

@@ -81,7 +81,8 @@ pub fn render_metrics(
         }
     }
     // Who owns each GPU that is not ours (a GPU absent is ours).
-    if !state.ownership.is_empty() {
+    let not_ours = state.not_ours();
+    if !not_ours.is_empty() {
         let owners = family(
             &registry,
             "mxctl_gpu_ownership",
@@ -89,7 +90,7 @@ pub fn render_metrics(
              another tool's): 1 for its ownership, 0 for the others. A GPU absent is the host's.",
             &["device", "ownership"],
         )?;
-        for (bdf, owned) in &state.ownership {
+        for (bdf, owned) in &not_ours {
             let device = bdf.to_string();
             for ownership in host_sync::Ownership::ALL {
                 owners

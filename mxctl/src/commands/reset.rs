@@ -9,7 +9,9 @@ use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
 use gpu_host_probe::{Clock, SystemClock};
+use gpu_partition_types::Bdf;
 use indicatif::{ProgressBar, ProgressStyle};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -55,9 +57,17 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
         }
         None => {
             let mut backend = real_backend(&args.backend, config, host);
-            let why = match not_ours(host, &device)? {
+            // Who owns each GPU not ours, read once: the GPUs named, then what the reset takes.
+            let theirs = {
+                use host_sync::StateStore;
+                host_sync::FileStore::read_only(host.state_dir())
+                    .load()?
+                    .unwrap_or_default()
+                    .not_ours()
+            };
+            let why = match not_ours(&theirs, &device) {
                 Some(why) => Some(why),
-                None => group_not_ours(&machine, host, backend.as_mut())?,
+                None => group_not_ours(&theirs, &machine, host, backend.as_mut())?,
             };
             if let Some(why) = why {
                 let document = serde_json::json!({
@@ -84,26 +94,22 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
     Ok(Exit::of_reset(report.outcome))
 }
 
-/// One simulated scenario of a method, as `--simulate help` lists it.
 /// Why a reset of `target` would reset a GPU that is not ours (its ownership `dynamic` or
 /// `external`, as stored): one named by address, every GPU (`all`) while one is not ours, or one
 /// named by index while one is not ours (an index is not an address: name it so).
-fn not_ours(host: &Host, target: &warm_reset::ResetTarget) -> Result<Option<String>, Failure> {
-    use host_sync::StateStore;
+fn not_ours(
+    theirs: &BTreeMap<Bdf, host_sync::Ownership>,
+    target: &warm_reset::ResetTarget,
+) -> Option<String> {
     use warm_reset::{ResetId, ResetTarget};
-    let state = host_sync::FileStore::read_only(host.state_dir())
-        .load()?
-        .unwrap_or_default();
-    let Some((first, ownership)) = state.ownership.iter().next() else {
-        return Ok(None);
-    };
-    Ok(match target {
+    let (first, ownership) = theirs.iter().next()?;
+    match target {
         ResetTarget::All => Some(format!(
             "{first} is not ours (ownership {ownership}), and a reset of every GPU resets it: \
              name the GPUs to reset"
         )),
         ResetTarget::Named(ids) => ids.iter().find_map(|id| match id {
-            ResetId::Bus(bdf) => state.ownership.get(bdf).map(|ownership| {
+            ResetId::Bus(bdf) => theirs.get(bdf).map(|ownership| {
                 format!("{bdf} is not ours (ownership {ownership}): it is never reset by mxctl")
             }),
             other => Some(format!(
@@ -111,7 +117,7 @@ fn not_ours(host: &Host, target: &warm_reset::ResetTarget) -> Result<Option<Stri
                  name the GPUs to reset by address"
             )),
         }),
-    })
+    }
 }
 
 /// Why the reset `machine` would run takes a GPU that is not ours along with those named: its
@@ -119,15 +125,12 @@ fn not_ours(host: &Host, target: &warm_reset::ResetTarget) -> Result<Option<Stri
 /// XGMI hive, the functions of a bus —, and none may be another's. `None` when no GPU is
 /// declared not ours (no dry run is made then).
 fn group_not_ours(
+    theirs: &BTreeMap<Bdf, host_sync::Ownership>,
     machine: &MachineConfig,
     host: &Host,
     backend: &mut dyn Backend,
 ) -> Result<Option<String>, Failure> {
-    use host_sync::StateStore;
-    let state = host_sync::FileStore::read_only(host.state_dir())
-        .load()?
-        .unwrap_or_default();
-    if state.ownership.is_empty() || machine.dry_run {
+    if theirs.is_empty() || machine.dry_run {
         return Ok(None);
     }
     let dry = machine.clone().dry_run(true);
@@ -136,7 +139,7 @@ fn group_not_ours(
         .gpus
         .iter()
         .chain(&report.verified)
-        .find_map(|bdf| state.ownership.get(bdf).map(|ownership| (bdf, ownership)))
+        .find_map(|bdf| theirs.get(bdf).map(|ownership| (bdf, ownership)))
         .map(|(bdf, ownership)| {
             format!(
                 "the reset of {} takes {bdf} with it, which is not ours (ownership {ownership}): \
@@ -146,6 +149,7 @@ fn group_not_ours(
         }))
 }
 
+/// One simulated scenario of a method, as `--simulate help` lists it.
 #[derive(Debug, serde::Serialize)]
 struct Scenario {
     name: &'static str,

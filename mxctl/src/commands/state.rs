@@ -190,13 +190,14 @@ pub fn run(host: &Host, output: Output) -> Result<Exit, Failure> {
         .load()?
         .unwrap_or_default();
     let now = host.now();
+    let not_ours = state.not_ours();
     let text = StateReport {
         status: state.status,
         reason: &state.reason,
         message: state.message.as_deref(),
         after_boot: None,
         gpus: &state.gpus,
-        ownership: &state.ownership,
+        ownership: &not_ours,
         warnings: &[],
         layout: state.layout.as_ref(),
         declared: state

@@ -1,4 +1,4 @@
-//! `mxctl partition list` (and `partition own`, who owns a GPU): every partition of the host's GPUs as the last sync read them
+//! `mxctl partition list`: every partition of the host's GPUs as the last sync read them
 //! (`host_sync::partitions`), as `xe` lists records — one record per GPU, then one per
 //! partition, each field `name ( RO): value` with the colons aligned —, or `--json`
 //! (`host_sync::PartitionsReport`).
@@ -115,27 +115,4 @@ fn text(gpus: &[GpuPartitions], at: u64) -> String {
         }
     }
     text
-}
-
-/// `partition own`: declares who owns a GPU, under the host lock, and says so.
-pub fn own(args: &crate::cli::PartitionOwn, host: &Host, output: Output) -> Result<Exit, Failure> {
-    // A typo must not say a GPU is another's while the real one stays ours.
-    let found = host_sync::scan(host.sysfs_root())?;
-    if !found.gpus.iter().any(|gpu| gpu.bdf == args.device) {
-        return Err(Failure::Usage(format!(
-            "{} is no GPU of this host (none at that address in {})",
-            args.device,
-            host.sysfs_root().display()
-        )));
-    }
-    let lock = host
-        .lock(args.lock_wait.unwrap_or(gpu_host_probe::DEFAULT_LOCK_WAIT))
-        .map_err(Failure::Lock)?;
-    let mut store = FileStore::new(host.state_dir());
-    host_sync::set_ownership(&lock, &mut store, args.device, args.ownership)?;
-    drop(lock);
-    let document = serde_json::json!({"device": args.device, "ownership": args.ownership});
-    let text = format!("{}: ownership {}\n", args.device, args.ownership);
-    output.emit(&document, &text)?;
-    Ok(Exit::Done)
 }

@@ -7,6 +7,7 @@ pub mod assert;
 pub mod export;
 pub mod list;
 pub mod one;
+pub mod own;
 
 use crate::cli::{LayoutArgs, Switch, WriteArgs};
 use crate::config::Config;
