@@ -276,3 +276,21 @@ fn token(record: &host_sync::GpuRecord) -> String {
         .map(ToString::to_string)
         .unwrap_or_default()
 }
+
+#[test]
+fn a_gpu_stored_as_host_is_ours_and_only_the_others_are_not_ours() {
+    let mut state = host_sync::HostState::default();
+    let (ours, theirs): (gpu_partition_types::Bdf, gpu_partition_types::Bdf) = (
+        "0000:3b:00.0".parse().unwrap(),
+        "0000:3c:00.0".parse().unwrap(),
+    );
+    state.ownership.insert(ours, host_sync::Ownership::Host);
+    state
+        .ownership
+        .insert(theirs, host_sync::Ownership::External);
+    assert_eq!(
+        state.not_ours().into_iter().collect::<Vec<_>>(),
+        [(theirs, host_sync::Ownership::External)]
+    );
+    assert_eq!(state.ownership_of(ours), host_sync::Ownership::Host);
+}
