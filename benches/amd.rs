@@ -12,12 +12,13 @@
 //! whole, and one reload carries them all out, so eight GPUs should take about one GPU's time
 //! (the issue asks at most 1.3 times).
 
+mod common;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use gpu_host_probe::Host;
 use gpu_host_probe::amdgpu::MemoryPartition;
 use gpu_host_probe::helper::{Helper, HelperConfig};
 use host_sync::fake_amdgpu::{FakeAmdgpu, MI300X, SharedAmdgpu};
-use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{MemoryStore, Pool};
 use mig_layout::amd::{AmdWith, DcmDocument, apply_amd};
 use mig_layout::{ApplyOptions, ApplyOutcome, ApplyRun, Method, ResetWith};
@@ -37,10 +38,7 @@ struct Bed {
 
 impl Bed {
     fn new(gpus: usize) -> Option<Bed> {
-        let dir = tempfile::tempdir_in("/dev/shm")
-            .or_else(|_| tempfile::tempdir())
-            .ok()?;
-        let sysfs = FakeSysfs::new(dir.path().join("sys")).ok()?;
+        let (dir, sysfs) = common::scratch_with_sysfs()?;
         let mut fake = FakeAmdgpu::new(sysfs.clone());
         // Eight GPUs are one XGMI hive; one GPU is in none.
         let hive = (gpus > 1).then_some(42);
@@ -105,18 +103,13 @@ impl Bed {
 }
 
 fn amd_partition(c: &mut Criterion) {
-    let mut group = c.benchmark_group("amd_apply");
-    group.sample_size(10);
-    for gpus in [1usize, 8] {
-        let Some(mut bed) = Bed::new(gpus) else {
-            eprintln!("cannot prepare the fake amdgpu host");
-            return;
-        };
-        group.bench_function(format!("{gpus}_gpus"), |b| {
-            b.iter_custom(|iterations| (0..iterations).map(|_| bed.once()).sum())
-        });
-    }
-    group.finish();
+    common::one_against_eight(
+        c,
+        "amd_apply",
+        "the fake amdgpu host",
+        |gpus| Bed::new(usize::from(gpus)),
+        Bed::once,
+    );
 }
 
 criterion_group!(benches, amd_partition);

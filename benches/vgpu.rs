@@ -13,12 +13,13 @@
 //! and fsynced under one lock on each change: on a disk that alone serialized the eight cards
 //! (2.6 times one card's time, measured), a cost no card has, so the bed lives on tmpfs.
 
+mod common;
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use fake_nvml::support::{self, ProcRoot, VgpuHost};
 use fake_nvml::{FakeNvmlBackend, scenarios};
 use gpu_host_probe::Host;
 use gpu_host_probe::helper::{Helper, HelperConfig};
-use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{MemoryStore, Pool};
 use mig_layout::vgpu::{SriovManage, VgpuDocument, VgpuSpec, VgpuWith, apply_vgpu, leave_vgpu};
 use mig_layout::{ApplyOptions, ApplyOutcome, ApplyRun, Method, ResetWith};
@@ -46,10 +47,7 @@ impl Bed {
         // The fake's state and sysfs on tmpfs where there is one: its state file is written
         // whole and fsynced on every change, a cost of the fake (one file for every card) that
         // no card has.
-        let dir = tempfile::tempdir_in("/dev/shm")
-            .or_else(|_| tempfile::tempdir())
-            .ok()?;
-        let sysfs = FakeSysfs::new(dir.path().join("sys")).ok()?;
+        let (dir, sysfs) = common::scratch_with_sysfs()?;
         let buses: Vec<String> = (0..cards)
             .map(|n| format!("0000:{:02x}:00.0", 0x3b + n))
             .collect();
@@ -129,18 +127,7 @@ impl Bed {
 }
 
 fn vgpu_layout(c: &mut Criterion) {
-    let mut group = c.benchmark_group("vgpu_apply");
-    group.sample_size(10);
-    for cards in [1u8, 8] {
-        let Some(mut bed) = Bed::new(cards) else {
-            eprintln!("cannot prepare the fake vGPU host");
-            return;
-        };
-        group.bench_function(format!("{cards}_gpus"), |b| {
-            b.iter_custom(|iterations| (0..iterations).map(|_| bed.once()).sum())
-        });
-    }
-    group.finish();
+    common::one_against_eight(c, "vgpu_apply", "the fake vGPU host", Bed::new, Bed::once);
 }
 
 criterion_group!(benches, vgpu_layout);

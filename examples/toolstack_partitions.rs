@@ -1,32 +1,38 @@
-//! A toolstack places VMs on partitions of one simulated H100 80GB, one partition at a time,
-//! through `mig-layout`'s partition calls and `host-sync`'s rows:
+//! A toolstack places VMs on partitions of one simulated H100 80GB with SR-IOV (20 VFs), one
+//! partition at a time, through `mig-layout`'s partition calls and `host-sync`'s rows:
 //!
 //! 1. MIG turned on with nothing carved (a layout applied once);
-//! 2. three VMs each given a GPU instance (`partition::create` with the VM as owner), what
+//! 2. three VMs each given a partition (`partition::create` with the VM as owner): two
+//!    MIG-backed vGPUs (each a GPU instance made for it, then its type on a VF; the VFs are
+//!    enabled by the first, while the card holds no GPU instance) and one GPU instance; what
 //!    still fits read after each (`layout_model::room::remaining`);
 //! 3. the rows listed (`host_sync::partitions`): slot, placement, owner, the GPU's generation;
-//! 4. a reboot of the fake (every instance gone, Hopper's MIG mode lost), the boot's restore
-//!    (`mig_layout::restore`, once per boot), which brings each partition back at its
-//!    placement with its owner, and the generation the toolstack sees before and after;
+//! 4. a reboot of the fake (every instance and VF gone, Hopper's MIG mode lost), the boot's
+//!    restore (`mig_layout::restore`, once per boot), which brings each partition back at its
+//!    placement with its owner, each vGPU on its VF, and the generation the toolstack sees
+//!    before and after;
 //! 5. a destroy asked by another VM refused, naming the owner; the owner's own destroy, which
-//!    writes that partition's destroys only.
+//!    writes that partition's only: its vGPU's type cleared, its compute instance and its GPU
+//!    instance destroyed.
 //!
 //! The card is the fake NVML's (`fake-nvml`): the real helper binary runs against it. On a
 //! real host the same code takes `HelperConfig::new("/usr/libexec/gpu-partition-helper")` and
-//! `warm_reset::NvidiaSmiBackend`. vGPUs on the partitions are not created one at a time yet
-//! (a GPU with vGPUs declared is refused, `vgpus_declared`).
+//! `warm_reset::NvidiaSmiBackend`, and `VgpuWith::default()` for NVIDIA's `sriov-manage` and
+//! the kernel's VF files.
 //!
 //! Run it with `cargo run -p examples --example toolstack-partitions`.
 
-use fake_nvml::scenarios::H100_MIG_OFF;
+use fake_nvml::scenarios::PART_H100_80GB;
 use fake_nvml::support::ProcRoot;
 use gpu_host_probe::helper::HelperConfig;
 use gpu_partition_types::Bdf;
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{FileStore, GpuPartitions};
+use layout_model::partition::{Partition, Slot};
 use layout_model::room::{Geometry, remaining};
 use layout_model::{Card, Owner, ProfileKey};
 use mig_layout::partition::{CreatePartition, DestroyPartition, PartitionOutcome, Which};
+use mig_layout::vgpu::{SriovManage, VgpuWith};
 use mig_layout::{
     ApplyOptions, ApplyOutcome, ApplyRun, Document, Helper, Host, Method, Pool, ResetWith, Restore,
     StateStore,
@@ -40,12 +46,21 @@ const CARD: &str = "0000:3b:00.0";
 /// MIG on, nothing carved: the GPU is the toolstack's to divide one partition at a time.
 const MIG_ON: &str = "version: v1\nmig-configs:\n  mig-on:\n    - devices: all\n      mig-enabled: true\n      mig-devices: {}\n";
 
-/// The VMs and the GPU instance profile each is given.
-const VMS: [(&str, &str); 3] = [
-    ("vm-7f2a", "3g.40gb"),
-    ("vm-91c3", "2g.20gb"),
-    ("vm-c04e", "1g.10gb"),
+/// The VMs and what each is given: a MIG-backed vGPU type, or a GPU instance profile.
+const VMS: [(&str, Given); 3] = [
+    ("vm-7f2a", Given::Vgpu("H100XM-3-40C")),
+    ("vm-91c3", Given::Vgpu("H100XM-2-20C")),
+    ("vm-c04e", Given::Instance("1g.10gb")),
 ];
+
+/// What a VM is given.
+#[derive(Clone, Copy)]
+enum Given {
+    /// A MIG-backed vGPU of this type.
+    Vgpu(&'static str),
+    /// A GPU instance of this profile.
+    Instance(&'static str),
+}
 
 /// What still fits on the card now, as a toolstack's "remaining partition profiles": each
 /// profile with how many more fit, where more than none do.
@@ -76,6 +91,19 @@ fn still_fits(host: &Host, helper: &Helper, device: Bdf) -> Result<String, Box<d
     })
 }
 
+/// Where a row is: its slot, and a GPU instance's placement or the GPU instance a vGPU sits on.
+fn at(row: &Partition) -> String {
+    let placement = row
+        .placement
+        .map(|p| format!(" at {}+{}", p.start, p.size))
+        .unwrap_or_default();
+    let on = row
+        .on
+        .map(|id| format!(" on GPU instance {id}"))
+        .unwrap_or_default();
+    format!("{}{placement}{on}", row.slot)
+}
+
 /// The rows of the host's GPUs, as a toolstack lists them.
 fn show(listed: &[GpuPartitions]) -> Option<u64> {
     let mut generation = None;
@@ -90,15 +118,10 @@ fn show(listed: &[GpuPartitions]) -> Option<u64> {
                 .map_or_else(|| "current".to_owned(), |why| format!("stale ({why})"))
         );
         for row in division.iter().flat_map(|division| &division.partitions) {
-            let placement = row
-                .placement
-                .map(|p| format!("{}+{}", p.start, p.size))
-                .unwrap_or_default();
             println!(
-                "    {} {} at {} (ordinal {}), {}, for {}",
-                row.slot,
+                "    {} {} (ordinal {}), {}, for {}",
+                at(row),
                 row.profile,
-                placement,
                 row.ordinal,
                 row.origin,
                 row.owner
@@ -110,34 +133,56 @@ fn show(listed: &[GpuPartitions]) -> Option<u64> {
     generation
 }
 
-/// Each partition of the stored rows: slot, placement and owner, as a restore must bring back.
+/// Each partition of the stored rows as a restore must bring it back: its profile, placement,
+/// ordinal and owner, and a vGPU's VF (a GPU instance's ID is the driver's to give; a toolstack
+/// binds by placement and ordinal).
 fn rows(state: &host_sync::HostState) -> Vec<String> {
     state
         .gpus
         .values()
         .filter_map(|record| record.division.as_ref())
         .flat_map(|division| &division.partitions)
-        .map(|row| format!("{} {:?} {:?}", row.slot, row.placement, row.owner))
+        .map(|row| {
+            let vf = match row.slot {
+                Slot::Vf { index } => format!("VF {index} "),
+                _ => String::new(),
+            };
+            format!(
+                "{vf}{} {:?} #{} {:?}",
+                row.profile, row.placement, row.ordinal, row.owner
+            )
+        })
         .collect()
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
     let work = tempfile::tempdir()?;
     let sysfs = FakeSysfs::new(work.path().join("sys"))?;
-    sysfs.function(CARD, "0x10de", "0x2330", "0x030200", Some("nvidia"))?;
+    sysfs
+        .function(CARD, "0x10de", "0x2330", "0x030200", Some("nvidia"))?
+        .sriov(CARD, 20)?;
     let proc_root = ProcRoot::booted(
         work.path().join("proc"),
         "11111111-2222-3333-4444-555555555555",
     )?;
     let nvml = work.path().join("nvml");
     std::fs::create_dir_all(&nvml)?;
-    let scenario = fake_nvml::support::scenario_of(&[(CARD, H100_MIG_OFF)])?;
-    let (wrapper, nvml_state) =
-        fake_nvml::support::stateful_helper_wrapper(&nvml, &scenario, None)?;
+    // NVIDIA's published H100 80GB (MIG off), with 20 VFs: what its catalogue's smallest type
+    // allows (H100XM-4C: 20); no capture of an H100's `sriov_totalvfs` is in our sources.
+    let mut scenario: serde_json::Value =
+        serde_json::from_str(&fake_nvml::support::scenario_of(&[(CARD, PART_H100_80GB)])?)?;
+    scenario["devices"][0]["sriov"] = serde_json::json!({"total_vfs": 20});
+    let fake = fake_nvml::support::vgpu_host(&nvml, &scenario.to_string(), None, sysfs.root())?;
+    let nvml_state = fake.state.path().to_path_buf();
     let host = Host::new(work.path().join("state"))
         .with_sysfs_root(sysfs.root())
         .with_proc_root(proc_root.path());
-    let helper = Helper::new(HelperConfig::new(wrapper));
+    let helper = Helper::new(HelperConfig::new(fake.helper.clone()));
+    // The fake's writers of VFs, made for this host (a real host: `VgpuWith::default()`).
+    let vgpu = || VgpuWith {
+        sriov_manage: SriovManage::at(fake.sriov_manage.clone()),
+        types: &fake.types,
+    };
     let clock: Arc<dyn mig_layout::Clock> = Arc::new(gpu_host_probe::SystemClock::new());
     let mut backend = fake_nvml::backend(&nvml_state, clock.clone());
     let mut store = FileStore::new(host.state_dir());
@@ -149,7 +194,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let specs = layouts.label("mig-on").ok_or("no mig-on")?;
     let reset = ResetWith::new(Method::Nvidia, &mut backend).clock(&*clock);
     let on = mig_layout::apply(
-        ApplyRun::new(&host, &helper, &mut store, reset),
+        ApplyRun::new(&host, &helper, &mut store, reset).vgpu(vgpu()),
         "mig-on",
         specs,
         &options,
@@ -158,15 +203,24 @@ fn main() -> Result<(), Box<dyn Error>> {
     println!("  still fits: {}", still_fits(&host, &helper, device)?);
 
     // 2. A partition per VM, each for its VM.
-    for (vm, profile) in VMS {
-        let request = CreatePartition::new(
-            device,
-            ProfileKey::Name(profile.to_owned()),
-            Owner::new(vm)?,
-        );
+    for (vm, given) in VMS {
+        let (request, what) = match given {
+            Given::Vgpu(name) => (
+                CreatePartition::vgpu(device, name.parse()?, Owner::new(vm)?),
+                format!("vGPU {name}"),
+            ),
+            Given::Instance(profile) => (
+                CreatePartition::new(
+                    device,
+                    ProfileKey::Name(profile.to_owned()),
+                    Owner::new(vm)?,
+                ),
+                format!("GPU instance {profile}"),
+            ),
+        };
         let reset = ResetWith::new(Method::Nvidia, &mut backend).clock(&*clock);
         let done = mig_layout::partition::create(
-            ApplyRun::new(&host, &helper, &mut store, reset),
+            ApplyRun::new(&host, &helper, &mut store, reset).vgpu(vgpu()),
             &request,
             &options,
         )?;
@@ -183,11 +237,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
         let row = row.ok_or("the created partition did not read back")?;
         println!(
-            "create {profile} for {vm}: {} at {}, generation {}",
-            row.slot,
-            row.placement
-                .map(|p| format!("{}+{}", p.start, p.size))
-                .unwrap_or_default(),
+            "create a {what} for {vm}: {}, generation {}",
+            at(&row),
             generation.map_or_else(|| "unknown".to_owned(), |g| g.to_string())
         );
         println!("  still fits: {}", still_fits(&host, &helper, device)?);
@@ -200,13 +251,13 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     // 4. A reboot; the boot's restore, then the sync the boot runs after it.
     fake_nvml::support::reboot(
-        &fake_nvml::StateFile::new(&nvml_state),
+        &fake.state,
         &proc_root,
         "99999999-2222-3333-4444-555555555555",
     )?;
     let reset = ResetWith::new(Method::Nvidia, &mut backend).clock(&*clock);
     let restored = mig_layout::restore(
-        ApplyRun::new(&host, &helper, &mut store, reset),
+        ApplyRun::new(&host, &helper, &mut store, reset).vgpu(vgpu()),
         &ApplyOptions::new(Pool::Enabled).once_per_boot(true),
     )?;
     let Restore::Ran(report) = restored else {
@@ -246,7 +297,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     let reset = ResetWith::new(Method::Nvidia, &mut backend).clock(&*clock);
     match mig_layout::partition::destroy(
-        ApplyRun::new(&host, &helper, &mut store, reset),
+        ApplyRun::new(&host, &helper, &mut store, reset).vgpu(vgpu()),
         &theirs,
         &options,
     )? {
@@ -265,7 +316,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     );
     let reset = ResetWith::new(Method::Nvidia, &mut backend).clock(&*clock);
     let done = mig_layout::partition::destroy(
-        ApplyRun::new(&host, &helper, &mut store, reset),
+        ApplyRun::new(&host, &helper, &mut store, reset).vgpu(vgpu()),
         &own,
         &options,
     )?;
@@ -276,14 +327,14 @@ fn main() -> Result<(), Box<dyn Error>> {
         return Err(format!("vm-7f2a's destroy: {done:?}").into());
     };
     println!(
-        "vm-7f2a destroys its own: {} ({} write(s): its compute instance, then its GPU instance), generation {}",
+        "vm-7f2a destroys its own: {} ({} write(s): its vGPU's type cleared, its compute instance, then its GPU instance), generation {}",
         report.outcome,
         report.writes(),
         generation.map_or_else(|| "unknown".to_owned(), |g| g.to_string())
     );
-    if report.writes() != 2 {
+    if report.writes() != 3 {
         return Err(format!(
-            "the destroy wrote {} steps, not one partition's two",
+            "the destroy wrote {} steps, not one partition's three",
             report.writes()
         )
         .into());

@@ -105,6 +105,8 @@ fn gpu_row(record: &GpuRecord) -> Result<BTreeMap<&'static str, String>, StoreEr
         // Its partitions as last read, with the layout's generation (schema 7): one JSON
         // column.
         ("division", json_text(record.division.as_ref())?),
+        // An NVIDIA GPU's architecture as its last read gave it (schema 10): NVML's number.
+        ("architecture", json_text(record.architecture.as_ref())?),
     ]))
 }
 
@@ -135,6 +137,7 @@ fn gpu_record(bdf: &str, row: &BTreeMap<&'static str, String>) -> Result<GpuReco
     };
     record.amd = json_column(row, "amd", &format!("the AMD partitions of {bdf}"))?;
     record.division = json_column(row, "division", &format!("the partitions of {bdf}"))?;
+    record.architecture = json_column(row, "architecture", &format!("the architecture of {bdf}"))?;
     Ok(record)
 }
 

@@ -46,6 +46,7 @@ pub mod decode_fixture {
             pub name: String,
             pub serial: Option<String>,
             pub uuid: String,
+            pub architecture: u32,
         }
         #[derive(Debug, Deserialize)]
         pub struct Process {
@@ -168,7 +169,7 @@ pub mod decode_fixture {
             .collect();
         let device = Bdf::on_bus(0x3b);
         let mode = Mode::new(true, MigState::Enabled, Nullable::Null);
-        let mut reply = Reply::new(FormatVersion::new(1, 3), device, mode, Case::Partitions);
+        let mut reply = Reply::new(FormatVersion::new(1, 4), device, mode, Case::Partitions);
         reply.driver = Lenient::Read(Driver::new(
             "570.124.06".to_owned(),
             "12.570.124.06".to_owned(),
@@ -177,6 +178,7 @@ pub mod decode_fixture {
         card.name = Lenient::Read("NVIDIA H200".to_owned());
         card.serial = Lenient::Read(Nullable::Value("1654923004321".to_owned()));
         card.uuid = Lenient::Read("GPU-5a3c9f0e-8a1b-4c2d-9e7f-0a1b2c3d4e5f".to_owned());
+        card.architecture = Lenient::Read(Architecture::Hopper.into());
         reply.card = Lenient::Read(card);
         reply.profiles = Lenient::Read(profiles);
         reply.gpu_instances = Lenient::Read(gpu_instances);

@@ -31,6 +31,7 @@
 #![allow(unsafe_code)]
 
 mod call_log;
+mod complain;
 mod exports;
 mod nvml_names;
 mod out;

@@ -20,6 +20,8 @@
 
 #[path = "call_log.rs"]
 mod call_log;
+#[path = "complain.rs"]
+mod complain;
 
 use fake_nvml::{Managed, StateFile};
 use std::process::ExitCode;
@@ -143,13 +145,8 @@ fn sriov_manage(state: &StateFile, enable: bool, device: &str) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// Says why on stderr, as the library does ([`complain::complain`]), and ends with 1.
 fn failed(error: &dyn std::error::Error) -> ExitCode {
-    let mut text = format!("fake-nvml: {error}");
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        text.push_str(&format!(": {next}"));
-        cause = next.source();
-    }
-    eprintln!("{text}");
+    complain::complain(error);
     ExitCode::from(1)
 }

@@ -4,6 +4,50 @@ use crate::state::{Answer, INVALID};
 use nvml_wrapper_sys::bindings as nvml;
 use std::ffi::c_char;
 
+/// NVML's version stamp of a struct (`NVML_STRUCT_VERSION`): its size, and the version in the
+/// top byte.
+pub(crate) fn struct_version<T>(version: u32) -> u32 {
+    u32::try_from(std::mem::size_of::<T>()).unwrap_or(0) | (version << 24)
+}
+
+/// The version stamp the caller put in the first member of the versioned struct at `info`; a
+/// null pointer is `NVML_ERROR_INVALID_ARGUMENT`.
+///
+/// # Safety
+///
+/// `info` is null or valid for a read of a `u32` (every versioned struct starts with its stamp).
+pub(crate) unsafe fn stamp_of<T>(info: *const T) -> Answer<u32> {
+    if info.is_null() {
+        return Err(INVALID);
+    }
+    // SAFETY: not null; every version of the struct starts with its stamp.
+    Ok(unsafe { info.cast::<u32>().read() })
+}
+
+/// [`stamp_of`], where the one version NVML takes is `version` of `T`: another stamp is
+/// `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`.
+///
+/// # Safety
+///
+/// As [`stamp_of`]'s.
+pub(crate) unsafe fn stamped<T>(info: *const T, version: u32) -> Answer<u32> {
+    // SAFETY: passed on from this function's own contract.
+    let stamp = unsafe { stamp_of(info) }?;
+    if stamp != struct_version::<T>(version) {
+        return Err(nvml::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+    }
+    Ok(stamp)
+}
+
+/// `text` into a fixed C array, NUL-terminated (cut to fit).
+pub(crate) fn c_array<const N: usize>(text: &str) -> [c_char; N] {
+    let mut out = [0 as c_char; N];
+    for (slot, byte) in out.iter_mut().zip(text.bytes().take(N.saturating_sub(1))) {
+        *slot = byte as c_char;
+    }
+    out
+}
+
 /// Writes `value` to `out`; a null pointer is `NVML_ERROR_INVALID_ARGUMENT`.
 ///
 /// # Safety

@@ -137,6 +137,11 @@ pub struct Device {
     /// `nvmlDeviceGetUUID`; `None`: one made of the bus ID ([`Device::uuid_or_derived`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
+    /// `nvmlDeviceGetArchitecture`, by nvml.h's name (`"ampere"`, `"hopper"`: NVML answers its
+    /// number); absent: `NVML_ERROR_NOT_SUPPORTED`, which no real part answers, so every
+    /// shipped scenario of a real part gives it, with its source.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<gpu_partition_types::Architecture>,
     /// The PCI device and vendor ID as NVML gives them (`0x20B010DE`: device `0x20b0`, vendor
     /// NVIDIA; mig-parted's `device-filter`); absent: 0. Every part gives it, with its source.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -4,6 +4,7 @@
 //! never names another), and the call log.
 
 use crate::call_log;
+pub(crate) use crate::complain::complain;
 use crate::scenario::{Device, GpuInstance, Scenario, error_code, parse_bus_id};
 use crate::store::{self, ChangeError, StateFile};
 use nvml_wrapper_sys::bindings as nvml;
@@ -114,6 +115,13 @@ pub(crate) fn gpu_instance_handle(device: usize, gpu_instance_id: u32) -> nvml::
     handle(GPU_INSTANCE_BASE + (device << 12) + id_bits(gpu_instance_id))
 }
 
+/// A compute instance's card, GPU instance ID and compute instance ID packed in one number, as
+/// both its compute-instance handle and its MIG device handle hold them above their bases
+/// ([`unpacked_compute_instance`] reads them back).
+fn packed_compute_instance(device: usize, gpu_instance_id: u32, compute_instance_id: u32) -> usize {
+    (device << 24) + (id_bits(gpu_instance_id) << 12) + id_bits(compute_instance_id)
+}
+
 pub(crate) fn compute_instance_handle(
     device: usize,
     gpu_instance_id: u32,
@@ -121,9 +129,7 @@ pub(crate) fn compute_instance_handle(
 ) -> nvml::nvmlComputeInstance_t {
     handle(
         COMPUTE_INSTANCE_BASE
-            + (device << 24)
-            + (id_bits(gpu_instance_id) << 12)
-            + id_bits(compute_instance_id),
+            + packed_compute_instance(device, gpu_instance_id, compute_instance_id),
     )
 }
 
@@ -134,12 +140,31 @@ pub(crate) fn mig_device_handle(
     gpu_instance_id: u32,
     compute_instance_id: u32,
 ) -> nvml::nvmlDevice_t {
-    handle(
-        MIG_DEVICE_BASE
-            + (device << 24)
-            + (id_bits(gpu_instance_id) << 12)
-            + id_bits(compute_instance_id),
-    )
+    handle(MIG_DEVICE_BASE + packed_compute_instance(device, gpu_instance_id, compute_instance_id))
+}
+
+/// The card (its position in the scenario), GPU instance ID and compute instance ID that
+/// [`packed_compute_instance`] packed in `value`, failing as the scenario says for `function`;
+/// a compute instance that is gone is invalid.
+fn unpacked_compute_instance(
+    scenario: &Scenario,
+    value: usize,
+    function: &str,
+) -> Answer<(usize, u32, u32)> {
+    let (device_index, gi_id, ci_id) = (value >> 24, (value >> 12) & 0xfff, value & 0xfff);
+    let (gi_id, ci_id) = (
+        u32::try_from(gi_id).map_err(|_| INVALID)?,
+        u32::try_from(ci_id).map_err(|_| INVALID)?,
+    );
+    let device = scenario.devices.get(device_index).ok_or(INVALID)?;
+    failure(device, function)?;
+    device
+        .gpu_instances
+        .iter()
+        .find(|gi| gi.id == gi_id)
+        .and_then(|gi| gi.compute_instances.iter().find(|ci| ci.id == ci_id))
+        .ok_or(INVALID)?;
+    Ok((device_index, gi_id, ci_id))
 }
 
 /// A MIG device handle's card (its position in the scenario), GPU instance ID and compute
@@ -154,19 +179,7 @@ pub(crate) fn mig_device(
         device(scenario, handle, function)?;
         return Ok(None);
     };
-    let (device_index, gi_id, ci_id) = (value >> 24, (value >> 12) & 0xfff, value & 0xfff);
-    let (gi_id, ci_id) = (
-        u32::try_from(gi_id).map_err(|_| INVALID)?,
-        u32::try_from(ci_id).map_err(|_| INVALID)?,
-    );
-    let card = scenario.devices.get(device_index).ok_or(INVALID)?;
-    failure(card, function)?;
-    card.gpu_instances
-        .iter()
-        .find(|gi| gi.id == gi_id)
-        .and_then(|gi| gi.compute_instances.iter().find(|ci| ci.id == ci_id))
-        .ok_or(INVALID)?;
-    Ok(Some((device_index, gi_id, ci_id)))
+    unpacked_compute_instance(scenario, value, function).map(Some)
 }
 
 /// vGPU instances are numbers in NVML already.
@@ -284,20 +297,7 @@ pub(crate) fn compute_instance(
         .addr()
         .checked_sub(COMPUTE_INSTANCE_BASE)
         .ok_or(INVALID)?;
-    let (device_index, gi_id, ci_id) = (value >> 24, (value >> 12) & 0xfff, value & 0xfff);
-    let (gi_id, ci_id) = (
-        u32::try_from(gi_id).map_err(|_| INVALID)?,
-        u32::try_from(ci_id).map_err(|_| INVALID)?,
-    );
-    let device = scenario.devices.get(device_index).ok_or(INVALID)?;
-    failure(device, function)?;
-    device
-        .gpu_instances
-        .iter()
-        .find(|gi| gi.id == gi_id)
-        .and_then(|gi| gi.compute_instances.iter().find(|ci| ci.id == ci_id))
-        .ok_or(INVALID)?;
-    Ok((device_index, gi_id, ci_id))
+    unpacked_compute_instance(scenario, value, function)
 }
 
 /// The device index of a GPU-instance handle, for a change (which finds the instance itself).
@@ -344,18 +344,6 @@ pub(crate) fn change<T>(
             Err(nvml::nvmlReturn_enum_NVML_ERROR_UNKNOWN)
         }
     }
-}
-
-/// Says on stderr why the library answers as it does (a state or scenario it cannot use):
-/// the error and each of its causes, as `fake-nvml: a: b: c`.
-pub(crate) fn complain(error: &dyn std::error::Error) {
-    let mut text = format!("fake-nvml: {error}");
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        text.push_str(&format!(": {next}"));
-        cause = next.source();
-    }
-    eprintln!("{text}");
 }
 
 /// The device and vGPU of a vGPU instance number.

@@ -236,18 +236,23 @@ pub fn library(build_of: Build) -> Result<PathBuf, SupportError> {
     .ok_or(SupportError::NotBuilt(NAME))
 }
 
-/// The built `gpu-partition-helper` binary.
-pub fn helper_binary() -> Result<PathBuf, SupportError> {
-    const NAME: &str = "gpu-partition-helper";
-    if let Some(set) = from_env("FAKE_NVML_HELPER")? {
+/// The workspace's binary `name` (of the package of that name): the file `variable` names when
+/// it is set, else the one in the profile's directory, else one built now.
+fn binary(name: &'static str, variable: &'static str) -> Result<PathBuf, SupportError> {
+    if let Some(set) = from_env(variable)? {
         return Ok(set);
     }
     let profile = profile_dir()?;
-    if let Some(found) = first(&[profile], &[NAME]) {
+    if let Some(found) = first(&[profile], &[name]) {
         return Ok(found);
     }
-    let built = build(NAME, "FAKE_NVML_HELPER", &[], "fake-nvml-support")?;
-    first(&[built], &[NAME]).ok_or(SupportError::NotBuilt(NAME))
+    let built = build(name, variable, &[], "fake-nvml-support")?;
+    first(&[built], &[name]).ok_or(SupportError::NotBuilt(name))
+}
+
+/// The built `gpu-partition-helper` binary.
+pub fn helper_binary() -> Result<PathBuf, SupportError> {
+    binary("gpu-partition-helper", "FAKE_NVML_HELPER")
 }
 
 /// `'text'` for `sh`.
@@ -257,16 +262,7 @@ fn quoted(path: &Path) -> String {
 
 /// The built `fake-nvml` binary (`fake-nvml reset --device BDF`).
 pub fn fake_nvml_binary() -> Result<PathBuf, SupportError> {
-    const NAME: &str = "fake-nvml";
-    if let Some(set) = from_env("FAKE_NVML_BINARY")? {
-        return Ok(set);
-    }
-    let profile = profile_dir()?;
-    if let Some(found) = first(&[profile], &[NAME]) {
-        return Ok(found);
-    }
-    let built = build(NAME, "FAKE_NVML_BINARY", &[], "fake-nvml-support")?;
-    first(&[built], &[NAME]).ok_or(SupportError::NotBuilt(NAME))
+    binary("fake-nvml", "FAKE_NVML_BINARY")
 }
 
 /// A helper wrapper in `dir` whose fake keeps its state in `dir/state.json`, written from

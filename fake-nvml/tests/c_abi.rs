@@ -11,7 +11,7 @@ use nvml_wrapper_sys::bindings as nvml;
 use std::ffi::{CStr, c_char, c_uint};
 
 /// The functions of the MIG clients' surface (fake-nvml's README, "What is modelled").
-const SURFACE: [&str; 16] = [
+const SURFACE: [&str; 17] = [
     "nvmlInit",
     "nvmlInit_v2",
     "nvmlInitWithFlags",
@@ -25,6 +25,7 @@ const SURFACE: [&str; 16] = [
     "nvmlDeviceGetMemoryInfo_v2",
     "nvmlDeviceGetUUID",
     "nvmlDeviceGetSerial",
+    "nvmlDeviceGetArchitecture",
     "nvmlDeviceGetName",
     "nvmlDeviceGetPciInfo_v3",
     "nvmlDeviceCreateGpuInstance",
@@ -200,6 +201,19 @@ fn every_function_of_the_surface_answers_through_dlopen_as_nvml_documents() {
         "{serial}"
     );
     assert_ne!(fake.text("nvmlDeviceGetSerial", second), (OK, serial));
+
+    // Architecture: each part's, as nvml.h numbers it (HOPPER 9, AMPERE 7).
+    let architecture = fake.get::<unsafe extern "C" fn(
+        nvml::nvmlDevice_t,
+        *mut nvml::nvmlDeviceArchitecture_t,
+    ) -> nvml::nvmlReturn_t>("nvmlDeviceGetArchitecture");
+    let mut number: nvml::nvmlDeviceArchitecture_t = 0;
+    // SAFETY: a valid out-pointer.
+    assert_eq!(unsafe { architecture(first, &mut number) }, OK);
+    assert_eq!(number, nvml::NVML_DEVICE_ARCH_HOPPER);
+    // SAFETY: a valid out-pointer.
+    assert_eq!(unsafe { architecture(second, &mut number) }, OK);
+    assert_eq!(number, nvml::NVML_DEVICE_ARCH_AMPERE);
 
     // Memory, both structs: each card's published total.
     let v1 = fake.get::<unsafe extern "C" fn(nvml::nvmlDevice_t, *mut nvml::nvmlMemory_t) -> nvml::nvmlReturn_t>("nvmlDeviceGetMemoryInfo");

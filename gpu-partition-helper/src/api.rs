@@ -153,6 +153,10 @@ pub trait NvmlCard {
     fn serial(&self) -> Nvml<String>;
     /// The GPU's UUID (`nvmlDeviceGetUUID`).
     fn uuid(&self) -> Nvml<String>;
+    /// The GPU's architecture as NVML numbers it (`nvmlDeviceGetArchitecture`, an
+    /// `nvmlDeviceArchitecture_t`: `NVML_DEVICE_ARCH_AMPERE` 7, `…_HOPPER` 9, `…_UNKNOWN`
+    /// 0xffffffff), passed on as NVML gives it.
+    fn architecture(&self) -> Nvml<u32>;
     /// MIG mode `(current, pending)`, `true` for enabled; `NotSupported` for a card without MIG.
     fn mig_mode(&self) -> Nvml<(bool, bool)>;
     /// The GPU-instance profile at `index` through `nvmlDeviceGetGpuInstanceProfileInfoV`

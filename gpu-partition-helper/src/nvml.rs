@@ -171,6 +171,27 @@ impl RealCard<'_> {
     }
 }
 
+/// A [`ProfileInfo`] of NVML's GPU-instance profile struct `info` of any version (each names
+/// its ID and counts alike), with the `name` and `capabilities` that version gives.
+macro_rules! profile_info {
+    ($info:expr, $name:expr, $capabilities:expr) => {
+        ProfileInfo {
+            id: $info.id,
+            name: $name,
+            slice_count: $info.sliceCount,
+            instance_count: $info.instanceCount,
+            multiprocessor_count: $info.multiprocessorCount,
+            copy_engine_count: $info.copyEngineCount,
+            decoder_count: $info.decoderCount,
+            encoder_count: $info.encoderCount,
+            jpeg_count: $info.jpegCount,
+            ofa_count: $info.ofaCount,
+            memory_size_mb: $info.memorySizeMB,
+            capabilities: $capabilities,
+        }
+    };
+}
+
 fn c_string(bytes: &[std::ffi::c_char]) -> String {
     let bytes: Vec<u8> = bytes
         .iter()
@@ -195,6 +216,17 @@ impl NvmlCard for RealCard<'_> {
         self.device.uuid().map_err(failure)
     }
 
+    fn architecture(&self) -> Answer<u32> {
+        // The raw call, not nvml-wrapper's `architecture()`: that one refuses a number it does
+        // not know, and a later NVML's number is to be passed on, not lost.
+        let lib = self.nvml.lib();
+        let sym = nvml_sym(lib.nvmlDeviceGetArchitecture.as_ref()).map_err(failure)?;
+        let mut architecture: sys::nvmlDeviceArchitecture_t = 0;
+        // SAFETY: a valid handle, and a pointer to a u32 NVML writes.
+        check(unsafe { sym(self.handle(), &mut architecture) })?;
+        Ok(architecture)
+    }
+
     fn mig_mode(&self) -> Answer<(bool, bool)> {
         let mode = self.device.mig_mode().map_err(failure)?;
         Ok((mode.current == 1, mode.pending == 1))
@@ -217,20 +249,7 @@ impl NvmlCard for RealCard<'_> {
             )
         };
         nvml_try(code).map_err(failure)?;
-        Ok(ProfileInfo {
-            id: info.id,
-            name: c_string(&info.name),
-            slice_count: info.sliceCount,
-            instance_count: info.instanceCount,
-            multiprocessor_count: info.multiprocessorCount,
-            copy_engine_count: info.copyEngineCount,
-            decoder_count: info.decoderCount,
-            encoder_count: info.encoderCount,
-            jpeg_count: info.jpegCount,
-            ofa_count: info.ofaCount,
-            memory_size_mb: info.memorySizeMB,
-            capabilities: info.capabilities,
-        })
+        Ok(profile_info!(info, c_string(&info.name), info.capabilities))
     }
 
     fn profile_v1(&self, index: u32) -> Answer<ProfileInfo> {
@@ -240,20 +259,11 @@ impl NvmlCard for RealCard<'_> {
         let mut info: nvmlGpuInstanceProfileInfo_t = unsafe { std::mem::zeroed() };
         // SAFETY: a valid device handle and a pointer to a local v1 struct.
         nvml_try(unsafe { sym(self.handle(), index, &mut info) }).map_err(failure)?;
-        Ok(ProfileInfo {
-            id: info.id,
-            name: String::new(),
-            slice_count: info.sliceCount,
-            instance_count: info.instanceCount,
-            multiprocessor_count: info.multiprocessorCount,
-            copy_engine_count: info.copyEngineCount,
-            decoder_count: info.decoderCount,
-            encoder_count: info.encoderCount,
-            jpeg_count: info.jpegCount,
-            ofa_count: info.ofaCount,
-            memory_size_mb: info.memorySizeMB,
-            capabilities: v1_capabilities(info.isP2pSupported != 0),
-        })
+        Ok(profile_info!(
+            info,
+            String::new(),
+            v1_capabilities(info.isP2pSupported != 0)
+        ))
     }
 
     fn remaining_capacity(&self, profile_id: u32) -> Answer<u32> {

@@ -5,9 +5,9 @@ use crate::api::{
 };
 use crate::catalogue;
 use gpu_partition_types::{
-    Bdf, Capability, CardIdentity, Case, ComputeInstance, Driver, Enumerated, FormatVersion,
-    GpuInstance, JsonPointer, Lenient, LostMember, MigState, Mode, Nullable, Placement, Problem,
-    Process, Profile, Reply, Signature, Unreadable, Vgpu, VgpuMode, VgpuType,
+    Bdf, Capability, CardArchitecture, CardIdentity, Case, ComputeInstance, Driver, Enumerated,
+    FormatVersion, GpuInstance, JsonPointer, Lenient, LostMember, MigState, Mode, Nullable,
+    Placement, Problem, Process, Profile, Reply, Signature, Unreadable, Vgpu, VgpuMode, VgpuType,
 };
 
 // NVML's capability bits are the API's; they stay reachable here, where they were first.
@@ -102,8 +102,11 @@ pub fn read_card(host: &dyn NvmlHost, device: Bdf) -> Answer {
     }
 }
 
-/// The board: its model, serial (`null` where the board has none) and UUID, each lost alone
-/// with NVML's reason when the call fails.
+/// nvml.h's `NVML_DEVICE_ARCH_UNKNOWN`: NVML answered, and does not know the architecture.
+const NVML_DEVICE_ARCH_UNKNOWN: u32 = 0xffff_ffff;
+
+/// The board: its model, serial (`null` where the board has none), UUID and architecture, each
+/// lost alone with NVML's reason when the call fails.
 fn identity(card: &dyn NvmlCard) -> Lenient<CardIdentity> {
     let at = JsonPointer::root().member("card");
     let member = |name: &str, value: Result<String, NvmlFailure>| match value {
@@ -126,6 +129,20 @@ fn identity(card: &dyn NvmlCard) -> Lenient<CardIdentity> {
         )),
     };
     identity.uuid = member("uuid", card.uuid());
+    identity.architecture = match card.architecture() {
+        // NVML's own "unknown" is no architecture: left out (lost), never written as a number.
+        Ok(NVML_DEVICE_ARCH_UNKNOWN) => Lenient::Lost(LostMember::new(
+            at.clone().member("architecture"),
+            Problem::Absent,
+            "NVML does not know the architecture (NVML_DEVICE_ARCH_UNKNOWN)",
+        )),
+        Ok(number) => Lenient::Read(CardArchitecture::from_nvml(number)),
+        Err(failure) => Lenient::Lost(LostMember::new(
+            at.clone().member("architecture"),
+            Problem::Absent,
+            failure.to_string(),
+        )),
+    };
     Lenient::Read(identity)
 }
 

@@ -49,9 +49,9 @@ impl FormatVersion {
         Self { major, minor }
     }
 
-    /// The version this crate writes: 1.3 (1.0 had no profile placements, and no `apply`; 1.1
-    /// no `card`; 1.2 no `vgpu_types` or `vgpu_mode`).
-    pub const CURRENT: FormatVersion = FormatVersion::new(SUPPORTED_MAJOR, 3);
+    /// The version this crate writes: 1.4 (1.0 had no profile placements, and no `apply`; 1.1
+    /// no `card`; 1.2 no `vgpu_types` or `vgpu_mode`; 1.3 no `card.architecture`).
+    pub const CURRENT: FormatVersion = FormatVersion::new(SUPPORTED_MAJOR, 4);
 
     /// Whether this crate reads replies of this version (major [`SUPPORTED_MAJOR`], any minor).
     pub fn check_supported(self) -> Result<(), FormatError> {

@@ -35,6 +35,7 @@
 #![deny(missing_docs)]
 
 mod apply;
+mod architecture;
 mod bdf;
 mod catalogue;
 mod enumerated;
@@ -69,6 +70,7 @@ mod vgpu_type;
 pub use apply::{
     ApplyAnswer, ApplyRequest, Op, RefusalKind, Refused, Step, StepOutcome, StepResult,
 };
+pub use architecture::{Architecture, CardArchitecture, UnknownArchitecture};
 pub use bdf::{Bdf, BdfError};
 pub use card::CardIdentity;
 pub use case::{Case, Unreadable};

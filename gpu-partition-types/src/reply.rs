@@ -3,8 +3,9 @@
 
 use crate::Process;
 use crate::{
-    Bdf, CardIdentity, Case, Driver, FormatVersion, GpuInstance, JsonPointer, Lenient, LostMember,
-    Mode, Outcome, Profile, UnknownMember, Unreadable, UnreadableReason, Vgpu, VgpuMode, VgpuType,
+    Bdf, CardArchitecture, CardIdentity, Case, Driver, FormatVersion, GpuInstance, JsonPointer,
+    Lenient, LostMember, Mode, Outcome, Profile, UnknownMember, Unreadable, UnreadableReason, Vgpu,
+    VgpuMode, VgpuType,
 };
 
 /// The reply of `HELPER read`, with its pages folded into one.
@@ -113,9 +114,21 @@ impl Reply {
         lost
     }
 
+    /// The card's architecture, when the reply says it (format 1.4): `None` for a reply of an
+    /// earlier minor, or one whose `card` or `card.architecture` was lost.
+    pub fn architecture(&self) -> Option<CardArchitecture> {
+        self.card
+            .read()
+            .and_then(|card| card.architecture.read())
+            .copied()
+    }
+
     /// The enumeration values kept as unknown, as pointers into the reply, sorted.
     pub fn unknown(&self) -> Vec<JsonPointer> {
         let mut unknown = Vec::new();
+        if let Some(CardArchitecture::Unknown(_)) = self.architecture() {
+            unknown.push(JsonPointer::root().member("card").member("architecture"));
+        }
         let profiles = self.profiles.read().map(Vec::as_slice).unwrap_or_default();
         for (index, profile) in profiles.iter().enumerate() {
             let Some(signature) = profile.read().and_then(|profile| profile.signature.read())

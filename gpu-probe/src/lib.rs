@@ -47,10 +47,12 @@ mod holders;
 mod host;
 mod lock;
 mod os_error;
+mod ownership;
 mod pci;
 mod program;
 mod rendezvous;
 pub mod run;
+mod setters;
 #[cfg(feature = "test-util")]
 pub mod test_util;
 pub mod trust;
@@ -65,6 +67,7 @@ pub use holders::{Holder, ProcError, describe_holders, holders};
 pub use host::{Host, SIMULATED_DIR};
 pub use lock::{DEFAULT_LOCK_WAIT, HostLock, LOCK_FILE, LockError, machine_lock_path};
 pub use os_error::OsError;
+pub use ownership::Ownership;
 pub use pci::{
     AMD_VENDOR, NVIDIA_VENDOR, PciIdError, PciIdentity, PciSubsystem, is_accelerator_class,
     is_display_class, read_pci_class, read_pci_identity,

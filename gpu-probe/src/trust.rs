@@ -289,6 +289,11 @@ mod tests {
         file
     }
 
+    /// Why `path` is not trusted (the tests of a refusal compare only the fault).
+    fn fault_of(path: &Path) -> TrustFault {
+        check_trusted(path).unwrap_err().fault
+    }
+
     #[test]
     fn a_file_of_this_user_in_private_directories_is_trusted() {
         let dir = tempfile::tempdir().unwrap();
@@ -304,7 +309,7 @@ mod tests {
         let file = file_in(&sub, "tool", "#!/bin/sh\n", 0o755);
         chmod(&sub, 0o777);
         assert_eq!(
-            check_trusted(&file).unwrap_err().fault,
+            fault_of(&file),
             TrustFault::InDirectoryWritableByOthers(sub.clone())
         );
         chmod(&sub, 0o755);
@@ -317,25 +322,16 @@ mod tests {
         let file = file_in(dir.path(), "tool", "#!/bin/sh\n", 0o755);
         assert_eq!(check_trusted(&file), Ok(()));
         chmod(&file, 0o775);
-        assert_eq!(
-            check_trusted(&file).unwrap_err().fault,
-            TrustFault::WritableByGroup
-        );
+        assert_eq!(fault_of(&file), TrustFault::WritableByGroup);
     }
 
     #[test]
     fn a_file_writable_by_others_or_its_group_is_not() {
         let dir = tempfile::tempdir().unwrap();
         let file = file_in(dir.path(), "tool", "", 0o757);
-        assert_eq!(
-            check_trusted(&file).unwrap_err().fault,
-            TrustFault::WritableByOthers
-        );
+        assert_eq!(fault_of(&file), TrustFault::WritableByOthers);
         chmod(&file, 0o775);
-        assert_eq!(
-            check_trusted(&file).unwrap_err().fault,
-            TrustFault::WritableByGroup
-        );
+        assert_eq!(fault_of(&file), TrustFault::WritableByGroup);
     }
 
     #[test]
@@ -377,7 +373,7 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         assert!(matches!(
-            check_trusted(&link).unwrap_err().fault,
+            fault_of(&link),
             TrustFault::InDirectoryWritableByOthers(_)
         ));
     }

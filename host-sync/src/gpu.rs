@@ -113,6 +113,11 @@ pub struct GpuRecord {
     /// first read that listed them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub division: Option<Division>,
+    /// An NVIDIA GPU's architecture as its last answered read gave it (schema 10: NVML's
+    /// number), for what a restart keeps of its division; `None`: not known (never read, or
+    /// read from a helper that does not say it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<gpu_partition_types::CardArchitecture>,
 }
 
 impl GpuRecord {
@@ -135,6 +140,7 @@ impl GpuRecord {
             last_read: None,
             amd: None,
             division: None,
+            architecture: None,
         }
     }
 
@@ -191,9 +197,10 @@ impl GpuRecord {
     }
 
     /// Whether the GPU waits for a reset before it holds what was asked of it, from its mode
-    /// as last read: a MIG mode change pending until the GPU is reset (`enable_on_reboot`,
-    /// `disable_on_reboot`), or on an AMD GPU a memory partition requested and waiting for the
-    /// driver reload that carries it out. `None` where the mode was not read (`unknown`,
+    /// and its division as last read: a MIG mode change pending until the GPU is reset
+    /// (`enable_on_reboot`, `disable_on_reboot`); on an AMD GPU a memory partition requested and
+    /// waiting for the driver reload that carries it out; or a declared division the card no
+    /// longer admits (`Division::unadmitted`). `None` where the mode was not read (`unknown`,
     /// `possibly_enabled`, `not_checked`, `not_in_use`): not known.
     pub fn requires_reset(&self) -> Option<bool> {
         match self.partition_mode {
@@ -201,7 +208,11 @@ impl GpuRecord {
             // A memory request waits for its reload whether or not it changes whether the GPU
             // is divided (NPS2 to NPS4 leaves it divided: `enabled`).
             PartitionMode::NotSupported | PartitionMode::Disabled | PartitionMode::Enabled => {
-                Some(self.requested_memory().is_some())
+                let unadmitted = self
+                    .division
+                    .as_ref()
+                    .is_some_and(|division| !division.unadmitted.is_empty());
+                Some(self.requested_memory().is_some() || unadmitted)
             }
             PartitionMode::Unknown
             | PartitionMode::NotChecked

@@ -5,30 +5,9 @@
 use crate::state::HostState;
 use crate::store::{StateStore, StoreError, save_checked};
 use gpu_host_probe::HostLock;
+use gpu_host_probe::Ownership;
 use gpu_partition_types::Bdf;
 use std::collections::BTreeMap;
-
-gpu_partition_types::token_enum! {
-    /// Who owns a GPU.
-    #[derive(Default)]
-    pub enum Ownership: "ownership" {
-        /// Ours (the default): kept, restored, repaired by every writing path.
-        #[default]
-        Host = "host",
-        /// An allocator's (such as the Kubernetes DRA driver's dynamic MIG), which creates and
-        /// destroys partitions on it: read and reported, never written, restored or reset.
-        Dynamic = "dynamic",
-        /// Another tool's: hands off, read only.
-        External = "external",
-    }
-}
-
-impl Ownership {
-    /// Whether the crates' writers may write it.
-    pub fn is_ours(self) -> bool {
-        self == Ownership::Host
-    }
-}
 
 impl HostState {
     /// Who owns `device` (`host` unless declared otherwise).

@@ -170,7 +170,7 @@ impl Serialize for SyncReport {
 /// The GPUs, in address order, each with its address.
 struct Gpus<'a>(
     &'a BTreeMap<Bdf, GpuRecord>,
-    &'a BTreeMap<Bdf, crate::Ownership>,
+    &'a BTreeMap<Bdf, gpu_host_probe::Ownership>,
 );
 
 impl Serialize for Gpus<'_> {
@@ -184,7 +184,7 @@ impl Serialize for Gpus<'_> {
     }
 }
 
-struct Gpu<'a>(&'a Bdf, &'a GpuRecord, crate::Ownership);
+struct Gpu<'a>(&'a Bdf, &'a GpuRecord, gpu_host_probe::Ownership);
 
 impl Serialize for Gpu<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

@@ -51,7 +51,11 @@ use std::path::PathBuf;
 ///   schema 2 to 7 reads as it is (nothing of it was owned).
 /// - 9: who owns each GPU not ours (`ownership`: `dynamic` or `external` by address; a GPU
 ///   absent is `host`). A file of schema 1 to 8 reads as it is (every GPU was ours).
-pub const SCHEMA: u32 = 9;
+/// - 10: an NVIDIA GPU's architecture as its last answered read gave it
+///   (`gpus.*.architecture`: NVML's number, `nvmlDeviceArchitecture_t`), from which what a
+///   restart keeps of its division is judged. A file of schema 1 to 9 reads as it is (no
+///   architecture known until the next read).
+pub const SCHEMA: u32 = 11;
 
 /// The state file that did not read, as the store found it: kept aside, with why. While it is
 /// set the host says so (reason `state_lost`), and a boot restore fails: what the host was
@@ -158,7 +162,7 @@ pub struct HostState {
     /// Who owns each GPU that is not ours (schema 9; [`crate::set_ownership`]): no writing
     /// path writes, restores or resets it. A store must keep it.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub ownership: BTreeMap<Bdf, crate::Ownership>,
+    pub ownership: BTreeMap<Bdf, gpu_host_probe::Ownership>,
 }
 
 impl HostState {

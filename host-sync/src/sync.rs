@@ -116,7 +116,7 @@ pub struct SyncReport {
     /// Each GPU's record (each failed read with its reason and message).
     pub gpus: BTreeMap<Bdf, GpuRecord>,
     /// Who owns each GPU that is not ours ([`crate::set_ownership`]).
-    pub ownership: BTreeMap<Bdf, crate::Ownership>,
+    pub ownership: BTreeMap<Bdf, gpu_host_probe::Ownership>,
     /// How the declared GPUs this sync read differ from what the host is declared to be
     /// ([`HostState::declared`]), by GPU in address order; empty when they hold it, when nothing
     /// is declared, or when no card was read (with the pool off no helper runs).
@@ -287,6 +287,8 @@ pub fn sync_under(
     let mut host_wide = None;
     let mut replies = BTreeMap::new();
     let mut amd_reads = BTreeMap::new();
+    // Each NVIDIA GPU read whole has its VFs read once, for its rows and for the check.
+    let mut vfs = BTreeMap::new();
     // Where the record of writes stands before the cards are read (the lock is held, so no write
     // of ours comes between): a write recorded after it ends what this check says.
     let read_now = gpu_host_probe::Now::new(state.boot.clone(), host.now().writes);
@@ -298,6 +300,10 @@ pub fn sync_under(
             helper_state = read.helper;
             host_wide = read.host_wide;
             replies = read.replies;
+            vfs = replies
+                .keys()
+                .map(|bdf| (*bdf, crate::sriov::read_vf_types(host.sysfs_root(), *bdf)))
+                .collect();
         }
         // AMD GPUs from amdgpu's sysfs files: no program runs, nothing waits.
         for bdf in modes::mark_not_checked(&gpus, &mut state.gpus, ReadBy::Amdgpu) {
@@ -314,7 +320,7 @@ pub fn sync_under(
                 gpus: &gpus,
                 replies: &replies,
                 amd: &amd_reads,
-                sysfs_root: host.sysfs_root(),
+                vfs: &vfs,
                 now: &read_now,
                 at: now,
             },
@@ -340,7 +346,7 @@ pub fn sync_under(
                 records: &state.gpus,
                 replies: &replies,
                 amd: &amd_reads,
-                sysfs_root: host.sysfs_root(),
+                vfs: &vfs,
             };
             declared.checked(check(declared, &read, now, &state.boot, mark));
             checked_at = Some(now);
@@ -423,15 +429,15 @@ struct Read<'a> {
     /// The GPUs found.
     gpus: &'a [PciFunction],
     /// Who owns each GPU not ours: its declaration is not compared (another agent divides it).
-    not_ours: &'a BTreeMap<Bdf, crate::Ownership>,
+    not_ours: &'a BTreeMap<Bdf, gpu_host_probe::Ownership>,
     /// Their records, as the reads left them (an AMD GPU's memory request of ours).
     records: &'a BTreeMap<Bdf, GpuRecord>,
     /// The reply of each NVIDIA card read whole.
     replies: &'a BTreeMap<Bdf, Box<Reply>>,
     /// What each AMD GPU read showed.
     amd: &'a BTreeMap<Bdf, Result<Option<AmdPartitions>, AmdError>>,
-    /// Where sysfs is (an NVIDIA GPU's virtual functions).
-    sysfs_root: &'a std::path::Path,
+    /// What the VFs of each NVIDIA card read whole hold.
+    vfs: &'a BTreeMap<Bdf, layout_model::VfsRead>,
 }
 
 /// Compares each declared GPU with what this sync read of it: a GPU read is compared (an
@@ -467,18 +473,9 @@ fn check(
                 None => None,
             },
             DeclaredGpu::Nvidia(nvidia) => read.replies.get(bdf).map(|reply| {
-                // Its VFs are read where vGPUs are declared on them.
-                let vfs = nvidia
-                    .vgpu
-                    .as_ref()
-                    .map(|_| crate::sriov::read_vf_types(read.sysfs_root, *bdf));
-                gpu.compare(
-                    *bdf,
-                    Seen::Nvidia {
-                        reply,
-                        vfs: vfs.as_ref(),
-                    },
-                )
+                // Its VFs are compared where vGPUs are declared on them.
+                let vfs = nvidia.vgpu.as_ref().and_then(|_| read.vfs.get(bdf));
+                gpu.compare(*bdf, Seen::Nvidia { reply, vfs })
             }),
         };
         match compared {
@@ -557,6 +554,9 @@ fn read_cards(
             }
             outcome => {
                 modes::read_answered(record, outcome.partition_mode());
+                // What the card said of itself: a reply that does not say it leaves it unknown,
+                // never the last one's (another card may sit in the slot).
+                record.architecture = read.reply.as_ref().and_then(|reply| reply.architecture());
                 if let Some(reply) = read.reply {
                     replies.insert(read.device, reply);
                 }

@@ -39,6 +39,7 @@ mod difference;
 mod nvidia;
 mod owner;
 pub mod partition;
+mod restart;
 pub mod room;
 mod vendor;
 mod vf;
@@ -59,6 +60,9 @@ pub use declared::{Declaration, DeclaredGpu, Seen};
 pub use difference::{ComputeFound, Difference, DifferenceKind, Fact, Filling, Remedy};
 pub use nvidia::{DeclaredCount, NvidiaDeclared};
 pub use owner::{OWNER_MAX, Owned, Owner, OwnerError};
+pub use restart::{
+    AfterRestart, DivisionAfterRestart, MigEnableReset, MigModeAfterRestart, Restore,
+};
 pub use vendor::Vendor;
 pub use vf::DeclaredVf;
 pub use vgpu::{DeclaredVgpu, VfFound, VfsRead, VgpuDeclared};

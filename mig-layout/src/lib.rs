@@ -56,13 +56,13 @@ pub mod amd {
     pub use layout_model::amd::AmdWant;
 }
 
-/// One partition at a time, for an owner: a GPU instance created or destroyed through the
-/// executor, every refusal before the first write ([`PartitionRefusal`](partition::PartitionRefusal),
+/// One partition at a time, for an owner: a GPU instance, or a MIG-backed vGPU on one, created
+/// or destroyed through the executor, every refusal before the first write ([`PartitionRefusal`](partition::PartitionRefusal),
 /// a closed set).
 pub mod partition {
     pub use crate::apply::partition::{
         CreatePartition, DestroyPartition, PARTITIONS_LABEL, PartitionOutcome, PartitionRefusal,
-        PartitionRefusalKind, Which, create, destroy,
+        PartitionRefusalKind, Piece, Which, create, destroy,
     };
 }
 

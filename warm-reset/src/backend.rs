@@ -237,6 +237,19 @@ impl crate::target::Target {
         })
     }
 
+    /// The kernel's error records since the mark in `log` about the devices verified after the
+    /// reset, as `errors` reads them (the method's rule), or the error of a target another
+    /// method resolved: how the methods that name their devices answer
+    /// [`Backend::kernel_errors`].
+    pub(crate) fn kernel_errors_of<F: crate::target::MethodFacts>(
+        &self,
+        log: &mut dyn KernelLogSource,
+        errors: fn(Vec<crate::kmsg::KmsgRecord>, &[Bdf]) -> Vec<String>,
+    ) -> Result<Vec<String>, BackendError> {
+        self.facts_of::<F>()?;
+        Ok(errors(log.records_since_mark()?, &self.verified()))
+    }
+
     /// The facts a verification compares with, or its answer for a target another method
     /// resolved: wrong at once, as no device of this method can come back for it.
     pub(crate) fn facts_to_verify<F: crate::target::MethodFacts + Clone>(&self) -> Result<F, Back> {

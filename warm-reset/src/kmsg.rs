@@ -165,14 +165,24 @@ pub fn device_errors(
     records: Vec<KmsgRecord>,
     devices: &[gpu_partition_types::Bdf],
 ) -> Vec<String> {
-    let names: Vec<String> = devices.iter().map(ToString::to_string).collect();
+    device_errors_by(records, devices, is_device_failure)
+}
+
+/// The messages of the records about one of `devices` (named by their PCI address, `<bdf>: `,
+/// as the kernel and the drivers prefix them) that are errors, or at any level a failure as
+/// `failure` reads it: the rule of [`device_errors`], with a driver's own words for a failure
+/// added where it has them ([`crate::amd::amd_device_errors`]).
+pub(crate) fn device_errors_by(
+    records: Vec<KmsgRecord>,
+    devices: &[gpu_partition_types::Bdf],
+    failure: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let names: Vec<String> = devices.iter().map(|bdf| format!("{bdf}: ")).collect();
     records
         .into_iter()
         .filter(|record| {
-            names
-                .iter()
-                .any(|name| record.message.contains(&format!("{name}: ")))
-                && (record.is_error() || is_device_failure(&record.message))
+            names.iter().any(|name| record.message.contains(name))
+                && (record.is_error() || failure(&record.message))
         })
         .map(|record| record.message)
         .collect()

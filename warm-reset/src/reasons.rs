@@ -32,6 +32,9 @@ gpu_partition_types::token_enum! {
         /// A warm reset of this boot left a device of the group needing a cold reboot (named in
         /// the detail): none touches it again until the host is cold-rebooted.
         ColdRebootPending = "cold_reboot_pending",
+        /// The group takes a GPU that is not ours (its ownership another agent's): nothing is
+        /// reset.
+        GpuNotOurs = "gpu_not_ours",
         /// Another GPU operation holds the host lock.
         LockBusy = "lock_busy",
         /// `mx-smi` is absent, is not MetaX's, or does not answer as expected.

@@ -8,7 +8,10 @@ use crate::machine::{DEFAULT_WINDOW, MachineConfig};
 use crate::method::Method;
 use crate::reset_target::ResetTarget;
 use gpu_host_probe::HostLock;
+use gpu_host_probe::Ownership;
 use gpu_host_probe::{Clock, SystemClock};
+use gpu_partition_types::Bdf;
+use std::collections::BTreeMap;
 use std::sync::LazyLock;
 use std::time::Duration;
 
@@ -27,6 +30,9 @@ pub struct ResetWith<'a> {
     /// The clock resets (and a caller's waits for an earlier reset's window) run on; `None`:
     /// the real one.
     pub clock: Option<&'a dyn Clock>,
+    /// The GPUs that are not ours, with who owns them: a reset whose group takes one is
+    /// blocked ([`MachineConfig::not_ours`]).
+    pub not_ours: BTreeMap<Bdf, Ownership>,
 }
 
 impl<'a> ResetWith<'a> {
@@ -38,7 +44,14 @@ impl<'a> ResetWith<'a> {
             backend,
             window: DEFAULT_WINDOW,
             clock: None,
+            not_ours: BTreeMap::new(),
         }
+    }
+
+    /// The same, sparing the GPUs `not_ours`: a reset whose group takes one is blocked.
+    pub fn sparing(mut self, not_ours: BTreeMap<Bdf, Ownership>) -> Self {
+        self.not_ours = not_ours;
+        self
     }
 
     /// The same with another window.
@@ -69,7 +82,8 @@ impl<'a> ResetWith<'a> {
         let config = MachineConfig::new(target.clone())
             .method(self.method)
             .window(self.window)
-            .dry_run(dry_run);
+            .dry_run(dry_run)
+            .sparing(self.not_ours.clone());
         let clock = self.clock_or_real();
         execute(ResetRun::under(&config, lock, &mut *self.backend).clock(clock))
     }

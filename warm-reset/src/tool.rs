@@ -35,7 +35,7 @@ pub enum ToolEnd {
 #[non_exhaustive]
 pub enum ToolError {
     /// No candidate is a program this process may run.
-    #[error("no usable {tool}: {}", Joined(tried))]
+    #[error("no usable {tool}: {}", joined(tried))]
     NotFound {
         /// The tool's name.
         tool: &'static str,
@@ -94,18 +94,12 @@ impl ToolError {
 }
 
 /// The start errors of the candidates, joined by `; `.
-struct Joined<'a>(&'a [StartError]);
-
-impl fmt::Display for Joined<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (index, error) in self.0.iter().enumerate() {
-            if index > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{error}")?;
-        }
-        Ok(())
-    }
+fn joined(tried: &[StartError]) -> String {
+    tried
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// The last 300 characters of what a command wrote on stderr, as `: …`; nothing when it wrote
@@ -290,6 +284,39 @@ impl Tool {
             return Err(ToolError::NotLocated { tool: self.name });
         }
         self.run(args, deadline)
+    }
+
+    /// [`Tool::find`] for a method's host: a tool not found is the method's own error `E`.
+    pub(crate) fn find_for<E>(&mut self) -> Result<(), crate::backend::BackendError>
+    where
+        E: From<ToolError> + Into<crate::backend::BackendError>,
+    {
+        self.find().map(drop).map_err(|error| E::from(error).into())
+    }
+
+    /// [`Tool::query`] for a method's host: a query that fails is the method's own error `E`.
+    pub(crate) fn query_for<E>(
+        &mut self,
+        args: &[&str],
+    ) -> Result<String, crate::backend::BackendError>
+    where
+        E: From<ToolError> + Into<crate::backend::BackendError>,
+    {
+        self.query(args).map_err(|error| E::from(error).into())
+    }
+
+    /// Runs the reset command `args` of the tool that was found, killed if it has not ended
+    /// `within`, and reads how it ended by [`Ended::reset_end`]: every method's host resets this
+    /// way, and only the method's own error `E` (a tool that did not run, an end `exits` does not
+    /// take) and its words differ.
+    pub(crate) fn reset<E>(&mut self, args: &[&str], within: Duration, exits: Exits) -> ToolEnd
+    where
+        E: From<ToolError> + Into<crate::backend::BackendError>,
+    {
+        match self.run_found(args, within) {
+            Ok(ended) => ended.reset_end(exits, |error| E::from(error).into()),
+            Err(error) => ToolEnd::Failed(E::from(error).into()),
+        }
     }
 
     /// Its standard output, when it exits 0 within [`QUERY_DEADLINE`].

@@ -1,7 +1,7 @@
 //! A card: its handle (by bus ID or index), name, serial and UUID, memory, PCI info, and the
 //! processes holding it. Its MIG side is [`super::mig`]'s.
 
-use crate::out::{write, write_list, write_str};
+use crate::out::{c_array, stamped, write, write_list, write_str};
 use crate::rules;
 use crate::scenario::parse_bus_id;
 use crate::state::{self, Answer, INVALID, code, device, failure, log, with};
@@ -99,9 +99,25 @@ pub unsafe extern "C" fn nvmlDeviceGetUUID(
     }))
 }
 
-/// NVML's version stamp of a struct: its size, and the version in the top byte.
-pub(super) fn struct_version<T>(version: u32) -> u32 {
-    u32::try_from(std::mem::size_of::<T>()).unwrap_or(0) | (version << 24)
+/// The card's `architecture` as NVML numbers it (`nvmlDeviceArchitecture_t`: nvml.h's
+/// `NVML_DEVICE_ARCH_*`); a scenario that gives none answers `NVML_ERROR_NOT_SUPPORTED`, which no
+/// real part does, so every shipped scenario of a real part gives it with its source.
+///
+/// # Safety
+///
+/// `architecture` is null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvmlDeviceGetArchitecture(
+    handle: nvml::nvmlDevice_t,
+    architecture: *mut nvml::nvmlDeviceArchitecture_t,
+) -> nvml::nvmlReturn_t {
+    log(format_args!("nvmlDeviceGetArchitecture"));
+    code(with(|s| {
+        let (_, card) = device(s, handle, "nvmlDeviceGetArchitecture")?;
+        let number = card.architecture.ok_or(NOT_SUPPORTED)?.nvml();
+        // SAFETY: passed on from this function's own contract.
+        unsafe { write(architecture, number) }
+    }))
 }
 
 /// The processes holding the card (its `clients`), as NVML's running compute processes; `*count`
@@ -243,14 +259,8 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
     log(format_args!("nvmlDeviceGetMemoryInfo_v2"));
     code(with(|s| {
         let (_, card) = device(s, handle, "nvmlDeviceGetMemoryInfo_v2")?;
-        if memory_out.is_null() {
-            return Err(INVALID);
-        }
-        // SAFETY: not null; the struct starts with its stamp.
-        let stamp = unsafe { memory_out.cast::<u32>().read() };
-        if stamp != struct_version::<nvml::nvmlMemory_v2_t>(2) {
-            return Err(nvml::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
-        }
+        // SAFETY: passed on from this function's own contract.
+        let stamp = unsafe { stamped(memory_out, 2) }?;
         let (total, reserved) = memory(card)?;
         let answer = nvml::nvmlMemory_v2_t {
             version: stamp,
@@ -262,15 +272,6 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
         // SAFETY: passed on from this function's own contract.
         unsafe { write(memory_out, answer) }
     }))
-}
-
-/// `text` into a fixed C array, NUL-terminated.
-fn c_array<const N: usize>(text: &str) -> [c_char; N] {
-    let mut out = [0 as c_char; N];
-    for (slot, byte) in out.iter_mut().zip(text.bytes().take(N.saturating_sub(1))) {
-        *slot = byte as c_char;
-    }
-    out
 }
 
 /// The card's PCI location and IDs: the bus ID in both of NVML's forms, and the device ID the

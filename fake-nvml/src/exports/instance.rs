@@ -1,13 +1,49 @@
 //! GPU instances and their compute instances: listed, described, created and destroyed.
 
-use crate::out::{write, write_found};
+use crate::out::{c_array, stamped, write, write_found};
 use crate::rules;
-use crate::scenario::Placement;
+use crate::scenario::{GpuInstance, Placement, Profile, Scenario};
 use crate::state::{
-    self, INVALID, code, compute_instance, gpu_instance, gpu_instance_of, log, with,
+    self, Answer, INVALID, code, compute_instance, gpu_instance, gpu_instance_of, log, with,
 };
 use nvml_wrapper_sys::bindings as nvml;
 use std::ffi::c_uint;
+
+/// NVML's compute-instance profile struct `nvml::$kind` (either version: each names its counts
+/// alike) of the compute profile `$id` of `$slices` compute slices in a GPU instance of the
+/// profile `$gi_profile`, with the members only that version has.
+macro_rules! compute_profile_info {
+    (
+        $kind:ident, $id:expr, $slices:expr,
+        $gi_profile:ident { $($member:ident: $value:expr),* $(,)? }
+    ) => {
+        nvml::$kind {
+            id: $id,
+            sliceCount: $slices,
+            instanceCount: $gi_profile.slice_count / $slices.max(1),
+            multiprocessorCount: rules::compute_multiprocessors($gi_profile, $slices),
+            sharedCopyEngineCount: $gi_profile.copy_engine_count,
+            sharedDecoderCount: $gi_profile.decoder_count,
+            sharedEncoderCount: $gi_profile.encoder_count,
+            sharedJpegCount: $gi_profile.jpeg_count,
+            sharedOfaCount: $gi_profile.ofa_count,
+            $($member: $value,)*
+        }
+    };
+}
+
+/// The profile of the GPU instance `gi` on the card at `device`, and the compute slices of the
+/// compute profile `compute_profile_id` in it ([`rules::compute_profile_slices`]).
+fn compute_profile<'a>(
+    s: &'a Scenario,
+    device: usize,
+    gi: &GpuInstance,
+    compute_profile_id: u32,
+) -> Answer<(&'a Profile, u32)> {
+    let gi_profile = rules::profile(&s.devices[device], gi.profile_id)?;
+    let slices = rules::compute_profile_slices(gi_profile, compute_profile_id)?;
+    Ok((gi_profile, slices))
+}
 
 /// The GPU instance's ID, profile ID and placement.
 ///
@@ -56,20 +92,13 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceProfileInfo(
     ));
     code(with(|s| {
         let (device, gi) = gpu_instance(s, handle, "nvmlGpuInstanceGetComputeInstanceProfileInfo")?;
-        let card = &s.devices[device];
-        let gi_profile = rules::profile(card, gi.profile_id)?;
-        let slices = rules::compute_profile_slices(gi_profile, profile)?;
-        let answer = nvml::nvmlComputeInstanceProfileInfo_t {
-            id: profile,
-            sliceCount: slices,
-            instanceCount: gi_profile.slice_count / slices.max(1),
-            multiprocessorCount: rules::compute_multiprocessors(gi_profile, slices),
-            sharedCopyEngineCount: gi_profile.copy_engine_count,
-            sharedDecoderCount: gi_profile.decoder_count,
-            sharedEncoderCount: gi_profile.encoder_count,
-            sharedJpegCount: gi_profile.jpeg_count,
-            sharedOfaCount: gi_profile.ofa_count,
-        };
+        let (gi_profile, slices) = compute_profile(s, device, gi, profile)?;
+        let answer = compute_profile_info!(
+            nvmlComputeInstanceProfileInfo_t,
+            profile,
+            slices,
+            gi_profile {}
+        );
         // SAFETY: passed on from this function's own contract.
         unsafe { write(info, answer) }
     }))
@@ -95,42 +124,19 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceProfileInfoV(
     let function = "nvmlGpuInstanceGetComputeInstanceProfileInfoV";
     code(with(|s| {
         let (device, gi) = gpu_instance(s, handle, function)?;
-        if info.is_null() {
-            return Err(INVALID);
-        }
-        // SAFETY: not null; the struct starts with its stamp.
-        let stamp = unsafe { info.cast::<u32>().read() };
-        let wanted =
-            u32::try_from(std::mem::size_of::<nvml::nvmlComputeInstanceProfileInfo_v2_t>())
-                .unwrap_or(0)
-                | (2 << 24);
-        if stamp != wanted {
-            return Err(nvml::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
-        }
-        let card = &s.devices[device];
-        let gi_profile = rules::profile(card, gi.profile_id)?;
-        let slices = rules::compute_profile_slices(gi_profile, profile)?;
-        let mut name = [0 as std::ffi::c_char; 96];
-        for (slot, byte) in name.iter_mut().zip(
-            rules::compute_profile_name(gi_profile, slices)
-                .bytes()
-                .take(95),
-        ) {
-            *slot = byte as std::ffi::c_char;
-        }
-        let answer = nvml::nvmlComputeInstanceProfileInfo_v2_t {
-            version: stamp,
-            id: profile,
-            sliceCount: slices,
-            instanceCount: gi_profile.slice_count / slices.max(1),
-            multiprocessorCount: rules::compute_multiprocessors(gi_profile, slices),
-            sharedCopyEngineCount: gi_profile.copy_engine_count,
-            sharedDecoderCount: gi_profile.decoder_count,
-            sharedEncoderCount: gi_profile.encoder_count,
-            sharedJpegCount: gi_profile.jpeg_count,
-            sharedOfaCount: gi_profile.ofa_count,
-            name,
-        };
+        // SAFETY: passed on from this function's own contract.
+        let stamp = unsafe { stamped(info, 2) }?;
+        let (gi_profile, slices) = compute_profile(s, device, gi, profile)?;
+        let name = c_array(&rules::compute_profile_name(gi_profile, slices));
+        let answer = compute_profile_info!(
+            nvmlComputeInstanceProfileInfo_v2_t,
+            profile,
+            slices,
+            gi_profile {
+                version: stamp,
+                name: name,
+            }
+        );
         // SAFETY: passed on from this function's own contract.
         unsafe { write(info, answer) }
     }))
@@ -155,8 +161,7 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceRemainingCapacity(
     let function = "nvmlGpuInstanceGetComputeInstanceRemainingCapacity";
     code(with(|s| {
         let (device, gi) = gpu_instance(s, handle, function)?;
-        let gi_profile = rules::profile(&s.devices[device], gi.profile_id)?;
-        let slices = rules::compute_profile_slices(gi_profile, profile_id)?;
+        let (gi_profile, slices) = compute_profile(s, device, gi, profile_id)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write(count, rules::compute_remaining(gi, gi_profile, slices)) }
     }))
@@ -183,8 +188,7 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstancePossiblePlacements(
     let function = "nvmlGpuInstanceGetComputeInstancePossiblePlacements";
     code(with(|s| {
         let (device, gi) = gpu_instance(s, handle, function)?;
-        let gi_profile = rules::profile(&s.devices[device], gi.profile_id)?;
-        let slices = rules::compute_profile_slices(gi_profile, profile_id)?;
+        let (gi_profile, slices) = compute_profile(s, device, gi, profile_id)?;
         let list: Vec<nvml::nvmlComputeInstancePlacement_t> =
             rules::compute_placements(gi_profile, slices)
                 .into_iter()

@@ -3,14 +3,12 @@
 
 // Only the V call (left out by `without-profile-info-v`) reads a struct's version stamp.
 #[cfg(not(feature = "without-profile-info-v"))]
-use super::device::struct_version;
+use crate::out::{c_array, stamp_of, struct_version};
 use crate::out::{write, write_found, write_list};
 use crate::rules::{self, MigModeError};
 use crate::scenario::{Device, MigMode, Profile};
 use crate::state::{self, Answer, INVALID, code, device, log, with};
 use nvml_wrapper_sys::bindings as nvml;
-#[cfg(not(feature = "without-profile-info-v"))]
-use std::ffi::c_char;
 use std::ffi::c_uint;
 
 const NOT_SUPPORTED: nvml::nvmlReturn_t = nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
@@ -57,17 +55,28 @@ fn profile_at<'a>(card: &'a Device, driver_version: &str, index: u32) -> Answer<
     }
 }
 
-fn profile_by_id(profiles: &[Profile], id: u32) -> Answer<&Profile> {
-    profiles.iter().find(|p| p.id == id).ok_or(INVALID)
+/// NVML's GPU-instance profile struct `nvml::$kind` (any version: each names its ID and counts
+/// alike) of the scenario's profile `$found`, with the members only that version has.
+macro_rules! profile_info {
+    ($kind:ident, $found:ident { $($member:ident: $value:expr),* $(,)? }) => {
+        nvml::$kind {
+            id: $found.id,
+            sliceCount: $found.slice_count,
+            instanceCount: $found.instance_count,
+            multiprocessorCount: $found.multiprocessor_count,
+            copyEngineCount: $found.copy_engine_count,
+            decoderCount: $found.decoder_count,
+            encoderCount: $found.encoder_count,
+            jpegCount: $found.jpeg_count,
+            ofaCount: $found.ofa_count,
+            memorySizeMB: $found.memory_size_mb,
+            $($member: $value,)*
+        }
+    };
 }
 
-#[cfg(not(feature = "without-profile-info-v"))]
-fn name_bytes(name: &str) -> [c_char; 96] {
-    let mut out = [0 as c_char; 96];
-    for (slot, byte) in out.iter_mut().zip(name.bytes().take(95)) {
-        *slot = byte as c_char;
-    }
-    out
+fn profile_by_id(profiles: &[Profile], id: u32) -> Answer<&Profile> {
+    profiles.iter().find(|p| p.id == id).ok_or(INVALID)
 }
 
 /// The profile at index `profile` in the versioned struct the caller stamped (v2 or v3);
@@ -88,47 +97,30 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceProfileInfoV(
     ));
     code(with(|s| {
         let (_, card) = device(s, handle, "nvmlDeviceGetGpuInstanceProfileInfoV")?;
-        if info.is_null() {
-            return Err(INVALID);
-        }
-        // SAFETY: not null; every version of the struct starts with its stamp.
-        let stamp = unsafe { info.cast::<u32>().read() };
+        // SAFETY: passed on from this function's own contract.
+        let stamp = unsafe { stamp_of(info) }?;
         let found = profile_at(card, &s.driver_version, profile)?;
         let caps = u32::from(found.p2p) | (u32::from(found.gfx) << 1);
         if stamp == struct_version::<nvml::nvmlGpuInstanceProfileInfo_v3_t>(3) {
-            let v3 = nvml::nvmlGpuInstanceProfileInfo_v3_t {
-                version: stamp,
-                id: found.id,
-                sliceCount: found.slice_count,
-                instanceCount: found.instance_count,
-                multiprocessorCount: found.multiprocessor_count,
-                copyEngineCount: found.copy_engine_count,
-                decoderCount: found.decoder_count,
-                encoderCount: found.encoder_count,
-                jpegCount: found.jpeg_count,
-                ofaCount: found.ofa_count,
-                memorySizeMB: found.memory_size_mb,
-                name: name_bytes(&found.name),
-                capabilities: caps,
-            };
+            let v3 = profile_info!(
+                nvmlGpuInstanceProfileInfo_v3_t,
+                found {
+                    version: stamp,
+                    name: c_array(&found.name),
+                    capabilities: caps,
+                }
+            );
             // SAFETY: the caller stamped a v3 struct, so `info` holds one.
             unsafe { write(info.cast::<nvml::nvmlGpuInstanceProfileInfo_v3_t>(), v3) }
         } else if stamp == struct_version::<nvml::nvmlGpuInstanceProfileInfo_v2_t>(2) {
-            let v2 = nvml::nvmlGpuInstanceProfileInfo_v2_t {
-                version: stamp,
-                id: found.id,
-                isP2pSupported: u32::from(found.p2p),
-                sliceCount: found.slice_count,
-                instanceCount: found.instance_count,
-                multiprocessorCount: found.multiprocessor_count,
-                copyEngineCount: found.copy_engine_count,
-                decoderCount: found.decoder_count,
-                encoderCount: found.encoder_count,
-                jpegCount: found.jpeg_count,
-                ofaCount: found.ofa_count,
-                memorySizeMB: found.memory_size_mb,
-                name: name_bytes(&found.name),
-            };
+            let v2 = profile_info!(
+                nvmlGpuInstanceProfileInfo_v2_t,
+                found {
+                    version: stamp,
+                    isP2pSupported: u32::from(found.p2p),
+                    name: c_array(&found.name),
+                }
+            );
             // SAFETY: the caller stamped a v2 struct, so `info` holds one.
             unsafe { write(info, v2) }
         } else {
@@ -154,19 +146,12 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceProfileInfo(
     code(with(|s| {
         let (_, card) = device(s, handle, "nvmlDeviceGetGpuInstanceProfileInfo")?;
         let found = profile_at(card, &s.driver_version, profile)?;
-        let v1 = nvml::nvmlGpuInstanceProfileInfo_t {
-            id: found.id,
-            isP2pSupported: u32::from(found.p2p),
-            sliceCount: found.slice_count,
-            instanceCount: found.instance_count,
-            multiprocessorCount: found.multiprocessor_count,
-            copyEngineCount: found.copy_engine_count,
-            decoderCount: found.decoder_count,
-            encoderCount: found.encoder_count,
-            jpegCount: found.jpeg_count,
-            ofaCount: found.ofa_count,
-            memorySizeMB: found.memory_size_mb,
-        };
+        let v1 = profile_info!(
+            nvmlGpuInstanceProfileInfo_t,
+            found {
+                isP2pSupported: u32::from(found.p2p),
+            }
+        );
         // SAFETY: passed on from this function's own contract.
         unsafe { write(info, v1) }
     }))

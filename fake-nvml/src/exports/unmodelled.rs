@@ -39,7 +39,6 @@ unmodelled![
     nvmlDeviceGetAdaptiveClockInfoStatus,
     nvmlDeviceGetAddressingMode,
     nvmlDeviceGetApplicationsClock,
-    nvmlDeviceGetArchitecture,
     nvmlDeviceGetAttributes,
     nvmlDeviceGetAttributes_v2,
     nvmlDeviceGetAutoBoostedClocksEnabled,

@@ -5,7 +5,7 @@
 //! catalogue has it (and fail as that card's `fail` says); an ID no card has is
 //! `NVML_ERROR_INVALID_ARGUMENT`, as nvml.h documents for an invalid `vgpuTypeId`.
 
-use crate::out::{write, write_list, write_str};
+use crate::out::{stamped, struct_version, write, write_list, write_str};
 use crate::rules;
 use crate::scenario::{Device, Scenario, VgpuType};
 use crate::state::{self, Answer, INVALID, code, device, failure, log, vgpu, with};
@@ -15,11 +15,6 @@ use std::ffi::{c_char, c_uint, c_ulonglong};
 const NOT_SUPPORTED: nvml::nvmlReturn_t = nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
 const VERSION_MISMATCH: nvml::nvmlReturn_t =
     nvml::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-
-/// `NVML_STRUCT_VERSION(name, 1)`: the struct's size with 1 in the top byte.
-fn version_1<T>() -> u32 {
-    u32::try_from(std::mem::size_of::<T>()).unwrap_or(0) | (1 << 24)
-}
 
 /// The card's catalogue; `NVML_ERROR_NOT_SUPPORTED` for a card whose scenario gives none (no
 /// source says which types it has: the fake does not claim it has none).
@@ -210,7 +205,7 @@ pub unsafe extern "C" fn nvmlVgpuTypeGetMaxInstancesPerGpuInstance(
         asked.vgpuTypeId
     ));
     code(with(|s| {
-        if asked.version != version_1::<nvml::nvmlVgpuTypeMaxInstance_t>() {
+        if asked.version != struct_version::<nvml::nvmlVgpuTypeMaxInstance_t>(1) {
             return Err(VERSION_MISMATCH);
         }
         let found = vgpu_type(
@@ -242,14 +237,8 @@ pub unsafe extern "C" fn nvmlDeviceGetVgpuHeterogeneousMode(
     log(format_args!("nvmlDeviceGetVgpuHeterogeneousMode"));
     code(with(|s| {
         let (_, card) = device(s, handle, "nvmlDeviceGetVgpuHeterogeneousMode")?;
-        if mode.is_null() {
-            return Err(INVALID);
-        }
-        // SAFETY: not null; valid by this function's contract.
-        let version = unsafe { (*mode).version };
-        if version != version_1::<nvml::nvmlVgpuHeterogeneousMode_t>() {
-            return Err(VERSION_MISMATCH);
-        }
+        // SAFETY: passed on from this function's own contract.
+        unsafe { stamped(mode, 1) }?;
         // From R575 the call answers NOT_SUPPORTED in MIG mode (as the set does).
         if rules::mig_on(card) {
             return Err(NOT_SUPPORTED);
@@ -284,7 +273,7 @@ pub unsafe extern "C" fn nvmlDeviceSetVgpuHeterogeneousMode(
         "nvmlDeviceSetVgpuHeterogeneousMode {}",
         asked.mode
     ));
-    if asked.version != version_1::<nvml::nvmlVgpuHeterogeneousMode_t>() {
+    if asked.version != struct_version::<nvml::nvmlVgpuHeterogeneousMode_t>(1) {
         return VERSION_MISMATCH;
     }
     if asked.mode > 1 {

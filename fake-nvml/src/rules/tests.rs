@@ -34,6 +34,11 @@ fn a100(mig: u32, change: &str) -> Device {
         .remove(0)
 }
 
+/// The MIG mode `current` now and `pending` after the next reset.
+fn mode(current: u32, pending: u32) -> MigMode {
+    MigMode::Mode { current, pending }
+}
+
 fn at(start: u32, size: u32) -> Placement {
     Placement { start, size }
 }
@@ -45,10 +50,7 @@ pub(super) fn part_card(text: &str, mig: u32) -> Device {
         .unwrap()
         .devices
         .remove(0);
-    card.mig_mode = MigMode::Mode {
-        current: mig,
-        pending: mig,
-    };
+    card.mig_mode = mode(mig, mig);
     card
 }
 
@@ -171,30 +173,12 @@ fn a_gpu_instance_with_a_compute_instance_or_a_vgpu_is_in_use() {
 fn an_ampere_mode_change_stays_pending_until_a_reset_and_a_hopper_one_is_at_once() {
     let mut ampere = a100(0, "reset");
     assert_eq!(set_mig_mode(&mut ampere, true), Ok(()));
-    assert_eq!(
-        ampere.mig_mode,
-        MigMode::Mode {
-            current: 0,
-            pending: 1
-        }
-    );
+    assert_eq!(ampere.mig_mode, mode(0, 1));
     gpu_reset(&mut ampere);
-    assert_eq!(
-        ampere.mig_mode,
-        MigMode::Mode {
-            current: 1,
-            pending: 1
-        }
-    );
+    assert_eq!(ampere.mig_mode, mode(1, 1));
     let mut hopper = a100(0, "immediate");
     set_mig_mode(&mut hopper, true).unwrap();
-    assert_eq!(
-        hopper.mig_mode,
-        MigMode::Mode {
-            current: 1,
-            pending: 1
-        }
-    );
+    assert_eq!(hopper.mig_mode, mode(1, 1));
 }
 
 #[test]
@@ -205,13 +189,7 @@ fn with_clients_a_mode_change_is_in_use_and_changes_nothing() {
         name: "python3".to_owned(),
     });
     assert_eq!(set_mig_mode(&mut card, true), Err(MigModeError::Held));
-    assert_eq!(
-        card.mig_mode,
-        MigMode::Mode {
-            current: 0,
-            pending: 0
-        }
-    );
+    assert_eq!(card.mig_mode, mode(0, 0));
 }
 
 #[test]
@@ -235,24 +213,12 @@ fn a_reboot_keeps_an_ampere_mode_and_loses_a_hopper_one_and_every_instance() {
     let mut ampere = a100(0, "reset");
     set_mig_mode(&mut ampere, true).unwrap();
     reboot(&mut ampere);
-    assert_eq!(
-        ampere.mig_mode,
-        MigMode::Mode {
-            current: 1,
-            pending: 1
-        }
-    );
+    assert_eq!(ampere.mig_mode, mode(1, 1));
     let mut hopper = a100(0, "immediate");
     set_mig_mode(&mut hopper, true).unwrap();
     create_gpu_instance(&mut hopper, 19, at(0, 1)).unwrap();
     reboot(&mut hopper);
-    assert_eq!(
-        hopper.mig_mode,
-        MigMode::Mode {
-            current: 0,
-            pending: 0
-        }
-    );
+    assert_eq!(hopper.mig_mode, mode(0, 0));
     assert!(hopper.gpu_instances.is_empty());
 }
 

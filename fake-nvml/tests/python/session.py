@@ -65,7 +65,7 @@ def _():
 DEV = N.nvmlDeviceGetHandleByIndex(0)
 
 
-@step("count, handle by index, name, UUID, PCI bus ID")
+@step("count, handle by index, name, UUID, PCI bus ID, architecture")
 def _():
     assert N.nvmlDeviceGetCount() == 1
     assert text(N.nvmlDeviceGetName(DEV)) == CARD["name"], N.nvmlDeviceGetName(DEV)
@@ -77,6 +77,9 @@ def _():
     # A board serial as the driver prints one: thirteen digits (the fake's start with 0).
     serial = text(N.nvmlDeviceGetSerial(DEV))
     assert len(serial) == 13 and serial.isdigit() and serial.startswith("0"), serial
+    # The part's architecture (its scenario names it; NVML answers nvml.h's number).
+    architecture = getattr(N, "NVML_DEVICE_ARCH_" + CARD["architecture"].upper())
+    assert N.nvmlDeviceGetArchitecture(DEV) == architecture, N.nvmlDeviceGetArchitecture(DEV)
     refused(lambda: N.nvmlDeviceGetHandleByIndex(1), N.NVMLError_InvalidArgument)
 
 

@@ -193,7 +193,7 @@ fn the_version_reply_lists_apply_in_the_format_it_writes() {
         version["commands"]
             .as_array()
             .unwrap()
-            .contains(&json!({"name": "apply", "formats": ["1.3"]})),
+            .contains(&json!({"name": "apply", "formats": ["1.4"]})),
         "{version}"
     );
 }

@@ -405,3 +405,34 @@ fn a_published_a100_catalogue_reads_as_its_types_with_one_vgpu_per_gpu_instance(
         "{rows:?}"
     );
 }
+
+#[test]
+fn every_published_part_answers_its_architecture_and_the_helper_writes_nvml_s_number() {
+    let mut read = Vec::new();
+    for (part, text) in fake_nvml::scenarios::PARTS {
+        let dir = tempfile::tempdir().unwrap();
+        let wrapper = helper_wrapper(dir.path(), text, Build::Current, None).unwrap();
+        let output = Command::new(&wrapper)
+            .args(["read", "--device", DEVICE, "--format", "1"])
+            .output()
+            .unwrap();
+        let reply = gpu_partition_types::Reply::from_json(&output.stdout, None).unwrap();
+        let architecture = reply.architecture().and_then(|a| a.known());
+        read.push((part, architecture.map(|a| (a.to_string(), a.nvml()))));
+    }
+    let named = |name: &str, number| Some((name.to_owned(), number));
+    assert_eq!(
+        read,
+        [
+            ("a100-pcie-40gb", named("ampere", 7)),
+            ("a100-sxm4-40gb", named("ampere", 7)),
+            ("a100-sxm4-80gb", named("ampere", 7)),
+            ("a30-24gb", named("ampere", 7)),
+            ("b200-180gb", named("blackwell", 10)),
+            ("gh200-144gb", named("hopper", 9)),
+            ("h100-80gb", named("hopper", 9)),
+            ("h100-nvl-94gb", named("hopper", 9)),
+            ("h200-141gb", named("hopper", 9)),
+        ]
+    );
+}

@@ -120,13 +120,13 @@ fn a_fixture_that_is_not_a_reply_exits_one_with_a_message() {
 }
 
 #[test]
-fn the_version_reply_serves_read_format_1_3() {
+fn the_version_reply_serves_read_format_1_4() {
     let output = Command::new(common::helper())
         .arg("--version")
         .output()
         .unwrap();
     let version = gpu_partition_types::VersionReply::from_json(&output.stdout).unwrap();
-    assert_eq!(version.negotiate_read().unwrap().to_string(), "1.3");
+    assert_eq!(version.negotiate_read().unwrap().to_string(), "1.4");
 }
 
 #[test]

@@ -342,3 +342,43 @@ fn vgpu_catalogue_lost(reply: &Reply) -> Vec<String> {
         .filter(|pointer| pointer.starts_with("/vgpu_types") || pointer.starts_with("/vgpu_mode"))
         .collect()
 }
+
+#[test]
+fn the_card_architecture_is_nvml_s_number_read_as_its_architecture() {
+    let back = read_back(&reply(&host(Ok(mig_on_with_instances()))));
+    assert_eq!(
+        back.architecture(),
+        Some(gpu_partition_types::Architecture::Hopper.into())
+    );
+}
+
+#[test]
+fn an_architecture_number_a_later_nvml_adds_is_passed_on_unchanged() {
+    let mut card = mig_on_with_instances();
+    card.architecture = Ok(11);
+    let back = read_back(&reply(&host(Ok(card))));
+    let architecture = back.architecture().unwrap();
+    assert_eq!((architecture.known(), architecture.nvml()), (None, 11));
+    assert!(!common::lost_pointers(&back).contains(&"/card/architecture".to_owned()));
+}
+
+#[test]
+fn an_architecture_nvml_does_not_know_or_cannot_give_is_lost_not_written_as_a_number() {
+    for answer in [
+        Ok(0xffff_ffff),
+        Err(NvmlFailure::FunctionMissing(
+            "nvmlDeviceGetArchitecture".into(),
+        )),
+        Err(NvmlFailure::NotSupported),
+    ] {
+        let mut card = mig_on_with_instances();
+        card.architecture = answer.clone();
+        let back = read_back(&reply(&host(Ok(card))));
+        assert_eq!(back.architecture(), None, "{answer:?}");
+        assert_eq!(
+            common::lost_pointers(&back),
+            ["/card/architecture", "/vgpus/1/type"],
+            "{answer:?}"
+        );
+    }
+}

@@ -30,6 +30,8 @@ pub struct Recorded {
     pub vgpus: Nvml<Vec<VgpuInfo>>,
     pub vgpu_types: Nvml<Vec<VgpuTypeInfo>>,
     pub heterogeneous: Nvml<bool>,
+    /// `nvmlDeviceGetArchitecture`'s number.
+    pub architecture: Nvml<u32>,
 }
 
 impl Recorded {
@@ -74,6 +76,9 @@ impl NvmlCard for Recorded {
     }
     fn uuid(&self) -> Nvml<String> {
         Ok("GPU-5a3c9f0e-8a1b-4c2d-9e7f-000000000000".to_owned())
+    }
+    fn architecture(&self) -> Nvml<u32> {
+        self.architecture.clone()
     }
     fn mig_mode(&self) -> Nvml<(bool, bool)> {
         self.mig_mode.clone()
@@ -237,6 +242,8 @@ pub fn mig_on_with_instances() -> Recorded {
             vgpu_type(1130, "NVIDIA H200-141C", None, 141, Ok(None)),
         ]),
         heterogeneous: Err(NvmlFailure::NotSupported),
+        // NVML_DEVICE_ARCH_HOPPER: an H200.
+        architecture: Ok(9),
     }
 }
 

@@ -343,6 +343,70 @@ loses!(
     |v| remove(v, "/card/uuid")
 );
 
+// card.architecture (format 1.4): NVML's number, lenient; an unknown number is kept.
+loses!(
+    a_card_without_an_architecture_loses_it_only_as_in_a_reply_of_format_1_3,
+    ["/card/architecture"],
+    |v| remove(v, "/card/architecture")
+);
+loses!(
+    an_architecture_spelled_as_a_name_loses_it_only,
+    ["/card/architecture"],
+    |v| set(v, "/card/architecture", json!("hopper"))
+);
+
+#[test]
+fn a_reply_of_format_1_3_without_an_architecture_reads_it_as_unknown() {
+    let read = edited(|v| {
+        set(v, "/format", json!("1.3"));
+        remove(v, "/card/architecture");
+    })
+    .unwrap();
+    assert_eq!(read.architecture(), None);
+    let lost: Vec<(String, Problem)> = read
+        .lost()
+        .iter()
+        .map(|lost| (lost.pointer.to_string(), lost.problem))
+        .collect();
+    assert_eq!(lost, [("/card/architecture".to_owned(), Problem::Absent)]);
+}
+
+#[test]
+fn a_negative_architecture_is_lost_as_out_of_range() {
+    let read = edited(|v| set(v, "/card/architecture", json!(-1))).unwrap();
+    let problems: Vec<Problem> = read.lost().iter().map(|lost| lost.problem).collect();
+    assert_eq!(problems, [Problem::OutOfRange]);
+}
+
+#[test]
+fn each_architecture_number_of_nvml_h_reads_as_its_architecture() {
+    use gpu_partition_types::{Architecture, CardArchitecture};
+    for (number, architecture) in [
+        (7, Architecture::Ampere),
+        (8, Architecture::Ada),
+        (9, Architecture::Hopper),
+        (10, Architecture::Blackwell),
+    ] {
+        let read = edited(|v| set(v, "/card/architecture", json!(number))).unwrap();
+        assert_eq!(
+            read.architecture(),
+            Some(CardArchitecture::Known(architecture))
+        );
+    }
+}
+
+#[test]
+fn an_architecture_a_later_nvml_adds_is_kept_with_its_number_and_written_back_unchanged() {
+    let read = edited(|v| set(v, "/card/architecture", json!(11))).unwrap();
+    let architecture = read.architecture().unwrap();
+    assert_eq!((architecture.known(), architecture.nvml()), (None, 11));
+    assert!(read.lost().is_empty(), "{:?}", read.lost());
+    let unknown: Vec<String> = read.unknown().iter().map(ToString::to_string).collect();
+    assert_eq!(unknown, ["/card/architecture"]);
+    let rewritten: serde_json::Value = serde_json::from_str(&read.to_json()).unwrap();
+    assert_eq!(rewritten["card"]["architecture"], json!(11));
+}
+
 #[test]
 fn a_board_without_a_serial_says_null_and_loses_nothing() {
     let read = edited(|v| set(v, "/card/serial", json_null())).unwrap();

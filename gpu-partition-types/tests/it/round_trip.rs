@@ -120,6 +120,7 @@ prop_compose! {
         kind in "[a-z_]{1,12}", message in text(),
         driver in option::of((text(), text())),
         card in option::of((option::of(text()), option::of(option::of(text())), option::of(text()))),
+        architecture in option::of(any::<u32>()),
         profiles in vec(profile(), 0..5),
         instances in vec(instance(), 0..5),
         vgpus in vec(vgpu(), 0..6),
@@ -159,6 +160,11 @@ prop_compose! {
                     |serial| Lenient::Read(serial.into()),
                 );
                 card.uuid = uuid.map_or_else(|| missing(card_at.clone().member("uuid")), Lenient::Read);
+                // Any number: the architectures known and those a later NVML adds.
+                card.architecture = architecture.map_or_else(
+                    || missing(card_at.clone().member("architecture")),
+                    |number| Lenient::Read(CardArchitecture::from_nvml(number)),
+                );
                 Lenient::Read(card)
             }
             None => missing(card_at),

@@ -287,15 +287,7 @@ impl Helper {
         format: FormatVersion,
         stdout_cap: usize,
     ) -> Result<(Reply, Duration), (ReadFailure, Duration)> {
-        let args = vec![
-            "read".into(),
-            "--device".into(),
-            device.to_string().into(),
-            "--format".into(),
-            format.major.to_string().into(),
-        ];
-        let what = format!("read --device {device}");
-        let mut spec = self.config.spec(args);
+        let (mut spec, what) = self.device_command("read", device, format);
         spec.limits.stdout = stdout_cap;
         let run = self.run_spec(spec, &what);
         if let Some(failure) = self.run_failure(&run, &what) {
@@ -344,15 +336,8 @@ impl Helper {
         format: FormatVersion,
         request: &ApplyRequest,
     ) -> Result<ApplyAnswer, ReadFailure> {
-        let args = vec![
-            "apply".into(),
-            "--device".into(),
-            device.to_string().into(),
-            "--format".into(),
-            format.major.to_string().into(),
-        ];
-        let what = format!("apply --device {device}");
-        let spec = self.config.spec(args).stdin(request.to_json());
+        let (spec, what) = self.device_command("apply", device, format);
+        let spec = spec.stdin(request.to_json());
         let run = self.run_spec(spec, &what);
         if let Some(failure) = self.run_failure(&run, &what) {
             return Err(failure);
@@ -465,6 +450,27 @@ impl Helper {
 
     fn run(&self, args: Vec<std::ffi::OsString>, what: &str) -> Run {
         self.run_spec(self.config.spec(args), what)
+    }
+
+    /// The run of the helper's `command` on `device` in `format`, and the words messages name
+    /// it by: `read` and `apply`, the commands about one device, are called alike.
+    fn device_command(
+        &self,
+        command: &str,
+        device: Bdf,
+        format: FormatVersion,
+    ) -> (run::RunSpec, String) {
+        let args = vec![
+            command.into(),
+            "--device".into(),
+            device.to_string().into(),
+            "--format".into(),
+            format.major.to_string().into(),
+        ];
+        (
+            self.config.spec(args),
+            format!("{command} --device {device}"),
+        )
     }
 
     fn run_spec(&self, spec: run::RunSpec, what: &str) -> Run {

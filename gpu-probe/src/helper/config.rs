@@ -76,21 +76,16 @@ impl HelperConfig {
         }
     }
 
-    /// Sets the deadline of one run.
-    pub fn deadline(mut self, deadline: Duration) -> Self {
-        self.deadline = deadline;
-        self
+    crate::setters! {
+        /// Sets the deadline of one run.
+        pub deadline: Duration,
+        /// Sets the output caps.
+        pub limits: OutputLimits,
     }
 
     /// Sets how many cards are read at once (at least 1).
     pub fn concurrency(mut self, concurrency: usize) -> Self {
         self.concurrency = concurrency.max(1);
-        self
-    }
-
-    /// Sets the output caps.
-    pub fn limits(mut self, limits: OutputLimits) -> Self {
-        self.limits = limits;
         self
     }
 

@@ -118,22 +118,13 @@ impl RunSpec {
         self
     }
 
-    /// Sets the output caps.
-    pub fn limits(mut self, limits: OutputLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// Sets the grace between SIGTERM and SIGKILL.
-    pub fn grace(mut self, grace: Duration) -> Self {
-        self.grace = grace;
-        self
-    }
-
-    /// Sets the bound on the wait for pipe EOF.
-    pub fn eof_grace(mut self, eof_grace: Duration) -> Self {
-        self.eof_grace = eof_grace;
-        self
+    crate::setters! {
+        /// Sets the output caps.
+        pub limits: OutputLimits,
+        /// Sets the grace between SIGTERM and SIGKILL.
+        pub grace: Duration,
+        /// Sets the bound on the wait for pipe EOF.
+        pub eof_grace: Duration,
     }
 
     /// The command line, for logs.

@@ -1,7 +1,9 @@
 //! The host GPU lock: a real `flock`, exclusive, with a bounded wait.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use gpu_host_probe::{Host, LockError};
+use crate::common;
+use gpu_host_probe::test_util::isolated_host;
+use gpu_host_probe::{Host, HostLock, LockError};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -13,26 +15,27 @@ fn host_of(dir: &Path, state: &str, sysfs: impl Into<PathBuf>) -> Host {
         .with_sysfs_root(sysfs)
 }
 
+/// A test's directory whose isolated host's lock is taken (held until it is dropped): where
+/// each test of a held lock starts.
+fn held_lock() -> (tempfile::TempDir, HostLock) {
+    let dir = tempfile::tempdir().unwrap();
+    let held = isolated_host(dir.path()).try_lock().unwrap();
+    (dir, held)
+}
+
 #[test]
 fn the_lock_creates_its_state_directory() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("a/b");
-    let lock = gpu_host_probe::test_util::isolated_host(&state)
-        .try_lock()
-        .unwrap();
+    let lock = isolated_host(&state).try_lock().unwrap();
     assert!(lock.path().starts_with(&state));
 }
 
 #[test]
 fn a_held_lock_is_busy_at_once_for_a_try_and_names_its_holder() {
-    let dir = tempfile::tempdir().unwrap();
-    let _held = gpu_host_probe::test_util::isolated_host(dir.path())
-        .try_lock()
-        .unwrap();
+    let (dir, _held) = held_lock();
     // A try never waits (its wait is zero by construction): it is busy, and names the holder.
-    let error = gpu_host_probe::test_util::isolated_host(dir.path())
-        .try_lock()
-        .unwrap_err();
+    let error = isolated_host(dir.path()).try_lock().unwrap_err();
     match error {
         LockError::Busy { holder, .. } => assert_eq!(holder, Some(std::process::id())),
         other => panic!("{other}"),
@@ -41,12 +44,9 @@ fn a_held_lock_is_busy_at_once_for_a_try_and_names_its_holder() {
 
 #[test]
 fn a_bounded_wait_gives_up_with_busy_after_its_bound() {
-    let dir = tempfile::tempdir().unwrap();
-    let _held = gpu_host_probe::test_util::isolated_host(dir.path())
-        .try_lock()
-        .unwrap();
+    let (dir, _held) = held_lock();
     let started = Instant::now();
-    let error = gpu_host_probe::test_util::isolated_host(dir.path())
+    let error = isolated_host(dir.path())
         .lock(Duration::from_millis(300))
         .unwrap_err();
     assert!(matches!(error, LockError::Busy { .. }));
@@ -56,16 +56,13 @@ fn a_bounded_wait_gives_up_with_busy_after_its_bound() {
 
 #[test]
 fn a_waiter_gets_the_lock_once_the_holder_lets_go() {
-    let dir = tempfile::tempdir().unwrap();
-    let held = gpu_host_probe::test_util::isolated_host(dir.path())
-        .try_lock()
-        .unwrap();
+    let (dir, held) = held_lock();
     let releaser = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(150));
         drop(held);
     });
     assert!(
-        gpu_host_probe::test_util::isolated_host(dir.path())
+        isolated_host(dir.path())
             .lock(Duration::from_secs(5))
             .is_ok()
     );
@@ -74,10 +71,7 @@ fn a_waiter_gets_the_lock_once_the_holder_lets_go() {
 
 #[test]
 fn the_lock_is_held_across_processes() {
-    let dir = tempfile::tempdir().unwrap();
-    let _held = gpu_host_probe::test_util::isolated_host(dir.path())
-        .try_lock()
-        .unwrap();
+    let (dir, _held) = held_lock();
     // flock(1) from util-linux, a separate process, cannot take it without waiting.
     let status = std::process::Command::new("flock")
         .args(["--nonblock", "--conflict-exit-code", "9"])
@@ -97,15 +91,7 @@ fn two_hosts_of_one_machine_with_different_state_directories_meet_at_one_lock() 
     let first = host_of(dir.path(), "toolstack", &machine);
     let second = host_of(dir.path(), "mxctl", &machine);
     let held = first.try_lock().unwrap();
-    match second.try_lock().unwrap_err() {
-        LockError::MachineBusy {
-            holder, state_dir, ..
-        } => {
-            assert_eq!(holder, Some(std::process::id()));
-            assert_eq!(state_dir.as_deref(), Some(first.state_dir()));
-        }
-        other => panic!("{other}"),
-    }
+    common::assert_machine_busy_for(&second, &first);
     let said = second.try_lock().unwrap_err().to_string();
     assert!(said.contains("the GPUs of this machine"), "{said}");
     assert!(said.contains("toolstack"), "{said}");
@@ -184,7 +170,7 @@ fn a_machine_lock_is_named_after_its_sysfs_root_as_systemd_escapes_a_path() {
 #[test]
 fn a_wait_for_a_held_lock_ends_when_it_is_cancelled() {
     let dir = tempfile::tempdir().unwrap();
-    let host = gpu_host_probe::test_util::isolated_host(dir.path());
+    let host = isolated_host(dir.path());
     let _held = host.try_lock().unwrap();
     let cancel = gpu_host_probe::Cancel::new();
     let waited = std::thread::scope(|scope| {

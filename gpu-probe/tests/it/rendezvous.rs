@@ -4,6 +4,7 @@
 //! (`test_util::machine_host`), so nothing touches the machine's own locks.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common;
 use gpu_host_probe::test_util::machine_host;
 use gpu_host_probe::{Host, Ledger, LockError, Since, Writer, machine_lock_path};
 use gpu_partition_types::Bdf;
@@ -29,6 +30,13 @@ fn record_a_write(host: &Host) -> gpu_host_probe::WriteMark {
     let lock = host.try_lock().unwrap();
     lock.record_write(&[CARD], Writer::HelperApply).unwrap();
     before
+}
+
+/// Whether `reader` tells a write `writer` records to [`CARD`] (under `writer`'s lock, so none
+/// may be held): the two hosts meet at one record of writes.
+fn sees_a_write_of(reader: &Host, writer: &Host) -> bool {
+    let mark = record_a_write(writer);
+    matches!(reader.now().writes.since(&mark, &[CARD]), Since::Written(_))
 }
 
 #[test]
@@ -108,11 +116,7 @@ fn every_host_of_the_machines_sysfs_meets_at_one_lock_and_one_record_however_it_
         Since::Written(found) => assert_eq!(found[0].device, Some(CARD)),
         other => panic!("{other:?}"),
     }
-    let mark = record_a_write(&mxctl);
-    assert!(matches!(
-        toolstack.now().writes.since(&mark, &[CARD]),
-        Since::Written(_)
-    ));
+    assert!(sees_a_write_of(&toolstack, &mxctl));
 }
 
 #[test]
@@ -150,21 +154,9 @@ fn a_container_naming_the_hosts_directory_mounted_elsewhere_meets_the_hosts_proc
     .with_machine_lock_dir(&mounted);
 
     let held = mxctl.try_lock().unwrap();
-    match toolstack.try_lock().unwrap_err() {
-        LockError::MachineBusy {
-            holder, state_dir, ..
-        } => {
-            assert_eq!(holder, Some(std::process::id()));
-            assert_eq!(state_dir.as_deref(), Some(mxctl.state_dir()));
-        }
-        other => panic!("{other}"),
-    }
+    common::assert_machine_busy_for(&toolstack, &mxctl);
     drop(held);
-    let mark = record_a_write(&mxctl);
-    assert!(matches!(
-        toolstack.now().writes.since(&mark, &[CARD]),
-        Since::Written(_)
-    ));
+    assert!(sees_a_write_of(&toolstack, &mxctl));
     let held = toolstack.try_lock().unwrap();
     assert!(mxctl.try_lock().unwrap_err().is_busy());
     drop(held);
@@ -203,11 +195,7 @@ fn a_built_trees_machine_lock_is_kept_beside_it_where_its_hosts_meet() {
         LockError::MachineBusy { .. }
     ));
     drop(held);
-    let mark = record_a_write(&first);
-    assert!(matches!(
-        second.now().writes.since(&mark, &[CARD]),
-        Since::Written(_)
-    ));
+    assert!(sees_a_write_of(&second, &first));
 }
 
 #[test]

@@ -142,8 +142,17 @@ impl FakeAmdgpu {
             .collect()
     }
 
-    /// Logs `what`, with the errno that refused it.
-    fn logged<T>(&mut self, what: String, answer: Result<T, Errno>) -> Result<T, Errno> {
+    /// `text` written by `write` to the file `name` of the GPU at `bdf`, logged with the errno
+    /// that refused it (each partition file's write is logged alike).
+    fn logged_write(
+        &mut self,
+        name: &str,
+        bdf: &str,
+        text: &str,
+        write: fn(&mut Self, &str, &str) -> Result<(), Errno>,
+    ) -> Result<(), Errno> {
+        let answer = write(self, bdf, text);
+        let what = format!("{name} {bdf} {}", text.trim_end());
         match &answer {
             Ok(_) => self.log.push(what),
             Err(errno) => self.log.push(format!("{what} {errno:?}")),
@@ -153,30 +162,37 @@ impl FakeAmdgpu {
 
     /// `text` written to `current_compute_partition` of the GPU at `bdf` (logged).
     pub fn write_compute(&mut self, bdf: &str, text: &str) -> Result<(), Errno> {
-        let answer = self.compute_written(bdf, text);
-        self.logged(
-            format!("current_compute_partition {bdf} {}", text.trim_end()),
-            answer,
+        self.logged_write(
+            "current_compute_partition",
+            bdf,
+            text,
+            Self::compute_written,
         )
     }
 
     /// `text` written to `current_memory_partition` of the GPU at `bdf` (logged): a request for
     /// its hive.
     pub fn write_memory(&mut self, bdf: &str, text: &str) -> Result<(), Errno> {
-        let answer = self.memory_written(bdf, text);
-        self.logged(
-            format!("current_memory_partition {bdf} {}", text.trim_end()),
-            answer,
-        )
+        self.logged_write("current_memory_partition", bdf, text, Self::memory_written)
+    }
+
+    /// Where the GPU at `bdf` is, and the mode `text` names, as amdgpu checks both files' writes
+    /// first: no such GPU `ENODEV`, a GPU in reset `EPERM`, no mode of `T` `EINVAL`.
+    fn written_mode<T: gpu_partition_types::Token>(
+        &self,
+        bdf: &str,
+        text: &str,
+    ) -> Result<(usize, T), Errno> {
+        let at = self.at(bdf)?;
+        if self.gpus[at].in_reset {
+            return Err(Errno::EPERM);
+        }
+        Ok((at, matched(text).ok_or(Errno::EINVAL)?))
     }
 
     fn compute_written(&mut self, bdf: &str, text: &str) -> Result<(), Errno> {
-        let at = self.at(bdf)?;
+        let (at, mode) = self.written_mode::<ComputePartition>(bdf, text)?;
         let gpu = &self.gpus[at];
-        if gpu.in_reset {
-            return Err(Errno::EPERM);
-        }
-        let mode: ComputePartition = matched(text).ok_or(Errno::EINVAL)?;
         if !Self::available_compute(gpu).contains(&mode) {
             return Err(Errno::EINVAL);
         }
@@ -191,12 +207,8 @@ impl FakeAmdgpu {
     }
 
     fn memory_written(&mut self, bdf: &str, text: &str) -> Result<(), Errno> {
-        let at = self.at(bdf)?;
+        let (at, mode) = self.written_mode::<MemoryPartition>(bdf, text)?;
         let gpu = &self.gpus[at];
-        if gpu.in_reset {
-            return Err(Errno::EPERM);
-        }
-        let mode: MemoryPartition = matched(text).ok_or(Errno::EINVAL)?;
         if !gpu.part.memory_offered.contains(&mode) {
             return Err(Errno::EINVAL);
         }

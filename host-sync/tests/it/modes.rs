@@ -284,13 +284,15 @@ fn a_gpu_stored_as_host_is_ours_and_only_the_others_are_not_ours() {
         "0000:3b:00.0".parse().unwrap(),
         "0000:3c:00.0".parse().unwrap(),
     );
-    state.ownership.insert(ours, host_sync::Ownership::Host);
     state
         .ownership
-        .insert(theirs, host_sync::Ownership::External);
+        .insert(ours, gpu_host_probe::Ownership::Host);
+    state
+        .ownership
+        .insert(theirs, gpu_host_probe::Ownership::External);
     assert_eq!(
         state.not_ours().into_iter().collect::<Vec<_>>(),
-        [(theirs, host_sync::Ownership::External)]
+        [(theirs, gpu_host_probe::Ownership::External)]
     );
-    assert_eq!(state.ownership_of(ours), host_sync::Ownership::Host);
+    assert_eq!(state.ownership_of(ours), gpu_host_probe::Ownership::Host);
 }

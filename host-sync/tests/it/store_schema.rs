@@ -8,7 +8,7 @@ use host_sync::{FileStore, HostState, StateStore};
 
 /// The members of a state file at each schema: a member added to `HostState` without its
 /// schema moving fails here (an older version would read the newer file and drop it).
-const MEMBERS: [(u32, &[&str]); 9] = [
+const MEMBERS: [(u32, &[&str]); 11] = [
     (
         1,
         &[
@@ -38,6 +38,10 @@ const MEMBERS: [(u32, &[&str]); 9] = [
     // Members of a declared GPU (`owners`) and of a row (`owner`), none at the top.
     (8, &[]),
     (9, &["ownership"]),
+    // A member of a GPU record (`architecture`), none at the top.
+    (10, &[]),
+    // A member of a GPU record's division (`unadmitted`), none at the top.
+    (11, &[]),
 ];
 
 #[test]
@@ -61,7 +65,7 @@ fn the_schema_moves_with_the_members_of_the_state() {
     state.restored_at_boot = Some(host_sync::BootRestore::new(host_sync::Boot::default(), 4));
     state.ownership.insert(
         "0000:3c:00.0".parse().unwrap(),
-        host_sync::Ownership::Dynamic,
+        gpu_host_probe::Ownership::Dynamic,
     );
     state.gpus.insert(
         "0000:3b:00.0".parse().unwrap(),
@@ -98,7 +102,7 @@ fn the_schema_moves_with_the_members_of_the_state() {
 /// state without the schema moving fails here, naming it, as one removed does. Walked over
 /// every state of the conformance suite, which between them set every member.
 const NESTED: (u32, &[&str]) = (
-    9,
+    11,
     &[
         "boot_id",
         "boot_time",
@@ -211,6 +215,7 @@ const NESTED: (u32, &[&str]) = (
         "gpus.*.amd.requested.boot_id",
         "gpus.*.amd.requested.boot_time",
         "gpus.*.amd.requested.mode",
+        "gpus.*.architecture",
         "gpus.*.device",
         "declared.gpus.*.owners",
         "declared.gpus.*.owners[].owner",
@@ -244,6 +249,11 @@ const NESTED: (u32, &[&str]) = (
         "gpus.*.division.partitions[].slot.index",
         "gpus.*.division.partitions[].slot.kind",
         "gpus.*.division.read_at",
+        "gpus.*.division.unadmitted",
+        "gpus.*.division.unadmitted[].placement",
+        "gpus.*.division.unadmitted[].placement.size",
+        "gpus.*.division.unadmitted[].placement.start",
+        "gpus.*.division.unadmitted[].profile_id",
         "gpus.*.division.unread",
         "gpus.*.division.unread.at",
         "gpus.*.division.unread.why",
@@ -479,4 +489,35 @@ fn a_file_of_schema_0_is_not_a_state_of_ours_and_is_refused_as_it_is() {
         std::fs::read_to_string(dir.path().join("state.json")).unwrap(),
         text
     );
+}
+
+#[test]
+fn a_file_of_schema_9_reads_with_no_architecture_known_until_the_next_read() {
+    let text = r#"{"schema": 9, "status": "active", "reason": "ready", "boot_id": "5a3c",
+      "gpus": {"0000:3b:00.0": {"vendor": "10de", "device": "2335", "driver": "nvidia",
+        "partition_mode": "enabled", "reason": "", "last_read": "enabled"}}}"#;
+    let state = HostState::from_json(text.as_bytes()).unwrap();
+    assert_eq!(state.schema, host_sync::SCHEMA);
+    assert_eq!(
+        state.gpus[&"0000:3b:00.0".parse().unwrap()].architecture,
+        None
+    );
+}
+
+#[test]
+fn an_architecture_is_kept_as_nvml_s_number_known_or_not() {
+    let text = r#"{"schema": 10, "status": "active", "reason": "ready", "boot_id": "5a3c",
+      "gpus": {"0000:3b:00.0": {"vendor": "10de", "device": "2335", "driver": "nvidia",
+        "partition_mode": "enabled", "reason": "", "architecture": 9},
+               "0000:3c:00.0": {"vendor": "10de", "device": "2335", "driver": "nvidia",
+        "partition_mode": "enabled", "reason": "", "architecture": 13}}}"#;
+    let state = HostState::from_json(text.as_bytes()).unwrap();
+    let architecture = |bdf: &str| state.gpus[&bdf.parse().unwrap()].architecture;
+    assert_eq!(
+        architecture("0000:3b:00.0"),
+        Some(gpu_partition_types::Architecture::Hopper.into())
+    );
+    assert_eq!(architecture("0000:3c:00.0").map(|a| a.nvml()), Some(13));
+    let written = serde_json::to_value(&state).unwrap();
+    assert_eq!(written["gpus"]["0000:3c:00.0"]["architecture"], 13);
 }

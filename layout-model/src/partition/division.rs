@@ -58,6 +58,11 @@ pub struct Division {
     /// The first read since that did not read them; `None` while the last read did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unread: Option<Unread>,
+    /// The GPU instances its declaration places that the card, as read, no longer admits at
+    /// their placements ([`super::unadmitted`]): re-making the division needs a reset. Empty
+    /// where it admits them all (and for a GPU whose division is not placed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unadmitted: Vec<crate::want::Placed>,
 }
 
 /// Why a GPU's division as last read may no longer be what the GPU holds.
@@ -155,6 +160,7 @@ impl Division {
             boot: now.boot.clone(),
             writes: now.writes.mark(),
             unread: None,
+            unadmitted: Vec::new(),
         }
     }
 

@@ -10,6 +10,7 @@
 //! of one profile on one GPU, counted from 0 in slot order (GPU instances by placement start,
 //! VFs and AMD partitions by index).
 
+mod admitted;
 mod division;
 
 use crate::amd::{AmdDeclared, partitions};
@@ -23,6 +24,7 @@ use gpu_partition_types::{Placement, Reply, VgpuTypeId};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+pub use admitted::unadmitted;
 pub use division::{Division, Stale, StaleKind, Unread};
 
 /// Where a partition sits on its GPU: the ID a vendor's tools name it by.
@@ -216,7 +218,8 @@ impl Partition {
 /// An NVIDIA GPU's partitions: its GPU instances (none with MIG off), each with its compute
 /// instances, then the vGPU on each of its virtual functions (`vfs`: `None` or unreadable, none
 /// listed), each recorded where `declared` names it (a GPU instance by profile and placement;
-/// one declared by count only, the first of its profile up to the count; a vGPU by VF and type).
+/// one declared by count only, the first of its profile up to the count; a vGPU by VF and type);
+/// a recorded vGPU's owner is the owner of the GPU instance it sits on.
 pub fn nvidia(
     card: &Card,
     reply: &Reply,
@@ -267,6 +270,14 @@ pub fn nvidia(
             .cloned();
         found.push(partition);
     }
+    // A vGPU's owner is its GPU instance's: one partition, made and destroyed together.
+    let owners: std::collections::BTreeMap<u32, Owner> = found
+        .iter()
+        .filter_map(|partition| match (&partition.slot, &partition.owner) {
+            (Slot::GpuInstance { id }, Some(owner)) => Some((*id, owner.clone())),
+            _ => None,
+        })
+        .collect();
     if let Some(VfsRead::Read(vfs)) = vfs {
         let name_of = |type_id: VgpuTypeId| {
             reply
@@ -302,6 +313,10 @@ pub fn nvidia(
                 origin(recorded),
             );
             partition.on = vf.gpu_instance;
+            partition.owner = vf
+                .gpu_instance
+                .filter(|_| recorded)
+                .and_then(|id| owners.get(&id).cloned());
             found.push(partition);
         }
     }

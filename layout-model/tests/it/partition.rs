@@ -333,3 +333,56 @@ fn a_read_that_lost_a_profiles_name_keeps_the_generation() {
     }
     assert_eq!(read(Some(&first), nameless, &now).generation, 1);
 }
+
+/// The balanced layout declared, unnamed instances as `unnamed` says.
+fn balanced_declared(unnamed: layout_model::Unnamed) -> NvidiaDeclared {
+    NvidiaDeclared::new(&balanced_placed().unnamed(unnamed), Board::default())
+}
+
+fn unadmitted_on(card: &TestCard, declared: &NvidiaDeclared) -> Vec<layout_model::Placed> {
+    layout_model::partition::unadmitted(&Card::of(&card.reply()).unwrap(), declared)
+}
+
+#[test]
+fn a_card_that_holds_its_declared_division_or_none_of_it_admits_it() {
+    let declared = balanced_declared(layout_model::Unnamed::Match);
+    assert!(unadmitted_on(&TestCard::on(balanced()), &declared).is_empty());
+    // After a reboot: nothing held, all of it can be made again.
+    assert!(unadmitted_on(&TestCard::on(Vec::new()), &declared).is_empty());
+}
+
+#[test]
+fn an_instance_nobody_declared_in_the_way_is_not_a_reason_to_reset_matched_or_adopted() {
+    // A 3g.20gb at 0 sits where the 1g.5gb at 0 and 1 and the 2g.10gb at 2 are declared: a
+    // restore destroys it (matched), or refuses (adopted: never destroyed, and a reset would).
+    let card = TestCard::on(vec![Gi::new(8, 9, 0)]);
+    for unnamed in [layout_model::Unnamed::Match, layout_model::Unnamed::Adopt] {
+        let declared = balanced_declared(unnamed);
+        assert!(unadmitted_on(&card, &declared).is_empty(), "{unnamed}");
+    }
+}
+
+#[test]
+fn a_placement_the_card_no_longer_lists_is_not_admitted() {
+    let card = TestCard::on(Vec::new());
+    let mut json = card.json();
+    // The card lists the 3g.20gb at 0 only now.
+    json["profiles"][2]["placements"] = serde_json::json!([{"start": 0, "size": 4}]);
+    let reply = crate::common::reply_of(&json);
+    let declared = balanced_declared(layout_model::Unnamed::Match);
+    let refused = layout_model::partition::unadmitted(&Card::of(&reply).unwrap(), &declared);
+    assert_eq!(
+        refused,
+        [layout_model::Placed::new(9, Placement::new(4, 4))]
+    );
+}
+
+#[test]
+fn a_card_with_mig_off_now_or_a_declaration_by_counts_says_nothing_is_unadmitted() {
+    let mut off = TestCard::on(Vec::new());
+    off.current = false;
+    let declared = balanced_declared(layout_model::Unnamed::Match);
+    assert!(unadmitted_on(&off, &declared).is_empty());
+    let counted = NvidiaDeclared::new(&crate::common::balanced_counted(), Board::default());
+    assert!(unadmitted_on(&TestCard::on(vec![Gi::new(8, 0, 0)]), &counted).is_empty());
+}

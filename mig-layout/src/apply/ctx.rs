@@ -36,7 +36,7 @@ pub(super) struct Shared<'a> {
     pub clock: &'a dyn Clock,
     /// Who owns each GPU that is not ours, as stored under the lock: nothing of the apply may
     /// write or reset it (an NVLink peer a reset takes, a GPU a driver reload takes).
-    pub not_ours: &'a std::collections::BTreeMap<Bdf, host_sync::Ownership>,
+    pub not_ours: &'a std::collections::BTreeMap<Bdf, gpu_host_probe::Ownership>,
 }
 
 impl Shared<'_> {

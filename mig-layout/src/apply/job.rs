@@ -159,7 +159,7 @@ fn declared_spec<'n>(
 /// The vGPU job a declared NVIDIA GPU's VFs are restored by: none where they are not declared;
 /// a leave where they are declared off; each type on its declared VF; by counts for a
 /// declaration of an earlier schema, which named no VF.
-fn declared_vgpu_job(
+pub(super) fn declared_vgpu_job(
     device: Bdf,
     vgpu: Option<&VgpuDeclared>,
 ) -> Result<Option<VgpuJob>, ApplyError> {
@@ -368,7 +368,7 @@ pub(super) struct NotOurs {
     /// The GPU.
     pub device: Bdf,
     /// Who owns it.
-    pub ownership: host_sync::Ownership,
+    pub ownership: gpu_host_probe::Ownership,
 }
 
 impl NotOurs {
@@ -386,7 +386,7 @@ impl NotOurs {
 
 impl Job {
     /// Its GPUs that are not ours (`owned_by`: each GPU's ownership, absent: ours).
-    fn not_ours(&self, owned_by: &BTreeMap<Bdf, host_sync::Ownership>) -> Vec<NotOurs> {
+    fn not_ours(&self, owned_by: &BTreeMap<Bdf, gpu_host_probe::Ownership>) -> Vec<NotOurs> {
         self.wanted
             .iter()
             .map(|w| w.gpu.bdf)
@@ -404,7 +404,7 @@ impl Job {
     /// The first of its GPUs not ours that the caller named (`named`): the job is refused.
     pub fn names_not_ours(
         &self,
-        owned_by: &BTreeMap<Bdf, host_sync::Ownership>,
+        owned_by: &BTreeMap<Bdf, gpu_host_probe::Ownership>,
         named: &[Bdf],
     ) -> Option<NotOurs> {
         self.not_ours(owned_by)
@@ -413,7 +413,10 @@ impl Job {
     }
 
     /// The job without its GPUs that are not ours, and those left out.
-    pub fn ours(mut self, owned_by: &BTreeMap<Bdf, host_sync::Ownership>) -> (Job, Vec<NotOurs>) {
+    pub fn ours(
+        mut self,
+        owned_by: &BTreeMap<Bdf, gpu_host_probe::Ownership>,
+    ) -> (Job, Vec<NotOurs>) {
         let left = self.not_ours(owned_by);
         self.wanted
             .retain(|w| !left.iter().any(|not| not.device == w.gpu.bdf));

@@ -15,6 +15,7 @@ use super::side::Side;
 use super::writes::{self, Write};
 use crate::report::{ApplyOutcome, ApplyReason, ApplyWarning, Draft, End};
 use gpu_host_probe::HostLock;
+use gpu_partition_types::Bdf;
 use host_sync::{ApplyEnd, Direction};
 
 /// Which way the sides go: into partitioning when a side divides a GPU (MIG on, vGPUs, an AMD
@@ -28,11 +29,12 @@ fn direction(sides: &[Box<dyn Side + '_>]) -> Direction {
 }
 
 /// What ends the apply before any card is read: a failed `apply-start` hook, a GPU divided with
-/// the pool off, a layout that names no GPU of this host; `None` when it goes on.
+/// the pool off, a layout that names no GPU of this host (or only GPUs not ours, `left_out`);
+/// `None` when it goes on.
 fn before_reading(
     options: &ApplyOptions,
     env: &HookEnv,
-    (sides, restore): (&[Box<dyn Side + '_>], bool),
+    (sides, restore, left_out): (&[Box<dyn Side + '_>], bool, &[Bdf]),
     draft: &mut Draft,
 ) -> Option<End> {
     if !options.dry_run {
@@ -47,10 +49,20 @@ fn before_reading(
         ));
     }
     if sides.iter().all(|side| side.devices().is_empty()) {
-        let what = if restore {
-            "no GPU the host is declared to have is on it, bound to its vendor's driver"
-        } else {
-            "the layout names no GPU of this host"
+        let what = match (left_out, restore) {
+            ([], true) => {
+                "no GPU the host is declared to have is on it, bound to its vendor's driver"
+                    .to_owned()
+            }
+            ([], false) => "the layout names no GPU of this host".to_owned(),
+            (left_out, _) => format!(
+                "every GPU it names is not ours ({}: their ownership is another agent's)",
+                left_out
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         };
         return Some(End::new(
             ApplyOutcome::NothingNamed,
@@ -122,12 +134,14 @@ pub(super) fn run_locked_keeping<'a>(
         .load()?
         .map(|state| state.not_ours())
         .unwrap_or_default();
+    let mut left_out = Vec::new();
     let (job, not_ours) = match job.names_not_ours(&owned_by, &options.devices) {
         // Refused: the job is kept whole (the record says which way it went), and nothing of
         // it runs.
         Some(not) => (job, Some(not.blocked())),
         None => {
             let (job, left) = job.ours(&owned_by);
+            left_out.extend(left.iter().map(|not| not.device));
             draft
                 .warnings
                 .extend(left.into_iter().map(|not| ApplyWarning::NotOurs {
@@ -138,6 +152,11 @@ pub(super) fn run_locked_keeping<'a>(
         }
     };
     programs_for_host(host, helper, (&vgpu, &amd), &job)?;
+    // Every reset of the apply spares the GPUs not ours (warm-reset blocks a group that takes
+    // one), whatever the caller's `ResetWith` said.
+    reset
+        .not_ours
+        .extend(owned_by.iter().map(|(device, owner)| (*device, *owner)));
     let clock = reset.clock_or_real();
     // Every run of the helper ends when the caller cancels (the closing sync's too); the one read
     // that settles what a batch without an answer did runs without it.
@@ -161,7 +180,9 @@ pub(super) fn run_locked_keeping<'a>(
             observe(&progress);
         }
     };
-    let end = match not_ours.or_else(|| before_reading(options, &env, (&sides, restore), draft)) {
+    let end = match not_ours
+        .or_else(|| before_reading(options, &env, (&sides, restore, &left_out), draft))
+    {
         Some(end) => end,
         None => {
             let mut ctx = Ctx {

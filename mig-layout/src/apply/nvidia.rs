@@ -131,6 +131,22 @@ impl Side for NvidiaSide {
         }
     }
 
+    fn resets(&self) -> Vec<Bdf> {
+        self.cards
+            .iter()
+            // A mode change waits for a reset where the architecture says so (Ampere), or
+            // may where it is not known; from Hopper on it takes effect at once
+            // (`layout_model::AfterRestart`, with its sources).
+            .filter(|gpu| {
+                let at_once = layout_model::AfterRestart::of(gpu.reply.architecture())
+                    .enabling_mig_needs_reset
+                    == layout_model::MigEnableReset::NotNeeded;
+                gpu.needs_reset || (gpu.first.set_mode.is_some() && !at_once)
+            })
+            .map(|gpu| gpu.report.device)
+            .collect()
+    }
+
     fn run(&mut self, ctx: &mut Ctx<'_, '_>, on: &mut Writing<'_, '_>) -> Result<(), ApplyError> {
         if !self.cards.is_empty() {
             phases::run(ctx, on.reset, &mut self.cards, &mut on.draft.resets);

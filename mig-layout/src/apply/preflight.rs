@@ -10,7 +10,7 @@ use super::gpu::GpuVgpu;
 use super::vgpu;
 use crate::plan::{Impossible, plan};
 use crate::report::{ApplyReason, ApplyWarning, GpuReport, GpuWork, NvidiaWork};
-use crate::select::{HostGpu, Wanted};
+use crate::select::{HostGpu, VgpuJob, Wanted};
 use crate::vgpu::VgpuStep;
 use gpu_host_probe::chain::Chain;
 use gpu_host_probe::helper::{CardRead, ReadFailure};
@@ -182,7 +182,14 @@ fn check(
                     );
                     return Checked::Refused(Box::new(report), why, None);
                 }
-                wanted.want = planned.want;
+                // A restore (or one partition) keeps the placements its declaration gives,
+                // so each GPU instance, with its owner, comes back where it was; an apply
+                // takes the layout its vGPUs need, anywhere it fits.
+                let placed =
+                    matches!(job, VgpuJob::Restore { .. }) && wanted.want.placements.is_some();
+                if !placed {
+                    wanted.want = planned.want;
+                }
                 work.vgpu_plan = planned.vgpu.steps.clone();
                 vgpu_side = planned.vgpu;
             }
@@ -214,7 +221,8 @@ fn check(
         work.plan = planned.describe(card);
         work.adopted = adopted(card, &planned);
     }
-    let wipes = vgpu_side.has(&VgpuStep::DisableVfs);
+    // `sriov-manage` wipes every GPU instance, enabling the VFs as disabling them.
+    let wipes = vgpu_side.has(&VgpuStep::DisableVfs) || vgpu_side.has(&VgpuStep::EnableVfs);
     if let Some(why) = card
         .as_ref()
         .and_then(|card| owned_destroyed(card, &planned, wipes, owned, released))

@@ -13,6 +13,7 @@
 
 use super::Progress;
 use super::ctx::{Ctx, Shared, Stop};
+use crate::report::End;
 use crate::report::{ApplyOutcome, ApplyReason};
 use gpu_host_probe::Clock;
 use gpu_host_probe::HostLock;
@@ -51,6 +52,47 @@ fn run(
     dry_run: bool,
 ) -> Result<ResetReport, ExecuteError> {
     with.execute(target, dry_run, lock)
+}
+
+/// Before any write: the first GPU of `due` (those the plan may reset) whose reset group, as
+/// warm-reset's dry run resolves it, takes a GPU that is not ours — an NVLink peer another
+/// agent owns: the apply is blocked (`gpu_not_ours`), nothing written; so is one whose dry run
+/// cannot run (`reset_blocked`). Only asked while `with` spares some GPU.
+pub(super) fn takes_one_not_ours(
+    shared: &Shared<'_>,
+    with: &mut ResetWith<'_>,
+    due: &[Bdf],
+) -> Option<End> {
+    // warm-reset holds the rule (the run spares `with.not_ours`): its dry run says so.
+    if with.not_ours.is_empty() {
+        return None;
+    }
+    for device in due {
+        // A dry run that cannot run tells no group: nothing is written rather than risk it.
+        let dry = match run(shared.lock, with, &ResetTarget::device(*device), true) {
+            Ok(dry) => dry,
+            Err(error) => {
+                return Some(End::blocked(
+                    ApplyReason::ResetBlocked,
+                    format!(
+                        "{device}: what its reset would take with it cannot be told ({}), and a \
+                         GPU of the host is not ours: nothing is written",
+                        gpu_host_probe::chain::Chain(&error)
+                    ),
+                ));
+            }
+        };
+        if dry.outcome == ResetOutcome::Blocked(BlockedReason::GpuNotOurs) {
+            return Some(End::blocked(
+                ApplyReason::GpuNotOurs,
+                format!(
+                    "{device}: {} (its mode change may wait for that reset: nothing is written)",
+                    dry.detail
+                ),
+            ));
+        }
+    }
+    None
 }
 
 /// How a batch of resets ended: the GPUs it touched (reset, or verified after an earlier
@@ -298,6 +340,9 @@ fn blocked_stop(lock: &HostLock, device: Bdf, reason: BlockedReason, detail: &st
             detail: format!("{device}: {detail}"),
             failure: None,
         },
+        None if reason == BlockedReason::GpuNotOurs => {
+            Stop::failed(ApplyReason::GpuNotOurs, format!("{device}: {detail}"))
+        }
         None => Stop::failed(
             ApplyReason::ResetBlocked,
             format!("{device}: the warm reset is blocked ({reason}): {detail}"),
@@ -306,18 +351,10 @@ fn blocked_stop(lock: &HostLock, device: Bdf, reason: BlockedReason, detail: &st
 }
 
 /// The refusal of `device`'s reset when its group takes an NVLink peer the apply does not name
-/// that is not ours, carries GPU instances (they would be lost), or could not be read.
+/// that carries GPU instances (they would be lost), or could not be read. (A peer not ours is
+/// warm-reset's to refuse: the run spares it.)
 fn busy_peer(shared: &Shared<'_>, device: Bdf, group: &[Bdf], in_apply: &[Bdf]) -> Option<Stop> {
     for peer in group.iter().filter(|peer| !in_apply.contains(peer)) {
-        if let Some(ownership) = shared.not_ours.get(peer) {
-            return Some(Stop::failed(
-                ApplyReason::GpuNotOurs,
-                format!(
-                    "{device}: its reset also resets its NVLink peer {peer}, which is not ours \
-                     (ownership {ownership}): it is not reset"
-                ),
-            ));
-        }
         let carries = shared
             .format()
             .ok()

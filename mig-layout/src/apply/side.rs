@@ -76,6 +76,12 @@ pub(super) trait Side {
     /// The pre-hooks its plan makes due.
     fn due(&self) -> Due;
 
+    /// The GPUs its plan may reset (a mode change the card may keep pending until a reset),
+    /// for the reset's group to be checked before any write.
+    fn resets(&self) -> Vec<Bdf> {
+        Vec::new()
+    }
+
     /// Its writes, then the read-back of every GPU that did not stop (a GPU that stops keeps
     /// its stop; the others go on).
     fn run(&mut self, ctx: &mut Ctx<'_, '_>, on: &mut Writing<'_, '_>) -> Result<(), ApplyError>;

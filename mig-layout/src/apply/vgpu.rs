@@ -11,8 +11,8 @@
 //! 4. before the creates: `sriov-manage -e` where the VFs must come (it wipes every GPU
 //!    instance, so the instances are planned after it), the card read again;
 //! 5. the GPU instances (the MIG executor, re-planned from the card as it is now);
-//! 6. the type writes (cleared ones first), each read back, then every VF read back against
-//!    the spec.
+//! 6. the type writes, each read back, then every VF read back against the spec; the types that
+//!    go were cleared first, in step 2, as the GPU instances they sit on may go in step 3.
 
 use super::Progress;
 use super::ctx::{Shared, Stop};
@@ -257,13 +257,18 @@ fn type_write_stop(shared: &Shared<'_>, error: &TypeWriteError) -> Stop {
     stop
 }
 
-/// Before the GPU's first batch: the VFs disabled where the plan says, and the MIG plan made
-/// anew from the card as `sriov-manage -d` left it.
+/// Before the GPU's first batch: the types that go cleared, the VFs disabled where the plan
+/// says, and the MIG plan made anew from the card as `sriov-manage -d` left it.
 pub(super) fn before_first_batch(
     shared: &Shared<'_>,
     say: &dyn Fn(Progress),
     gpu: &mut Gpu,
 ) -> Result<(), Stop> {
+    // The types that go, cleared before any GPU instance is destroyed (the driver keeps a
+    // GPU instance a vGPU sits on); a plan that clears keeps its VFs.
+    type_writes(shared, say, gpu, |step| {
+        matches!(step, VgpuStep::ClearType { .. })
+    })?;
     if !gpu.vgpu.has(&VgpuStep::DisableVfs) {
         return Ok(());
     }
@@ -303,24 +308,32 @@ pub(super) fn before_creates(
     Ok(())
 }
 
-/// After the GPU instances: each type cleared, then written, each read back; then every VF read
-/// back against the spec.
+/// After the GPU instances: each type written, each read back; then every VF read back against
+/// the spec. (The clears ran before the first batch.)
 pub(super) fn after_creates(
     shared: &Shared<'_>,
     say: &dyn Fn(Progress),
     gpu: &mut Gpu,
+) -> Result<(), Stop> {
+    type_writes(shared, say, gpu, |step| {
+        matches!(step, VgpuStep::WriteType { .. })
+    })?;
+    read_back(shared, gpu)
+}
+
+/// The plan's type writes that `which` picks, in order, each read back by the writer.
+fn type_writes(
+    shared: &Shared<'_>,
+    say: &dyn Fn(Progress),
+    gpu: &mut Gpu,
+    which: fn(&VgpuStep) -> bool,
 ) -> Result<(), Stop> {
     let device = gpu.report.device;
     let writes: Vec<VgpuStep> = gpu
         .vgpu
         .steps
         .iter()
-        .filter(|step| {
-            matches!(
-                step,
-                VgpuStep::ClearType { .. } | VgpuStep::WriteType { .. }
-            )
-        })
+        .filter(|step| which(step))
         .cloned()
         .collect();
     for step in writes {
@@ -344,7 +357,7 @@ pub(super) fn after_creates(
         gpu.work.vgpu_done.push(step.clone());
         say(Progress::Vgpu { device, step });
     }
-    read_back(shared, gpu)
+    Ok(())
 }
 
 /// Every VF of the GPU against what it is now declared to hold, per VF, by the rule a sync

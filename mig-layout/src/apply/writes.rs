@@ -12,6 +12,7 @@ use super::options::ApplyOptions;
 use super::run::ApplyError;
 use super::side::{Due, Side, Writing};
 use crate::report::{ApplyOutcome, ApplyReason, Draft, End, GpuReport};
+use gpu_partition_types::Bdf;
 use host_sync::{ApplyEnd, ApplyStateError, Direction, LayoutRecord, StateStore, StoreError};
 use std::time::Duration;
 use warm_reset::ResetWith;
@@ -47,6 +48,13 @@ pub(super) fn go(
                 End::blocked(refusal.reason, refusal.detail)
             });
         }
+    }
+    // A reset the plan needs may take a GPU that is not ours with it: refused here, before
+    // any write (a dry run says so as the apply would).
+    let resets: Vec<Bdf> = sides.iter().flat_map(|side| side.resets()).collect();
+    if let Some(end) = super::reset::takes_one_not_ours(&ctx.shared, reset, &resets) {
+        draft.gpus = reports(sides);
+        return Ok(end);
     }
     if write.options.dry_run {
         draft.gpus = reports(sides);

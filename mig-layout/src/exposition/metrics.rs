@@ -92,7 +92,7 @@ pub fn render_metrics(
         )?;
         for (bdf, owned) in &not_ours {
             let device = bdf.to_string();
-            for ownership in host_sync::Ownership::ALL {
+            for ownership in gpu_host_probe::Ownership::ALL {
                 owners
                     .with_label_values(&[device.as_str(), ownership.as_str()])
                     .set(one_if(ownership == owned));

@@ -45,7 +45,7 @@ gpu_partition_types::token_enum! {
         /// ([`ApplyOptions::release`](crate::ApplyOptions)).
         PartitionOwned = "partition_owned",
         /// A GPU the caller named is not ours (its ownership is `dynamic` or `external`,
-        /// [`host_sync::Ownership`]): nothing is written, restored or reset on it.
+        /// [`gpu_host_probe::Ownership`]): nothing is written, restored or reset on it.
         GpuNotOurs = "gpu_not_ours",
         /// A hook before the writes (`apply-start`, `pre-apply-mode`, `pre-apply-config`) did
         /// not exit 0 (the detail names it and how it ended).

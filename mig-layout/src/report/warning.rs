@@ -55,7 +55,7 @@ pub enum ApplyWarning {
         /// The GPU.
         device: Bdf,
         /// Who owns it.
-        ownership: host_sync::Ownership,
+        ownership: gpu_host_probe::Ownership,
     },
 }
 

@@ -8,6 +8,8 @@
 //! - apply: MIG mode on → `sriov-manage -e` (it rebinds the GPU and wipes every GPU instance) →
 //!   heterogeneous mode where asked (`sriov-manage` clears it) → GPU instances → the type written
 //!   to each VF (a type on a VF whose GPU instance was made before the VFs fails with EIO);
+//! - on VFs that stay: each type that goes cleared first, before any GPU instance is destroyed
+//!   (NVML refuses to destroy a GPU instance a vGPU sits on: `NVML_ERROR_IN_USE`);
 //! - leave: `sriov-manage -d` first (the driver refuses a raw `sriov_numvfs` write, and takes
 //!   the instances with the VFs), then what instances remain, then MIG off (refused while VFs
 //!   exist).
@@ -109,7 +111,13 @@ fn plan_with(
         })
         .collect();
 
-    let needs_mig = layout.mig_enabled;
+    // VFs restored to hold no type leave the MIG mode to the GPU's MIG declaration (the last
+    // vGPU partition destroyed keeps MIG on and the VFs enabled).
+    let needs_mig = if pinned.is_some_and(<[DeclaredVf]>::is_empty) {
+        card.mig_enabled
+    } else {
+        layout.mig_enabled
+    };
     let vfs_on = !card.sriov.vfs.is_empty();
     let mig_change = needs_mig != card.mig_enabled;
     // The VFs are enabled by this plan when there are none; again when the MIG mode must change
@@ -146,7 +154,7 @@ fn plan_with(
     // mode is on once the plan has run (`sriov-manage -e` clears it).
     let mixes = heterogeneous || (!enable && card.heterogeneous == Some(true));
     refuse_together(device, &types, card.catalogue, mixes)?;
-    if needs_mig {
+    if needs_mig && layout.mig_enabled {
         steps.push(VgpuStep::GpuInstances(layout));
     }
 
@@ -211,13 +219,16 @@ fn plan_with(
     };
     refuse_held(device, &touched, card.holders)?;
 
-    steps.extend(
-        cleared
-            .iter()
-            .map(|index| VgpuStep::ClearType { index: *index }),
-    );
-    steps.extend(writes);
-    Ok(steps)
+    // The clears come first, before any GPU instance is destroyed: the driver refuses to
+    // destroy a GPU instance a MIG-backed vGPU sits on. (A plan with clears keeps its VFs, so
+    // it has no `sriov-manage` or mode step to come before them.)
+    let mut ordered: Vec<VgpuStep> = cleared
+        .iter()
+        .map(|index| VgpuStep::ClearType { index: *index })
+        .collect();
+    ordered.extend(steps);
+    ordered.extend(writes);
+    Ok(ordered)
 }
 
 /// Where a config's types go, each anywhere free: on VFs that stay, one holding a wanted type

@@ -95,15 +95,17 @@ fn a_process_holding_the_card_at_its_reset_fails_the_apply_with_reset_blocked() 
     assert!(bed.backend.host().resets.is_empty());
 }
 
+/// Two A100s in one NVLink group: the first with MIG off, the second as `second` gives it.
+fn nvlinked(second: &str) -> Bed {
+    Bed::new(
+        &[(FIRST, scenarios::A100_MIG_OFF), (SECOND, second)],
+        &[&[FIRST, SECOND]],
+    )
+}
+
 #[test]
 fn a_reset_that_would_take_an_nvlink_peer_with_instances_outside_the_layout_is_refused() {
-    let mut bed = Bed::new(
-        &[
-            (FIRST, scenarios::A100_MIG_OFF),
-            (SECOND, scenarios::A100_MIG_ON_CARVED),
-        ],
-        &[&[FIRST, SECOND]],
-    );
+    let mut bed = nvlinked(scenarios::A100_MIG_ON_CARVED);
     // The peer carries instances (the carved scenario's vGPUs and clients removed: idle).
     bed.change(|scenario| {
         let peer = device_mut(scenario, SECOND);
@@ -125,14 +127,41 @@ fn a_reset_that_would_take_an_nvlink_peer_with_instances_outside_the_layout_is_r
 }
 
 #[test]
-fn an_nvlink_pair_named_by_the_layout_is_reset_in_one_command() {
+fn a_reset_that_would_take_an_nvlink_peer_not_ours_is_blocked_before_any_write() {
+    let mut bed = nvlinked(scenarios::A100_MIG_OFF);
+    // The peer is an allocator's: its reset is not ours to take.
+    bed.owned_by(SECOND, gpu_host_probe::Ownership::Dynamic);
+    // MIG on for the first card waits for a reset, which takes its NVLink peer with it.
+    let report = bed.apply(&bed.options("first-3g"));
+    assert_outcome(&report, ApplyOutcome::Blocked(ApplyReason::GpuNotOurs));
+    let detail = report.detail.unwrap();
+    assert!(
+        detail.contains(&format!("takes {SECOND}, which is not ours")),
+        "{detail}"
+    );
+    assert_eq!(mig(&bed.card(FIRST)), (0, 0), "no write to the first card");
+    assert!(bed.backend.host().resets.is_empty());
+}
+
+#[test]
+fn a_hopper_mode_change_beside_an_nvlink_peer_not_ours_needs_no_reset_and_goes_through() {
     let mut bed = Bed::new(
         &[
-            (FIRST, scenarios::A100_MIG_OFF),
-            (SECOND, scenarios::A100_MIG_OFF),
+            (FIRST, scenarios::PART_H100_80GB),
+            (SECOND, scenarios::PART_H100_80GB),
         ],
         &[&[FIRST, SECOND]],
     );
+    bed.owned_by(SECOND, gpu_host_probe::Ownership::Dynamic);
+    // From Hopper on MIG turns on at once: no reset, so the peer is never at stake.
+    let report = bed.apply(&bed.options("first-on"));
+    assert_outcome(&report, ApplyOutcome::Done);
+    assert!(bed.backend.host().resets.is_empty());
+}
+
+#[test]
+fn an_nvlink_pair_named_by_the_layout_is_reset_in_one_command() {
+    let mut bed = nvlinked(scenarios::A100_MIG_OFF);
     let report = bed.apply(&bed.options("all-1g.5gb"));
     assert_outcome(&report, ApplyOutcome::Done);
     assert_eq!(

@@ -13,6 +13,7 @@ mod declared;
 mod document;
 mod export;
 mod host_writers;
+mod partition_vgpu;
 mod plan;
 mod props;
 mod vgpu_apply;

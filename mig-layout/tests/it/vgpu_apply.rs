@@ -64,6 +64,25 @@ fn a_mixed_config_on_an_h100_sizes_its_instances_from_the_catalogue() {
 }
 
 #[test]
+fn a_config_that_drops_a_mig_backed_vgpu_clears_its_type_before_its_gpu_instance_is_destroyed() {
+    let mut bed = Bed::new();
+    assert_eq!(bed.run(Some("H100-mixed")).outcome, ApplyOutcome::Done);
+    let before = bed.writes().len();
+    let report = bed.run(Some("H100-without-3-40C"));
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{report:#?}");
+    let mut types = bed.types_on(H100);
+    types.sort_unstable();
+    assert_eq!(types, vec![900001, 900001, 900004]);
+    let writes = bed.writes().split_off(before);
+    // The 3-40C's type cleared (a 0 written), then its GPU instance destroyed: the driver keeps
+    // a GPU instance a vGPU sits on.
+    assert!(
+        first(&writes, "current_vgpu_type") < first(&writes, "nvmlGpuInstanceDestroy"),
+        "{writes:#?}"
+    );
+}
+
+#[test]
 fn a_time_sliced_config_leaves_mig_off_and_fills_the_vfs_in_order() {
     let mut bed = Bed::new();
     let report = bed.run(Some("A100-10C"));

@@ -147,12 +147,13 @@ fn a_time_sliced_spec_the_host_holds_is_no_step_at_all() {
 #[test]
 fn a_vf_of_an_unwanted_type_is_cleared_and_the_free_vfs_filled_in_index_order() {
     // VF 0 keeps its 474 and VF 1 its 475; VF 2 holds a second 475, one more than the spec
-    // wants: it is cleared, and the two 474s still wanted go to the free VFs 2 and 3.
+    // wants: it is cleared (first: the GPU instance under it may go), and the two 474s still
+    // wanted go to the free VFs 2 and 3.
     let (sriov, types) = (sriov(16, &[474, 475, 475, 0, 0]), catalogue());
     let steps = plan_vgpu(&mixed(), &card(true, &sriov, &types, &[])).unwrap();
     assert_eq!(
         kinds(&steps),
-        ["instances", "clear 2", "write 2 474", "write 3 474"]
+        ["clear 2", "instances", "write 2 474", "write 3 474"]
     );
 }
 

@@ -72,7 +72,7 @@ pub struct PartitionOwn {
     pub device: Bdf,
     /// Who owns it.
     #[arg(long = "as", value_name = "OWNERSHIP", value_parser = parse_ownership)]
-    pub ownership: host_sync::Ownership,
+    pub ownership: gpu_host_probe::Ownership,
     /// Seconds to wait for the host lock while a reset, an apply or a sync holds it, then
     /// fail with lock_busy [default: 10].
     #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
@@ -80,22 +80,28 @@ pub struct PartitionOwn {
 }
 
 /// An ownership by its token.
-fn parse_ownership(text: &str) -> Result<host_sync::Ownership, String> {
+fn parse_ownership(text: &str) -> Result<gpu_host_probe::Ownership, String> {
     use gpu_partition_types::Token;
-    host_sync::Ownership::ALL
+    gpu_host_probe::Ownership::ALL
         .iter()
         .copied()
         .find(|ownership| ownership.as_str() == text)
         .ok_or_else(|| format!("{text:?} is not an ownership: host, dynamic or external"))
 }
 
-/// `mxctl partition create --device BDF --profile PROFILE --owner TOKEN`
+/// `mxctl partition create --device BDF (--profile PROFILE | --vgpu TYPE) --owner TOKEN`
 #[derive(Debug, Args)]
 #[command(after_long_help = PARTITION_REFUSALS)]
 pub struct PartitionCreate {
-    /// The GPU instance profile, by name (`1g.10gb`) or ID.
-    #[arg(long, value_name = "PROFILE", value_parser = parse_profile)]
-    pub profile: layout_model::ProfileKey,
+    /// A GPU instance of this profile, by name (`1g.10gb`) or ID.
+    #[arg(long, value_name = "PROFILE", value_parser = parse_profile,
+          required_unless_present = "vgpu", conflicts_with = "vgpu")]
+    pub profile: Option<layout_model::ProfileKey>,
+    /// A MIG-backed vGPU of this type (`H100XM-1-10C`): a GPU instance of its profile made for
+    /// it, then the type on the lowest free virtual function (the VFs enabled first where the
+    /// card holds no GPU instance).
+    #[arg(long, value_name = "TYPE")]
+    pub vgpu: Option<mig_layout::vgpu::VgpuTypeName>,
     /// Where, as START+SIZE in memory slices (as `partition list` prints it) [default: the
     /// lowest placement of the profile that fits now].
     #[arg(long, value_name = "START+SIZE", value_parser = parse_placement)]
@@ -105,6 +111,10 @@ pub struct PartitionCreate {
     pub owner: layout_model::Owner,
     #[command(flatten)]
     pub write: WriteArgs,
+    /// NVIDIA's sriov-manage, for a vGPU whose VFs are enabled for it [default: from the
+    /// config, /usr/lib/nvidia/sriov-manage].
+    #[arg(long, value_name = "PATH", value_parser = program_path)]
+    pub sriov_manage: Option<PathBuf>,
 }
 
 /// `mxctl partition destroy --device BDF (--slot ID | --owner TOKEN)`
@@ -125,8 +135,12 @@ pub struct PartitionDestroy {
 /// The refusals of `partition create` and `partition destroy`, for their man pages.
 const PARTITION_REFUSALS: &str = "Refused before anything is written (exit 3; the reason token \
 in --json): not_nvidia, mig_off (turn MIG on with a layout first), not_placed (the GPU is \
-declared by counts only: restore it first), vgpus_declared (change it with vgpu apply), \
-gpu_unreadable, no_profile, does_not_fit (with the placement rule's refusal: not a placement of \
+declared by counts only: restore it first), gpu_unreadable, vfs_disabled (a vGPU \
+asked for, the GPU's VFs disabled and GPU instances on the card: enabling the VFs would wipe them), no_vgpu_type, time_sliced \
+(the type sits on no GPU instance), no_free_vf, vgpu_lands_elsewhere (a GPU instance of the \
+type's profile is on the card already, so the driver could place the vGPU there, now or after a \
+restore), profile_holds_vgpu (a vGPU partition's instance is of this profile: a second would let a \
+restore place that vGPU on either), no_profile, does_not_fit (with the placement rule's refusal: not a placement of \
 the profile, the placement taken, the profile's count or the card's media engines used up, the \
 bounds unknown), no_room, no_instance, none_owned, several_owned (name the slot), \
 partition_in_use (created for another owner: only its owner destroys it; the owner is named), \

@@ -3,11 +3,11 @@
 //! stale labels vanish if syncs stop. Writes nothing but the file it is asked for.
 
 use crate::cli::Labels;
+use crate::commands::text_file;
 use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
-use host_sync::{FileStore, StateStore};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The file is read by nfd-worker, which runs as another user.
@@ -22,19 +22,12 @@ fn unix_now() -> u64 {
 
 /// Prints the feature file, or writes it to `--output`.
 pub fn run(args: &Labels, host: &Host, output: Output) -> Result<Exit, Failure> {
-    if output.json {
-        return Err(Failure::Usage(
-            "labels prints a node-feature-discovery feature file; --json does not apply".to_owned(),
-        ));
-    }
-    let state = FileStore::read_only(host.state_dir())
-        .load()?
-        .unwrap_or_default();
+    let state = text_file::stored_state(
+        host,
+        output,
+        "labels prints a node-feature-discovery feature file",
+    )?;
     let expires = unix_now().saturating_add(args.expiry.as_secs().max(1));
     let text = mig_layout::render_labels(&state, expires, &host.now());
-    match &args.output {
-        None => crate::output::stdout(text.as_bytes())?,
-        Some(path) => crate::output::write_file(path, text.as_bytes(), OUTPUT_MODE)?,
-    }
-    Ok(Exit::Done)
+    text_file::emit(args.output.as_deref(), text.as_bytes(), OUTPUT_MODE)
 }

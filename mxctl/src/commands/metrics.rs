@@ -3,25 +3,18 @@
 //! stdout or written atomically to a file.
 
 use crate::cli::Metrics;
+use crate::commands::text_file;
 use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::output::Output;
 use gpu_host_probe::Host;
-use host_sync::{FileStore, StateStore};
 
 /// The metrics file's permission bits: the collector runs as another user.
 const OUTPUT_MODE: u32 = 0o644;
 
 /// Prints the metrics, or writes them to `--output`.
 pub fn run(args: &Metrics, host: &Host, output: Output) -> Result<Exit, Failure> {
-    if output.json {
-        return Err(Failure::Usage(
-            "metrics prints the Prometheus text format; --json does not apply".to_owned(),
-        ));
-    }
-    let state = FileStore::read_only(host.state_dir())
-        .load()?
-        .unwrap_or_default();
+    let state = text_file::stored_state(host, output, "metrics prints the Prometheus text format")?;
     // The reset journal only adds a metric: one that does not read costs that metric, with a
     // warning, not the host's status.
     let last = match warm_reset::last_reset(host) {
@@ -36,9 +29,5 @@ pub fn run(args: &Metrics, host: &Host, output: Output) -> Result<Exit, Failure>
     };
     let text =
         mig_layout::render_metrics(&state, last.as_ref(), &host.now()).map_err(Failure::Metrics)?;
-    match &args.output {
-        None => crate::output::stdout(&text)?,
-        Some(path) => crate::output::write_file(path, &text, OUTPUT_MODE)?,
-    }
-    Ok(Exit::Done)
+    text_file::emit(args.output.as_deref(), &text, OUTPUT_MODE)
 }

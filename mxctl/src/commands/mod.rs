@@ -15,4 +15,5 @@ pub mod reset_plan;
 pub mod state;
 pub mod sync;
 pub mod systemd_generator;
+pub mod text_file;
 pub mod vgpu;

@@ -65,19 +65,17 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
                     .unwrap_or_default()
                     .not_ours()
             };
-            let why = match not_ours(&theirs, &device) {
-                Some(why) => Some(why),
-                None => group_not_ours(&theirs, &machine, host, backend.as_mut())?,
-            };
-            if let Some(why) = why {
+            if let Some(why) = not_ours(&theirs, &device) {
                 let document = serde_json::json!({
                     "outcome": "blocked", "reason": "gpu_not_ours", "detail": why,
                 });
                 output.emit(&document, &format!("blocked (gpu_not_ours): {why}\n"))?;
                 return Ok(Exit::Blocked);
             }
+            // What the reset takes with it (an NVLink peer, the rest of an XGMI hive, the
+            // functions of a bus) is warm-reset's to refuse: none may be another's.
             run_machine(
-                &machine,
+                &machine.clone().sparing(theirs),
                 host,
                 backend.as_mut(),
                 &SystemClock::new(),
@@ -98,7 +96,7 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
 /// `external`, as stored): one named by address, every GPU (`all`) while one is not ours, or one
 /// named by index while one is not ours (an index is not an address: name it so).
 fn not_ours(
-    theirs: &BTreeMap<Bdf, host_sync::Ownership>,
+    theirs: &BTreeMap<Bdf, gpu_host_probe::Ownership>,
     target: &warm_reset::ResetTarget,
 ) -> Option<String> {
     use warm_reset::{ResetId, ResetTarget};
@@ -118,35 +116,6 @@ fn not_ours(
             )),
         }),
     }
-}
-
-/// Why the reset `machine` would run takes a GPU that is not ours along with those named: its
-/// dry run (no write) says which GPUs it resets and verifies — an NVLink peer, the rest of an
-/// XGMI hive, the functions of a bus —, and none may be another's. `None` when no GPU is
-/// declared not ours (no dry run is made then).
-fn group_not_ours(
-    theirs: &BTreeMap<Bdf, host_sync::Ownership>,
-    machine: &MachineConfig,
-    host: &Host,
-    backend: &mut dyn Backend,
-) -> Result<Option<String>, Failure> {
-    if theirs.is_empty() || machine.dry_run {
-        return Ok(None);
-    }
-    let dry = machine.clone().dry_run(true);
-    let report = execute(ResetRun::new(&dry, host, backend).clock(&SystemClock::new()))?;
-    Ok(report
-        .gpus
-        .iter()
-        .chain(&report.verified)
-        .find_map(|bdf| theirs.get(bdf).map(|ownership| (bdf, ownership)))
-        .map(|(bdf, ownership)| {
-            format!(
-                "the reset of {} takes {bdf} with it, which is not ours (ownership {ownership}): \
-                 nothing is reset",
-                report.target
-            )
-        }))
 }
 
 /// One simulated scenario of a method, as `--simulate help` lists it.

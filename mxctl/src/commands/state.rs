@@ -28,7 +28,7 @@ pub struct StateReport<'a> {
     /// The GPUs.
     pub gpus: &'a BTreeMap<Bdf, GpuRecord>,
     /// Who owns each GPU that is not ours.
-    pub ownership: &'a BTreeMap<Bdf, host_sync::Ownership>,
+    pub ownership: &'a BTreeMap<Bdf, gpu_host_probe::Ownership>,
     /// What a person should know.
     pub warnings: &'a [String],
     /// `status` only: the last layout apply.

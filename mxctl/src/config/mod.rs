@@ -97,82 +97,55 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         key: "gpu-partition-helper",
         about: "Reads the partitions of the host's GPUs",
-        read: |c, v| {
-            c.helper.program = c.helper.program.at(absolute(v)?);
-            Ok(())
-        },
+        read: |c, v| set_program(&mut c.helper.program, v),
         show: |c| c.helper.program.path().display().to_string(),
     },
     Setting {
         key: "helper-deadline",
         about: "Seconds a helper run may take",
-        read: |c, v| {
-            c.helper.deadline = positive_seconds(v)?;
-            Ok(())
-        },
+        read: |c, v| set(&mut c.helper.deadline, positive_seconds(v)),
         show: |c| format_seconds(c.helper.deadline),
     },
     Setting {
         key: "gpu-partitioning",
         about: "The pool switch for GPU partitioning: enabled or disabled",
-        read: |c, v| {
-            c.pool = one_of(v, "enabled or disabled")?;
-            Ok(())
-        },
+        read: |c, v| set(&mut c.pool, one_of(v, "enabled or disabled")),
         show: |c| c.pool.to_string(),
     },
     Setting {
         key: "mx-smi",
         about: "The MetaX mx-smi program",
-        read: |c, v| {
-            c.mx_smi = Some(absolute(v)?);
-            Ok(())
-        },
+        read: |c, v| set(&mut c.mx_smi, absolute(v).map(Some)),
         show: |c| program(c.mx_smi.as_deref(), &MX_SMI_PLACES),
     },
     Setting {
         key: "nvidia-smi",
         about: "The NVIDIA nvidia-smi program (reset --method nvidia)",
-        read: |c, v| {
-            c.nvidia_smi = Some(absolute(v)?);
-            Ok(())
-        },
+        read: |c, v| set(&mut c.nvidia_smi, absolute(v).map(Some)),
         show: |c| program(c.nvidia_smi.as_deref(), &NVIDIA_SMI_PLACES),
     },
     Setting {
         key: "amd-smi",
         about: "The AMD amd-smi program (reset --method amd)",
-        read: |c, v| {
-            c.amd_smi = Some(absolute(v)?);
-            Ok(())
-        },
+        read: |c, v| set(&mut c.amd_smi, absolute(v).map(Some)),
         show: |c| program(c.amd_smi.as_deref(), &AMD_SMI_PLACES),
     },
     Setting {
         key: "sriov-manage",
         about: "NVIDIA's sriov-manage, which enables and disables a GPU's virtual functions (vgpu apply, leave, restore)",
-        read: |c, v| {
-            c.sriov_manage = c.sriov_manage.at(absolute(v)?);
-            Ok(())
-        },
+        read: |c, v| set_program(&mut c.sriov_manage, v),
         show: |c| c.sriov_manage.path().display().to_string(),
     },
     Setting {
         key: "modprobe",
         about: "The modprobe program that reloads the amdgpu driver for an AMD memory partition change",
-        read: |c, v| {
-            c.modprobe = c.modprobe.at(absolute(v)?);
-            Ok(())
-        },
+        read: |c, v| set_program(&mut c.modprobe, v),
         show: |c| c.modprobe.path().display().to_string(),
     },
     Setting {
         key: "amd-client-services",
         about: "The systemd services that use the AMD GPUs (space-separated): one running blocks an AMD partition change",
-        read: |c, v| {
-            c.amd_client_services = services(v)?;
-            Ok(())
-        },
+        read: |c, v| set(&mut c.amd_client_services, services(v)),
         show: |c| {
             if c.amd_client_services.is_empty() {
                 "(none)".to_owned()
@@ -184,37 +157,25 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         key: "reset-window",
         about: "Seconds a warm reset may take, from the reset to the end of its verification",
-        read: |c, v| {
-            c.reset_window = positive_seconds(v)?;
-            Ok(())
-        },
+        read: |c, v| set(&mut c.reset_window, positive_seconds(v)),
         show: |c| format_seconds(c.reset_window),
     },
     Setting {
         key: "kmsg",
         about: "The kernel log device",
-        read: |c, v| {
-            c.kmsg = absolute(v)?;
-            Ok(())
-        },
+        read: |c, v| set(&mut c.kmsg, absolute(v)),
         show: |c| c.kmsg.display().to_string(),
     },
     Setting {
         key: "disconnect-links-command",
         about: "Multi-host reset: drops this host's cross-host links",
-        read: |c, v| {
-            c.links.disconnect = command(v)?;
-            Ok(())
-        },
+        read: |c, v| set(&mut c.links.disconnect, command(v)),
         show: |c| c.links.disconnect.to_string(),
     },
     Setting {
         key: "connect-links-command",
         about: "Multi-host reset: connects the cross-host links again",
-        read: |c, v| {
-            c.links.connect = Some(command(v)?);
-            Ok(())
-        },
+        read: |c, v| set(&mut c.links.connect, command(v).map(Some)),
         show: |c| {
             c.links
                 .connect
@@ -226,8 +187,10 @@ pub const SETTINGS: &[Setting] = &[
         key: "restore-at-boot",
         about: "The boot unit restores the declared MIG layout: enabled or disabled",
         read: |c, v| {
-            c.restore_at_boot = switch(v)? == Switch::Enabled;
-            Ok(())
+            set(
+                &mut c.restore_at_boot,
+                switch(v).map(|switch| switch == Switch::Enabled),
+            )
         },
         show: |c| {
             switch_name(if c.restore_at_boot {
@@ -264,28 +227,19 @@ pub const SETTINGS: &[Setting] = &[
     Setting {
         key: "hook-deadline",
         about: "Seconds one hook command may run",
-        read: |c, v| {
-            c.hooks.deadline = positive_seconds(v)?;
-            Ok(())
-        },
+        read: |c, v| set(&mut c.hooks.deadline, positive_seconds(v)),
         show: |c| format_seconds(c.hooks.deadline),
     },
     Setting {
         key: "sync-interval",
         about: "Seconds between the sync timer's reads of the cards (systemctl daemon-reload applies it)",
-        read: |c, v| {
-            c.sync_interval = positive_seconds(v)?;
-            Ok(())
-        },
+        read: |c, v| set(&mut c.sync_interval, positive_seconds(v)),
         show: |c| format_seconds(c.sync_interval),
     },
     Setting {
         key: "unnamed-instances",
         about: "What apply and restore do with GPU instances a layout does not name: match or adopt",
-        read: |c, v| {
-            c.unnamed = one_of(v, "match or adopt")?;
-            Ok(())
-        },
+        read: |c, v| set(&mut c.unnamed, one_of(v, "match or adopt")),
         show: |c| c.unnamed.to_string(),
     },
 ];
@@ -388,6 +342,18 @@ impl Config {
 }
 
 /// One more hook command at `point`.
+/// Sets `field` to a value of the file read into `value`, or leaves it and says what is wrong.
+fn set<T>(field: &mut T, value: Result<T, String>) -> Result<(), String> {
+    *field = value?;
+    Ok(())
+}
+
+/// Sets `program` to the same program at the file's absolute path `value`, named by the file.
+fn set_program(program: &mut Program, value: &str) -> Result<(), String> {
+    *program = program.at(absolute(value)?);
+    Ok(())
+}
+
 fn hook(config: &mut Config, point: HookPoint, value: &str) -> Result<(), String> {
     let command = command(value)?;
     config.hooks = std::mem::take(&mut config.hooks).with(point, command);

@@ -127,6 +127,22 @@ fn count(log: &[String], prefix: &str) -> usize {
     log.iter().filter(|line| line.starts_with(prefix)).count()
 }
 
+/// The string at `pointer` in `report` (`/detail`, `/error/message`) holds each of `parts`,
+/// and nothing was written to the host's GPUs.
+#[track_caller]
+fn assert_says_and_wrote_nothing(
+    host: &AmdPartitionHost,
+    report: &Value,
+    pointer: &str,
+    parts: &[&str],
+) {
+    let said = report.pointer(pointer).and_then(Value::as_str).unwrap();
+    for part in parts {
+        assert!(said.contains(part), "{said}");
+    }
+    assert_eq!(host.log(), Vec::<String>::new());
+}
+
 #[test]
 fn a_cpx_nps4_profile_applies_with_one_reload_for_the_hive_then_writes_nothing_and_asserts() {
     let host = AmdPartitionHost::new(MI300X);
@@ -180,12 +196,8 @@ fn amd_leave_makes_every_gpu_spx_nps1_with_one_reload_and_a_second_leave_writes_
     for gpu in gpus["gpus"].as_array().unwrap() {
         let read = &gpu["amd_partitions"];
         assert_eq!(
-            (&read["compute"], &read["memory"], &read["partition_mode"]),
-            (
-                &Value::from("SPX"),
-                &Value::from("NPS1"),
-                &Value::from("disabled")
-            ),
+            common::strings(read, ["compute", "memory", "partition_mode"]),
+            ["SPX", "NPS1", "disabled"],
             "{gpu}"
         );
     }
@@ -205,16 +217,8 @@ fn gpus_sync_and_status_show_each_gpus_compute_and_memory_partition_and_its_mode
     let gpus = host.json(&["gpus"]);
     let first = &gpus["gpus"][0]["amd_partitions"];
     assert_eq!(
-        (
-            &first["compute"],
-            &first["memory"],
-            &first["partition_mode"]
-        ),
-        (
-            &Value::from("CPX"),
-            &Value::from("NPS4"),
-            &Value::from("enabled")
-        )
+        common::strings(first, ["compute", "memory", "partition_mode"]),
+        ["CPX", "NPS4", "enabled"]
     );
     let text = host.text(&["gpus"]);
     let rows: Vec<&str> = text.lines().skip(1).collect();
@@ -225,14 +229,14 @@ fn gpus_sync_and_status_show_each_gpus_compute_and_memory_partition_and_its_mode
     );
     let sync = host.json(&["sync"]);
     assert_eq!(
-        (&sync["status"], &sync["reason"]),
-        (&Value::from("active"), &Value::from("ready"))
+        common::strings(&sync, ["status", "reason"]),
+        ["active", "ready"]
     );
     for gpu in sync["gpus"].as_array().unwrap() {
         assert_eq!(gpu["partition_mode"], "enabled");
         assert_eq!(
-            (&gpu["amd"]["compute"], &gpu["amd"]["memory"]),
-            (&Value::from("CPX"), &Value::from("NPS4"))
+            common::strings(&gpu["amd"], ["compute", "memory"]),
+            ["CPX", "NPS4"]
         );
     }
     let status = host.json(&["status"]);
@@ -249,38 +253,25 @@ fn gpus_sync_and_status_show_each_gpus_compute_and_memory_partition_and_its_mode
 #[test]
 fn spx_nps4_on_mi300x_is_refused_before_any_write_citing_the_kernels_rule() {
     let host = AmdPartitionHost::new(MI300X);
-    let (code, report) = host.apply("spx-nps4");
-    assert_eq!(code, 3, "{report}");
-    assert_eq!(
-        (&report["outcome"], &report["reason"]),
-        (&Value::from("blocked"), &Value::from("layout_impossible"))
+    let report = common::blocked(host.apply("spx-nps4"), "layout_impossible");
+    assert_says_and_wrote_nothing(
+        &host,
+        &report,
+        "/detail",
+        &["SPX with NPS4 is refused by the kernel", "aqua_vanjaram.c"],
     );
-    let detail = report["detail"].as_str().unwrap();
-    assert!(
-        detail.contains("SPX with NPS4 is refused by the kernel")
-            && detail.contains("aqua_vanjaram.c"),
-        "{detail}"
-    );
-    assert_eq!(host.log(), Vec::<String>::new());
 }
 
 #[test]
 fn cpx_nps4_on_an_mi355_like_part_is_refused_before_any_write_naming_what_it_offers() {
     let host = AmdPartitionHost::new(MI355X);
-    let (code, report) = host.apply("cpx-nps4");
-    assert_eq!(
-        (code, &report["reason"]),
-        (3, &Value::from("layout_impossible")),
-        "{report}"
+    let report = common::blocked(host.apply("cpx-nps4"), "layout_impossible");
+    assert_says_and_wrote_nothing(
+        &host,
+        &report,
+        "/detail",
+        &["NPS4 is not offered: the GPU offers NPS1, NPS2 (available_memory_partition)"],
     );
-    let detail = report["detail"].as_str().unwrap();
-    assert!(
-        detail.contains(
-            "NPS4 is not offered: the GPU offers NPS1, NPS2 (available_memory_partition)"
-        ),
-        "{detail}"
-    );
-    assert_eq!(host.log(), Vec::<String>::new());
 }
 
 #[test]
@@ -293,33 +284,28 @@ fn a_profile_dcm_would_refuse_is_refused_when_selected_and_the_files_others_stil
         (1, &Value::from("apply")),
         "{report}"
     );
-    let message = report["error"]["message"].as_str().unwrap();
-    assert!(
-        message.contains(
+    assert_says_and_wrote_nothing(
+        &host,
+        &report,
+        "/error/message",
+        &[
             "the profile \"cpx-nps8\" (line 7): entry 0: the memory partition \"NPS8\" is none \
-             of DCM's ValidMemoryPartitions (NPS1, NPS2, NPS4)"
-        ),
-        "{message}"
+             of DCM's ValidMemoryPartitions (NPS1, NPS2, NPS4)",
+        ],
     );
-    assert_eq!(host.log(), Vec::<String>::new());
 }
 
 #[test]
 fn a_process_holding_one_gpu_blocks_the_apply_before_any_write_naming_it() {
     let host = AmdPartitionHost::new(MI300X);
     host.holder(4242, "rocm-bench", "/dev/dri/renderD133", 5);
-    let (code, report) = host.apply("cpx-nps4");
-    assert_eq!(
-        (code, &report["reason"]),
-        (3, &Value::from("gpu_busy")),
-        "{report}"
+    let report = common::blocked(host.apply("cpx-nps4"), "gpu_busy");
+    assert_says_and_wrote_nothing(
+        &host,
+        &report,
+        "/detail",
+        &[&format!("{} is in use: pid 4242 (rocm-bench)", bdf(5))],
     );
-    let detail = report["detail"].as_str().unwrap();
-    assert!(
-        detail.contains(&format!("{} is in use: pid 4242 (rocm-bench)", bdf(5))),
-        "{detail}"
-    );
-    assert_eq!(host.log(), Vec::<String>::new());
 }
 
 #[test]
@@ -335,16 +321,8 @@ fn a_reload_the_driver_refuses_leaves_the_request_pending_on_every_surface() {
     let gpus = host.json(&["gpus"]);
     let first = &gpus["gpus"][0]["amd_partitions"];
     assert_eq!(
-        (
-            &first["memory"],
-            &first["requested_memory"],
-            &first["partition_mode"]
-        ),
-        (
-            &Value::from("NPS1"),
-            &Value::from("NPS4"),
-            &Value::from("enable_on_reboot")
-        )
+        common::strings(first, ["memory", "requested_memory", "partition_mode"]),
+        ["NPS1", "NPS4", "enable_on_reboot"]
     );
     let text = host.text(&["status"]);
     assert!(
@@ -369,8 +347,8 @@ fn a_reboot_loses_the_compute_partition_the_boot_sync_says_drifted_and_restore_b
     let (_, after_boot) = common::run_json(boot_sync);
     assert_eq!(after_boot["after_boot"], true);
     assert_eq!(
-        (&after_boot["status"], &after_boot["reason"]),
-        (&Value::from("entering"), &Value::from("layout_drifted")),
+        common::strings(&after_boot, ["status", "reason"]),
+        ["entering", "layout_drifted"],
         "{after_boot}"
     );
     let drift = after_boot["drift"].as_array().unwrap();
@@ -406,23 +384,13 @@ fn a_host_of_nvidia_and_amd_gpus_has_one_status_over_both() {
     };
     let before = sync(&host);
     assert_eq!(
-        (&before["status"], &before["reason"]),
-        (&Value::from("active"), &Value::from("ready")),
+        common::strings(&before, ["status", "reason"]),
+        ["active", "ready"],
         "{before}"
     );
-    let modes: Vec<(&str, &str)> = before["gpus"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|gpu| {
-            (
-                gpu["vendor"].as_str().unwrap(),
-                gpu["partition_mode"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let modes = common::fields_of_each(&before["gpus"], ["vendor", "partition_mode"]);
     assert!(
-        modes.contains(&("10de", "disabled")) && modes.contains(&("1002", "disabled")),
+        modes.contains(&["10de", "disabled"]) && modes.contains(&["1002", "disabled"]),
         "{modes:?}"
     );
     let (code, _) = host.apply("cpx-nps4");
@@ -434,8 +402,8 @@ fn a_host_of_nvidia_and_amd_gpus_has_one_status_over_both() {
         .unwrap();
     let after = sync(&host);
     assert_eq!(
-        (&after["status"], &after["reason"]),
-        (&Value::from("entering"), &Value::from("layout_drifted")),
+        common::strings(&after, ["status", "reason"]),
+        ["entering", "layout_drifted"],
         "{after}"
     );
     assert_eq!(after["drift"][0]["device"], bdf(2));

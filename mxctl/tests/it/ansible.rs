@@ -29,17 +29,26 @@ fn ansible_playbook() -> Option<PathBuf> {
         .then(|| PathBuf::from("ansible-playbook"))
 }
 
+/// `RUNNER -i INVENTORY PLAYBOOK`, Ansible's home (its temporary files under it) in `home`,
+/// without colours or host key checks.
+fn playbook_run(runner: &Path, inventory: &Path, playbook: &Path, home: &Path) -> Command {
+    let mut command = Command::new(runner);
+    command
+        .arg("-i")
+        .arg(inventory)
+        .arg(playbook)
+        .env("ANSIBLE_HOME", home)
+        .env("ANSIBLE_LOCAL_TEMP", home.join("tmp"))
+        .env("ANSIBLE_NOCOLOR", "1")
+        .env("ANSIBLE_HOST_KEY_CHECKING", "False");
+    command
+}
+
 #[test]
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn the_playbook_runs_every_action_of_a_plan_once_in_phase_order() {
     common::require_root();
-    let Some(playbook_runner) = ansible_playbook() else {
-        // CI installs ansible-core; there its absence is a failure, not a skip.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "ansible-playbook is not installed"
-        );
-        eprintln!("skipped: ansible-playbook is not installed (bash .ci/run installs it)");
+    let Some(playbook_runner) = installed() else {
         return;
     };
     let pool = Pool::new();
@@ -74,16 +83,9 @@ fn the_playbook_runs_every_action_of_a_plan_once_in_phase_order() {
     let ansible_home = pool.top.path().join("ansible-home");
     let playbook = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ansible/warm-reset.yml");
     let run = || {
-        Command::new(&playbook_runner)
-            .arg("-i")
-            .arg(&inventory_path)
-            .arg(&playbook)
+        playbook_run(&playbook_runner, &inventory_path, &playbook, &ansible_home)
             .arg("-e")
             .arg(format!("plan_file={}", plan.display()))
-            .env("ANSIBLE_HOME", &ansible_home)
-            .env("ANSIBLE_LOCAL_TEMP", ansible_home.join("tmp"))
-            .env("ANSIBLE_NOCOLOR", "1")
-            .env("ANSIBLE_HOST_KEY_CHECKING", "False")
             .output()
             .unwrap()
     };
@@ -162,22 +164,17 @@ fn run_partition(
     layout: &Path,
     batch: u32,
 ) -> std::process::Output {
-    let home = dir.join("ansible-home");
-    Command::new(runner)
-        .arg("-i")
-        .arg(inventory)
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ansible/partition.yml"))
+    let playbook = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/ansible/partition.yml");
+    playbook_run(runner, inventory, &playbook, &dir.join("ansible-home"))
         .arg("-e")
         .arg(format!("layout_file={}", layout.display()))
         .args(["-e", "layout=all-balanced", "-e", &format!("batch={batch}")])
-        .env("ANSIBLE_HOME", &home)
-        .env("ANSIBLE_LOCAL_TEMP", home.join("tmp"))
-        .env("ANSIBLE_NOCOLOR", "1")
-        .env("ANSIBLE_HOST_KEY_CHECKING", "False")
         .output()
         .unwrap()
 }
 
+/// [`ansible_playbook`], or none, said on stderr, for the test to skip. CI installs
+/// ansible-core; there its absence is a failure, not a skip.
 fn installed() -> Option<PathBuf> {
     let found = ansible_playbook();
     if found.is_none() {

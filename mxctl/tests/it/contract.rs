@@ -35,6 +35,19 @@ fn nothing_here(host: &SyncHost) -> std::path::PathBuf {
     layout
 }
 
+/// `mxctl --json partition VERB --config LAYOUT --select none`, LAYOUT [`nothing_here`]'s.
+fn partition_nothing_here(host: &SyncHost, verb: &str) -> (i32, serde_json::Value) {
+    let layout = nothing_here(host);
+    host.run(&[
+        "partition",
+        verb,
+        "--config",
+        layout.to_str().unwrap(),
+        "--select",
+        "none",
+    ])
+}
+
 #[test]
 fn every_documented_exit_code_is_what_a_command_ends_with() {
     let codes: Vec<i32> = documented().into_iter().map(|(code, _)| code).collect();
@@ -69,15 +82,7 @@ fn every_documented_exit_code_is_what_a_command_ends_with() {
 #[test]
 fn an_assert_of_a_layout_that_names_no_gpu_here_says_so_and_never_that_it_is_applied() {
     let host = SyncHost::new();
-    let layout = nothing_here(&host);
-    let (code, document) = host.run(&[
-        "partition",
-        "assert",
-        "--config",
-        layout.to_str().unwrap(),
-        "--select",
-        "none",
-    ]);
+    let (code, document) = partition_nothing_here(&host, "assert");
     assert_eq!(code, 0, "{document:#}");
     assert_eq!(
         (&document["outcome"], &document["applied"]),
@@ -103,15 +108,7 @@ fn an_export_while_the_lock_is_held_fails_lock_busy_naming_the_holder() {
 #[test]
 fn a_restore_that_did_not_run_prints_the_members_of_a_report_as_one_that_ran() {
     let host = SyncHost::new();
-    let layout = nothing_here(&host);
-    let (_, applied) = host.run(&[
-        "partition",
-        "apply",
-        "--config",
-        layout.to_str().unwrap(),
-        "--select",
-        "none",
-    ]);
+    let (_, applied) = partition_nothing_here(&host, "apply");
     let (code, restored) = host.run(&["partition", "restore"]);
     assert_eq!(
         (code, &restored["outcome"]),

@@ -2,11 +2,11 @@
 //! file always reads, old or new, never torn.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common;
 use gpu_host_probe::test_util::{Act, FakeHelper};
 use host_sync::fake_sysfs::FakeSysfs;
 use host_sync::{FileStore, StateStore};
 use std::os::unix::process::ExitStatusExt;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 const KILLS: usize = 200;
@@ -34,14 +34,9 @@ fn a_sync_killed_at_random_points_never_leaves_a_torn_state_file() {
         .unwrap();
     let state = dir.path().join("state");
     let sync = |pool: &str| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mxctl"));
+        let mut command = common::mxctl_on(sysfs.root(), &state, &state.with_file_name("locks"));
         command
-            .args(["--config", "/dev/null", "-q", "--sysfs-root"])
-            .arg(sysfs.root())
-            .arg("--state-dir")
-            .arg(&state)
-            .arg("--lock-dir")
-            .arg(state.with_file_name("locks"))
+            .arg("-q")
             .args(["sync", "--after-boot", "yes", "--pool", pool, "--helper"])
             .arg(&helper);
         command
@@ -129,24 +124,23 @@ fn a_helper_dies_with_the_mxctl_that_started_it_so_no_write_outlives_its_run() {
         ),
     )
     .unwrap();
-    let mut probe = Command::new(env!("CARGO_BIN_EXE_mxctl"))
-        .args(["--config", "/dev/null", "-q", "--sysfs-root"])
-        .arg(dir.path().join("sys"))
-        .arg("--state-dir")
-        .arg(dir.path().join("state"))
-        .arg("--lock-dir")
-        .arg(dir.path().join("locks"))
-        .args([
-            "probe",
-            "--device",
-            "0000:3b:00.0",
-            "--deadline",
-            "60",
-            "--helper",
-        ])
-        .arg(&helper)
-        .spawn()
-        .unwrap();
+    let mut probe = common::mxctl_on(
+        &dir.path().join("sys"),
+        &dir.path().join("state"),
+        &dir.path().join("locks"),
+    )
+    .arg("-q")
+    .args([
+        "probe",
+        "--device",
+        "0000:3b:00.0",
+        "--deadline",
+        "60",
+        "--helper",
+    ])
+    .arg(&helper)
+    .spawn()
+    .unwrap();
     let waited = Instant::now();
     let pid = loop {
         if let Some(pid) = std::fs::read_to_string(&pid_file)

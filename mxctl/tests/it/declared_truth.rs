@@ -124,8 +124,8 @@ fn a_truncated_state_file_with_no_good_copy_is_said_by_every_sync_and_fails_the_
     for _ in 0..2 {
         let sync = host.sync("enabled");
         assert_eq!(
-            (&sync["status"], &sync["reason"]),
-            (&Value::from("entering"), &Value::from("state_lost")),
+            common::strings(&sync, ["status", "reason"]),
+            ["entering", "state_lost"],
             "{sync:#}"
         );
         assert!(

@@ -5,7 +5,6 @@
 use crate::common;
 use host_sync::fake_sysfs::FakeSysfs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The helper's fixture directory (its own tests' fixtures).
 fn fixtures() -> PathBuf {
@@ -56,13 +55,8 @@ fn host(dir: &Path) -> FakeSysfs {
 
 fn mxctl(dir: &Path, sysfs: &FakeSysfs, helper: &Path, args: &[&str]) -> serde_json::Value {
     let output = common::succeeded(
-        Command::new(env!("CARGO_BIN_EXE_mxctl"))
-            .args(["--config", "/dev/null", "--json", "--sysfs-root"])
-            .arg(sysfs.root())
-            .arg("--state-dir")
-            .arg(dir.join("state"))
-            .arg("--lock-dir")
-            .arg(dir.join("locks"))
+        common::mxctl_on(sysfs.root(), &dir.join("state"), &dir.join("locks"))
+            .arg("--json")
             .arg("--proc-root")
             .arg(dir.join("proc"))
             .args(args)

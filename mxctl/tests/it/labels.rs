@@ -88,8 +88,7 @@ fn the_labels_of_a_host_with_two_gpus_keep_every_rule_of_nfd() {
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
     host.sysfs.nvidia("0000:3c:00.0", Some("nvidia")).unwrap();
     let helper = host.nvml_helper_of(&[("0000:3b:00.0", CARVED), ("0000:3c:00.0", MIG_OFF)]);
-    let (code, _) = host.sync_enabled(&helper);
-    assert_eq!(code, 0);
+    host.synced(&helper);
     let dir = host.path("features.d");
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("mxctl");

@@ -63,8 +63,7 @@ fn a_restore_on_a_tree_given_no_writers_never_runs_the_machines_modprobe_or_srio
     common::require_root();
     let host = VgpuMxHost::new();
     // MIG and the vGPUs on the A100, through the fakes' writers.
-    let (code, report) = host.apply("A100-1-5C");
-    assert_eq!(code, 0, "{report:#}");
+    host.applied("A100-1-5C");
     // Eight MI300X on the same tree, divided through the simulated amdgpu.
     let machine = &host.host.machine;
     let mut amdgpu = FakeAmdgpu::new(machine.sysfs.clone());
@@ -137,19 +136,26 @@ fn a_restore_on_a_tree_given_no_writers_never_runs_the_machines_modprobe_or_srio
             "a stand-in ran for mxctl"
         );
     };
+    // A restore refused before any write: it fails naming what it refused, only the
+    // stand-ins' checks ran, and nothing was written.
+    let refused = |restore: &Command, naming: &str, when: &str| {
+        let before = lines(&log).len();
+        let output = with_stand_ins(restore, &scratch, &log);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_ne!(output.status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains(naming), "{stderr}");
+        checks_only(before);
+        nothing_written(when);
+    };
 
     // 1. No writers at all: the machine's sriov-manage is the first refused.
     let mut restore = machine.mxctl(&["partition", "restore", "--pool", "enabled"]);
     restore.arg("--helper").arg(&host.host.helper);
-    let output = with_stand_ins(&restore, &scratch, &log);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_ne!(output.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.contains("sriov-manage (/usr/lib/nvidia/sriov-manage) is the machine's own"),
-        "{stderr}"
+    refused(
+        &restore,
+        "sriov-manage (/usr/lib/nvidia/sriov-manage) is the machine's own",
+        "no writers",
     );
-    checks_only(0);
-    nothing_written("no writers");
 
     // 2. The tree's sriov-manage (the config's key), the AMD GPUs through the kernel's files:
     //    the machine's modprobe is refused.
@@ -165,16 +171,11 @@ fn a_restore_on_a_tree_given_no_writers_never_runs_the_machines_modprobe_or_srio
     .unwrap();
     let mut restore = machine.mxctl_configured(&config);
     restore.args(["--json", "partition", "restore", "--pool", "enabled"]);
-    let before = lines(&log).len();
-    let output = with_stand_ins(&restore, &scratch, &log);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_ne!(output.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.contains("modprobe (/sbin/modprobe) is the machine's own"),
-        "{stderr}"
+    refused(
+        &restore,
+        "modprobe (/sbin/modprobe) is the machine's own",
+        "no amdgpu writer",
     );
-    checks_only(before);
-    nothing_written("no amdgpu writer");
 
     // 3. The fakes' writers: the tree's sriov-manage and the simulated amdgpu. The restore
     //    writes both vendors' GPUs back, and no stand-in runs.

@@ -27,6 +27,7 @@ mod partition_list;
 mod partition_one;
 mod partition_ownership;
 mod partition_running;
+mod partition_vgpu;
 mod probe;
 mod protocol_doc;
 mod reply_check;

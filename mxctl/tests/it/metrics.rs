@@ -135,8 +135,7 @@ fn after_a_sync_with_the_pool_on_each_of_four_gpus_has_its_mode_out_of_nine() {
         ("0000:3d:00.0", ON_PENDING),
         ("0000:3e:00.0", NO_MIG),
     ]);
-    let (code, sync) = host.sync_enabled(&helper);
-    assert_eq!(code, 0, "{sync}");
+    host.synced(&helper);
     let samples = samples(&metrics(&host.path("state"), "four-gpus"));
     let modes = family(&samples, "mxctl_gpu_partition_mode");
     assert_eq!(modes.len(), 4 * 9, "{modes:?}");
@@ -180,8 +179,7 @@ fn after_a_warm_reset_the_last_reset_is_given_with_its_outcome_and_end() {
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_reset_that_needs_a_cold_reboot_is_the_last_reset_with_its_reason() {
     common::require_root();
-    let host = ResetHost::new();
-    host.write("bin/reset-mode", "error");
+    let host = ResetHost::in_mode("error");
     let (code, document) = host.reset(&["--device", "1"]);
     assert_eq!(code, 4, "{document}");
     let samples = samples(&metrics(&host.path("state"), "after-cold-reboot-reset"));

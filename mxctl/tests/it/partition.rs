@@ -374,14 +374,8 @@ fn an_exported_layout_applies_back_as_zero_steps() {
     );
     assert!(host.writes().is_empty());
     // And as YAML, the text export.
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mxctl"));
+    let mut command = common::mxctl_on(host.sysfs.root(), &host.path("state"), &host.path("locks"));
     command
-        .args(["--config", "/dev/null", "--sysfs-root"])
-        .arg(host.sysfs.root())
-        .arg("--state-dir")
-        .arg(host.path("state"))
-        .arg("--lock-dir")
-        .arg(host.path("locks"))
         .args(["partition", "export", "--helper"])
         .arg(&host.helper);
     let yaml = command.output().unwrap();

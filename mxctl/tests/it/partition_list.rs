@@ -5,7 +5,8 @@
 
 use crate::common;
 
-use common::partition_layouts::{GPU0, balanced_h100};
+use common::partition_host::PartitionHost;
+use common::partition_layouts::{GPU0, GPU1, SEVEN_ON_GPU0, balanced_h100};
 use serde_json::Value;
 
 fn rows(list: &Value) -> Vec<(String, String, u64, String)> {
@@ -108,6 +109,43 @@ fn an_instance_made_by_hand_is_found_inferred_as_the_next_generation_and_a_rerea
 }
 
 #[test]
+fn a_declared_instance_the_card_no_longer_admits_makes_the_gpu_require_a_reset() {
+    let host = balanced_h100();
+    // By hand: the 2g.20gb at slices 2 and 3 (GI 3) destroyed. A restore makes it again: no
+    // reset is required.
+    host.by_hand(
+        GPU0,
+        "[{\"op\": \"destroy_compute_instance\", \"gpu_instance_id\": 3, \"compute_instance_id\": 0}, \
+          {\"op\": \"destroy_gpu_instance\", \"gpu_instance_id\": 3}]",
+    );
+    host.sync("enabled");
+    let list = host.list();
+    assert_eq!(list["gpus"][0]["requires_reset"], false, "{list:#}");
+    assert_eq!(
+        list["gpus"][0]["unadmitted"],
+        serde_json::json!([]),
+        "{list:#}"
+    );
+    // The card no longer lists the 2g.20gb's placement at slice 2: the division it was declared
+    // with is not admitted until the GPU is reset.
+    host.change_nvml(|state| {
+        let profiles = state["devices"][0]["gpu_instance_profiles"]
+            .as_array_mut()
+            .unwrap();
+        let two = profiles.iter_mut().find(|p| p["id"] == 14).unwrap();
+        two["placements"] = serde_json::json!([{"start": 0, "size": 2}, {"start": 4, "size": 2}]);
+    });
+    host.sync("enabled");
+    let list = host.list();
+    assert_eq!(list["gpus"][0]["requires_reset"], true, "{list:#}");
+    assert_eq!(
+        list["gpus"][0]["unadmitted"],
+        serde_json::json!([{"profile_id": 14, "placement": {"start": 2, "size": 2}}]),
+        "{list:#}"
+    );
+}
+
+#[test]
 fn a_gpu_that_does_not_read_lists_its_last_rows_stale_with_why_and_their_age() {
     let host = balanced_h100();
     let (code, sync) = common::run_json({
@@ -159,4 +197,69 @@ fn the_list_for_people_is_one_xe_style_record_per_gpu_and_per_partition() {
         })
         .collect();
     insta::assert_snapshot!("partition_list_text", text);
+}
+
+/// Each GPU's architecture and what a restart does to its division, as `--json` gives them.
+fn after_restart(list: &Value, index: usize) -> (Value, Value) {
+    let gpu = &list["gpus"][index];
+    (gpu["architecture"].clone(), gpu["after_restart"].clone())
+}
+
+#[test]
+fn a_hopper_division_does_not_come_back_after_a_restart_and_the_restore_turns_mig_on_without_a_reset()
+ {
+    let host = balanced_h100();
+    let list = host.list();
+    assert_eq!(
+        after_restart(&list, 0),
+        (
+            Value::from("hopper"),
+            serde_json::json!({
+                "mig_mode": "cleared",
+                "enabling_mig_needs_reset": "not_needed",
+                "instances_kept": false,
+                "vfs_kept": false,
+                "comes_back": false,
+                "restore": "mode_and_partitions",
+                "needs_reset": false,
+            })
+        ),
+        "{list:#}"
+    );
+}
+
+#[test]
+fn an_ampere_gpu_keeps_its_mig_mode_so_only_its_instances_are_remade_and_one_left_whole_loses_nothing()
+ {
+    let host = PartitionHost::two_a100s();
+    let (code, report) = host.apply(SEVEN_ON_GPU0, "gpu0-1g.5gb", &[]);
+    assert_eq!(code, 0, "{report:#}");
+    let list = host.list();
+    let (gpus, answers): (Vec<&str>, Vec<(Value, Value)>) = (
+        vec![
+            list["gpus"][0]["device"].as_str().unwrap(),
+            list["gpus"][1]["device"].as_str().unwrap(),
+        ],
+        vec![after_restart(&list, 0), after_restart(&list, 1)],
+    );
+    assert_eq!(gpus, [GPU0, GPU1]);
+    let answer = |comes_back: bool, restore: &str| {
+        (
+            Value::from("ampere"),
+            serde_json::json!({
+                "mig_mode": "kept",
+                "enabling_mig_needs_reset": "needed",
+                "instances_kept": false,
+                "vfs_kept": false,
+                "comes_back": comes_back,
+                "restore": restore,
+                "needs_reset": false,
+            }),
+        )
+    };
+    assert_eq!(
+        answers,
+        [answer(false, "partitions"), answer(true, "nothing")],
+        "{list:#}"
+    );
 }

@@ -42,6 +42,13 @@ fn a_gpu_not_ours_is_skipped_by_an_apply_a_restore_a_boot_restore_and_a_leave_wi
         let (code, report) = host.apply(seven, "seven", &[]);
         assert_eq!(code, 0, "{ownership}: {report:#}");
         assert!(warned_not_ours(&report), "{ownership}: {report:#}");
+        // The host's one GPU is not ours: the layout names none of ours, and says why.
+        assert_eq!(report["outcome"], "nothing_named", "{report:#}");
+        let detail = report["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with("every GPU it names is not ours (0000:3b:00.0"),
+            "{detail}"
+        );
         for restore in [&[][..], &["--at-boot"][..]] {
             let (code, report) = host.restore(restore);
             assert_eq!(code, 0, "{ownership} {restore:?}: {report:#}");

@@ -155,16 +155,15 @@ fn a_rerun_after_a_run_killed_inside_its_reset_waits_the_window_out_and_resets_n
 /// `mxctl --json reset --method nvidia --device 0` on `host`'s machine (its sysfs and procfs)
 /// but with another state directory: another `Host` of the same machine.
 fn reset_from_another_state_dir(host: &PartitionHost) -> std::process::Command {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_mxctl"));
+    let mut command = common::mxctl_on(
+        host.sysfs.root(),
+        &host.path("another-state"),
+        &host.path("locks"),
+    );
     command
-        .args(["--config", "/dev/null", "--json", "--sysfs-root"])
-        .arg(host.sysfs.root())
+        .arg("--json")
         .arg("--proc-root")
         .arg(host.path("proc"))
-        .arg("--state-dir")
-        .arg(host.path("another-state"))
-        .arg("--lock-dir")
-        .arg(host.path("locks"))
         .args([
             "reset",
             "--method",
@@ -195,18 +194,8 @@ fn a_reset_from_another_state_directory_while_an_apply_runs_is_turned_away() {
     host.sync("enabled");
     // Each write of the card takes a while, as NVML's do: the apply holds the lock for seconds.
     host.change_nvml(|state| state["devices"][0]["write_delay_ms"] = 700.into());
-    let file = host.path("layout.yaml");
-    std::fs::write(&file, BALANCED).unwrap();
     let apply = host
-        .command(&[
-            "apply",
-            "--config",
-            file.to_str().unwrap(),
-            "--select",
-            "balanced",
-            "--pool",
-            "enabled",
-        ])
+        .apply_command(BALANCED, "balanced", &[])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -215,12 +204,9 @@ fn a_reset_from_another_state_directory_while_an_apply_runs_is_turned_away() {
             .iter()
             .any(|c| c.starts_with("nvmlDeviceSetMigMode"))
     });
-    let (code, reset) = common::run_json(reset_from_another_state_dir(&host));
-    assert_eq!(code, 3, "{reset:#}");
-    assert_eq!(
-        (reset["outcome"].clone(), reset["reason"].clone()),
-        ("blocked".into(), "lock_busy".into()),
-        "{reset:#}"
+    common::blocked(
+        common::run_json(reset_from_another_state_dir(&host)),
+        "lock_busy",
     );
     assert!(host.resets().is_empty());
     let output = apply.wait_with_output().unwrap();

@@ -1,6 +1,7 @@
 //! `mxctl probe` with fake helpers the tests write.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use crate::common;
 use gpu_host_probe::test_util::{Act, FakeHelper};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -17,15 +18,15 @@ fn fake_helper(dir: &Path) -> PathBuf {
         .unwrap()
 }
 
+/// `mxctl` on an empty directory of the test's own: its sysfs tree, state and locks.
+fn mxctl(state: &Path) -> Command {
+    common::mxctl_on(state, state, &state.join("locks"))
+}
+
 fn probe(args: &[&str]) -> (i32, serde_json::Value) {
     let state = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
-        .args(["--config", "/dev/null", "--json", "--sysfs-root"])
-        .arg(state.path())
-        .arg("--state-dir")
-        .arg(state.path())
-        .arg("--lock-dir")
-        .arg(state.path().join("locks"))
+    let output = mxctl(state.path())
+        .arg("--json")
         .arg("probe")
         .args(args)
         .output()
@@ -83,13 +84,7 @@ fn probe_text_output_is_an_aligned_table() {
     let dir = tempfile::tempdir().unwrap();
     let helper = fake_helper(dir.path());
     let state = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
-        .args(["--config", "/dev/null", "--sysfs-root"])
-        .arg(state.path())
-        .arg("--state-dir")
-        .arg(state.path())
-        .arg("--lock-dir")
-        .arg(state.path().join("locks"))
+    let output = mxctl(state.path())
         .args(["probe", "--helper", helper.to_str().unwrap()])
         .args(["--device", "0000:01:00.0", "--device", "0000:03:00.0"])
         .output()

@@ -5,9 +5,7 @@
 
 use crate::common;
 
-use common::{
-    BOARD_NO_BANNER, GPU_NAME_BANNER, Host, Layout, OTHER_VENDOR, detail, ended as outcome,
-};
+use common::{BOARD_NO_BANNER, GPU_NAME_BANNER, Host, Layout, OTHER_VENDOR, ended as outcome};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -28,6 +26,14 @@ fn assert_nothing_changed(host: &Host) {
     assert_eq!(host.resets(), 0, "{:?}", host.calls());
     let journal = host.read("state/warm-reset-journal.json");
     assert!(!journal.contains("\"target\""), "{journal}");
+}
+
+/// Resets with `args`: blocked for `reason`, and nothing was changed. Its document.
+#[track_caller]
+fn blocked_unchanged(host: &Host, args: &[&str], reason: &str) -> serde_json::Value {
+    let document = common::blocked(host.reset(args), reason);
+    assert_nothing_changed(host);
+    document
 }
 
 #[test]
@@ -91,10 +97,7 @@ fn a_process_whose_name_has_spaces_blocks_with_gpu_busy_naming_it() {
             (3, ("blocked", "gpu_busy")),
             "{name}"
         );
-        assert!(
-            detail(&document).contains("3496691 vllm serve qwen (GPU 2)"),
-            "{document}"
-        );
+        common::assert_detail(&document, "3496691 vllm serve qwen (GPU 2)");
         assert_nothing_changed(&host);
     }
 }
@@ -108,12 +111,7 @@ fn a_driver_in_use_blocks_and_resets_nothing() {
         "proc/modules",
         "metax 1605632 1 - Live 0x0000000000000000\n",
     );
-    let (code, document) = host.reset(&["--device", "1"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (3, ("blocked", "driver_in_use"))
-    );
-    assert_nothing_changed(&host);
+    blocked_unchanged(&host, &["--device", "1"], "driver_in_use");
 }
 
 #[test]
@@ -122,12 +120,7 @@ fn a_driver_not_loaded_blocks_and_resets_nothing() {
     common::require_root();
     let host = Host::new();
     host.write("proc/modules", "nvme 61440 3 - Live 0x0\n");
-    let (code, document) = host.reset(&["--device", "1"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (3, ("blocked", "driver_not_loaded"))
-    );
-    assert_nothing_changed(&host);
+    blocked_unchanged(&host, &["--device", "1"], "driver_not_loaded");
 }
 
 #[test]
@@ -159,7 +152,7 @@ fn a_kernel_driver_older_than_2_4_1_blocks_with_driver_too_old_in_both_layouts()
             (3, ("blocked", "driver_too_old")),
             "{name}: {document}"
         );
-        assert!(detail(&document).contains("kernel driver 2.3.0 is older than 2.4.1"));
+        common::assert_detail(&document, "kernel driver 2.3.0 is older than 2.4.1");
         assert_nothing_changed(&host);
     }
 }
@@ -175,12 +168,7 @@ fn a_bios_older_than_1_12_blocks_with_driver_too_old() {
         "BIOS Version: 1.25.1.0",
         "BIOS Version: 1.11.9.0",
     );
-    let (code, document) = host.reset(&["--device", "1"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (3, ("blocked", "driver_too_old"))
-    );
-    assert_nothing_changed(&host);
+    blocked_unchanged(&host, &["--device", "1"], "driver_too_old");
 }
 
 #[test]
@@ -189,13 +177,8 @@ fn another_vendors_mx_smi_blocks_with_mx_smi_unavailable() {
     common::require_root();
     let host = Host::new();
     host.write("bin/plain", OTHER_VENDOR);
-    let (code, document) = host.reset(&["--device", "1"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (3, ("blocked", "mx_smi_unavailable"))
-    );
-    assert!(detail(&document).contains("is not MetaX's"), "{document}");
-    assert_nothing_changed(&host);
+    let document = blocked_unchanged(&host, &["--device", "1"], "mx_smi_unavailable");
+    common::assert_detail(&document, "is not MetaX's");
 }
 
 #[test]
@@ -215,16 +198,8 @@ fn a_process_section_that_does_not_read_blocks_and_is_never_idle() {
         .position(|line| line.contains("some text this reader"))
         .unwrap()
         + 1;
-    let (code, document) = host.reset(&["--device", "1"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (3, ("blocked", "mx_smi_unavailable"))
-    );
-    assert!(
-        detail(&document).contains(&format!("line {line}:")),
-        "{document}"
-    );
-    assert_nothing_changed(&host);
+    let document = blocked_unchanged(&host, &["--device", "1"], "mx_smi_unavailable");
+    common::assert_detail(&document, &format!("line {line}:"));
 }
 
 #[test]
@@ -233,12 +208,8 @@ fn an_absent_mx_smi_blocks_with_mx_smi_unavailable() {
     common::require_root();
     let host = Host::new();
     std::fs::remove_file(host.path("bin/mx-smi")).unwrap();
-    let (code, document) = host.reset(&["--device", "1"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (3, ("blocked", "mx_smi_unavailable"))
-    );
-    assert!(detail(&document).contains("does not exist"));
+    let document = common::blocked(host.reset(&["--device", "1"]), "mx_smi_unavailable");
+    common::assert_detail(&document, "does not exist");
 }
 
 #[test]
@@ -246,12 +217,7 @@ fn an_absent_mx_smi_blocks_with_mx_smi_unavailable() {
 fn an_unknown_device_blocks_and_resets_nothing() {
     common::require_root();
     let host = Host::new();
-    let (code, document) = host.reset(&["--device", "9"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (3, ("blocked", "unknown_device"))
-    );
-    assert_nothing_changed(&host);
+    blocked_unchanged(&host, &["--device", "9"], "unknown_device");
 }
 
 #[test]
@@ -260,12 +226,7 @@ fn a_listing_without_gpu_rows_blocks_instead_of_finding_no_gpus() {
     common::require_root();
     let host = Host::new();
     host.write("bin/listing", "mx-smi  version: 2.2.9\n");
-    let (code, document) = host.reset(&["--device", "all"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (3, ("blocked", "mx_smi_unavailable"))
-    );
-    assert_nothing_changed(&host);
+    blocked_unchanged(&host, &["--device", "all"], "mx_smi_unavailable");
 }
 
 #[test]
@@ -274,13 +235,8 @@ fn an_unreadable_kernel_log_blocks_in_the_preflight_and_changes_nothing() {
     common::require_root();
     let host = Host::new();
     std::fs::remove_file(host.path("bin/kmsg")).unwrap();
-    let (code, document) = host.reset(&["--device", "1"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (3, ("blocked", "kernel_log_unreadable"))
-    );
-    assert!(detail(&document).contains("bin/kmsg"), "{document}");
-    assert_nothing_changed(&host);
+    let document = blocked_unchanged(&host, &["--device", "1"], "kernel_log_unreadable");
+    common::assert_detail(&document, "bin/kmsg");
 }
 
 #[test]
@@ -288,8 +244,7 @@ fn an_unreadable_kernel_log_blocks_in_the_preflight_and_changes_nothing() {
 fn a_dry_run_records_no_reset_call_and_names_the_group() {
     common::require_root();
     let host = Host::new();
-    let (code, document) = host.reset(&["--device", "5", "--dry-run"]);
-    assert_eq!((code, outcome(&document)), (0, ("dry_run", "")));
+    let document = common::dry_run(host.reset(&["--device", "5", "--dry-run"]));
     assert_eq!(document["gpus"], serde_json::json!(["0000:36:00.0"]));
     assert_eq!(document["group"], serde_json::json!([4, 5, 6, 7]));
     assert_nothing_changed(&host);
@@ -301,8 +256,7 @@ fn a_topology_that_does_not_read_is_a_warning_and_the_group_stays_unknown() {
     common::require_root();
     let host = Host::new();
     host.write("bin/topo", "mx-smi: topo is not supported on this device\n");
-    let (code, document) = host.reset(&["--device", "1"]);
-    assert_eq!((code, outcome(&document)), (0, ("done", "")), "{document}");
+    let document = common::done(host.reset(&["--device", "1"]));
     assert_eq!(document["group"], serde_json::Value::Null);
     let warnings = document["warnings"].to_string();
     assert!(warnings.contains("topology does not read"), "{warnings}");
@@ -313,13 +267,11 @@ fn a_topology_that_does_not_read_is_a_warning_and_the_group_stays_unknown() {
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_hung_reset_is_killed_at_the_windows_end_and_needs_a_cold_reboot() {
     common::require_root();
-    let host = Host::new();
-    host.write("bin/reset-mode", "hang");
+    let host = Host::in_mode("hang");
     let started = Instant::now();
-    let (code, document) = host.reset(&["--device", "1", "--window", "1"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (4, ("cold_reboot_required", "reset_hung"))
+    common::cold_reboot(
+        host.reset(&["--device", "1", "--window", "1"]),
+        "reset_hung",
     );
     // It was killed at the window's end, not before (how long after depends on the machine).
     assert!(started.elapsed() >= Duration::from_secs(1));
@@ -331,31 +283,18 @@ fn a_hung_reset_is_killed_at_the_windows_end_and_needs_a_cold_reboot() {
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_reset_that_exits_1_needs_a_cold_reboot() {
     common::require_root();
-    let host = Host::new();
-    host.write("bin/reset-mode", "error");
-    let (code, document) = host.reset(&["--device", "1"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (4, ("cold_reboot_required", "reset_error"))
-    );
-    assert!(detail(&document).contains("warm reset failed on GPU#1"));
+    let host = Host::in_mode("error");
+    let document = common::cold_reboot(host.reset(&["--device", "1"]), "reset_error");
+    common::assert_detail(&document, "warm reset failed on GPU#1");
 }
 
 #[test]
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_reset_that_exits_0_but_says_it_failed_needs_a_cold_reboot() {
     common::require_root();
-    let host = Host::new();
-    host.write("bin/reset-mode", "says-failed");
-    let (code, document) = host.reset(&["--device", "1"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (4, ("cold_reboot_required", "reset_error"))
-    );
-    assert!(
-        detail(&document).contains("GPU#1: Reset Failed"),
-        "{document}"
-    );
+    let host = Host::in_mode("says-failed");
+    let document = common::cold_reboot(host.reset(&["--device", "1"]), "reset_error");
+    common::assert_detail(&document, "GPU#1: Reset Failed");
     assert_eq!(host.resets(), 1);
 }
 
@@ -371,15 +310,11 @@ fn a_gpu_missing_after_the_reset_needs_a_cold_reboot() {
         .map(|line| format!("{line}\n"))
         .collect();
     host.write("bin/listing-after", &listing.concat());
-    let (code, document) = host.reset(&["--device", "0", "--window", "2"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (4, ("cold_reboot_required", "gpu_missing"))
+    let document = common::cold_reboot(
+        host.reset(&["--device", "0", "--window", "2"]),
+        "gpu_missing",
     );
-    assert!(
-        detail(&document).contains("GPU#1 (0000:0f:00.0)"),
-        "{document}"
-    );
+    common::assert_detail(&document, "GPU#1 (0000:0f:00.0)");
 }
 
 #[test]
@@ -394,12 +329,11 @@ fn a_gpu_not_available_when_the_window_ends_needs_a_cold_reboot() {
         "Not Available(hardware error)",
     );
     let started = Instant::now();
-    let (code, document) = host.reset(&["--device", "0", "--window", "2"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (4, ("cold_reboot_required", "gpu_unavailable"))
+    let document = common::cold_reboot(
+        host.reset(&["--device", "0", "--window", "2"]),
+        "gpu_unavailable",
     );
-    assert!(detail(&document).contains("GPU#2 is Not Available(hardware error)"));
+    common::assert_detail(&document, "GPU#2 is Not Available(hardware error)");
     // It was polled until the window's end, not given up on at once.
     assert!(
         started.elapsed() >= Duration::from_secs(1),
@@ -412,14 +346,9 @@ fn a_gpu_not_available_when_the_window_ends_needs_a_cold_reboot() {
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn kernel_errors_after_the_reset_need_a_cold_reboot() {
     common::require_root();
-    let host = Host::new();
-    host.write("bin/reset-mode", "kernel-errors");
-    let (code, document) = host.reset(&["--device", "1"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (4, ("cold_reboot_required", "kernel_errors"))
-    );
-    assert!(detail(&document).contains("fatal link error"));
+    let host = Host::in_mode("kernel-errors");
+    let document = common::cold_reboot(host.reset(&["--device", "1"]), "kernel_errors");
+    common::assert_detail(&document, "fatal link error");
 }
 
 #[test]
@@ -449,7 +378,7 @@ fn a_metaxlink_that_does_not_come_back_needs_a_cold_reboot() {
             (4, ("cold_reboot_required", "topology_wrong")),
             "{name}: {document}"
         );
-        assert!(detail(&document).contains("GPU#1-GPU#2"), "{document}");
+        common::assert_detail(&document, "GPU#1-GPU#2");
         assert_eq!(host.resets(), 1);
     }
 }
@@ -458,8 +387,7 @@ fn a_metaxlink_that_does_not_come_back_needs_a_cold_reboot() {
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn two_resets_started_at_once_issue_exactly_one_reset() {
     common::require_root();
-    let host = Host::new();
-    host.write("bin/reset-mode", "slow1");
+    let host = Host::in_mode("slow1");
     let (first, second) = (
         host.spawn(&["--device", "1"]),
         host.spawn(&["--device", "1"]),
@@ -478,8 +406,7 @@ fn two_resets_started_at_once_issue_exactly_one_reset() {
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_restart_after_sigkill_inside_the_window_issues_no_second_reset() {
     common::require_root();
-    let host = Host::new();
-    host.write("bin/reset-mode", "slow3");
+    let host = Host::in_mode("slow3");
     let mut first = host.spawn(&["--device", "1", "--window", "30"]);
     let started = Instant::now();
     while host.resets() == 0 && started.elapsed() < Duration::from_secs(120) {
@@ -487,10 +414,9 @@ fn a_restart_after_sigkill_inside_the_window_issues_no_second_reset() {
     }
     first.kill().unwrap();
     first.wait().unwrap();
-    let (code, document) = host.reset(&["--device", "1", "--window", "30"]);
-    assert_eq!(
-        (code, outcome(&document)),
-        (3, ("blocked", "reset_in_flight"))
+    common::blocked(
+        host.reset(&["--device", "1", "--window", "30"]),
+        "reset_in_flight",
     );
     assert_eq!(host.resets(), 1);
     // The orphaned mx-smi -r of the killed run finishes on its own; end it here.
@@ -541,15 +467,7 @@ fn the_text_output_shows_each_step_and_the_outcome() {
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn two_resets_of_the_same_gpu_at_once_reset_it_exactly_once() {
     common::require_root();
-    let host = Host::new();
-    host.write("bin/reset-mode", "slow1");
-    let outcomes = common::two_at_once(
-        host.command(&["--device", "1"]),
-        host.command(&["--device", "1"]),
-    );
+    let host = Host::in_mode("slow1");
+    let outcomes = common::two_at_once(|| host.command(&["--device", "1"]));
     assert_eq!(host.resets(), 1, "{outcomes:?}");
-    assert!(
-        outcomes.iter().any(|o| o.starts_with("\"done\"")),
-        "{outcomes:?}"
-    );
 }

@@ -3,7 +3,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use crate::common;
-use common::{detail, ended};
 
 use common::nvidia_host::NvidiaHost;
 
@@ -15,8 +14,7 @@ const GROUP_OF_0: &str = "--gpu-reset -i 00000000:18:00.0,00000000:1A:00.0";
 fn a_gpu_is_reset_once_with_its_nvlink_peer_in_the_same_command() {
     common::require_root();
     let host = NvidiaHost::new();
-    let (code, document) = host.reset(&["--device", "0"]);
-    assert_eq!((code, ended(&document)), (0, ("done", "")), "{document}");
+    let document = common::done(host.reset(&["--device", "0"]));
     assert_eq!(host.resets(), [GROUP_OF_0]);
     assert_eq!(document["group"], serde_json::json!([0, 2]));
     assert_eq!(
@@ -47,12 +45,8 @@ fn a_process_holding_the_peers_device_file_blocks_with_gpu_busy_naming_it() {
     common::require_root();
     let host = NvidiaHost::new();
     host.holder(5150, "nv-fabricmanager", "/dev/nvidia2");
-    let (code, document) = host.reset(&["--device", "0"]);
-    assert_eq!((code, ended(&document)), (3, ("blocked", "gpu_busy")));
-    assert!(
-        detail(&document).contains("5150 nv-fabricmanager (/dev/nvidia2)"),
-        "{document}"
-    );
+    let document = common::blocked(host.reset(&["--device", "0"]), "gpu_busy");
+    common::assert_detail(&document, "5150 nv-fabricmanager (/dev/nvidia2)");
     assert!(host.resets().is_empty());
 }
 
@@ -62,9 +56,8 @@ fn a_compute_app_on_the_group_blocks_with_gpu_busy_naming_its_pid() {
     common::require_root();
     let host = NvidiaHost::new();
     host.write("bin/apps", "31415, 00000000:1A:00.0\n");
-    let (code, document) = host.reset(&["--device", "0"]);
-    assert_eq!((code, ended(&document)), (3, ("blocked", "gpu_busy")));
-    assert!(detail(&document).contains("31415"), "{document}");
+    let document = common::blocked(host.reset(&["--device", "0"]), "gpu_busy");
+    common::assert_detail(&document, "31415");
     assert!(host.resets().is_empty());
 }
 
@@ -72,14 +65,9 @@ fn a_compute_app_on_the_group_blocks_with_gpu_busy_naming_its_pid() {
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn the_published_busy_block_is_blocked_and_leaves_nothing_in_flight() {
     common::require_root();
-    let host = NvidiaHost::new();
-    host.write("bin/reset-mode", "busy");
-    let (code, document) = host.reset(&["--device", "0"]);
-    assert_eq!((code, ended(&document)), (3, ("blocked", "gpu_busy")));
-    assert!(
-        detail(&document).contains("In use by another client"),
-        "{document}"
-    );
+    let host = NvidiaHost::in_mode("busy");
+    let document = common::blocked(host.reset(&["--device", "0"]), "gpu_busy");
+    common::assert_detail(&document, "In use by another client");
     assert_eq!(host.resets().len(), 1);
     host.no_reset_in_flight();
 }
@@ -88,31 +76,21 @@ fn the_published_busy_block_is_blocked_and_leaves_nothing_in_flight() {
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn any_other_failure_of_the_reset_needs_a_cold_reboot() {
     common::require_root();
-    let host = NvidiaHost::new();
-    host.write("bin/reset-mode", "error");
-    let (code, document) = host.reset(&["--device", "0"]);
-    assert_eq!(
-        (code, ended(&document)),
-        (4, ("cold_reboot_required", "reset_error"))
-    );
-    assert!(
-        detail(&document).contains("exited with code 3"),
-        "{document}"
-    );
+    let host = NvidiaHost::in_mode("error");
+    let document = common::cold_reboot(host.reset(&["--device", "0"]), "reset_error");
+    common::assert_detail(&document, "exited with code 3");
 }
 
 #[test]
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_hung_reset_is_killed_at_the_windows_end_and_needs_a_cold_reboot() {
     common::require_root();
-    let host = NvidiaHost::new();
-    host.write("bin/reset-mode", "hang");
+    let host = NvidiaHost::in_mode("hang");
     // The hung command is killed at the window's end: reset_hung (were it not, the command
     // would run on and the verdict would be another).
-    let (code, document) = host.reset(&["--device", "0", "--window", "2"]);
-    assert_eq!(
-        (code, ended(&document)),
-        (4, ("cold_reboot_required", "reset_hung"))
+    common::cold_reboot(
+        host.reset(&["--device", "0", "--window", "2"]),
+        "reset_hung",
     );
 }
 
@@ -128,26 +106,20 @@ fn a_peer_gone_after_the_reset_is_gpu_missing() {
         .map(|l| format!("{l}\n"))
         .collect();
     host.write("bin/gpus-after", &after);
-    let (code, document) = host.reset(&["--device", "0", "--window", "2"]);
-    assert_eq!(
-        (code, ended(&document)),
-        (4, ("cold_reboot_required", "gpu_missing"))
+    let document = common::cold_reboot(
+        host.reset(&["--device", "0", "--window", "2"]),
+        "gpu_missing",
     );
-    assert!(detail(&document).contains("00000000:1A:00.0"), "{document}");
+    common::assert_detail(&document, "00000000:1A:00.0");
 }
 
 #[test]
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn the_kernel_giving_up_on_a_gpu_of_the_group_is_kernel_errors() {
     common::require_root();
-    let host = NvidiaHost::new();
-    host.write("bin/reset-mode", "kernel-errors");
-    let (code, document) = host.reset(&["--device", "0"]);
-    assert_eq!(
-        (code, ended(&document)),
-        (4, ("cold_reboot_required", "kernel_errors"))
-    );
-    assert!(detail(&document).contains("giving up"), "{document}");
+    let host = NvidiaHost::in_mode("kernel-errors");
+    let document = common::cold_reboot(host.reset(&["--device", "0"]), "kernel_errors");
+    common::assert_detail(&document, "giving up");
 }
 
 #[test]
@@ -155,8 +127,7 @@ fn the_kernel_giving_up_on_a_gpu_of_the_group_is_kernel_errors() {
 fn a_dry_run_resets_nothing_and_names_the_group() {
     common::require_root();
     let host = NvidiaHost::new();
-    let (code, document) = host.reset(&["--device", "0", "--dry-run"]);
-    assert_eq!((code, ended(&document)), (0, ("dry_run", "")), "{document}");
+    let document = common::dry_run(host.reset(&["--device", "0", "--dry-run"]));
     assert_eq!(document["group"], serde_json::json!([0, 2]));
     assert!(host.resets().is_empty());
 }
@@ -167,11 +138,7 @@ fn a_topology_that_does_not_read_blocks_because_the_peers_are_unknown() {
     common::require_root();
     let host = NvidiaHost::new();
     host.write("bin/topo", "GPU0 GPU1\nGPU0 X\n");
-    let (code, document) = host.reset(&["--device", "0"]);
-    assert_eq!(
-        (code, ended(&document)),
-        (3, ("blocked", "nvidia_smi_unavailable"))
-    );
+    common::blocked(host.reset(&["--device", "0"]), "nvidia_smi_unavailable");
     assert!(host.resets().is_empty());
 }
 
@@ -179,17 +146,9 @@ fn a_topology_that_does_not_read_blocks_because_the_peers_are_unknown() {
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn two_resets_of_the_same_gpu_at_once_reset_it_exactly_once() {
     common::require_root();
-    let host = NvidiaHost::new();
-    host.write("bin/reset-mode", "slow");
-    let outcomes = common::two_at_once(
-        host.command(&["--device", "0"]),
-        host.command(&["--device", "0"]),
-    );
+    let host = NvidiaHost::in_mode("slow");
+    let outcomes = common::two_at_once(|| host.command(&["--device", "0"]));
     assert_eq!(host.resets().len(), 1, "{outcomes:?}");
-    assert!(
-        outcomes.iter().any(|o| o.starts_with("\"done\"")),
-        "{outcomes:?}"
-    );
 }
 
 #[test]
@@ -202,7 +161,7 @@ fn a_reset_whose_nvlink_peer_is_not_ours_is_blocked_and_resets_nothing() {
     let mut state = host_sync::HostState::default();
     state.ownership.insert(
         "0000:1a:00.0".parse().unwrap(),
-        host_sync::Ownership::Dynamic,
+        gpu_host_probe::Ownership::Dynamic,
     );
     host_sync::FileStore::new(host.path("state"))
         .save(&state)

@@ -16,7 +16,7 @@ use host_sync::fake_amdgpu::{FakeAmdgpu, FakeAmdgpuFile, MI300X};
 use serde_json::Value;
 
 /// The mount of `machine`'s tree at `<machine>/served-sys`, with `drivers`; mxctl is given it.
-fn serve(machine: &mut Machine, drivers: Drivers) -> ServedSysfs {
+pub(crate) fn serve(machine: &mut Machine, drivers: Drivers) -> ServedSysfs {
     let at = machine.path("served-sys");
     std::fs::create_dir_all(&at).unwrap();
     let served = ServedSysfs::mount(machine.sysfs.root(), &at, drivers).unwrap();

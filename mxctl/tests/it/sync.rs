@@ -328,12 +328,7 @@ fn probe_without_devices_reads_every_nvidia_gpu_bound_to_nvidia() {
     host.sysfs.nvidia("0000:3c:00.0", Some("vfio-pci")).unwrap();
     let helper = host.nvml_helper(&["0000:3b:00.0"]);
     let (_, probe) = host.run(&["probe", "--helper", helper.to_str().unwrap()]);
-    let devices: Vec<&str> = probe["gpus"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|g| g["device"].as_str().unwrap())
-        .collect();
+    let devices = common::field_of_each(&probe["gpus"], "device");
     assert_eq!(devices, ["0000:3b:00.0"]);
 }
 
@@ -416,12 +411,7 @@ fn gpus_on_a_vmd_server_lists_the_gpu_and_names_the_vanished_entry_in_a_warning(
     vmd_server(&host);
     let output = common::succeeded(&mut host.command(&["gpus"]));
     let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let devices: Vec<&str> = document["gpus"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|gpu| gpu["device"].as_str().unwrap())
-        .collect();
+    let devices = common::field_of_each(&document["gpus"], "device");
     assert_eq!(devices, ["0001:81:00.0"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     let warnings: Vec<&str> = stderr
@@ -449,24 +439,13 @@ fn sync_on_a_vmd_server_keeps_the_gpu_by_its_address() {
         )
         .unwrap();
     let helper = host.helper(|h| h);
-    let (code, sync) = host.sync_enabled(&helper);
-    assert_eq!(code, 0, "{sync}");
-    let gpus: Vec<(&str, &str)> = sync["gpus"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|gpu| {
-            (
-                gpu["device"].as_str().unwrap(),
-                gpu["partition_mode"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let sync = host.synced(&helper);
+    let gpus = common::fields_of_each(&sync["gpus"], ["device", "partition_mode"]);
     assert_eq!(
         gpus,
         [
-            ("0001:81:00.0", "enabled"),
-            ("10000:e0:00.0", "not_checked")
+            ["0001:81:00.0", "enabled"],
+            ["10000:e0:00.0", "not_checked"]
         ]
     );
     let state = std::fs::read_to_string(host.path("state/state.json")).unwrap();
@@ -493,28 +472,16 @@ fn sync_with_the_pool_on_reads_each_card_through_the_real_helper_and_nvml() {
         ("00000000:3D:00.0", ON_PENDING),
         ("0000:3e:00.0", NO_MIG),
     ]);
-    let (code, sync) = host.sync_enabled(&helper);
-    assert_eq!(code, 0, "{sync}");
-    let modes: Vec<(&str, &str, &str)> = sync["gpus"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|gpu| {
-            (
-                gpu["device"].as_str().unwrap(),
-                gpu["partition_mode"].as_str().unwrap(),
-                gpu["reason"].as_str().unwrap(),
-            )
-        })
-        .collect();
+    let sync = host.synced(&helper);
+    let modes = common::fields_of_each(&sync["gpus"], ["device", "partition_mode", "reason"]);
     assert_eq!(
         modes,
         [
-            ("0000:3b:00.0", "enabled", ""),
-            ("0000:3c:00.0", "enabled", ""),
-            ("0000:3d:00.0", "enable_on_reboot", ""),
-            ("0000:3e:00.0", "not_supported", ""),
-            ("0000:3f:00.0", "not_checked", "driver_vfio_pci"),
+            ["0000:3b:00.0", "enabled", ""],
+            ["0000:3c:00.0", "enabled", ""],
+            ["0000:3d:00.0", "enable_on_reboot", ""],
+            ["0000:3e:00.0", "not_supported", ""],
+            ["0000:3f:00.0", "not_checked", "driver_vfio_pci"],
         ]
     );
     // One card waits for its reboot: the host is on its way in.

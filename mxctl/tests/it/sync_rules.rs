@@ -183,8 +183,7 @@ fn a_host_with_no_gpu_to_read_forks_no_helper_and_is_ready() {
     host.sysfs.nvidia("0000:3b:00.0", Some("vfio-pci")).unwrap();
     host.sysfs.nvidia("0000:3c:00.0", None).unwrap();
     let helper = host.helper(|h| h);
-    let (code, sync) = host.sync_enabled(&helper);
-    assert_eq!(code, 0);
+    let sync = host.synced(&helper);
     assert_eq!(host.helper_calls(), Vec::<String>::new());
     assert_eq!(
         (sync["status"].as_str(), sync["reason"].as_str()),
@@ -218,13 +217,7 @@ fn the_probe_waits_for_a_held_host_lock_before_it_reads_any_card() {
     let helper = host.helper(|h| h);
     let held = host.hold_lock();
     let probe = host
-        .command(&[
-            "probe",
-            "--device",
-            "0000:3b:00.0",
-            "--helper",
-            helper.to_str().unwrap(),
-        ])
+        .probe_command(&helper, &[])
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -246,15 +239,7 @@ fn the_probe_refuses_a_lock_held_past_its_wait_and_runs_nothing() {
     let helper = host.helper(|h| h);
     let _held = host.hold_lock();
     let started = Instant::now();
-    let (code, document) = host.run(&[
-        "probe",
-        "--device",
-        "0000:3b:00.0",
-        "--lock-wait",
-        "0.5",
-        "--helper",
-        helper.to_str().unwrap(),
-    ]);
+    let (code, document) = host.probe(&helper, &["--lock-wait", "0.5"]);
     assert_eq!(
         (code, document["error"]["kind"].as_str()),
         (1, Some("lock_busy"))
@@ -267,8 +252,7 @@ fn the_probe_refuses_a_lock_held_past_its_wait_and_runs_nothing() {
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn the_probe_never_reads_a_card_inside_a_warm_resets_window() {
     common::require_root();
-    let reset = common::Host::new();
-    reset.write("bin/reset-mode", "slow2");
+    let reset = common::Host::in_mode("slow2");
     let host = Host::new();
     // At each read, the helper keeps what the reset's mx-smi had done by then.
     let helper = host.helper(|h| {
@@ -340,13 +324,7 @@ fn a_helper_run_is_stopped_at_the_default_deadline_of_5_seconds() {
     let host = Host::new();
     let helper = host.helper(|h| h.every_read(Act::Hang));
     let started = Instant::now();
-    let (code, probe) = host.run(&[
-        "probe",
-        "--device",
-        "0000:3b:00.0",
-        "--helper",
-        helper.to_str().unwrap(),
-    ]);
+    let (code, probe) = host.probe(&helper, &[]);
     assert_eq!(code, 0);
     // Stopped at its deadline (not before it; a loaded machine only adds to it).
     assert_eq!(probe["gpus"][0]["reason"], "timeout");

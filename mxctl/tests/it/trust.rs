@@ -10,7 +10,7 @@ use common::Host as MetaxHost;
 use common::sync_host::SyncHost;
 use gpu_host_probe::test_util::FakeHelper;
 use std::os::unix::fs::{PermissionsExt, symlink};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const NOBODY: u32 = 65534;
@@ -31,12 +31,26 @@ fn plant(dir: &Path, link: &Path) -> std::path::PathBuf {
     victim
 }
 
+/// Asserts that a victim of [`plant`] still holds what it held.
+#[track_caller]
+fn assert_untouched(victim: &Path) {
+    assert_eq!(std::fs::read_to_string(victim).unwrap(), "precious\n");
+}
+
 fn error_of(stdout: &[u8]) -> (String, String) {
     let document: serde_json::Value = serde_json::from_slice(stdout).unwrap();
     (
         document["error"]["kind"].as_str().unwrap().to_owned(),
         document["error"]["message"].as_str().unwrap().to_owned(),
     )
+}
+
+/// Runs `command`, which must fail (exit 1), and answers its error's kind and message.
+#[track_caller]
+fn failure(command: &mut Command) -> (String, String) {
+    let output = command.output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    error_of(&output.stdout)
 }
 
 fn private_state(host: &SyncHost) -> std::path::PathBuf {
@@ -51,15 +65,13 @@ fn a_link_planted_as_the_lock_file_leaves_its_target_untouched_and_fails_clearly
     let host = SyncHost::new();
     let state = private_state(&host);
     let victim = plant(host.dir.path(), &state.join("host-gpu.lock"));
-    let output = host.command(&["sync"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    let (kind, message) = error_of(&output.stdout);
+    let (kind, message) = failure(&mut host.command(&["sync"]));
     assert_eq!(kind, "lock");
     assert!(
         message.contains("host-gpu.lock") && message.contains("symbolic link"),
         "{message}"
     );
-    assert_eq!(std::fs::read_to_string(victim).unwrap(), "precious\n");
+    assert_untouched(&victim);
 }
 
 #[test]
@@ -67,14 +79,12 @@ fn a_link_planted_as_the_state_file_leaves_its_target_untouched_and_fails_clearl
     let host = SyncHost::new();
     let state = private_state(&host);
     let victim = plant(host.dir.path(), &state.join("state.json"));
-    let output = host.command(&["sync"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    let (_, message) = error_of(&output.stdout);
+    let (_, message) = failure(&mut host.command(&["sync"]));
     assert!(
         message.contains("state.json") && message.contains("symbolic link"),
         "{message}"
     );
-    assert_eq!(std::fs::read_to_string(victim).unwrap(), "precious\n");
+    assert_untouched(&victim);
     assert!(
         std::fs::symlink_metadata(state.join("state.json"))
             .unwrap()
@@ -91,15 +101,11 @@ fn a_link_planted_as_the_reset_journal_leaves_its_target_untouched_and_fails_cle
     std::fs::create_dir(&simulated).unwrap();
     chmod(&simulated, 0o700);
     let victim = plant(host.dir.path(), &simulated.join("warm-reset-journal.json"));
-    let output = host
-        .command(&["reset", "--simulate", "ok", "--device", "1"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    let (kind, message) = error_of(&output.stdout);
+    let (kind, message) =
+        failure(&mut host.command(&["reset", "--simulate", "ok", "--device", "1"]));
     assert_eq!(kind, "reset");
     assert!(message.contains("symbolic link"), "{message}");
-    assert_eq!(std::fs::read_to_string(victim).unwrap(), "precious\n");
+    assert_untouched(&victim);
 }
 
 #[test]
@@ -122,7 +128,7 @@ fn a_link_planted_as_the_metrics_file_leaves_its_target_untouched_and_fails_clea
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("symbolic link"), "{stderr}");
-    assert_eq!(std::fs::read_to_string(victim).unwrap(), "precious\n");
+    assert_untouched(&victim);
 }
 
 #[test]
@@ -179,18 +185,16 @@ fn a_config_file_writable_by_others_is_refused_and_nothing_is_done() {
     let config = host.path("mxctl.conf");
     std::fs::write(&config, "gpu-partitioning = enabled\n").unwrap();
     chmod(&config, 0o666);
-    let output = Command::new(env!("CARGO_BIN_EXE_mxctl"))
-        .arg("--config")
-        .arg(&config)
-        .args(["--json", "--state-dir"])
-        .arg(host.path("state"))
-        .arg("--lock-dir")
-        .arg(host.path("locks"))
-        .arg("sync")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    let (kind, message) = error_of(&output.stdout);
+    let (kind, message) = failure(
+        Command::new(env!("CARGO_BIN_EXE_mxctl"))
+            .arg("--config")
+            .arg(&config)
+            .args(["--json", "--state-dir"])
+            .arg(host.path("state"))
+            .arg("--lock-dir")
+            .arg(host.path("locks"))
+            .arg("sync"),
+    );
     assert_eq!(kind, "unsafe_config");
     assert!(message.contains("writable by others"), "{message}");
     assert!(!host.path("state").exists());
@@ -199,60 +203,53 @@ fn a_config_file_writable_by_others_is_refused_and_nothing_is_done() {
 /// Syncs with the pool on and one NVIDIA GPU, reading it with `helper`.
 fn sync_with(host: &SyncHost, helper: &Path) -> serde_json::Value {
     host.sysfs.nvidia("0000:3b:00.0", Some("nvidia")).unwrap();
-    let (code, sync) = host.sync_enabled(helper);
-    assert_eq!(code, 0, "{sync}");
-    sync
+    host.synced(helper)
 }
 
-fn assert_helper_unsafe(sync: &serde_json::Value, helper_dir: &Path) {
+/// A fake helper written in the host's directory `name`: the directory, and the helper.
+fn helper_in(host: &SyncHost, name: &str) -> (PathBuf, PathBuf) {
+    let dir = host.path(name);
+    let helper = FakeHelper::new(&dir).write().unwrap();
+    (dir, helper)
+}
+
+/// A sync through a fake helper in the host's directory `name`, once `spoil` (given the
+/// directory and the helper) has made it unsafe: the host is helper_unavailable, the card
+/// helper_unsafe, and the helper never ran.
+fn assert_unsafe_helper_never_runs(name: &str, spoil: impl FnOnce(&Path, &Path)) {
+    let host = SyncHost::new();
+    let (dir, helper) = helper_in(&host, name);
+    spoil(&dir, &helper);
+    let sync = sync_with(&host, &helper);
     assert_eq!(sync["status"], "inactive", "{sync}");
     assert_eq!(sync["reason"], "helper_unavailable", "{sync}");
     assert_eq!(sync["gpus"][0]["reason"], "helper_unsafe", "{sync}");
-    assert_eq!(FakeHelper::calls(helper_dir), Vec::<String>::new());
+    assert_eq!(FakeHelper::calls(&dir), Vec::<String>::new());
 }
 
 #[test]
 fn a_helper_writable_by_others_is_never_run_and_is_helper_unsafe() {
-    let host = SyncHost::new();
-    let dir = host.path("helper");
-    let helper = FakeHelper::new(&dir).write().unwrap();
-    chmod(&helper, 0o777);
-    assert_helper_unsafe(&sync_with(&host, &helper), &dir);
+    assert_unsafe_helper_never_runs("helper", |_, helper| chmod(helper, 0o777));
 }
 
 #[test]
 #[ignore = "needs root (the real root check of a reset); CI runs it as root: cargo test -p mxctl -- --ignored"]
 fn a_helper_owned_by_another_user_is_never_run_and_is_helper_unsafe() {
     common::require_root();
-    let host = SyncHost::new();
-    let dir = host.path("helper");
-    let helper = FakeHelper::new(&dir).write().unwrap();
-    give_to_nobody(&helper);
-    assert_helper_unsafe(&sync_with(&host, &helper), &dir);
+    assert_unsafe_helper_never_runs("helper", |_, helper| give_to_nobody(helper));
 }
 
 #[test]
 fn a_helper_in_a_directory_writable_by_others_is_never_run_and_is_helper_unsafe() {
-    let host = SyncHost::new();
-    let dir = host.path("open");
-    let helper = FakeHelper::new(&dir).write().unwrap();
-    chmod(&dir, 0o777);
-    assert_helper_unsafe(&sync_with(&host, &helper), &dir);
+    assert_unsafe_helper_never_runs("open", |dir, _| chmod(dir, 0o777));
 }
 
 #[test]
 fn the_probe_reports_an_unsafe_helper_as_helper_unsafe() {
     let host = SyncHost::new();
-    let dir = host.path("helper");
-    let helper = FakeHelper::new(&dir).write().unwrap();
+    let (dir, helper) = helper_in(&host, "helper");
     chmod(&helper, 0o777);
-    let (code, probe) = host.run(&[
-        "probe",
-        "--device",
-        "0000:3b:00.0",
-        "--helper",
-        helper.to_str().unwrap(),
-    ]);
+    let (code, probe) = host.probe(&helper, &[]);
     assert_eq!(code, 0);
     assert_eq!(probe["gpus"][0]["reason"], "helper_unsafe", "{probe}");
     assert_eq!(FakeHelper::calls(&dir), Vec::<String>::new());
@@ -263,8 +260,7 @@ fn the_probe_reports_an_unsafe_helper_as_helper_unsafe() {
 fn a_helper_in_a_root_owned_sticky_directory_runs() {
     common::require_root();
     let host = SyncHost::new();
-    let dir = host.path("sticky");
-    let helper = FakeHelper::new(&dir).write().unwrap();
+    let (dir, helper) = helper_in(&host, "sticky");
     chmod(&dir, 0o1777);
     let sync = sync_with(&host, &helper);
     assert_eq!(sync["gpus"][0]["partition_mode"], "enabled", "{sync}");
@@ -277,12 +273,7 @@ fn an_unsafe_mx_smi_blocks_the_reset_with_unsafe_program_and_is_never_run() {
     common::require_root();
     let host = MetaxHost::new();
     chmod(&host.path("bin/mx-smi"), 0o777);
-    let (code, document) = host.reset(&["--device", "1"]);
-    assert_eq!(code, 3, "{document}");
-    assert_eq!(
-        (&document["outcome"], &document["reason"]),
-        (&"blocked".into(), &"unsafe_program".into())
-    );
+    let document = common::blocked(host.reset(&["--device", "1"]), "unsafe_program");
     assert!(
         document["detail"]
             .as_str()

@@ -89,6 +89,24 @@ impl VgpuMxHost {
         common::run_json(self.vgpu(&["apply", "--vgpu-config", &config, "--select", name]))
     }
 
+    /// [`Self::apply`], which must exit 0 (its report in the failure): its report.
+    #[track_caller]
+    pub(crate) fn applied(&self, name: &str) -> Value {
+        let (code, report) = self.apply(name);
+        assert_eq!(code, 0, "{report:#}");
+        report
+    }
+
+    /// Applies `name` again, after an apply that wrote `writes`: it must do no vGPU step and
+    /// write nothing more. Its report.
+    #[track_caller]
+    fn assert_again_writes_nothing(&self, name: &str, writes: &[String]) -> Value {
+        let again = self.applied(name);
+        assert!(again["gpus"][0]["vgpu_done"].as_array().unwrap().is_empty());
+        assert_eq!(self.writes(), writes, "a second apply wrote");
+        again
+    }
+
     pub(crate) fn assert(&self, name: &str) -> (i32, Value) {
         let config = self.config.to_str().unwrap().to_owned();
         common::run_json(self.vgpu(&["assert", "--vgpu-config", &config, "--select", name]))
@@ -164,8 +182,7 @@ fn position(writes: &[String], prefix: &str) -> usize {
 #[test]
 fn a_mixed_mig_backed_config_applies_in_the_drivers_order_asserts_and_again_writes_nothing() {
     let host = VgpuMxHost::new();
-    let (code, report) = host.apply("H100-mixed");
-    assert_eq!(code, 0, "{report:#}");
+    let report = host.applied("H100-mixed");
     assert_eq!(report["outcome"], "done", "{report:#}");
     let writes = host.writes();
     assert_drivers_order(&writes);
@@ -178,18 +195,14 @@ fn a_mixed_mig_backed_config_applies_in_the_drivers_order_asserts_and_again_writ
     let (code, asserted) = host.assert("H100-mixed");
     assert_eq!(code, 0, "{asserted:#}");
 
-    let (code, again) = host.apply("H100-mixed");
-    assert_eq!(code, 0, "{again:#}");
-    assert!(again["gpus"][0]["vgpu_done"].as_array().unwrap().is_empty());
+    let again = host.assert_again_writes_nothing("H100-mixed", &writes);
     assert!(again["gpus"][0]["steps"].as_array().unwrap().is_empty());
-    assert_eq!(host.writes(), writes, "a second apply wrote");
 }
 
 #[test]
 fn a_time_sliced_config_on_the_a100_leaves_mig_off_and_the_other_gpu_alone() {
     let host = VgpuMxHost::new();
-    let (code, report) = host.apply("A100-10C");
-    assert_eq!(code, 0, "{report:#}");
+    host.applied("A100-10C");
     assert_eq!(host.types_on(A100), vec![471; 4]);
     assert!(
         !host
@@ -224,18 +237,13 @@ fn a_time_sliced_config_on_the_a100_leaves_mig_off_and_the_other_gpu_alone() {
 #[test]
 fn after_a_reboot_the_sync_names_the_vfs_gone_and_vgpu_restore_brings_them_back() {
     let host = VgpuMxHost::new();
-    assert_eq!(host.apply("H100-mixed").0, 0);
+    host.applied("H100-mixed");
     let state = StateFile::new(&host.host.state).with_sysfs(host.host.sysfs.root());
     state.reboot().unwrap();
     host.host.boot("99999999-2222-3333-4444-555555555555");
     let sync = host.sync_after_boot();
     assert_eq!(sync["reason"], "layout_drifted", "{sync:#}");
-    let kinds: Vec<&str> = sync["drift"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["kind"].as_str().unwrap())
-        .collect();
+    let kinds = common::field_of_each(&sync["drift"], "kind");
     assert!(kinds.contains(&"vfs_gone"), "{sync:#}");
     let status = host.host.status();
     assert_eq!(status["declared"]["holds"], "drifted", "{status:#}");
@@ -269,7 +277,7 @@ fn after_a_reboot_the_sync_names_the_vfs_gone_and_vgpu_restore_brings_them_back(
 #[test]
 fn a_vm_on_a_vf_blocks_apply_and_leave_before_any_write_naming_the_vf_and_the_pid() {
     let host = VgpuMxHost::new();
-    assert_eq!(host.apply("A100-10C").0, 0);
+    host.applied("A100-10C");
     host.host.sysfs.iommu_group("0000:3c:00.4", 71).unwrap();
     host.host.holder(4242, "qemu-kvm", "/dev/vfio/71", 30);
     // Another config on the A100 would clear VF 0's type.
@@ -298,7 +306,7 @@ fn a_vm_on_a_vf_blocks_apply_and_leave_before_any_write_naming_the_vf_and_the_pi
 #[test]
 fn leave_runs_sriov_manage_d_before_mig_off() {
     let host = VgpuMxHost::new();
-    assert_eq!(host.apply("H100-mixed").0, 0);
+    host.applied("H100-mixed");
     let applied = host.writes().len();
     let (code, report) = common::run_json(host.vgpu(&["leave"]));
     assert_eq!(code, 0, "{report:#}");
@@ -314,8 +322,7 @@ fn leave_runs_sriov_manage_d_before_mig_off() {
 fn a100_1_5c_seven_applies_with_its_reset_in_the_drivers_order_asserts_and_again_writes_nothing() {
     common::require_root();
     let host = VgpuMxHost::new();
-    let (code, report) = host.apply("A100-1-5C");
-    assert_eq!(code, 0, "{report:#}");
+    let report = host.applied("A100-1-5C");
     assert_eq!(report["outcome"], "done", "{report:#}");
     // MIG on waits for the A100's reset; the VFs come after it, the instances after them.
     let writes = host.writes();
@@ -323,16 +330,13 @@ fn a100_1_5c_seven_applies_with_its_reset_in_the_drivers_order_asserts_and_again
     assert_eq!(host.host.resets().len(), 1);
     assert_eq!(host.types_on(A100), vec![474; 7]);
     assert_eq!(host.assert("A100-1-5C").0, 0);
-    let (code, again) = host.apply("A100-1-5C");
-    assert_eq!(code, 0, "{again:#}");
-    assert!(again["gpus"][0]["vgpu_done"].as_array().unwrap().is_empty());
-    assert_eq!(host.writes(), writes, "a second apply wrote");
+    host.assert_again_writes_nothing("A100-1-5C", &writes);
 }
 
 #[test]
 fn an_exported_vgpu_config_and_the_declared_one_apply_back_as_zero_writes() {
     let host = VgpuMxHost::new();
-    assert_eq!(host.apply("H100-mixed").0, 0);
+    host.applied("H100-mixed");
     let writes = host.writes();
 
     let (code, exported) = common::run_json(host.vgpu(&["export"]));

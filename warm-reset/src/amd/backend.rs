@@ -411,11 +411,7 @@ impl<H: AmdHost> Backend for AmdBackend<H> {
     }
 
     fn kernel_errors(&mut self, target: &Target) -> Result<Vec<String>, BackendError> {
-        let group = target.facts_of::<AmdTarget>()?.verified();
-        Ok(amd_device_errors(
-            self.host_mut().kernel_log().records_since_mark()?,
-            &group,
-        ))
+        target.kernel_errors_of::<AmdTarget>(self.host_mut().kernel_log(), amd_device_errors)
     }
 
     fn survey(&mut self) -> Result<Survey, BackendError> {

@@ -80,12 +80,11 @@ impl AmdHost for AmdSmiHost {
     real_host_basics!();
 
     fn find_amd_smi(&mut self) -> Result<(), BackendError> {
-        self.amd_smi.find().map_err(AmdSmiError::from)?;
-        Ok(())
+        self.amd_smi.find_for::<AmdSmiError>()
     }
 
     fn list(&mut self) -> Result<String, BackendError> {
-        Ok(self.amd_smi.query(&["list"]).map_err(AmdSmiError::from)?)
+        self.amd_smi.query_for::<AmdSmiError>(&["list"])
     }
 
     fn gpus(&mut self) -> Result<Vec<Bdf>, BackendError> {
@@ -103,10 +102,6 @@ impl AmdHost for AmdSmiHost {
     fn reset(&mut self, gpus: &[Bdf], within: Duration) -> ToolEnd {
         let args = reset_args(gpus);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let ended = match self.amd_smi.run_found(&args, within) {
-            Ok(ended) => ended,
-            Err(error) => return ToolEnd::Failed(AmdSmiError::from(error).into()),
-        };
-        ended.reset_end(Exits::Any, |error| AmdSmiError::from(error).into())
+        self.amd_smi.reset::<AmdSmiError>(&args, within, Exits::Any)
     }
 }

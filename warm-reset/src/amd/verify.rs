@@ -2,7 +2,7 @@
 //! the kernel log, and a GPU's partition files compared with what they read before.
 
 use super::sysfs::PartitionFile;
-use crate::kmsg::{KmsgRecord, is_device_failure};
+use crate::kmsg::{KmsgRecord, device_errors_by, is_device_failure};
 use crate::reasons::ColdRebootReason;
 use gpu_partition_types::Bdf;
 
@@ -20,17 +20,9 @@ pub fn is_amdgpu_reset_failure(message: &str) -> bool {
 /// prefixes them: `amdgpu 0000:05:00.0: …`) that are errors, device failures at any level, or
 /// amdgpu's own words for a reset that failed.
 pub fn amd_device_errors(records: Vec<KmsgRecord>, devices: &[Bdf]) -> Vec<String> {
-    let names: Vec<String> = devices.iter().map(|bdf| format!("{bdf}: ")).collect();
-    records
-        .into_iter()
-        .filter(|record| {
-            names.iter().any(|name| record.message.contains(name))
-                && (record.is_error()
-                    || is_device_failure(&record.message)
-                    || is_amdgpu_reset_failure(&record.message))
-        })
-        .map(|record| record.message)
-        .collect()
+    device_errors_by(records, devices, |message| {
+        is_device_failure(message) || is_amdgpu_reset_failure(message)
+    })
 }
 
 /// How a GPU of the group is not back, from the mildest to the worst.

@@ -20,6 +20,9 @@ use crate::reasons::{BlockedReason, ColdRebootReason};
 use crate::reset_target::ResetTarget;
 use crate::target::Target;
 use crate::warning::ResetWarning;
+use gpu_host_probe::Ownership;
+use gpu_partition_types::Bdf;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The next state and the actions to perform in order, or why the event does not belong.
@@ -44,6 +47,10 @@ pub struct MachineConfig {
     pub first_poll: Duration,
     /// Run the preflight and resolve the target, change nothing.
     pub dry_run: bool,
+    /// The GPUs that are not ours, with who owns them (the host state's
+    /// `HostState::not_ours`): a target whose group takes one is blocked (`gpu_not_ours`)
+    /// before anything is touched. Empty: every GPU is ours.
+    pub not_ours: BTreeMap<Bdf, Ownership>,
 }
 
 /// The guide's window from `mx-smi -r` to the end of the verification.
@@ -65,38 +72,38 @@ impl MachineConfig {
             poll: Duration::from_secs(1),
             first_poll: FIRST_POLL,
             dry_run: false,
+            not_ours: BTreeMap::new(),
         }
     }
 
-    /// The same with `method`.
-    pub fn method(mut self, method: Method) -> Self {
-        self.method = method;
+    /// The same, sparing the GPUs `not_ours` (each with who owns it): a group that takes one
+    /// is blocked.
+    pub fn sparing(mut self, not_ours: BTreeMap<Bdf, Ownership>) -> Self {
+        self.not_ours = not_ours;
         self
     }
 
-    /// The same with the window from the reset to the end of the verification.
-    pub fn window(mut self, window: Duration) -> Self {
-        self.window = window;
-        self
+    gpu_host_probe::setters! {
+        /// The same with `method`.
+        pub method: Method,
+        /// The same with the window from the reset to the end of the verification.
+        pub window: Duration,
+        /// The same with the longest wait between two checks while verifying.
+        pub poll: Duration,
+        /// The same with the wait before the second check.
+        pub first_poll: Duration,
+        /// The same as a dry run (`true`: the preflight, the target resolved, nothing changed).
+        pub dry_run: bool,
     }
+}
 
-    /// The same with the longest wait between two checks while verifying.
-    pub fn poll(mut self, poll: Duration) -> Self {
-        self.poll = poll;
-        self
-    }
-
-    /// The same with the wait before the second check.
-    pub fn first_poll(mut self, first_poll: Duration) -> Self {
-        self.first_poll = first_poll;
-        self
-    }
-
-    /// The same as a dry run (`true`: the preflight, the target resolved, nothing changed).
-    pub fn dry_run(mut self, dry_run: bool) -> Self {
-        self.dry_run = dry_run;
-        self
-    }
+/// The first GPU the target's group takes that is not ours, with who owns it.
+fn spared(config: &MachineConfig, target: &Target) -> Option<(Bdf, Ownership)> {
+    target
+        .verified()
+        .into_iter()
+        .chain(target.devices())
+        .find_map(|device| config.not_ours.get(&device).map(|owner| (device, *owner)))
 }
 
 fn blocked(refusal: Refusal) -> Transition {
@@ -214,12 +221,25 @@ pub fn step(config: &MachineConfig, state: State, event: Event, now: Duration) -
             go(S::ResolvingTarget, warned(warnings, Action::Resolve))
         }
         (S::CheckingHost, E::Host(Err(refusal))) => blocked(refusal),
-        (S::ResolvingTarget, E::Resolved(Ok((target, warnings)))) => go(
-            S::CheckingColdReboot {
-                target: target.clone(),
-            },
-            warned(warnings, Action::ReadColdReboots { target }),
-        ),
+        (S::ResolvingTarget, E::Resolved(Ok((target, warnings)))) => {
+            match spared(config, &target) {
+                // Another agent's GPU is never reset by us, as part of a group or by name.
+                Some((device, ownership)) => blocked(Refusal::new(
+                    BlockedReason::GpuNotOurs,
+                    format!(
+                        "the reset of {} takes {device}, which is not ours (ownership {ownership}): \
+                     nothing is reset",
+                        target.id
+                    ),
+                )),
+                None => go(
+                    S::CheckingColdReboot {
+                        target: target.clone(),
+                    },
+                    warned(warnings, Action::ReadColdReboots { target }),
+                ),
+            }
+        }
         (S::CheckingColdReboot { target }, E::ColdReboots(pending)) => match pending.first() {
             None => go(
                 S::CheckingUse {

@@ -55,18 +55,13 @@ impl MxSmiHost {
             kernel_log: KernelLog::new(kmsg),
         }
     }
-
-    fn query(&mut self, args: &[&str]) -> Result<String, BackendError> {
-        Ok(self.mx_smi.query(args).map_err(MxSmiError::from)?)
-    }
 }
 
 impl MetaxHost for MxSmiHost {
     real_host_basics!();
 
     fn find_mx_smi(&mut self) -> Result<(), BackendError> {
-        self.mx_smi.find().map_err(MxSmiError::from)?;
-        Ok(())
+        self.mx_smi.find_for::<MxSmiError>()
     }
 
     fn mx_smi_path(&self) -> PathBuf {
@@ -82,22 +77,19 @@ impl MetaxHost for MxSmiHost {
     }
 
     fn plain(&mut self) -> Result<String, BackendError> {
-        self.query(&[])
+        self.mx_smi.query_for::<MxSmiError>(&[])
     }
 
     fn listing(&mut self) -> Result<String, BackendError> {
-        self.query(&["-L"])
+        self.mx_smi.query_for::<MxSmiError>(&["-L"])
     }
 
     fn topology(&mut self) -> Result<String, BackendError> {
-        self.query(&["topo", "-m"])
+        self.mx_smi.query_for::<MxSmiError>(&["topo", "-m"])
     }
 
     fn reset(&mut self, mx_smi_id: &str, within: Duration) -> ToolEnd {
-        let ended = match self.mx_smi.run_found(&["-r", "-i", mx_smi_id], within) {
-            Ok(ended) => ended,
-            Err(error) => return ToolEnd::Failed(MxSmiError::from(error).into()),
-        };
-        ended.reset_end(Exits::Zero, |error| MxSmiError::from(error).into())
+        self.mx_smi
+            .reset::<MxSmiError>(&["-r", "-i", mx_smi_id], within, Exits::Zero)
     }
 }

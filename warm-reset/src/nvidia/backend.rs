@@ -263,11 +263,7 @@ impl<H: NvidiaHost> Backend for NvidiaBackend<H> {
     }
 
     fn kernel_errors(&mut self, target: &Target) -> Result<Vec<String>, BackendError> {
-        let group = target.facts_of::<NvidiaTarget>()?.verified();
-        Ok(device_errors(
-            self.host_mut().kernel_log().records_since_mark()?,
-            &group,
-        ))
+        target.kernel_errors_of::<NvidiaTarget>(self.host_mut().kernel_log(), device_errors)
     }
 
     fn survey(&mut self) -> Result<Survey, BackendError> {

@@ -68,33 +68,28 @@ impl NvidiaSmiHost {
             kernel_log: KernelLog::new(kmsg),
         }
     }
-
-    fn query(&mut self, args: &[&str]) -> Result<String, BackendError> {
-        Ok(self.nvidia_smi.query(args).map_err(NvidiaSmiError::from)?)
-    }
 }
 
 impl NvidiaHost for NvidiaSmiHost {
     real_host_basics!();
 
     fn find_nvidia_smi(&mut self) -> Result<(), BackendError> {
-        self.nvidia_smi.find().map_err(NvidiaSmiError::from)?;
-        Ok(())
+        self.nvidia_smi.find_for::<NvidiaSmiError>()
     }
 
     fn query_gpus(&mut self) -> Result<String, BackendError> {
-        self.query(&[
+        self.nvidia_smi.query_for::<NvidiaSmiError>(&[
             "--query-gpu=index,pci.bus_id,uuid,name",
             "--format=csv,noheader",
         ])
     }
 
     fn topology(&mut self) -> Result<String, BackendError> {
-        self.query(&["topo", "-m"])
+        self.nvidia_smi.query_for::<NvidiaSmiError>(&["topo", "-m"])
     }
 
     fn compute_apps(&mut self) -> Result<String, BackendError> {
-        self.query(&[
+        self.nvidia_smi.query_for::<NvidiaSmiError>(&[
             "--query-compute-apps=pid,gpu_bus_id",
             "--format=csv,noheader",
         ])
@@ -121,13 +116,7 @@ impl NvidiaHost for NvidiaSmiHost {
 
     fn reset(&mut self, group: &[NvidiaGpu], within: Duration) -> ToolEnd {
         let ids = reset_ids(group);
-        let ended = match self
-            .nvidia_smi
-            .run_found(&["--gpu-reset", "-i", &ids], within)
-        {
-            Ok(ended) => ended,
-            Err(error) => return ToolEnd::Failed(NvidiaSmiError::from(error).into()),
-        };
-        ended.reset_end(Exits::Any, |error| NvidiaSmiError::from(error).into())
+        self.nvidia_smi
+            .reset::<NvidiaSmiError>(&["--gpu-reset", "-i", &ids], within, Exits::Any)
     }
 }

@@ -197,11 +197,7 @@ impl<H: PciHost> Backend for PciBackend<H> {
     }
 
     fn kernel_errors(&mut self, target: &Target) -> Result<Vec<String>, BackendError> {
-        let members = target.facts_of::<PciTarget>()?.verified();
-        Ok(device_errors(
-            self.host_mut().kernel_log().records_since_mark()?,
-            &members,
-        ))
+        target.kernel_errors_of::<PciTarget>(self.host_mut().kernel_log(), device_errors)
     }
 
     fn survey(&mut self) -> Result<Survey, BackendError> {

@@ -5,7 +5,7 @@
 //! answer `EPERM`) until it is back.
 
 use super::kernel::SimKernelLog;
-use super::{Scenario, bdf, set_up, tool_found};
+use super::{Scenario, bdf, holding, reset_ends, set_up, tool_found};
 use crate::AmdBackend;
 use crate::amd::amd_smi::AmdSmiGpu;
 use crate::amd::{
@@ -178,23 +178,17 @@ impl AmdHost for AmdSim {
     }
 
     fn holders(&mut self, files: &[PathBuf]) -> Result<Vec<Holder>, BackendError> {
-        Ok(self
-            .holders
-            .iter()
-            .filter(|holder| files.contains(&holder.file))
-            .cloned()
-            .collect())
+        Ok(holding(&self.holders, files))
     }
 
     fn reset(&mut self, gpus: &[Bdf], within: Duration) -> ToolEnd {
         let args = reset_args(gpus).join(" ");
         self.resets.push(args.clone());
         let command = format!("amd-smi {args}");
-        if self.fault == Some(AmdFault::Hang) || self.reset_duration > within {
-            self.clock.sleep(within);
+        let hangs = self.fault == Some(AmdFault::Hang);
+        if !reset_ends(&*self.clock, hangs, self.reset_duration, within) {
             return ToolEnd::Hung;
         }
-        self.clock.sleep(self.reset_duration);
         // The kernel resets every GPU of each hive named, and each GPU named in no hive.
         let hives: Vec<u64> = gpus
             .iter()

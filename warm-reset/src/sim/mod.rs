@@ -59,7 +59,8 @@ use crate::method::Method;
 use crate::reset_target::ResetTarget;
 use crate::tool::ToolError;
 use gpu_host_probe::Clock;
-use gpu_host_probe::{Host, LockError};
+use gpu_host_probe::{Holder, Host, LockError};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -77,6 +78,28 @@ fn tool_found(there: bool, tool: &'static str, places: &[&str]) -> Result<(), To
     } else {
         Err(ToolError::absent(tool, places))
     }
+}
+
+/// Who of a simulated host's `holders` holds one of `files`: the answer its host trait's
+/// `holders` gives, as the real host's scan of `/proc` would.
+fn holding(holders: &[Holder], files: &[PathBuf]) -> Vec<Holder> {
+    holders
+        .iter()
+        .filter(|holder| files.contains(&holder.file))
+        .cloned()
+        .collect()
+}
+
+/// Lets a simulated reset command take its time on `clock`, as the real one would under the
+/// runner's deadline: `false` (after `within`, when it is killed) when it `hangs` or its
+/// `duration` is longer than `within`; else `true`, after `duration`.
+fn reset_ends(clock: &dyn Clock, hangs: bool, duration: Duration, within: Duration) -> bool {
+    if hangs || duration > within {
+        clock.sleep(within);
+        return false;
+    }
+    clock.sleep(duration);
+    true
 }
 
 /// A named scenario of one method's simulated host `H`: what it shows, and what it changes on

@@ -3,7 +3,7 @@
 //! real host. It prints `nvidia-smi`'s published formats and the backend reads them back.
 
 use super::kernel::SimKernelLog;
-use super::{Scenario, set_up, tool_found};
+use super::{Scenario, reset_ends, set_up, tool_found};
 use crate::NvidiaBackend;
 use crate::backend::BackendError;
 use crate::nvidia::nvidia_smi::NvidiaGpu;
@@ -234,9 +234,7 @@ impl NvidiaHost for NvidiaSim {
             }
             _ => {}
         }
-        let took = self.reset_duration.min(within);
-        self.clock.sleep(took);
-        if self.reset_duration > within {
+        if !reset_ends(&*self.clock, false, self.reset_duration, within) {
             return ToolEnd::Hung;
         }
         self.reset_done = true;

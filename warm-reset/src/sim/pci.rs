@@ -3,7 +3,7 @@
 //! [`PciBackend`] as the real sysfs.
 
 use super::kernel::SimKernelLog;
-use super::{Scenario, bdf, set_up};
+use super::{Scenario, bdf, holding, reset_ends, set_up};
 use crate::PciBackend;
 use crate::backend::{BackendError, ResetEnd};
 use crate::pci::{FunctionState, GONE_VENDOR, PciHost};
@@ -139,21 +139,15 @@ impl PciHost for PciSim {
     }
 
     fn holders(&mut self, files: &[PathBuf]) -> Result<Vec<Holder>, BackendError> {
-        Ok(self
-            .holders
-            .iter()
-            .filter(|holder| files.contains(&holder.file))
-            .cloned()
-            .collect())
+        Ok(holding(&self.holders, files))
     }
 
     fn write_reset(&mut self, bdf: Bdf, within: Duration) -> ResetEnd {
         self.resets.push(bdf);
-        if self.fault == Some(PciFault::Hang) || self.reset_duration > within {
-            self.clock.sleep(within);
+        let hangs = self.fault == Some(PciFault::Hang);
+        if !reset_ends(&*self.clock, hangs, self.reset_duration, within) {
             return ResetEnd::Hung;
         }
-        self.clock.sleep(self.reset_duration);
         self.back_at = Some((self.clock.now() + self.recovery, bdf));
         match self.fault {
             Some(PciFault::FallsOff) => {

@@ -243,6 +243,39 @@ fn a_resolved_target_is_checked_for_a_pending_cold_reboot_after_its_warnings() {
     );
 }
 
+/// The resolved target, given that `device` is owned by `ownership` (not ours).
+fn resolved_sparing(
+    device: gpu_partition_types::Bdf,
+    ownership: gpu_host_probe::Ownership,
+) -> (State, Vec<Action>) {
+    let config = config().sparing(std::collections::BTreeMap::from([(device, ownership)]));
+    let resolved = Event::Resolved(Ok((target(), vec![])));
+    step(&config, State::ResolvingTarget, resolved, NOW).unwrap()
+}
+
+#[test]
+fn a_resolved_group_that_takes_a_gpu_not_ours_is_blocked_before_anything_is_touched() {
+    // The target names node 0; its group (MetaXLink) takes node 1 too, which is another's.
+    let theirs = *target().verified().last().unwrap();
+    let (state, actions) = resolved_sparing(theirs, gpu_host_probe::Ownership::Dynamic);
+    let State::Blocked { reason, detail } = state else {
+        panic!("not blocked: {state:?}");
+    };
+    assert_eq!(reason, BlockedReason::GpuNotOurs);
+    assert!(
+        detail.contains(&theirs.to_string()) && detail.contains("dynamic"),
+        "{detail}"
+    );
+    assert!(actions.is_empty());
+}
+
+#[test]
+fn a_resolved_group_of_gpus_all_ours_goes_on_when_another_gpu_is_not_ours() {
+    let elsewhere = "0000:99:00.0".parse().unwrap();
+    let (state, _) = resolved_sparing(elsewhere, gpu_host_probe::Ownership::External);
+    assert_eq!(state, State::CheckingColdReboot { target: target() });
+}
+
 #[test]
 fn a_target_no_reset_of_this_boot_left_needing_a_cold_reboot_is_checked_for_use() {
     let (state, actions) = go(

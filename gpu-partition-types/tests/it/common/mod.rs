@@ -59,12 +59,13 @@ pub fn vgpu(
 /// A card with MIG on, two profiles, one GPU instance with a compute instance, two vGPUs.
 pub fn sample() -> Reply {
     let mode = Mode::new(true, MigState::Enabled, Nullable::Null);
-    let mut reply = Reply::new(FormatVersion::new(1, 3), device(), mode, Case::Partitions);
+    let mut reply = Reply::new(FormatVersion::new(1, 4), device(), mode, Case::Partitions);
     reply.driver = Lenient::Read(Driver::new("570.124.06".into(), "12.570.124.06".into()));
     let mut card = CardIdentity::new();
     card.name = Lenient::Read("NVIDIA H200".to_owned());
     card.serial = Lenient::Read(Nullable::Value("1654923004321".to_owned()));
     card.uuid = Lenient::Read("GPU-5a3c9f0e-8a1b-4c2d-9e7f-0a1b2c3d4e5f".to_owned());
+    card.architecture = Lenient::Read(Architecture::Hopper.into());
     reply.card = Lenient::Read(card);
     reply.profiles = Lenient::Read(vec![
         Lenient::Read(profile(9, "3g.71gb", 3)),

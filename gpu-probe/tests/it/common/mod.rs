@@ -73,3 +73,19 @@ reply=$(printf '{REPLY}' "$dev")
     );
     script(dir, "helper", &body)
 }
+
+/// Asserts that `host`'s try for the lock is refused because this process holds the machine's
+/// lock for `holder` (named by its state directory): two hosts of one machine meet at one lock.
+pub fn assert_machine_busy_for(host: &gpu_host_probe::Host, holder: &gpu_host_probe::Host) {
+    match host.try_lock().unwrap_err() {
+        gpu_host_probe::LockError::MachineBusy {
+            holder: pid,
+            state_dir,
+            ..
+        } => {
+            assert_eq!(pid, Some(std::process::id()));
+            assert_eq!(state_dir.as_deref(), Some(holder.state_dir()));
+        }
+        other => panic!("{other}"),
+    }
+}

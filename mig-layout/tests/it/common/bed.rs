@@ -34,6 +34,10 @@ mig-configs:
       mig-enabled: true
       mig-devices:
         "3g.20gb": 1
+  first-on:
+    - devices: [0]
+      mig-enabled: true
+      mig-devices: {}
   too-many:
     - devices: all
       mig-enabled: true
@@ -105,6 +109,12 @@ impl Bed {
             ],
             &[],
         )
+    }
+
+    /// Declares, under the host lock, that `bus_id` is owned by `ownership`.
+    pub fn owned_by(&mut self, bus_id: &str, ownership: gpu_host_probe::Ownership) {
+        let lock = self.host.lock(Duration::from_secs(5)).unwrap();
+        host_sync::set_ownership(&lock, &mut self.store, bdf(bus_id), ownership).unwrap();
     }
 
     /// Changes the fake's state as another NVML client (or the world) would.

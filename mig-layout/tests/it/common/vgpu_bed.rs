@@ -51,6 +51,11 @@ vgpu-configs:
         H100XM-1-10C: 2
         H100XM-2-20C: 1
         H100XM-3-40C: 1
+  H100-without-3-40C:
+    - devices: [1]
+      vgpu-devices:
+        H100XM-1-10C: 2
+        H100XM-2-20C: 1
 "#;
 
 pub struct Bed {

@@ -1,7 +1,10 @@
 //! `mxctl partition list`: every partition of the host's GPUs as the last sync read them
 //! (`host_sync::partitions`), as `xe` lists records — one record per GPU, then one per
 //! partition, each field `name ( RO): value` with the colons aligned —, or `--json`
-//! (`host_sync::PartitionsReport`).
+//! (`host_sync::PartitionsReport`). An NVIDIA GPU's record says, besides, what a host restart
+//! does to its division (`layout_model::AfterRestart`): its architecture, what becomes of its
+//! MIG mode, whether the division comes back by itself, what the boot restore redoes and
+//! whether that resets the GPU.
 
 use crate::exit::Exit;
 use crate::failure::Failure;
@@ -44,7 +47,7 @@ fn gpu_fields(gpu: &GpuPartitions, at: u64) -> Vec<(&'static str, String)> {
         (Some(because), Some(why)) => format!("yes ({because}): {why}"),
         _ => "no".to_owned(),
     };
-    vec![
+    let mut fields = vec![
         ("gpu", gpu.gpu.to_string()),
         (
             "generation",
@@ -67,7 +70,34 @@ fn gpu_fields(gpu: &GpuPartitions, at: u64) -> Vec<(&'static str, String)> {
             "partitions",
             division.map_or_else(|| "unknown".to_owned(), |d| d.partitions.len().to_string()),
         ),
-    ]
+    ];
+    // What a host restart does to it (NVIDIA GPUs: the rule is NVIDIA's facts).
+    if let (Some(facts), Some(after)) = (gpu.restart, gpu.after_restart) {
+        let yes_no = |known: Option<bool>, yes: &str, no: &str| match known {
+            Some(true) => yes.to_owned(),
+            Some(false) => no.to_owned(),
+            None => "unknown".to_owned(),
+        };
+        fields.extend([
+            (
+                "architecture",
+                facts
+                    .architecture
+                    .map_or_else(|| "unknown".to_owned(), |a| a.to_string()),
+            ),
+            ("restart-mig-mode", facts.mig_mode.to_string()),
+            (
+                "restart-keeps-division",
+                yes_no(after.comes_back, "yes", "no"),
+            ),
+            ("boot-restore", after.restore.to_string()),
+            (
+                "boot-restore-resets",
+                yes_no(after.needs_reset, "true", "false"),
+            ),
+        ]);
+    }
+    fields
 }
 
 fn partition_fields(gpu: &GpuPartitions, partition: &Partition) -> Vec<(&'static str, String)> {

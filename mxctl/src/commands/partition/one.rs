@@ -32,14 +32,27 @@ pub fn create(
     output: Output,
 ) -> Result<Exit, Failure> {
     let device = one_device(&args.write.devices)?;
-    let mut request = CreatePartition::new(device, args.profile.clone(), args.owner.clone());
+    let owner = args.owner.clone();
+    let mut request = match (&args.profile, &args.vgpu) {
+        (Some(profile), None) => CreatePartition::new(device, profile.clone(), owner),
+        (None, Some(name)) => CreatePartition::vgpu(device, name.clone(), owner),
+        _ => {
+            return Err(Failure::Usage(
+                "say what the partition is: --profile PROFILE or --vgpu TYPE".to_owned(),
+            ));
+        }
+    };
     if let Some(placement) = args.placement {
         request = request.at(placement);
     }
+    let tools = Tools {
+        sriov_manage: args.sriov_manage.as_deref(),
+        ..Tools::default()
+    };
     write(
         What::Create(request),
         &args.write,
-        Tools::default(),
+        tools,
         config,
         host,
         output,
@@ -77,7 +90,7 @@ pub fn destroy(
 }
 
 /// A refusal's document: `refused` (true), `reason` (its token), `message`, and its facts
-/// (`device`, and where it has them `gpu_instance_id`, `gpu_instance_ids`, `owner`,
+/// (`device`, and where it has them `gpu_instance_id`, `gpu_instance_ids`, `owner`, `vgpu_type`,
 /// `profile`, `rule` — the placement rule's refusal, for people).
 fn refusal_document(refused: &PartitionRefusal) -> serde_json::Value {
     let mut document = serde_json::json!({
@@ -90,8 +103,21 @@ fn refusal_document(refused: &PartitionRefusal) -> serde_json::Value {
         | PartitionRefusal::CardDiffers { device }
         | PartitionRefusal::MigOff { device }
         | PartitionRefusal::NotPlaced { device }
-        | PartitionRefusal::VgpusDeclared { device }
+        | PartitionRefusal::VfsDisabled { device }
+        | PartitionRefusal::NoFreeVf { device }
         | PartitionRefusal::Unreadable { device, .. } => serde_json::json!({"device": device}),
+        PartitionRefusal::NoVgpuType { device, name }
+        | PartitionRefusal::TimeSliced { device, name } => {
+            serde_json::json!({"device": device, "vgpu_type": name.to_string()})
+        }
+        PartitionRefusal::LandsElsewhere {
+            device,
+            gpu_instance_id,
+        }
+        | PartitionRefusal::ProfileHoldsVgpu {
+            device,
+            gpu_instance_id,
+        } => serde_json::json!({"device": device, "gpu_instance_id": gpu_instance_id}),
         PartitionRefusal::NoProfile { device, profile } => {
             serde_json::json!({"device": device, "profile": profile.to_string()})
         }

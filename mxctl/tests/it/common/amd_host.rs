@@ -7,7 +7,6 @@
 
 use super::machine::Machine;
 use gpu_host_probe::amdgpu::{ComputePartition, MemoryPartition};
-use std::process::Command;
 
 /// The published two-GPU listing (amd-smi's changelog).
 pub const LISTING_2GPU: &str =
@@ -50,7 +49,7 @@ case "$*" in
 esac
 "#;
 
-machine_host!(AmdHost);
+machine_host!(AmdHost, method "amd", tool "amd-smi", resets "reset", fd 7);
 
 impl AmdHost {
     /// Eight MI300X in hive [`HIVE`], in CPX/NPS1, render nodes 128 to 135.
@@ -111,24 +110,5 @@ impl AmdHost {
             "6,1,100,-;[drm] amdgpu kernel modesetting enabled.\n",
         );
         host
-    }
-
-    /// A process `pid` named `comm` holding `file` open.
-    pub fn holder(&self, pid: u32, comm: &str, file: &str) {
-        self.machine.holder(pid, comm, file, 7);
-    }
-
-    /// The `reset` calls the fake received.
-    pub fn resets(&self) -> Vec<String> {
-        self.calls_starting("reset")
-    }
-
-    /// `mxctl --json reset --method amd --amd-smi … --kmsg … ARGS…`.
-    pub fn command(&self, args: &[&str]) -> Command {
-        self.reset_through("amd", "amd-smi", args)
-    }
-
-    pub fn reset(&self, args: &[&str]) -> (i32, serde_json::Value) {
-        super::run_json(self.command(args))
     }
 }

@@ -76,18 +76,13 @@ impl Machine {
     /// `mxctl --config CONFIG` on this machine's sysfs, procfs and state directory: a machine of
     /// its own, so tests run at once never meet at the real `/sys`'s GPU lock.
     pub fn mxctl_configured(&self, config: &Path) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_mxctl"));
-        command
-            .arg("--config")
-            .arg(config)
-            .arg("--sysfs-root")
-            .arg(self.served.as_deref().unwrap_or(self.sysfs.root()))
-            .arg("--proc-root")
-            .arg(self.path("proc"))
-            .arg("--state-dir")
-            .arg(self.path("state"))
-            .arg("--lock-dir")
-            .arg(self.path("locks"));
+        let mut command = super::mxctl_configured_on(
+            config,
+            self.served.as_deref().unwrap_or(self.sysfs.root()),
+            &self.path("state"),
+            &self.path("locks"),
+        );
+        command.arg("--proc-root").arg(self.path("proc"));
         command
     }
 

@@ -18,6 +18,40 @@ macro_rules! machine_host {
             }
         }
     };
+    // A host whose warm reset runs through one fake vendor tool (`bin/TOOL`, every call logged
+    // to `bin/calls`): the reset's method, the tool, the prefix of its reset calls, and the
+    // descriptor a holder's file is open as differ; the rest is the same for every vendor.
+    ($name:ident, method $method:literal, tool $tool:literal, resets $resets:literal, fd $fd:literal) => {
+        machine_host!($name);
+
+        impl $name {
+            /// The host `new` builds, its fake tool resetting as `mode` says (see the fake).
+            pub fn in_mode(mode: &str) -> Self {
+                let host = Self::new();
+                host.write("bin/reset-mode", mode);
+                host
+            }
+
+            /// A process `pid` named `comm` holding `file` open.
+            pub fn holder(&self, pid: u32, comm: &str, file: &str) {
+                self.machine.holder(pid, comm, file, $fd);
+            }
+
+            /// The reset calls the fake tool received.
+            pub fn resets(&self) -> Vec<String> {
+                self.calls_starting($resets)
+            }
+
+            /// `mxctl --json reset --method METHOD --TOOL … --kmsg … ARGS…`.
+            pub fn command(&self, args: &[&str]) -> std::process::Command {
+                self.reset_through($method, $tool, args)
+            }
+
+            pub fn reset(&self, args: &[&str]) -> (i32, serde_json::Value) {
+                $crate::common::run_json(self.command(args))
+            }
+        }
+    };
 }
 
 pub mod amd_host;
@@ -30,6 +64,7 @@ pub mod pool;
 pub mod sync_host;
 
 use machine::Machine;
+use std::path::Path;
 use std::process::{Child, Command};
 
 /// The published outputs a fake host prints (see `tests/data/mx-smi-hosts/README.md`).
@@ -127,6 +162,13 @@ impl Host {
         host
     }
 
+    /// The host `new` builds, its fake `mx-smi` resetting as `mode` says (see [`FAKE`]).
+    pub fn in_mode(mode: &str) -> Host {
+        let host = Host::new();
+        host.write("bin/reset-mode", mode);
+        host
+    }
+
     /// Writes `name` with `text` in place of `from` in the file `source` (an edit of a
     /// published output).
     pub fn edit(&self, source: &str, name: &str, from: &str, to: &str) {
@@ -186,9 +228,109 @@ pub fn ended(document: &serde_json::Value) -> (&str, &str) {
     )
 }
 
+/// Asserts that a reply (a run's exit status and `--json` document: a reset's, a layout
+/// write's) ended with exit `code` in `outcome` for `reason`, the document in the failure, and
+/// answers the document.
+#[track_caller]
+pub fn ends(
+    (status, document): (i32, serde_json::Value),
+    code: i32,
+    outcome: &str,
+    reason: &str,
+) -> serde_json::Value {
+    assert_eq!(
+        (status, ended(&document)),
+        (code, (outcome, reason)),
+        "{document}"
+    );
+    document
+}
+
+/// [`ends`] with exit 0, done.
+#[track_caller]
+pub fn done(reply: (i32, serde_json::Value)) -> serde_json::Value {
+    ends(reply, 0, "done", "")
+}
+
+/// [`ends`] with exit 0, a dry run.
+#[track_caller]
+pub fn dry_run(reply: (i32, serde_json::Value)) -> serde_json::Value {
+    ends(reply, 0, "dry_run", "")
+}
+
+/// [`ends`] with exit 3, blocked for `reason`.
+#[track_caller]
+pub fn blocked(reply: (i32, serde_json::Value), reason: &str) -> serde_json::Value {
+    ends(reply, 3, "blocked", reason)
+}
+
+/// [`ends`] with exit 4, a cold reboot required for `reason`.
+#[track_caller]
+pub fn cold_reboot(reply: (i32, serde_json::Value), reason: &str) -> serde_json::Value {
+    ends(reply, 4, "cold_reboot_required", reason)
+}
+
 /// A reset's `detail`, from its `--json` document.
 pub fn detail(document: &serde_json::Value) -> &str {
     document["detail"].as_str().unwrap()
+}
+
+/// Asserts that a reset's `detail` holds `text`, the document in the failure.
+#[track_caller]
+pub fn assert_detail(document: &serde_json::Value, text: &str) {
+    assert!(detail(document).contains(text), "{document}");
+}
+
+/// The string `field` of each object in the JSON array `list`, in order.
+pub fn field_of_each<'a>(list: &'a serde_json::Value, field: &str) -> Vec<&'a str> {
+    fields_of_each(list, [field])
+        .into_iter()
+        .map(|[value]| value)
+        .collect()
+}
+
+/// The string `fields` of each object in the JSON array `list`, in order.
+pub fn fields_of_each<'a, const N: usize>(
+    list: &'a serde_json::Value,
+    fields: [&str; N],
+) -> Vec<[&'a str; N]> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|item| strings(item, fields))
+        .collect()
+}
+
+/// The string `fields` of the JSON object `item`, in order.
+#[track_caller]
+pub fn strings<'a, const N: usize>(item: &'a serde_json::Value, fields: [&str; N]) -> [&'a str; N] {
+    fields.map(|field| {
+        item[field]
+            .as_str()
+            .unwrap_or_else(|| panic!("{field} is not a string: {item}"))
+    })
+}
+
+/// `mxctl --config CONFIG --sysfs-root SYSFS --state-dir STATE --lock-dir LOCKS`: mxctl on a
+/// sysfs tree, a state directory and a directory of locks of the test's own, so tests run at
+/// once never meet at the real `/sys`'s GPU lock.
+pub fn mxctl_configured_on(config: &Path, sysfs: &Path, state: &Path, locks: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mxctl"));
+    command
+        .arg("--config")
+        .arg(config)
+        .arg("--sysfs-root")
+        .arg(sysfs)
+        .arg("--state-dir")
+        .arg(state)
+        .arg("--lock-dir")
+        .arg(locks);
+    command
+}
+
+/// [`mxctl_configured_on`] with no config file.
+pub fn mxctl_on(sysfs: &Path, state: &Path, locks: &Path) -> Command {
+    mxctl_configured_on(Path::new("/dev/null"), sysfs, state, locks)
 }
 
 /// Runs `command`, which must exit 0 (its stderr in the failure), and answers its output.
@@ -210,19 +352,28 @@ pub fn run_json(mut command: Command) -> (i32, serde_json::Value) {
     (output.status.code().unwrap(), document)
 }
 
-/// Runs two resets at once (`first` started, then `second` run to its end) and answers each
-/// one's `outcome reason`.
-pub fn two_at_once(mut first: Command, mut second: Command) -> Vec<String> {
-    let first = first.stdout(std::process::Stdio::piped()).spawn().unwrap();
-    let second = second.output().unwrap();
+/// Runs two of the same reset at once (one started, then `reset()` again run to its end),
+/// asserts that one of them is done, and answers each one's `outcome reason`.
+#[track_caller]
+pub fn two_at_once(reset: impl Fn() -> Command) -> Vec<String> {
+    let first = reset()
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let second = reset().output().unwrap();
     let first = first.wait_with_output().unwrap();
-    [first, second]
+    let outcomes: Vec<String> = [first, second]
         .iter()
         .map(|output| {
             let document: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
             format!("{} {}", document["outcome"], document["reason"])
         })
-        .collect()
+        .collect();
+    assert!(
+        outcomes.iter().any(|o| o.starts_with("\"done\"")),
+        "{outcomes:?}"
+    );
+    outcomes
 }
 
 pub fn is_root() -> bool {

@@ -4,7 +4,6 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::machine::Machine;
-use std::process::Command;
 
 /// Four RTX 3090 in two NVLink pairs (GPU0–GPU2, GPU1–GPU3), as published.
 pub const TOPOLOGY: &str =
@@ -63,7 +62,7 @@ case "$*" in
 esac
 "#;
 
-machine_host!(NvidiaHost);
+machine_host!(NvidiaHost, method "nvidia", tool "nvidia-smi", resets "--gpu-reset", fd 9);
 
 impl NvidiaHost {
     pub fn new() -> NvidiaHost {
@@ -91,24 +90,5 @@ impl NvidiaHost {
             );
         }
         host
-    }
-
-    /// A process `pid` named `comm` holding `file` open.
-    pub fn holder(&self, pid: u32, comm: &str, file: &str) {
-        self.machine.holder(pid, comm, file, 9);
-    }
-
-    /// The `--gpu-reset` calls the fake received.
-    pub fn resets(&self) -> Vec<String> {
-        self.calls_starting("--gpu-reset")
-    }
-
-    /// `mxctl --json reset --method nvidia --nvidia-smi … --kmsg … ARGS…`.
-    pub fn command(&self, args: &[&str]) -> Command {
-        self.reset_through("nvidia", "nvidia-smi", args)
-    }
-
-    pub fn reset(&self, args: &[&str]) -> (i32, serde_json::Value) {
-        super::run_json(self.command(args))
     }
 }

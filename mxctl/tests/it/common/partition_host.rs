@@ -232,6 +232,12 @@ impl PartitionHost {
 
     /// `partition apply --config FILE --select LABEL --pool enabled` and more.
     pub fn apply(&self, layout: &str, label: &str, more: &[&str]) -> (i32, serde_json::Value) {
+        super::run_json(self.apply_command(layout, label, more))
+    }
+
+    /// The command [`Self::apply`] runs: `layout` written to `layout.yaml`, then `apply --config
+    /// layout.yaml --select LABEL [--pool enabled] MORE…` (the pool on unless `more` says).
+    pub fn apply_command(&self, layout: &str, label: &str, more: &[&str]) -> Command {
         let file = self.path("layout.yaml");
         std::fs::write(&file, layout).unwrap();
         let mut args = vec![
@@ -245,7 +251,7 @@ impl PartitionHost {
             args.extend(["--pool", "enabled"]);
         }
         args.extend(more);
-        super::run_json(self.command(&args))
+        self.command(&args)
     }
 
     /// `mxctl --json partition restore --pool enabled` and more.

@@ -60,9 +60,30 @@ impl SyncHost {
         self.sync_pool("enabled", helper)
     }
 
+    /// [`Self::sync_enabled`], which must exit 0 (its document in the failure): its document.
+    #[track_caller]
+    pub fn synced(&self, helper: &Path) -> serde_json::Value {
+        let (code, sync) = self.sync_enabled(helper);
+        assert_eq!(code, 0, "{sync}");
+        sync
+    }
+
     /// `mxctl --json sync --pool POOL --helper HELPER`.
     pub fn sync_pool(&self, pool: &str, helper: &Path) -> (i32, serde_json::Value) {
         self.run(&["sync", "--pool", pool, "--helper", helper.to_str().unwrap()])
+    }
+
+    /// `mxctl --json probe --device 0000:3b:00.0 OPTIONS… --helper HELPER`: a probe of the
+    /// one card the probe tests read.
+    pub fn probe_command(&self, helper: &Path, options: &[&str]) -> Command {
+        let mut command = self.command(&["probe", "--device", "0000:3b:00.0"]);
+        command.args(options).arg("--helper").arg(helper);
+        command
+    }
+
+    /// Runs [`Self::probe_command`].
+    pub fn probe(&self, helper: &Path, options: &[&str]) -> (i32, serde_json::Value) {
+        super::run_json(self.probe_command(helper, options))
     }
 }
 

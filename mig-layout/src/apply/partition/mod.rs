@@ -1,39 +1,59 @@
-//! One partition at a time, for an owner: a GPU instance created ([`create`]) or destroyed
-//! ([`destroy`]) on one NVIDIA GPU, through the same executor as a layout (the host lock, the
-//! record of writes, the hooks, the read-back, the closing sync), writing only that partition
-//! and updating the GPU's declaration (the others' stay). Every refusal comes before any write:
-//! the request's own ([`PartitionRefusal`], each with its facts and a token), then the
-//! executor's ([`ApplyReason`](crate::ApplyReason): `gpu_busy`, `partition_owned`, …).
+//! One partition at a time, for an owner: a GPU instance — or a MIG-backed vGPU on a GPU
+//! instance made for it — created ([`create`]) or destroyed ([`destroy`]) on one NVIDIA GPU,
+//! through the same executor as a layout (the host lock, the record of writes, the hooks, the
+//! read-back, the closing sync), writing only that partition and updating the GPU's
+//! declaration (the others' stay). A vGPU's steps run in the driver's order: the GPU instance,
+//! then the type on its VF; the type cleared, then the GPU instance destroyed. Every refusal
+//! comes before any write: the request's own ([`PartitionRefusal`], each with its facts and a
+//! token), then the executor's ([`ApplyReason`](crate::ApplyReason): `gpu_busy`,
+//! `partition_owned`, …).
 
-use super::job::{Job, take_lock};
+mod refusal;
+mod vgpu;
+
+pub use refusal::{PartitionRefusal, PartitionRefusalKind};
+
+use super::job::{Job, declared_vgpu_job, take_lock};
 use super::locked::run_locked_keeping;
 use super::options::ApplyOptions;
 use super::run::{ApplyError, ApplyRun};
 use crate::report::{ApplyReport, Draft};
 use crate::select::{HostGpu, Wanted, host_gpus};
+use crate::vgpu::VgpuTypeName;
 use gpu_host_probe::helper::Helper;
 use gpu_host_probe::{Host, HostLock};
 use gpu_partition_types::{Bdf, Placement, Reply};
-use layout_model::partition::Partition;
+use layout_model::partition::{Partition, Slot};
 use layout_model::room::{Change, ChangeRefused, Geometry, RoomRefusal, remaining};
 use layout_model::{
-    Card, Declaration, DeclaredGpu, NvidiaDeclared, Owned, Owner, Placed, ProfileKey, Unnamed, Want,
+    Card, Declaration, DeclaredGpu, DeclaredVf, NvidiaDeclared, Owned, Owner, Placed, ProfileKey,
+    Unnamed, VfsRead, VgpuDeclared, Want,
 };
 use std::collections::BTreeMap;
-use std::fmt;
 
 /// The label a GPU's declaration gets from a partition created where nothing was declared.
 pub const PARTITIONS_LABEL: &str = "partitions";
 
-/// A GPU instance to create for an owner.
+/// What a partition created is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Piece {
+    /// A GPU instance of this profile (by name or ID), with the compute instance that fills it.
+    Instance(ProfileKey),
+    /// A MIG-backed vGPU of this type: a GPU instance of the type's profile made for it, then
+    /// the type written to the lowest free virtual function (the GPU's VFs enabled already).
+    Vgpu(VgpuTypeName),
+}
+
+/// A partition to create for an owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CreatePartition {
     /// The GPU.
     pub device: Bdf,
-    /// The GPU instance profile, by name or ID.
-    pub profile: ProfileKey,
-    /// Where; `None`: the lowest placement of the profile that fits now.
+    /// What it is.
+    pub piece: Piece,
+    /// Where its GPU instance sits; `None`: the lowest placement of the profile that fits now.
     pub placement: Option<Placement>,
     /// Who it is for.
     pub owner: Owner,
@@ -42,9 +62,19 @@ pub struct CreatePartition {
 impl CreatePartition {
     /// A GPU instance of `profile` on `device` for `owner`, where it fits first.
     pub fn new(device: Bdf, profile: ProfileKey, owner: Owner) -> Self {
+        Self::of(device, Piece::Instance(profile), owner)
+    }
+
+    /// A MIG-backed vGPU of type `name` on `device` for `owner`, on a GPU instance made for
+    /// it where the type's profile fits first.
+    pub fn vgpu(device: Bdf, name: VgpuTypeName, owner: Owner) -> Self {
+        Self::of(device, Piece::Vgpu(name), owner)
+    }
+
+    fn of(device: Bdf, piece: Piece, owner: Owner) -> Self {
         Self {
             device,
-            profile,
+            piece,
             placement: None,
             owner,
         }
@@ -57,7 +87,7 @@ impl CreatePartition {
     }
 }
 
-/// Which partition to destroy.
+/// Which partition to destroy (a vGPU goes with the GPU instance it sits on).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Which {
@@ -67,7 +97,7 @@ pub enum Which {
     OwnedBy(Owner),
 }
 
-/// A GPU instance to destroy, and who asks.
+/// A partition to destroy, and who asks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DestroyPartition {
@@ -84,253 +114,6 @@ impl DestroyPartition {
     /// The partition `which` on `device`, asked by `by`.
     pub fn new(device: Bdf, which: Which, by: Option<Owner>) -> Self {
         Self { device, which, by }
-    }
-}
-
-gpu_partition_types::token_enum! {
-    /// Why a partition request was refused before anything was written, as a token.
-    pub enum PartitionRefusalKind: "partition refusal" {
-        /// [`PartitionRefusal::NotNvidia`].
-        NotNvidia = "not_nvidia",
-        /// [`PartitionRefusal::MigOff`].
-        MigOff = "mig_off",
-        /// [`PartitionRefusal::NotPlaced`].
-        NotPlaced = "not_placed",
-        /// [`PartitionRefusal::VgpusDeclared`].
-        VgpusDeclared = "vgpus_declared",
-        /// [`PartitionRefusal::Unreadable`].
-        Unreadable = "gpu_unreadable",
-        /// [`PartitionRefusal::NoProfile`].
-        NoProfile = "no_profile",
-        /// [`PartitionRefusal::Room`].
-        DoesNotFit = "does_not_fit",
-        /// [`PartitionRefusal::NoRoom`].
-        NoRoom = "no_room",
-        /// [`PartitionRefusal::NoInstance`].
-        NoInstance = "no_instance",
-        /// [`PartitionRefusal::NoneOwned`].
-        NoneOwned = "none_owned",
-        /// [`PartitionRefusal::SeveralOwned`].
-        SeveralOwned = "several_owned",
-        /// [`PartitionRefusal::InUse`].
-        InUse = "partition_in_use",
-        /// [`PartitionRefusal::Inferred`].
-        Inferred = "inferred",
-        /// [`PartitionRefusal::CardDiffers`].
-        CardDiffers = "card_differs",
-        /// [`PartitionRefusal::NotOurs`].
-        NotOurs = "gpu_not_ours",
-    }
-}
-
-/// Why a partition request was refused before anything was written: a closed set, each with
-/// its facts (a toolstack maps each to one API error of its own). Not `non_exhaustive`: a
-/// reason added is a change a toolstack's match must see.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PartitionRefusal {
-    /// The GPU is not an NVIDIA GPU of this host (an AMD GPU, or no GPU at that address).
-    NotNvidia {
-        /// The address.
-        device: Bdf,
-    },
-    /// The GPU is declared with MIG off, or its card has MIG off: a layout turns MIG on first.
-    MigOff {
-        /// The GPU.
-        device: Bdf,
-    },
-    /// The GPU's declaration gives counts only (no placements were chosen yet): a restore or
-    /// an apply places them first.
-    NotPlaced {
-        /// The GPU.
-        device: Bdf,
-    },
-    /// The GPU has vGPUs declared on its virtual functions, which one partition at a time
-    /// does not carry yet.
-    VgpusDeclared {
-        /// The GPU.
-        device: Bdf,
-    },
-    /// The card did not read (or not whole).
-    Unreadable {
-        /// The GPU.
-        device: Bdf,
-        /// Why, for people.
-        why: String,
-    },
-    /// The card's catalogue has no such profile.
-    NoProfile {
-        /// The GPU.
-        device: Bdf,
-        /// The profile asked for.
-        profile: ProfileKey,
-    },
-    /// It does not fit, by NVIDIA's placement rules ([`layout_model::room`]): the placement
-    /// taken, not one of the profile's, the profile's count reached, or the bounds unknown.
-    Room {
-        /// The GPU.
-        device: Bdf,
-        /// The rule's refusal, with its facts.
-        refused: RoomRefusal,
-    },
-    /// No placement of the profile fits now.
-    NoRoom {
-        /// The GPU.
-        device: Bdf,
-        /// The profile.
-        profile: layout_model::ProfileRef,
-    },
-    /// No GPU instance of this ID on the card.
-    NoInstance {
-        /// The GPU.
-        device: Bdf,
-        /// The ID asked for.
-        gpu_instance_id: u32,
-    },
-    /// The owner has no partition on the GPU.
-    NoneOwned {
-        /// The GPU.
-        device: Bdf,
-        /// The owner.
-        owner: Owner,
-    },
-    /// The owner has several partitions on the GPU: name the slot.
-    SeveralOwned {
-        /// The GPU.
-        device: Bdf,
-        /// The owner.
-        owner: Owner,
-        /// Their GPU instance IDs.
-        gpu_instance_ids: Vec<u32>,
-    },
-    /// The partition was created for another owner (xen-api's `GPU_PARTITION_IN_USE`): only
-    /// its owner destroys it.
-    InUse {
-        /// The GPU.
-        device: Bdf,
-        /// The GPU instance.
-        gpu_instance_id: u32,
-        /// Its owner.
-        owner: Owner,
-    },
-    /// The GPU is not ours (its ownership `dynamic` or `external`): nothing is read or
-    /// written on it.
-    NotOurs {
-        /// The GPU.
-        device: Bdf,
-        /// Who owns it.
-        ownership: host_sync::Ownership,
-    },
-    /// The card differs from the GPU's declaration (an instance declared and missing, one
-    /// whose compute instances do not fill it, or one the declaration would destroy), so the
-    /// request would write more than its one partition: a restore brings the card back first.
-    CardDiffers {
-        /// The GPU.
-        device: Bdf,
-    },
-    /// The partition was found, not created through us (inferred): it is never destroyed
-    /// one at a time.
-    Inferred {
-        /// The GPU.
-        device: Bdf,
-        /// The GPU instance.
-        gpu_instance_id: u32,
-    },
-}
-
-impl PartitionRefusal {
-    /// Its token.
-    pub fn kind(&self) -> PartitionRefusalKind {
-        use PartitionRefusalKind as K;
-        match self {
-            Self::NotNvidia { .. } => K::NotNvidia,
-            Self::MigOff { .. } => K::MigOff,
-            Self::NotPlaced { .. } => K::NotPlaced,
-            Self::VgpusDeclared { .. } => K::VgpusDeclared,
-            Self::Unreadable { .. } => K::Unreadable,
-            Self::NoProfile { .. } => K::NoProfile,
-            Self::Room { .. } => K::DoesNotFit,
-            Self::NoRoom { .. } => K::NoRoom,
-            Self::NoInstance { .. } => K::NoInstance,
-            Self::NoneOwned { .. } => K::NoneOwned,
-            Self::SeveralOwned { .. } => K::SeveralOwned,
-            Self::InUse { .. } => K::InUse,
-            Self::Inferred { .. } => K::Inferred,
-            Self::CardDiffers { .. } => K::CardDiffers,
-            Self::NotOurs { .. } => K::NotOurs,
-        }
-    }
-}
-
-impl fmt::Display for PartitionRefusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::NotNvidia { device } => write!(f, "{device} is not an NVIDIA GPU of this host"),
-            Self::MigOff { device } => write!(
-                f,
-                "{device} has MIG off: apply a layout that turns it on first"
-            ),
-            Self::NotPlaced { device } => write!(
-                f,
-                "{device} is declared by counts only: restore or apply it first, so its \
-                 instances have placements"
-            ),
-            Self::VgpusDeclared { device } => write!(
-                f,
-                "{device} has vGPUs declared on its virtual functions: change it with `vgpu \
-                 apply`"
-            ),
-            Self::Unreadable { device, why } => write!(f, "{device} did not read: {why}"),
-            Self::NoProfile { device, profile } => {
-                write!(f, "{device} has no GPU instance profile {profile}")
-            }
-            Self::Room { device, refused } => write!(f, "{device}: {refused}"),
-            Self::NoRoom { device, profile } => {
-                write!(f, "no placement of {profile} fits on {device} now")
-            }
-            Self::NoInstance {
-                device,
-                gpu_instance_id,
-            } => write!(f, "{device} has no GPU instance {gpu_instance_id}"),
-            Self::NoneOwned { device, owner } => {
-                write!(f, "{owner} has no partition on {device}")
-            }
-            Self::SeveralOwned {
-                device,
-                owner,
-                gpu_instance_ids,
-            } => write!(
-                f,
-                "{owner} has {} partitions on {device} (GPU instances {gpu_instance_ids:?}): \
-                 name the one to destroy",
-                gpu_instance_ids.len()
-            ),
-            Self::InUse {
-                device,
-                gpu_instance_id,
-                owner,
-            } => write!(
-                f,
-                "GPU instance {gpu_instance_id} of {device} is in use by {owner}: only its owner \
-                 destroys it"
-            ),
-            Self::NotOurs { device, ownership } => write!(
-                f,
-                "{device} is not ours (ownership {ownership}): nothing is written on it"
-            ),
-            Self::CardDiffers { device } => write!(
-                f,
-                "{device} differs from its declaration, so more than one partition would be \
-                 written: restore it first (`mxctl partition restore`)"
-            ),
-            Self::Inferred {
-                device,
-                gpu_instance_id,
-            } => write!(
-                f,
-                "GPU instance {gpu_instance_id} of {device} was found, not created through us: it \
-                 is never destroyed one at a time"
-            ),
-        }
     }
 }
 
@@ -361,6 +144,15 @@ struct Base {
     /// What becomes of the instances it does not name: the declared GPU's, `adopt` for a GPU
     /// not declared (its instances are not ours to destroy).
     unnamed: Unnamed,
+    /// Its VFs' declared types and heterogeneous mode, where vGPUs are declared per VF.
+    vfs: Option<DeclaredVfs>,
+}
+
+/// The types a GPU's VFs are declared to hold, per VF, and its heterogeneous vGPU mode.
+#[derive(Debug, Clone, Default)]
+struct DeclaredVfs {
+    types: Vec<DeclaredVf>,
+    heterogeneous: bool,
 }
 
 /// What the request may build on: the GPU declared with MIG on and placed (or not declared).
@@ -372,6 +164,7 @@ fn base(declared: Option<&Declaration>, device: Bdf) -> Result<Base, PartitionRe
             placed: Vec::new(),
             owners: Vec::new(),
             unnamed: Unnamed::Adopt,
+            vfs: None,
         });
     };
     let nvidia: &NvidiaDeclared = match gpu {
@@ -381,9 +174,19 @@ fn base(declared: Option<&Declaration>, device: Bdf) -> Result<Base, PartitionRe
     if !nvidia.mig_enabled {
         return Err(PartitionRefusal::MigOff { device });
     }
-    if nvidia.vgpu.is_some() {
-        return Err(PartitionRefusal::VgpusDeclared { device });
-    }
+    // VFs declared off (a vGPU leave; a MIG layout applied after it declares nothing of
+    // VFs, as here) carry no vGPU to keep.
+    let vfs = match &nvidia.vgpu {
+        None | Some(VgpuDeclared::Off) => None,
+        Some(VgpuDeclared::On {
+            types,
+            heterogeneous,
+        }) => Some(DeclaredVfs {
+            types: types.clone(),
+            heterogeneous: *heterogeneous,
+        }),
+        Some(VgpuDeclared::Counted { .. }) => return Err(PartitionRefusal::NotPlaced { device }),
+    };
     let Some(placed) = nvidia.instances.clone() else {
         return Err(PartitionRefusal::NotPlaced { device });
     };
@@ -392,7 +195,32 @@ fn base(declared: Option<&Declaration>, device: Bdf) -> Result<Base, PartitionRe
         placed,
         owners: nvidia.owners.clone(),
         unnamed: nvidia.unnamed,
+        vfs,
     })
+}
+
+/// What the request reads of the GPU under the lock: its card, and what its VFs hold.
+struct Seen {
+    reply: Reply,
+    card: Card,
+    vfs: VfsRead,
+}
+
+impl Seen {
+    /// The VFs as read, or why not: every vGPU decision needs them.
+    fn vfs(&self) -> Result<&[layout_model::VfFound], PartitionRefusal> {
+        match &self.vfs {
+            VfsRead::Read(vfs) => Ok(vfs),
+            VfsRead::Unreadable(why) => Err(PartitionRefusal::Unreadable {
+                device: self.card.device,
+                why: why.clone(),
+            }),
+            _ => Err(PartitionRefusal::Unreadable {
+                device: self.card.device,
+                why: "what its virtual functions hold was read in a form not known here".to_owned(),
+            }),
+        }
+    }
 }
 
 /// The card of `device`, read under `lock`.
@@ -476,17 +304,25 @@ fn writes_one(
     if still && one { Ok(()) } else { Err(differs) }
 }
 
-/// The job of one GPU, wanted `want`, its owners `owners`.
-fn job(gpu: HostGpu, want: Want, owners: Vec<Owned>) -> Job {
+/// The job of one GPU, wanted `want`, its owners `owners`, its VFs' types `vfs` (restored as a
+/// declaration's are, each on its VF; `None`: no vGPU declared).
+fn job(
+    gpu: HostGpu,
+    want: Want,
+    owners: Vec<Owned>,
+    vfs: Option<DeclaredVfs>,
+) -> Result<Job, ApplyError> {
     let device = gpu.bdf;
+    let declared = vfs.map(|vfs| VgpuDeclared::on(vfs.types, vfs.heterogeneous));
+    let vgpu = declared_vgpu_job(device, declared.as_ref())?;
     let mut job = Job::nvidia(vec![Wanted {
         gpu,
         want,
         line: None,
-        vgpu: None,
+        vgpu,
     }]);
     job.owners = BTreeMap::from([(device, owners)]);
-    job
+    Ok(job)
 }
 
 /// The outcome of a job that went through the executor: its report, and the row at `at` (a
@@ -495,7 +331,7 @@ fn ran(
     store: &mut dyn host_sync::StateStore,
     (host, device): (&Host, Bdf),
     report: ApplyReport,
-    at: Option<Placed>,
+    created: Option<(Placed, bool)>,
     started: u64,
 ) -> Result<PartitionOutcome, ApplyError> {
     // Only a division read by the closing sync (at or after the start) and still current says
@@ -506,19 +342,24 @@ fn ran(
         .and_then(|state| state.gpus.get(&device).cloned())
         .and_then(|record| record.division)
         .filter(|division| division.read_at >= started && division.stale(device, &now).is_none());
-    let row = at.and_then(|at| {
-        division.as_ref().and_then(|division| {
-            division
-                .partitions
-                .iter()
-                .find(|row| match &row.profile {
-                    layout_model::partition::PartitionProfile::Mig { id, .. } => {
-                        *id == at.profile_id && row.placement == Some(at.placement)
-                    }
-                    _ => false,
-                })
-                .cloned()
-        })
+    // A GPU instance's row; for a vGPU, the row of the VF on it.
+    let row = created.and_then(|(at, vgpu)| {
+        let rows = &division.as_ref()?.partitions;
+        let instance = rows.iter().find(|row| match &row.profile {
+            layout_model::partition::PartitionProfile::Mig { id, .. } => {
+                *id == at.profile_id && row.placement == Some(at.placement)
+            }
+            _ => false,
+        })?;
+        if !vgpu {
+            return Some(instance.clone());
+        }
+        let Slot::GpuInstance { id } = instance.slot else {
+            return None;
+        };
+        rows.iter()
+            .find(|row| matches!(row.slot, Slot::Vf { .. }) && row.on == Some(id))
+            .cloned()
     });
     Ok(PartitionOutcome::Ran {
         report: Box::new(report),
@@ -537,6 +378,10 @@ struct Decided {
     /// A destroy's GPU instance; `None` for a create.
     destroyed: Option<u32>,
     release: Option<Owner>,
+    /// The GPU's VFs' declared types after it (as the base's, `None` where none are).
+    vfs: Option<DeclaredVfs>,
+    /// Whether the partition is a vGPU (its type written or cleared, besides the instance).
+    vgpu: bool,
 }
 
 /// One partition's request on `device`: the host lock taken (or why not), the declaration and
@@ -547,7 +392,7 @@ fn one_partition(
     run: ApplyRun<'_>,
     device: Bdf,
     options: &ApplyOptions,
-    decide: impl FnOnce(&Base, &Card) -> Result<Decided, PartitionRefusal>,
+    decide: impl FnOnce(&Base, &Seen) -> Result<Decided, PartitionRefusal>,
 ) -> Result<PartitionOutcome, ApplyError> {
     let host = run.host;
     let clock = run.reset.clock_or_real();
@@ -585,15 +430,22 @@ fn one_partition(
         .and_then(|()| base(state.declared.as_ref(), device))
         .and_then(|base| {
             let (reply, card) = read_card(&lock, run.helper, device)?;
-            let decided = decide(&base, &card)?;
-            writes_one(&reply, &decided.want, decided.at, decided.destroyed)?;
+            let vfs = host_sync::sriov::read_vf_types(run.host.sysfs_root(), device);
+            let seen = Seen { reply, card, vfs };
+            vgpu::as_declared(&base, &seen)?;
+            let decided = decide(&base, &seen)?;
+            writes_one(&seen.reply, &decided.want, decided.at, decided.destroyed)?;
             Ok((base, decided))
         });
     let (base, decided) = match decided {
         Ok(decided) => decided,
         Err(refused) => return Ok(PartitionOutcome::Refused(refused)),
     };
-    let job = job(gpu, decided.want, decided.owners);
+    let created = decided
+        .destroyed
+        .is_none()
+        .then_some((decided.at, decided.vgpu));
+    let job = job(gpu, decided.want, decided.owners, decided.vfs)?;
     let mut options = options.clone().devices(vec![device]).unnamed(base.unnamed);
     if let Some(owner) = decided.release {
         options = options.release(owner);
@@ -602,39 +454,61 @@ fn one_partition(
     let (end, store) = run_locked_keeping(run, &lock, &base.label, job, &options, &mut draft)?;
     drop(lock);
     let report = draft.finish(end, clock.now().saturating_sub(started));
-    let created = decided.destroyed.is_none().then_some(decided.at);
     ran(store, (host, device), report, created, started_at)
 }
 
-/// Creates one GPU instance (with the compute instance that fills it) for `request.owner`, at
-/// the placement asked for or the lowest that fits, through the executor (`options`: its lock
-/// wait, hooks, cancel, dry run; only this GPU, the card's other instances kept). The GPU's
-/// declaration gains it with its owner; a GPU nothing declared is declared with it alone
-/// (label [`PARTITIONS_LABEL`]), its other instances adopted.
+/// Creates one partition for `request.owner` through the executor (`options`: its lock wait,
+/// hooks, cancel, dry run; only this GPU, the card's other instances kept): a GPU instance
+/// (with the compute instance that fills it) at the placement asked for or the lowest that
+/// fits; for a vGPU, then its type on the lowest free VF. The GPU's declaration gains it with
+/// its owner; a GPU nothing declared is declared with it alone (label [`PARTITIONS_LABEL`]),
+/// its other instances adopted.
 pub fn create(
     run: ApplyRun<'_>,
     request: &CreatePartition,
     options: &ApplyOptions,
 ) -> Result<PartitionOutcome, ApplyError> {
     let device = request.device;
-    one_partition(run, device, options, |base, card| {
-        let profile =
-            card.resolve(&request.profile)
-                .ok_or_else(|| PartitionRefusal::NoProfile {
-                    device,
-                    profile: request.profile.clone(),
-                })?;
-        let at = Placed::new(profile.id, chosen(card, profile.id, request.placement)?);
+    one_partition(run, device, options, |base, seen| {
+        let card = &seen.card;
+        let (profile_id, vf) = match &request.piece {
+            Piece::Instance(profile) => {
+                let found = card
+                    .resolve(profile)
+                    .ok_or_else(|| PartitionRefusal::NoProfile {
+                        device,
+                        profile: profile.clone(),
+                    })?;
+                vgpu::beside_a_vgpu(seen, found.id)?;
+                (found.id, None)
+            }
+            Piece::Vgpu(name) => {
+                let (profile_id, vf) = vgpu::chosen_vf(base, seen, name)?;
+                (profile_id, Some(vf))
+            }
+        };
+        let at = Placed::new(profile_id, chosen(card, profile_id, request.placement)?);
         let mut placed = base.placed.clone();
         placed.push(at);
         let mut owners = base.owners.clone();
         owners.push(Owned::new(at, request.owner.clone()));
+        let vgpu = vf.is_some();
+        let vfs = match vf {
+            Some(vf) => {
+                let mut vfs = base.vfs.clone().unwrap_or_default();
+                vfs.types.push(vf);
+                Some(vfs)
+            }
+            None => base.vfs.clone(),
+        };
         Ok(Decided {
             want: want_of(placed, base.unnamed),
             owners,
             at,
             destroyed: None,
             release: None,
+            vfs,
+            vgpu,
         })
     })
 }
@@ -675,17 +549,18 @@ fn chosen(
         })
 }
 
-/// Destroys one GPU instance (its compute instances first) through the executor, as its owner
-/// asks (`request.by`), writing only that partition; the card's other instances stay. The
-/// GPU's declaration loses it and its owner.
+/// Destroys one partition through the executor, as its owner asks (`request.by`), writing only
+/// that partition: the vGPU on its GPU instance cleared first (its VF stays), then its compute
+/// instances, then the GPU instance; the card's other instances stay. The GPU's declaration
+/// loses it and its owner.
 pub fn destroy(
     run: ApplyRun<'_>,
     request: &DestroyPartition,
     options: &ApplyOptions,
 ) -> Result<PartitionOutcome, ApplyError> {
     let device = request.device;
-    one_partition(run, device, options, |base, card| {
-        let (at, id) = target(card, base, &request.which)?;
+    one_partition(run, device, options, |base, seen| {
+        let (at, id) = target(&seen.card, base, &request.which)?;
         let owner = base.owners.iter().find(|owned| owned.at == at);
         if let Some(owned) = owner.filter(|owned| request.by.as_ref() != Some(&owned.owner)) {
             return Err(PartitionRefusal::InUse {
@@ -700,6 +575,7 @@ pub fn destroy(
                 gpu_instance_id: id,
             });
         }
+        let (vfs, vgpu) = vgpu::without_the_one_on(base, seen, id)?;
         let placed: Vec<Placed> = base.placed.iter().copied().filter(|p| *p != at).collect();
         Ok(Decided {
             want: want_of(placed, base.unnamed).removing(vec![at]),
@@ -707,6 +583,8 @@ pub fn destroy(
             at,
             destroyed: Some(id),
             release: owner.map(|owned| owned.owner.clone()),
+            vfs,
+            vgpu,
         })
     })
 }

@@ -1,0 +1,294 @@
+//! A MIG-backed vGPU as one partition, for its owner: made on the H100 of the vGPU bed (20
+//! VFs) in the driver's order, kept by the boot restore at its placement with its owner, and
+//! destroyed in the driver's order, the type cleared before its GPU instance.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use super::common::vgpu_bed::{Bed, H100, first};
+use gpu_partition_types::Bdf;
+use layout_model::Owner;
+use layout_model::partition::{Partition, Slot};
+use mig_layout::partition::{
+    CreatePartition, DestroyPartition, PartitionOutcome, PartitionRefusal, Which, create, destroy,
+};
+use mig_layout::vgpu::VgpuTypeName;
+use mig_layout::{ApplyOutcome, Document, Restore};
+
+const MIG_ON: &str = "version: v1\nmig-configs:\n  mig-on:\n    - devices: [1]\n      mig-enabled: true\n      mig-devices: {}\n";
+
+fn h100() -> Bdf {
+    H100.parse().unwrap()
+}
+
+fn owner(name: &str) -> Owner {
+    Owner::new(name).unwrap()
+}
+
+/// The bed with the H100's MIG on and nothing carved, its VFs disabled.
+fn mig_on() -> Bed {
+    let mut bed = Bed::new();
+    let document = Document::from_text(MIG_ON).unwrap();
+    let specs = document.label("mig-on").unwrap().to_vec();
+    let report =
+        bed.with_run(|run, options| mig_layout::apply(run, "mig-on", &specs, options).unwrap());
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{report:#?}");
+    bed
+}
+
+fn made(outcome: PartitionOutcome) -> Partition {
+    match outcome {
+        PartitionOutcome::Ran { report, row, .. } => {
+            assert_eq!(report.outcome, ApplyOutcome::Done, "{report:#?}");
+            row.expect("the created partition reads back")
+        }
+        PartitionOutcome::Refused(refused) => panic!("refused: {refused}"),
+    }
+}
+
+fn vgpu(bed: &mut Bed, name: &str, vm: &str) -> PartitionOutcome {
+    let name: VgpuTypeName = name.parse().unwrap();
+    let request = CreatePartition::vgpu(h100(), name, owner(vm));
+    bed.with_run(|run, options| create(run, &request, options).unwrap())
+}
+
+fn instance(bed: &mut Bed, profile: &str, vm: &str) -> PartitionOutcome {
+    let request = CreatePartition::new(
+        h100(),
+        layout_model::ProfileKey::Name(profile.to_owned()),
+        owner(vm),
+    );
+    bed.with_run(|run, options| create(run, &request, options).unwrap())
+}
+
+fn destroy_of(bed: &mut Bed, of: &str, by: &str) -> PartitionOutcome {
+    let request = DestroyPartition::new(h100(), Which::OwnedBy(owner(of)), Some(owner(by)));
+    bed.with_run(|run, options| destroy(run, &request, options).unwrap())
+}
+
+/// The H100's rows as the store keeps them: the VF of a vGPU (a GPU instance's ID is the
+/// driver's to give), placement, ordinal, whether it sits on an instance, owner.
+fn rows(bed: &mut Bed) -> Vec<String> {
+    use host_sync::StateStore;
+    let state = bed.store.load().unwrap().unwrap();
+    state.gpus[&h100()]
+        .division
+        .as_ref()
+        .unwrap()
+        .partitions
+        .iter()
+        .map(|row| {
+            let on = row.on.map(|_| "on an instance").unwrap_or_default();
+            let slot = match row.slot {
+                Slot::GpuInstance { .. } => "GI".to_owned(),
+                other => other.to_string(),
+            };
+            format!(
+                "{slot} {} {:?} #{} {on} {:?}",
+                row.profile, row.placement, row.ordinal, row.owner
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_vgpu_partition_enables_the_vfs_of_an_empty_card_then_makes_its_instance_then_writes_its_type()
+{
+    let mut bed = mig_on();
+    let before = bed.writes().len();
+    let row = made(vgpu(&mut bed, "H100XM-1-10C", "vm-a"));
+    assert_eq!(row.slot, Slot::Vf { index: 0 });
+    assert_eq!(row.owner, Some(owner("vm-a")));
+    assert!(row.on.is_some(), "{row:?}");
+    let writes = bed.writes().split_off(before);
+    assert!(first(&writes, "sriov-manage -e") < first(&writes, "nvmlDeviceCreateGpuInstance"));
+    assert!(
+        first(&writes, "nvmlDeviceCreateGpuInstance") < first(&writes, "current_vgpu_type"),
+        "{writes:#?}"
+    );
+    assert_eq!(bed.types_on(H100), vec![900001]);
+}
+
+#[test]
+fn a_second_vgpu_partition_writes_one_instance_and_one_type_and_takes_the_next_vf() {
+    let mut bed = mig_on();
+    made(vgpu(&mut bed, "H100XM-1-10C", "vm-a"));
+    let before = bed.writes().len();
+    let row = made(vgpu(&mut bed, "H100XM-2-20C", "vm-b"));
+    assert_eq!(row.slot, Slot::Vf { index: 1 });
+    assert_eq!(row.owner, Some(owner("vm-b")));
+    let writes = bed.writes().split_off(before);
+    let kinds: Vec<&str> = writes
+        .iter()
+        .map(|line| line.split_whitespace().next().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "nvmlDeviceCreateGpuInstanceWithPlacement",
+            "current_vgpu_type"
+        ],
+        "{writes:#?}"
+    );
+}
+
+/// The kind of the refusal `outcome` is, after checking it is one and that nothing was written
+/// since `before` writes.
+fn refused(bed: &Bed, outcome: PartitionOutcome, before: usize) -> PartitionRefusal {
+    assert_eq!(bed.writes().len(), before, "a write before the refusal");
+    match outcome {
+        PartitionOutcome::Refused(refused) => refused,
+        other => panic!("not refused: {other:?}"),
+    }
+}
+
+#[test]
+fn a_vgpu_whose_profile_has_an_instance_on_the_card_already_is_refused_before_any_write() {
+    let mut bed = mig_on();
+    // The VFs enabled by a first vGPU partition (of another profile); then vm-c's plain
+    // 1g.10gb GPU instance, which could take a 1-10C: the driver could put one there, now or
+    // when a restore makes both instances again.
+    made(vgpu(&mut bed, "H100XM-2-20C", "vm-a"));
+    made(instance(&mut bed, "1g.10gb", "vm-c"));
+    let before = bed.writes().len();
+    let outcome = vgpu(&mut bed, "H100XM-1-10C", "vm-d");
+    let refusal = refused(&bed, outcome, before);
+    assert!(
+        matches!(refusal, PartitionRefusal::LandsElsewhere { device, .. } if device == h100()),
+        "{refusal:?}"
+    );
+}
+
+#[test]
+fn a_gpu_instance_of_a_vgpu_partitions_profile_is_refused_before_any_write() {
+    let mut bed = mig_on();
+    made(vgpu(&mut bed, "H100XM-1-10C", "vm-a"));
+    let before = bed.writes().len();
+    let outcome = instance(&mut bed, "1g.10gb", "vm-c");
+    let refusal = refused(&bed, outcome, before);
+    assert_eq!(
+        refusal.kind().to_string(),
+        "profile_holds_vgpu",
+        "{refusal}"
+    );
+}
+
+#[test]
+fn a_vgpu_nobody_declared_on_the_card_refuses_a_vgpu_partition_that_would_clear_it() {
+    let mut bed = mig_on();
+    made(vgpu(&mut bed, "H100XM-2-20C", "vm-a"));
+    // The declaration forgets its vGPUs (a MIG layout applied over the host declares none).
+    {
+        use host_sync::StateStore;
+        let mut state = bed.store.load().unwrap().unwrap();
+        let declared = state.declared.as_mut().unwrap();
+        let gpu = declared.gpus.get_mut(&h100()).unwrap();
+        let layout_model::DeclaredGpu::Nvidia(nvidia) = gpu else {
+            panic!("not NVIDIA");
+        };
+        nvidia.vgpu = None;
+        bed.store.save(&state).unwrap();
+    }
+    let before = bed.writes().len();
+    let outcome = vgpu(&mut bed, "H100XM-1-10C", "vm-b");
+    let refusal = refused(&bed, outcome, before);
+    assert_eq!(refusal.kind().to_string(), "card_differs", "{refusal}");
+    assert_eq!(bed.types_on(H100), vec![900004], "vm-a's vGPU is kept");
+}
+
+#[test]
+fn a_type_the_catalogue_does_not_list_and_vfs_disabled_under_instances_are_refused() {
+    let mut bed = mig_on();
+    let before = bed.writes().len();
+    let outcome = vgpu(&mut bed, "H100XM-5-50C", "vm-a");
+    assert_eq!(
+        refused(&bed, outcome, before).kind().to_string(),
+        "no_vgpu_type"
+    );
+    // A GPU instance on the card, its VFs disabled: enabling them would wipe it.
+    made(instance(&mut bed, "3g.40gb", "vm-c"));
+    let before = bed.writes().len();
+    let outcome = vgpu(&mut bed, "H100XM-1-10C", "vm-a");
+    assert_eq!(
+        refused(&bed, outcome, before).kind().to_string(),
+        "vfs_disabled"
+    );
+}
+
+#[test]
+fn a_time_sliced_type_is_no_partition() {
+    let mut bed = mig_on();
+    match vgpu(&mut bed, "H100XM-4C", "vm-a") {
+        PartitionOutcome::Refused(refused) => {
+            assert_eq!(refused.kind().to_string(), "time_sliced", "{refused}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_boot_restore_brings_each_vgpu_partition_back_at_its_placement_with_its_owner() {
+    let mut bed = mig_on();
+    made(vgpu(&mut bed, "H100XM-1-10C", "vm-a"));
+    made(vgpu(&mut bed, "H100XM-2-20C", "vm-b"));
+    made(instance(&mut bed, "3g.40gb", "vm-c"));
+    let before = rows(&mut bed);
+    bed.reboot();
+    let restored = bed.restore();
+    let Restore::Ran(report) = restored else {
+        panic!("{restored:?}");
+    };
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{report:#?}");
+    assert_eq!(rows(&mut bed), before);
+}
+
+#[test]
+fn a_vgpu_partition_is_destroyed_by_its_owner_alone_its_type_cleared_before_its_instance() {
+    let mut bed = mig_on();
+    made(vgpu(&mut bed, "H100XM-1-10C", "vm-a"));
+    made(vgpu(&mut bed, "H100XM-2-20C", "vm-b"));
+    match destroy_of(&mut bed, "vm-a", "vm-b") {
+        PartitionOutcome::Refused(PartitionRefusal::InUse { owner: held, .. }) => {
+            assert_eq!(held, owner("vm-a"));
+        }
+        other => panic!("{other:?}"),
+    }
+    let before = bed.writes().len();
+    let PartitionOutcome::Ran { report, .. } = destroy_of(&mut bed, "vm-a", "vm-a") else {
+        panic!("refused");
+    };
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{report:#?}");
+    let writes = bed.writes().split_off(before);
+    assert!(
+        first(&writes, "current_vgpu_type") < first(&writes, "nvmlGpuInstanceDestroy"),
+        "{writes:#?}"
+    );
+    assert!(
+        !writes.iter().any(|line| line.starts_with("sriov-manage")),
+        "{writes:#?}"
+    );
+    // vm-b's vGPU stays on its VF.
+    assert_eq!(bed.types_on(H100), vec![900004]);
+}
+
+#[test]
+fn the_last_vgpu_partition_destroyed_leaves_mig_on_and_the_vfs_enabled() {
+    let mut bed = mig_on();
+    made(vgpu(&mut bed, "H100XM-1-10C", "vm-a"));
+    let PartitionOutcome::Ran { report, .. } = destroy_of(&mut bed, "vm-a", "vm-a") else {
+        panic!("refused");
+    };
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{report:#?}");
+    let card = bed.card(H100);
+    assert!(card.gpu_instances.is_empty());
+    let sriov = host_sync::sriov::read_sriov(bed.host.sysfs_root(), h100())
+        .unwrap()
+        .unwrap();
+    assert_eq!(sriov.vfs.len(), 20);
+    assert!(bed.types_on(H100).is_empty());
+    assert!(
+        !bed.writes()
+            .iter()
+            .any(|line| line.trim_end() == "nvmlDeviceSetMigMode 0"),
+        "{:#?}",
+        bed.writes()
+    );
+}
