@@ -84,11 +84,11 @@ impl Bed {
             return ApplyOutcome::Blocked(mig_layout::ApplyReason::LayoutImpossible);
         };
         let mut store = MemoryStore::default();
-        let mut backend = warm_reset::SysfsBackend::new(
+        let mut backend = warm_reset::SysfsBackend::of(warm_reset::pci::SysfsHost::new(
             self.host.sysfs_root(),
             self.host.proc_root(),
             "/nonexistent/kmsg",
-        );
+        ));
         let reset = ResetWith::new(Method::Pci, &mut backend);
         let with = AmdWith {
             writes: Some(&self.fake),

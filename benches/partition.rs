@@ -134,7 +134,9 @@ fn whole_apply(c: &mut Criterion) {
             fresh();
             let mut store = MemoryStore::default();
             // An H100's mode changes at once: the apply never resets.
-            let mut backend = warm_reset::NvidiaSmiBackend::new(None, "/proc", "/dev/kmsg");
+            let mut backend = warm_reset::NvidiaSmiBackend::of(
+                warm_reset::nvidia::NvidiaSmiHost::new(None, "/proc", "/dev/kmsg"),
+            );
             let reset = ResetWith::new(Method::Nvidia, &mut backend).window(Duration::from_secs(5));
             let run = ApplyRun::new(&host, &client, &mut store, reset);
             mig_layout::apply(run, "balanced", &specs, &options).map_or(0, |report| report.writes())

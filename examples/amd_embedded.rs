@@ -70,11 +70,11 @@ fn main() -> Result<(), Box<dyn Error>> {
                store: &mut MemoryStore| {
         // A warm reset is NVIDIA's: an AMD run never starts one, so the PCI method's backend
         // over the host's own roots stands in.
-        let mut backend = warm_reset::SysfsBackend::new(
+        let mut backend = warm_reset::SysfsBackend::of(warm_reset::pci::SysfsHost::new(
             host.sysfs_root(),
             host.proc_root(),
             work.path().join("kmsg"),
-        );
+        ));
         let reset = ResetWith::new(Method::Pci, &mut backend);
         let with = AmdWith {
             writes: Some(&fake),

@@ -338,11 +338,11 @@ fn host(work: &std::path::Path) -> Result<(Host, Helper), Box<dyn Error>> {
 
 /// An operator's warm reset of GPU 0 by the nvidia method (here without `nvidia-smi`).
 fn reset(host: &Host) -> Result<(), Box<dyn Error>> {
-    let mut backend = warm_reset::NvidiaSmiBackend::new(
+    let mut backend = warm_reset::NvidiaSmiBackend::of(warm_reset::nvidia::NvidiaSmiHost::new(
         Some(PathBuf::from("/nonexistent/nvidia-smi")),
         host.proc_root(),
         "/dev/null",
-    );
+    ));
     let config =
         MachineConfig::new(warm_reset::ResetTarget::index(0)).method(warm_reset::Method::Nvidia);
     show(&execute(ResetRun::new(&config, host, &mut backend))?);
@@ -443,7 +443,11 @@ fn restore(
     store: &mut dyn mig_layout::StateStore,
 ) -> Result<(), String> {
     use mig_layout::{ApplyOptions, ApplyRun, Method, NvidiaSmiBackend, Pool, ResetWith, Restore};
-    let mut backend = NvidiaSmiBackend::new(None, host.proc_root(), "/dev/kmsg");
+    let mut backend = NvidiaSmiBackend::of(warm_reset::nvidia::NvidiaSmiHost::new(
+        None,
+        host.proc_root(),
+        "/dev/kmsg",
+    ));
     let reset = ResetWith::new(Method::Nvidia, &mut backend);
     let run = ApplyRun::new(host, helper, store, reset);
     match mig_layout::restore(run, &ApplyOptions::new(Pool::Enabled)).map_err(|e| e.to_string())? {
@@ -497,7 +501,11 @@ fn restore_at_start(work: &std::path::Path) -> Result<(), Box<dyn Error>> {
     let mut store = DbStore::default();
     // Before the restart: the toolstack applied `all-balanced` (a Hopper part changes its mode
     // at once, so no reset is needed; the backend is the real one, and not called).
-    let mut backend = NvidiaSmiBackend::new(None, proc_root, dir.join("kmsg"));
+    let mut backend = NvidiaSmiBackend::of(warm_reset::nvidia::NvidiaSmiHost::new(
+        None,
+        proc_root,
+        dir.join("kmsg"),
+    ));
     let specs = Document::from_text(ALL_BALANCED)?
         .label("all-balanced")
         .ok_or("no all-balanced")?

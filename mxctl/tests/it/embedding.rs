@@ -42,11 +42,11 @@ fn wait_for(path: &std::path::Path) {
 /// A reset of GPU 0 by the nvidia method on `host`, its `nvidia-smi` absent: it meets the host
 /// lock first, and never reaches a card.
 fn reset(host: &Host) -> ResetOutcome {
-    let mut backend = warm_reset::NvidiaSmiBackend::new(
+    let mut backend = warm_reset::NvidiaSmiBackend::of(warm_reset::nvidia::NvidiaSmiHost::new(
         Some("/nonexistent/nvidia-smi".into()),
         host.proc_root(),
         "/dev/null",
-    );
+    ));
     let config = MachineConfig::new("0".parse().unwrap()).method(warm_reset::Method::Nvidia);
     execute(ResetRun::new(&config, host, &mut backend))
         .unwrap()

@@ -30,19 +30,6 @@ pub type AmdBackend<H> = HostBackend<AmdTarget, H>;
 /// The real AMD host: `amd-smi`, sysfs, `/proc`, the kernel log.
 pub type AmdSmiBackend = AmdBackend<AmdSmiHost>;
 
-impl AmdSmiBackend {
-    /// A backend using `amd_smi` (or the usual places when `None`), sysfs at `sysfs_root`,
-    /// procfs at `proc_root` and the kernel log at `kmsg`.
-    pub fn new(
-        amd_smi: Option<PathBuf>,
-        sysfs_root: impl Into<PathBuf>,
-        proc_root: impl Into<PathBuf>,
-        kmsg: impl Into<PathBuf>,
-    ) -> Self {
-        Self::of(AmdSmiHost::new(amd_smi, sysfs_root, proc_root, kmsg))
-    }
-}
-
 /// A GPU as the facts keep it: as it was before the reset.
 fn before(state: &AmdGpuState) -> AmdGpu {
     AmdGpu {

@@ -16,7 +16,6 @@ use crate::target::{Target, TargetFacts};
 use crate::tool::{ToolEnd, ToolError};
 use crate::warning::ResetWarning;
 use gpu_host_probe::run::RunResult;
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// A MetaX host behind the machine's questions.
@@ -24,18 +23,6 @@ pub type MetaxBackend<H> = HostBackend<MetaxTarget, H>;
 
 /// The real MetaX host: `mx-smi`, `/proc/modules`, the kernel log.
 pub type MxSmiBackend = MetaxBackend<MxSmiHost>;
-
-impl MxSmiBackend {
-    /// A backend using `mx_smi` (or the usual places when `None`), `<proc_root>/modules` and
-    /// the kernel log at `kmsg`.
-    pub fn new(
-        mx_smi: Option<PathBuf>,
-        proc_root: impl Into<PathBuf>,
-        kmsg: impl Into<PathBuf>,
-    ) -> Self {
-        Self::of(MxSmiHost::new(mx_smi, proc_root, kmsg))
-    }
-}
 
 impl<H: MetaxHost> MetaxBackend<H> {
     /// Plain `mx-smi`, which must be MetaX's: its output is read for the versions and the

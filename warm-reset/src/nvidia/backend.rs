@@ -27,18 +27,6 @@ pub type NvidiaBackend<H> = HostBackend<NvidiaTarget, H>;
 /// The real NVIDIA host: `nvidia-smi`, `/proc`, the kernel log.
 pub type NvidiaSmiBackend = NvidiaBackend<NvidiaSmiHost>;
 
-impl NvidiaSmiBackend {
-    /// A backend using `nvidia_smi` (or the usual places when `None`), `<proc_root>` and the
-    /// kernel log at `kmsg`.
-    pub fn new(
-        nvidia_smi: Option<PathBuf>,
-        proc_root: impl Into<PathBuf>,
-        kmsg: impl Into<PathBuf>,
-    ) -> Self {
-        Self::of(NvidiaSmiHost::new(nvidia_smi, proc_root, kmsg))
-    }
-}
-
 /// The GPUs `target` names, as `nvidia-smi -i` reads it: `all`, or each ID's GPUs (an index, a
 /// bus ID, a UUID), each once. An ID that names none makes the whole list name none.
 fn named(target: &ResetTarget, gpus: &[NvidiaGpu]) -> Vec<NvidiaGpu> {

@@ -16,7 +16,6 @@ use crate::target::{Target, TargetFacts};
 use crate::warning::ResetWarning;
 use gpu_host_probe::describe_holders;
 use gpu_partition_types::Bdf;
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// The reset methods that reset every function on the bus, not the function alone.
@@ -27,17 +26,6 @@ pub type PciBackend<H> = HostBackend<PciTarget, H>;
 
 /// The real host: sysfs, `/proc`, the kernel log.
 pub type SysfsBackend = PciBackend<SysfsHost>;
-
-impl SysfsBackend {
-    /// A backend over sysfs at `sysfs_root`, procfs at `proc_root`, the kernel log at `kmsg`.
-    pub fn new(
-        sysfs_root: impl Into<PathBuf>,
-        proc_root: impl Into<PathBuf>,
-        kmsg: impl Into<PathBuf>,
-    ) -> Self {
-        Self::of(SysfsHost::new(sysfs_root, proc_root, kmsg))
-    }
-}
 
 impl<H: PciHost> PciBackend<H> {
     fn present(&mut self, bdf: Bdf) -> Result<FunctionState, Refusal> {

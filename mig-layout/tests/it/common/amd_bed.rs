@@ -85,11 +85,11 @@ impl Bed {
 
     pub fn run<R>(&mut self, go: impl FnOnce(ApplyRun<'_>, &ApplyOptions) -> R) -> R {
         let options = self.options();
-        let mut backend = SysfsBackend::new(
+        let mut backend = SysfsBackend::of(warm_reset::pci::SysfsHost::new(
             self.host.sysfs_root(),
             self.host.proc_root(),
             "/nonexistent/kmsg",
-        );
+        ));
         let reset = ResetWith::new(Method::Pci, &mut backend);
         let with = AmdWith {
             writes: Some(&self.fake),

@@ -93,11 +93,11 @@ pub fn pool(switch: Option<Switch>, config: &Config) -> host_sync::Pool {
 
 /// The nvidia method's backend, which completes a pending mode change.
 pub fn reset_backend(args: &WriteArgs, config: &Config, host: &Host) -> NvidiaSmiBackend {
-    NvidiaSmiBackend::new(
+    NvidiaSmiBackend::of(warm_reset::nvidia::NvidiaSmiHost::new(
         args.nvidia_smi
             .clone()
             .or_else(|| config.nvidia_smi.clone()),
         host.proc_root(),
         args.kmsg.clone().unwrap_or_else(|| config.kmsg.clone()),
-    )
+    ))
 }
