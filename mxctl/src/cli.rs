@@ -253,16 +253,30 @@ pub struct Sync {
     /// the stored one.
     #[arg(long, value_enum, default_value = "auto")]
     pub after_boot: AfterBootArg,
-    /// Seconds to wait for the host lock while a reset, a layout apply or another sync holds
-    /// it, then fail with lock_busy [default: 10].
-    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
-    pub lock_wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub lock: LockWaitArgs,
     #[command(flatten)]
     pub helper: HelperArgs,
 }
 
 fn parse_window(text: &str) -> Result<std::time::Duration, String> {
     crate::config::seconds("--window", text)
+}
+
+/// `--lock-wait`: how long a command that reads or declares waits for the host lock.
+#[derive(Debug, Args)]
+pub struct LockWaitArgs {
+    /// Seconds to wait for the host lock while another GPU operation (a reset, an apply, a
+    /// sync) holds it, then say lock_busy [default: 10].
+    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
+    pub lock_wait: Option<std::time::Duration>,
+}
+
+impl LockWaitArgs {
+    /// The wait asked for, else [`gpu_host_probe::DEFAULT_LOCK_WAIT`].
+    pub fn wait(&self) -> std::time::Duration {
+        self.lock_wait.unwrap_or(gpu_host_probe::DEFAULT_LOCK_WAIT)
+    }
 }
 
 fn parse_lock_wait(text: &str) -> Result<std::time::Duration, String> {
@@ -298,10 +312,8 @@ pub struct Probe {
     /// every NVIDIA GPU bound to `nvidia`].
     #[arg(long = "device", value_name = "BDF")]
     pub devices: Vec<Bdf>,
-    /// Seconds to wait for the host lock while a reset, an apply or a sync holds it, then
-    /// fail with lock_busy [default: 10].
-    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
-    pub lock_wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub lock: LockWaitArgs,
     #[command(flatten)]
     pub helper: HelperArgs,
 }

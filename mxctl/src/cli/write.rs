@@ -1,7 +1,7 @@
 //! The partitioning commands' command line: `partition`, `vgpu` and `amd`, and what every
 //! write takes (`WriteArgs`).
 
-use super::{HelperArgs, Switch, parse_lock_wait, parse_window, program_path};
+use super::{HelperArgs, LockWaitArgs, Switch, parse_lock_wait, parse_window, program_path};
 use clap::{Args, Subcommand};
 use gpu_partition_types::Bdf;
 use std::path::PathBuf;
@@ -73,10 +73,8 @@ pub struct PartitionOwn {
     /// Who owns it.
     #[arg(long = "as", value_name = "OWNERSHIP", value_parser = parse_ownership)]
     pub ownership: gpu_host_probe::Ownership,
-    /// Seconds to wait for the host lock while a reset, an apply or a sync holds it, then
-    /// fail with lock_busy [default: 10].
-    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
-    pub lock_wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub lock: LockWaitArgs,
 }
 
 /// An ownership by its token.
@@ -202,10 +200,8 @@ pub struct VgpuExport {
     /// label), read from the state, instead of what the cards and their VFs hold.
     #[arg(long)]
     pub declared: bool,
-    /// Seconds to wait for the host lock while a reset, an apply or a sync holds it, then
-    /// fail with lock_busy [default: 10].
-    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
-    pub lock_wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub lock: LockWaitArgs,
     #[command(flatten)]
     pub helper: HelperArgs,
 }
@@ -266,9 +262,8 @@ pub struct VgpuAssert {
     /// Only this GPU of the config; repeat for several.
     #[arg(long = "device", value_name = "BDF")]
     pub devices: Vec<Bdf>,
-    /// Seconds to wait for the host lock, then say blocked (lock_busy) [default: 10].
-    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
-    pub lock_wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub lock: LockWaitArgs,
     #[command(flatten)]
     pub helper: HelperArgs,
 }
@@ -381,10 +376,8 @@ pub struct PartitionAssert {
     /// Only this GPU of the layout; repeat for several.
     #[arg(long = "device", value_name = "BDF")]
     pub devices: Vec<Bdf>,
-    /// Seconds to wait for the host lock while a reset, an apply or a sync holds it, then say
-    /// blocked (lock_busy) [default: 10].
-    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
-    pub lock_wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub lock: LockWaitArgs,
     #[command(flatten)]
     pub helper: HelperArgs,
 }
@@ -399,10 +392,8 @@ pub struct PartitionExport {
     /// label), read from the state, instead of what the cards hold.
     #[arg(long)]
     pub declared: bool,
-    /// Seconds to wait for the host lock while a reset, an apply or a sync holds it, then
-    /// fail with lock_busy [default: 10].
-    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
-    pub lock_wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub lock: LockWaitArgs,
     #[command(flatten)]
     pub helper: HelperArgs,
 }
@@ -482,7 +473,6 @@ pub struct AmdAssert {
     /// Only this GPU of the profile; repeat for several.
     #[arg(long = "device", value_name = "BDF")]
     pub devices: Vec<Bdf>,
-    /// Seconds to wait for the host lock, then say blocked (lock_busy) [default: 10].
-    #[arg(long, value_name = "SECS", value_parser = parse_lock_wait)]
-    pub lock_wait: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub lock: LockWaitArgs,
 }

@@ -106,7 +106,7 @@ pub fn assert(
     output: Output,
 ) -> Result<Exit, Failure> {
     let (_, profile) = profile(&args.dcm)?;
-    let options = assert::options(config, &args.devices, args.lock_wait);
+    let options = assert::options(config, &args.devices, &args.lock);
     // The config's helper: an AMD assert reads sysfs only, and never runs it.
     let helper = mig_layout::Helper::new(config.helper.clone());
     assert::emit(host, &helper, output, "profile", |run| {

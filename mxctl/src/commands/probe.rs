@@ -28,7 +28,7 @@ pub fn run(args: &Probe, config: &Config, host: &Host, output: Output) -> Result
     } else {
         args.devices.clone()
     };
-    let lock_wait = args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT);
+    let lock_wait = args.lock.wait();
     let reads = helper(&args.helper, config).probe(host, &devices, lock_wait)?;
     print(&reads, output)
 }

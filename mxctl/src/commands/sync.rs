@@ -1,7 +1,7 @@
 //! `mxctl sync`: the host sync, written to the state directory.
 
 use super::state::StateReport;
-use crate::cli::{AfterBootArg, Sync};
+use crate::cli::{AfterBootArg, LockWaitArgs, Sync};
 use crate::config::Config;
 use crate::exit::Exit;
 use crate::failure::Failure;
@@ -18,7 +18,7 @@ pub fn run(args: &Sync, config: &Config, host: &Host, output: Output) -> Result<
         AfterBootArg::Yes => AfterBoot::Yes,
         AfterBootArg::No => AfterBoot::No,
     };
-    let options = options(pool, after_boot, args.lock_wait);
+    let options = options(pool, after_boot, &args.lock);
     let mut store = FileStore::new(host.state_dir());
     let report = host_sync::sync(host, &helper(&args.helper, config), &mut store, &options)?;
     let text = StateReport {
@@ -87,16 +87,8 @@ pub fn host_lines(after: &host_sync::SyncReport) -> String {
 
 /// The sync's options: `--lock-wait` when given, else the library's bound
 /// ([`host_sync::DEFAULT_LOCK_WAIT`]).
-fn options(
-    pool: host_sync::Pool,
-    after_boot: AfterBoot,
-    lock_wait: Option<std::time::Duration>,
-) -> SyncOptions {
-    let options = SyncOptions::new(pool, after_boot);
-    match lock_wait {
-        Some(wait) => options.lock_wait(wait),
-        None => options,
-    }
+fn options(pool: host_sync::Pool, after_boot: AfterBoot, lock: &LockWaitArgs) -> SyncOptions {
+    SyncOptions::new(pool, after_boot).lock_wait(lock.wait())
 }
 
 #[cfg(test)]
@@ -108,11 +100,18 @@ mod tests {
     fn without_lock_wait_a_sync_waits_the_librarys_bound_and_with_it_the_value_given() {
         let pool = host_sync::Pool::Enabled;
         assert_eq!(
-            options(pool, AfterBoot::No, None).lock_wait,
+            options(pool, AfterBoot::No, &LockWaitArgs { lock_wait: None }).lock_wait,
             host_sync::DEFAULT_LOCK_WAIT
         );
         assert_eq!(
-            options(pool, AfterBoot::No, Some(Duration::from_secs(60))).lock_wait,
+            options(
+                pool,
+                AfterBoot::No,
+                &LockWaitArgs {
+                    lock_wait: Some(Duration::from_secs(60))
+                }
+            )
+            .lock_wait,
             Duration::from_secs(60)
         );
     }

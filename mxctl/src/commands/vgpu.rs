@@ -103,7 +103,7 @@ pub fn assert(
     output: Output,
 ) -> Result<Exit, Failure> {
     let specs = config_specs(&args.config)?;
-    let options = assert::options(config, &args.devices, args.lock_wait).unnamed(config.unnamed);
+    let options = assert::options(config, &args.devices, &args.lock).unnamed(config.unnamed);
     let helper = helper(&args.helper, config);
     assert::emit(host, &helper, output, "vGPU config", |run| {
         mig_layout::vgpu::assert_vgpu(run, &args.config.select, &specs, &options)
@@ -127,7 +127,7 @@ pub fn export(
             host,
             &helper(&args.helper, config),
             args.name.as_deref().unwrap_or("current"),
-            args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT),
+            args.lock.wait(),
         )
         .map_err(layout_failure)?
     };

@@ -3,7 +3,7 @@
 //! (`mig_layout::assert_applied`).
 
 use super::{layout, layout_failure};
-use crate::cli::PartitionAssert;
+use crate::cli::{LockWaitArgs, PartitionAssert};
 use crate::config::Config;
 use crate::exit::Exit;
 use crate::failure::Failure;
@@ -12,7 +12,6 @@ use crate::output::Output;
 use gpu_host_probe::Host;
 use gpu_partition_types::Bdf;
 use std::fmt::Write as _;
-use std::time::Duration;
 
 /// Exit 0 when every GPU the layout names is as it wants, 1 with the differences.
 pub fn run(
@@ -23,7 +22,7 @@ pub fn run(
 ) -> Result<Exit, Failure> {
     let specs = layout(&args.layout)?;
     // The instances a layout does not name are judged as an apply would treat them.
-    let options = options(config, &args.devices, args.lock_wait).unnamed(config.unnamed);
+    let options = options(config, &args.devices, &args.lock).unnamed(config.unnamed);
     let helper = helper(&args.helper, config);
     emit(host, &helper, output, "layout", |run| {
         mig_layout::assert_applied(run, &args.layout.select, &specs, &options)
@@ -31,15 +30,11 @@ pub fn run(
 }
 
 /// The options an assert reads with: the config's pool, the GPUs `devices` (all when empty),
-/// and the host lock waited on for `lock_wait` (the default when not given).
-pub fn options(
-    config: &Config,
-    devices: &[Bdf],
-    lock_wait: Option<Duration>,
-) -> mig_layout::ApplyOptions {
+/// and the host lock waited on as `lock` says.
+pub fn options(config: &Config, devices: &[Bdf], lock: &LockWaitArgs) -> mig_layout::ApplyOptions {
     mig_layout::ApplyOptions::new(config.pool)
         .devices(devices.to_vec())
-        .lock_wait(lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT))
+        .lock_wait(lock.wait())
 }
 
 /// Runs `assert` on the host's state read-only, with `helper`, and emits its report, `what`

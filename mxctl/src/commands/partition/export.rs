@@ -39,13 +39,8 @@ pub fn run(
         mig_layout::export_declared(&declared(host)?)
     } else {
         let label = args.label.as_deref().unwrap_or("current");
-        mig_layout::export_host(
-            host,
-            &helper(&args.helper, config),
-            label,
-            args.lock_wait.unwrap_or(host_sync::DEFAULT_LOCK_WAIT),
-        )
-        .map_err(layout_failure)?
+        mig_layout::export_host(host, &helper(&args.helper, config), label, args.lock.wait())
+            .map_err(layout_failure)?
     };
     for warning in &exported.warnings {
         tracing::warn!("{warning}");

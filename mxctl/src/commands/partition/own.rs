@@ -18,9 +18,7 @@ pub fn run(args: &crate::cli::PartitionOwn, host: &Host, output: Output) -> Resu
             host.sysfs_root().display()
         )));
     }
-    let lock = host
-        .lock(args.lock_wait.unwrap_or(gpu_host_probe::DEFAULT_LOCK_WAIT))
-        .map_err(Failure::Lock)?;
+    let lock = host.lock(args.lock.wait()).map_err(Failure::Lock)?;
     let mut store = FileStore::new(host.state_dir());
     host_sync::set_ownership(&lock, &mut store, args.device, args.ownership)?;
     drop(lock);
