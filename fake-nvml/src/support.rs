@@ -400,6 +400,28 @@ pub fn helper_wrapper(
     wrapper(dir, scenario, build_of, log, None)
 }
 
+/// A helper wrapper in `dir` that runs the real helper in fixture mode (`--fixture-dir
+/// fixtures`, and `--page-size` when `page_size` is given): NVML is not loaded at all, and the
+/// fixture directory is given on the command line because a probe clears the environment.
+/// Answers the wrapper's path.
+pub fn fixture_helper_wrapper(
+    dir: &Path,
+    fixtures: &Path,
+    page_size: Option<usize>,
+) -> Result<PathBuf, SupportError> {
+    let paging = page_size
+        .map(|n| format!(" --page-size {n}"))
+        .unwrap_or_default();
+    let script = format!(
+        "#!/bin/sh\nexec {} --fixture-dir {}{paging} \"$@\"\n",
+        quoted(&helper_binary()?),
+        quoted(fixtures),
+    );
+    let wrapper = dir.join("helper");
+    write_executable(&wrapper, &script).map_err(written(&wrapper))?;
+    Ok(wrapper)
+}
+
 fn wrapper(
     dir: &Path,
     scenario: &str,

@@ -11,23 +11,9 @@ pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
-/// A two-line wrapper that runs the helper in fixture mode: the probe clears the environment,
-/// so the fixture directory is given on the command line.
+/// A wrapper that runs the helper in fixture mode on this crate's fixtures.
 pub fn wrapper(dir: &Path, page_size: Option<usize>) -> PathBuf {
-    let path = dir.join("helper");
-    let paging = page_size
-        .map(|n| format!(" --page-size {n}"))
-        .unwrap_or_default();
-    gpu_host_probe::test_util::write_executable(
-        &path,
-        &format!(
-            "#!/bin/sh\nexec {} --fixture-dir {}{paging} \"$@\"\n",
-            helper().display(),
-            fixtures().display()
-        ),
-    )
-    .unwrap();
-    path
+    fake_nvml::support::fixture_helper_wrapper(dir, &fixtures(), page_size).unwrap()
 }
 
 /// What `mxctl reply check --json --device DEVICE` says of a reply, made in-process by the

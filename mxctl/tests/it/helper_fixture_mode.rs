@@ -20,23 +20,9 @@ fn helper_crate() -> PathBuf {
         .join("gpu-partition-helper")
 }
 
-/// A two-line wrapper that runs the real helper in fixture mode: the probe clears the
-/// environment, so the fixture directory is given on the command line.
+/// A wrapper that runs the real helper in fixture mode on the helper's own fixtures.
 fn wrapper(dir: &Path, page_size: Option<usize>) -> PathBuf {
-    let path = dir.join("helper");
-    let paging = page_size
-        .map(|n| format!(" --page-size {n}"))
-        .unwrap_or_default();
-    gpu_host_probe::test_util::write_executable(
-        &path,
-        &format!(
-            "#!/bin/sh\nexec {} --fixture-dir {}{paging} \"$@\"\n",
-            fake_nvml::support::helper_binary().unwrap().display(),
-            fixtures().display()
-        ),
-    )
-    .unwrap();
-    path
+    fake_nvml::support::fixture_helper_wrapper(dir, &fixtures(), page_size).unwrap()
 }
 
 fn host(dir: &Path) -> FakeSysfs {
