@@ -71,7 +71,7 @@ pub use gpu::{AmdRecord, GpuRecord, MemoryRequest};
 pub use gpu_host_probe::{Boot, DEFAULT_LOCK_WAIT, Host};
 pub use gpu_partition_types::Token;
 pub use ownership::set_ownership;
-pub use partitions::{GpuPartitions, PartitionsReport, partitions};
+pub use partitions::{GpuPartitions, GpuRestart, PartitionsReport, partitions};
 pub use pci::{PciFunction, PciScan, ReadBy, ScanError, SkippedEntry, scan, scan_gpus};
 pub use reason::{AmdUnread, GpuReason, NotRead, UnknownGpuReason};
 pub use record::{BadLayoutOutcome, Direction, LayoutFailure, LayoutOutcome, LayoutRecord};

@@ -159,20 +159,27 @@ pub struct GpuPartitions {
     /// Whether the GPU waits for a reset before it holds what was asked of it
     /// ([`GpuRecord::requires_reset`]); `None`: not known.
     pub requires_reset: Option<bool>,
-    /// What a host restart keeps of an NVIDIA GPU, from the architecture its last answered
-    /// read gave ([`AfterRestart::of`]: unknown where the read did not say it); `None` for an
+    /// What a host restart keeps of an NVIDIA GPU and does to its division; `None` for an
     /// AMD GPU.
-    pub restart: Option<AfterRestart>,
-    /// What a restart does to its division ([`AfterRestart::division`]): whether it comes back
-    /// by itself, what the boot restore redoes, and whether that needs a reset; `None` for an
-    /// AMD GPU.
-    pub after_restart: Option<DivisionAfterRestart>,
+    pub restart: Option<GpuRestart>,
+}
+
+/// What a host restart keeps of one NVIDIA GPU and does to its recorded division.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GpuRestart {
+    /// What a restart keeps, from the architecture the GPU's last answered read gave
+    /// ([`AfterRestart::of`]: unknown where the read did not say it).
+    pub keeps: AfterRestart,
+    /// What it does to the division ([`AfterRestart::division`]): whether it comes back by
+    /// itself, what the boot restore redoes, and whether that needs a reset.
+    pub division: DivisionAfterRestart,
 }
 
 /// What a restart keeps of a GPU and does to its division, by `layout_model`'s rule: NVIDIA
 /// GPUs only (the rule is NVIDIA's facts); the MIG mode to hold is the one read (on, or on
 /// after the next reset), unknown where the mode was not read.
-fn after_restart(record: &GpuRecord) -> Option<(AfterRestart, DivisionAfterRestart)> {
+fn after_restart(record: &GpuRecord) -> Option<GpuRestart> {
     if !record.is_nvidia() {
         return None;
     }
@@ -190,8 +197,11 @@ fn after_restart(record: &GpuRecord) -> Option<(AfterRestart, DivisionAfterResta
         .division
         .as_ref()
         .is_some_and(|division| !division.partitions.is_empty());
-    let facts = AfterRestart::of(record.architecture);
-    Some((facts, facts.division(mig_on, holds_partitions)))
+    let keeps = AfterRestart::of(record.architecture);
+    Some(GpuRestart {
+        keeps,
+        division: keeps.division(mig_on, holds_partitions),
+    })
 }
 
 impl GpuPartitions {
@@ -211,19 +221,15 @@ pub fn partitions(state: &HostState, now: &Now) -> Vec<GpuPartitions> {
         .gpus
         .iter()
         .filter(|(_, record)| record.is_nvidia() || record.is_amd())
-        .map(|(gpu, record)| {
-            let restart = after_restart(record);
-            GpuPartitions {
-                gpu: *gpu,
-                stale: record
-                    .division
-                    .as_ref()
-                    .and_then(|division| division.stale(*gpu, now)),
-                division: record.division.clone(),
-                requires_reset: record.requires_reset(),
-                restart: restart.map(|(facts, _)| facts),
-                after_restart: restart.map(|(_, division)| division),
-            }
+        .map(|(gpu, record)| GpuPartitions {
+            gpu: *gpu,
+            stale: record
+                .division
+                .as_ref()
+                .and_then(|division| division.stale(*gpu, now)),
+            division: record.division.clone(),
+            requires_reset: record.requires_reset(),
+            restart: after_restart(record),
         })
         .collect()
 }
@@ -323,19 +329,24 @@ impl serde::Serialize for PartitionsReport<'_> {
                 partitions: gpu.division.as_ref().map(|d| d.partitions.as_slice()),
                 architecture: gpu
                     .restart
-                    .and_then(|facts| facts.architecture)
+                    .and_then(|restart| restart.keeps.architecture)
                     .map(|architecture| architecture.to_string()),
-                after_restart: gpu.restart.zip(gpu.after_restart).map(|(facts, division)| {
-                    Restart {
-                        mig_mode: facts.mig_mode.as_str(),
-                        enabling_mig_needs_reset: facts.enabling_mig_needs_reset.as_str(),
-                        instances_kept: facts.instances_kept,
-                        vfs_kept: facts.vfs_kept,
-                        comes_back: division.comes_back,
-                        restore: division.restore.as_str(),
-                        needs_reset: division.needs_reset,
-                    }
-                }),
+                after_restart: gpu.restart.map(
+                    |GpuRestart {
+                         keeps: facts,
+                         division,
+                     }| {
+                        Restart {
+                            mig_mode: facts.mig_mode.as_str(),
+                            enabling_mig_needs_reset: facts.enabling_mig_needs_reset.as_str(),
+                            instances_kept: facts.instances_kept,
+                            vfs_kept: facts.vfs_kept,
+                            comes_back: division.comes_back,
+                            restore: division.restore.as_str(),
+                            needs_reset: division.needs_reset,
+                        }
+                    },
+                ),
             })
             .collect();
         let mut document = serializer.serialize_struct("PartitionsReport", 2)?;
@@ -365,8 +376,8 @@ mod tests {
         let listed = listed();
         let first = &listed[0];
         let restart = first.restart.unwrap();
-        assert_eq!(restart.mig_mode, MigModeAfterRestart::Cleared);
-        let after = first.after_restart.unwrap();
+        assert_eq!(restart.keeps.mig_mode, MigModeAfterRestart::Cleared);
+        let after = restart.division;
         assert_eq!(
             (after.comes_back, after.restore, after.needs_reset),
             (Some(false), Restore::ModeAndPartitions, Some(false))
@@ -378,9 +389,11 @@ mod tests {
         let listed = listed();
         // The second GPU has a division and no architecture recorded.
         let second = &listed[1];
-        assert_eq!(second.restart.and_then(|r| r.architecture), None);
+        assert_eq!(second.restart.and_then(|r| r.keeps.architecture), None);
         assert_eq!(
-            second.after_restart.map(|a| (a.comes_back, a.restore)),
+            second
+                .restart
+                .map(|r| (r.division.comes_back, r.division.restore)),
             Some((Some(false), Restore::Unknown))
         );
     }
@@ -399,10 +412,7 @@ mod tests {
             })
             .collect();
         assert!(!amd.is_empty());
-        assert!(
-            amd.iter()
-                .all(|gpu| gpu.restart.is_none() && gpu.after_restart.is_none())
-        );
+        assert!(amd.iter().all(|gpu| gpu.restart.is_none()));
     }
 
     #[test]

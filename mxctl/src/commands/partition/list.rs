@@ -72,7 +72,8 @@ fn gpu_fields(gpu: &GpuPartitions, at: u64) -> Vec<(&'static str, String)> {
         ),
     ];
     // What a host restart does to it (NVIDIA GPUs: the rule is NVIDIA's facts).
-    if let (Some(facts), Some(after)) = (gpu.restart, gpu.after_restart) {
+    if let Some(restart) = gpu.restart {
+        let (facts, after) = (restart.keeps, restart.division);
         let yes_no = |known: Option<bool>, yes: &str, no: &str| match known {
             Some(true) => yes.to_owned(),
             Some(false) => no.to_owned(),
