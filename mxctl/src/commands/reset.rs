@@ -7,8 +7,8 @@ use crate::config::Config;
 use crate::exit::Exit;
 use crate::failure::Failure;
 use crate::output::Output;
-use gpu_host_probe::Host;
 use gpu_host_probe::{Clock, SystemClock};
+use gpu_host_probe::{Host, HostLock};
 use gpu_partition_types::Bdf;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::collections::BTreeMap;
@@ -49,7 +49,7 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
             // A simulation touches no GPU: its lock and journal live apart from the real ones.
             run_machine(
                 &machine,
-                &host.simulated(),
+                Held::No(&host.simulated()),
                 sim.as_mut(),
                 clock.as_ref(),
                 output,
@@ -57,6 +57,14 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
         }
         None => {
             let mut backend = real_backend(&args.backend, config, host);
+            // The host lock first, as the reset machine takes it first: who owns each GPU is
+            // read under it, so no `partition own` lands between that read and the reset. Held
+            // by another, the machine says so (lock_busy) when it asks for it.
+            let lock = match host.try_lock() {
+                Ok(lock) => Some(lock),
+                Err(error) if error.is_busy() => None,
+                Err(error) => return Err(error.into()),
+            };
             // Who owns each GPU not ours, read once: the GPUs named, then what the reset takes.
             let theirs = {
                 use host_sync::StateStore;
@@ -74,13 +82,16 @@ pub fn run(args: &Reset, config: &Config, host: &Host, output: Output) -> Result
             }
             // What the reset takes with it (an NVLink peer, the rest of an XGMI hive, the
             // functions of a bus) is warm-reset's to refuse: none may be another's.
-            run_machine(
+            let report = run_machine(
                 &machine.clone().sparing(theirs),
-                host,
+                lock.as_ref().map_or(Held::No(host), Held::Yes),
                 backend.as_mut(),
                 &SystemClock::new(),
                 output,
-            )?
+            )?;
+            // The sync after the reset takes the lock again.
+            drop(lock);
+            report
         }
     };
     // A reset is a write to the cards: read them again, as after an apply (a simulation
@@ -151,10 +162,18 @@ fn scenario_lines(method: Method) -> String {
     lines.join("\n")
 }
 
+/// The host a reset runs on: with its lock already held by the caller, or taken by the run.
+pub enum Held<'a> {
+    /// The caller holds the lock, on its host.
+    Yes(&'a HostLock),
+    /// The run takes the lock of this host.
+    No(&'a Host),
+}
+
 /// Runs the machine, showing each step (and, on a terminal, a bar over the window).
 pub fn run_machine(
     machine: &MachineConfig,
-    host: &Host,
+    host: Held<'_>,
     backend: &mut dyn Backend,
     clock: &dyn Clock,
     output: Output,
@@ -211,11 +230,11 @@ pub fn run_machine(
             _ => {}
         }
     };
-    Ok(execute(
-        ResetRun::new(machine, host, backend)
-            .clock(clock)
-            .observe(&mut observe),
-    )?)
+    let run = match host {
+        Held::Yes(lock) => ResetRun::under(machine, lock, backend),
+        Held::No(host) => ResetRun::new(machine, host, backend),
+    };
+    Ok(execute(run.clock(clock).observe(&mut observe))?)
 }
 
 /// Prints the result for people, or the `--json` document, with the host after the sync that
