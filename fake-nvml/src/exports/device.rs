@@ -39,103 +39,73 @@ pub unsafe extern "C" fn nvmlDeviceGetHandleByPciBusId_v2(
     }))
 }
 
-/// The card's `name`.
-///
-/// # Safety
-///
-/// `name` is null or valid for `length` chars.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetName(
-    handle: nvml::nvmlDevice_t,
-    name: *mut c_char,
-    length: c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetName"));
-    code(with(|s| {
-        let (_, card) = device(s, handle, "nvmlDeviceGetName")?;
+answered! {
+    /// The card's `name`.
+    ///
+    /// # Safety
+    ///
+    /// `name` is null or valid for `length` chars.
+    fn nvmlDeviceGetName(handle: nvml::nvmlDevice_t, name: *mut c_char, length: c_uint) |s| {
+        let (_, card) = device(s, handle, CALL)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write_str(name, length, &card.name) }
-    }))
-}
+    }
 
-/// The board's serial ([`Device::serial_or_derived`]): every part of the fake is a data-center
-/// board with an InfoROM, which nvml.h says every board with one has ("For all products with an
-/// inforom").
-///
-/// # Safety
-///
-/// `serial` is null or valid for `length` chars.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetSerial(
-    handle: nvml::nvmlDevice_t,
-    serial: *mut c_char,
-    length: c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetSerial"));
-    code(with(|s| {
-        let (_, card) = device(s, handle, "nvmlDeviceGetSerial")?;
+    /// The board's serial ([`Device::serial_or_derived`]): every part of the fake is a data-center
+    /// board with an InfoROM, which nvml.h says every board with one has ("For all products with an
+    /// inforom").
+    ///
+    /// # Safety
+    ///
+    /// `serial` is null or valid for `length` chars.
+    fn nvmlDeviceGetSerial(handle: nvml::nvmlDevice_t, serial: *mut c_char, length: c_uint) |s| {
+        let (_, card) = device(s, handle, CALL)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write_str(serial, length, &card.serial_or_derived()) }
-    }))
-}
+    }
 
-/// The card's `uuid` (for a scenario that gives none, one made of its bus ID:
-/// [`crate::scenario::Device::uuid_or_derived`]).
-///
-/// # Safety
-///
-/// `uuid` is null or valid for `length` chars.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetUUID(
-    handle: nvml::nvmlDevice_t,
-    uuid: *mut c_char,
-    length: c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetUUID"));
-    code(with(|s| {
-        let (_, card) = device(s, handle, "nvmlDeviceGetUUID")?;
+    /// The card's `uuid` (for a scenario that gives none, one made of its bus ID:
+    /// [`crate::scenario::Device::uuid_or_derived`]).
+    ///
+    /// # Safety
+    ///
+    /// `uuid` is null or valid for `length` chars.
+    fn nvmlDeviceGetUUID(handle: nvml::nvmlDevice_t, uuid: *mut c_char, length: c_uint) |s| {
+        let (_, card) = device(s, handle, CALL)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write_str(uuid, length, &card.uuid_or_derived()) }
-    }))
-}
+    }
 
-/// The card's `architecture` as NVML numbers it (`nvmlDeviceArchitecture_t`: nvml.h's
-/// `NVML_DEVICE_ARCH_*`); a scenario that gives none answers `NVML_ERROR_NOT_SUPPORTED`, which no
-/// real part does, so every shipped scenario of a real part gives it with its source.
-///
-/// # Safety
-///
-/// `architecture` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetArchitecture(
-    handle: nvml::nvmlDevice_t,
-    architecture: *mut nvml::nvmlDeviceArchitecture_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetArchitecture"));
-    code(with(|s| {
-        let (_, card) = device(s, handle, "nvmlDeviceGetArchitecture")?;
+    /// The card's `architecture` as NVML numbers it (`nvmlDeviceArchitecture_t`: nvml.h's
+    /// `NVML_DEVICE_ARCH_*`); a scenario that gives none answers `NVML_ERROR_NOT_SUPPORTED`, which
+    /// no real part does, so every shipped scenario of a real part gives it with its source.
+    ///
+    /// # Safety
+    ///
+    /// `architecture` is null or valid for a write.
+    fn nvmlDeviceGetArchitecture(
+        handle: nvml::nvmlDevice_t,
+        architecture: *mut nvml::nvmlDeviceArchitecture_t,
+    ) |s| {
+        let (_, card) = device(s, handle, CALL)?;
         let number = card.architecture.ok_or(NOT_SUPPORTED)?.nvml();
         // SAFETY: passed on from this function's own contract.
         unsafe { write(architecture, number) }
-    }))
-}
+    }
 
-/// The processes holding the card (its `clients`), as NVML's running compute processes; `*count`
-/// is the room in, the number out.
-///
-/// # Safety
-///
-/// `count` is null or valid for a read and a write; `infos` is null or valid for `*count`
-/// writes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
-    handle: nvml::nvmlDevice_t,
-    count: *mut c_uint,
-    infos: *mut nvml::nvmlProcessInfo_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetComputeRunningProcesses_v3"));
-    code(with(|s| {
-        let (_, card) = device(s, handle, "nvmlDeviceGetComputeRunningProcesses_v3")?;
+    /// The processes holding the card (its `clients`), as NVML's running compute processes;
+    /// `*count` is the room in, the number out.
+    ///
+    /// # Safety
+    ///
+    /// `count` is null or valid for a read and a write; `infos` is null or valid for `*count`
+    /// writes.
+    fn nvmlDeviceGetComputeRunningProcesses_v3(
+        handle: nvml::nvmlDevice_t,
+        count: *mut c_uint,
+        infos: *mut nvml::nvmlProcessInfo_t,
+    ) |s| {
+        let (_, card) = device(s, handle, CALL)?;
         let list: Vec<nvml::nvmlProcessInfo_t> = rules::clients(card)
             .iter()
             .map(|client| nvml::nvmlProcessInfo_t {
@@ -147,22 +117,18 @@ pub unsafe extern "C" fn nvmlDeviceGetComputeRunningProcesses_v3(
             .collect();
         // SAFETY: passed on from this function's own contract.
         unsafe { write_list(infos, count, &list) }
-    }))
-}
+    }
 
-/// How many cards the scenario holds.
-///
-/// # Safety
-///
-/// `count` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetCount_v2(count: *mut c_uint) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetCount_v2"));
-    code(with(|s| {
+    /// How many cards the scenario holds.
+    ///
+    /// # Safety
+    ///
+    /// `count` is null or valid for a write.
+    fn nvmlDeviceGetCount_v2(count: *mut c_uint) |s| {
         let cards = u32::try_from(s.devices.len()).map_err(|_| INVALID)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write(count, cards) }
-    }))
+    }
 }
 
 /// The first version's name for [`nvmlDeviceGetCount_v2`].
@@ -176,24 +142,22 @@ pub unsafe extern "C" fn nvmlDeviceGetCount(count: *mut c_uint) -> nvml::nvmlRet
     unsafe { nvmlDeviceGetCount_v2(count) }
 }
 
-/// The card NVML numbers `index` (cards are numbered in bus order, as `nvidia-smi` lists
-/// them); past the last, `NVML_ERROR_INVALID_ARGUMENT`.
-///
-/// # Safety
-///
-/// `device` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetHandleByIndex_v2(
-    index: c_uint,
-    device: *mut nvml::nvmlDevice_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetHandleByIndex_v2 {index}"));
-    code(with(|s| {
+answered! {
+    /// The card NVML numbers `index` (cards are numbered in bus order, as `nvidia-smi` lists
+    /// them); past the last, `NVML_ERROR_INVALID_ARGUMENT`.
+    ///
+    /// # Safety
+    ///
+    /// `device` is null or valid for a write.
+    fn nvmlDeviceGetHandleByIndex_v2(
+        index: c_uint,
+        device: *mut nvml::nvmlDevice_t,
+    ) logs("{}", index) |s| {
         let at = state::device_at_index(s, index)?;
-        failure(&s.devices[at], "nvmlDeviceGetHandleByIndex_v2")?;
+        failure(&s.devices[at], CALL)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write(device, state::device_handle(at)) }
-    }))
+    }
 }
 
 /// The first version's name for [`nvmlDeviceGetHandleByIndex_v2`].
@@ -220,20 +184,18 @@ fn memory(card: &crate::scenario::Device) -> Answer<(u64, u64)> {
     Ok((total.saturating_mul(MIB), reserved.saturating_mul(MIB)))
 }
 
-/// The card's memory in the first struct: `used` is what is reserved and allocated (nothing
-/// is allocated: the fake runs no process on the card), `free` the rest.
-///
-/// # Safety
-///
-/// `memory` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo(
-    handle: nvml::nvmlDevice_t,
-    memory_out: *mut nvml::nvmlMemory_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetMemoryInfo"));
-    code(with(|s| {
-        let (_, card) = device(s, handle, "nvmlDeviceGetMemoryInfo")?;
+answered! {
+    /// The card's memory in the first struct: `used` is what is reserved and allocated (nothing
+    /// is allocated: the fake runs no process on the card), `free` the rest.
+    ///
+    /// # Safety
+    ///
+    /// `memory` is null or valid for a write.
+    fn nvmlDeviceGetMemoryInfo(
+        handle: nvml::nvmlDevice_t,
+        memory_out: *mut nvml::nvmlMemory_t,
+    ) |s| {
+        let (_, card) = device(s, handle, CALL)?;
         let (total, reserved) = memory(card)?;
         let answer = nvml::nvmlMemory_t {
             total,
@@ -242,23 +204,19 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo(
         };
         // SAFETY: passed on from this function's own contract.
         unsafe { write(memory_out, answer) }
-    }))
-}
+    }
 
-/// The card's memory in the version-2 struct (the caller stamps `version`; another stamp is
-/// `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`): `reserved` apart, `used` what is allocated (none).
-///
-/// # Safety
-///
-/// `memory` is null or valid for a read and a write of the v2 struct.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
-    handle: nvml::nvmlDevice_t,
-    memory_out: *mut nvml::nvmlMemory_v2_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetMemoryInfo_v2"));
-    code(with(|s| {
-        let (_, card) = device(s, handle, "nvmlDeviceGetMemoryInfo_v2")?;
+    /// The card's memory in the version-2 struct (the caller stamps `version`; another stamp is
+    /// `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`): `reserved` apart, `used` what is allocated (none).
+    ///
+    /// # Safety
+    ///
+    /// `memory` is null or valid for a read and a write of the v2 struct.
+    fn nvmlDeviceGetMemoryInfo_v2(
+        handle: nvml::nvmlDevice_t,
+        memory_out: *mut nvml::nvmlMemory_v2_t,
+    ) |s| {
+        let (_, card) = device(s, handle, CALL)?;
         // SAFETY: passed on from this function's own contract.
         let stamp = unsafe { stamped(memory_out, 2) }?;
         let (total, reserved) = memory(card)?;
@@ -271,23 +229,16 @@ pub unsafe extern "C" fn nvmlDeviceGetMemoryInfo_v2(
         };
         // SAFETY: passed on from this function's own contract.
         unsafe { write(memory_out, answer) }
-    }))
-}
+    }
 
-/// The card's PCI location and IDs: the bus ID in both of NVML's forms, and the device ID the
-/// scenario gives (0 where it gives none).
-///
-/// # Safety
-///
-/// `pci` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetPciInfo_v3(
-    handle: nvml::nvmlDevice_t,
-    pci: *mut nvml::nvmlPciInfo_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetPciInfo_v3"));
-    code(with(|s| {
-        let (_, card) = device(s, handle, "nvmlDeviceGetPciInfo_v3")?;
+    /// The card's PCI location and IDs: the bus ID in both of NVML's forms, and the device ID the
+    /// scenario gives (0 where it gives none).
+    ///
+    /// # Safety
+    ///
+    /// `pci` is null or valid for a write.
+    fn nvmlDeviceGetPciInfo_v3(handle: nvml::nvmlDevice_t, pci: *mut nvml::nvmlPciInfo_t) |s| {
+        let (_, card) = device(s, handle, CALL)?;
         let (domain, bus, dev, function) = parse_bus_id(&card.pci_bus_id).ok_or(INVALID)?;
         let answer = nvml::nvmlPciInfo_t {
             busIdLegacy: c_array(&format!(
@@ -303,7 +254,7 @@ pub unsafe extern "C" fn nvmlDeviceGetPciInfo_v3(
         };
         // SAFETY: passed on from this function's own contract.
         unsafe { write(pci, answer) }
-    }))
+    }
 }
 
 /// The previous version's name for [`nvmlDeviceGetPciInfo_v3`] (the same struct).

@@ -45,19 +45,17 @@ fn compute_profile<'a>(
     Ok((gi_profile, slices))
 }
 
-/// The GPU instance's ID, profile ID and placement.
-///
-/// # Safety
-///
-/// `info` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlGpuInstanceGetInfo(
-    handle: nvml::nvmlGpuInstance_t,
-    info: *mut nvml::nvmlGpuInstanceInfo_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlGpuInstanceGetInfo {:#x}", handle.addr()));
-    code(with(|s| {
-        let (device, gi) = gpu_instance(s, handle, "nvmlGpuInstanceGetInfo")?;
+answered! {
+    /// The GPU instance's ID, profile ID and placement.
+    ///
+    /// # Safety
+    ///
+    /// `info` is null or valid for a write.
+    fn nvmlGpuInstanceGetInfo(
+        handle: nvml::nvmlGpuInstance_t,
+        info: *mut nvml::nvmlGpuInstanceInfo_t,
+    ) logs("{:#x}", handle.addr()) |s| {
+        let (device, gi) = gpu_instance(s, handle, CALL)?;
         let answer = nvml::nvmlGpuInstanceInfo_t {
             device: state::device_handle(device),
             id: gi.id,
@@ -69,29 +67,22 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetInfo(
         };
         // SAFETY: passed on from this function's own contract.
         unsafe { write(info, answer) }
-    }))
-}
+    }
 
-/// The compute-instance profile at index `profile` (NVML's `NVML_COMPUTE_INSTANCE_PROFILE_*`,
-/// whose ID is the index): one the GPU instance offers ([`rules::compute_profiles`]), else
-/// `NVML_ERROR_NOT_SUPPORTED`, and past the last index `NVML_ERROR_INVALID_ARGUMENT`.
-///
-/// # Safety
-///
-/// `info` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceProfileInfo(
-    handle: nvml::nvmlGpuInstance_t,
-    profile: c_uint,
-    _engine_profile: c_uint,
-    info: *mut nvml::nvmlComputeInstanceProfileInfo_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!(
-        "nvmlGpuInstanceGetComputeInstanceProfileInfo {:#x} {profile}",
-        handle.addr()
-    ));
-    code(with(|s| {
-        let (device, gi) = gpu_instance(s, handle, "nvmlGpuInstanceGetComputeInstanceProfileInfo")?;
+    /// The compute-instance profile at index `profile` (NVML's `NVML_COMPUTE_INSTANCE_PROFILE_*`,
+    /// whose ID is the index): one the GPU instance offers ([`rules::compute_profiles`]), else
+    /// `NVML_ERROR_NOT_SUPPORTED`, and past the last index `NVML_ERROR_INVALID_ARGUMENT`.
+    ///
+    /// # Safety
+    ///
+    /// `info` is null or valid for a write.
+    fn nvmlGpuInstanceGetComputeInstanceProfileInfo(
+        handle: nvml::nvmlGpuInstance_t,
+        profile: c_uint,
+        _engine_profile: c_uint,
+        info: *mut nvml::nvmlComputeInstanceProfileInfo_t,
+    ) logs("{:#x} {}", handle.addr(), profile) |s| {
+        let (device, gi) = gpu_instance(s, handle, CALL)?;
         let (gi_profile, slices) = compute_profile(s, device, gi, profile)?;
         let answer = compute_profile_info!(
             nvmlComputeInstanceProfileInfo_t,
@@ -101,30 +92,22 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceProfileInfo(
         );
         // SAFETY: passed on from this function's own contract.
         unsafe { write(info, answer) }
-    }))
-}
+    }
 
-/// [`nvmlGpuInstanceGetComputeInstanceProfileInfo`] in the version-2 struct, with the profile's
-/// name (the caller stamps `version`; another stamp is `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`).
-///
-/// # Safety
-///
-/// `info` is null or valid for a read and a write of the v2 struct.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceProfileInfoV(
-    handle: nvml::nvmlGpuInstance_t,
-    profile: c_uint,
-    _engine_profile: c_uint,
-    info: *mut nvml::nvmlComputeInstanceProfileInfo_v2_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!(
-        "nvmlGpuInstanceGetComputeInstanceProfileInfoV {:#x} {profile}",
-        handle.addr()
-    ));
-    let function = "nvmlGpuInstanceGetComputeInstanceProfileInfoV";
-    code(with(|s| {
-        let (device, gi) = gpu_instance(s, handle, function)?;
-        // SAFETY: passed on from this function's own contract.
+    /// [`nvmlGpuInstanceGetComputeInstanceProfileInfo`] in the version-2 struct, with the profile's
+    /// name (the caller stamps `version`; another stamp is `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`).
+    ///
+    /// # Safety
+    ///
+    /// `info` is null or valid for a read and a write of the v2 struct.
+    fn nvmlGpuInstanceGetComputeInstanceProfileInfoV(
+        handle: nvml::nvmlGpuInstance_t,
+        profile: c_uint,
+        _engine_profile: c_uint,
+        info: *mut nvml::nvmlComputeInstanceProfileInfo_v2_t,
+    ) logs("{:#x} {}", handle.addr(), profile) |s| {
+        let (device, gi) = gpu_instance(s, handle, CALL)?;
+        // SAFETY: passed on from this CALL's own contract.
         let stamp = unsafe { stamped(info, 2) }?;
         let (gi_profile, slices) = compute_profile(s, device, gi, profile)?;
         let name = c_array(&rules::compute_profile_name(gi_profile, slices));
@@ -137,57 +120,41 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceProfileInfoV(
                 name: name,
             }
         );
-        // SAFETY: passed on from this function's own contract.
+        // SAFETY: passed on from this CALL's own contract.
         unsafe { write(info, answer) }
-    }))
-}
+    }
 
-/// How many more compute instances of the profile with this ID fit in the GPU instance
-/// ([`rules::compute_remaining`]).
-///
-/// # Safety
-///
-/// `count` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceRemainingCapacity(
-    handle: nvml::nvmlGpuInstance_t,
-    profile_id: c_uint,
-    count: *mut c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!(
-        "nvmlGpuInstanceGetComputeInstanceRemainingCapacity {:#x} {profile_id}",
-        handle.addr()
-    ));
-    let function = "nvmlGpuInstanceGetComputeInstanceRemainingCapacity";
-    code(with(|s| {
-        let (device, gi) = gpu_instance(s, handle, function)?;
+    /// How many more compute instances of the profile with this ID fit in the GPU instance
+    /// ([`rules::compute_remaining`]).
+    ///
+    /// # Safety
+    ///
+    /// `count` is null or valid for a write.
+    fn nvmlGpuInstanceGetComputeInstanceRemainingCapacity(
+        handle: nvml::nvmlGpuInstance_t,
+        profile_id: c_uint,
+        count: *mut c_uint,
+    ) logs("{:#x} {}", handle.addr(), profile_id) |s| {
+        let (device, gi) = gpu_instance(s, handle, CALL)?;
         let (gi_profile, slices) = compute_profile(s, device, gi, profile_id)?;
-        // SAFETY: passed on from this function's own contract.
+        // SAFETY: passed on from this CALL's own contract.
         unsafe { write(count, rules::compute_remaining(gi, gi_profile, slices)) }
-    }))
-}
+    }
 
-/// Where compute instances of the profile with this ID may go in the GPU instance
-/// ([`rules::compute_placements`]); `*count` is the room in, the number out.
-///
-/// # Safety
-///
-/// `count` is null or valid for a read and a write; `placements` is null or valid for
-/// `*count` writes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstancePossiblePlacements(
-    handle: nvml::nvmlGpuInstance_t,
-    profile_id: c_uint,
-    placements: *mut nvml::nvmlComputeInstancePlacement_t,
-    count: *mut c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!(
-        "nvmlGpuInstanceGetComputeInstancePossiblePlacements {:#x} {profile_id}",
-        handle.addr()
-    ));
-    let function = "nvmlGpuInstanceGetComputeInstancePossiblePlacements";
-    code(with(|s| {
-        let (device, gi) = gpu_instance(s, handle, function)?;
+    /// Where compute instances of the profile with this ID may go in the GPU instance
+    /// ([`rules::compute_placements`]); `*count` is the room in, the number out.
+    ///
+    /// # Safety
+    ///
+    /// `count` is null or valid for a read and a write; `placements` is null or valid for
+    /// `*count` writes.
+    fn nvmlGpuInstanceGetComputeInstancePossiblePlacements(
+        handle: nvml::nvmlGpuInstance_t,
+        profile_id: c_uint,
+        placements: *mut nvml::nvmlComputeInstancePlacement_t,
+        count: *mut c_uint,
+    ) logs("{:#x} {}", handle.addr(), profile_id) |s| {
+        let (device, gi) = gpu_instance(s, handle, CALL)?;
         let (gi_profile, slices) = compute_profile(s, device, gi, profile_id)?;
         let list: Vec<nvml::nvmlComputeInstancePlacement_t> =
             rules::compute_placements(gi_profile, slices)
@@ -197,30 +164,23 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstancePossiblePlacements(
                     size: p.size,
                 })
                 .collect();
-        // SAFETY: passed on from this function's own contract.
+        // SAFETY: passed on from this CALL's own contract.
         unsafe { crate::out::write_list(placements, count, &list) }
-    }))
-}
+    }
 
-/// The compute instances of the GPU instance with this compute-instance profile ID.
-///
-/// # Safety
-///
-/// `instances` is null or has room for the profile's instance count; `count` is null or valid
-/// for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstances(
-    handle: nvml::nvmlGpuInstance_t,
-    profile_id: c_uint,
-    instances: *mut nvml::nvmlComputeInstance_t,
-    count: *mut c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!(
-        "nvmlGpuInstanceGetComputeInstances {:#x} {profile_id}",
-        handle.addr()
-    ));
-    code(with(|s| {
-        let (device, gi) = gpu_instance(s, handle, "nvmlGpuInstanceGetComputeInstances")?;
+    /// The compute instances of the GPU instance with this compute-instance profile ID.
+    ///
+    /// # Safety
+    ///
+    /// `instances` is null or has room for the profile's instance count; `count` is null or valid
+    /// for a write.
+    fn nvmlGpuInstanceGetComputeInstances(
+        handle: nvml::nvmlGpuInstance_t,
+        profile_id: c_uint,
+        instances: *mut nvml::nvmlComputeInstance_t,
+        count: *mut c_uint,
+    ) logs("{:#x} {}", handle.addr(), profile_id) |s| {
+        let (device, gi) = gpu_instance(s, handle, CALL)?;
         if profile_id >= rules::COMPUTE_PROFILE_COUNT {
             return Err(INVALID);
         }
@@ -232,25 +192,18 @@ pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstances(
             .collect();
         // SAFETY: passed on from this function's own contract.
         unsafe { write_found(instances, count, &found) }
-    }))
-}
+    }
 
-/// The compute instance's ID, profile ID and placement.
-///
-/// # Safety
-///
-/// `info` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlComputeInstanceGetInfo_v2(
-    handle: nvml::nvmlComputeInstance_t,
-    info: *mut nvml::nvmlComputeInstanceInfo_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!(
-        "nvmlComputeInstanceGetInfo_v2 {:#x}",
-        handle.addr()
-    ));
-    code(with(|s| {
-        let (device, gi_id, ci_id) = compute_instance(s, handle, "nvmlComputeInstanceGetInfo_v2")?;
+    /// The compute instance's ID, profile ID and placement.
+    ///
+    /// # Safety
+    ///
+    /// `info` is null or valid for a write.
+    fn nvmlComputeInstanceGetInfo_v2(
+        handle: nvml::nvmlComputeInstance_t,
+        info: *mut nvml::nvmlComputeInstanceInfo_t,
+    ) logs("{:#x}", handle.addr()) |s| {
+        let (device, gi_id, ci_id) = compute_instance(s, handle, CALL)?;
         let compute = rules::gpu_instance(&s.devices[device], gi_id)?
             .compute_instances
             .iter()
@@ -268,7 +221,7 @@ pub unsafe extern "C" fn nvmlComputeInstanceGetInfo_v2(
         };
         // SAFETY: passed on from this function's own contract.
         unsafe { write(info, answer) }
-    }))
+    }
 }
 
 /// Creates a compute instance in the GPU instance ([`rules::create_compute_instance`]), placed
@@ -398,28 +351,23 @@ pub extern "C" fn nvmlGpuInstanceDestroy(handle: nvml::nvmlGpuInstance_t) -> nvm
     )
 }
 
-/// The compute instance with this ID in the GPU instance; `NVML_ERROR_NOT_FOUND` for none.
-///
-/// # Safety
-///
-/// `instance` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlGpuInstanceGetComputeInstanceById(
-    handle: nvml::nvmlGpuInstance_t,
-    id: c_uint,
-    instance: *mut nvml::nvmlComputeInstance_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!(
-        "nvmlGpuInstanceGetComputeInstanceById {:#x} {id}",
-        handle.addr()
-    ));
-    code(with(|s| {
-        let (device, gi) = gpu_instance(s, handle, "nvmlGpuInstanceGetComputeInstanceById")?;
+answered! {
+    /// The compute instance with this ID in the GPU instance; `NVML_ERROR_NOT_FOUND` for none.
+    ///
+    /// # Safety
+    ///
+    /// `instance` is null or valid for a write.
+    fn nvmlGpuInstanceGetComputeInstanceById(
+        handle: nvml::nvmlGpuInstance_t,
+        id: c_uint,
+        instance: *mut nvml::nvmlComputeInstance_t,
+    ) logs("{:#x} {}", handle.addr(), id) |s| {
+        let (device, gi) = gpu_instance(s, handle, CALL)?;
         gi.compute_instances
             .iter()
             .find(|ci| ci.id == id)
             .ok_or(nvml::nvmlReturn_enum_NVML_ERROR_NOT_FOUND)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write(instance, state::compute_instance_handle(device, gi.id, id)) }
-    }))
+    }
 }

@@ -18,45 +18,33 @@ use std::ffi::{CStr, c_char, c_uint};
 
 const NOT_SUPPORTED: nvml::nvmlReturn_t = nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
 
-/// The card's index: its place in bus order, as [`crate::exports::device`]'s
-/// `nvmlDeviceGetHandleByIndex_v2` numbers cards.
-///
-/// # Safety
-///
-/// `index` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetIndex(
-    handle: nvml::nvmlDevice_t,
-    index: *mut c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetIndex"));
-    code(with(|s| {
-        let (at, _) = device(s, handle, "nvmlDeviceGetIndex")?;
+answered! {
+    /// The card's index: its place in bus order, as [`crate::exports::device`]'s
+    /// `nvmlDeviceGetHandleByIndex_v2` numbers cards.
+    ///
+    /// # Safety
+    ///
+    /// `index` is null or valid for a write.
+    fn nvmlDeviceGetIndex(handle: nvml::nvmlDevice_t, index: *mut c_uint) |s| {
+        let (at, _) = device(s, handle, CALL)?;
         let number = state::index_of_device(s, at)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write(index, number) }
-    }))
-}
+    }
 
-/// The card's minor number (its node is `/dev/nvidia<minor>`): here the index, bus order. A real
-/// driver numbers cards in the order it probes them, which need not be NVML's index order; no
-/// client should take the two for one, and none here does.
-///
-/// # Safety
-///
-/// `minor` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetMinorNumber(
-    handle: nvml::nvmlDevice_t,
-    minor: *mut c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetMinorNumber"));
-    code(with(|s| {
-        let (at, _) = device(s, handle, "nvmlDeviceGetMinorNumber")?;
+    /// The card's minor number (its node is `/dev/nvidia<minor>`): here the index, bus order. A
+    /// real driver numbers cards in the order it probes them, which need not be NVML's index order;
+    /// no client should take the two for one, and none here does.
+    ///
+    /// # Safety
+    ///
+    /// `minor` is null or valid for a write.
+    fn nvmlDeviceGetMinorNumber(handle: nvml::nvmlDevice_t, minor: *mut c_uint) |s| {
+        let (at, _) = device(s, handle, CALL)?;
         let number = state::index_of_device(s, at)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write(minor, number) }
-    }))
+    }
 }
 
 /// The card whose UUID ([`Device::uuid_or_derived`]) is `uuid`; `NVML_ERROR_NOT_FOUND` for
@@ -119,38 +107,29 @@ fn mig_devices(card: &Device) -> Vec<(u32, u32)> {
     list
 }
 
-/// The most MIG devices the card can hold: 0 where MIG is not supported or not enabled.
-///
-/// # Safety
-///
-/// `count` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetMaxMigDeviceCount(
-    handle: nvml::nvmlDevice_t,
-    count: *mut c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetMaxMigDeviceCount"));
-    code(with(|s| {
-        let (_, card) = device(s, handle, "nvmlDeviceGetMaxMigDeviceCount")?;
+answered! {
+    /// The most MIG devices the card can hold: 0 where MIG is not supported or not enabled.
+    ///
+    /// # Safety
+    ///
+    /// `count` is null or valid for a write.
+    fn nvmlDeviceGetMaxMigDeviceCount(handle: nvml::nvmlDevice_t, count: *mut c_uint) |s| {
+        let (_, card) = device(s, handle, CALL)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write(count, max_mig_devices(card)) }
-    }))
-}
+    }
 
-/// The MIG device at `index` under the card.
-///
-/// # Safety
-///
-/// `mig_device` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetMigDeviceHandleByIndex(
-    handle: nvml::nvmlDevice_t,
-    index: c_uint,
-    mig_device: *mut nvml::nvmlDevice_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetMigDeviceHandleByIndex {index}"));
-    code(with(|s| {
-        let (at, card) = device(s, handle, "nvmlDeviceGetMigDeviceHandleByIndex")?;
+    /// The MIG device at `index` under the card.
+    ///
+    /// # Safety
+    ///
+    /// `mig_device` is null or valid for a write.
+    fn nvmlDeviceGetMigDeviceHandleByIndex(
+        handle: nvml::nvmlDevice_t,
+        index: c_uint,
+        mig_device: *mut nvml::nvmlDevice_t,
+    ) logs("{}", index) |s| {
+        let (at, card) = device(s, handle, CALL)?;
         if !mig_enabled(card) {
             return Err(NOT_SUPPORTED);
         }
@@ -164,84 +143,59 @@ pub unsafe extern "C" fn nvmlDeviceGetMigDeviceHandleByIndex(
             .ok_or(nvml::nvmlReturn_enum_NVML_ERROR_NOT_FOUND)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write(mig_device, state::mig_device_handle(at, gi, ci)) }
-    }))
-}
+    }
 
-/// Whether the handle is a MIG device's (1) or a card's (0).
-///
-/// # Safety
-///
-/// `is_mig` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceIsMigDeviceHandle(
-    handle: nvml::nvmlDevice_t,
-    is_mig: *mut c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceIsMigDeviceHandle"));
-    code(with(|s| {
-        let mig = state::mig_device(s, handle, "nvmlDeviceIsMigDeviceHandle")?;
+    /// Whether the handle is a MIG device's (1) or a card's (0).
+    ///
+    /// # Safety
+    ///
+    /// `is_mig` is null or valid for a write.
+    fn nvmlDeviceIsMigDeviceHandle(handle: nvml::nvmlDevice_t, is_mig: *mut c_uint) |s| {
+        let mig = state::mig_device(s, handle, CALL)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write(is_mig, c_uint::from(mig.is_some())) }
-    }))
-}
+    }
 
-/// The card a MIG device belongs to; a card's own handle is `NVML_ERROR_NOT_SUPPORTED`.
-///
-/// # Safety
-///
-/// `device` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetDeviceHandleFromMigDeviceHandle(
-    mig_device: nvml::nvmlDevice_t,
-    device_out: *mut nvml::nvmlDevice_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetDeviceHandleFromMigDeviceHandle"));
-    code(with(|s| {
+    /// The card a MIG device belongs to; a card's own handle is `NVML_ERROR_NOT_SUPPORTED`.
+    ///
+    /// # Safety
+    ///
+    /// `device` is null or valid for a write.
+    fn nvmlDeviceGetDeviceHandleFromMigDeviceHandle(
+        mig_device: nvml::nvmlDevice_t,
+        device_out: *mut nvml::nvmlDevice_t,
+    ) |s| {
         let (at, _, _) = state::mig_device(
             s,
             mig_device,
-            "nvmlDeviceGetDeviceHandleFromMigDeviceHandle",
+            CALL,
         )?
         .ok_or(NOT_SUPPORTED)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write(device_out, state::device_handle(at)) }
-    }))
-}
+    }
 
-/// The GPU instance ID of a MIG device; a card's own handle is `NVML_ERROR_NOT_SUPPORTED`.
-///
-/// # Safety
-///
-/// `id` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceId(
-    mig_device: nvml::nvmlDevice_t,
-    id: *mut c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetGpuInstanceId"));
-    code(with(|s| {
+    /// The GPU instance ID of a MIG device; a card's own handle is `NVML_ERROR_NOT_SUPPORTED`.
+    ///
+    /// # Safety
+    ///
+    /// `id` is null or valid for a write.
+    fn nvmlDeviceGetGpuInstanceId(mig_device: nvml::nvmlDevice_t, id: *mut c_uint) |s| {
         let (_, gi, _) =
-            state::mig_device(s, mig_device, "nvmlDeviceGetGpuInstanceId")?.ok_or(NOT_SUPPORTED)?;
+            state::mig_device(s, mig_device, CALL)?.ok_or(NOT_SUPPORTED)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write(id, gi) }
-    }))
-}
+    }
 
-/// The compute instance ID of a MIG device; a card's own handle is `NVML_ERROR_NOT_SUPPORTED`.
-///
-/// # Safety
-///
-/// `id` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetComputeInstanceId(
-    mig_device: nvml::nvmlDevice_t,
-    id: *mut c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetComputeInstanceId"));
-    code(with(|s| {
-        let (_, _, ci) = state::mig_device(s, mig_device, "nvmlDeviceGetComputeInstanceId")?
+    /// The compute instance ID of a MIG device; a card's own handle is `NVML_ERROR_NOT_SUPPORTED`.
+    ///
+    /// # Safety
+    ///
+    /// `id` is null or valid for a write.
+    fn nvmlDeviceGetComputeInstanceId(mig_device: nvml::nvmlDevice_t, id: *mut c_uint) |s| {
+        let (_, _, ci) = state::mig_device(s, mig_device, CALL)?
             .ok_or(NOT_SUPPORTED)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write(id, ci) }
-    }))
+    }
 }

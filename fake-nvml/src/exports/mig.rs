@@ -13,20 +13,18 @@ use std::ffi::c_uint;
 
 const NOT_SUPPORTED: nvml::nvmlReturn_t = nvml::nvmlReturn_enum_NVML_ERROR_NOT_SUPPORTED;
 
-/// The card's MIG mode; `NVML_ERROR_NOT_SUPPORTED` for `"not_supported"`.
-///
-/// # Safety
-///
-/// `current` and `pending` are null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetMigMode(
-    handle: nvml::nvmlDevice_t,
-    current: *mut c_uint,
-    pending: *mut c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetMigMode"));
-    code(with(|s| {
-        let (_, card) = device(s, handle, "nvmlDeviceGetMigMode")?;
+answered! {
+    /// The card's MIG mode; `NVML_ERROR_NOT_SUPPORTED` for `"not_supported"`.
+    ///
+    /// # Safety
+    ///
+    /// `current` and `pending` are null or valid for a write.
+    fn nvmlDeviceGetMigMode(
+        handle: nvml::nvmlDevice_t,
+        current: *mut c_uint,
+        pending: *mut c_uint,
+    ) |s| {
+        let (_, card) = device(s, handle, CALL)?;
         match card.mig_mode {
             MigMode::NotSupported => Err(NOT_SUPPORTED),
             MigMode::Mode {
@@ -39,7 +37,7 @@ pub unsafe extern "C" fn nvmlDeviceGetMigMode(
                 unsafe { write(pending, next) }
             }
         }
-    }))
+    }
 }
 
 /// The profile at `index` of the card, whose driver is `driver_version`: listed, else
@@ -79,24 +77,20 @@ fn profile_by_id(profiles: &[Profile], id: u32) -> Answer<&Profile> {
     profiles.iter().find(|p| p.id == id).ok_or(INVALID)
 }
 
-/// The profile at index `profile` in the versioned struct the caller stamped (v2 or v3);
-/// another stamp is `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`.
-///
-/// # Safety
-///
-/// `info` is null or points to a struct of the version stamped in its first field.
-#[cfg(not(feature = "without-profile-info-v"))]
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceProfileInfoV(
-    handle: nvml::nvmlDevice_t,
-    profile: c_uint,
-    info: *mut nvml::nvmlGpuInstanceProfileInfo_v2_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!(
-        "nvmlDeviceGetGpuInstanceProfileInfoV {profile}"
-    ));
-    code(with(|s| {
-        let (_, card) = device(s, handle, "nvmlDeviceGetGpuInstanceProfileInfoV")?;
+answered! {
+    /// The profile at index `profile` in the versioned struct the caller stamped (v2 or v3);
+    /// another stamp is `NVML_ERROR_ARGUMENT_VERSION_MISMATCH`.
+    ///
+    /// # Safety
+    ///
+    /// `info` is null or points to a struct of the version stamped in its first field.
+    #[cfg(not(feature = "without-profile-info-v"))]
+    fn nvmlDeviceGetGpuInstanceProfileInfoV(
+        handle: nvml::nvmlDevice_t,
+        profile: c_uint,
+        info: *mut nvml::nvmlGpuInstanceProfileInfo_v2_t,
+    ) logs("{}", profile) |s| {
+        let (_, card) = device(s, handle, CALL)?;
         // SAFETY: passed on from this function's own contract.
         let stamp = unsafe { stamp_of(info) }?;
         let found = profile_at(card, &s.driver_version, profile)?;
@@ -126,25 +120,19 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceProfileInfoV(
         } else {
             Err(nvml::nvmlReturn_enum_NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
         }
-    }))
-}
+    }
 
-/// The profile at index `profile` in the v1 struct (no name, a P2P flag).
-///
-/// # Safety
-///
-/// `info` is null or valid for a write of the v1 struct.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceProfileInfo(
-    handle: nvml::nvmlDevice_t,
-    profile: c_uint,
-    info: *mut nvml::nvmlGpuInstanceProfileInfo_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!(
-        "nvmlDeviceGetGpuInstanceProfileInfo {profile}"
-    ));
-    code(with(|s| {
-        let (_, card) = device(s, handle, "nvmlDeviceGetGpuInstanceProfileInfo")?;
+    /// The profile at index `profile` in the v1 struct (no name, a P2P flag).
+    ///
+    /// # Safety
+    ///
+    /// `info` is null or valid for a write of the v1 struct.
+    fn nvmlDeviceGetGpuInstanceProfileInfo(
+        handle: nvml::nvmlDevice_t,
+        profile: c_uint,
+        info: *mut nvml::nvmlGpuInstanceProfileInfo_t,
+    ) logs("{}", profile) |s| {
+        let (_, card) = device(s, handle, CALL)?;
         let found = profile_at(card, &s.driver_version, profile)?;
         let v1 = profile_info!(
             nvmlGpuInstanceProfileInfo_t,
@@ -154,48 +142,38 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceProfileInfo(
         );
         // SAFETY: passed on from this function's own contract.
         unsafe { write(info, v1) }
-    }))
-}
+    }
 
-/// How many more instances of the profile with this ID fit: computed from its instance count,
-/// its placements and what is placed ([`rules::remaining`]).
-///
-/// # Safety
-///
-/// `count` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceRemainingCapacity(
-    handle: nvml::nvmlDevice_t,
-    profile_id: c_uint,
-    count: *mut c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!(
-        "nvmlDeviceGetGpuInstanceRemainingCapacity {profile_id}"
-    ));
-    code(with(|s| {
-        let (_, card) = device(s, handle, "nvmlDeviceGetGpuInstanceRemainingCapacity")?;
+    /// How many more instances of the profile with this ID fit: computed from its instance count,
+    /// its placements and what is placed ([`rules::remaining`]).
+    ///
+    /// # Safety
+    ///
+    /// `count` is null or valid for a write.
+    fn nvmlDeviceGetGpuInstanceRemainingCapacity(
+        handle: nvml::nvmlDevice_t,
+        profile_id: c_uint,
+        count: *mut c_uint,
+    ) logs("{}", profile_id) |s| {
+        let (_, card) = device(s, handle, CALL)?;
         let found = profile_by_id(&card.gpu_instance_profiles, profile_id)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write(count, rules::remaining(card, found)) }
-    }))
-}
+    }
 
-/// The GPU instances of the profile with this ID; with MIG off, `NVML_ERROR_NOT_SUPPORTED`.
-///
-/// # Safety
-///
-/// `instances` is null or has room for the profile's instance count; `count` is null or valid
-/// for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetGpuInstances(
-    handle: nvml::nvmlDevice_t,
-    profile_id: c_uint,
-    instances: *mut nvml::nvmlGpuInstance_t,
-    count: *mut c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetGpuInstances {profile_id}"));
-    code(with(|s| {
-        let (index, card) = device(s, handle, "nvmlDeviceGetGpuInstances")?;
+    /// The GPU instances of the profile with this ID; with MIG off, `NVML_ERROR_NOT_SUPPORTED`.
+    ///
+    /// # Safety
+    ///
+    /// `instances` is null or has room for the profile's instance count; `count` is null or valid
+    /// for a write.
+    fn nvmlDeviceGetGpuInstances(
+        handle: nvml::nvmlDevice_t,
+        profile_id: c_uint,
+        instances: *mut nvml::nvmlGpuInstance_t,
+        count: *mut c_uint,
+    ) logs("{}", profile_id) |s| {
+        let (index, card) = device(s, handle, CALL)?;
         if !matches!(card.mig_mode, MigMode::Mode { current: 1, .. }) {
             return Err(NOT_SUPPORTED);
         }
@@ -208,48 +186,38 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuInstances(
             .collect();
         // SAFETY: passed on from this function's own contract.
         unsafe { write_found(instances, count, &found) }
-    }))
-}
+    }
 
-/// The GPU instance with this ID; `NVML_ERROR_NOT_FOUND` for none.
-///
-/// # Safety
-///
-/// `instance` is null or valid for a write.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetGpuInstanceById(
-    handle: nvml::nvmlDevice_t,
-    id: c_uint,
-    instance: *mut nvml::nvmlGpuInstance_t,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlDeviceGetGpuInstanceById {id}"));
-    code(with(|s| {
-        let (index, card) = device(s, handle, "nvmlDeviceGetGpuInstanceById")?;
+    /// The GPU instance with this ID; `NVML_ERROR_NOT_FOUND` for none.
+    ///
+    /// # Safety
+    ///
+    /// `instance` is null or valid for a write.
+    fn nvmlDeviceGetGpuInstanceById(
+        handle: nvml::nvmlDevice_t,
+        id: c_uint,
+        instance: *mut nvml::nvmlGpuInstance_t,
+    ) logs("{}", id) |s| {
+        let (index, card) = device(s, handle, CALL)?;
         let found = rules::gpu_instance(card, id)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write(instance, state::gpu_instance_handle(index, found.id)) }
-    }))
-}
+    }
 
-/// Every possible placement of the profile with this ID, MIG on or off (its `placements`).
-/// With `placements` null, `*count` says how many there are.
-///
-/// # Safety
-///
-/// `count` is null or valid for a read and a write; `placements` is null or valid for `*count`
-/// writes.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlDeviceGetGpuInstancePossiblePlacements_v2(
-    handle: nvml::nvmlDevice_t,
-    profile_id: c_uint,
-    placements: *mut nvml::nvmlGpuInstancePlacement_t,
-    count: *mut c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!(
-        "nvmlDeviceGetGpuInstancePossiblePlacements_v2 {profile_id}"
-    ));
-    code(with(|s| {
-        let (_, card) = device(s, handle, "nvmlDeviceGetGpuInstancePossiblePlacements_v2")?;
+    /// Every possible placement of the profile with this ID, MIG on or off (its `placements`).
+    /// With `placements` null, `*count` says how many there are.
+    ///
+    /// # Safety
+    ///
+    /// `count` is null or valid for a read and a write; `placements` is null or valid for `*count`
+    /// writes.
+    fn nvmlDeviceGetGpuInstancePossiblePlacements_v2(
+        handle: nvml::nvmlDevice_t,
+        profile_id: c_uint,
+        placements: *mut nvml::nvmlGpuInstancePlacement_t,
+        count: *mut c_uint,
+    ) logs("{}", profile_id) |s| {
+        let (_, card) = device(s, handle, CALL)?;
         let found = profile_by_id(&card.gpu_instance_profiles, profile_id)?;
         let list: Vec<nvml::nvmlGpuInstancePlacement_t> = found
             .placements
@@ -266,7 +234,7 @@ pub unsafe extern "C" fn nvmlDeviceGetGpuInstancePossiblePlacements_v2(
         }
         // SAFETY: passed on from this function's own contract.
         unsafe { write_list(placements, count, &list) }
-    }))
+    }
 }
 
 /// Sets the MIG mode ([`rules::set_mig_mode`]): the call's return, and the activation status

@@ -216,20 +216,18 @@ pub unsafe extern "C" fn nvmlSystemGetNVMLVersion(
     }))
 }
 
-/// The name of a process holding a card (a scenario's `clients`); `NVML_ERROR_NOT_FOUND` for
-/// another pid.
-///
-/// # Safety
-///
-/// `name` is null or valid for `length` chars.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn nvmlSystemGetProcessName(
-    pid: c_uint,
-    name: *mut c_char,
-    length: c_uint,
-) -> nvml::nvmlReturn_t {
-    log(format_args!("nvmlSystemGetProcessName {pid}"));
-    code(with(|s| {
+answered! {
+    /// The name of a process holding a card (a scenario's `clients`); `NVML_ERROR_NOT_FOUND` for
+    /// another pid.
+    ///
+    /// # Safety
+    ///
+    /// `name` is null or valid for `length` chars.
+    fn nvmlSystemGetProcessName(
+        pid: c_uint,
+        name: *mut c_char,
+        length: c_uint,
+    ) logs("{}", pid) |s| {
         let client = s
             .devices
             .iter()
@@ -238,5 +236,5 @@ pub unsafe extern "C" fn nvmlSystemGetProcessName(
             .ok_or(nvml::nvmlReturn_enum_NVML_ERROR_NOT_FOUND)?;
         // SAFETY: passed on from this function's own contract.
         unsafe { write_str(name, length, &client.name) }
-    }))
+    }
 }
