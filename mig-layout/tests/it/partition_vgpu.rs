@@ -3,7 +3,7 @@
 //! destroyed in the driver's order, the type cleared before its GPU instance.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use super::common::vgpu_bed::{Bed, H100, first};
+use super::common::vgpu_bed::{Bed, H100, first, last};
 use gpu_partition_types::Bdf;
 use layout_model::Owner;
 use layout_model::partition::{Partition, Slot};
@@ -124,6 +124,7 @@ fn a_second_vgpu_partition_writes_one_instance_and_one_type_and_takes_the_next_v
         kinds,
         [
             "nvmlDeviceCreateGpuInstanceWithPlacement",
+            "nvmlGpuInstanceCreateComputeInstance",
             "current_vgpu_type"
         ],
         "{writes:#?}"
@@ -257,8 +258,13 @@ fn a_vgpu_partition_is_destroyed_by_its_owner_alone_its_type_cleared_before_its_
     };
     assert_eq!(report.outcome, ApplyOutcome::Done, "{report:#?}");
     let writes = bed.writes().split_off(before);
+    // The driver's order: the type cleared, then the compute instance, then the GPU instance.
     assert!(
-        first(&writes, "current_vgpu_type") < first(&writes, "nvmlGpuInstanceDestroy"),
+        first(&writes, "current_vgpu_type") < first(&writes, "nvmlComputeInstanceDestroy"),
+        "{writes:#?}"
+    );
+    assert!(
+        last(&writes, "nvmlComputeInstanceDestroy") < first(&writes, "nvmlGpuInstanceDestroy"),
         "{writes:#?}"
     );
     assert!(
@@ -290,5 +296,56 @@ fn the_last_vgpu_partition_destroyed_leaves_mig_on_and_the_vfs_enabled() {
             .any(|line| line.trim_end() == "nvmlDeviceSetMigMode 0"),
         "{:#?}",
         bed.writes()
+    );
+}
+
+#[test]
+fn vfs_declared_but_found_disabled_under_an_adopted_instance_refuse_a_partition_that_would_enable_them()
+ {
+    // MIG on, instances nobody names adopted (as a GPU first declared through partitions is).
+    let mut bed = Bed::new();
+    let document = Document::from_text(MIG_ON).unwrap();
+    let specs = document.label("mig-on").unwrap().to_vec();
+    let report = bed.with_run(|run, options| {
+        let adopting = options.clone().unnamed(mig_layout::Unnamed::Adopt);
+        mig_layout::apply(run, "mig-on", &specs, &adopting).unwrap()
+    });
+    assert_eq!(report.outcome, ApplyOutcome::Done, "{report:#?}");
+    // A vGPU partition made and destroyed: the GPU stays declared with its VFs enabled.
+    made(vgpu(&mut bed, "H100XM-1-10C", "vm-a"));
+    let PartitionOutcome::Ran { .. } = destroy_of(&mut bed, "vm-a", "vm-a") else {
+        panic!("refused");
+    };
+    // Then, by hand, the VFs disabled and a 1g.10gb made, as `nvidia-smi mig -cgi` does.
+    let disabled = std::process::Command::new(&bed.fake.sriov_manage)
+        .args(["-d", H100])
+        .status()
+        .unwrap();
+    assert!(disabled.success());
+    bed.fake
+        .state
+        .change(|scenario| {
+            let instance: fake_nvml::GpuInstance = serde_json::from_value(serde_json::json!({
+                "id": 9, "profile_id": 19, "placement": {"start": 0, "size": 1},
+                "compute_instances": [{"id": 0, "profile_id": 0, "placement": {"start": 0, "size": 1}}],
+            }))
+            .unwrap();
+            scenario
+                .device_at_mut(H100)
+                .unwrap()
+                .gpu_instances
+                .push(instance);
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+    // Making the declared VFs again (`sriov-manage -e`) would wipe that instance.
+    let before = bed.writes().len();
+    let outcome = instance(&mut bed, "3g.40gb", "vm-c");
+    let refusal = refused(&bed, outcome, before);
+    assert_eq!(refusal.kind().to_string(), "card_differs", "{refusal}");
+    assert_eq!(
+        bed.card(H100).gpu_instances.len(),
+        1,
+        "the instance is kept"
     );
 }

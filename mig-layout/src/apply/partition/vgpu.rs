@@ -12,11 +12,14 @@ use layout_model::{DeclaredVf, VgpuDeclared};
 /// Refused unless the GPU's VFs hold what its declaration says (each declared type on its
 /// VF, every other VF none; with no vGPU declared, no VF holding a type: another's vGPU, made
 /// by hand or left by a layout that declares no VF): otherwise restoring them with the one
-/// partition's change would write more than that partition.
+/// partition's change would write more than that partition. VFs declared enabled (vGPUs
+/// declared, even none left) and found disabled on a card that holds a GPU instance are a
+/// difference too: enabling them again (`sriov-manage -e`) would wipe every instance.
 pub(super) fn as_declared(base: &Base, seen: &Seen) -> Result<(), PartitionRefusal> {
     let found = seen.vfs()?;
     let differs = match &base.vfs {
         None => found.iter().any(|vf| vf.type_id.is_some()),
+        Some(_) if found.is_empty() && !seen.card.instances_now().is_empty() => true,
         Some(vfs) => !VgpuDeclared::on(vfs.types.clone(), vfs.heterogeneous)
             .drift(seen.card.device, &seen.vfs)
             .is_empty(),

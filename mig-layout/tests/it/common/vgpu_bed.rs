@@ -154,13 +154,16 @@ impl Bed {
         })
     }
 
-    /// The writes of the log, in order: the mode, `sriov-manage`, GPU instances made, types.
+    /// The writes of the log, in order: the mode, `sriov-manage`, GPU and compute instances made
+    /// and destroyed, types.
     pub fn writes(&self) -> Vec<String> {
         super::logged(&self.log, |line| {
             [
                 "nvmlDeviceSetMigMode",
                 "sriov-manage",
                 "nvmlDeviceCreateGpuInstance",
+                "nvmlGpuInstanceCreateComputeInstance",
+                "nvmlComputeInstanceDestroy",
                 "nvmlGpuInstanceDestroy",
                 "nvmlDeviceSetVgpuHeterogeneousMode",
                 "current_vgpu_type",
