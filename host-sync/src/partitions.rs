@@ -331,22 +331,15 @@ impl serde::Serialize for PartitionsReport<'_> {
                     .restart
                     .and_then(|restart| restart.keeps.architecture)
                     .map(|architecture| architecture.to_string()),
-                after_restart: gpu.restart.map(
-                    |GpuRestart {
-                         keeps: facts,
-                         division,
-                     }| {
-                        Restart {
-                            mig_mode: facts.mig_mode.as_str(),
-                            enabling_mig_needs_reset: facts.enabling_mig_needs_reset.as_str(),
-                            instances_kept: facts.instances_kept,
-                            vfs_kept: facts.vfs_kept,
-                            comes_back: division.comes_back,
-                            restore: division.restore.as_str(),
-                            needs_reset: division.needs_reset,
-                        }
-                    },
-                ),
+                after_restart: gpu.restart.map(|GpuRestart { keeps, division }| Restart {
+                    mig_mode: keeps.mig_mode.as_str(),
+                    enabling_mig_needs_reset: keeps.enabling_mig_needs_reset.as_str(),
+                    instances_kept: keeps.instances_kept,
+                    vfs_kept: keeps.vfs_kept,
+                    comes_back: division.comes_back,
+                    restore: division.restore.as_str(),
+                    needs_reset: division.needs_reset,
+                }),
             })
             .collect();
         let mut document = serializer.serialize_struct("PartitionsReport", 2)?;
