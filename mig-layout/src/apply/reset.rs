@@ -57,7 +57,8 @@ fn run(
 /// Before any write: the first GPU of `due` (those the plan may reset) whose reset group, as
 /// warm-reset's dry run resolves it, takes a GPU that is not ours — an NVLink peer another
 /// agent owns: the apply is blocked (`gpu_not_ours`), nothing written; so is one whose dry run
-/// cannot run (`reset_blocked`). Only asked while `with` spares some GPU.
+/// cannot run, or is blocked before it resolves the group (`reset_blocked`). Only asked while
+/// `with` spares some GPU.
 pub(super) fn takes_one_not_ours(
     shared: &Shared<'_>,
     with: &mut ResetWith<'_>,
@@ -82,14 +83,31 @@ pub(super) fn takes_one_not_ours(
                 ));
             }
         };
-        if dry.outcome == ResetOutcome::Blocked(BlockedReason::GpuNotOurs) {
-            return Some(End::blocked(
-                ApplyReason::GpuNotOurs,
-                format!(
-                    "{device}: {} (its mode change may wait for that reset: nothing is written)",
-                    dry.detail
-                ),
-            ));
+        match dry.outcome {
+            ResetOutcome::Blocked(BlockedReason::GpuNotOurs) => {
+                return Some(End::blocked(
+                    ApplyReason::GpuNotOurs,
+                    format!(
+                        "{device}: {} (its mode change may wait for that reset: nothing is \
+                         written)",
+                        dry.detail
+                    ),
+                ));
+            }
+            // Blocked before it resolved the group (an earlier reset in flight, not root): no
+            // group is told either.
+            ResetOutcome::Blocked(reason) if dry.gpus.is_empty() => {
+                return Some(End::blocked(
+                    ApplyReason::ResetBlocked,
+                    format!(
+                        "{device}: what its reset would take with it cannot be told (its dry \
+                         run is blocked, {reason}: {}), and a GPU of the host is not ours: \
+                         nothing is written",
+                        dry.detail
+                    ),
+                ));
+            }
+            _ => {}
         }
     }
     None

@@ -144,6 +144,32 @@ fn a_reset_that_would_take_an_nvlink_peer_not_ours_is_blocked_before_any_write()
 }
 
 #[test]
+fn a_reset_whose_group_cannot_be_told_beside_a_gpu_not_ours_is_blocked_before_any_write() {
+    let mut bed = nvlinked(scenarios::A100_MIG_OFF);
+    bed.owned_by(SECOND, gpu_host_probe::Ownership::Dynamic);
+    // Another GPU's reset in flight, its window open: a dry run ends before it resolves any
+    // group, so what the first card's reset would take with it cannot be told.
+    let started_unix_ms = bed.clock.unix_s() * 1000;
+    let journal = serde_json::json!({"in_flight": {
+        "target": {"id": "0000:99:00.0", "facts": {"pci": {
+            "device": "0000:99:00.0", "method": "flr", "members": []}}},
+        "started_unix_ms": started_unix_ms,
+        "window_ms": 90_000,
+        "boot_id": "11111111-2222-3333-4444-555555555555",
+    }});
+    std::fs::create_dir_all(bed.host.state_dir()).unwrap();
+    std::fs::write(
+        bed.host.state_dir().join(warm_reset::JOURNAL_FILE),
+        journal.to_string(),
+    )
+    .unwrap();
+    let report = bed.apply(&bed.options("first-3g"));
+    assert_outcome(&report, ApplyOutcome::Blocked(ApplyReason::ResetBlocked));
+    assert_eq!(mig(&bed.card(FIRST)), (0, 0), "no write to the first card");
+    assert!(bed.backend.host().resets.is_empty());
+}
+
+#[test]
 fn a_hopper_mode_change_beside_an_nvlink_peer_not_ours_needs_no_reset_and_goes_through() {
     let mut bed = Bed::new(
         &[
