@@ -228,6 +228,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             report,
             row,
             generation,
+            ..
         } = done
         else {
             return Err(format!("{vm}: {done:?}").into());

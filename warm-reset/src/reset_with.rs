@@ -66,6 +66,18 @@ impl<'a> ResetWith<'a> {
         self
     }
 
+    /// The same method, backend, window, clock and GPUs spared, borrowed for a shorter run (a
+    /// second run under the same hold of the host lock).
+    pub fn reborrow(&mut self) -> ResetWith<'_> {
+        ResetWith {
+            method: self.method,
+            backend: &mut *self.backend,
+            window: self.window,
+            clock: self.clock,
+            not_ours: self.not_ours.clone(),
+        }
+    }
+
     /// The clock the resets run on: the one given, else the real one.
     pub fn clock_or_real(&self) -> &'a dyn Clock {
         self.clock.unwrap_or(&*REAL)

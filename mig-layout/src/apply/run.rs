@@ -65,6 +65,23 @@ impl<'a> ApplyRun<'a> {
         self
     }
 
+    /// The same run, borrowed for a shorter one: a second run on the same host, helper, store,
+    /// reset and writers (under the same hold of the host lock).
+    pub(crate) fn reborrow(&mut self) -> ApplyRun<'_> {
+        ApplyRun {
+            host: self.host,
+            helper: self.helper,
+            store: &mut *self.store,
+            reset: self.reset.reborrow(),
+            observe: match &mut self.observe {
+                Some(observe) => Some(&mut **observe),
+                None => None,
+            },
+            vgpu: self.vgpu.clone(),
+            amd: self.amd.clone(),
+        }
+    }
+
     /// Shows each step as it runs.
     pub fn observe(mut self, observe: ApplyObserver<'a>) -> Self {
         self.observe = Some(observe);

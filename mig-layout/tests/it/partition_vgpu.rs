@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use super::common::vgpu_bed::{Bed, H100, first, last};
+use gpu_host_probe::vf::{VfTypeFile, VgpuTypes};
 use gpu_partition_types::Bdf;
 use layout_model::Owner;
 use layout_model::partition::{Partition, Slot};
@@ -129,6 +130,73 @@ fn a_second_vgpu_partition_writes_one_instance_and_one_type_and_takes_the_next_v
         ],
         "{writes:#?}"
     );
+}
+
+/// The driver's side of a VF's type write on a card that cannot create the type now: every
+/// type refused with `EIO` (the fake's driver answers so, `FakeVgpuTypes`), a clear carried.
+struct RefusingTypes(fake_nvml::support::FakeVgpuTypes);
+
+impl VgpuTypes for RefusingTypes {
+    fn write(
+        &self,
+        sysfs_root: &std::path::Path,
+        file: VfTypeFile,
+        id: Option<gpu_partition_types::VgpuTypeId>,
+    ) -> std::io::Result<()> {
+        const EIO: i32 = 5;
+        match id {
+            Some(_) => Err(std::io::Error::from_raw_os_error(EIO)),
+            None => self.0.write(sysfs_root, file, id),
+        }
+    }
+}
+
+#[test]
+fn a_vgpu_create_whose_type_write_the_driver_refuses_takes_its_gpu_instance_back_under_the_same_lock()
+ {
+    let mut bed = mig_on();
+    made(vgpu(&mut bed, "H100XM-1-10C", "vm-a"));
+    let rows_before = rows(&mut bed);
+    let before = bed.writes().len();
+    let refusing = RefusingTypes(bed.fake.types.clone());
+    let name: VgpuTypeName = "H100XM-2-20C".parse().unwrap();
+    let request = CreatePartition::vgpu(h100(), name, owner("vm-b"));
+    let outcome = bed.with_types(&refusing, |run, options| {
+        create(run, &request, options).unwrap()
+    });
+    let PartitionOutcome::Ran {
+        report,
+        row,
+        undone,
+        ..
+    } = outcome
+    else {
+        panic!("refused: {outcome:?}");
+    };
+    assert!(
+        matches!(report.outcome, ApplyOutcome::Failed(_)),
+        "{report:#?}"
+    );
+    assert_eq!(row, None);
+    let undone = undone.expect("the GPU instance the create made is taken back");
+    assert_eq!(undone.outcome, ApplyOutcome::Done, "{undone:#?}");
+    let writes = bed.writes().split_off(before);
+    let kinds: Vec<&str> = writes
+        .iter()
+        .map(|line| line.split_whitespace().next().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "nvmlDeviceCreateGpuInstanceWithPlacement",
+            "nvmlGpuInstanceCreateComputeInstance",
+            "nvmlComputeInstanceDestroy",
+            "nvmlGpuInstanceDestroy",
+        ],
+        "{writes:#?}"
+    );
+    assert_eq!(rows(&mut bed), rows_before);
+    assert_eq!(bed.types_on(H100), vec![900001]);
 }
 
 /// The kind of the refusal `outcome` is, after checking it is one and that nothing was written

@@ -6,6 +6,7 @@
 use fake_nvml::support::{ProcRoot, VgpuHost, vgpu_host};
 use fake_nvml::{FakeNvmlBackend, scenarios};
 use gpu_host_probe::helper::{Helper, HelperConfig};
+use gpu_host_probe::vf::VgpuTypes;
 use gpu_host_probe::{Clock, VirtualClock};
 use gpu_partition_types::Bdf;
 use host_sync::fake_sysfs::FakeSysfs;
@@ -130,6 +131,16 @@ impl Bed {
 
     /// An apply, a leave or a restore of this bed (the pool on), given its run.
     pub fn with_run<R>(&mut self, go: impl FnOnce(ApplyRun<'_>, &ApplyOptions) -> R) -> R {
+        let types = self.fake.types.clone();
+        self.with_types(&types, go)
+    }
+
+    /// The same, a VF's type written through `types` instead of the fake's driver.
+    pub fn with_types<R>(
+        &mut self,
+        types: &dyn VgpuTypes,
+        go: impl FnOnce(ApplyRun<'_>, &ApplyOptions) -> R,
+    ) -> R {
         let options = ApplyOptions::new(Pool::Enabled);
         let clock: &dyn Clock = &*self.clock;
         let reset = ResetWith::new(Method::Nvidia, &mut self.backend)
@@ -137,7 +148,7 @@ impl Bed {
             .clock(clock);
         let with = VgpuWith {
             sriov_manage: SriovManage::at(self.fake.sriov_manage.clone()),
-            types: &self.fake.types,
+            types,
         };
         let run = ApplyRun::new(&self.host, &self.helper, &mut self.store, reset).vgpu(with);
         go(run, &options)

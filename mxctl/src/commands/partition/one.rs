@@ -163,8 +163,9 @@ fn refusal_document(refused: &PartitionRefusal) -> serde_json::Value {
 }
 
 /// Prints how it ended: a refusal (exit 3), or the executor's report with `refused` (false),
-/// `partition` (the created partition's row as read back; `null` for a destroy) and
-/// `generation` (the GPU's layout generation after it).
+/// `partition` (the created partition's row as read back; `null` for a destroy),
+/// `generation` (the GPU's layout generation after it) and `undone` (a failed create's GPU
+/// instance taken back: that run's report; else `null`).
 pub fn emit(done: PartitionOutcome, output: Output) -> Result<Exit, Failure> {
     match done {
         PartitionOutcome::Refused(refused) => {
@@ -178,6 +179,7 @@ pub fn emit(done: PartitionOutcome, output: Output) -> Result<Exit, Failure> {
             report,
             row,
             generation,
+            undone,
         } => {
             let mut document = serde_json::to_value(&*report).map_err(|error| Failure::Output {
                 source: std::io::Error::other(error),
@@ -191,6 +193,10 @@ pub fn emit(done: PartitionOutcome, output: Output) -> Result<Exit, Failure> {
                 members.insert(
                     "generation".to_owned(),
                     serde_json::to_value(generation).unwrap_or(serde_json::Value::Null),
+                );
+                members.insert(
+                    "undone".to_owned(),
+                    serde_json::to_value(&undone).unwrap_or(serde_json::Value::Null),
                 );
             }
             let mut people = text(&report);
@@ -208,6 +214,10 @@ pub fn emit(done: PartitionOutcome, output: Output) -> Result<Exit, Failure> {
             }
             if let Some(generation) = generation {
                 people.push_str(&format!("generation: {generation}\n"));
+            }
+            if let Some(undone) = &undone {
+                people.push_str("the GPU instance the failed create made, taken back:\n");
+                people.push_str(&text(undone));
             }
             output.emit(&document, &people)?;
             Ok(Exit::of_apply(report.outcome))

@@ -1,0 +1,322 @@
+//! One partition's request through the executor: the card read under the host lock, the plan
+//! held to exactly that one partition, the run, the row read back; and a create that failed
+//! after its GPU instance was made, taken back under the same hold of the lock.
+
+use super::{
+    Base, DeclaredVfs, PARTITIONS_LABEL, PartitionOutcome, PartitionRefusal, Seen, base, vgpu,
+};
+use crate::apply::job::{Job, declared_vgpu_job, take_lock};
+use crate::apply::locked::run_locked_keeping;
+use crate::apply::options::ApplyOptions;
+use crate::apply::run::{ApplyError, ApplyRun};
+use crate::report::{ApplyOutcome, ApplyReason, ApplyReport, Draft};
+use crate::select::{HostGpu, Wanted, host_gpus};
+use gpu_host_probe::helper::Helper;
+use gpu_host_probe::{Host, HostLock};
+use gpu_partition_types::{Bdf, Reply};
+use layout_model::partition::Slot;
+use layout_model::{Card, Owned, Owner, Placed, ProfileKey, Unnamed, VgpuDeclared, Want};
+use std::collections::BTreeMap;
+
+/// The card of `device`, read under `lock`.
+pub(super) fn read_card(
+    lock: &HostLock,
+    helper: &Helper,
+    device: Bdf,
+) -> Result<(Reply, Card), PartitionRefusal> {
+    let unreadable = |why: String| PartitionRefusal::Unreadable { device, why };
+    let format = helper
+        .negotiate()
+        .map_err(|refused| unreadable(refused.failure.to_string()))?;
+    let read = helper
+        .read_all(lock, &[device], format)
+        .into_iter()
+        .next()
+        .ok_or_else(|| unreadable("the helper gave no read".to_owned()))?;
+    let reply = read
+        .into_reply()
+        .map_err(|failure| unreadable(failure.to_string()))?;
+    let card = Card::of(&reply).map_err(|card| unreadable(card.to_string()))?;
+    if !card.current {
+        return Err(PartitionRefusal::MigOff { device });
+    }
+    Ok((reply, card))
+}
+
+/// The want of a GPU whose instances are `placed`: MIG on, each profile counted, at those
+/// placements, the card's other instances as `unnamed` says.
+pub(super) fn want_of(placed: Vec<Placed>, unnamed: Unnamed) -> Want {
+    let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
+    for at in &placed {
+        *counts.entry(at.profile_id).or_default() += 1;
+    }
+    Want::enabled(
+        counts
+            .into_iter()
+            .map(|(id, count)| (ProfileKey::Id(id), count))
+            .collect(),
+    )
+    .placed(placed)
+    .unnamed(unnamed)
+}
+
+/// Whether planning `want` on the card of `reply` writes exactly one partition: a create of
+/// `at` (one instance made, nothing else), or the destroy of GPU instance `destroyed` (its
+/// compute instances and itself, nothing else). Anything more — an instance declared and
+/// missing made again, compute instances refilled, another destroyed — is the card differing
+/// from its declaration.
+fn writes_one(
+    reply: &Reply,
+    want: &Want,
+    at: Placed,
+    destroyed: Option<u32>,
+) -> Result<(), PartitionRefusal> {
+    use gpu_partition_types::Step;
+    let device = reply.device;
+    let differs = PartitionRefusal::CardDiffers { device };
+    let planned = crate::plan::plan(reply, want).map_err(|_| differs.clone())?;
+    let still = planned.set_mode.is_none()
+        && !planned.reset
+        && !planned.deferred
+        && planned.fill.is_empty();
+    let one = match destroyed {
+        None => {
+            planned.destroy.is_empty()
+                && matches!(planned.create.as_slice(),
+                    [create] if create.profile_id == at.profile_id && create.placement == at.placement)
+        }
+        Some(id) => {
+            planned.create.is_empty()
+                && planned.destroy.iter().all(|step| match step {
+                    Step::DestroyComputeInstance {
+                        gpu_instance_id, ..
+                    }
+                    | Step::DestroyGpuInstance { gpu_instance_id } => *gpu_instance_id == id,
+                    _ => false,
+                })
+        }
+    };
+    if still && one { Ok(()) } else { Err(differs) }
+}
+
+/// The job of one GPU, wanted `want`, its owners `owners`, its VFs' types `vfs` (restored as a
+/// declaration's are, each on its VF; `None`: no vGPU declared).
+fn job(
+    gpu: HostGpu,
+    want: Want,
+    owners: Vec<Owned>,
+    vfs: Option<DeclaredVfs>,
+) -> Result<Job, ApplyError> {
+    let device = gpu.bdf;
+    let declared = vfs.map(|vfs| VgpuDeclared::on(vfs.types, vfs.heterogeneous));
+    let vgpu = declared_vgpu_job(device, declared.as_ref())?;
+    let mut job = Job::nvidia(vec![Wanted {
+        gpu,
+        want,
+        line: None,
+        vgpu,
+    }]);
+    job.owners = BTreeMap::from([(device, owners)]);
+    Ok(job)
+}
+
+/// The outcome of a job that went through the executor: its report, and the row at `at` (a
+/// create's) and the generation as the closing sync read them.
+fn ran(
+    store: &mut dyn host_sync::StateStore,
+    (host, device): (&Host, Bdf),
+    report: ApplyReport,
+    created: Option<(Placed, bool)>,
+    started: u64,
+) -> Result<PartitionOutcome, ApplyError> {
+    // Only a division read by the closing sync (at or after the start) and still current says
+    // what the GPU holds now: a dry run, a blocked run, a read that failed say nothing.
+    let now = host.now();
+    let division = store
+        .load()?
+        .and_then(|state| state.gpus.get(&device).cloned())
+        .and_then(|record| record.division)
+        .filter(|division| division.read_at >= started && division.stale(device, &now).is_none());
+    // A GPU instance's row; for a vGPU, the row of the VF on it.
+    let row = created.and_then(|(at, vgpu)| {
+        let rows = &division.as_ref()?.partitions;
+        let instance = rows.iter().find(|row| match &row.profile {
+            layout_model::partition::PartitionProfile::Mig { id, .. } => {
+                *id == at.profile_id && row.placement == Some(at.placement)
+            }
+            _ => false,
+        })?;
+        if !vgpu {
+            return Some(instance.clone());
+        }
+        let Slot::GpuInstance { id } = instance.slot else {
+            return None;
+        };
+        rows.iter()
+            .find(|row| matches!(row.slot, Slot::Vf { .. }) && row.on == Some(id))
+            .cloned()
+    });
+    Ok(PartitionOutcome::Ran {
+        report: Box::new(report),
+        row,
+        generation: division.map(|division| division.generation),
+        undone: None,
+    })
+}
+
+/// What one partition's request decided, once the card was read: the GPU's want and owners
+/// after it, the partition it writes, and the owner whose partition it may destroy.
+pub(super) struct Decided {
+    pub(super) want: Want,
+    pub(super) owners: Vec<Owned>,
+    /// The partition created (its row is read back), or destroyed.
+    pub(super) at: Placed,
+    /// A destroy's GPU instance; `None` for a create.
+    pub(super) destroyed: Option<u32>,
+    pub(super) release: Option<Owner>,
+    /// The GPU's VFs' declared types after it (as the base's, `None` where none are).
+    pub(super) vfs: Option<DeclaredVfs>,
+    /// Whether the partition is a vGPU (its type written or cleared, besides the instance).
+    pub(super) vgpu: bool,
+}
+
+/// One partition's request on `device`: the host lock taken (or why not), the declaration and
+/// the card read under it, `decide` asked what to write (or why not), the plan held to exactly
+/// that one partition, then the executor (and a create that failed after it made its GPU
+/// instance, that instance taken back: [`taken_back`]); the row (a create's) and the
+/// generation as the closing sync read them.
+pub(super) fn one_partition(
+    run: ApplyRun<'_>,
+    device: Bdf,
+    options: &ApplyOptions,
+    decide: impl FnOnce(&Base, &Seen) -> Result<Decided, PartitionRefusal>,
+) -> Result<PartitionOutcome, ApplyError> {
+    let host = run.host;
+    let clock = run.reset.clock_or_real();
+    let started = clock.now();
+    let started_at = clock.unix_s();
+    let lock = match take_lock(run.host, options)? {
+        Ok(lock) => lock,
+        Err(end) => {
+            let report =
+                Draft::new(PARTITIONS_LABEL).finish(end, clock.now().saturating_sub(started));
+            return Ok(PartitionOutcome::Ran {
+                report: Box::new(report),
+                row: None,
+                generation: None,
+                undone: None,
+            });
+        }
+    };
+    let state = run.store.load()?.unwrap_or_default();
+    let ownership = state.ownership_of(device);
+    // An NVIDIA GPU of the host (one the helper reads), and ours.
+    let Some(gpu) = host_gpus(run.host.sysfs_root())?
+        .into_iter()
+        .find(|gpu| gpu.bdf == device)
+    else {
+        return Ok(PartitionOutcome::Refused(PartitionRefusal::NotNvidia {
+            device,
+        }));
+    };
+    let ours = if ownership.is_ours() {
+        Ok(())
+    } else {
+        Err(PartitionRefusal::NotOurs { device, ownership })
+    };
+    let decided = ours
+        .and_then(|()| base(state.declared.as_ref(), device))
+        .and_then(|base| {
+            let (reply, card) = read_card(&lock, run.helper, device)?;
+            let vfs = host_sync::sriov::read_vf_types(run.host.sysfs_root(), device);
+            let seen = Seen { reply, card, vfs };
+            vgpu::as_declared(&base, &seen)?;
+            let decided = decide(&base, &seen)?;
+            writes_one(&seen.reply, &decided.want, decided.at, decided.destroyed)?;
+            Ok((base, decided))
+        });
+    let (base, decided) = match decided {
+        Ok(decided) => decided,
+        Err(refused) => return Ok(PartitionOutcome::Refused(refused)),
+    };
+    let created = decided
+        .destroyed
+        .is_none()
+        .then_some((decided.at, decided.vgpu));
+    let gpu_again = gpu.clone();
+    let job = job(gpu, decided.want, decided.owners, decided.vfs)?;
+    let mut options = options.clone().devices(vec![device]).unnamed(base.unnamed);
+    if let Some(owner) = decided.release {
+        options = options.release(owner);
+    }
+    let mut run = run;
+    let mut draft = Draft::new(&base.label);
+    let (end, _) = run_locked_keeping(
+        run.reborrow(),
+        &lock,
+        &base.label,
+        job,
+        &options,
+        &mut draft,
+    )?;
+    let failed =
+        matches!(end.outcome, ApplyOutcome::Failed(reason) if reason != ApplyReason::Cancelled);
+    let report = draft.finish(end, clock.now().saturating_sub(started));
+    let undone = match created {
+        Some((at, _)) if failed => {
+            taken_back(run.reborrow(), &lock, &base, gpu_again, at, &options)?
+        }
+        _ => None,
+    };
+    drop(lock);
+    let mut outcome = ran(run.store, (host, device), report, created, started_at)?;
+    if let PartitionOutcome::Ran { undone: taken, .. } = &mut outcome {
+        *taken = undone.map(Box::new);
+    }
+    Ok(outcome)
+}
+
+/// A create that failed after its GPU instance was made (the driver refused the vGPU type
+/// write, say): the instance taken back under the same hold of the lock, through the executor,
+/// wanting the GPU's declaration as it was (which a failed run keeps), so that a create either
+/// makes its partition and declares it or leaves the card as it found it. The run's report;
+/// `None` where none ran: the card holds no instance at `at` (none was made), it did not read,
+/// or taking it back would write more than that instance (the card differs otherwise too; the
+/// report of the create says how).
+fn taken_back(
+    run: ApplyRun<'_>,
+    lock: &HostLock,
+    base: &Base,
+    gpu: HostGpu,
+    at: Placed,
+    options: &ApplyOptions,
+) -> Result<Option<ApplyReport>, ApplyError> {
+    let clock = run.reset.clock_or_real();
+    let started = clock.now();
+    let Ok((reply, card)) = read_card(lock, run.helper, gpu.bdf) else {
+        return Ok(None);
+    };
+    let Some(id) = card
+        .instances_now()
+        .iter()
+        .find(|instance| instance.profile_id == at.profile_id && instance.placement == at.placement)
+        .map(|instance| instance.id)
+    else {
+        return Ok(None);
+    };
+    // Taken back as a destroy of it would be: a type its VF took cleared first, where the
+    // GPU's VFs are declared (else a vGPU on it is the card differing).
+    let vfs = host_sync::sriov::read_vf_types(run.host.sysfs_root(), gpu.bdf);
+    let seen = Seen { reply, card, vfs };
+    let Ok((vfs, _)) = vgpu::without_the_one_on(base, &seen, id) else {
+        return Ok(None);
+    };
+    let want = want_of(base.placed.clone(), base.unnamed).removing(vec![at]);
+    if writes_one(&seen.reply, &want, at, Some(id)).is_err() {
+        return Ok(None);
+    }
+    let job = job(gpu, want, base.owners.clone(), vfs)?;
+    let mut draft = Draft::new(&base.label);
+    let (end, _) = run_locked_keeping(run, lock, &base.label, job, options, &mut draft)?;
+    Ok(Some(draft.finish(end, clock.now().saturating_sub(started))))
+}
