@@ -51,6 +51,11 @@ fn a_partition_created_for_an_owner_takes_the_lowest_placement_and_is_listed_wit
     assert_eq!(report["partition"]["owner"], "vm-a", "{report:#}");
     assert_eq!(report["partition"]["placement"]["start"], 0);
     assert!(report["generation"].as_u64().is_some(), "{report:#}");
+    assert_eq!(
+        report.get("undone"),
+        Some(&serde_json::Value::Null),
+        "nothing taken back: {report:#}"
+    );
     let writes = host.writes();
     assert!(
         writes.iter().all(
