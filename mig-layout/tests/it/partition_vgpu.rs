@@ -283,6 +283,23 @@ fn a_type_the_catalogue_does_not_list_and_vfs_disabled_under_instances_are_refus
 }
 
 #[test]
+fn a_vgpu_on_a_gpu_without_sr_iov_is_refused_as_such_before_any_write() {
+    let mut bed = mig_on();
+    made(instance(&mut bed, "3g.40gb", "vm-c"));
+    let function = bed.host.sysfs_root().join("bus/pci/devices").join(H100);
+    std::fs::remove_file(function.join("sriov_totalvfs")).unwrap();
+    std::fs::remove_file(function.join("sriov_numvfs")).unwrap();
+    let before = bed.writes().len();
+    let outcome = vgpu(&mut bed, "H100XM-1-10C", "vm-a");
+    let refusal = refused(&bed, outcome, before);
+    assert!(
+        matches!(refusal, PartitionRefusal::NoSriov { device } if device == h100()),
+        "{refusal:?}"
+    );
+    assert_eq!(refusal.kind().to_string(), "no_sriov");
+}
+
+#[test]
 fn a_time_sliced_type_is_no_partition() {
     let mut bed = mig_on();
     match vgpu(&mut bed, "H100XM-4C", "vm-a") {

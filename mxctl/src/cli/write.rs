@@ -133,7 +133,8 @@ pub struct PartitionDestroy {
 /// The refusals of `partition create` and `partition destroy`, for their man pages.
 const PARTITION_REFUSALS: &str = "Refused before anything is written (exit 3; the reason token \
 in --json): not_nvidia, mig_off (turn MIG on with a layout first), not_placed (the GPU is \
-declared by counts only: restore it first), gpu_unreadable, vfs_disabled (a vGPU \
+declared by counts only: restore it first), gpu_unreadable, no_sriov (a vGPU asked for on a GPU \
+that offers no SR-IOV virtual functions), vfs_disabled (a vGPU \
 asked for, the GPU's VFs disabled and GPU instances on the card: enabling the VFs would wipe them), no_vgpu_type, time_sliced \
 (the type sits on no GPU instance), no_free_vf, vgpu_lands_elsewhere (a GPU instance of the \
 type's profile is on the card already, so the driver could place the vGPU there, now or after a \

@@ -208,6 +208,9 @@ fn base(declared: Option<&Declaration>, device: Bdf) -> Result<Base, PartitionRe
 struct Seen {
     reply: Reply,
     card: Card,
+    /// Whether the GPU offers SR-IOV virtual functions at all (`sriov_totalvfs`; where it
+    /// did not read, `vfs` says why).
+    sriov: bool,
     vfs: VfsRead,
 }
 

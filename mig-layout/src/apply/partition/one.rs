@@ -18,8 +18,20 @@ use layout_model::partition::Slot;
 use layout_model::{Card, Owned, Owner, Placed, ProfileKey, Unnamed, VgpuDeclared, Want};
 use std::collections::BTreeMap;
 
+/// What the request reads of `device` under `lock`: its card, and its SR-IOV VFs.
+fn seen(lock: &HostLock, helper: &Helper, device: Bdf) -> Result<Seen, PartitionRefusal> {
+    let (reply, card) = read_card(lock, helper, device)?;
+    let root = lock.host().sysfs_root();
+    Ok(Seen {
+        reply,
+        card,
+        sriov: !matches!(host_sync::sriov::read_sriov(root, device), Ok(None)),
+        vfs: host_sync::sriov::read_vf_types(root, device),
+    })
+}
+
 /// The card of `device`, read under `lock`.
-pub(super) fn read_card(
+fn read_card(
     lock: &HostLock,
     helper: &Helper,
     device: Bdf,
@@ -227,9 +239,7 @@ pub(super) fn one_partition(
     let decided = ours
         .and_then(|()| base(state.declared.as_ref(), device))
         .and_then(|base| {
-            let (reply, card) = read_card(&lock, run.helper, device)?;
-            let vfs = host_sync::sriov::read_vf_types(run.host.sysfs_root(), device);
-            let seen = Seen { reply, card, vfs };
+            let seen = seen(&lock, run.helper, device)?;
             vgpu::as_declared(&base, &seen)?;
             let decided = decide(&base, &seen)?;
             writes_one(&seen.reply, &decided.want, decided.at, decided.destroyed)?;
@@ -293,10 +303,11 @@ fn taken_back(
 ) -> Result<Option<ApplyReport>, ApplyError> {
     let clock = run.reset.clock_or_real();
     let started = clock.now();
-    let Ok((reply, card)) = read_card(lock, run.helper, gpu.bdf) else {
+    let Ok(seen) = seen(lock, run.helper, gpu.bdf) else {
         return Ok(None);
     };
-    let Some(id) = card
+    let Some(id) = seen
+        .card
         .instances_now()
         .iter()
         .find(|instance| instance.profile_id == at.profile_id && instance.placement == at.placement)
@@ -306,8 +317,6 @@ fn taken_back(
     };
     // Taken back as a destroy of it would be: a type its VF took cleared first, where the
     // GPU's VFs are declared (else a vGPU on it is the card differing).
-    let vfs = host_sync::sriov::read_vf_types(run.host.sysfs_root(), gpu.bdf);
-    let seen = Seen { reply, card, vfs };
     let Ok((vfs, _)) = vgpu::without_the_one_on(base, &seen, id) else {
         return Ok(None);
     };

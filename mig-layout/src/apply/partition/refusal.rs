@@ -16,6 +16,8 @@ gpu_partition_types::token_enum! {
         MigOff = "mig_off",
         /// [`PartitionRefusal::NotPlaced`].
         NotPlaced = "not_placed",
+        /// [`PartitionRefusal::NoSriov`].
+        NoSriov = "no_sriov",
         /// [`PartitionRefusal::VfsDisabled`].
         VfsDisabled = "vfs_disabled",
         /// [`PartitionRefusal::NoVgpuType`].
@@ -72,6 +74,12 @@ pub enum PartitionRefusal {
     /// or vGPUs with no VF named, as an earlier schema kept them): a restore or an apply
     /// places them first.
     NotPlaced {
+        /// The GPU.
+        device: Bdf,
+    },
+    /// A vGPU was asked for, and the GPU offers no SR-IOV virtual functions (no
+    /// `sriov_totalvfs`): a vGPU on a GPU instance sits on a VF.
+    NoSriov {
         /// The GPU.
         device: Bdf,
     },
@@ -214,6 +222,7 @@ impl PartitionRefusal {
             Self::NotNvidia { .. } => K::NotNvidia,
             Self::MigOff { .. } => K::MigOff,
             Self::NotPlaced { .. } => K::NotPlaced,
+            Self::NoSriov { .. } => K::NoSriov,
             Self::VfsDisabled { .. } => K::VfsDisabled,
             Self::NoVgpuType { .. } => K::NoVgpuType,
             Self::TimeSliced { .. } => K::TimeSliced,
@@ -247,6 +256,10 @@ impl fmt::Display for PartitionRefusal {
                 f,
                 "{device} is declared by counts only: restore or apply it first, so its \
                  instances have placements"
+            ),
+            Self::NoSriov { device } => write!(
+                f,
+                "{device} offers no SR-IOV virtual functions, which a vGPU sits on"
             ),
             Self::VfsDisabled { device } => write!(
                 f,

@@ -48,6 +48,9 @@ pub(super) fn chosen_vf(
 ) -> Result<(u32, DeclaredVf), PartitionRefusal> {
     let device = seen.card.device;
     let vfs = seen.vfs()?;
+    if !seen.sriov {
+        return Err(PartitionRefusal::NoSriov { device });
+    }
     // VFs disabled: enabling them (`sriov-manage -e`, in the executor) wipes every GPU
     // instance, so only a card that holds none may have them enabled for one partition.
     if vfs.is_empty() && !seen.card.instances_now().is_empty() {

@@ -103,6 +103,7 @@ fn refusal_document(refused: &PartitionRefusal) -> serde_json::Value {
         | PartitionRefusal::CardDiffers { device }
         | PartitionRefusal::MigOff { device }
         | PartitionRefusal::NotPlaced { device }
+        | PartitionRefusal::NoSriov { device }
         | PartitionRefusal::VfsDisabled { device }
         | PartitionRefusal::NoFreeVf { device }
         | PartitionRefusal::Unreadable { device, .. } => serde_json::json!({"device": device}),
