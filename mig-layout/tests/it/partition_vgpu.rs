@@ -300,6 +300,29 @@ fn a_vgpu_on_a_gpu_without_sr_iov_is_refused_as_such_before_any_write() {
 }
 
 #[test]
+fn a_destroy_beside_a_vgpu_whose_gpu_instance_did_not_read_is_refused_before_any_write() {
+    let mut bed = mig_on();
+    made(vgpu(&mut bed, "H100XM-1-10C", "vm-a"));
+    let vf = bed
+        .host
+        .sysfs_root()
+        .join("bus/pci/devices")
+        .join(H100)
+        .join("virtfn0");
+    std::fs::remove_file(vf.join("nvidia/gpu_instance_id")).unwrap();
+    let before = bed.writes().len();
+    // Its own instance: taken as holding no vGPU, its compute instance would go, then NVML
+    // would refuse the GPU instance under the vGPU.
+    let outcome = destroy_of(&mut bed, "vm-a", "vm-a");
+    let refusal = refused(&bed, outcome, before);
+    assert_eq!(refusal.kind().to_string(), "gpu_unreadable", "{refusal}");
+    assert!(
+        refusal.to_string().contains("virtual function 0"),
+        "{refusal}"
+    );
+}
+
+#[test]
 fn a_time_sliced_type_is_no_partition() {
     let mut bed = mig_on();
     match vgpu(&mut bed, "H100XM-4C", "vm-a") {

@@ -123,8 +123,23 @@ pub(super) fn without_the_one_on(
     seen: &Seen,
     id: u32,
 ) -> Result<(Option<DeclaredVfs>, bool), PartitionRefusal> {
-    let on: Vec<u32> = seen
-        .vfs()?
+    let vfs = seen.vfs()?;
+    // With MIG on, every vGPU is MIG-backed: one whose GPU instance did not read could sit on
+    // the instance to destroy, which NVML refuses to destroy under it.
+    if let Some(vf) = vfs
+        .iter()
+        .find(|vf| vf.type_id.is_some() && vf.gpu_instance.is_none())
+    {
+        return Err(PartitionRefusal::Unreadable {
+            device: seen.card.device,
+            why: format!(
+                "virtual function {} holds a vGPU type, and the GPU instance it sits on did not \
+                 read",
+                vf.index
+            ),
+        });
+    }
+    let on: Vec<u32> = vfs
         .iter()
         .filter(|vf| vf.gpu_instance == Some(id))
         .map(|vf| vf.index)
