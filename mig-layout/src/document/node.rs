@@ -19,6 +19,19 @@ pub(crate) struct Entry<'n, 'i> {
     pub value: &'n MarkedYaml<'i>,
 }
 
+impl Entry<'_, '_> {
+    /// This entry, at `at`, is no member its mapping has: `has` says what the mapping has
+    /// (`an entry has `devices` and …`).
+    pub fn unexpected(&self, at: JsonPointer, has: &str) -> LayoutError {
+        let name = self.key.text();
+        LayoutError::new(
+            Some(self.line),
+            at,
+            format!("unexpected member {name:?}: {has}"),
+        )
+    }
+}
+
 /// A mapping key as the document wrote it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Key {

@@ -2,7 +2,7 @@
 //! mig-parted's rules, each fault named by line and member.
 
 use super::error::LayoutError;
-use super::node::{Entry, Key, Node};
+use super::node::{Key, Node};
 use super::{DeviceId, DeviceRef, Devices, Document, Spec};
 use gpu_host_probe::PciSubsystem;
 use gpu_partition_types::{Bdf, JsonPointer};
@@ -245,12 +245,9 @@ pub(super) fn versioned<T>(
         match read.take() {
             Some(read) if name == member => found = Some(read(Node::new(entry.value, &at))?),
             _ => {
-                return Err(LayoutError::new(
-                    Some(entry.line),
+                return Err(entry.unexpected(
                     at.clone(),
-                    format!(
-                        "unexpected member {name:?}: a v1 document has only `version` and `{member}`"
-                    ),
+                    &format!("a v1 document has only `version` and `{member}`"),
                 ));
             }
         }
@@ -278,7 +275,12 @@ fn spec(node: Node<'_, '_>) -> Result<Spec, LayoutError> {
             "mig-devices" if value.is_null() => {}
             "mig-devices" => mig_devices = Some(mig_devices_of(value)?),
             "device-filter" => filter = device_filter(value)?,
-            other => return Err(unexpected(entry, at.clone(), other)),
+            _ => {
+                return Err(entry.unexpected(
+                    at.clone(),
+                    "an entry has `devices`, `mig-enabled`, `mig-devices` and `device-filter`",
+                ));
+            }
         }
     }
     let devices = devices.ok_or_else(|| node.refuse("missing required member `devices`"))?;
@@ -304,17 +306,6 @@ fn spec(node: Node<'_, '_>) -> Result<Spec, LayoutError> {
         line: Some(node.line()),
         at: node.at.clone(),
     })
-}
-
-fn unexpected(entry: &Entry<'_, '_>, at: JsonPointer, name: &str) -> LayoutError {
-    LayoutError::new(
-        Some(entry.line),
-        at,
-        format!(
-            "unexpected member {name:?}: an entry has `devices`, `mig-enabled`, `mig-devices` \
-             and `device-filter`"
-        ),
-    )
 }
 
 pub(super) fn devices_of(node: Node<'_, '_>) -> Result<Devices, LayoutError> {

@@ -22,7 +22,7 @@
 //! (vgpu-device-manager reads it as "nothing") is refused, since there is nothing to apply.
 
 use super::error::LayoutError;
-use super::node::{Entry, Node};
+use super::node::Node;
 use super::read::{device_filter, devices_of, labelled, read_root, versioned};
 use super::vgpu_name::VgpuTypeName;
 use super::{DeviceId, Devices, Spec};
@@ -126,7 +126,12 @@ fn spec(node: Node<'_, '_>) -> Result<VgpuSpec, LayoutError> {
             "devices" => devices = Some(devices_of(value)?),
             "vgpu-devices" => vgpu_devices = Some(vgpu_devices_of(value)?),
             "device-filter" => filter = device_filter(value)?,
-            other => return Err(unexpected(entry, at.clone(), other)),
+            _ => {
+                return Err(entry.unexpected(
+                    at.clone(),
+                    "an entry has `devices`, `vgpu-devices` and `device-filter`",
+                ));
+            }
         }
     }
     let devices = devices.ok_or_else(|| node.refuse("missing required member `devices`"))?;
@@ -149,17 +154,6 @@ fn spec(node: Node<'_, '_>) -> Result<VgpuSpec, LayoutError> {
         line: Some(node.line()),
         at: node.at.clone(),
     })
-}
-
-fn unexpected(entry: &Entry<'_, '_>, at: JsonPointer, name: &str) -> LayoutError {
-    LayoutError::new(
-        Some(entry.line),
-        at,
-        format!(
-            "unexpected member {name:?}: an entry has `devices`, `vgpu-devices` and \
-             `device-filter`"
-        ),
-    )
 }
 
 fn vgpu_devices_of(node: Node<'_, '_>) -> Result<Vec<(VgpuTypeName, u32)>, LayoutError> {

@@ -19,14 +19,10 @@ pub(super) fn top(node: Node<'_, '_>) -> Result<DcmDocument, LayoutError> {
         match name.as_str() {
             "gpu-config-profiles" => profiles = Some(profiles_of(value)?),
             "gpuClientSystemdServices" => client_services = services(value)?,
-            other => {
-                return Err(LayoutError::new(
-                    Some(entry.line),
+            _ => {
+                return Err(entry.unexpected(
                     at.clone(),
-                    format!(
-                        "unexpected member {other:?}: a config has `gpu-config-profiles` and \
-                         `gpuClientSystemdServices`"
-                    ),
+                    "a config has `gpu-config-profiles` and `gpuClientSystemdServices`",
                 ));
             }
         }
@@ -46,11 +42,7 @@ fn services(node: Node<'_, '_>) -> Result<Vec<String>, LayoutError> {
         let name = entry.key.text();
         let at = node.at.clone().member(&name);
         if name != member {
-            return Err(LayoutError::new(
-                Some(entry.line),
-                at,
-                format!("unexpected member {name:?}: `gpuClientSystemdServices` has `{member}`"),
-            ));
+            return Err(entry.unexpected(at, &format!("`gpuClientSystemdServices` has `{member}`")));
         }
         let value = Node::new(entry.value, &at);
         for (index, item) in value.sequence("`names`")?.iter().enumerate() {
