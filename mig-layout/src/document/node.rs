@@ -12,23 +12,31 @@ pub(crate) struct Node<'n, 'i> {
     pub at: &'n JsonPointer,
 }
 
-/// A mapping entry: its key as text, the key's line, the value.
+/// A mapping entry: its key as the document wrote it and as text, the key's line, where the
+/// value is (the mapping's pointer and this member), the value.
 pub(crate) struct Entry<'n, 'i> {
     pub key: Key,
+    pub name: String,
     pub line: usize,
+    pub at: JsonPointer,
     pub value: &'n MarkedYaml<'i>,
 }
 
-impl Entry<'_, '_> {
-    /// This entry, at `at`, is no member its mapping has: `has` says what the mapping has
-    /// (`an entry has `devices` and …`).
-    pub fn unexpected(&self, at: JsonPointer, has: &str) -> LayoutError {
-        let name = self.key.text();
-        LayoutError::new(
-            Some(self.line),
-            at,
-            format!("unexpected member {name:?}: {has}"),
-        )
+impl<'i> Entry<'_, 'i> {
+    /// The value, where it is.
+    pub fn node(&self) -> Node<'_, 'i> {
+        Node::new(self.value, &self.at)
+    }
+
+    /// This entry is no member its mapping has: `has` says what the mapping has (`an entry
+    /// has `devices` and …`).
+    pub fn unexpected(&self, has: &str) -> LayoutError {
+        self.refuse(format!("unexpected member {:?}: {has}", self.name))
+    }
+
+    /// A refusal of this entry, named at its key's line and its pointer.
+    pub fn refuse(&self, message: impl Into<String>) -> LayoutError {
+        LayoutError::new(Some(self.line), self.at.clone(), message)
     }
 }
 
@@ -91,7 +99,15 @@ impl<'n, 'i> Node<'n, 'i> {
                         ));
                     }
                 };
-                Ok(Entry { key, line, value })
+                let name = key.text();
+                let at = self.at.clone().member(&name);
+                Ok(Entry {
+                    key,
+                    name,
+                    line,
+                    at,
+                    value,
+                })
             })
             .collect()
     }

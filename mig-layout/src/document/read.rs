@@ -181,26 +181,20 @@ pub(super) fn labelled<S>(
     entries
         .iter()
         .map(|item| {
-            let label = item.key.text();
-            let at = node.at.clone().member(&label);
-            let value = Node::new(item.value, &at);
-            let items = value.sequence(&format!("the {what} {label:?}"))?;
+            let label = &item.name;
+            let items = item.node().sequence(&format!("the {what} {label:?}"))?;
             if items.is_empty() {
-                return Err(LayoutError::new(
-                    Some(item.line),
-                    at.clone(),
-                    format!("the {what} {label:?} needs at least one entry"),
-                ));
+                return Err(item.refuse(format!("the {what} {label:?} needs at least one entry")));
             }
             let specs = items
                 .iter()
                 .enumerate()
                 .map(|(index, spec)| {
-                    let at = at.clone().index(index);
+                    let at = item.at.clone().index(index);
                     entry(Node::new(spec, &at))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok((label, specs))
+            Ok((label.clone(), specs))
         })
         .collect()
 }
@@ -237,18 +231,15 @@ pub(super) fn versioned<T>(
     let mut read = Some(read);
     let mut found = None;
     for entry in &entries {
-        let name = entry.key.text();
-        let at = node.at.clone().member(&name);
-        if name == "version" {
+        if entry.name == "version" {
             continue;
         }
         match read.take() {
-            Some(read) if name == member => found = Some(read(Node::new(entry.value, &at))?),
+            Some(read) if entry.name == member => found = Some(read(entry.node())?),
             _ => {
-                return Err(entry.unexpected(
-                    at.clone(),
-                    &format!("a v1 document has only `version` and `{member}`"),
-                ));
+                return Err(
+                    entry.unexpected(&format!("a v1 document has only `version` and `{member}`"))
+                );
             }
         }
     }
@@ -266,10 +257,8 @@ fn spec(node: Node<'_, '_>) -> Result<Spec, LayoutError> {
     let mut mig_devices: Option<Vec<(ProfileKey, u32)>> = None;
     let mut filter = Vec::new();
     for entry in &entries {
-        let name = entry.key.text();
-        let at = node.at.clone().member(&name);
-        let value = Node::new(entry.value, &at);
-        match name.as_str() {
+        let value = entry.node();
+        match entry.name.as_str() {
             "devices" => devices = Some(devices_of(value)?),
             "mig-enabled" => enabled = Some(value.boolean("`mig-enabled`")?),
             "mig-devices" if value.is_null() => {}
@@ -277,7 +266,6 @@ fn spec(node: Node<'_, '_>) -> Result<Spec, LayoutError> {
             "device-filter" => filter = device_filter(value)?,
             _ => {
                 return Err(entry.unexpected(
-                    at.clone(),
                     "an entry has `devices`, `mig-enabled`, `mig-devices` and `device-filter`",
                 ));
             }
@@ -353,9 +341,7 @@ fn mig_devices_of(node: Node<'_, '_>) -> Result<Vec<(ProfileKey, u32)>, LayoutEr
     let entries = node.mapping("`mig-devices`")?;
     let mut listed: Vec<(ProfileKey, u32)> = Vec::with_capacity(entries.len());
     for entry in &entries {
-        let name = entry.key.text();
-        let at = node.at.clone().member(&name);
-        let refuse = |message: String| LayoutError::new(Some(entry.line), at.clone(), message);
+        let refuse = |message: String| entry.refuse(message);
         let key = match &entry.key {
             Key::Integer(id) => ProfileKey::Id(
                 u32::try_from(*id).map_err(|_| refuse(format!("{id} is not a profile ID")))?,
@@ -371,7 +357,9 @@ fn mig_devices_of(node: Node<'_, '_>) -> Result<Vec<(ProfileKey, u32)>, LayoutEr
         if listed.iter().any(|(known, _)| *known == key) {
             return Err(refuse(format!("{key} is named twice")));
         }
-        let count = Node::new(entry.value, &at).count(&format!("the count of {name}"))?;
+        let count = entry
+            .node()
+            .count(&format!("the count of {}", entry.name))?;
         listed.push((key, count));
     }
     Ok(listed)

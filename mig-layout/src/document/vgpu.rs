@@ -119,18 +119,15 @@ fn spec(node: Node<'_, '_>) -> Result<VgpuSpec, LayoutError> {
     let mut vgpu_devices = None;
     let mut filter = Vec::new();
     for entry in &entries {
-        let name = entry.key.text();
-        let at = node.at.clone().member(&name);
-        let value = Node::new(entry.value, &at);
-        match name.as_str() {
+        let value = entry.node();
+        match entry.name.as_str() {
             "devices" => devices = Some(devices_of(value)?),
             "vgpu-devices" => vgpu_devices = Some(vgpu_devices_of(value)?),
             "device-filter" => filter = device_filter(value)?,
             _ => {
-                return Err(entry.unexpected(
-                    at.clone(),
-                    "an entry has `devices`, `vgpu-devices` and `device-filter`",
-                ));
+                return Err(
+                    entry.unexpected("an entry has `devices`, `vgpu-devices` and `device-filter`")
+                );
             }
         }
     }
@@ -163,16 +160,15 @@ fn vgpu_devices_of(node: Node<'_, '_>) -> Result<Vec<(VgpuTypeName, u32)>, Layou
     let entries = node.mapping("`vgpu-devices`")?;
     let mut listed: Vec<(VgpuTypeName, u32)> = Vec::with_capacity(entries.len());
     for entry in &entries {
-        let text = entry.key.text();
-        let at = node.at.clone().member(&text);
-        let refuse = |message: String| LayoutError::new(Some(entry.line), at.clone(), message);
+        let text = &entry.name;
+        let refuse = |message: String| entry.refuse(message);
         let name: VgpuTypeName = text
             .parse()
             .map_err(|error: super::vgpu_name::VgpuNameError| refuse(error.to_string()))?;
         if listed.iter().any(|(known, _)| *known == name) {
             return Err(refuse(format!("{name} is named twice")));
         }
-        let count = Node::new(entry.value, &at).count(&format!("the count of {text}"))?;
+        let count = entry.node().count(&format!("the count of {text}"))?;
         if count == 0 {
             return Err(refuse(format!(
                 "the count of {text} is 0: a count is above 0 (leave the type out instead)"

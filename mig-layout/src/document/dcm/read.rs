@@ -6,22 +6,19 @@ use super::{
     DCM_COMPUTE, DCM_MEMORY, DcmDocument, DcmEntry, DcmMode, DcmProfile, InvalidMode, UnknownMember,
 };
 use crate::document::error::LayoutError;
-use crate::document::node::Node;
-use gpu_partition_types::{JsonPointer, Token};
+use crate::document::node::{Entry, Node};
+use gpu_partition_types::Token;
 
 pub(super) fn top(node: Node<'_, '_>) -> Result<DcmDocument, LayoutError> {
     let mut profiles = None;
     let mut client_services = Vec::new();
     for entry in node.mapping("the document")? {
-        let name = entry.key.text();
-        let at = node.at.clone().member(&name);
-        let value = Node::new(entry.value, &at);
-        match name.as_str() {
+        let value = entry.node();
+        match entry.name.as_str() {
             "gpu-config-profiles" => profiles = Some(profiles_of(value)?),
             "gpuClientSystemdServices" => client_services = services(value)?,
             _ => {
                 return Err(entry.unexpected(
-                    at.clone(),
                     "a config has `gpu-config-profiles` and `gpuClientSystemdServices`",
                 ));
             }
@@ -39,14 +36,11 @@ fn services(node: Node<'_, '_>) -> Result<Vec<String>, LayoutError> {
     let member = "names";
     let mut found = Vec::new();
     for entry in node.mapping("`gpuClientSystemdServices`")? {
-        let name = entry.key.text();
-        let at = node.at.clone().member(&name);
-        if name != member {
-            return Err(entry.unexpected(at, &format!("`gpuClientSystemdServices` has `{member}`")));
+        if entry.name != member {
+            return Err(entry.unexpected(&format!("`gpuClientSystemdServices` has `{member}`")));
         }
-        let value = Node::new(entry.value, &at);
-        for (index, item) in value.sequence("`names`")?.iter().enumerate() {
-            let at = at.clone().index(index);
+        for (index, item) in entry.node().sequence("`names`")?.iter().enumerate() {
+            let at = entry.at.clone().index(index);
             let service = Node::new(item, &at).string("a service's name")?;
             if crate::amd_services::service_unit(service).is_none() {
                 return Err(Node::new(item, &at)
@@ -65,18 +59,12 @@ fn profiles_of(node: Node<'_, '_>) -> Result<Vec<DcmProfile>, LayoutError> {
     }
     let mut profiles: Vec<DcmProfile> = Vec::with_capacity(entries.len());
     for entry in &entries {
-        let name = entry.key.text();
-        let at = node.at.clone().member(&name);
         // JSON cannot name a key twice here (the parser refuses a repeated key); YAML can, as
         // `1` and `"1"`.
-        if profiles.iter().any(|known| known.name == name) {
-            return Err(LayoutError::new(
-                Some(entry.line),
-                at,
-                format!("the profile {name:?} is named twice"),
-            ));
+        if profiles.iter().any(|known| known.name == entry.name) {
+            return Err(entry.refuse(format!("the profile {:?} is named twice", entry.name)));
         }
-        profiles.push(profile(name, entry.line, Node::new(entry.value, &at))?);
+        profiles.push(profile(entry.name.clone(), entry.line, entry.node())?);
     }
     Ok(profiles)
 }
@@ -87,8 +75,12 @@ fn given<'n, 'i>(node: Node<'n, 'i>) -> Option<Node<'n, 'i>> {
     (!node.is_null()).then_some(node)
 }
 
-fn unknown(name: String, at: JsonPointer, line: usize) -> UnknownMember {
-    UnknownMember { name, at, line }
+fn unknown(entry: &Entry<'_, '_>) -> UnknownMember {
+    UnknownMember {
+        name: entry.name.clone(),
+        at: entry.at.clone(),
+        line: entry.line,
+    }
 }
 
 /// The profile `name`, named on `line`.
@@ -105,10 +97,8 @@ fn profile(name: String, line: usize, node: Node<'_, '_>) -> Result<DcmProfile, 
         return Ok(profile);
     };
     for entry in node.mapping("a profile")? {
-        let name = entry.key.text();
-        let at = node.at.clone().member(&name);
-        let value = Node::new(entry.value, &at);
-        match name.as_str() {
+        let value = entry.node();
+        match entry.name.as_str() {
             "skippedGPUs" => {
                 if let Some(value) = given(value) {
                     profile.skipped = skipped_of(value, &mut profile.unknown)?;
@@ -117,13 +107,13 @@ fn profile(name: String, line: usize, node: Node<'_, '_>) -> Result<DcmProfile, 
             "profiles" => {
                 if let Some(value) = given(value) {
                     for (index, item) in value.sequence("`profiles`")?.iter().enumerate() {
-                        let at = at.clone().index(index);
-                        let entry = entry_of(Node::new(item, &at), &mut profile.unknown)?;
-                        profile.entries.push(entry);
+                        let at = entry.at.clone().index(index);
+                        let read = entry_of(Node::new(item, &at), &mut profile.unknown)?;
+                        profile.entries.push(read);
                     }
                 }
             }
-            _ => profile.unknown.push(unknown(name, at.clone(), entry.line)),
+            _ => profile.unknown.push(unknown(&entry)),
         }
     }
     Ok(profile)
@@ -135,17 +125,15 @@ fn skipped_of(
 ) -> Result<Vec<u32>, LayoutError> {
     let mut ids = Vec::new();
     for entry in node.mapping("`skippedGPUs`")? {
-        let name = entry.key.text();
-        let at = node.at.clone().member(&name);
-        if name != "ids" {
-            strays.push(unknown(name, at, entry.line));
+        if entry.name != "ids" {
+            strays.push(unknown(&entry));
             continue;
         }
-        let Some(value) = given(Node::new(entry.value, &at)) else {
+        let Some(value) = given(entry.node()) else {
             continue;
         };
         for (index, item) in value.sequence("`ids`")?.iter().enumerate() {
-            let at = at.clone().index(index);
+            let at = entry.at.clone().index(index);
             // Go would read a `null` ID as GPU 0: refused as no number, not guessed.
             ids.push(Node::new(item, &at).count("a GPU ID")?);
         }
@@ -182,10 +170,8 @@ fn entry_of(node: Node<'_, '_>, strays: &mut Vec<UnknownMember>) -> Result<DcmEn
         return Ok(entry);
     };
     for member in node.mapping("an entry of `profiles`")? {
-        let name = member.key.text();
-        let at = node.at.clone().member(&name);
-        let value = given(Node::new(member.value, &at));
-        match (name.as_str(), value) {
+        let value = given(member.node());
+        match (member.name.as_str(), value) {
             ("computePartition", Some(value)) => {
                 entry.compute = mode(value, "compute partition", &DCM_COMPUTE)?;
             }
@@ -196,7 +182,7 @@ fn entry_of(node: Node<'_, '_>, strays: &mut Vec<UnknownMember>) -> Result<DcmEn
                 entry.gpus = Some(value.count("`numGPUsAssigned`")?);
             }
             ("computePartition" | "memoryPartition" | "numGPUsAssigned", None) => {}
-            _ => strays.push(unknown(name, at.clone(), member.line)),
+            _ => strays.push(unknown(&member)),
         }
     }
     Ok(entry)
