@@ -28,12 +28,9 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::ffi::{CStr, OsStr};
 
-/// The library NVML is loaded from.
-pub const LIBRARY: &str = "libnvidia-ml.so.1";
+mod library;
 
-mod codes;
-
-pub use codes::{check, failure};
+pub use library::{LIBRARY, check, failure};
 
 /// Room for the instances one call lists (a card holds at most 7 GPU instances today).
 const MAX_INSTANCES: usize = 64;

@@ -9,28 +9,24 @@
 //! `partition_owned`, …). A create that fails after it made its GPU instance takes the instance
 //! back under the same hold of the lock ([`PartitionOutcome::Ran`]'s `undone`).
 
+mod base;
 mod one;
 mod refusal;
 mod vgpu;
 
+pub use base::PARTITIONS_LABEL;
+pub use one::PartitionOutcome;
 pub use refusal::{PartitionRefusal, PartitionRefusalKind};
 
+use base::Base;
 use one::{Decided, one_partition, want_of};
 
 use super::options::ApplyOptions;
 use super::run::{ApplyError, ApplyRun};
-use crate::report::ApplyReport;
 use crate::vgpu::VgpuTypeName;
-use gpu_partition_types::{Bdf, Placement, Reply};
-use layout_model::partition::Partition;
+use gpu_partition_types::{Bdf, Placement};
 use layout_model::room::{Change, ChangeRefused, Geometry, RoomRefusal, remaining};
-use layout_model::{
-    Card, Declaration, DeclaredGpu, DeclaredVf, NvidiaDeclared, Owned, Owner, Placed, ProfileKey,
-    Unnamed, VfsRead, VgpuDeclared,
-};
-
-/// The label a GPU's declaration gets from a partition created where nothing was declared.
-pub const PARTITIONS_LABEL: &str = "partitions";
+use layout_model::{Card, Owned, Owner, Placed, ProfileKey};
 
 /// What a partition created is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,122 +108,6 @@ impl DestroyPartition {
     /// The partition `which` on `device`, asked by `by`.
     pub fn new(device: Bdf, which: Which, by: Option<Owner>) -> Self {
         Self { device, which, by }
-    }
-}
-
-/// How a partition request ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PartitionOutcome {
-    /// Refused before anything was read or written.
-    Refused(PartitionRefusal),
-    /// It went through the executor: its report (done, or blocked or failed with the
-    /// executor's reason), and the partition's row as the closing sync read it (`None` for a
-    /// destroy, and when it did not read).
-    Ran {
-        /// The executor's report.
-        report: Box<ApplyReport>,
-        /// The created partition's row, as read back.
-        row: Option<Partition>,
-        /// The GPU's layout generation after it, as read back.
-        generation: Option<u64>,
-        /// A create that failed after its GPU instance was made: the report of the run that
-        /// took that instance back under the same hold of the host lock (the card as the
-        /// declaration, unchanged by the failure, has it). `None` where none ran: a destroy, a
-        /// create that did not fail, or one that made nothing; and where taking it back would
-        /// write more than that instance, or the card did not read (the create's report says
-        /// how the card differs).
-        undone: Option<Box<ApplyReport>>,
-    },
-}
-
-/// The GPU's declaration, as one partition at a time changes it: its instances at their
-/// placements, its owners, its board and its label.
-struct Base {
-    label: String,
-    placed: Vec<Placed>,
-    owners: Vec<Owned>,
-    /// What becomes of the instances it does not name: the declared GPU's, `adopt` for a GPU
-    /// not declared (its instances are not ours to destroy).
-    unnamed: Unnamed,
-    /// Its VFs' declared types and heterogeneous mode, where vGPUs are declared per VF.
-    vfs: Option<DeclaredVfs>,
-}
-
-/// The types a GPU's VFs are declared to hold, per VF, and its heterogeneous vGPU mode.
-#[derive(Debug, Clone, Default)]
-struct DeclaredVfs {
-    types: Vec<DeclaredVf>,
-    heterogeneous: bool,
-}
-
-/// What the request may build on: the GPU declared with MIG on and placed (or not declared).
-fn base(declared: Option<&Declaration>, device: Bdf) -> Result<Base, PartitionRefusal> {
-    let label = declared.map_or_else(|| PARTITIONS_LABEL.to_owned(), |d| d.label.clone());
-    let Some(gpu) = declared.and_then(|declared| declared.gpus.get(&device)) else {
-        return Ok(Base {
-            label,
-            placed: Vec::new(),
-            owners: Vec::new(),
-            unnamed: Unnamed::Adopt,
-            vfs: None,
-        });
-    };
-    let nvidia: &NvidiaDeclared = match gpu {
-        DeclaredGpu::Nvidia(nvidia) => nvidia,
-        DeclaredGpu::Amd(_) => return Err(PartitionRefusal::NotNvidia { device }),
-    };
-    if !nvidia.mig_enabled {
-        return Err(PartitionRefusal::MigOff { device });
-    }
-    // VFs declared off (a vGPU leave; a MIG layout applied after it declares nothing of
-    // VFs, as here) carry no vGPU to keep.
-    let vfs = match &nvidia.vgpu {
-        None | Some(VgpuDeclared::Off) => None,
-        Some(VgpuDeclared::On {
-            types,
-            heterogeneous,
-        }) => Some(DeclaredVfs {
-            types: types.clone(),
-            heterogeneous: *heterogeneous,
-        }),
-        Some(VgpuDeclared::Counted { .. }) => return Err(PartitionRefusal::NotPlaced { device }),
-    };
-    let Some(placed) = nvidia.instances.clone() else {
-        return Err(PartitionRefusal::NotPlaced { device });
-    };
-    Ok(Base {
-        label,
-        placed,
-        owners: nvidia.owners.clone(),
-        unnamed: nvidia.unnamed,
-        vfs,
-    })
-}
-
-/// What the request reads of the GPU under the lock: its card, and what its VFs hold.
-struct Seen {
-    reply: Reply,
-    card: Card,
-    /// Whether the GPU offers SR-IOV virtual functions at all (`sriov_totalvfs`; where it
-    /// did not read, `vfs` says why).
-    sriov: bool,
-    vfs: VfsRead,
-}
-
-impl Seen {
-    /// The VFs as read, or why not: every vGPU decision needs them.
-    fn vfs(&self) -> Result<&[layout_model::VfFound], PartitionRefusal> {
-        match &self.vfs {
-            VfsRead::Read(vfs) => Ok(vfs),
-            VfsRead::Unreadable(why) => Err(PartitionRefusal::Unreadable {
-                device: self.card.device,
-                why: why.clone(),
-            }),
-            _ => Err(PartitionRefusal::Unreadable {
-                device: self.card.device,
-                why: "what its virtual functions hold was read in a form not known here".to_owned(),
-            }),
-        }
     }
 }
 

@@ -2,9 +2,9 @@
 //! held to exactly that one partition, the run, the row read back; and a create that failed
 //! after its GPU instance was made, taken back under the same hold of the lock.
 
-use super::{
-    Base, DeclaredVfs, PARTITIONS_LABEL, PartitionOutcome, PartitionRefusal, Seen, base, vgpu,
-};
+use super::base::{Base, DeclaredVfs, PARTITIONS_LABEL, Seen, base};
+use super::refusal::PartitionRefusal;
+use super::vgpu;
 use crate::apply::job::{Job, declared_vgpu_job, take_lock};
 use crate::apply::locked::run_locked_keeping;
 use crate::apply::options::ApplyOptions;
@@ -14,9 +14,34 @@ use crate::select::{HostGpu, Wanted, host_gpus};
 use gpu_host_probe::helper::Helper;
 use gpu_host_probe::{Host, HostLock};
 use gpu_partition_types::{Bdf, Reply};
-use layout_model::partition::Slot;
+use layout_model::partition::{Partition, Slot};
 use layout_model::{Card, Owned, Owner, Placed, ProfileKey, Unnamed, VgpuDeclared, Want};
 use std::collections::BTreeMap;
+
+/// How a partition request ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartitionOutcome {
+    /// Refused before anything was read or written.
+    Refused(PartitionRefusal),
+    /// It went through the executor: its report (done, or blocked or failed with the
+    /// executor's reason), and the partition's row as the closing sync read it (`None` for a
+    /// destroy, and when it did not read).
+    Ran {
+        /// The executor's report.
+        report: Box<ApplyReport>,
+        /// The created partition's row, as read back.
+        row: Option<Partition>,
+        /// The GPU's layout generation after it, as read back.
+        generation: Option<u64>,
+        /// A create that failed after its GPU instance was made: the report of the run that
+        /// took that instance back under the same hold of the host lock (the card as the
+        /// declaration, unchanged by the failure, has it). `None` where none ran: a destroy, a
+        /// create that did not fail, or one that made nothing; and where taking it back would
+        /// write more than that instance, or the card did not read (the create's report says
+        /// how the card differs).
+        undone: Option<Box<ApplyReport>>,
+    },
+}
 
 /// What the request reads of `device` under `lock`: its card, and its SR-IOV VFs.
 fn seen(lock: &HostLock, helper: &Helper, device: Bdf) -> Result<Seen, PartitionRefusal> {

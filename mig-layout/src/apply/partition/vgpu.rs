@@ -2,7 +2,8 @@
 //! only place it on the GPU instance made for it, and which declared VF goes with a GPU
 //! instance destroyed.
 
-use super::{Base, DeclaredVfs, PartitionRefusal, Seen};
+use super::base::{Base, DeclaredVfs, Seen};
+use super::refusal::PartitionRefusal;
 use crate::apply::vgpu::catalogue;
 use crate::document::vgpu::find_in;
 use crate::vgpu::VgpuTypeName;

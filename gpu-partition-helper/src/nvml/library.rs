@@ -1,11 +1,12 @@
-//! NVML's answers as the reply needs them: the safe wrapper's errors and the raw return codes
-//! of the calls it does not make.
+//! The library NVML is loaded from, and its answers as the reply needs them: the safe
+//! wrapper's errors and the raw return codes of the calls it does not make.
 
 use crate::api::{Nvml as Answer, NvmlFailure};
 use nvml_wrapper::error::{NvmlError, nvml_try};
 use nvml_wrapper_sys::bindings::{self as sys, nvmlReturn_t};
 
-use super::LIBRARY;
+/// The library NVML is loaded from.
+pub const LIBRARY: &str = "libnvidia-ml.so.1";
 
 /// Maps NVML's errors to what the reply needs.
 pub fn failure(error: NvmlError) -> NvmlFailure {
