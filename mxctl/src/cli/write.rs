@@ -21,10 +21,12 @@ pub enum PartitionCommand {
     /// Bring the cards back to what the host is declared to be (the last apply or leave), by
     /// diff: zero steps when they hold it.
     Restore(Box<PartitionRestore>),
-    /// Create one GPU instance (with the compute instance that fills it) on the one --device,
-    /// for an owner, at --placement or the lowest that fits, through the same executor as an
-    /// apply, writing only that partition; the GPU's declaration gains it with its owner (exit
-    /// 0 done or dry run, 1 failed, 3 refused or blocked).
+    /// Create one GPU instance (with the compute instance that fills it; with --vgpu, then the
+    /// type on a VF) on the one --device, for an owner, at --placement or the lowest that fits,
+    /// through the same executor as an apply, writing only that partition; the GPU's
+    /// declaration gains it with its owner. A create that fails after it made its GPU instance
+    /// takes the instance back (`undone` in --json) (exit 0 done or dry run, 1 failed, 3
+    /// refused or blocked).
     Create(Box<PartitionCreate>),
     /// Destroy one GPU instance on the one --device, by --slot or as the one --owner has,
     /// writing only that partition; one created for an owner is destroyed only when --owner
