@@ -62,7 +62,7 @@ pub mod amd {
 pub mod partition {
     pub use crate::apply::partition::{
         CreatePartition, DestroyPartition, PARTITIONS_LABEL, PartitionOutcome, PartitionRefusal,
-        PartitionRefusalKind, Piece, Which, create, destroy,
+        PartitionRefusalKind, Piece, TakenBack, Which, create, destroy,
     };
 }
 

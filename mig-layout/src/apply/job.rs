@@ -29,6 +29,10 @@ pub(super) struct Job {
     pub boards: Option<BTreeMap<Bdf, Board>>,
     /// Each declared NVIDIA GPU's owned instances (the declaration's, and a created one's).
     pub owners: BTreeMap<Bdf, Vec<Owned>>,
+    /// Whether the host is declared to what it wants once it holds (every apply, leave and
+    /// restore); `false`: it brings the cards back to the declaration and leaves that as it
+    /// stands (a failed partition create's instance taken back).
+    pub declares: bool,
 }
 
 impl Job {
@@ -39,6 +43,7 @@ impl Job {
             amd: Vec::new(),
             boards: None,
             owners: BTreeMap::new(),
+            declares: true,
         }
     }
 
@@ -341,6 +346,7 @@ pub(super) fn declared_job(
         amd: amd_wanted,
         boards: Some(boards),
         owners: owners_of(Some(declared)),
+        declares: true,
     })
 }
 

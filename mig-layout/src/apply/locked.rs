@@ -162,6 +162,7 @@ pub(super) fn run_locked_keeping<'a>(
     // that settles what a batch without an answer did runs without it.
     let reader = &helper.ending_on(options.cancel.as_ref());
     let restore = job.boards.is_some();
+    let declares = job.declares;
     let sides = job.sides(options, &amd);
     let direction = direction(&sides);
     let mut env = HookEnv {
@@ -204,6 +205,7 @@ pub(super) fn run_locked_keeping<'a>(
                 direction,
                 options,
                 env: &env,
+                declares,
             };
             writes::go(&mut ctx, store, &mut reset, write, sides, draft)?
         }

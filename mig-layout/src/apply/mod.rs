@@ -175,6 +175,7 @@ pub fn apply_amd(
             amd: job::resolve_amd(host, label, profile, options)?,
             boards: None,
             owners: std::collections::BTreeMap::new(),
+            declares: true,
         })
     })
 }
@@ -272,6 +273,7 @@ pub fn leave_amd(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<ApplyRepor
             amd: job::resolve_amd_leave(host, store, LEAVE, options)?,
             boards: None,
             owners: std::collections::BTreeMap::new(),
+            declares: true,
         })
     })
 }

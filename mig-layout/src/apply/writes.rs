@@ -23,6 +23,8 @@ pub(super) struct Write<'a> {
     pub direction: Direction,
     pub options: &'a ApplyOptions,
     pub env: &'a HookEnv,
+    /// Whether the host is declared to what the run wants once it holds (`Job::declares`).
+    pub declares: bool,
 }
 
 /// Every side's preflight, then (unless one refused, or this is a dry run) the pre-hooks and
@@ -101,14 +103,17 @@ pub(super) fn go(
     // keeps its rule: once writes began, the new declaration stands (a restore finishes it); so
     // does a warm reset that left a card needing a cold reboot, which no card refused (the
     // restore after the cold reboot finishes it).
-    let declares = match end.outcome {
-        ApplyOutcome::Done => true,
-        ApplyOutcome::Failed(ApplyReason::Cancelled) | ApplyOutcome::ColdRebootRequired(_) => wrote,
-        ApplyOutcome::Failed(_)
-        | ApplyOutcome::Blocked(_)
-        | ApplyOutcome::DryRun
-        | ApplyOutcome::NothingNamed => false,
-    };
+    let declares = write.declares
+        && match end.outcome {
+            ApplyOutcome::Done => true,
+            ApplyOutcome::Failed(ApplyReason::Cancelled) | ApplyOutcome::ColdRebootRequired(_) => {
+                wrote
+            }
+            ApplyOutcome::Failed(_)
+            | ApplyOutcome::Blocked(_)
+            | ApplyOutcome::DryRun
+            | ApplyOutcome::NothingNamed => false,
+        };
     applied.declared = declares.then(|| sides.iter().flat_map(|side| side.declared()).collect());
     draft.gpus = reports(sides);
     record_end(ctx, store, record, applied, &end, draft)?;

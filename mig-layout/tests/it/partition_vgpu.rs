@@ -9,10 +9,12 @@ use gpu_partition_types::Bdf;
 use layout_model::Owner;
 use layout_model::partition::{Partition, Slot};
 use mig_layout::partition::{
-    CreatePartition, DestroyPartition, PartitionOutcome, PartitionRefusal, Which, create, destroy,
+    CreatePartition, DestroyPartition, PartitionOutcome, PartitionRefusal, TakenBack, Which,
+    create, destroy,
 };
 use mig_layout::vgpu::VgpuTypeName;
-use mig_layout::{ApplyOutcome, Document, Restore};
+use mig_layout::{ApplyOutcome, ApplyReport, Document, Restore};
+use std::collections::BTreeMap;
 
 const MIG_ON: &str = "version: v1\nmig-configs:\n  mig-on:\n    - devices: [1]\n      mig-enabled: true\n      mig-devices: {}\n";
 
@@ -151,16 +153,14 @@ impl VgpuTypes for RefusingTypes {
     }
 }
 
-#[test]
-fn a_vgpu_create_whose_type_write_the_driver_refuses_takes_its_gpu_instance_back_under_the_same_lock()
- {
-    let mut bed = mig_on();
-    made(vgpu(&mut bed, "H100XM-1-10C", "vm-a"));
-    let rows_before = rows(&mut bed);
+/// A vGPU create of `name` for `vm` on `bed` whose type write the driver refuses: checked to
+/// end `failed` with no row, the writes since then, and the report of the run that took its
+/// GPU instance back.
+fn refused_type_write(bed: &mut Bed, name: &str, vm: &str) -> (Vec<String>, Box<ApplyReport>) {
     let before = bed.writes().len();
     let refusing = RefusingTypes(bed.fake.types.clone());
-    let name: VgpuTypeName = "H100XM-2-20C".parse().unwrap();
-    let request = CreatePartition::vgpu(h100(), name, owner("vm-b"));
+    let name: VgpuTypeName = name.parse().unwrap();
+    let request = CreatePartition::vgpu(h100(), name, owner(vm));
     let outcome = bed.with_types(&refusing, |run, options| {
         create(run, &request, options).unwrap()
     });
@@ -178,9 +178,34 @@ fn a_vgpu_create_whose_type_write_the_driver_refuses_takes_its_gpu_instance_back
         "{report:#?}"
     );
     assert_eq!(row, None);
-    let undone = undone.expect("the GPU instance the create made is taken back");
+    let Some(TakenBack::Ran(undone)) = undone else {
+        panic!("the GPU instance the create made is not taken back: {undone:?}");
+    };
+    (bed.writes().split_off(before), undone)
+}
+
+/// What `bed`'s store declares: its label, when, its generation and its GPUs (not the last
+/// check of the cards against it, which every sync renews).
+fn declared(bed: &mut Bed) -> Option<(String, u64, u64, BTreeMap<Bdf, layout_model::DeclaredGpu>)> {
+    use host_sync::StateStore;
+    let declared = bed.store.load().unwrap()?.declared?;
+    Some((
+        declared.label,
+        declared.declared_at,
+        declared.generation,
+        declared.gpus,
+    ))
+}
+
+#[test]
+fn a_vgpu_create_whose_type_write_the_driver_refuses_takes_its_gpu_instance_back_and_keeps_the_declaration()
+ {
+    let mut bed = mig_on();
+    made(vgpu(&mut bed, "H100XM-1-10C", "vm-a"));
+    let rows_before = rows(&mut bed);
+    let declared_before = declared(&mut bed);
+    let (writes, undone) = refused_type_write(&mut bed, "H100XM-2-20C", "vm-b");
     assert_eq!(undone.outcome, ApplyOutcome::Done, "{undone:#?}");
-    let writes = bed.writes().split_off(before);
     let kinds: Vec<&str> = writes
         .iter()
         .map(|line| line.split_whitespace().next().unwrap_or_default())
@@ -197,6 +222,31 @@ fn a_vgpu_create_whose_type_write_the_driver_refuses_takes_its_gpu_instance_back
     );
     assert_eq!(rows(&mut bed), rows_before);
     assert_eq!(bed.types_on(H100), vec![900001]);
+    assert_eq!(
+        declared(&mut bed),
+        declared_before,
+        "the declaration stands as it was"
+    );
+}
+
+#[test]
+fn a_failed_first_vgpu_create_on_a_gpu_nothing_declared_leaves_it_undeclared() {
+    let mut bed = Bed::with(|scenario| {
+        scenario["devices"][1]["mig_mode"] = serde_json::json!({"current": 1, "pending": 1});
+    });
+    assert_eq!(declared(&mut bed), None);
+    let (writes, undone) = refused_type_write(&mut bed, "H100XM-1-10C", "vm-a");
+    assert_eq!(undone.outcome, ApplyOutcome::Done, "{undone:#?}");
+    assert_eq!(
+        first(&writes, "nvmlGpuInstanceDestroy"),
+        writes.len() - 1,
+        "{writes:#?}"
+    );
+    assert_eq!(
+        declared(&mut bed),
+        None,
+        "nothing is declared by taking the instance back"
+    );
 }
 
 /// The kind of the refusal `outcome` is, after checking it is one and that nothing was written

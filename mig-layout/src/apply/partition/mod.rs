@@ -15,7 +15,7 @@ mod refusal;
 mod vgpu;
 
 pub use base::PARTITIONS_LABEL;
-pub use one::PartitionOutcome;
+pub use one::{PartitionOutcome, TakenBack};
 pub use refusal::{PartitionRefusal, PartitionRefusalKind};
 
 use base::Base;

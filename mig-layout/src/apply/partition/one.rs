@@ -15,11 +15,11 @@ use gpu_host_probe::helper::Helper;
 use gpu_host_probe::{Host, HostLock};
 use gpu_partition_types::{Bdf, Reply};
 use layout_model::partition::{Partition, Slot};
-use layout_model::{Card, Owned, Owner, Placed, ProfileKey, Unnamed, VgpuDeclared, Want};
+use layout_model::{Card, Owned, Owner, Placed, ProfileKey, Unnamed, VfsRead, VgpuDeclared, Want};
 use std::collections::BTreeMap;
 
 /// How a partition request ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum PartitionOutcome {
     /// Refused before anything was read or written.
     Refused(PartitionRefusal),
@@ -33,14 +33,26 @@ pub enum PartitionOutcome {
         row: Option<Partition>,
         /// The GPU's layout generation after it, as read back.
         generation: Option<u64>,
-        /// A create that failed after its GPU instance was made: the report of the run that
-        /// took that instance back under the same hold of the host lock (the card as the
-        /// declaration, unchanged by the failure, has it). `None` where none ran: a destroy, a
-        /// create that did not fail, or one that made nothing; and where taking it back would
-        /// write more than that instance, or the card did not read (the create's report says
-        /// how the card differs).
-        undone: Option<Box<ApplyReport>>,
+        /// A create that failed after its GPU instance was made: that instance taken back
+        /// under the same hold of the host lock, the declaration left as it stands. `None`
+        /// where nothing was tried: a destroy, a create that did not fail or that was
+        /// cancelled, one that made nothing; and where taking it back would write more than
+        /// that instance, or the card did not read (the create's report says how the card
+        /// differs; a restore brings it back).
+        undone: Option<TakenBack>,
     },
+}
+
+/// What became of the GPU instance a failed create made.
+#[derive(Debug, Clone)]
+pub enum TakenBack {
+    /// The run that took it back went through the executor: its report (done, or how it
+    /// ended otherwise).
+    Ran(Box<ApplyReport>),
+    /// That run could not run (the store, the scan): the instance may still be on the card;
+    /// the create's report says what the closing sync read, and a restore brings the card
+    /// back to the declaration.
+    CouldNotRun(std::sync::Arc<ApplyError>),
 }
 
 /// What the request reads of `device` under `lock`: its card, and its SR-IOV VFs.
@@ -124,6 +136,9 @@ fn writes_one(
         }
         Some(id) => {
             planned.create.is_empty()
+                && planned.destroy.iter().any(|step| {
+                    matches!(step, Step::DestroyGpuInstance { gpu_instance_id } if *gpu_instance_id == id)
+                })
                 && planned.destroy.iter().all(|step| match step {
                     Step::DestroyComputeInstance {
                         gpu_instance_id, ..
@@ -299,25 +314,29 @@ pub(super) fn one_partition(
     let report = draft.finish(end, clock.now().saturating_sub(started));
     let undone = match created {
         Some((at, _)) if failed => {
-            taken_back(run.reborrow(), &lock, &base, gpu_again, at, &options)?
+            match taken_back(run.reborrow(), &lock, &base, gpu_again, at, &options) {
+                Ok(ran) => ran.map(|report| TakenBack::Ran(Box::new(report))),
+                // The create's report is the answer; why its instance stays goes with it.
+                Err(error) => Some(TakenBack::CouldNotRun(std::sync::Arc::new(error))),
+            }
         }
         _ => None,
     };
     drop(lock);
     let mut outcome = ran(run.store, (host, device), report, created, started_at)?;
     if let PartitionOutcome::Ran { undone: taken, .. } = &mut outcome {
-        *taken = undone.map(Box::new);
+        *taken = undone;
     }
     Ok(outcome)
 }
 
 /// A create that failed after its GPU instance was made (the driver refused the vGPU type
 /// write, say): the instance taken back under the same hold of the lock, through the executor,
-/// wanting the GPU's declaration as it was (which a failed run keeps), so that a create either
-/// makes its partition and declares it or leaves the card as it found it. The run's report;
-/// `None` where none ran: the card holds no instance at `at` (none was made), it did not read,
-/// or taking it back would write more than that instance (the card differs otherwise too; the
-/// report of the create says how).
+/// wanting the GPU's declaration as it was (which a failed run keeps) and declaring nothing, so
+/// that a create either makes its partition and declares it or leaves no instance of it. The
+/// run's report; `None` where none ran: the card holds no instance at `at` (none was made), it
+/// did not read, or taking it back would write more than that instance (the card differs
+/// otherwise too; the report of the create says how).
 fn taken_back(
     run: ApplyRun<'_>,
     lock: &HostLock,
@@ -341,15 +360,38 @@ fn taken_back(
         return Ok(None);
     };
     // Taken back as a destroy of it would be: a type its VF took cleared first, where the
-    // GPU's VFs are declared (else a vGPU on it is the card differing).
+    // GPU's VFs are declared (else a vGPU on it is the card differing); every other VF as
+    // declared, and the plan that one instance's destroy.
     let Ok((vfs, _)) = vgpu::without_the_one_on(base, &seen, id) else {
         return Ok(None);
     };
+    let others = match &seen.vfs {
+        VfsRead::Read(found) => VfsRead::Read(
+            found
+                .iter()
+                .filter(|vf| vf.gpu_instance != Some(id))
+                .cloned()
+                .collect(),
+        ),
+        other => other.clone(),
+    };
+    let Seen {
+        reply, card, sriov, ..
+    } = seen;
+    let seen = Seen {
+        reply,
+        card,
+        sriov,
+        vfs: others,
+    };
     let want = want_of(base.placed.clone(), base.unnamed).removing(vec![at]);
-    if writes_one(&seen.reply, &want, at, Some(id)).is_err() {
+    if vgpu::as_declared(base, &seen).is_err()
+        || writes_one(&seen.reply, &want, at, Some(id)).is_err()
+    {
         return Ok(None);
     }
-    let job = job(gpu, want, base.owners.clone(), vfs)?;
+    let mut job = job(gpu, want, base.owners.clone(), vfs)?;
+    job.declares = false;
     let mut draft = Draft::new(&base.label);
     let (end, _) = run_locked_keeping(run, lock, &base.label, job, options, &mut draft)?;
     Ok(Some(draft.finish(end, clock.now().saturating_sub(started))))

@@ -10,7 +10,7 @@ use crate::output::Output;
 use gpu_host_probe::Host;
 use gpu_partition_types::{Bdf, Token};
 use mig_layout::partition::{
-    CreatePartition, DestroyPartition, PartitionOutcome, PartitionRefusal, Which,
+    CreatePartition, DestroyPartition, PartitionOutcome, PartitionRefusal, TakenBack, Which,
 };
 
 /// The one GPU `--device` names.
@@ -163,10 +163,17 @@ fn refusal_document(refused: &PartitionRefusal) -> serde_json::Value {
     document
 }
 
+/// `value` as JSON; a value that does not serialize fails the output, never prints `null`.
+fn json(value: &impl serde::Serialize) -> Result<serde_json::Value, Failure> {
+    serde_json::to_value(value).map_err(|error| Failure::Output {
+        source: std::io::Error::other(error),
+    })
+}
+
 /// Prints how it ended: a refusal (exit 3), or the executor's report with `refused` (false),
 /// `partition` (the created partition's row as read back; `null` for a destroy),
 /// `generation` (the GPU's layout generation after it) and `undone` (a failed create's GPU
-/// instance taken back: that run's report; else `null`).
+/// instance taken back: `{"ran": report}`, or `{"could_not_run": why}`; else `null`).
 pub fn emit(done: PartitionOutcome, output: Output) -> Result<Exit, Failure> {
     match done {
         PartitionOutcome::Refused(refused) => {
@@ -182,23 +189,19 @@ pub fn emit(done: PartitionOutcome, output: Output) -> Result<Exit, Failure> {
             generation,
             undone,
         } => {
-            let mut document = serde_json::to_value(&*report).map_err(|error| Failure::Output {
-                source: std::io::Error::other(error),
-            })?;
+            let mut document = json(&*report)?;
+            let taken_back = match &undone {
+                None => serde_json::Value::Null,
+                Some(TakenBack::Ran(report)) => serde_json::json!({ "ran": json(&**report)? }),
+                Some(TakenBack::CouldNotRun(error)) => serde_json::json!({
+                    "could_not_run": gpu_host_probe::chain::Chain(&**error).to_string(),
+                }),
+            };
             if let Some(members) = document.as_object_mut() {
                 members.insert("refused".to_owned(), serde_json::Value::Bool(false));
-                members.insert(
-                    "partition".to_owned(),
-                    serde_json::to_value(&row).unwrap_or(serde_json::Value::Null),
-                );
-                members.insert(
-                    "generation".to_owned(),
-                    serde_json::to_value(generation).unwrap_or(serde_json::Value::Null),
-                );
-                members.insert(
-                    "undone".to_owned(),
-                    serde_json::to_value(&undone).unwrap_or(serde_json::Value::Null),
-                );
+                members.insert("partition".to_owned(), json(&row)?);
+                members.insert("generation".to_owned(), json(&generation)?);
+                members.insert("undone".to_owned(), taken_back);
             }
             let mut people = text(&report);
             if let Some(row) = &row {
@@ -216,9 +219,16 @@ pub fn emit(done: PartitionOutcome, output: Output) -> Result<Exit, Failure> {
             if let Some(generation) = generation {
                 people.push_str(&format!("generation: {generation}\n"));
             }
-            if let Some(undone) = &undone {
-                people.push_str("the GPU instance the failed create made, taken back:\n");
-                people.push_str(&text(undone));
+            match &undone {
+                None => {}
+                Some(TakenBack::Ran(taken)) => {
+                    people.push_str("the GPU instance the failed create made, taken back:\n");
+                    people.push_str(&text(taken));
+                }
+                Some(TakenBack::CouldNotRun(error)) => people.push_str(&format!(
+                    "the GPU instance the failed create made could not be taken back: {}\n",
+                    gpu_host_probe::chain::Chain(&**error)
+                )),
             }
             output.emit(&document, &people)?;
             Ok(Exit::of_apply(report.outcome))
