@@ -3,7 +3,7 @@
 //! destroyed in the driver's order, the type cleared before its GPU instance.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use super::common::vgpu_bed::{Bed, H100, first, last};
+use super::common::vgpu_bed::{Bed, H100, first, kinds, last};
 use gpu_host_probe::vf::{VfTypeFile, VgpuTypes};
 use gpu_partition_types::Bdf;
 use layout_model::Owner;
@@ -119,12 +119,8 @@ fn a_second_vgpu_partition_writes_one_instance_and_one_type_and_takes_the_next_v
     assert_eq!(row.slot, Slot::Vf { index: 1 });
     assert_eq!(row.owner, Some(owner("vm-b")));
     let writes = bed.writes().split_off(before);
-    let kinds: Vec<&str> = writes
-        .iter()
-        .map(|line| line.split_whitespace().next().unwrap_or_default())
-        .collect();
     assert_eq!(
-        kinds,
+        kinds(&writes),
         [
             "nvmlDeviceCreateGpuInstanceWithPlacement",
             "nvmlGpuInstanceCreateComputeInstance",
@@ -206,12 +202,8 @@ fn a_vgpu_create_whose_type_write_the_driver_refuses_takes_its_gpu_instance_back
     let declared_before = declared(&mut bed);
     let (writes, undone) = refused_type_write(&mut bed, "H100XM-2-20C", "vm-b");
     assert_eq!(undone.outcome, ApplyOutcome::Done, "{undone:#?}");
-    let kinds: Vec<&str> = writes
-        .iter()
-        .map(|line| line.split_whitespace().next().unwrap_or_default())
-        .collect();
     assert_eq!(
-        kinds,
+        kinds(&writes),
         [
             "nvmlDeviceCreateGpuInstanceWithPlacement",
             "nvmlGpuInstanceCreateComputeInstance",

@@ -239,6 +239,14 @@ impl Bed {
 }
 
 /// Where in `writes` the first line starting with `prefix` is.
+/// What each write is: the call or file its log line starts with.
+pub fn kinds(writes: &[String]) -> Vec<&str> {
+    writes
+        .iter()
+        .map(|line| line.split_whitespace().next().unwrap_or_default())
+        .collect()
+}
+
 pub fn first(writes: &[String], prefix: &str) -> usize {
     writes
         .iter()
