@@ -407,7 +407,12 @@ pub fn read_sriov(sysfs_root: &Path, bdf: Bdf) -> Result<Option<Sriov>, SriovErr
 /// (`layout_model::DeclaredGpu::vf_drift`): the vGPU type of each VF, none where the GPU has
 /// no SR-IOV, or why it did not read.
 pub fn read_vf_types(sysfs_root: &Path, bdf: Bdf) -> layout_model::VfsRead {
-    match read_sriov(sysfs_root, bdf) {
+    vf_types(&read_sriov(sysfs_root, bdf))
+}
+
+/// The same, of an SR-IOV state [`read_sriov`] gave (for a caller that needs the state too).
+pub fn vf_types(read: &Result<Option<Sriov>, SriovError>) -> layout_model::VfsRead {
+    match read {
         Ok(None) => layout_model::VfsRead::Read(Vec::new()),
         Ok(Some(sriov)) => layout_model::VfsRead::Read(
             sriov
@@ -423,7 +428,7 @@ pub fn read_vf_types(sysfs_root: &Path, bdf: Bdf) -> layout_model::VfsRead {
                 .collect(),
         ),
         Err(error) => {
-            layout_model::VfsRead::Unreadable(gpu_host_probe::chain::Chain(&error).to_string())
+            layout_model::VfsRead::Unreadable(gpu_host_probe::chain::Chain(error).to_string())
         }
     }
 }

@@ -47,6 +47,14 @@ impl Job {
         }
     }
 
+    /// The AMD GPUs `amd`, no NVIDIA GPU, not a restore.
+    pub fn amd(amd: Vec<AmdWanted>) -> Self {
+        Self {
+            amd,
+            ..Self::nvidia(Vec::new())
+        }
+    }
+
     /// The same job, with the owned instances `declared` keeps (a job that brought its own
     /// keeps them).
     pub fn owned_by(mut self, declared: Option<&Declaration>) -> Self {

@@ -170,13 +170,9 @@ pub fn apply_amd(
     options: &ApplyOptions,
 ) -> Result<ApplyReport, ApplyError> {
     apply_wanted(run, label, options, |host, _, _| {
-        Ok(job::Job {
-            wanted: Vec::new(),
-            amd: job::resolve_amd(host, label, profile, options)?,
-            boards: None,
-            owners: std::collections::BTreeMap::new(),
-            declares: true,
-        })
+        Ok(job::Job::amd(job::resolve_amd(
+            host, label, profile, options,
+        )?))
     })
 }
 
@@ -268,12 +264,8 @@ const LEAVE: &str = "leave";
 /// executor and with its refusals (a hive is left whole), labelled `leave` and declared so.
 pub fn leave_amd(run: ApplyRun<'_>, options: &ApplyOptions) -> Result<ApplyReport, ApplyError> {
     apply_wanted(run, LEAVE, options, |host, store, _| {
-        Ok(job::Job {
-            wanted: Vec::new(),
-            amd: job::resolve_amd_leave(host, store, LEAVE, options)?,
-            boards: None,
-            owners: std::collections::BTreeMap::new(),
-            declares: true,
-        })
+        Ok(job::Job::amd(job::resolve_amd_leave(
+            host, store, LEAVE, options,
+        )?))
     })
 }

@@ -58,12 +58,12 @@ pub enum TakenBack {
 /// What the request reads of `device` under `lock`: its card, and its SR-IOV VFs.
 fn seen(lock: &HostLock, helper: &Helper, device: Bdf) -> Result<Seen, PartitionRefusal> {
     let (reply, card) = read_card(lock, helper, device)?;
-    let root = lock.host().sysfs_root();
+    let sriov = host_sync::sriov::read_sriov(lock.host().sysfs_root(), device);
     Ok(Seen {
         reply,
         card,
-        sriov: !matches!(host_sync::sriov::read_sriov(root, device), Ok(None)),
-        vfs: host_sync::sriov::read_vf_types(root, device),
+        sriov: !matches!(sriov, Ok(None)),
+        vfs: host_sync::sriov::vf_types(&sriov),
     })
 }
 
@@ -172,14 +172,16 @@ fn job(
     Ok(job)
 }
 
-/// The outcome of a job that went through the executor: its report, and the row at `at` (a
-/// create's) and the generation as the closing sync read them.
+/// The outcome of a job that went through the executor: its report, the row at `at` (a
+/// create's) and the generation as the closing sync read them, and what became of a failed
+/// create's instance.
 fn ran(
     store: &mut dyn host_sync::StateStore,
     (host, device): (&Host, Bdf),
     report: ApplyReport,
     created: Option<(Placed, bool)>,
     started: u64,
+    undone: Option<TakenBack>,
 ) -> Result<PartitionOutcome, ApplyError> {
     // Only a division read by the closing sync (at or after the start) and still current says
     // what the GPU holds now: a dry run, a blocked run, a read that failed say nothing.
@@ -212,7 +214,7 @@ fn ran(
         report: Box::new(report),
         row,
         generation: division.map(|division| division.generation),
-        undone: None,
+        undone,
     })
 }
 
@@ -238,7 +240,7 @@ pub(super) struct Decided {
 /// instance, that instance taken back: [`taken_back`]); the row (a create's) and the
 /// generation as the closing sync read them.
 pub(super) fn one_partition(
-    run: ApplyRun<'_>,
+    mut run: ApplyRun<'_>,
     device: Bdf,
     options: &ApplyOptions,
     decide: impl FnOnce(&Base, &Seen) -> Result<Decided, PartitionRefusal>,
@@ -299,7 +301,6 @@ pub(super) fn one_partition(
     if let Some(owner) = decided.release {
         options = options.release(owner);
     }
-    let mut run = run;
     let mut draft = Draft::new(&base.label);
     let (end, _) = run_locked_keeping(
         run.reborrow(),
@@ -323,11 +324,14 @@ pub(super) fn one_partition(
         _ => None,
     };
     drop(lock);
-    let mut outcome = ran(run.store, (host, device), report, created, started_at)?;
-    if let PartitionOutcome::Ran { undone: taken, .. } = &mut outcome {
-        *taken = undone;
-    }
-    Ok(outcome)
+    ran(
+        run.store,
+        (host, device),
+        report,
+        created,
+        started_at,
+        undone,
+    )
 }
 
 /// A create that failed after its GPU instance was made (the driver refused the vGPU type
@@ -347,7 +351,7 @@ fn taken_back(
 ) -> Result<Option<ApplyReport>, ApplyError> {
     let clock = run.reset.clock_or_real();
     let started = clock.now();
-    let Ok(seen) = seen(lock, run.helper, gpu.bdf) else {
+    let Ok(mut seen) = seen(lock, run.helper, gpu.bdf) else {
         return Ok(None);
     };
     let Some(id) = seen
@@ -365,25 +369,9 @@ fn taken_back(
     let Ok((vfs, _)) = vgpu::without_the_one_on(base, &seen, id) else {
         return Ok(None);
     };
-    let others = match &seen.vfs {
-        VfsRead::Read(found) => VfsRead::Read(
-            found
-                .iter()
-                .filter(|vf| vf.gpu_instance != Some(id))
-                .cloned()
-                .collect(),
-        ),
-        other => other.clone(),
-    };
-    let Seen {
-        reply, card, sriov, ..
-    } = seen;
-    let seen = Seen {
-        reply,
-        card,
-        sriov,
-        vfs: others,
-    };
+    if let VfsRead::Read(found) = &mut seen.vfs {
+        found.retain(|vf| vf.gpu_instance != Some(id));
+    }
     let want = want_of(base.placed.clone(), base.unnamed).removing(vec![at]);
     if vgpu::as_declared(base, &seen).is_err()
         || writes_one(&seen.reply, &want, at, Some(id)).is_err()

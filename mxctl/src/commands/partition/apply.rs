@@ -287,9 +287,7 @@ pub fn write(
 fn restored_document(restored: Restore, at_boot: bool, output: Output) -> Result<Exit, Failure> {
     let (why, outcome, exit) = match restored {
         Restore::Ran(report) => {
-            let mut document = serde_json::to_value(&*report).map_err(|error| Failure::Output {
-                source: std::io::Error::other(error),
-            })?;
+            let mut document = json(&*report)?;
             if let Some(members) = document.as_object_mut() {
                 members.insert("restored".to_owned(), serde_json::Value::Bool(true));
                 members.insert("why".to_owned(), serde_json::Value::Null);
@@ -337,6 +335,13 @@ fn lines<T: std::fmt::Display>(text: &mut String, what: &str, items: &[T]) {
     for item in items {
         let _ = writeln!(text, "  {what}{item}");
     }
+}
+
+/// `value` as JSON; a value that does not serialize fails the output, never prints `null`.
+pub fn json(value: &impl serde::Serialize) -> Result<serde_json::Value, Failure> {
+    serde_json::to_value(value).map_err(|error| Failure::Output {
+        source: std::io::Error::other(error),
+    })
 }
 
 /// The report for people: each GPU's plan and steps, the resets, how it ended, the host after.

@@ -1,7 +1,7 @@
 //! `mxctl partition create` and `partition destroy`: one partition at a time, for an owner
 //! (`mig_layout::partition`), through the same write as an apply (`super::apply::write`).
 
-use super::apply::{Tools, What, text, write};
+use super::apply::{Tools, What, json, text, write};
 use crate::cli::{PartitionCreate, PartitionDestroy};
 use crate::config::Config;
 use crate::exit::Exit;
@@ -161,13 +161,6 @@ fn refusal_document(refused: &PartitionRefusal) -> serde_json::Value {
         members.extend(facts.clone());
     }
     document
-}
-
-/// `value` as JSON; a value that does not serialize fails the output, never prints `null`.
-fn json(value: &impl serde::Serialize) -> Result<serde_json::Value, Failure> {
-    serde_json::to_value(value).map_err(|error| Failure::Output {
-        source: std::io::Error::other(error),
-    })
 }
 
 /// Prints how it ended: a refusal (exit 3), or the executor's report with `refused` (false),
